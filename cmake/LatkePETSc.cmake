@@ -1,0 +1,25 @@
+# PETSc through pkg-config (Debian's libpetsc-complex-dev, 3.18, or any PETSc whose PETSc.pc
+# is on PKG_CONFIG_PATH). Latke needs complex scalars: a real build stops here with how to fix it.
+if(DEFINED ENV{PETSC_DIR})
+  set(ENV{PKG_CONFIG_PATH} "$ENV{PETSC_DIR}/$ENV{PETSC_ARCH}/lib/pkgconfig:$ENV{PETSC_DIR}/lib/pkgconfig:$ENV{PKG_CONFIG_PATH}")
+endif()
+pkg_check_modules(PETSC IMPORTED_TARGET PETSc)
+if(NOT PETSC_FOUND)
+  message(FATAL_ERROR "PETSc not found through pkg-config (PETSc.pc). On Debian 12 install it with "
+                      "'apt-get install libpetsc-complex-dev' (scripts/install-deps.sh does this), or "
+                      "set PETSC_DIR/PETSC_ARCH or PKG_CONFIG_PATH to a complex-scalar PETSc.")
+endif()
+find_file(LATKE_PETSCCONF petscconf.h PATHS ${PETSC_INCLUDE_DIRS} NO_DEFAULT_PATH)
+if(NOT LATKE_PETSCCONF)
+  message(FATAL_ERROR "PETSc ${PETSC_VERSION} found, but not its petscconf.h in: ${PETSC_INCLUDE_DIRS}")
+endif()
+file(STRINGS "${LATKE_PETSCCONF}" latke_petsc_complex REGEX "^#define PETSC_USE_COMPLEX 1")
+if(NOT latke_petsc_complex)
+  message(FATAL_ERROR "PETSc ${PETSC_VERSION} at ${LATKE_PETSCCONF} is built with real scalars; "
+                      "Latke needs complex scalars (the Dirac operator is complex). On Debian: "
+                      "'apt-get install libpetsc-complex-dev' and select it with "
+                      "'update-alternatives --set petsc /usr/lib/petscdir/petsc3.18/x86_64-linux-gnu-complex', "
+                      "or point PKG_CONFIG_PATH / PETSC_DIR+PETSC_ARCH at a PETSc configured "
+                      "--with-scalar-type=complex.")
+endif()
+set(PETSC_SCALAR complex)

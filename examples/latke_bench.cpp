@@ -1,0 +1,222 @@
+// latke-bench: performance of Latke's operators.
+//
+//   latke-bench dslash [options]
+//
+// For each precision and reconstruct asked for, times the Wilson-clover forms on a random
+// SU(3) field and prints time per application, GFLOPS, effective GB/s, the device's copy
+// bandwidth measured in the same run, and the ratio of the two. Forms:
+//   dslash  hopping term onto one parity fused with that parity's A^-1 (QUDA's "Dslash")
+//   matpc   the even-odd operator Mhat (QUDA's "MatPC"), -latke_schur symmetric|asymmetric
+//   full    the full operator M on both parities
+// Flops per output site are QUDA's (1872 dslash, 3792 matpc; full counts 1872 per site), so
+// figures compare with published ones. Bytes per output site count every word a kernel
+// reads or writes once: 8 links, 8 neighbour spinors, the clover block pair, the output, and
+// the xpay input where there is one (half precision adds its norms).
+#include <petscsys.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <vector>
+
+#include "latke/core/copy_bandwidth.h"
+#include "latke/core/error.h"
+#include "latke/core/options.h"
+#include "latke/core/tune.h"
+#include "latke/fields/random.h"
+#include "wilson_clover/wilson_clover.h"
+
+static const char help[] =
+    "latke-bench dslash: Wilson-clover operator performance.\n"
+    "  -latke_lattice X,Y,Z,T       global lattice (default 16,16,16,16)\n"
+    "  -latke_grid a,b,c,d          process grid (default: chosen)\n"
+    "  -latke_backend cpu|cuda      default: cuda when a device exists\n"
+    "  -latke_precision LIST        double,single,half (default single)\n"
+    "  -latke_reconstruct LIST      18,12 (default 12)\n"
+    "  -latke_form LIST             dslash,matpc,full (default all three)\n"
+    "  -latke_schur TYPE            symmetric|asymmetric for matpc (default symmetric)\n"
+    "  -latke_dagger                time the daggered forms\n"
+    "  -latke_mass m | -latke_kappa k   (default mass 0.1)\n"
+    "  -latke_csw c                 clover coefficient (default 1.0)\n"
+    "  -latke_iterations N          applications per timing (default: about 1 s of work)\n"
+    "  -latke_json FILE             also write the results as JSON\n"
+    "  -latke_tune_report           print the autotuned launch sizes\n";
+
+namespace latke {
+namespace {
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(item);
+  return out;
+}
+
+struct Result {
+  std::string form, precision, reconstruct;
+  double us, gflops, gbs;
+  int iterations;
+};
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/// Milliseconds per call of f, over n calls after a warm-up (device events on CUDA).
+template <typename F>
+double time_per_call(Backend b, int n, F&& f) {
+  f();
+  synchronize(b);
+  if (b == Backend::cuda) {
+    Event e0, e1;
+    e0.record(compute_stream());
+    for (int i = 0; i < n; ++i) f();
+    e1.record(compute_stream());
+    return Event::elapsed_ms(e0, e1) / n;
+  }
+  const double t0 = now_ms();
+  for (int i = 0; i < n; ++i) f();
+  return (now_ms() - t0) / n;
+}
+
+std::size_t spinor_bytes(Precision p) { return 24 * real_bytes(p) + (p == Precision::half ? 4 : 0); }
+std::size_t link_bytes(Precision p, Reconstruct r) { return static_cast<int>(r) * real_bytes(p); }
+std::size_t clover_bytes(Precision p) { return 72 * real_bytes(p) + (p == Precision::half ? 8 : 0); }
+
+void write_json(const std::string& path, const Lattice& lat, Backend b, double copy_gbs, const std::vector<Result>& rs) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    require(f.good(), "-latke_json ", path, ": cannot open ", tmp, " for writing");
+    const DeviceInfo d = device_info();
+    f << "{\n  \"benchmark\": \"dslash\",\n  \"lattice\": [" << lat.global()[0] << ", " << lat.global()[1] << ", "
+      << lat.global()[2] << ", " << lat.global()[3] << "],\n  \"grid\": [" << lat.grid()[0] << ", " << lat.grid()[1]
+      << ", " << lat.grid()[2] << ", " << lat.grid()[3] << "],\n  \"backend\": \"" << to_string(b)
+      << "\",\n  \"device\": \"" << (b == Backend::cuda ? d.name : "cpu") << "\",\n  \"copy_bandwidth_gbs\": "
+      << copy_gbs << ",\n  \"results\": [\n";
+    for (std::size_t i = 0; i < rs.size(); ++i) {
+      const Result& r = rs[i];
+      f << "    {\"form\": \"" << r.form << "\", \"precision\": \"" << r.precision << "\", \"reconstruct\": "
+        << r.reconstruct << ", \"time_us\": " << r.us << ", \"gflops\": " << r.gflops << ", \"gbs\": " << r.gbs
+        << ", \"ratio_to_copy\": " << r.gbs / copy_gbs << ", \"iterations\": " << r.iterations << "}"
+        << (i + 1 < rs.size() ? "," : "") << "\n";
+    }
+    f << "  ]\n}\n";
+    require(f.good(), "-latke_json ", path, ": writing ", tmp, " failed");
+  }
+  require(std::rename(tmp.c_str(), path.c_str()) == 0, "-latke_json ", path, ": cannot rename ", tmp, " to it");
+}
+
+int bench_dslash() {
+  const RunOptions run = setup_from_options();
+  const Coords dims = parse_coords(option_string("-latke_lattice", "16,16,16,16"), "-latke_lattice");
+  auto lat = std::make_shared<Lattice>(PETSC_COMM_WORLD, dims, run.grid);
+  std::vector<Precision> precisions;
+  for (const auto& s : split(option_string("-latke_precision", "single"))) precisions.push_back(parse_precision(s));
+  std::vector<Reconstruct> recons;
+  for (const auto& s : split(option_string("-latke_reconstruct", "12"))) recons.push_back(parse_reconstruct(s));
+  const std::vector<std::string> forms = split(option_string("-latke_form", "dslash,matpc,full"));
+  for (const auto& f : forms)
+    require(f == "dslash" || f == "matpc" || f == "full", "-latke_form '", f, "': expected dslash, matpc or full");
+  const SchurType schur = parse_schur_type(option_string("-latke_schur", "symmetric"));
+  const bool dagger = option_flag("-latke_dagger");
+  const long iters_opt = option_int("-latke_iterations", 0);
+  require(iters_opt >= 0, "-latke_iterations ", iters_opt, ": expected a positive count");
+  WilsonCloverParam wp;
+  const double kappa = option_real("-latke_kappa", 0);
+  wp.mass = kappa != 0 ? mass_from_kappa(kappa) : option_real("-latke_mass", 0.1);
+  wp.csw = option_real("-latke_csw", 1.0);
+  wp.backend = run.backend;
+  const std::string json = option_string("-latke_json", "");
+
+  const bool root = lat->rank() == 0;
+  const DeviceInfo dev = device_info();
+  const double copy_gbs = measure_copy_bandwidth(run.backend, run.backend == Backend::cuda ? (1ul << 30) : (1ul << 27));
+  if (root) {
+    std::printf("latke-bench dslash: Wilson-clover, lattice %s, backend %s%s%s, mass %g, c_sw %g, %s\n",
+                lat->describe().c_str(), to_string(run.backend), run.backend == Backend::cuda ? " (" : "",
+                run.backend == Backend::cuda ? (dev.name + ")").c_str() : "", wp.mass, wp.csw,
+                dagger ? "dagger" : "no dagger");
+    std::printf("copy bandwidth (read + write) measured in this run: %.1f GB/s\n", copy_gbs);
+    std::printf("%-7s %-7s %-5s %10s %10s %10s %8s %7s\n", "form", "prec", "recon", "time/us", "GFLOPS", "GB/s",
+                "vs copy", "iters");
+  }
+  const std::vector<Complex<double>> links = random_gauge(*lat, 20241022);
+  const std::vector<Complex<double>> src = random_spinor(*lat, 7);
+  std::vector<Result> results;
+  for (Precision p : precisions)
+    for (Reconstruct r : recons) {
+      wp.precision = p;
+      wp.reconstruct = r;
+      WilsonCloverOperator op(lat, links, wp);
+      ColorSpinorField in(lat, SpinorParam{4, 3, p, Subset::full, run.backend});
+      in.from_lexicographic(src);
+      ColorSpinorField out = in.like(p);
+      ColorSpinorField in_e = in.parity(0), in_o = in.parity(1), out_e = out.parity(0);
+      const double vcb = static_cast<double>(lat->volume_cb()) * lat->size();
+      const double kernel_bytes = 8.0 * (link_bytes(p, r) + spinor_bytes(p)) + clover_bytes(p) + spinor_bytes(p);
+      for (const auto& form : forms) {
+        double flops = 0, bytes = 0;
+        std::function<void()> f;
+        if (form == "dslash") {
+          f = [&] { op.dslash(out_e, in_o, Epilogue::clover_inv, 1.0, nullptr, dagger); };
+          flops = 1872 * vcb;
+          bytes = kernel_bytes * vcb;
+        } else if (form == "matpc") {
+          f = [&] { op.apply_schur(out_e, in_e, schur, dagger); };
+          flops = 3792 * vcb;
+          bytes = (2 * kernel_bytes + spinor_bytes(p)) * vcb;
+        } else {
+          f = [&] { op.apply(out, in, dagger); };
+          flops = 2 * 1872 * vcb;
+          bytes = 2 * (kernel_bytes + spinor_bytes(p)) * vcb;
+        }
+        int n = static_cast<int>(iters_opt);
+        if (n == 0) {  // about a second of work, agreed over ranks
+          const double ms = time_per_call(run.backend, 3, f);
+          double worst = 0;
+          MPI_Allreduce(&ms, &worst, 1, MPI_DOUBLE, MPI_MAX, lat->comm());
+          n = std::max(3, std::min(5000, static_cast<int>(1000.0 / std::max(worst, 1e-3))));
+        }
+        const double ms_local = time_per_call(run.backend, n, f);
+        double ms = 0;
+        MPI_Allreduce(&ms_local, &ms, 1, MPI_DOUBLE, MPI_MAX, lat->comm());
+        const Result res{form, to_string(p), to_string(r), ms * 1e3, flops / (ms * 1e-3) / 1e9,
+                         bytes / (ms * 1e-3) / 1e9, n};
+        const double check = norm2(out) / norm2(in);  // a finite, nonzero result
+        require(std::isfinite(check) && check > 0, "benchmark ", form, " produced ", check, " for |out|^2/|in|^2");
+        results.push_back(res);
+        if (root)
+          std::printf("%-7s %-7s %-5s %10.1f %10.1f %10.1f %7.2fx %7d\n", res.form.c_str(), res.precision.c_str(),
+                      res.reconstruct.c_str(), res.us, res.gflops, res.gbs, res.gbs / copy_gbs, n);
+      }
+    }
+  if (root && option_flag("-latke_tune_report")) std::printf("autotuned launches:\n%s", tune_report().c_str());
+  if (root && !json.empty()) write_json(json, *lat, run.backend, copy_gbs, results);
+  return 0;
+}
+
+}  // namespace
+}  // namespace latke
+
+int main(int argc, char** argv) {
+  PetscCall(PetscInitialize(&argc, &argv, nullptr, help));
+  int status = 0;
+  int rank = 0;
+  MPI_Comm_rank(PETSC_COMM_WORLD, &rank);
+  try {
+    const std::string command = argc > 1 && argv[1][0] != '-' ? argv[1] : "dslash";
+    latke::require(command == "dslash", "unknown benchmark '", command, "': expected dslash");
+    status = latke::bench_dslash();
+  } catch (const std::exception& e) {
+    if (rank == 0) std::fprintf(stderr, "latke-bench: error: %s\n", e.what());
+    status = 1;
+  }
+  PetscCall(PetscFinalize());
+  return status;
+}

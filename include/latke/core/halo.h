@@ -1,0 +1,58 @@
+// Halo exchange of face data between neighbouring ranks, overlapped with computation.
+// For each partitioned dimension mu a rank sends two faces (its x_mu = 0 face to the rank
+// behind, its x_mu = L_mu - 1 face to the rank ahead) and receives the two matching ones.
+// What a face site carries is the operator's business (Wilson: a spin-projected
+// half-spinor); this class owns the buffers and moves them: device buffers, pinned host
+// staging unless MPI is CUDA-aware, non-blocking MPI, and the stream/event choreography
+//   begin(): post receives, make the comm stream wait for the compute stream
+//   [operator packs faces on the comm stream, then runs interior work on the compute stream]
+//   finish(): send, wait, upload, make the compute stream wait for the ghosts
+//   [operator runs the boundary work on the compute stream]
+#pragma once
+
+#include <array>
+#include <vector>
+
+#include <mpi.h>
+
+#include "latke/core/backend.h"
+#include "latke/core/lattice.h"
+#include "latke/core/memory.h"
+
+namespace latke {
+
+/// @brief Whether MPI can take device pointers (OpenMPI's query, or LATKE_MPI_CUDA_AWARE=0/1).
+bool mpi_cuda_aware();
+
+class HaloExchange {
+ public:
+  /// @param site_bytes bytes per face site of payload; layout within a face is the caller's.
+  HaloExchange(const Lattice& lat, Backend backend, std::size_t site_bytes);
+
+  /// Face region that rank sends in dimension mu: side 0 = its x_mu = 0 face (to the rank
+  /// behind), side 1 = its x_mu = L-1 face (to the rank ahead).
+  void* send_face(int mu, int side) const { return send_[mu][side].data(); }
+  /// Face region received in dimension mu from the rank ahead (dir = +1: their x_mu = 0
+  /// face, the forward neighbours of my last slice) or behind (dir = -1).
+  void* recv_face(int mu, int dir) const { return recv_[mu][dir > 0].data(); }
+  std::size_t face_bytes(int mu) const { return face_bytes_[mu]; }
+
+  void begin();
+  void finish();
+
+  bool cuda_aware() const { return cuda_aware_; }
+  /// Bytes sent per exchange by this rank.
+  std::size_t bytes_per_exchange() const;
+
+ private:
+  const Lattice& lat_;
+  Backend backend_;
+  bool cuda_aware_ = false;
+  std::array<std::size_t, 4> face_bytes_{};
+  std::array<std::array<Buffer, 2>, 4> send_, recv_;              // device (or host on cpu)
+  std::array<std::array<Buffer, 2>, 4> send_host_, recv_host_;    // pinned staging
+  std::vector<MPI_Request> requests_;
+  Event compute_ready_, ghosts_ready_;
+};
+
+}  // namespace latke

@@ -1,0 +1,170 @@
+// One kernel source, two backends. A kernel is a trivially copyable functor with
+//   LATKE_HOST_DEVICE void operator()(int x_cb, int parity) const;
+// launch() runs it over x_cb in [0, n) and the given parities: as a CUDA kernel (one thread
+// per site, block size autotuned per functor type and size) or as an OpenMP loop.
+// launch_reduce() is the same for a functor returning a value to be summed; the sum is
+// accumulated in the functor's type (double-based) in a fixed order, so it is the same run
+// to run on a given backend and size.
+//
+// Files that launch kernels are compiled by nvcc in CUDA builds (CMake sets LANGUAGE CUDA on
+// them); elsewhere only the CPU path exists.
+#pragma once
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <typeinfo>
+#include <vector>
+
+#include "latke/core/backend.h"
+#include "latke/core/error.h"
+#include "latke/core/macros.h"
+#include "latke/core/tune.h"
+
+#ifdef __CUDACC__
+#include <cuda_runtime.h>
+#endif
+
+namespace latke {
+
+/// Sites [0, n) of parities parity_begin .. parity_begin + n_parity - 1.
+struct LaunchRange {
+  int n = 0;
+  int parity_begin = 0;
+  int n_parity = 1;
+};
+
+namespace detail {
+/// Scratch space for reduction partials (device and pinned host), grown on demand.
+void* reduce_scratch_device(std::size_t bytes);
+void* reduce_scratch_host(std::size_t bytes);
+inline constexpr int reduce_block = 256;
+inline constexpr int reduce_max_blocks = 1024;
+}  // namespace detail
+
+#ifdef __CUDACC__
+template <typename F>
+__global__ void launch_kernel(const F f, int n, int parity_begin) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) f(i, parity_begin + static_cast<int>(blockIdx.y));
+}
+
+template <typename T, typename F>
+__global__ void __launch_bounds__(detail::reduce_block) reduce_kernel(const F f, int n, int total, int parity_begin, T* partial) {
+  __shared__ unsigned char smem_raw[detail::reduce_block * sizeof(T)];
+  T* smem = reinterpret_cast<T*>(smem_raw);
+  T acc{};
+  for (int l = blockIdx.x * blockDim.x + threadIdx.x; l < total; l += gridDim.x * blockDim.x)
+    acc += f(l % n, parity_begin + l / n);
+  smem[threadIdx.x] = acc;
+  __syncthreads();
+  for (int w = detail::reduce_block / 2; w > 0; w /= 2) {
+    if (static_cast<int>(threadIdx.x) < w) smem[threadIdx.x] += smem[threadIdx.x + w];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) partial[blockIdx.x] = smem[0];
+}
+#endif
+
+/// @brief Run f over the range on the host with OpenMP (for host-only functors too).
+template <typename F>
+void launch_cpu(const F& f, LaunchRange r) {
+  for (int p = r.parity_begin; p < r.parity_begin + r.n_parity; ++p) {
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < r.n; ++i) f(i, p);
+  }
+}
+
+/// @brief Run f over the range on backend b, in stream s (CUDA), asynchronously.
+/// @param tunable false for kernels that are not idempotent (they update in place), which
+///        must not be run repeatedly to time block sizes.
+template <typename F>
+void launch(Backend b, const F& f, LaunchRange r, Stream s = compute_stream(), bool tunable = true) {
+  if (r.n <= 0 || r.n_parity <= 0) return;
+  if (b == Backend::cpu) return launch_cpu(f, r);
+#ifdef __CUDACC__
+  const cudaStream_t stream = static_cast<cudaStream_t>(s.handle);
+  auto run = [&](int block) {
+    const dim3 grid((r.n + block - 1) / block, r.n_parity);
+    launch_kernel<F><<<grid, block, 0, stream>>>(f, r.n, r.parity_begin);
+  };
+  static std::map<long long, int> chosen;  // per functor type: size -> block
+  const long long size_key = static_cast<long long>(r.n) * 4 + r.n_parity;
+  auto it = chosen.find(size_key);
+  int block = it == chosen.end() ? 0 : it->second;
+  if (block == 0) {
+    cudaFuncAttributes attr;
+    LATKE_CUDA_CALL(cudaFuncGetAttributes(&attr, launch_kernel<F>));
+    block = std::min(128, attr.maxThreadsPerBlock);
+    double best = -1;
+    if (tunable && tuning_enabled()) {
+      cudaEvent_t e0, e1;
+      LATKE_CUDA_CALL(cudaEventCreate(&e0));
+      LATKE_CUDA_CALL(cudaEventCreate(&e1));
+      for (int cand : {32, 64, 96, 128, 192, 256, 384, 512, 768, 1024}) {
+        if (cand > attr.maxThreadsPerBlock) continue;
+        run(cand);  // warm-up
+        LATKE_CUDA_CALL(cudaEventRecord(e0, stream));
+        for (int k = 0; k < 3; ++k) run(cand);
+        LATKE_CUDA_CALL(cudaEventRecord(e1, stream));
+        LATKE_CUDA_CALL(cudaEventSynchronize(e1));
+        LATKE_CUDA_CALL(cudaGetLastError());
+        float ms = 0;
+        LATKE_CUDA_CALL(cudaEventElapsedTime(&ms, e0, e1));
+        if (best < 0 || ms < best) { best = ms; block = cand; }
+      }
+      cudaEventDestroy(e0);
+      cudaEventDestroy(e1);
+    }
+    chosen[size_key] = block;
+    store_block_size(std::string(typeid(F).name()) + " n=" + std::to_string(r.n) + "x" +
+                         std::to_string(r.n_parity),
+                     block, best / 3);
+  }
+  run(block);
+  LATKE_CUDA_CALL(cudaGetLastError());
+#else
+  (void)s, (void)tunable;
+  fail("kernel ", typeid(F).name(), " asked to run on CUDA, but its file was compiled without CUDA");
+#endif
+}
+
+/// @brief Sum f(x_cb, parity) over the range on backend b; blocks until the sum is known.
+template <typename T, typename F>
+T launch_reduce(Backend b, const F& f, LaunchRange r, Stream s = compute_stream()) {
+  const int total = r.n * r.n_parity;
+  if (total <= 0) return T{};
+  const int blocks = std::min(detail::reduce_max_blocks, (total + detail::reduce_block - 1) / detail::reduce_block);
+  if (b == Backend::cpu) {
+    std::vector<T> partial(blocks);
+#pragma omp parallel for schedule(static)
+    for (int c = 0; c < blocks; ++c) {
+      T acc{};
+      const long long begin = static_cast<long long>(total) * c / blocks;
+      const long long end = static_cast<long long>(total) * (c + 1) / blocks;
+      for (long long l = begin; l < end; ++l)
+        acc += f(static_cast<int>(l % r.n), r.parity_begin + static_cast<int>(l / r.n));
+      partial[c] = acc;
+    }
+    T sum{};
+    for (const T& p : partial) sum += p;
+    return sum;
+  }
+#ifdef __CUDACC__
+  const cudaStream_t stream = static_cast<cudaStream_t>(s.handle);
+  T* d_partial = static_cast<T*>(detail::reduce_scratch_device(blocks * sizeof(T)));
+  T* h_partial = static_cast<T*>(detail::reduce_scratch_host(blocks * sizeof(T)));
+  reduce_kernel<T, F><<<blocks, detail::reduce_block, 0, stream>>>(f, r.n, total, r.parity_begin, d_partial);
+  LATKE_CUDA_CALL(cudaGetLastError());
+  LATKE_CUDA_CALL(cudaMemcpyAsync(h_partial, d_partial, blocks * sizeof(T), cudaMemcpyDeviceToHost, stream));
+  LATKE_CUDA_CALL(cudaStreamSynchronize(stream));
+  T sum{};
+  for (int c = 0; c < blocks; ++c) sum += h_partial[c];
+  return sum;
+#else
+  (void)s;
+  fail("reduction ", typeid(F).name(), " asked to run on CUDA, but its file was compiled without CUDA");
+#endif
+}
+
+}  // namespace latke

@@ -1,0 +1,18 @@
+// Links on the local volume extended by one site in every direction, corners included,
+// gathered from neighbouring ranks by one exchange per dimension (the halo of a dimension
+// exchanged after those before it, which carries the corners along). Setup-time only: the
+// clover term needs the links of every plaquette touching a site.
+#pragma once
+
+#include <vector>
+
+#include "latke/core/complex.h"
+#include "latke/core/lattice.h"
+
+namespace latke {
+
+/// @brief Extended links, lexicographic over extents L_mu + 2 ([site][mu][row][col]); local
+/// site x sits at x + (1,1,1,1).
+std::vector<Complex<double>> extended_gauge(const Lattice& lat, const std::vector<Complex<double>>& local);
+
+}  // namespace latke

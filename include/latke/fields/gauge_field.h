@@ -1,0 +1,62 @@
+// Gauge fields: four links per site in double, single or half storage, 18 or 12 reals per
+// link (12: third row rebuilt), coalesced layout with block (mu, parity) — see accessors.h.
+// Half precision scales by the largest link entry in the whole lattice (1 for SU(3)).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "latke/core/complex.h"
+#include "latke/core/lattice.h"
+#include "latke/core/memory.h"
+#include "latke/fields/accessors.h"
+#include "latke/fields/precision.h"
+
+namespace latke {
+
+struct GaugeParam {
+  Precision precision = Precision::double_;
+  Reconstruct reconstruct = Reconstruct::r18;
+  Backend backend = Backend::cpu;
+};
+
+class GaugeField {
+ public:
+  GaugeField(std::shared_ptr<const Lattice> lattice, const GaugeParam& param);
+
+  const Lattice& lattice() const { return *lattice_; }
+  const GaugeParam& param() const { return param_; }
+  Precision precision() const { return param_.precision; }
+  Reconstruct reconstruct() const { return param_.reconstruct; }
+  Backend backend() const { return param_.backend; }
+  std::size_t bytes() const { return bytes_; }
+  float scale() const { return scale_; }
+
+  template <typename Store, Reconstruct R>
+  GaugeAccessor<Store, R> accessor() const {
+    GaugeAccessor<Store, R> a;
+    a.data = static_cast<Store*>(data_->data());
+    a.scale = scale_;
+    a.stride = lattice_->volume_cb();
+    return a;
+  }
+
+  /// @brief Load links from a host array over the local volume in lexicographic order
+  /// (conventions.h: [site][mu][row][col]). Reconstruct 12 checks that the links are SU(3)
+  /// (to 1e-6) and fails naming the worst deviation otherwise.
+  void from_lexicographic(const std::vector<Complex<double>>& host);
+  /// @brief The links as a host array over the local volume (rows rebuilt for 12).
+  void to_lexicographic(std::vector<Complex<double>>& host) const;
+
+ private:
+  std::shared_ptr<const Lattice> lattice_;
+  GaugeParam param_;
+  std::shared_ptr<Buffer> data_;
+  std::size_t bytes_ = 0;
+  float scale_ = 1.0f;
+};
+
+/// @brief Largest |U U^dag - 1| entry and |det U - 1| over the host links (this rank's).
+double su3_deviation(const std::vector<Complex<double>>& host_links);
+
+}  // namespace latke

@@ -1,0 +1,159 @@
+// The Wilson-clover operator: construction and the composition of fused kernels into the
+// full, even-odd and dagger forms (formulas in wilson_clover.h).
+#include "wilson_clover/wilson_clover.h"
+
+#include "latke/core/error.h"
+#include "wilson_clover/clover_build.h"
+#include "wilson_clover/wilson_clover_launch.h"
+
+namespace latke {
+
+const char* to_string(SchurType t) { return t == SchurType::symmetric ? "symmetric" : "asymmetric"; }
+
+SchurType parse_schur_type(const std::string& name) {
+  if (name == "asymmetric") return SchurType::asymmetric;
+  if (name == "symmetric") return SchurType::symmetric;
+  fail("unknown even-odd form '", name, "': expected asymmetric or symmetric");
+}
+
+double mass_from_kappa(double kappa) {
+  require(kappa > 0, "kappa ", kappa, ": expected a positive number (kappa = 1/(2m + 8))");
+  return 0.5 / kappa - 4.0;
+}
+
+namespace {
+CloverParam clover_param(const WilsonCloverParam& p, Precision prec) { return CloverParam{prec, p.backend}; }
+
+std::size_t face_bytes_for(Precision p) {
+  return dispatch_precision(p, [](auto s) { return wilson::face_site_bytes<decltype(s)>(); });
+}
+}  // namespace
+
+WilsonCloverOperator::WilsonCloverOperator(std::shared_ptr<const Lattice> lattice,
+                                           const std::vector<Complex<double>>& host_links,
+                                           const WilsonCloverParam& param)
+    : lattice_(std::move(lattice)),
+      param_(param),
+      gauge_(lattice_, GaugeParam{param.precision, param.reconstruct, param.backend}),
+      clover_(lattice_, clover_param(param, param.precision)),
+      clover_inv_(lattice_, clover_param(param, param.precision)) {
+  gauge_.from_lexicographic(host_links);
+  if (param.precision == Precision::double_) {
+    wilson::build_clover(*lattice_, host_links, param.mass, param.csw, clover_, clover_inv_);
+  } else {
+    CloverField a(lattice_, clover_param(param, Precision::double_));
+    CloverField a_inv(lattice_, clover_param(param, Precision::double_));
+    wilson::build_clover(*lattice_, host_links, param.mass, param.csw, a, a_inv);
+    clover_.copy_from(a);
+    clover_inv_.copy_from(a_inv);
+  }
+  bool split = false;
+  for (int mu = 0; mu < 4; ++mu) split |= lattice_->partitioned(mu);
+  if (split) halo_ = std::make_unique<HaloExchange>(*lattice_, param.backend, face_bytes_for(param.precision));
+  SpinorParam sp{4, 3, param.precision, Subset::even, param.backend};
+  tmp_[0] = std::make_unique<ColorSpinorField>(lattice_, sp);
+  sp.subset = Subset::odd;
+  tmp_[1] = std::make_unique<ColorSpinorField>(lattice_, sp);
+  synchronize(param.backend);
+}
+
+WilsonCloverOperator::~WilsonCloverOperator() = default;
+
+std::size_t WilsonCloverOperator::bytes() const { return gauge_.bytes() + clover_.bytes() + clover_inv_.bytes(); }
+
+bool WilsonCloverOperator::staged_halo() const { return halo_ && param_.backend == Backend::cuda && !halo_->cuda_aware(); }
+
+void WilsonCloverOperator::require_field(const ColorSpinorField& f, const char* what) const {
+  require(f.nspin() == 4 && f.ncolor() == 3, "Wilson-clover operator: ", what, " has ", f.nspin(), " spins and ",
+          f.ncolor(), " colors, expected 4 and 3");
+  require(f.precision() == param_.precision, "Wilson-clover operator: ", what, " is in ", to_string(f.precision()),
+          " precision, the operator in ", to_string(param_.precision));
+  require(f.backend() == param_.backend, "Wilson-clover operator: ", what, " is on backend ", to_string(f.backend()),
+          ", the operator on ", to_string(param_.backend));
+  require(f.lattice().local() == lattice_->local(), "Wilson-clover operator: ", what, " lives on another lattice");
+}
+
+void WilsonCloverOperator::dslash(ColorSpinorField& out, const ColorSpinorField& in, Epilogue e, double a,
+                                  const ColorSpinorField* x, bool dagger) {
+  require_field(out, "output");
+  require_field(in, "input");
+  require(out.n_parity() == 1 && in.n_parity() == 1, "dslash takes parity fields");
+  require(out.block_parity(0) != in.block_parity(0), "dslash maps one parity to the other, got parity ",
+          in.block_parity(0), " to ", out.block_parity(0));
+  const bool needs_x = e == Epilogue::clover_xpay || e == Epilogue::clover_inv_xpay || e == Epilogue::xpay;
+  require(!needs_x || (x && x->n_parity() == 1 && x->block_parity(0) == out.block_parity(0)),
+          "dslash: this epilogue needs an x of the output's parity");
+  if (x) require_field(*x, "x");
+  const CloverField* c = nullptr;
+  if (e == Epilogue::clover_inv || e == Epilogue::clover_inv_xpay) c = &clover_inv_;
+  if (e == Epilogue::clover_xpay) c = &clover_;
+  const wilson::DslashRequest rq{&out, &in, x, &gauge_, c, halo_.get(), &param_, e, a, dagger};
+  dispatch_precision(param_.precision, [&](auto s) { wilson::launch_dslash<decltype(s)>(rq); });
+}
+
+void WilsonCloverOperator::apply(ColorSpinorField& out, const ColorSpinorField& in, bool dagger) {
+  require(out.n_parity() == 2 && in.n_parity() == 2, "apply takes full fields");
+  for (int p = 0; p < 2; ++p) {
+    ColorSpinorField o = out.parity(p);
+    const ColorSpinorField i_p = in.parity(p), i_q = in.parity(1 - p);
+    dslash(o, i_q, Epilogue::clover_xpay, -0.5, &i_p, dagger);
+  }
+}
+
+void WilsonCloverOperator::apply_schur(ColorSpinorField& out, const ColorSpinorField& in, SchurType type, bool dagger) {
+  require(out.n_parity() == 1 && in.n_parity() == 1 && out.block_parity(0) == in.block_parity(0),
+          "apply_schur takes two fields of the same parity");
+  const int p = in.block_parity(0), q = 1 - p;
+  ColorSpinorField& tq = *tmp_[q];
+  if (type == SchurType::asymmetric) {
+    dslash(tq, in, Epilogue::clover_inv, 1.0, nullptr, dagger);
+    dslash(out, tq, Epilogue::clover_xpay, -0.25, &in, dagger);
+  } else if (!dagger) {
+    dslash(tq, in, Epilogue::clover_inv, 1.0, nullptr, false);
+    dslash(out, tq, Epilogue::clover_inv_xpay, -0.25, &in, false);
+  } else {
+    ColorSpinorField& tp = *tmp_[p];
+    clover(tp, in, true);
+    dslash(tq, tp, Epilogue::clover_inv, 1.0, nullptr, true);
+    dslash(out, tq, Epilogue::xpay, -0.25, &in, true);
+  }
+}
+
+void WilsonCloverOperator::prepare_source(ColorSpinorField& bhat, const ColorSpinorField& b, SchurType type) {
+  require(bhat.n_parity() == 1 && b.n_parity() == 2, "prepare_source: expected a parity field and a full source");
+  const int p = bhat.block_parity(0), q = 1 - p;
+  const ColorSpinorField b_p = b.parity(p), b_q = b.parity(q);
+  clover(*tmp_[q], b_q, true);
+  if (type == SchurType::asymmetric) {
+    dslash(bhat, *tmp_[q], Epilogue::xpay, 0.5, &b_p, false);
+  } else {
+    dslash(*tmp_[p], *tmp_[q], Epilogue::xpay, 0.5, &b_p, false);
+    clover(bhat, *tmp_[p], true);
+  }
+}
+
+void WilsonCloverOperator::reconstruct(ColorSpinorField& x, const ColorSpinorField& x_p, const ColorSpinorField& b) {
+  require(x.n_parity() == 2 && b.n_parity() == 2 && x_p.n_parity() == 1,
+          "reconstruct: expected a full solution, a parity solution and a full source");
+  const int p = x_p.block_parity(0), q = 1 - p;
+  ColorSpinorField xp = x.parity(p), xq = x.parity(q);
+  const ColorSpinorField b_q = b.parity(q);
+  xp.copy_from(x_p);
+  dslash(*tmp_[q], x_p, Epilogue::xpay, 0.5, &b_q, false);
+  clover(xq, *tmp_[q], true);
+}
+
+void WilsonCloverOperator::hopping(ColorSpinorField& out, const ColorSpinorField& in, bool dagger) {
+  dslash(out, in, Epilogue::plain, 1.0, nullptr, dagger);
+}
+
+void WilsonCloverOperator::clover(ColorSpinorField& out, const ColorSpinorField& in, bool inverse) {
+  require_field(out, "output");
+  require_field(in, "input");
+  require(out.n_parity() == in.n_parity() && out.block_parity(0) == in.block_parity(0),
+          "clover: input and output must hold the same sites");
+  const CloverField& c = inverse ? clover_inv_ : clover_;
+  dispatch_precision(param_.precision, [&](auto s) { wilson::launch_clover<decltype(s)>(out, in, c); });
+}
+
+}  // namespace latke

@@ -1,0 +1,287 @@
+// The Wilson-clover site kernels (host and device, one source): the hopping term onto one
+// parity with a fused epilogue, the face packer for the halo exchange, and the site-local
+// clover term. Formula and conventions: wilson_clover.h, conventions.h.
+//
+// One thread per output site. Forward hops read U_mu(x) and the neighbour's spinor, spin-
+// projected to a half-spinor before the color multiply; backward hops read U_mu(x-mu)^dag.
+// When dimension mu is split over ranks, hops leaving the rank read the received face
+// instead: from the rank ahead the projected neighbour spinor (this rank applies its own
+// U_mu(x)), from the rank behind U^dag times the projected spinor, already multiplied by the
+// rank that owns that link. So no link is ever exchanged.
+// Modes: all sites (nothing split), interior (sites with no off-rank neighbour, overlapping
+// the exchange), exterior (the others, once the faces have arrived; a site on several faces
+// is done by the thread of the lowest such dimension).
+#pragma once
+
+#include "latke/conventions.h"
+#include "latke/core/algebra.h"
+#include "latke/core/indexing.h"
+#include "latke/fields/accessors.h"
+#include "wilson_clover/wilson_clover.h"
+
+namespace latke::wilson {
+
+using HalfSpinorReals = std::integral_constant<int, 12>;
+
+/// z times a unit entry (0, +-1, +-i) known at compile time: no multiplications.
+template <int RE, int IM, typename T>
+LATKE_HOST_DEVICE LATKE_INLINE Complex<T> mul_unit(const Complex<T>& z) {
+  if constexpr (RE == 1) return z;
+  else if constexpr (RE == -1) return -z;
+  else if constexpr (IM == 1) return times_i(z);
+  else return -times_i(z);
+}
+
+/// h = P psi with P = (1 + s gamma_mu): h_r = psi_r + s sum_k B_rk psi_{2+k}, B = gamma_block(mu).
+template <int MU, typename T>
+LATKE_HOST_DEVICE LATKE_INLINE ColorSpinor<T, 3, 2> project(const ColorSpinor<T, 3, 4>& psi, T s) {
+  ColorSpinor<T, 3, 2> h;
+  static_for<2>([&](auto r_) {
+    constexpr int r = decltype(r_)::value;
+    LATKE_UNROLL for (int c = 0; c < 3; ++c) h.d[r][c] = psi.d[r][c];
+    static_for<2>([&](auto k_) {
+      constexpr int k = decltype(k_)::value;
+      constexpr UnitComplex b = gamma_block(MU, r, k);
+      if constexpr (b.re != 0 || b.im != 0) {
+        LATKE_UNROLL for (int c = 0; c < 3; ++c) {
+          const Complex<T> t = mul_unit<b.re, b.im>(psi.d[2 + k][c]);
+          h.d[r][c].re += s * t.re;
+          h.d[r][c].im += s * t.im;
+        }
+      }
+    });
+  });
+  return h;
+}
+
+/// acc += (1 + s gamma_mu) acting through h: upper += h, lower += s B^dag h.
+template <int MU, typename T>
+LATKE_HOST_DEVICE LATKE_INLINE void accumulate(ColorSpinor<T, 3, 4>& acc, const ColorSpinor<T, 3, 2>& h, T s) {
+  static_for<2>([&](auto r_) {
+    constexpr int r = decltype(r_)::value;
+    LATKE_UNROLL for (int c = 0; c < 3; ++c) acc.d[r][c] += h.d[r][c];
+    static_for<2>([&](auto k_) {
+      constexpr int k = decltype(k_)::value;
+      constexpr UnitComplex b = gamma_block(MU, k, r);  // (B^dag)_{rk} = conj(B_{kr})
+      if constexpr (b.re != 0 || b.im != 0) {
+        LATKE_UNROLL for (int c = 0; c < 3; ++c) {
+          const Complex<T> t = mul_unit<b.re, -b.im>(h.d[k][c]);
+          acc.d[2 + r][c].re += s * t.re;
+          acc.d[2 + r][c].im += s * t.im;
+        }
+      }
+    });
+  });
+}
+
+template <typename T>
+LATKE_HOST_DEVICE LATKE_INLINE ColorSpinor<T, 3, 2> scale_phase(const ColorSpinor<T, 3, 2>& h, const Complex<T>& z) {
+  ColorSpinor<T, 3, 2> r;
+  LATKE_UNROLL for (int s = 0; s < 2; ++s) LATKE_UNROLL for (int c = 0; c < 3; ++c) r.d[s][c] = z * h.d[s][c];
+  return r;
+}
+
+template <typename T, int N>
+LATKE_HOST_DEVICE LATKE_INLINE ColorSpinor<T, 3, N> from_reals(const T (&r)[6 * N]) {
+  ColorSpinor<T, 3, N> h;
+  LATKE_UNROLL for (int s = 0; s < N; ++s) LATKE_UNROLL for (int c = 0; c < 3; ++c)
+    h.d[s][c] = Complex<T>(r[2 * (3 * s + c)], r[2 * (3 * s + c) + 1]);
+  return h;
+}
+
+template <typename T, int N>
+LATKE_HOST_DEVICE LATKE_INLINE void to_reals(const ColorSpinor<T, 3, N>& h, T (&r)[6 * N]) {
+  LATKE_UNROLL for (int s = 0; s < N; ++s) LATKE_UNROLL for (int c = 0; c < 3; ++c) {
+    r[2 * (3 * s + c)] = h.d[s][c].re;
+    r[2 * (3 * s + c) + 1] = h.d[s][c].im;
+  }
+}
+
+enum Mode : int { all_sites = 0, interior = 1, exterior = 2 };
+
+/// Where the faces are and which sites touch them (shared by packer and exterior kernel).
+struct FaceGeometry {
+  LocalGeometry geom;
+  int comm_mask = 0;     ///< bit mu: dimension mu split over ranks
+  int face_cb[4] = {};   ///< sites of one parity on one face of mu
+  int face_begin[5] = {};  ///< exclusive scan of 2 * face_cb over split dimensions
+
+  /// Site on face (mu, side) of the given parity for thread index idx; false past the end.
+  LATKE_HOST_DEVICE LATKE_INLINE bool face_site(int idx, int parity, int& mu, int& side, int (&c)[4]) const {
+    if (idx >= face_begin[4]) return false;
+    mu = 0;
+    while (idx >= face_begin[mu + 1]) ++mu;
+    int rem = idx - face_begin[mu];
+    side = rem >= face_cb[mu];
+    const int f = side ? rem - face_cb[mu] : rem;
+    int o[3], k = 0;
+    for (int nu = 0; nu < 4; ++nu)
+      if (nu != mu) o[k++] = nu;
+    const int la = geom.L[o[0]], lb = geom.L[o[1]];
+    const int full3 = 2 * f;
+    const int ca0 = full3 % la;
+    const int r = full3 / la;
+    c[o[1]] = r % lb;
+    c[o[2]] = r / lb;
+    c[mu] = side ? geom.L[mu] - 1 : 0;
+    c[o[0]] = ca0 + ((parity + ca0 + c[o[1]] + c[o[2]] + c[mu]) & 1);
+    return true;
+  }
+
+  /// Index of the site's position on a face of dimension mu (the other three coordinates,
+  /// checkerboarded): the same on the sending and the receiving rank.
+  template <int MU>
+  LATKE_HOST_DEVICE LATKE_INLINE int face_index(const int (&c)[4]) const {
+    int idx = 0;
+    LATKE_UNROLL for (int nu = 3; nu >= 0; --nu)
+      if (nu != MU) idx = idx * geom.L[nu] + c[nu];
+    return idx >> 1;
+  }
+
+  LATKE_HOST_DEVICE LATKE_INLINE bool on_split_face(int mu, const int (&c)[4]) const {
+    return ((comm_mask >> mu) & 1) && (c[mu] == 0 || c[mu] == geom.L[mu] - 1);
+  }
+};
+
+template <typename Store, Reconstruct R>
+struct DslashArg {
+  using T = typename compute_type<Store>::type;
+  SpinorAccessor<Store, 3, 4> out, in, x;
+  GaugeAccessor<Store, R> gauge;
+  CloverAccessor<Store> clover;  ///< A or A^-1 of the output parity, as the epilogue needs
+  SiteArray<Store, 12, 1> ghost[4][2];  ///< [mu][0: from the rank behind, 1: from the rank ahead]
+  FaceGeometry faces;
+  int parity = 0;        ///< output parity
+  int last_slice[4];     ///< global boundary: offset_mu + c_mu == global_mu - 1
+  int first_slice[4];    ///< offset_mu + c_mu == 0, as a local coordinate (or -1)
+  int phase_mask = 0;    ///< bit mu: boundary phase of mu is not 1
+  Complex<T> phase[4];
+  T a = 1;
+  T sign = -1;           ///< forward projector 1 + sign gamma: -1, or +1 for the dagger
+  int mode = all_sites;
+};
+
+template <typename Store, Reconstruct R, Epilogue E>
+struct DslashKernel {
+  using T = typename compute_type<Store>::type;
+  DslashArg<Store, R> arg;
+
+  LATKE_HOST_DEVICE void operator()(int idx, int) const {
+    const int parity = arg.parity;
+    int c[4];
+    int x_cb, full;
+    if (arg.mode == exterior) {
+      int mu0, side;
+      if (!arg.faces.face_site(idx, parity, mu0, side, c)) return;
+      for (int nu = 0; nu < mu0; ++nu)
+        if (arg.faces.on_split_face(nu, c)) return;  // done by the thread of dimension nu
+      full = arg.faces.geom.full_index(c);
+      x_cb = full >> 1;
+    } else {
+      x_cb = idx;
+      full = arg.faces.geom.coords(x_cb, parity, c);
+      if (arg.mode == interior)
+        for (int nu = 0; nu < 4; ++nu)
+          if (arg.faces.on_split_face(nu, c)) return;
+    }
+    const int* L = arg.faces.geom.L;
+    const T s = arg.sign;
+    ColorSpinor<T, 3, 4> acc;
+    acc.zero();
+    int stride = 1;
+    static_for<4>([&](auto mu_) {
+      constexpr int mu = decltype(mu_)::value;
+      const bool split = (arg.faces.comm_mask >> mu) & 1;
+      {  // forward: (1 + s gamma_mu) U_mu(x) psi(x + mu)
+        ColorSpinor<T, 3, 2> h;
+        if (split && c[mu] == L[mu] - 1) {
+          T r[12];
+          arg.ghost[mu][1].load(r, arg.faces.template face_index<mu>(c));
+          h = from_reals<T, 2>(r);
+        } else {
+          const int nb = c[mu] == L[mu] - 1 ? full - (L[mu] - 1) * stride : full + stride;
+          h = project<mu>(arg.in.load(nb >> 1), s);
+        }
+        ColorSpinor<T, 3, 2> uh = arg.gauge.load(mu, x_cb, parity) * h;
+        if (((arg.phase_mask >> mu) & 1) && c[mu] == arg.last_slice[mu]) uh = scale_phase(uh, arg.phase[mu]);
+        accumulate<mu>(acc, uh, s);
+      }
+      {  // backward: (1 - s gamma_mu) U_mu(x - mu)^dag psi(x - mu)
+        ColorSpinor<T, 3, 2> uh;
+        if (split && c[mu] == 0) {
+          T r[12];
+          arg.ghost[mu][0].load(r, arg.faces.template face_index<mu>(c));
+          uh = from_reals<T, 2>(r);
+        } else {
+          const int nb = c[mu] == 0 ? full + (L[mu] - 1) * stride : full - stride;
+          const ColorSpinor<T, 3, 2> h = project<mu>(arg.in.load(nb >> 1), -s);
+          uh = adj_mul(arg.gauge.load(mu, nb >> 1, 1 - parity), h);
+          if (((arg.phase_mask >> mu) & 1) && c[mu] == arg.first_slice[mu]) uh = scale_phase(uh, conj(arg.phase[mu]));
+        }
+        accumulate<mu>(acc, uh, -s);
+      }
+      stride *= L[mu];
+    });
+
+    ColorSpinor<T, 3, 4> result;
+    if constexpr (E == Epilogue::plain) {
+      result = axpy(arg.a, acc, ColorSpinor<T, 3, 4>{});
+    } else if constexpr (E == Epilogue::clover_inv) {
+      const ColorSpinor<T, 3, 4> t = arg.clover.apply(acc, x_cb);
+      result = axpy(arg.a, t, ColorSpinor<T, 3, 4>{});
+    } else if constexpr (E == Epilogue::clover_xpay) {
+      result = axpy(arg.a, acc, arg.clover.apply(arg.x.load(x_cb), x_cb));
+    } else if constexpr (E == Epilogue::clover_inv_xpay) {
+      result = axpy(arg.a, arg.clover.apply(acc, x_cb), arg.x.load(x_cb));
+    } else {
+      result = axpy(arg.a, acc, arg.x.load(x_cb));
+    }
+    arg.out.save(result, x_cb);
+  }
+};
+
+/// Packs the faces of the input (parity `parity`) for the ranks behind and ahead.
+template <typename Store, Reconstruct R>
+struct PackKernel {
+  using T = typename compute_type<Store>::type;
+  SpinorAccessor<Store, 3, 4> in;
+  GaugeAccessor<Store, R> gauge;
+  SiteArray<Store, 12, 1> send[4][2];  ///< [mu][side]
+  FaceGeometry faces;
+  int parity = 0;  ///< parity of the input sites
+  int last_slice[4];
+  int phase_mask = 0;
+  Complex<T> phase[4];
+  T sign = -1;
+
+  LATKE_HOST_DEVICE void operator()(int idx, int) const {
+    int mu, side, c[4];
+    if (!faces.face_site(idx, parity, mu, side, c)) return;
+    const int full = faces.geom.full_index(c);
+    const ColorSpinor<T, 3, 4> psi = in.load(full >> 1);
+    static_for<4>([&](auto mu_) {
+      constexpr int m = decltype(mu_)::value;
+      if (m != mu) return;
+      const int f = faces.template face_index<m>(c);
+      T r[12];
+      if (side == 0) {  // the rank behind uses us as its forward neighbour
+        to_reals(project<m>(psi, sign), r);
+      } else {          // the rank ahead uses U_mu(y)^dag (1 - s gamma) psi(y) from us
+        ColorSpinor<T, 3, 2> uh = adj_mul(gauge.load(m, full >> 1, parity), project<m>(psi, -sign));
+        if (((phase_mask >> m) & 1) && c[m] == last_slice[m]) uh = scale_phase(uh, conj(phase[m]));
+        to_reals(uh, r);
+      }
+      send[m][side].save(r, f);
+    });
+  }
+};
+
+/// out = A in (or A^-1 in) site by site.
+template <typename Store>
+struct CloverKernel {
+  SpinorAccessor<Store, 3, 4> out, in;
+  CloverAccessor<Store> clover;
+  LATKE_HOST_DEVICE void operator()(int x_cb, int) const { out.save(clover.apply(in.load(x_cb), x_cb), x_cb); }
+};
+
+}  // namespace latke::wilson

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Runs on a GPU host with binaries built elsewhere (see scripts/device/pack.sh): the test
+# binaries on the CUDA backend, the MPI tier on one GPU, and latke-bench at the issue's
+# lattice sizes. Results and logs go under $OUT (default ./gpu-out).
+#   gpu-checks.sh [tests] [bench] [profile]    (default: tests bench)
+set -uo pipefail
+here=$(cd "$(dirname "$0")/../.." && pwd)
+bin=${LATKE_GPU_BIN:-$here/.gpu/bin}
+out=${OUT:-$here/gpu-out}
+mkdir -p "$out" /tmp/rt
+[ -f "$here/.gpu/rt.tar.xz" ] && tar -C /tmp/rt -xJf "$here/.gpu/rt.tar.xz"
+export LD_LIBRARY_PATH=/tmp/rt/lib:${LD_LIBRARY_PATH:-}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+steps=${*:-tests bench}
+nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem --format=csv | tee "$out/device.txt"
+status=0
+if [[ $steps == *tests* ]]; then
+  for t in test_wilson_reference test_core test_wilson; do
+    "$bin/$t" --gtest_brief=1 > "$out/$t.log" 2>&1; rc=$?; status=$((status | rc))
+    echo "$t: exit $rc, $(grep -E 'PASSED|FAILED' "$out/$t.log" | tr '\n' ' ')"
+  done
+  for np in 1 2 4; do
+    OMP_NUM_THREADS=2 mpirun -np $np "$bin/test_wilson_mpi" --gtest_brief=1 > "$out/mpi_np$np.log" 2>&1; rc=$?
+    status=$((status | rc)); echo "test_wilson_mpi np=$np (CUDA, one GPU): exit $rc, $(grep -E 'PASSED|FAILED' "$out/mpi_np$np.log" | head -2 | tr '\n' ' ')"
+  done
+fi
+if [[ $steps == *bench* ]]; then
+  for L in 16,16,16,16 32,32,32,64 48,48,48,96; do
+    tag=${L//,/x}
+    "$bin/latke-bench" dslash -latke_lattice $L -latke_precision double,single,half -latke_reconstruct 18,12 \
+      -latke_json "$out/bench_$tag.json" -latke_tune_report > "$out/bench_$tag.log" 2>&1; status=$((status | $?))
+    grep -vE '^(autotuned|.*block=)' "$out/bench_$tag.log"
+  done
+fi
+if [[ $steps == *profile* ]]; then
+  ncu --kernel-name regex:launch_kernel --launch-skip 40 --launch-count 4 --section SpeedOfLight --section MemoryWorkloadAnalysis \
+    --section LaunchStats --section Occupancy "$bin/latke-bench" dslash -latke_lattice 32,32,32,64 -latke_precision single \
+    -latke_form dslash -latke_iterations 20 > "$out/ncu.txt" 2>&1
+  grep -E "Duration|Memory Throughput|DRAM Throughput|L2 Hit|Registers Per|Achieved Occupancy|Block Size|Compute \(SM\)" "$out/ncu.txt" | head -40
+fi
+exit $status

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Packs a CUDA build (build-gpu/ by default) for a GPU host that has no PETSc: the binaries
+# into .gpu/bin and the shared libraries they need into .gpu/rt.tar.xz.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-$here/build-gpu}
+mkdir -p "$here/.gpu/bin"
+cp "$build"/bin/* "$here/.gpu/bin/"
+"$here/../shared/gpu/runtime-bundle.sh" "$here/.gpu/rt.tar.xz" "$here"/.gpu/bin/*
+du -sh "$here/.gpu"

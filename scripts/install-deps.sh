@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what Latke needs and is missing, from Debian's (or Ubuntu's) packages: a C++
+# toolchain, CMake, pkg-config, OpenMPI, Eigen, GoogleTest and PETSc with complex scalars.
+# CUDA is used when nvcc is already installed (it is not installed here). Idempotent: does
+# nothing when everything is present.
+set -euo pipefail
+packages=(g++ make cmake pkg-config openmpi-bin libopenmpi-dev libeigen3-dev libgtest-dev libpetsc-complex-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all of ${packages[*]} are installed"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install ${missing[*]}" >&2; exit 1; }
+  sudo=sudo
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

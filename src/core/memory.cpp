@@ -1,0 +1,116 @@
+// Buffers on the host, pinned host and device, and copies between them.
+#include "latke/core/memory.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "latke/core/error.h"
+
+#ifdef LATKE_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace latke {
+
+namespace {
+constexpr std::size_t host_alignment = 256;
+}
+
+Buffer::Buffer(MemoryKind kind, std::size_t bytes) : bytes_(bytes), kind_(kind) {
+  void* p = nullptr;
+  const std::size_t n = bytes == 0 ? host_alignment : bytes;
+  switch (kind) {
+    case MemoryKind::host:
+      if (posix_memalign(&p, host_alignment, (n + host_alignment - 1) / host_alignment * host_alignment) != 0)
+        fail("out of host memory allocating ", bytes, " bytes");
+      break;
+    case MemoryKind::pinned:
+#ifdef LATKE_HAVE_CUDA
+      if (cuda_device_count() > 0) {
+        LATKE_CUDA_CALL(cudaMallocHost(&p, n));
+        break;
+      }
+#endif
+      if (posix_memalign(&p, host_alignment, (n + host_alignment - 1) / host_alignment * host_alignment) != 0)
+        fail("out of host memory allocating ", bytes, " bytes");
+      kind_ = MemoryKind::host;
+      break;
+    case MemoryKind::device:
+#ifdef LATKE_HAVE_CUDA
+      if (cudaMalloc(&p, n) != cudaSuccess) {
+        cudaGetLastError();
+        std::size_t free_b = 0, total_b = 0;
+        cudaMemGetInfo(&free_b, &total_b);
+        fail("out of GPU memory: asked for ", bytes, " bytes, ", free_b, " of ", total_b,
+             " bytes free");
+      }
+#else
+      fail("device memory asked for in a build without CUDA");
+#endif
+      break;
+  }
+  ptr_ = std::unique_ptr<void, Deleter>(p, Deleter{kind_});
+}
+
+void Buffer::Deleter::operator()(void* p) const {
+  if (!p) return;
+#ifdef LATKE_HAVE_CUDA
+  if (kind == MemoryKind::device) { cudaFree(p); return; }
+  if (kind == MemoryKind::pinned) { cudaFreeHost(p); return; }
+#endif
+  std::free(p);
+}
+
+void copy_bytes(void* dst, const void* src, std::size_t bytes, Stream s) {
+  if (bytes == 0) return;
+#ifdef LATKE_HAVE_CUDA
+  if (cuda_device_count() > 0) {
+    LATKE_CUDA_CALL(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(s.handle)));
+    return;
+  }
+#endif
+  (void)s;
+  std::memcpy(dst, src, bytes);
+}
+
+void zero_bytes(void* dst, std::size_t bytes, MemoryKind k, Stream s) {
+  if (bytes == 0) return;
+#ifdef LATKE_HAVE_CUDA
+  if (k == MemoryKind::device) {
+    LATKE_CUDA_CALL(cudaMemsetAsync(dst, 0, bytes, static_cast<cudaStream_t>(s.handle)));
+    return;
+  }
+#endif
+  (void)k, (void)s;
+  std::memset(dst, 0, bytes);
+}
+
+}  // namespace latke
+
+#include "latke/core/launch.h"
+
+namespace latke::detail {
+
+namespace {
+struct Scratch {
+  Buffer device, host;
+};
+Scratch& scratch() {
+  static Scratch s;
+  return s;
+}
+}  // namespace
+
+void* reduce_scratch_device(std::size_t bytes) {
+  Buffer& b = scratch().device;
+  if (b.bytes() < bytes) b = Buffer(MemoryKind::device, std::max<std::size_t>(bytes, 1 << 16));
+  return b.data();
+}
+
+void* reduce_scratch_host(std::size_t bytes) {
+  Buffer& b = scratch().host;
+  if (b.bytes() < bytes) b = Buffer(MemoryKind::pinned, std::max<std::size_t>(bytes, 1 << 16));
+  return b.data();
+}
+
+}  // namespace latke::detail

@@ -1,0 +1,51 @@
+// Clover fields: storage and precision conversion.
+#include "latke/fields/clover_field.h"
+
+#include "latke/core/error.h"
+#include "latke/core/launch.h"
+#include "latke/fields/color_spinor_field.h"
+
+namespace latke {
+
+namespace {
+template <typename SIn, typename SOut>
+struct CloverCopyKernel {
+  SiteArray<SIn, 72, 2> in;
+  SiteArray<SOut, 72, 2> out;
+  LATKE_HOST_DEVICE void operator()(int x_cb, int) const {
+    double r[72];
+    in.load(r, x_cb);
+    out.save(r, x_cb);
+  }
+};
+}  // namespace
+
+CloverField::CloverField(std::shared_ptr<const Lattice> lattice, const CloverParam& param)
+    : lattice_(std::move(lattice)), param_(param) {
+  const std::size_t vcb = lattice_->volume_cb();
+  const MemoryKind k = memory_for(param.backend);
+  data_ = std::make_shared<Buffer>(k, 2 * 72 * vcb * real_bytes(param.precision));
+  zero_bytes(data_->data(), data_->bytes(), k, compute_stream());
+  if (param.precision == Precision::half) {
+    norm_ = std::make_shared<Buffer>(k, 2 * 2 * vcb * sizeof(float));
+    zero_bytes(norm_->data(), norm_->bytes(), k, compute_stream());
+  }
+}
+
+std::size_t CloverField::bytes() const { return data_->bytes() + (norm_ ? norm_->bytes() : 0); }
+
+void CloverField::copy_from(const CloverField& src) {
+  require(src.backend() == backend(), "clover copy between backends ", to_string(src.backend()), " and ",
+          to_string(backend()));
+  dispatch_precision(src.precision(), [&](auto si) {
+    dispatch_precision(precision(), [&](auto so) {
+      using SI = decltype(si);
+      using SO = decltype(so);
+      for (int p = 0; p < 2; ++p)
+        launch(backend(), CloverCopyKernel<SI, SO>{src.accessor<SI>(p).a, accessor<SO>(p).a},
+               {lattice_->volume_cb()});
+    });
+  });
+}
+
+}  // namespace latke

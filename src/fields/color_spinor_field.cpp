@@ -1,0 +1,318 @@
+// Color-spinor fields: storage, conversions and the few reductions tests and operators need.
+// Compiled by nvcc in CUDA builds: the conversion kernels run on either backend.
+#include "latke/fields/color_spinor_field.h"
+
+#include <mpi.h>
+
+#include "latke/core/error.h"
+#include "latke/core/indexing.h"
+#include "latke/core/launch.h"
+
+namespace latke {
+
+namespace {
+
+constexpr std::size_t align_up(std::size_t n) { return (n + 255) / 256 * 256; }
+
+/// Dispatch on reals per site for the shapes this build instantiates.
+template <typename F>
+void dispatch_reals(int n_real, F&& f) {
+  switch (n_real) {
+    case 24: f(std::integral_constant<int, 24>{}); break;  // Wilson: 4 spins x 3 colors
+    case 6: f(std::integral_constant<int, 6>{}); break;    // staggered: 1 spin x 3 colors
+    default:
+      fail("color-spinor fields with ", n_real, " reals per site are not instantiated in this "
+           "build (add the count to dispatch_reals in src/fields/color_spinor_field.cpp)");
+  }
+}
+
+template <typename SIn, typename SOut, int NReal>
+struct CopyKernel {
+  SiteArray<SIn, NReal, 1> in;
+  SiteArray<SOut, NReal, 1> out;
+  LATKE_HOST_DEVICE void operator()(int x_cb, int) const {
+    double r[NReal];
+    in.load(r, x_cb);
+    out.save(r, x_cb);
+  }
+};
+
+template <typename Store, int NReal>
+struct LexKernel {  // CPU only: host pointers
+  SiteArray<Store, NReal, 1> field;
+  Complex<double>* host;
+  LocalGeometry geom;
+  int parity;
+  bool to_field;
+  void operator()(int x_cb, int) const {
+    int c[4];
+    const long site = geom.coords(x_cb, parity, c);
+    double r[NReal];
+    if (to_field) {
+      for (int k = 0; k < NReal / 2; ++k) { r[2 * k] = host[site * (NReal / 2) + k].re; r[2 * k + 1] = host[site * (NReal / 2) + k].im; }
+      field.save(r, x_cb);
+    } else {
+      field.load(r, x_cb);
+      for (int k = 0; k < NReal / 2; ++k) host[site * (NReal / 2) + k] = Complex<double>(r[2 * k], r[2 * k + 1]);
+    }
+  }
+};
+
+template <typename SX, typename SY, int NReal>
+struct DotKernel {
+  SiteArray<SX, NReal, 1> x;
+  SiteArray<SY, NReal, 1> y;
+  LATKE_HOST_DEVICE Complex<double> operator()(int x_cb, int) const {
+    double a[NReal], b[NReal];
+    x.load(a, x_cb);
+    y.load(b, x_cb);
+    Complex<double> s;
+    for (int k = 0; k < NReal; k += 2) s += conj_mul(Complex<double>(a[k], a[k + 1]), Complex<double>(b[k], b[k + 1]));
+    return s;
+  }
+};
+
+template <typename SX, typename SY, int NReal>
+struct AxpbyKernel {  // y = a x + b y
+  SiteArray<SX, NReal, 1> x;
+  SiteArray<SY, NReal, 1> y;
+  double a, b;
+  LATKE_HOST_DEVICE void operator()(int x_cb, int) const {
+    double u[NReal], v[NReal];
+    x.load(u, x_cb);
+    y.load(v, x_cb);
+    for (int k = 0; k < NReal; ++k) v[k] = a * u[k] + b * v[k];
+    y.save(v, x_cb);
+  }
+};
+
+template <typename SIn, typename SOut>
+struct Gamma5Kernel {
+  SiteArray<SIn, 24, 1> in;
+  SiteArray<SOut, 24, 1> out;
+  LATKE_HOST_DEVICE void operator()(int x_cb, int) const {
+    double r[24];
+    in.load(r, x_cb);
+    for (int k = 12; k < 24; ++k) r[k] = -r[k];  // spins 2, 3 (gamma_5 = diag(1,1,-1,-1))
+    out.save(r, x_cb);
+  }
+};
+
+template <typename Store, int NReal>
+SiteArray<Store, NReal, 1> site_array(const ColorSpinorField& f, int block) {
+  SiteArray<Store, NReal, 1> s;
+  s.data = static_cast<Store*>(f.block_data(block));
+  s.norm = f.block_norm(block);
+  s.stride = f.lattice().volume_cb();
+  return s;
+}
+
+void require_same_shape(const ColorSpinorField& a, const ColorSpinorField& b, const char* what) {
+  require(&a.lattice() == &b.lattice() || a.lattice().local() == b.lattice().local(), what,
+          ": fields live on different lattices");
+  require(a.nspin() == b.nspin() && a.ncolor() == b.ncolor(), what, ": fields have ", a.nspin(), "x",
+          a.ncolor(), " and ", b.nspin(), "x", b.ncolor(), " spin x color components");
+  require(a.n_parity() == b.n_parity(), what, ": a full field and a parity field");
+  require(a.backend() == b.backend(), what, ": fields on backends ", to_string(a.backend()), " and ",
+          to_string(b.backend()));
+}
+
+}  // namespace
+
+ColorSpinorField::ColorSpinorField(std::shared_ptr<const Lattice> lattice, const SpinorParam& param)
+    : lattice_(std::move(lattice)), param_(param) {
+  require(param.nspin > 0 && param.ncolor > 0, "color-spinor field with ", param.nspin, " spins and ",
+          param.ncolor, " colors: expected positive counts");
+  const std::size_t vcb = lattice_->volume_cb();
+  const MemoryKind k = memory_for(param.backend);
+  data_ = std::make_shared<Buffer>(k, align_up(n_parity() * site_reals() * vcb * real_bytes(param.precision)));
+  if (param.precision == Precision::half) norm_ = std::make_shared<Buffer>(k, align_up(n_parity() * vcb * sizeof(float)));
+  zero();
+}
+
+ColorSpinorField ColorSpinorField::like(Precision p) const {
+  SpinorParam q = param_;
+  q.precision = p;
+  return ColorSpinorField(lattice_, q);
+}
+
+ColorSpinorField ColorSpinorField::like(Subset s) const {
+  SpinorParam q = param_;
+  q.subset = s;
+  return ColorSpinorField(lattice_, q);
+}
+
+ColorSpinorField ColorSpinorField::parity(int p) const {
+  require(param_.subset == Subset::full, "parity(", p, ") of a field that already holds one parity");
+  require(p == 0 || p == 1, "parity ", p, ": expected 0 (even) or 1 (odd)");
+  ColorSpinorField v = *this;
+  v.param_.subset = p == 0 ? Subset::even : Subset::odd;
+  v.block_offset_ = p;
+  return v;
+}
+
+int ColorSpinorField::block_parity(int block) const {
+  switch (param_.subset) {
+    case Subset::full: return block;
+    case Subset::even: return 0;
+    default: return 1;
+  }
+}
+
+std::size_t ColorSpinorField::bytes() const {
+  return n_parity() * lattice_->volume_cb() *
+         (site_reals() * real_bytes(param_.precision) + (norm_ ? sizeof(float) : 0));
+}
+
+void* ColorSpinorField::block_data(int block) const {
+  return static_cast<char*>(data_->data()) +
+         (block_offset_ + block) * site_reals() * lattice_->volume_cb() * real_bytes(param_.precision);
+}
+
+float* ColorSpinorField::block_norm(int block) const {
+  return norm_ ? static_cast<float*>(norm_->data()) + (block_offset_ + block) * lattice_->volume_cb() : nullptr;
+}
+
+void ColorSpinorField::zero() {
+  const MemoryKind k = memory_for(param_.backend);
+  for (int b = 0; b < n_parity(); ++b) {
+    zero_bytes(block_data(b), site_reals() * lattice_->volume_cb() * real_bytes(param_.precision), k, compute_stream());
+    if (norm_) zero_bytes(block_norm(b), lattice_->volume_cb() * sizeof(float), k, compute_stream());
+  }
+}
+
+void ColorSpinorField::copy_from(const ColorSpinorField& src) {
+  require_same_shape(*this, src, "copy_from");
+  dispatch_reals(site_reals(), [&](auto nr) {
+    constexpr int NR = decltype(nr)::value;
+    dispatch_precision(src.precision(), [&](auto si) {
+      dispatch_precision(precision(), [&](auto so) {
+        using SI = decltype(si);
+        using SO = decltype(so);
+        for (int b = 0; b < n_parity(); ++b) {
+          CopyKernel<SI, SO, NR> k{site_array<SI, NR>(src, b), site_array<SO, NR>(*this, b)};
+          launch(backend(), k, {lattice_->volume_cb()});
+        }
+      });
+    });
+  });
+}
+
+void ColorSpinorField::from_lexicographic(const std::vector<Complex<double>>& host) {
+  const std::size_t want = static_cast<std::size_t>(lattice_->volume()) * site_reals() / 2;
+  require(host.size() == want, "from_lexicographic: host array has ", host.size(),
+          " complex numbers, expected ", want, " (local volume x spins x colors)");
+  SpinorParam hp = param_;
+  hp.backend = Backend::cpu;
+  ColorSpinorField stage = backend() == Backend::cpu ? *this : ColorSpinorField(lattice_, hp);
+  const LocalGeometry g = LocalGeometry::of(*lattice_);
+  dispatch_reals(site_reals(), [&](auto nr) {
+    constexpr int NR = decltype(nr)::value;
+    dispatch_precision(precision(), [&](auto s) {
+      using S = decltype(s);
+      for (int b = 0; b < n_parity(); ++b) {
+        LexKernel<S, NR> k{site_array<S, NR>(stage, b), const_cast<Complex<double>*>(host.data()), g,
+                           block_parity(b), true};
+        launch_cpu(k, {lattice_->volume_cb()});
+      }
+    });
+  });
+  if (backend() != Backend::cpu) {
+    for (int b = 0; b < n_parity(); ++b) {
+      copy_bytes(block_data(b), stage.block_data(b), site_reals() * lattice_->volume_cb() * real_bytes(precision()), compute_stream());
+      if (norm_) copy_bytes(block_norm(b), stage.block_norm(b), lattice_->volume_cb() * sizeof(float), compute_stream());
+    }
+    synchronize(compute_stream());
+  }
+}
+
+void ColorSpinorField::to_lexicographic(std::vector<Complex<double>>& host) const {
+  const std::size_t want = static_cast<std::size_t>(lattice_->volume()) * site_reals() / 2;
+  if (host.empty()) host.assign(want, Complex<double>());
+  require(host.size() == want, "to_lexicographic: host array has ", host.size(),
+          " complex numbers, expected ", want, " (local volume x spins x colors)");
+  SpinorParam hp = param_;
+  hp.backend = Backend::cpu;
+  ColorSpinorField stage = backend() == Backend::cpu ? *this : ColorSpinorField(lattice_, hp);
+  if (backend() != Backend::cpu) {
+    synchronize(backend());
+    for (int b = 0; b < n_parity(); ++b) {
+      copy_bytes(stage.block_data(b), block_data(b), site_reals() * lattice_->volume_cb() * real_bytes(precision()), compute_stream());
+      if (norm_) copy_bytes(stage.block_norm(b), block_norm(b), lattice_->volume_cb() * sizeof(float), compute_stream());
+    }
+    synchronize(compute_stream());
+  }
+  const LocalGeometry g = LocalGeometry::of(*lattice_);
+  dispatch_reals(site_reals(), [&](auto nr) {
+    constexpr int NR = decltype(nr)::value;
+    dispatch_precision(precision(), [&](auto s) {
+      using S = decltype(s);
+      for (int b = 0; b < n_parity(); ++b) {
+        LexKernel<S, NR> k{site_array<S, NR>(stage, b), host.data(), g, block_parity(b), false};
+        launch_cpu(k, {lattice_->volume_cb()});
+      }
+    });
+  });
+}
+
+Complex<double> dot(const ColorSpinorField& x, const ColorSpinorField& y) {
+  require_same_shape(x, y, "dot");
+  Complex<double> local;
+  dispatch_reals(x.site_reals(), [&](auto nr) {
+    constexpr int NR = decltype(nr)::value;
+    dispatch_precision(x.precision(), [&](auto sx) {
+      dispatch_precision(y.precision(), [&](auto sy) {
+        using SX = decltype(sx);
+        using SY = decltype(sy);
+        for (int b = 0; b < x.n_parity(); ++b) {
+          DotKernel<SX, SY, NR> k{site_array<SX, NR>(x, b), site_array<SY, NR>(y, b)};
+          local += launch_reduce<Complex<double>>(x.backend(), k, {x.lattice().volume_cb()});
+        }
+      });
+    });
+  });
+  double in[2] = {local.re, local.im}, out[2];
+  MPI_Allreduce(in, out, 2, MPI_DOUBLE, MPI_SUM, x.lattice().comm());
+  return {out[0], out[1]};
+}
+
+double norm2(const ColorSpinorField& x) { return dot(x, x).re; }
+
+namespace {
+void axpby(double a, const ColorSpinorField& x, double b, ColorSpinorField& y) {
+  require_same_shape(x, y, "axpby");
+  dispatch_reals(x.site_reals(), [&](auto nr) {
+    constexpr int NR = decltype(nr)::value;
+    dispatch_precision(x.precision(), [&](auto sx) {
+      dispatch_precision(y.precision(), [&](auto sy) {
+        using SX = decltype(sx);
+        using SY = decltype(sy);
+        for (int blk = 0; blk < x.n_parity(); ++blk) {
+          AxpbyKernel<SX, SY, NR> k{site_array<SX, NR>(x, blk), site_array<SY, NR>(y, blk), a, b};
+          launch(x.backend(), k, {x.lattice().volume_cb()}, compute_stream(), false);
+        }
+      });
+    });
+  });
+}
+}  // namespace
+
+void axpy(double a, const ColorSpinorField& x, ColorSpinorField& y) { axpby(a, x, 1.0, y); }
+void xpay(const ColorSpinorField& x, double a, ColorSpinorField& y) { axpby(1.0, x, a, y); }
+
+void apply_gamma5(ColorSpinorField& out, const ColorSpinorField& in) {
+  require_same_shape(out, in, "apply_gamma5");
+  require(in.nspin() == 4 && in.ncolor() == 3, "apply_gamma5: expected a Wilson spinor (4 spins, 3 colors)");
+  dispatch_precision(in.precision(), [&](auto si) {
+    dispatch_precision(out.precision(), [&](auto so) {
+      using SI = decltype(si);
+      using SO = decltype(so);
+      for (int b = 0; b < in.n_parity(); ++b) {
+        Gamma5Kernel<SI, SO> k{site_array<SI, 24>(in, b), site_array<SO, 24>(out, b)};
+        launch(in.backend(), k, {in.lattice().volume_cb()}, compute_stream(), false);
+      }
+    });
+  });
+}
+
+}  // namespace latke

@@ -1,0 +1,132 @@
+// Gauge fields: upload from and download to the host lexicographic layout.
+#include "latke/fields/gauge_field.h"
+
+#include <cmath>
+#include <mpi.h>
+
+#include "latke/core/error.h"
+#include "latke/core/indexing.h"
+#include "latke/core/launch.h"
+
+namespace latke {
+
+namespace {
+
+template <typename Store, Reconstruct R>
+struct LexGaugeKernel {  // host only
+  GaugeAccessor<Store, R, double> field;
+  Complex<double>* host;
+  LocalGeometry geom;
+  bool to_field;
+  void operator()(int x_cb, int parity) const {
+    int c[4];
+    const long site = geom.coords(x_cb, parity, c);
+    for (int mu = 0; mu < 4; ++mu) {
+      ColorMatrix<double, 3> u;
+      Complex<double>* h = host + (site * 4 + mu) * 9;
+      if (to_field) {
+        for (int k = 0; k < 9; ++k) u.e[k / 3][k % 3] = h[k];
+        field.save(u, mu, x_cb, parity);
+      } else {
+        u = field.load(mu, x_cb, parity);
+        for (int k = 0; k < 9; ++k) h[k] = u.e[k / 3][k % 3];
+      }
+    }
+  }
+};
+
+template <typename F>
+void dispatch_gauge(Precision p, Reconstruct r, F&& f) {
+  dispatch_precision(p, [&](auto s) {
+    if (r == Reconstruct::r12) f(s, std::integral_constant<Reconstruct, Reconstruct::r12>{});
+    else f(s, std::integral_constant<Reconstruct, Reconstruct::r18>{});
+  });
+}
+
+}  // namespace
+
+double su3_deviation(const std::vector<Complex<double>>& h) {
+  double worst = 0;
+  for (std::size_t m = 0; m + 9 <= h.size(); m += 9) {
+    const Complex<double>* u = &h[m];
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j) {
+        Complex<double> s;
+        for (int k = 0; k < 3; ++k) s += u[3 * i + k] * conj(u[3 * j + k]);
+        s -= Complex<double>(i == j ? 1.0 : 0.0);
+        worst = std::fmax(worst, std::sqrt(norm2(s)));
+      }
+    const Complex<double> det = u[0] * (u[4] * u[8] - u[5] * u[7]) - u[1] * (u[3] * u[8] - u[5] * u[6]) +
+                                u[2] * (u[3] * u[7] - u[4] * u[6]);
+    worst = std::fmax(worst, std::sqrt(norm2(det - Complex<double>(1.0))));
+  }
+  return worst;
+}
+
+GaugeField::GaugeField(std::shared_ptr<const Lattice> lattice, const GaugeParam& param)
+    : lattice_(std::move(lattice)), param_(param) {
+  bytes_ = 8ul * static_cast<int>(param.reconstruct) * lattice_->volume_cb() * real_bytes(param.precision);
+  data_ = std::make_shared<Buffer>(memory_for(param.backend), bytes_);
+  zero_bytes(data_->data(), bytes_, memory_for(param.backend), compute_stream());
+}
+
+void GaugeField::from_lexicographic(const std::vector<Complex<double>>& host) {
+  const std::size_t want = static_cast<std::size_t>(lattice_->volume()) * 36;
+  require(host.size() == want, "gauge field: host array has ", host.size(), " complex numbers, expected ",
+          want, " (local volume x 4 directions x 3 x 3)");
+  if (param_.reconstruct == Reconstruct::r12) {
+    double dev = su3_deviation(host), worst = 0;
+    MPI_Allreduce(&dev, &worst, 1, MPI_DOUBLE, MPI_MAX, lattice_->comm());
+    require(worst <= 1e-6, "reconstruct 12 needs SU(3) links, but the links deviate from SU(3) by ",
+            worst, " (expected at most 1e-6); reunitarize them or use reconstruct 18");
+  }
+  if (param_.precision == Precision::half) {
+    double m = 0, gm = 0;
+    for (const auto& z : host) m = std::fmax(m, std::fmax(std::fabs(z.re), std::fabs(z.im)));
+    MPI_Allreduce(&m, &gm, 1, MPI_DOUBLE, MPI_MAX, lattice_->comm());
+    scale_ = gm > 0 ? static_cast<float>(gm) : 1.0f;
+  }
+  GaugeParam hp = param_;
+  hp.backend = Backend::cpu;
+  GaugeField stage = param_.backend == Backend::cpu ? *this : GaugeField(lattice_, hp);
+  stage.scale_ = scale_;
+  const LocalGeometry g = LocalGeometry::of(*lattice_);
+  dispatch_gauge(param_.precision, param_.reconstruct, [&](auto s, auto r) {
+    using S = decltype(s);
+    constexpr Reconstruct R = decltype(r)::value;
+    GaugeAccessor<S, R, double> a;
+    a.data = static_cast<S*>(stage.data_->data());
+    a.scale = scale_;
+    a.stride = lattice_->volume_cb();
+    launch_cpu(LexGaugeKernel<S, R>{a, const_cast<Complex<double>*>(host.data()), g, true},
+               {lattice_->volume_cb(), 0, 2});
+  });
+  if (param_.backend != Backend::cpu) {
+    copy_bytes(data_->data(), stage.data_->data(), bytes_, compute_stream());
+    synchronize(compute_stream());
+  }
+}
+
+void GaugeField::to_lexicographic(std::vector<Complex<double>>& host) const {
+  host.assign(static_cast<std::size_t>(lattice_->volume()) * 36, Complex<double>());
+  GaugeParam hp = param_;
+  hp.backend = Backend::cpu;
+  GaugeField stage = param_.backend == Backend::cpu ? *this : GaugeField(lattice_, hp);
+  if (param_.backend != Backend::cpu) {
+    synchronize(param_.backend);
+    copy_bytes(stage.data_->data(), data_->data(), bytes_, compute_stream());
+    synchronize(compute_stream());
+  }
+  const LocalGeometry g = LocalGeometry::of(*lattice_);
+  dispatch_gauge(param_.precision, param_.reconstruct, [&](auto s, auto r) {
+    using S = decltype(s);
+    constexpr Reconstruct R = decltype(r)::value;
+    GaugeAccessor<S, R, double> a;
+    a.data = static_cast<S*>(stage.data_->data());
+    a.scale = scale_;
+    a.stride = lattice_->volume_cb();
+    launch_cpu(LexGaugeKernel<S, R>{a, host.data(), g, false}, {lattice_->volume_cb(), 0, 2});
+  });
+}
+
+}  // namespace latke

@@ -1,0 +1,149 @@
+// Tier 4: the operator on a process grid equals the operator on one rank. Every rank also
+// builds the whole lattice on MPI_COMM_SELF and compares its own part of the result; the
+// grids for each rank count split every direction (and several at once).
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "latke/fields/random.h"
+#include "wilson_clover/wilson_clover.h"
+
+namespace latke {
+namespace {
+
+const Coords global_dims{8, 4, 4, 8};
+
+std::vector<Coords> grids_for(int n) {
+  switch (n) {
+    case 1: return {{1, 1, 1, 1}};
+    case 2: return {{2, 1, 1, 1}, {1, 2, 1, 1}, {1, 1, 2, 1}, {1, 1, 1, 2}};
+    case 4: return {{4, 1, 1, 1}, {1, 1, 1, 4}, {1, 2, 2, 1}, {2, 1, 1, 2}, {1, 1, 2, 2}};
+    case 8: return {{2, 2, 2, 1}, {1, 2, 2, 2}, {2, 1, 2, 2}, {2, 2, 1, 2}, {4, 1, 1, 2}};
+    default: return {};
+  }
+}
+
+Backend backend() {
+  const Backend b = default_backend();
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  activate_backend(b, rank);
+  return b;
+}
+
+/// This rank's part (lexicographic over its local volume) of a global lexicographic array.
+std::vector<Complex<double>> local_part(const Lattice& lat, const std::vector<Complex<double>>& global, int per_site) {
+  std::vector<Complex<double>> out(lat.volume() * per_site);
+  for (long s = 0; s < lat.volume(); ++s) {
+    const std::uint64_t g = global_site(lat, s);
+    std::copy_n(global.begin() + g * per_site, per_site, out.begin() + s * per_site);
+  }
+  return out;
+}
+
+/// max over ranks of ||a - b|| / ||b|| (norms summed over ranks).
+double global_rel_diff(const std::vector<Complex<double>>& a, const std::vector<Complex<double>>& b) {
+  double loc[2] = {0, 0}, glob[2];
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    loc[0] += norm2(a[i] - b[i]);
+    loc[1] += norm2(b[i]);
+  }
+  MPI_Allreduce(loc, glob, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  return std::sqrt(glob[0] / glob[1]);
+}
+
+WilsonCloverParam params(Backend b, Precision p, Reconstruct r) {
+  WilsonCloverParam w;
+  w.mass = -0.2;
+  w.csw = 1.3;
+  w.boundary_phase[1] = Complex<double>(std::cos(0.7), std::sin(0.7));
+  w.precision = p;
+  w.reconstruct = r;
+  w.backend = b;
+  return w;
+}
+
+struct SplitProblem {
+  std::shared_ptr<const Lattice> whole, part;
+  std::unique_ptr<WilsonCloverOperator> op_whole, op_part;
+  Precision prec;
+
+  SplitProblem(const Coords& grid, Precision p, Reconstruct r) : prec(p) {
+    const Backend b = backend();
+    whole = std::make_shared<Lattice>(MPI_COMM_SELF, global_dims);
+    part = std::make_shared<Lattice>(MPI_COMM_WORLD, global_dims, grid);
+    const std::vector<Complex<double>> links = random_gauge(*whole, 2024);
+    op_whole = std::make_unique<WilsonCloverOperator>(whole, links, params(b, p, r));
+    op_part = std::make_unique<WilsonCloverOperator>(part, local_part(*part, links, 36), params(b, p, r));
+  }
+  ColorSpinorField field(const std::shared_ptr<const Lattice>& lat, Subset s) const {
+    return ColorSpinorField(lat, SpinorParam{4, 3, prec, s, op_whole->param().backend});
+  }
+  /// Run f(op, out, in) on both and compare this rank's part.
+  template <typename F>
+  double compare(Subset in_subset, Subset out_subset, F&& f) {
+    const std::vector<Complex<double>> src = random_spinor(*whole, 77);
+    ColorSpinorField in_w = field(whole, in_subset), out_w = field(whole, out_subset);
+    ColorSpinorField in_p = field(part, in_subset), out_p = field(part, out_subset);
+    in_w.from_lexicographic(src);
+    in_p.from_lexicographic(local_part(*part, src, 12));
+    f(*op_whole, out_w, in_w);
+    f(*op_part, out_p, in_p);
+    std::vector<Complex<double>> rw(whole->volume() * 12), rp(part->volume() * 12);
+    out_w.to_lexicographic(rw);
+    out_p.to_lexicographic(rp);
+    return global_rel_diff(rp, local_part(*part, rw, 12));
+  }
+};
+
+std::string grid_text(const Coords& g) {
+  return std::to_string(g[0]) + "x" + std::to_string(g[1]) + "x" + std::to_string(g[2]) + "x" + std::to_string(g[3]);
+}
+
+TEST(WilsonMpi, EveryFormMatchesSingleRankInDouble) {
+  int n = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  const auto grids = grids_for(n);
+  ASSERT_FALSE(grids.empty()) << "no process grids listed for " << n << " ranks";
+  for (const Coords& g : grids)
+    for (Reconstruct r : {Reconstruct::r18, Reconstruct::r12}) {
+      SplitProblem s(g, Precision::double_, r);
+      const std::string where = "grid " + grid_text(g) + " recon " + to_string(r);
+      for (bool dag : {false, true}) {
+        EXPECT_LE(s.compare(Subset::full, Subset::full,
+                            [&](WilsonCloverOperator& op, ColorSpinorField& o, const ColorSpinorField& i) { op.apply(o, i, dag); }),
+                  1e-13)
+            << where << " full, dagger " << dag;
+        for (SchurType t : {SchurType::asymmetric, SchurType::symmetric})
+          for (Subset par : {Subset::even, Subset::odd})
+            EXPECT_LE(s.compare(par, par,
+                                [&](WilsonCloverOperator& op, ColorSpinorField& o, const ColorSpinorField& i) {
+                                  op.apply_schur(o, i, t, dag);
+                                }),
+                      1e-13)
+                << where << " " << to_string(t) << " parity " << (par == Subset::odd) << " dagger " << dag;
+      }
+    }
+}
+
+TEST(WilsonMpi, ReducedPrecisionsMatchSingleRank) {
+  int n = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  for (const Coords& g : grids_for(n))
+    for (Precision p : {Precision::single, Precision::half}) {
+      SplitProblem s(g, p, Reconstruct::r12);
+      // Same arithmetic on both sides, so only the order of summation may differ.
+      EXPECT_LE(s.compare(Subset::even, Subset::even,
+                          [&](WilsonCloverOperator& op, ColorSpinorField& o, const ColorSpinorField& i) {
+                            op.apply_schur(o, i, SchurType::symmetric, false);
+                          }),
+                p == Precision::single ? 1e-6 : 2e-3)
+          << "grid " << grid_text(g) << " " << to_string(p);
+    }
+}
+
+}  // namespace
+}  // namespace latke

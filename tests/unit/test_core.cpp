@@ -1,0 +1,164 @@
+// Core and fields: geometry, process grids, option parsing, precision round trips,
+// reductions, and the errors bad input must produce.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+
+#include "latke/core/error.h"
+#include "latke/core/indexing.h"
+#include "latke/fields/color_spinor_field.h"
+#include "latke/fields/gauge_field.h"
+#include "latke/fields/random.h"
+
+namespace latke {
+namespace {
+
+std::vector<Backend> available_backends() {
+  std::vector<Backend> b{Backend::cpu};
+  if (cuda_device_count() > 0) b.push_back(Backend::cuda);
+  return b;
+}
+
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Lattice, CheckerboardIndexRoundTrip) {
+  Lattice lat(MPI_COMM_SELF, {6, 4, 2, 10});
+  const LocalGeometry g = LocalGeometry::of(lat);
+  std::vector<int> seen(lat.volume(), 0);
+  for (int p = 0; p < 2; ++p)
+    for (int x = 0; x < lat.volume_cb(); ++x) {
+      int c[4];
+      const int full = g.coords(x, p, c);
+      EXPECT_EQ((c[0] + c[1] + c[2] + c[3]) & 1, p);
+      EXPECT_EQ(full, g.full_index(c));
+      EXPECT_EQ(full / 2, x);
+      ++seen[full];
+    }
+  for (int s : seen) EXPECT_EQ(s, 1);
+}
+
+TEST(Lattice, ChosenGridSplitsLargestExtentsAndKeepsThemEven) {
+  EXPECT_EQ(choose_grid({8, 8, 8, 16}, 2), (Coords{1, 1, 1, 2}));
+  EXPECT_EQ(choose_grid({8, 8, 8, 16}, 4), (Coords{1, 1, 2, 2}));
+  EXPECT_EQ(choose_grid({16, 16, 16, 32}, 8), (Coords{1, 2, 2, 2}));
+  EXPECT_EQ(choose_grid({4, 4, 4, 12}, 3), (Coords{1, 1, 1, 3}));
+  EXPECT_NE(error_of([] { choose_grid({4, 4, 4, 4}, 3); }).find("cannot split the lattice 4,4,4,4 over 3 ranks"),
+            std::string::npos);
+}
+
+TEST(Lattice, BadInputNamesTheValue) {
+  EXPECT_NE(error_of([] { Lattice l(MPI_COMM_SELF, {4, 4, 5, 4}); }).find("local extent 5 in dimension 2"), std::string::npos);
+  EXPECT_NE(error_of([] { Lattice l(MPI_COMM_SELF, {4, 4, 4, 4}, {1, 1, 1, 2}); })
+                .find("process grid 1,1,1,2 has 2 ranks but the communicator has 1"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { Lattice l(MPI_COMM_SELF, {4, 0, 4, 4}); }).find("lattice extent 0 in dimension 1"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_coords("1,2,x,4", "-latke_grid"); }).find("'x' is not an integer"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_coords("1,0,1,4", "-latke_grid"); }).find("'0' is not a positive integer"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_coords("1,2,3", "-latke_grid"); }).find("expected four comma-separated integers"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_precision("quad"); }).find("unknown precision 'quad'"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_reconstruct("8"); }).find("unknown reconstruct '8'"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_backend("gpu"); }).find("unknown backend 'gpu'"), std::string::npos);
+}
+
+TEST(Backend, CudaWithoutDeviceIsAClearError) {
+  if (cuda_device_count() > 0) GTEST_SKIP() << "this machine has a CUDA device";
+  const std::string e = error_of([] { activate_backend(Backend::cuda); });
+  EXPECT_TRUE(e.find("no CUDA device is visible") != std::string::npos || e.find("has no CUDA") != std::string::npos) << e;
+}
+
+class Fields : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override { activate_backend(GetParam()); }
+  std::shared_ptr<const Lattice> lat = std::make_shared<Lattice>(MPI_COMM_SELF, Coords{4, 6, 2, 4});
+};
+
+TEST_P(Fields, LexicographicRoundTripPerPrecision) {
+  const std::vector<Complex<double>> src = random_spinor(*lat, 3);
+  for (Precision p : {Precision::double_, Precision::single, Precision::half}) {
+    ColorSpinorField f(lat, SpinorParam{4, 3, p, Subset::full, GetParam()});
+    f.from_lexicographic(src);
+    std::vector<Complex<double>> back;
+    f.to_lexicographic(back);
+    double worst = 0;
+    for (long s = 0; s < lat->volume(); ++s) {
+      double site_max = 0;  // half precision: error relative to the site's largest component
+      for (int k = 0; k < 12; ++k) site_max = std::fmax(site_max, std::fmax(std::fabs(src[s * 12 + k].re), std::fabs(src[s * 12 + k].im)));
+      for (int k = 0; k < 12; ++k) worst = std::fmax(worst, std::sqrt(norm2(back[s * 12 + k] - src[s * 12 + k])) / site_max);
+    }
+    const double tol = p == Precision::double_ ? 0 : p == Precision::single ? 1e-7 : 1.0 / 32767;
+    EXPECT_LE(worst, tol) << to_string(p);
+  }
+}
+
+TEST_P(Fields, ParityFieldsTouchOnlyTheirSites) {
+  const std::vector<Complex<double>> src = random_spinor(*lat, 4);
+  ColorSpinorField odd(lat, SpinorParam{4, 3, Precision::double_, Subset::odd, GetParam()});
+  odd.from_lexicographic(src);
+  std::vector<Complex<double>> back(src.size(), Complex<double>(7.0, 7.0));
+  odd.to_lexicographic(back);
+  for (long s = 0; s < lat->volume(); ++s) {
+    const Coords c = lat->coords_of(s);
+    const bool is_odd = (c[0] + c[1] + c[2] + c[3]) & 1;
+    for (int k = 0; k < 12; ++k) {
+      if (is_odd) EXPECT_EQ(back[s * 12 + k].re, src[s * 12 + k].re);
+      else EXPECT_EQ(back[s * 12 + k].re, 7.0);
+    }
+  }
+}
+
+TEST_P(Fields, PrecisionConversionAndReductions) {
+  const std::vector<Complex<double>> src = random_spinor(*lat, 5);
+  ColorSpinorField d(lat, SpinorParam{4, 3, Precision::double_, Subset::full, GetParam()});
+  d.from_lexicographic(src);
+  double want = 0;
+  for (const auto& z : src) want += norm2(z);
+  EXPECT_NEAR(norm2(d), want, 1e-12 * want);
+  const double first = norm2(d);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(norm2(d), first) << "reductions must be reproducible";
+  for (Precision p : {Precision::single, Precision::half}) {
+    ColorSpinorField f = d.like(p), back = d.like(Precision::double_);
+    f.copy_from(d);
+    back.copy_from(f);
+    axpy(-1.0, d, back);
+    EXPECT_LT(std::sqrt(norm2(back) / want), p == Precision::single ? 1e-7 : 1e-4) << to_string(p);
+  }
+  const Complex<double> z = dot(d, d);
+  EXPECT_NEAR(z.im, 0.0, 1e-12 * want);
+}
+
+TEST_P(Fields, GaugeRoundTripAndReconstruct12) {
+  const std::vector<Complex<double>> links = random_gauge(*lat, 8);
+  EXPECT_LT(su3_deviation(links), 1e-14);
+  for (Precision p : {Precision::double_, Precision::single, Precision::half})
+    for (Reconstruct r : {Reconstruct::r18, Reconstruct::r12}) {
+      GaugeField g(lat, GaugeParam{p, r, GetParam()});
+      g.from_lexicographic(links);
+      std::vector<Complex<double>> back;
+      g.to_lexicographic(back);
+      double worst = 0;
+      for (std::size_t i = 0; i < links.size(); ++i) worst = std::fmax(worst, std::sqrt(norm2(back[i] - links[i])));
+      const double tol = p == Precision::double_ ? 1e-14 : p == Precision::single ? 1e-6 : 2e-4;
+      EXPECT_LE(worst, tol) << to_string(p) << " recon " << to_string(r);
+    }
+  std::vector<Complex<double>> bad = links;
+  bad[5] = bad[5] * 1.01;
+  GaugeField g(lat, GaugeParam{Precision::double_, Reconstruct::r12, GetParam()});
+  EXPECT_NE(error_of([&] { g.from_lexicographic(bad); }).find("reconstruct 12 needs SU(3) links"), std::string::npos);
+  EXPECT_NE(error_of([&] { g.from_lexicographic(std::vector<Complex<double>>(7)); }).find("host array has 7"),
+            std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, Fields, ::testing::ValuesIn(available_backends()),
+                         [](const ::testing::TestParamInfo<Backend>& i) { return std::string(to_string(i.param)); });
+
+}  // namespace
+}  // namespace latke

@@ -1,0 +1,323 @@
+// Tiers 2 and 3 for the Wilson-clover operator: every optimized form x precision x
+// reconstruct x parity x dagger against the host reference, on every backend this machine
+// has; then the identities (gamma_5-hermiticity, gauge covariance, clover inverse, even-odd
+// pieces, an even-odd solve) on the optimized operator itself.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <complex>
+#include <memory>
+#include <tuple>
+
+#include "latke/conventions.h"
+#include "latke/fields/random.h"
+#include "support/wilson_host.h"
+#include "wilson_clover/wilson_clover.h"
+
+namespace latke {
+namespace {
+
+using test::cvec;
+
+std::vector<Backend> available_backends() {
+  std::vector<Backend> b{Backend::cpu};
+  if (cuda_device_count() > 0) b.push_back(Backend::cuda);
+  return b;
+}
+
+cvec to_std(const std::vector<Complex<double>>& v) {
+  cvec r(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) r[i] = {v[i].re, v[i].im};
+  return r;
+}
+std::vector<Complex<double>> from_std(const cvec& v) {
+  std::vector<Complex<double>> r(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) r[i] = {v[i].real(), v[i].imag()};
+  return r;
+}
+
+double tolerance(Precision p) {
+  switch (p) {
+    case Precision::double_: return 1e-12;
+    case Precision::single: return 3e-6;
+    default: return 3e-3;
+  }
+}
+
+/// A single-rank problem: lattice, random links, operator parameters, host reference.
+struct Problem {
+  std::shared_ptr<const Lattice> lat;
+  std::vector<Complex<double>> links;
+  reference::WilsonCloverParams ref;
+  WilsonCloverParam param;
+  std::unique_ptr<test::HostWilson> host;
+
+  Problem(Backend b, Precision prec, Reconstruct r, Coords dims = {6, 4, 4, 8}, std::uint64_t seed = 1234) {
+    activate_backend(b);
+    lat = std::make_shared<Lattice>(MPI_COMM_SELF, dims);
+    links = random_gauge(*lat, seed);
+    param.mass = 0.1;
+    param.csw = 1.1;
+    param.boundary_phase = {Complex<double>(1), Complex<double>(1), Complex<double>(std::cos(0.3), std::sin(0.3)),
+                            Complex<double>(-1)};
+    param.precision = prec;
+    param.reconstruct = r;
+    param.backend = b;
+    ref.dims = dims;
+    ref.mass = param.mass;
+    ref.csw = param.csw;
+    for (int mu = 0; mu < 4; ++mu) ref.boundary_phase[mu] = {param.boundary_phase[mu].re, param.boundary_phase[mu].im};
+    host = std::make_unique<test::HostWilson>(to_std(links), ref);
+  }
+
+  ColorSpinorField field(Subset s, Precision p) const {
+    return ColorSpinorField(lat, SpinorParam{4, 3, p, s, param.backend});
+  }
+  /// A random field, and its host copy as the field holds it (after rounding to storage).
+  ColorSpinorField random_field(Subset s, std::uint64_t seed, cvec& host_copy) const {
+    ColorSpinorField f = field(s, param.precision);
+    f.from_lexicographic(random_spinor(*lat, seed));
+    std::vector<Complex<double>> h(lat->volume() * 12);
+    f.to_lexicographic(h);
+    host_copy = to_std(h);
+    return f;
+  }
+  cvec download(const ColorSpinorField& f) const {
+    std::vector<Complex<double>> h(lat->volume() * 12);
+    f.to_lexicographic(h);
+    return to_std(h);
+  }
+};
+
+using Case = std::tuple<Backend, Precision, Reconstruct>;
+
+class WilsonBackend : public ::testing::TestWithParam<Case> {};
+
+std::string case_name(const ::testing::TestParamInfo<Case>& i) {
+  return std::string(to_string(std::get<0>(i.param))) + "_" + to_string(std::get<1>(i.param)) + "_r" +
+         to_string(std::get<2>(i.param));
+}
+
+TEST_P(WilsonBackend, FullOperatorMatchesReference) {
+  const auto [b, prec, r] = GetParam();
+  Problem pb(b, prec, r);
+  WilsonCloverOperator op(pb.lat, pb.links, pb.param);
+  for (bool dagger : {false, true}) {
+    cvec x;
+    ColorSpinorField in = pb.random_field(Subset::full, 7, x);
+    ColorSpinorField out = pb.field(Subset::full, prec);
+    op.apply(out, in, dagger);
+    EXPECT_LT(test::rel_diff(pb.download(out), pb.host->full(x, dagger)), tolerance(prec)) << "dagger " << dagger;
+  }
+}
+
+TEST_P(WilsonBackend, HoppingTermMatchesReference) {
+  const auto [b, prec, r] = GetParam();
+  Problem pb(b, prec, r);
+  WilsonCloverOperator op(pb.lat, pb.links, pb.param);
+  for (int p = 0; p < 2; ++p)
+    for (bool dagger : {false, true}) {
+      cvec x;
+      ColorSpinorField in = pb.random_field(p == 0 ? Subset::odd : Subset::even, 11 + p, x);
+      ColorSpinorField out = pb.field(p == 0 ? Subset::even : Subset::odd, prec);
+      op.hopping(out, in, dagger);
+      const cvec want = test::restrict_parity(pb.host->hop(x, dagger), p, pb.ref.dims);
+      EXPECT_LT(test::rel_diff(test::restrict_parity(pb.download(out), p, pb.ref.dims), want), tolerance(prec))
+          << "parity " << p << " dagger " << dagger;
+    }
+}
+
+TEST_P(WilsonBackend, SchurOperatorsMatchReference) {
+  const auto [b, prec, r] = GetParam();
+  Problem pb(b, prec, r);
+  WilsonCloverOperator op(pb.lat, pb.links, pb.param);
+  for (SchurType type : {SchurType::asymmetric, SchurType::symmetric})
+    for (int p = 0; p < 2; ++p)
+      for (bool dagger : {false, true}) {
+        const Subset s = p == 0 ? Subset::even : Subset::odd;
+        cvec x;
+        ColorSpinorField in = pb.random_field(s, 21 + p, x);
+        ColorSpinorField out = pb.field(s, prec);
+        op.apply_schur(out, in, type, dagger);
+        const cvec want = pb.host->schur(x, p, type == SchurType::symmetric, dagger);
+        EXPECT_LT(test::rel_diff(test::restrict_parity(pb.download(out), p, pb.ref.dims), want), tolerance(prec))
+            << to_string(type) << " parity " << p << " dagger " << dagger;
+      }
+}
+
+TEST_P(WilsonBackend, CloverTermMatchesReference) {
+  const auto [b, prec, r] = GetParam();
+  Problem pb(b, prec, r);
+  WilsonCloverOperator op(pb.lat, pb.links, pb.param);
+  for (bool inverse : {false, true}) {
+    cvec x;
+    ColorSpinorField in = pb.random_field(Subset::full, 31, x);
+    ColorSpinorField out = pb.field(Subset::full, prec);
+    op.clover(out, in, inverse);
+    EXPECT_LT(test::rel_diff(pb.download(out), pb.host->site(x, inverse)), tolerance(prec)) << "inverse " << inverse;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllForms, WilsonBackend,
+    ::testing::Combine(::testing::ValuesIn(available_backends()),
+                       ::testing::Values(Precision::double_, Precision::single, Precision::half),
+                       ::testing::Values(Reconstruct::r18, Reconstruct::r12)),
+    case_name);
+
+// ---- identities, on the optimized operator -------------------------------------------------
+
+class WilsonIdentity : public ::testing::TestWithParam<Backend> {};
+
+TEST_P(WilsonIdentity, Gamma5Hermiticity) {
+  Problem pb(GetParam(), Precision::double_, Reconstruct::r18);
+  WilsonCloverOperator op(pb.lat, pb.links, pb.param);
+  cvec hx, hy;
+  ColorSpinorField x = pb.random_field(Subset::full, 41, hx), y = pb.random_field(Subset::full, 42, hy);
+  ColorSpinorField my = pb.field(Subset::full, Precision::double_), mx = my.like(Precision::double_);
+  ColorSpinorField g = my.like(Precision::double_);
+  op.apply(my, y);
+  apply_gamma5(g, my);
+  op.apply(mx, x);
+  apply_gamma5(my, mx);  // my := gamma5 M x
+  const Complex<double> lhs = dot(x, g), rhs = dot(my, y);
+  EXPECT_NEAR(lhs.re, rhs.re, 1e-10 * std::abs(lhs.re) + 1e-10);
+  EXPECT_NEAR(lhs.im, rhs.im, 1e-10 * std::abs(lhs.re) + 1e-10);
+  // <x, Mhat y> = <Mhat^dag x, y> for both even-odd forms.
+  for (SchurType type : {SchurType::asymmetric, SchurType::symmetric}) {
+    ColorSpinorField xe = x.parity(0), ye = y.parity(0);
+    ColorSpinorField a = pb.field(Subset::even, Precision::double_), c = a.like(Precision::double_);
+    op.apply_schur(a, ye, type, false);
+    op.apply_schur(c, xe, type, true);
+    const Complex<double> l = dot(xe, a), r = dot(c, ye);
+    EXPECT_NEAR(l.re, r.re, 1e-10 * std::abs(l.re)) << to_string(type);
+    EXPECT_NEAR(l.im, r.im, 1e-10 * std::abs(l.re)) << to_string(type);
+  }
+}
+
+TEST_P(WilsonIdentity, GaugeCovariance) {
+  Problem pb(GetParam(), Precision::double_, Reconstruct::r12);
+  const long vol = pb.lat->volume();
+  std::vector<Complex<double>> g(vol * 9), links2(pb.links.size());
+  for (long s = 0; s < vol; ++s) {
+    Complex<double> u[9];
+    random_su3(99, s, -1.0, u);
+    std::copy(u, u + 9, g.begin() + s * 9);
+  }
+  auto neighbour = [&](long s, int mu) {
+    Coords c = pb.lat->coords_of(s);
+    c[mu] = (c[mu] + 1) % pb.lat->local()[mu];
+    return static_cast<long>(lex_site(c, pb.lat->local()));
+  };
+  auto mul = [](const Complex<double>* a, const Complex<double>* b, Complex<double>* c, bool adj_b) {
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j) {
+        Complex<double> s;
+        for (int k = 0; k < 3; ++k) s += a[3 * i + k] * (adj_b ? conj(b[3 * j + k]) : b[3 * k + j]);
+        c[3 * i + j] = s;
+      }
+  };
+  for (long s = 0; s < vol; ++s)
+    for (int mu = 0; mu < 4; ++mu) {
+      Complex<double> t[9];
+      mul(&g[s * 9], &pb.links[(s * 4 + mu) * 9], t, false);
+      mul(t, &g[neighbour(s, mu) * 9], &links2[(s * 4 + mu) * 9], true);
+    }
+  WilsonCloverOperator op(pb.lat, pb.links, pb.param), op2(pb.lat, links2, pb.param);
+  const std::vector<Complex<double>> psi = random_spinor(*pb.lat, 5);
+  std::vector<Complex<double>> gpsi(psi.size());
+  auto rotate = [&](const std::vector<Complex<double>>& v, std::vector<Complex<double>>& out) {
+    for (long s = 0; s < vol; ++s)
+      for (int sp = 0; sp < 4; ++sp)
+        for (int i = 0; i < 3; ++i) {
+          Complex<double> a;
+          for (int j = 0; j < 3; ++j) a += g[s * 9 + 3 * i + j] * v[(s * 4 + sp) * 3 + j];
+          out[(s * 4 + sp) * 3 + i] = a;
+        }
+  };
+  rotate(psi, gpsi);
+  ColorSpinorField in = pb.field(Subset::full, Precision::double_), in2 = in.like(Precision::double_);
+  ColorSpinorField out = in.like(Precision::double_), out2 = in.like(Precision::double_);
+  in.from_lexicographic(psi);
+  in2.from_lexicographic(gpsi);
+  op.apply(out, in);
+  op2.apply(out2, in2);
+  std::vector<Complex<double>> h1, h2, gh1(psi.size());
+  out.to_lexicographic(h1);
+  out2.to_lexicographic(h2);
+  rotate(h1, gh1);
+  EXPECT_LT(test::rel_diff(to_std(h2), to_std(gh1)), 1e-12);
+}
+
+TEST_P(WilsonIdentity, CloverInverseTimesClover) {
+  for (Precision prec : {Precision::double_, Precision::single}) {
+    Problem pb(GetParam(), prec, Reconstruct::r18);
+    WilsonCloverOperator op(pb.lat, pb.links, pb.param);
+    cvec x;
+    ColorSpinorField in = pb.random_field(Subset::full, 51, x);
+    ColorSpinorField a = pb.field(Subset::full, prec), b = a.like(prec);
+    op.clover(a, in, false);
+    op.clover(b, a, true);
+    EXPECT_LT(test::rel_diff(pb.download(b), x), prec == Precision::double_ ? 1e-13 : 1e-5);
+  }
+}
+
+TEST_P(WilsonIdentity, EvenOddPiecesSumToFullOperator) {
+  Problem pb(GetParam(), Precision::double_, Reconstruct::r18);
+  WilsonCloverOperator op(pb.lat, pb.links, pb.param);
+  cvec hx;
+  ColorSpinorField x = pb.random_field(Subset::full, 61, hx);
+  ColorSpinorField full = pb.field(Subset::full, Precision::double_), sum = full.like(Precision::double_);
+  op.apply(full, x);
+  for (int p = 0; p < 2; ++p) {
+    ColorSpinorField s = sum.parity(p), h = pb.field(p == 0 ? Subset::even : Subset::odd, Precision::double_);
+    op.clover(s, x.parity(p), false);  // A_pp x_p
+    op.hopping(h, x.parity(1 - p));    // D_pq x_q
+    axpy(-0.5, h, s);
+  }
+  EXPECT_LT(test::rel_diff(pb.download(sum), pb.download(full)), 1e-14);
+}
+
+/// CG on Mhat^dag Mhat x = Mhat^dag bhat, then reconstruct: the full residual must be small.
+TEST_P(WilsonIdentity, EvenOddSolveReconstructsFullSolution) {
+  for (SchurType type : {SchurType::asymmetric, SchurType::symmetric}) {
+    Problem pb(GetParam(), Precision::double_, Reconstruct::r12);
+    pb.param.mass = 0.5;
+    WilsonCloverOperator op(pb.lat, pb.links, pb.param);
+    cvec hb;
+    ColorSpinorField b = pb.random_field(Subset::full, 71, hb);
+    ColorSpinorField bhat = pb.field(Subset::even, Precision::double_);
+    op.prepare_source(bhat, b, type);
+    ColorSpinorField rhs = bhat.like(Precision::double_), x = bhat.like(Precision::double_);
+    op.apply_schur(rhs, bhat, type, true);
+    ColorSpinorField r = rhs.like(Precision::double_), p = rhs.like(Precision::double_);
+    ColorSpinorField t = rhs.like(Precision::double_), ap = rhs.like(Precision::double_);
+    r.copy_from(rhs);
+    p.copy_from(rhs);
+    double rr = norm2(r);
+    const double stop = 1e-26 * norm2(rhs);
+    int it = 0;
+    for (; it < 2000 && rr > stop; ++it) {
+      op.apply_schur(t, p, type, false);
+      op.apply_schur(ap, t, type, true);
+      const double alpha = rr / dot(p, ap).re;
+      axpy(alpha, p, x);
+      axpy(-alpha, ap, r);
+      const double rr_new = norm2(r);
+      xpay(r, rr_new / rr, p);
+      rr = rr_new;
+    }
+    ASSERT_LE(rr, stop) << "CG did not converge in " << it << " iterations";
+    ColorSpinorField sol = pb.field(Subset::full, Precision::double_), mx = sol.like(Precision::double_);
+    op.reconstruct(sol, x, b);
+    op.apply(mx, sol);
+    axpy(-1.0, b, mx);
+    EXPECT_LT(std::sqrt(norm2(mx) / norm2(b)), 1e-10) << to_string(type);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, WilsonIdentity, ::testing::ValuesIn(available_backends()),
+                         [](const ::testing::TestParamInfo<Backend>& i) { return std::string(to_string(i.param)); });
+
+}  // namespace
+}  // namespace latke
