@@ -8,7 +8,10 @@
 //   C_sw = c_sw (i/4) sum_{mu,nu} sigma_{mu nu} F_{mu nu}(x),  sigma_{mu nu} = (i/2)[gamma_mu, gamma_nu]
 //   F_{mu nu}(x) = (1/8) (Q_{mu nu}(x) - Q_{mu nu}(x)^dag), Q_{mu nu} the sum of the four
 //   plaquette leaves in the mu-nu plane that start and end at x (counter-clockwise).
-// Boundary phases multiply U_mu(x) on the last global slice x_mu = X_mu - 1 when a hop wraps.
+// Boundary phases multiply U_mu(x) on the last global slice x_mu = X_mu - 1 when a hop wraps;
+// the backward hop takes the complex conjugate (U^dag), so phases are taken to have modulus
+// one (periodic, antiperiodic, twisted). They do not enter the clover term (closed loops).
+// The apply_* functions size `out` themselves, and `out` may be the same vector as `in`.
 #pragma once
 
 #include <array>
@@ -41,7 +44,8 @@ void apply_wilson_clover(std::vector<complex>& out, const std::vector<complex>& 
                          const std::vector<complex>& in, const WilsonCloverParams& p,
                          bool dagger);
 
-/// @brief The 12x12 site matrix A(x) = (4 + m) + C_sw(x), row/col index spin*3 + color.
+/// @brief The 12x12 site matrix A(x) = (4 + m) + C_sw(x), row-major ([row*12 + col]),
+/// row/col index spin*3 + color; x must lie inside the lattice.
 std::array<complex, 144> clover_site_matrix(const std::vector<complex>& gauge,
                                             const WilsonCloverParams& p, const Coords& x);
 

@@ -9,7 +9,9 @@
 // tree-level improvement is c_sw = 1 and published non-perturbative c_sw apply unchanged.
 // kappa normalisation: kappa = 1 / (2 m + 8), M_kappa = 2 kappa M = 1 - kappa D_hop + 2 kappa C_sw
 // (set the mass from kappa with mass_from_kappa). Gamma basis, phases, layouts: conventions.h.
-// Boundary phases multiply the links of the last slice when a hop wraps (default: -1 in t).
+// Boundary phases multiply the links of the last slice when a hop wraps (default: -1 in t);
+// backward hops take the conjugate, so a phase must have modulus one. The clover term does
+// not see them (they cancel in closed loops).
 //
 // Even-odd. With M_eo = -1/2 D_hop restricted to (even <- odd), and parity p the solved one:
 //   asymmetric:  Mhat = A_pp - M_pq A_qq^-1 M_qp            (= A - 1/4 D A^-1 D)

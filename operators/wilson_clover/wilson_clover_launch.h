@@ -86,6 +86,7 @@ void run_dslash(const DslashRequest& rq) {
     launch(b, DslashKernel<Store, R, E>{arg}, {vcb});
     return;
   }
+  rq.halo->begin();  // picks the receive set that recv_face returns
   PackKernel<Store, R> pack;
   pack.in = arg.in;
   pack.gauge = arg.gauge;
@@ -104,13 +105,13 @@ void run_dslash(const DslashRequest& rq) {
   pack.sign = arg.sign;
   const int n_face = arg.faces.face_begin[4];
 
-  rq.halo->begin();
   launch(b, pack, {n_face}, comm_stream());
   arg.mode = interior;
   launch(b, DslashKernel<Store, R, E>{arg}, {vcb});
   rq.halo->finish();
   arg.mode = exterior;
   launch(b, DslashKernel<Store, R, E>{arg}, {n_face});
+  rq.halo->end();
 }
 
 template <typename Store, Reconstruct R>

@@ -147,6 +147,12 @@ void Event::wait(Stream s) const {
 #endif
 }
 
+void Event::synchronize() const {
+#ifdef LATKE_HAVE_CUDA
+  if (handle_) LATKE_CUDA_CALL(cudaEventSynchronize(static_cast<cudaEvent_t>(handle_)));
+#endif
+}
+
 double Event::elapsed_ms(const Event& start, const Event& stop) {
 #ifdef LATKE_HAVE_CUDA
   require(start.handle_ && stop.handle_, "Event::elapsed_ms needs events of an active CUDA backend");

@@ -30,10 +30,10 @@ HaloExchange::HaloExchange(const Lattice& lat, Backend backend, std::size_t site
     face_bytes_[mu] = (static_cast<std::size_t>(lat.face_volume_cb(mu)) * site_bytes + 255) / 256 * 256;
     for (int s = 0; s < 2; ++s) {
       send_[mu][s] = Buffer(memory_for(backend), face_bytes_[mu]);
-      recv_[mu][s] = Buffer(memory_for(backend), face_bytes_[mu]);
-      if (staged) {
-        send_host_[mu][s] = Buffer(MemoryKind::pinned, face_bytes_[mu]);
-        recv_host_[mu][s] = Buffer(MemoryKind::pinned, face_bytes_[mu]);
+      if (staged) send_host_[mu][s] = Buffer(MemoryKind::pinned, face_bytes_[mu]);
+      for (int k = 0; k < 2; ++k) {
+        recv_[k][mu][s] = Buffer(memory_for(backend), face_bytes_[mu]);
+        if (staged) recv_host_[k][mu][s] = Buffer(MemoryKind::pinned, face_bytes_[mu]);
       }
     }
   }
@@ -48,11 +48,14 @@ std::size_t HaloExchange::bytes_per_exchange() const {
 void HaloExchange::begin() {
   requests_.clear();
   const bool staged = backend_ == Backend::cuda && !cuda_aware_;
+  set_ ^= 1;
+  if (pending_[set_]) consumed_[set_].synchronize();  // this set's last readers are done
+  pending_[set_] = false;
   for (int mu = 0; mu < 4; ++mu) {
     if (!lat_.partitioned(mu)) continue;
     for (int dir : {+1, -1}) {
       // From the rank ahead comes its side-0 face (tag 2mu); from behind its side-1 face.
-      void* dst = staged ? recv_host_[mu][dir > 0].data() : recv_[mu][dir > 0].data();
+      void* dst = staged ? recv_host_[set_][mu][dir > 0].data() : recv_[set_][mu][dir > 0].data();
       requests_.emplace_back();
       MPI_Irecv(dst, static_cast<int>(face_bytes_[mu]), MPI_BYTE, lat_.neighbour(mu, dir),
                 2 * mu + (dir > 0 ? 0 : 1), lat_.comm(), &requests_.back());
@@ -88,10 +91,16 @@ void HaloExchange::finish() {
       for (int mu = 0; mu < 4; ++mu)
         if (lat_.partitioned(mu))
           for (int s = 0; s < 2; ++s)
-            copy_bytes(recv_[mu][s].data(), recv_host_[mu][s].data(), face_bytes_[mu], comm_stream());
+            copy_bytes(recv_[set_][mu][s].data(), recv_host_[set_][mu][s].data(), face_bytes_[mu], comm_stream());
     ghosts_ready_.record(comm_stream());
     ghosts_ready_.wait(compute_stream());
   }
+}
+
+void HaloExchange::end() {
+  if (backend_ != Backend::cuda) return;
+  consumed_[set_].record(compute_stream());
+  pending_[set_] = true;
 }
 
 }  // namespace latke

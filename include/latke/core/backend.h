@@ -52,6 +52,8 @@ class Event {
   Event& operator=(const Event&) = delete;
   void record(Stream s);
   void wait(Stream s) const;
+  /// Block the host until the work before the recorded point has finished.
+  void synchronize() const;
   /// Milliseconds between two recorded events (host-synchronizing).
   static double elapsed_ms(const Event& start, const Event& stop);
 

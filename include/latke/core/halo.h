@@ -8,6 +8,11 @@
 //   [operator packs faces on the comm stream, then runs interior work on the compute stream]
 //   finish(): send, wait, upload, make the compute stream wait for the ghosts
 //   [operator runs the boundary work on the compute stream]
+//   end(): mark the received faces as consumed once that work is done
+// Received faces alternate between two buffer sets: an exchange may not receive into a set
+// whose faces the boundary kernel of the exchange before may still be reading (nor into a
+// pinned buffer whose upload is still in flight), and with two sets the wait in begin() is
+// for the exchange before last, which has long finished.
 #pragma once
 
 #include <array>
@@ -33,12 +38,14 @@ class HaloExchange {
   /// behind), side 1 = its x_mu = L-1 face (to the rank ahead).
   void* send_face(int mu, int side) const { return send_[mu][side].data(); }
   /// Face region received in dimension mu from the rank ahead (dir = +1: their x_mu = 0
-  /// face, the forward neighbours of my last slice) or behind (dir = -1).
-  void* recv_face(int mu, int dir) const { return recv_[mu][dir > 0].data(); }
+  /// face, the forward neighbours of my last slice) or behind (dir = -1). Valid from
+  /// begin() to end() of one exchange (the sets alternate).
+  void* recv_face(int mu, int dir) const { return recv_[set_][mu][dir > 0].data(); }
   std::size_t face_bytes(int mu) const { return face_bytes_[mu]; }
 
   void begin();
   void finish();
+  void end();
 
   bool cuda_aware() const { return cuda_aware_; }
   /// Bytes sent per exchange by this rank.
@@ -49,10 +56,14 @@ class HaloExchange {
   Backend backend_;
   bool cuda_aware_ = false;
   std::array<std::size_t, 4> face_bytes_{};
-  std::array<std::array<Buffer, 2>, 4> send_, recv_;              // device (or host on cpu)
-  std::array<std::array<Buffer, 2>, 4> send_host_, recv_host_;    // pinned staging
+  using Faces = std::array<std::array<Buffer, 2>, 4>;  // [mu][side or direction]
+  Faces send_, send_host_;                              // device (or host on cpu); pinned staging
+  std::array<Faces, 2> recv_, recv_host_;               // two sets, alternating
+  int set_ = 0;
   std::vector<MPI_Request> requests_;
   Event compute_ready_, ghosts_ready_;
+  std::array<Event, 2> consumed_;
+  std::array<bool, 2> pending_{false, false};
 };
 
 }  // namespace latke
