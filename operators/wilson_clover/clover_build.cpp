@@ -139,7 +139,7 @@ struct CloverBuildKernel {
 }  // namespace
 
 void build_clover(const Lattice& lat, const std::vector<Complex<double>>& host_links, double mass, double csw,
-                  CloverField& a, CloverField& a_inv) {
+                  double scale, CloverField& a, CloverField& a_inv) {
   require(a.precision() == Precision::double_ && a_inv.precision() == Precision::double_,
           "build_clover writes double-precision clover fields");
   const std::vector<Complex<double>> ext = extended_gauge(lat, host_links);
@@ -151,8 +151,8 @@ void build_clover(const Lattice& lat, const std::vector<Complex<double>>& host_l
   k.ext = static_cast<const Complex<double>*>(buf.data());
   for (int mu = 0; mu < 4; ++mu) k.E[mu] = lat.local()[mu] + 2;
   k.geom = LocalGeometry::of(lat);
-  k.diag = 4.0 + mass;
-  k.csw = csw;
+  k.diag = scale * (4.0 + mass);
+  k.csw = scale * csw;
   for (int p = 0; p < 2; ++p) {
     k.a[p] = a.accessor<double>(p);
     k.a_inv[p] = a_inv.accessor<double>(p);

@@ -8,10 +8,10 @@
 
 namespace latke::wilson {
 
-/// @brief Fill A and A^-1 (double-precision clover fields on the backend) from this rank's
-/// links (host, lexicographic). Fails naming the number of sites whose 6x6 blocks of A are
-/// singular.
+/// @brief Fill s A and (s A)^-1 (double-precision clover fields on the backend) from this
+/// rank's links (host, lexicographic); s = 1 for mass normalisation, 2 kappa for kappa. Fails
+/// naming the number of sites whose 6x6 blocks of A are singular.
 void build_clover(const Lattice& lat, const std::vector<Complex<double>>& host_links, double mass, double csw,
-                  CloverField& a, CloverField& a_inv);
+                  double scale, CloverField& a, CloverField& a_inv);
 
 }  // namespace latke::wilson

@@ -21,6 +21,24 @@ double mass_from_kappa(double kappa) {
   return 0.5 / kappa - 4.0;
 }
 
+const char* to_string(Normalisation n) { return n == Normalisation::kappa ? "kappa" : "mass"; }
+
+Normalisation parse_normalisation(const std::string& name) {
+  if (name == "mass") return Normalisation::mass;
+  if (name == "kappa") return Normalisation::kappa;
+  fail("unknown normalisation '", name, "': expected mass or kappa");
+}
+
+double WilsonCloverOperator::kappa() const { return 1.0 / (2.0 * param_.mass + 8.0); }
+
+double WilsonCloverOperator::hop() const {
+  return param_.normalisation == Normalisation::kappa ? kappa() : 0.5;
+}
+
+double WilsonCloverOperator::site_scale() const {
+  return param_.normalisation == Normalisation::kappa ? 2.0 * kappa() : 1.0;
+}
+
 namespace {
 CloverParam clover_param(const WilsonCloverParam& p, Precision prec) { return CloverParam{prec, p.backend}; }
 
@@ -37,13 +55,15 @@ WilsonCloverOperator::WilsonCloverOperator(std::shared_ptr<const Lattice> lattic
       gauge_(lattice_, GaugeParam{param.precision, param.reconstruct, param.backend}),
       clover_(lattice_, clover_param(param, param.precision)),
       clover_inv_(lattice_, clover_param(param, param.precision)) {
+  require(param.normalisation == Normalisation::mass || 2.0 * param.mass + 8.0 > 0, "kappa normalisation needs ",
+          "kappa = 1/(2m + 8) > 0, but the mass is ", param.mass);
   gauge_.from_lexicographic(host_links);
   if (param.precision == Precision::double_) {
-    wilson::build_clover(*lattice_, host_links, param.mass, param.csw, clover_, clover_inv_);
+    wilson::build_clover(*lattice_, host_links, param.mass, param.csw, site_scale(), clover_, clover_inv_);
   } else {
     CloverField a(lattice_, clover_param(param, Precision::double_));
     CloverField a_inv(lattice_, clover_param(param, Precision::double_));
-    wilson::build_clover(*lattice_, host_links, param.mass, param.csw, a, a_inv);
+    wilson::build_clover(*lattice_, host_links, param.mass, param.csw, site_scale(), a, a_inv);
     clover_.copy_from(a);
     clover_inv_.copy_from(a_inv);
   }
@@ -96,7 +116,7 @@ void WilsonCloverOperator::apply(ColorSpinorField& out, const ColorSpinorField& 
   for (int p = 0; p < 2; ++p) {
     ColorSpinorField o = out.parity(p);
     const ColorSpinorField i_p = in.parity(p), i_q = in.parity(1 - p);
-    dslash(o, i_q, Epilogue::clover_xpay, -0.5, &i_p, dagger);
+    dslash(o, i_q, Epilogue::clover_xpay, -hop(), &i_p, dagger);
   }
 }
 
@@ -107,15 +127,15 @@ void WilsonCloverOperator::apply_schur(ColorSpinorField& out, const ColorSpinorF
   ColorSpinorField& tq = *tmp_[q];
   if (type == SchurType::asymmetric) {
     dslash(tq, in, Epilogue::clover_inv, 1.0, nullptr, dagger);
-    dslash(out, tq, Epilogue::clover_xpay, -0.25, &in, dagger);
+    dslash(out, tq, Epilogue::clover_xpay, -hop() * hop(), &in, dagger);
   } else if (!dagger) {
     dslash(tq, in, Epilogue::clover_inv, 1.0, nullptr, false);
-    dslash(out, tq, Epilogue::clover_inv_xpay, -0.25, &in, false);
+    dslash(out, tq, Epilogue::clover_inv_xpay, -hop() * hop(), &in, false);
   } else {
     ColorSpinorField& tp = *tmp_[p];
     clover(tp, in, true);
     dslash(tq, tp, Epilogue::clover_inv, 1.0, nullptr, true);
-    dslash(out, tq, Epilogue::xpay, -0.25, &in, true);
+    dslash(out, tq, Epilogue::xpay, -hop() * hop(), &in, true);
   }
 }
 
@@ -125,9 +145,9 @@ void WilsonCloverOperator::prepare_source(ColorSpinorField& bhat, const ColorSpi
   const ColorSpinorField b_p = b.parity(p), b_q = b.parity(q);
   clover(*tmp_[q], b_q, true);
   if (type == SchurType::asymmetric) {
-    dslash(bhat, *tmp_[q], Epilogue::xpay, 0.5, &b_p, false);
+    dslash(bhat, *tmp_[q], Epilogue::xpay, hop(), &b_p, false);
   } else {
-    dslash(*tmp_[p], *tmp_[q], Epilogue::xpay, 0.5, &b_p, false);
+    dslash(*tmp_[p], *tmp_[q], Epilogue::xpay, hop(), &b_p, false);
     clover(bhat, *tmp_[p], true);
   }
 }
@@ -139,7 +159,7 @@ void WilsonCloverOperator::reconstruct(ColorSpinorField& x, const ColorSpinorFie
   ColorSpinorField xp = x.parity(p), xq = x.parity(q);
   const ColorSpinorField b_q = b.parity(q);
   xp.copy_from(x_p);
-  dslash(*tmp_[q], x_p, Epilogue::xpay, 0.5, &b_q, false);
+  dslash(*tmp_[q], x_p, Epilogue::xpay, hop(), &b_q, false);
   clover(xq, *tmp_[q], true);
 }
 

@@ -8,7 +8,10 @@
 // This is Sheikholeslami-Wohlert's term with Luscher et al.'s sign and normalisation:
 // tree-level improvement is c_sw = 1 and published non-perturbative c_sw apply unchanged.
 // kappa normalisation: kappa = 1 / (2 m + 8), M_kappa = 2 kappa M = 1 - kappa D_hop + 2 kappa C_sw
-// (set the mass from kappa with mass_from_kappa). Gamma basis, phases, layouts: conventions.h.
+// (set the mass from kappa with mass_from_kappa and choose Normalisation::kappa). Every form
+// below then uses A_kappa = 2 kappa A and M_eo = -kappa D_hop|eo in place of A and -1/2 D_hop:
+// the full and asymmetric operators are 2 kappa times the mass-normalised ones, the
+// symmetric one is the same. Gamma basis, phases, layouts: conventions.h.
 // Boundary phases multiply the links of the last slice when a hop wraps (default: -1 in t);
 // backward hops take the conjugate, so a phase must have modulus one. The clover term does
 // not see them (they cancel in closed loops).
@@ -39,6 +42,13 @@ namespace latke {
 
 enum class SchurType { asymmetric, symmetric };
 
+/// Mass normalisation M = (4 + m) - D/2 + C_sw, or kappa normalisation M_kappa = 2 kappa M.
+enum class Normalisation { mass, kappa };
+
+const char* to_string(Normalisation n);
+/// @brief "mass" or "kappa".
+Normalisation parse_normalisation(const std::string& name);
+
 const char* to_string(SchurType t);
 /// @brief "asymmetric" or "symmetric".
 SchurType parse_schur_type(const std::string& name);
@@ -50,6 +60,7 @@ double mass_from_kappa(double kappa);
 struct WilsonCloverParam {
   double mass = 0.0;
   double csw = 0.0;
+  Normalisation normalisation = Normalisation::mass;
   std::array<Complex<double>, 4> boundary_phase{Complex<double>(1), Complex<double>(1), Complex<double>(1),
                                                 Complex<double>(-1)};
   Precision precision = Precision::double_;
@@ -98,6 +109,9 @@ class WilsonCloverOperator {
   void dslash(ColorSpinorField& out, const ColorSpinorField& in, Epilogue e, double a,
               const ColorSpinorField* x, bool dagger);
 
+  /// kappa = 1/(2m + 8) of this operator's mass.
+  double kappa() const;
+
   /// Bytes of links, clover and inverse held on the backend.
   std::size_t bytes() const;
   /// Whether the halo goes through pinned host staging (false: CUDA-aware MPI or no split).
@@ -105,6 +119,9 @@ class WilsonCloverOperator {
 
  private:
   void require_field(const ColorSpinorField& f, const char* what) const;
+  /// The hopping coefficient (1/2 or kappa) and the factor on A (1 or 2 kappa).
+  double hop() const;
+  double site_scale() const;
 
   std::shared_ptr<const Lattice> lattice_;
   WilsonCloverParam param_;

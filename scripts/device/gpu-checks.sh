@@ -34,6 +34,23 @@ if [[ $steps == *bench* ]]; then
     grep -vE '^(autotuned|.*block=)' "$out/bench_$tag.log"
   done
 fi
+if [[ $steps == *multi* ]]; then
+  # Two GPUs: one rank each; the lattice split in t (and in z and t), halos between devices.
+  ngpu=$(nvidia-smi -L | wc -l)
+  OMP_NUM_THREADS=4 mpirun -np 2 "$bin/test_wilson_mpi" --gtest_brief=1 > "$out/mpi_2gpu.log" 2>&1; rc=$?
+  status=$((status | rc)); echo "test_wilson_mpi np=2 on $ngpu GPUs: exit $rc, $(grep -E 'PASSED|FAILED' "$out/mpi_2gpu.log" | head -2 | tr '\n' ' ')"
+  for L in 32,32,32,64 48,48,48,96; do
+    tag=${L//,/x}
+    mpirun -np 2 "$bin/latke-bench" dslash -latke_lattice $L -latke_grid 1,1,1,2 -latke_precision double,single,half \
+      -latke_reconstruct 12 -latke_json "$out/bench2_$tag.json" > "$out/bench2_$tag.log" 2>&1; status=$((status | $?))
+    cat "$out/bench2_$tag.log"
+  done
+fi
+if [[ $steps == *probe* ]]; then
+  LATKE_TUNE=0 ncu --section SpeedOfLight --section Occupancy --launch-count 40 "$bin/latke-bench" dslash \
+    -latke_lattice 32,32,32,64 -latke_precision half -latke_form dslash -latke_iterations 1 > "$out/ncu_probe.txt" 2>&1
+  grep -E "^  [a-z_].*\(|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\)|Achieved Occupancy|Registers" "$out/ncu_probe.txt" | cut -c1-150 | tail -40
+fi
 if [[ $steps == *profile* ]]; then
   # The fused dslash (hopping + A^-1) on 32^3x64, each precision at reconstruct 12: skip
   # the autotuner's launches, profile two timed ones.

@@ -278,11 +278,41 @@ TEST_P(WilsonIdentity, EvenOddPiecesSumToFullOperator) {
   EXPECT_LT(test::rel_diff(pb.download(sum), pb.download(full)), 1e-14);
 }
 
+TEST_P(WilsonIdentity, KappaNormalisationIsTwoKappaTimesMass) {
+  Problem pb(GetParam(), Precision::double_, Reconstruct::r12);
+  WilsonCloverOperator op_m(pb.lat, pb.links, pb.param);
+  WilsonCloverParam pk = pb.param;
+  pk.normalisation = Normalisation::kappa;
+  WilsonCloverOperator op_k(pb.lat, pb.links, pk);
+  const double two_kappa = 2.0 / (2.0 * pb.param.mass + 8.0);
+  EXPECT_DOUBLE_EQ(op_k.kappa(), two_kappa / 2);
+  cvec hx;
+  ColorSpinorField x = pb.random_field(Subset::full, 81, hx);
+  ColorSpinorField a = pb.field(Subset::full, Precision::double_), b = a.like(Precision::double_);
+  for (bool dagger : {false, true}) {
+    op_m.apply(a, x, dagger);
+    op_k.apply(b, x, dagger);
+    axpy(-two_kappa, a, b);
+    EXPECT_LT(std::sqrt(norm2(b) / norm2(a)) / two_kappa, 1e-13) << "full, dagger " << dagger;
+    for (SchurType t : {SchurType::asymmetric, SchurType::symmetric}) {
+      ColorSpinorField ae = a.parity(0), be = b.parity(0);
+      op_m.apply_schur(ae, x.parity(0), t, dagger);
+      op_k.apply_schur(be, x.parity(0), t, dagger);
+      const double factor = t == SchurType::asymmetric ? two_kappa : 1.0;
+      axpy(-factor, ae, be);
+      EXPECT_LT(std::sqrt(norm2(be) / norm2(ae)) / factor, 1e-13) << to_string(t) << ", dagger " << dagger;
+    }
+  }
+}
+
 /// CG on Mhat^dag Mhat x = Mhat^dag bhat, then reconstruct: the full residual must be small.
 TEST_P(WilsonIdentity, EvenOddSolveReconstructsFullSolution) {
-  for (SchurType type : {SchurType::asymmetric, SchurType::symmetric}) {
+  for (auto [type, norm] : {std::pair{SchurType::asymmetric, Normalisation::mass},
+                            std::pair{SchurType::symmetric, Normalisation::mass},
+                            std::pair{SchurType::asymmetric, Normalisation::kappa}}) {
     Problem pb(GetParam(), Precision::double_, Reconstruct::r12);
     pb.param.mass = 0.5;
+    pb.param.normalisation = norm;
     WilsonCloverOperator op(pb.lat, pb.links, pb.param);
     cvec hb;
     ColorSpinorField b = pb.random_field(Subset::full, 71, hb);
@@ -312,7 +342,7 @@ TEST_P(WilsonIdentity, EvenOddSolveReconstructsFullSolution) {
     op.reconstruct(sol, x, b);
     op.apply(mx, sol);
     axpy(-1.0, b, mx);
-    EXPECT_LT(std::sqrt(norm2(mx) / norm2(b)), 1e-10) << to_string(type);
+    EXPECT_LT(std::sqrt(norm2(mx) / norm2(b)), 1e-10) << to_string(type) << ", " << to_string(norm);
   }
 }
 
