@@ -154,6 +154,8 @@ int bench_dslash() {
       wp.precision = p;
       wp.reconstruct = r;
       WilsonCloverOperator op(lat, links, wp);
+      if (root && p == precisions.front() && r == recons.front())
+        std::printf("halo exchange: %s\n", op.halo_description().c_str());
       ColorSpinorField in(lat, SpinorParam{4, 3, p, Subset::full, run.backend});
       in.from_lexicographic(src);
       ColorSpinorField out = in.like(p);

@@ -81,7 +81,9 @@ WilsonCloverOperator::~WilsonCloverOperator() = default;
 
 std::size_t WilsonCloverOperator::bytes() const { return gauge_.bytes() + clover_.bytes() + clover_inv_.bytes(); }
 
-bool WilsonCloverOperator::staged_halo() const { return halo_ && param_.backend == Backend::cuda && !halo_->cuda_aware(); }
+std::string WilsonCloverOperator::halo_description() const {
+  return halo_ ? halo_->describe() : "none (nothing split)";
+}
 
 void WilsonCloverOperator::require_field(const ColorSpinorField& f, const char* what) const {
   require(f.nspin() == 4 && f.ncolor() == 3, "Wilson-clover operator: ", what, " has ", f.nspin(), " spins and ",

@@ -114,8 +114,8 @@ class WilsonCloverOperator {
 
   /// Bytes of links, clover and inverse held on the backend.
   std::size_t bytes() const;
-  /// Whether the halo goes through pinned host staging (false: CUDA-aware MPI or no split).
-  bool staged_halo() const;
+  /// How halos move: peer-to-peer, CUDA-aware MPI, staged through host, or none.
+  std::string halo_description() const;
 
  private:
   void require_field(const ColorSpinorField& f, const char* what) const;

@@ -37,8 +37,10 @@ fi
 if [[ $steps == *multi* ]]; then
   # Two GPUs: one rank each; the lattice split in t (and in z and t), halos between devices.
   ngpu=$(nvidia-smi -L | wc -l)
-  OMP_NUM_THREADS=4 mpirun -np 2 "$bin/test_wilson_mpi" --gtest_brief=1 > "$out/mpi_2gpu.log" 2>&1; rc=$?
-  status=$((status | rc)); echo "test_wilson_mpi np=2 on $ngpu GPUs: exit $rc, $(grep -E 'PASSED|FAILED' "$out/mpi_2gpu.log" | head -2 | tr '\n' ' ')"
+  for np in 2 4 2 4; do  # one and two ranks per GPU; twice, since races show as runs that differ
+    OMP_NUM_THREADS=4 mpirun -np $np "$bin/test_wilson_mpi" --gtest_brief=1 > "$out/mpi_${np}r_2gpu.log" 2>&1; rc=$?
+    status=$((status | rc)); echo "test_wilson_mpi np=$np on $ngpu GPUs: exit $rc, $(grep -E 'PASSED|FAILED' "$out/mpi_${np}r_2gpu.log" | head -2 | tr '\n' ' ')"
+  done
   for L in 32,32,32,64 48,48,48,96; do
     tag=${L//,/x}
     mpirun -np 2 "$bin/latke-bench" dslash -latke_lattice $L -latke_grid 1,1,1,2 -latke_precision double,single,half \

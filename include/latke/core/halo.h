@@ -2,8 +2,13 @@
 // For each partitioned dimension mu a rank sends two faces (its x_mu = 0 face to the rank
 // behind, its x_mu = L_mu - 1 face to the rank ahead) and receives the two matching ones.
 // What a face site carries is the operator's business (Wilson: a spin-projected
-// half-spinor); this class owns the buffers and moves them: device buffers, pinned host
-// staging unless MPI is CUDA-aware, non-blocking MPI, and the stream/event choreography
+// half-spinor); this class owns the buffers and moves them, per link the fastest way there is:
+//   peer-to-peer  neighbour's GPU on the same node: the sender copies its face straight into
+//                 the receiver's buffer (CUDA IPC, NVLink where there is one); MPI carries
+//                 only zero-byte "buffer free" and "face delivered" messages
+//   CUDA-aware    MPI moves device buffers itself
+//   staged        device -> pinned host -> MPI -> pinned host -> device
+// with non-blocking MPI and the stream/event choreography
 //   begin(): post receives, make the comm stream wait for the compute stream
 //   [operator packs faces on the comm stream, then runs interior work on the compute stream]
 //   finish(): send, wait, upload, make the compute stream wait for the ghosts
@@ -16,6 +21,7 @@
 #pragma once
 
 #include <array>
+#include <string>
 #include <vector>
 
 #include <mpi.h>
@@ -33,6 +39,9 @@ class HaloExchange {
  public:
   /// @param site_bytes bytes per face site of payload; layout within a face is the caller's.
   HaloExchange(const Lattice& lat, Backend backend, std::size_t site_bytes);
+  ~HaloExchange();
+  HaloExchange(const HaloExchange&) = delete;
+  HaloExchange& operator=(const HaloExchange&) = delete;
 
   /// Face region that rank sends in dimension mu: side 0 = its x_mu = 0 face (to the rank
   /// behind), side 1 = its x_mu = L-1 face (to the rank ahead).
@@ -48,6 +57,10 @@ class HaloExchange {
   void end();
 
   bool cuda_aware() const { return cuda_aware_; }
+  /// How the links move: "peer-to-peer 4/4 links", "staged through host", ... for reports.
+  std::string describe() const;
+  /// Whether any link goes through pinned host buffers.
+  bool staged() const;
   /// Bytes sent per exchange by this rank.
   std::size_t bytes_per_exchange() const;
 
@@ -64,6 +77,10 @@ class HaloExchange {
   Event compute_ready_, ghosts_ready_;
   std::array<Event, 2> consumed_;
   std::array<bool, 2> pending_{false, false};
+  std::array<std::array<bool, 2>, 4> p2p_out_{}, p2p_in_{};  // [mu][side] / [mu][from ahead]
+  std::array<std::array<std::array<void*, 2>, 4>, 2> remote_{};  // peer's receive buffers [set][mu][side]
+  std::vector<MPI_Request> ready_;                             // peers' "buffer free" messages
+  void setup_peer_to_peer();
 };
 
 }  // namespace latke
