@@ -26,6 +26,16 @@ void dispatch_reals(int n_real, F&& f) {
   }
 }
 
+/// f(SX{}, SY{}, reals per site) for the storage types of x and y.
+template <typename F>
+void dispatch_pair(const ColorSpinorField& x, const ColorSpinorField& y, F&& f) {
+  dispatch_reals(x.site_reals(), [&](auto nr) {
+    dispatch_precision(x.precision(), [&](auto sx) {
+      dispatch_precision(y.precision(), [&](auto sy) { f(sx, sy, nr); });
+    });
+  });
+}
+
 template <typename SIn, typename SOut, int NReal>
 struct CopyKernel {
   SiteArray<SIn, NReal, 1> in;
@@ -183,18 +193,13 @@ void ColorSpinorField::zero() {
 
 void ColorSpinorField::copy_from(const ColorSpinorField& src) {
   require_same_shape(*this, src, "copy_from");
-  dispatch_reals(site_reals(), [&](auto nr) {
+  dispatch_pair(src, *this, [&](auto si, auto so, auto nr) {
+    using SI = decltype(si);
+    using SO = decltype(so);
     constexpr int NR = decltype(nr)::value;
-    dispatch_precision(src.precision(), [&](auto si) {
-      dispatch_precision(precision(), [&](auto so) {
-        using SI = decltype(si);
-        using SO = decltype(so);
-        for (int b = 0; b < n_parity(); ++b) {
-          CopyKernel<SI, SO, NR> k{site_array<SI, NR>(src, b), site_array<SO, NR>(*this, b)};
-          launch(backend(), k, {lattice_->volume_cb()});
-        }
-      });
-    });
+    for (int b = 0; b < n_parity(); ++b)
+      launch(backend(), CopyKernel<SI, SO, NR>{site_array<SI, NR>(src, b), site_array<SO, NR>(*this, b)},
+             {lattice_->volume_cb()});
   });
 }
 
@@ -258,18 +263,14 @@ void ColorSpinorField::to_lexicographic(std::vector<Complex<double>>& host) cons
 Complex<double> dot(const ColorSpinorField& x, const ColorSpinorField& y) {
   require_same_shape(x, y, "dot");
   Complex<double> local;
-  dispatch_reals(x.site_reals(), [&](auto nr) {
+  dispatch_pair(x, y, [&](auto sx, auto sy, auto nr) {
+    using SX = decltype(sx);
+    using SY = decltype(sy);
     constexpr int NR = decltype(nr)::value;
-    dispatch_precision(x.precision(), [&](auto sx) {
-      dispatch_precision(y.precision(), [&](auto sy) {
-        using SX = decltype(sx);
-        using SY = decltype(sy);
-        for (int b = 0; b < x.n_parity(); ++b) {
-          DotKernel<SX, SY, NR> k{site_array<SX, NR>(x, b), site_array<SY, NR>(y, b)};
-          local += launch_reduce<Complex<double>>(x.backend(), k, {x.lattice().volume_cb()});
-        }
-      });
-    });
+    for (int b = 0; b < x.n_parity(); ++b)
+      local += launch_reduce<Complex<double>>(
+          x.backend(), DotKernel<SX, SY, NR>{site_array<SX, NR>(x, b), site_array<SY, NR>(y, b)},
+          {x.lattice().volume_cb()});
   });
   double in[2] = {local.re, local.im}, out[2];
   MPI_Allreduce(in, out, 2, MPI_DOUBLE, MPI_SUM, x.lattice().comm());
@@ -281,18 +282,13 @@ double norm2(const ColorSpinorField& x) { return dot(x, x).re; }
 namespace {
 void axpby(double a, const ColorSpinorField& x, double b, ColorSpinorField& y) {
   require_same_shape(x, y, "axpby");
-  dispatch_reals(x.site_reals(), [&](auto nr) {
+  dispatch_pair(x, y, [&](auto sx, auto sy, auto nr) {
+    using SX = decltype(sx);
+    using SY = decltype(sy);
     constexpr int NR = decltype(nr)::value;
-    dispatch_precision(x.precision(), [&](auto sx) {
-      dispatch_precision(y.precision(), [&](auto sy) {
-        using SX = decltype(sx);
-        using SY = decltype(sy);
-        for (int blk = 0; blk < x.n_parity(); ++blk) {
-          AxpbyKernel<SX, SY, NR> k{site_array<SX, NR>(x, blk), site_array<SY, NR>(y, blk), a, b};
-          launch(x.backend(), k, {x.lattice().volume_cb()}, compute_stream(), false);
-        }
-      });
-    });
+    for (int blk = 0; blk < x.n_parity(); ++blk)
+      launch(x.backend(), AxpbyKernel<SX, SY, NR>{site_array<SX, NR>(x, blk), site_array<SY, NR>(y, blk), a, b},
+             {x.lattice().volume_cb()}, compute_stream(), false);
   });
 }
 }  // namespace

@@ -90,17 +90,7 @@ void GaugeField::from_lexicographic(const std::vector<Complex<double>>& host) {
   hp.backend = Backend::cpu;
   GaugeField stage = param_.backend == Backend::cpu ? *this : GaugeField(lattice_, hp);
   stage.scale_ = scale_;
-  const LocalGeometry g = LocalGeometry::of(*lattice_);
-  dispatch_gauge(param_.precision, param_.reconstruct, [&](auto s, auto r) {
-    using S = decltype(s);
-    constexpr Reconstruct R = decltype(r)::value;
-    GaugeAccessor<S, R, double> a;
-    a.data = static_cast<S*>(stage.data_->data());
-    a.scale = scale_;
-    a.stride = lattice_->volume_cb();
-    launch_cpu(LexGaugeKernel<S, R>{a, const_cast<Complex<double>*>(host.data()), g, true},
-               {lattice_->volume_cb(), 0, 2});
-  });
+  convert(stage, const_cast<Complex<double>*>(host.data()), true);
   if (param_.backend != Backend::cpu) {
     copy_bytes(data_->data(), stage.data_->data(), bytes_, compute_stream());
     synchronize(compute_stream());
@@ -112,20 +102,21 @@ void GaugeField::to_lexicographic(std::vector<Complex<double>>& host) const {
   GaugeParam hp = param_;
   hp.backend = Backend::cpu;
   GaugeField stage = param_.backend == Backend::cpu ? *this : GaugeField(lattice_, hp);
+  stage.scale_ = scale_;
   if (param_.backend != Backend::cpu) {
     synchronize(param_.backend);
     copy_bytes(stage.data_->data(), data_->data(), bytes_, compute_stream());
     synchronize(compute_stream());
   }
+  convert(stage, host.data(), false);
+}
+
+void GaugeField::convert(const GaugeField& stage, Complex<double>* host, bool to_field) const {
   const LocalGeometry g = LocalGeometry::of(*lattice_);
   dispatch_gauge(param_.precision, param_.reconstruct, [&](auto s, auto r) {
     using S = decltype(s);
     constexpr Reconstruct R = decltype(r)::value;
-    GaugeAccessor<S, R, double> a;
-    a.data = static_cast<S*>(stage.data_->data());
-    a.scale = scale_;
-    a.stride = lattice_->volume_cb();
-    launch_cpu(LexGaugeKernel<S, R>{a, host.data(), g, false}, {lattice_->volume_cb(), 0, 2});
+    launch_cpu(LexGaugeKernel<S, R>{stage.accessor<S, R, double>(), host, g, to_field}, {lattice_->volume_cb(), 0, 2});
   });
 }
 

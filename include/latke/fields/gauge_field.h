@@ -32,9 +32,9 @@ class GaugeField {
   std::size_t bytes() const { return bytes_; }
   float scale() const { return scale_; }
 
-  template <typename Store, Reconstruct R>
-  GaugeAccessor<Store, R> accessor() const {
-    GaugeAccessor<Store, R> a;
+  template <typename Store, Reconstruct R, typename Compute = typename compute_type<Store>::type>
+  GaugeAccessor<Store, R, Compute> accessor() const {
+    GaugeAccessor<Store, R, Compute> a;
     a.data = static_cast<Store*>(data_->data());
     a.scale = scale_;
     a.stride = lattice_->volume_cb();
@@ -49,6 +49,9 @@ class GaugeField {
   void to_lexicographic(std::vector<Complex<double>>& host) const;
 
  private:
+  /// Convert between the host array and `stage`, a CPU field of the same layout.
+  void convert(const GaugeField& stage, Complex<double>* host, bool to_field) const;
+
   std::shared_ptr<const Lattice> lattice_;
   GaugeParam param_;
   std::shared_ptr<Buffer> data_;
