@@ -142,9 +142,9 @@ int bench_dslash() {
                 lat->describe().c_str(), to_string(run.backend), run.backend == Backend::cuda ? " (" : "",
                 run.backend == Backend::cuda ? (dev.name + ")").c_str() : "", wp.mass, wp.csw,
                 dagger ? "dagger" : "no dagger");
+    if (run.backend == Backend::cuda)
+      std::printf("device: %d SMs, %.0f MB L2, %.0f GB memory\n", dev.sm_count, dev.l2_bytes / 1e6, dev.global_bytes / 1e9);
     std::printf("copy bandwidth (read + write) measured in this run: %.1f GB/s\n", copy_gbs);
-    std::printf("%-7s %-7s %-5s %10s %10s %10s %8s %7s\n", "form", "prec", "recon", "time/us", "GFLOPS", "GB/s",
-                "vs copy", "iters");
   }
   const std::vector<Complex<double>> links = random_gauge(*lat, 20241022);
   const std::vector<Complex<double>> src = random_spinor(*lat, 7);
@@ -154,8 +154,11 @@ int bench_dslash() {
       wp.precision = p;
       wp.reconstruct = r;
       WilsonCloverOperator op(lat, links, wp);
-      if (root && p == precisions.front() && r == recons.front())
+      if (root && p == precisions.front() && r == recons.front()) {
         std::printf("halo exchange: %s\n", op.halo_description().c_str());
+        std::printf("%-7s %-7s %-5s %10s %10s %10s %8s %7s\n", "form", "prec", "recon", "time/us", "GFLOPS", "GB/s",
+                    "vs copy", "iters");
+      }
       ColorSpinorField in(lat, SpinorParam{4, 3, p, Subset::full, run.backend});
       in.from_lexicographic(src);
       ColorSpinorField out = in.like(p);

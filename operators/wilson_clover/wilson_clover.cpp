@@ -82,7 +82,8 @@ WilsonCloverOperator::~WilsonCloverOperator() = default;
 std::size_t WilsonCloverOperator::bytes() const { return gauge_.bytes() + clover_.bytes() + clover_inv_.bytes(); }
 
 std::string WilsonCloverOperator::halo_description() const {
-  return halo_ ? halo_->describe() : "none (nothing split)";
+  if (!halo_) return "none (nothing split)";
+  return halo_->describe() + ", " + std::to_string(halo_->bytes_per_exchange()) + " bytes sent per hopping term";
 }
 
 void WilsonCloverOperator::require_field(const ColorSpinorField& f, const char* what) const {

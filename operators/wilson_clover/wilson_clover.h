@@ -114,7 +114,8 @@ class WilsonCloverOperator {
 
   /// Bytes of links, clover and inverse held on the backend.
   std::size_t bytes() const;
-  /// How halos move: peer-to-peer, CUDA-aware MPI, staged through host, or none.
+  /// How halos move (peer-to-peer, CUDA-aware MPI, staged through host, or none) and how
+  /// many bytes this rank sends per hopping-term application.
   std::string halo_description() const;
 
  private:

@@ -21,8 +21,6 @@
 
 namespace latke::wilson {
 
-using HalfSpinorReals = std::integral_constant<int, 12>;
-
 /// z times a unit entry (0, +-1, +-i) known at compile time: no multiplications.
 template <int RE, int IM, typename T>
 LATKE_HOST_DEVICE LATKE_INLINE Complex<T> mul_unit(const Complex<T>& z) {

@@ -85,8 +85,7 @@ void activate_backend(Backend b, int local_rank) {
   s.comm = c;
   cudaDeviceProp p;
   LATKE_CUDA_CALL(cudaGetDeviceProperties(&p, dev));
-  s.info = DeviceInfo{p.name, p.multiProcessorCount, static_cast<std::size_t>(p.l2CacheSize),
-                      p.totalGlobalMem, dev};
+  s.info = DeviceInfo{p.name, p.multiProcessorCount, static_cast<std::size_t>(p.l2CacheSize), p.totalGlobalMem};
   s.active = true;
 #else
   (void)local_rank;

@@ -153,14 +153,6 @@ std::size_t HaloExchange::bytes_per_exchange() const {
   return b;
 }
 
-bool HaloExchange::staged() const {
-  if (backend_ != Backend::cuda || cuda_aware_) return false;
-  for (int mu = 0; mu < 4; ++mu)
-    for (int s = 0; s < 2; ++s)
-      if (lat_.partitioned(mu) && (!p2p_out_[mu][s] || !p2p_in_[mu][s])) return true;
-  return false;
-}
-
 std::string HaloExchange::describe() const {
   int links = 0, p2p = 0;
   for (int mu = 0; mu < 4; ++mu)

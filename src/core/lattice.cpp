@@ -95,10 +95,6 @@ Lattice::~Lattice() {
   if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
-long Lattice::global_volume() const {
-  return static_cast<long>(global_[0]) * global_[1] * global_[2] * global_[3];
-}
-
 Coords Lattice::coords_of(long full) const {
   Coords c;
   for (int mu = 0; mu < 4; ++mu) {

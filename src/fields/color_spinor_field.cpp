@@ -146,12 +146,6 @@ ColorSpinorField ColorSpinorField::like(Precision p) const {
   return ColorSpinorField(lattice_, q);
 }
 
-ColorSpinorField ColorSpinorField::like(Subset s) const {
-  SpinorParam q = param_;
-  q.subset = s;
-  return ColorSpinorField(lattice_, q);
-}
-
 ColorSpinorField ColorSpinorField::parity(int p) const {
   require(param_.subset == Subset::full, "parity(", p, ") of a field that already holds one parity");
   require(p == 0 || p == 1, "parity ", p, ": expected 0 (even) or 1 (odd)");

@@ -67,7 +67,6 @@ struct DeviceInfo {
   int sm_count = 0;
   std::size_t l2_bytes = 0;
   std::size_t global_bytes = 0;
-  int ordinal = -1;
 };
 
 /// @brief Properties of the active CUDA device (empty name on the CPU backend).

@@ -59,8 +59,6 @@ class HaloExchange {
   bool cuda_aware() const { return cuda_aware_; }
   /// How the links move: "peer-to-peer 4/4 links", "staged through host", ... for reports.
   std::string describe() const;
-  /// Whether any link goes through pinned host buffers.
-  bool staged() const;
   /// Bytes sent per exchange by this rank.
   std::size_t bytes_per_exchange() const;
 

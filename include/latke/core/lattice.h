@@ -41,7 +41,6 @@ class Lattice {
 
   long volume() const { return volume_; }
   int volume_cb() const { return static_cast<int>(volume_ / 2); }
-  long global_volume() const;
   /// Sites of one parity on the face of dimension mu (local volume / (2 L_mu)).
   int face_volume_cb(int mu) const { return static_cast<int>(volume_ / (2 * local_[mu])); }
 

@@ -28,9 +28,8 @@ class ColorSpinorField {
  public:
   ColorSpinorField(std::shared_ptr<const Lattice> lattice, const SpinorParam& param);
 
-  /// @brief A field of the same shape and backend with another precision or subset.
+  /// @brief A field of the same shape, subset and backend in precision p.
   ColorSpinorField like(Precision p) const;
-  ColorSpinorField like(Subset s) const;
   /// @brief The even (0) or odd (1) half of a full field, sharing its storage.
   ColorSpinorField parity(int p) const;
 
