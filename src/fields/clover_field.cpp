@@ -7,19 +7,6 @@
 
 namespace latke {
 
-namespace {
-template <typename SIn, typename SOut>
-struct CloverCopyKernel {
-  SiteArray<SIn, 72, 2> in;
-  SiteArray<SOut, 72, 2> out;
-  LATKE_HOST_DEVICE void operator()(int x_cb, int) const {
-    double r[72];
-    in.load(r, x_cb);
-    out.save(r, x_cb);
-  }
-};
-}  // namespace
-
 CloverField::CloverField(std::shared_ptr<const Lattice> lattice, const CloverParam& param)
     : lattice_(std::move(lattice)), param_(param) {
   const std::size_t vcb = lattice_->volume_cb();
@@ -42,7 +29,7 @@ void CloverField::copy_from(const CloverField& src) {
       using SI = decltype(si);
       using SO = decltype(so);
       for (int p = 0; p < 2; ++p)
-        launch(backend(), CloverCopyKernel<SI, SO>{src.accessor<SI>(p).a, accessor<SO>(p).a},
+        launch(backend(), SiteCopyKernel<SI, SO, 72, 2>{src.accessor<SI>(p).a, accessor<SO>(p).a},
                {lattice_->volume_cb()});
     });
   });

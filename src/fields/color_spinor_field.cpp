@@ -36,17 +36,6 @@ void dispatch_pair(const ColorSpinorField& x, const ColorSpinorField& y, F&& f) 
   });
 }
 
-template <typename SIn, typename SOut, int NReal>
-struct CopyKernel {
-  SiteArray<SIn, NReal, 1> in;
-  SiteArray<SOut, NReal, 1> out;
-  LATKE_HOST_DEVICE void operator()(int x_cb, int) const {
-    double r[NReal];
-    in.load(r, x_cb);
-    out.save(r, x_cb);
-  }
-};
-
 template <typename Store, int NReal>
 struct LexKernel {  // CPU only: host pointers
   SiteArray<Store, NReal, 1> field;
@@ -192,37 +181,47 @@ void ColorSpinorField::copy_from(const ColorSpinorField& src) {
     using SO = decltype(so);
     constexpr int NR = decltype(nr)::value;
     for (int b = 0; b < n_parity(); ++b)
-      launch(backend(), CopyKernel<SI, SO, NR>{site_array<SI, NR>(src, b), site_array<SO, NR>(*this, b)},
+      launch(backend(), SiteCopyKernel<SI, SO, NR, 1>{site_array<SI, NR>(src, b), site_array<SO, NR>(*this, b)},
              {lattice_->volume_cb()});
   });
+}
+
+void ColorSpinorField::copy_raw(const ColorSpinorField& dst, const ColorSpinorField& src) {
+  const std::size_t vcb = src.lattice_->volume_cb();
+  for (int b = 0; b < src.n_parity(); ++b) {
+    copy_bytes(dst.block_data(b), src.block_data(b), src.site_reals() * vcb * real_bytes(src.precision()), compute_stream());
+    if (src.norm_) copy_bytes(dst.block_norm(b), src.block_norm(b), vcb * sizeof(float), compute_stream());
+  }
+  synchronize(compute_stream());
+}
+
+void ColorSpinorField::convert_lex(const ColorSpinorField& stage, Complex<double>* host, bool to_field) const {
+  const LocalGeometry g = LocalGeometry::of(*lattice_);
+  dispatch_reals(site_reals(), [&](auto nr) {
+    constexpr int NR = decltype(nr)::value;
+    dispatch_precision(precision(), [&](auto s) {
+      using S = decltype(s);
+      for (int b = 0; b < n_parity(); ++b)
+        launch_cpu(LexKernel<S, NR>{site_array<S, NR>(stage, b), host, g, block_parity(b), to_field},
+                   {lattice_->volume_cb()});
+    });
+  });
+}
+
+ColorSpinorField ColorSpinorField::host_stage() const {
+  if (backend() == Backend::cpu) return *this;
+  SpinorParam hp = param_;
+  hp.backend = Backend::cpu;
+  return ColorSpinorField(lattice_, hp);
 }
 
 void ColorSpinorField::from_lexicographic(const std::vector<Complex<double>>& host) {
   const std::size_t want = static_cast<std::size_t>(lattice_->volume()) * site_reals() / 2;
   require(host.size() == want, "from_lexicographic: host array has ", host.size(),
           " complex numbers, expected ", want, " (local volume x spins x colors)");
-  SpinorParam hp = param_;
-  hp.backend = Backend::cpu;
-  ColorSpinorField stage = backend() == Backend::cpu ? *this : ColorSpinorField(lattice_, hp);
-  const LocalGeometry g = LocalGeometry::of(*lattice_);
-  dispatch_reals(site_reals(), [&](auto nr) {
-    constexpr int NR = decltype(nr)::value;
-    dispatch_precision(precision(), [&](auto s) {
-      using S = decltype(s);
-      for (int b = 0; b < n_parity(); ++b) {
-        LexKernel<S, NR> k{site_array<S, NR>(stage, b), const_cast<Complex<double>*>(host.data()), g,
-                           block_parity(b), true};
-        launch_cpu(k, {lattice_->volume_cb()});
-      }
-    });
-  });
-  if (backend() != Backend::cpu) {
-    for (int b = 0; b < n_parity(); ++b) {
-      copy_bytes(block_data(b), stage.block_data(b), site_reals() * lattice_->volume_cb() * real_bytes(precision()), compute_stream());
-      if (norm_) copy_bytes(block_norm(b), stage.block_norm(b), lattice_->volume_cb() * sizeof(float), compute_stream());
-    }
-    synchronize(compute_stream());
-  }
+  const ColorSpinorField stage = host_stage();
+  convert_lex(stage, const_cast<Complex<double>*>(host.data()), true);
+  if (backend() != Backend::cpu) copy_raw(*this, stage);
 }
 
 void ColorSpinorField::to_lexicographic(std::vector<Complex<double>>& host) const {
@@ -230,28 +229,12 @@ void ColorSpinorField::to_lexicographic(std::vector<Complex<double>>& host) cons
   if (host.empty()) host.assign(want, Complex<double>());
   require(host.size() == want, "to_lexicographic: host array has ", host.size(),
           " complex numbers, expected ", want, " (local volume x spins x colors)");
-  SpinorParam hp = param_;
-  hp.backend = Backend::cpu;
-  ColorSpinorField stage = backend() == Backend::cpu ? *this : ColorSpinorField(lattice_, hp);
+  const ColorSpinorField stage = host_stage();
   if (backend() != Backend::cpu) {
     synchronize(backend());
-    for (int b = 0; b < n_parity(); ++b) {
-      copy_bytes(stage.block_data(b), block_data(b), site_reals() * lattice_->volume_cb() * real_bytes(precision()), compute_stream());
-      if (norm_) copy_bytes(stage.block_norm(b), block_norm(b), lattice_->volume_cb() * sizeof(float), compute_stream());
-    }
-    synchronize(compute_stream());
+    copy_raw(stage, *this);
   }
-  const LocalGeometry g = LocalGeometry::of(*lattice_);
-  dispatch_reals(site_reals(), [&](auto nr) {
-    constexpr int NR = decltype(nr)::value;
-    dispatch_precision(precision(), [&](auto s) {
-      using S = decltype(s);
-      for (int b = 0; b < n_parity(); ++b) {
-        LexKernel<S, NR> k{site_array<S, NR>(stage, b), host.data(), g, block_parity(b), false};
-        launch_cpu(k, {lattice_->volume_cb()});
-      }
-    });
-  });
+  convert_lex(stage, host.data(), false);
 }
 
 Complex<double> dot(const ColorSpinorField& x, const ColorSpinorField& y) {

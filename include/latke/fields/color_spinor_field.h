@@ -71,6 +71,13 @@ class ColorSpinorField {
   void to_lexicographic(std::vector<Complex<double>>& host) const;
 
  private:
+  /// A CPU field of the same layout to convert through (this field itself on the CPU).
+  ColorSpinorField host_stage() const;
+  /// Between the host array and `stage` (a CPU field of this layout).
+  void convert_lex(const ColorSpinorField& stage, Complex<double>* host, bool to_field) const;
+  /// Raw copy of every block (data and norms) between fields of one layout.
+  static void copy_raw(const ColorSpinorField& dst, const ColorSpinorField& src);
+
   std::shared_ptr<const Lattice> lattice_;
   SpinorParam param_;
   std::shared_ptr<Buffer> data_, norm_;

@@ -141,4 +141,16 @@ struct SiteArray {
   }
 };
 
+/// Copies every site's reals from one site array to another, converting storage precision.
+template <typename SIn, typename SOut, int NReal, int NGroup>
+struct SiteCopyKernel {
+  SiteArray<SIn, NReal, NGroup> in;
+  SiteArray<SOut, NReal, NGroup> out;
+  LATKE_HOST_DEVICE void operator()(int x_cb, int) const {
+    double r[NReal];
+    in.load(r, x_cb);
+    out.save(r, x_cb);
+  }
+};
+
 }  // namespace latke
