@@ -40,12 +40,17 @@ void check_cuda(int err, const char* call, const char* file, int line) {
 
 int cuda_device_count() {
 #ifdef LATKE_HAVE_CUDA
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();  // no driver or no device: clear the sticky error, report none
-    return 0;
-  }
-  return n;
+  // Asked once: the count cannot change within a process, and copies on hot paths (halo
+  // exchanges) consult it.
+  static const int count = [] {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+      cudaGetLastError();  // no driver or no device: clear the sticky error, report none
+      return 0;
+    }
+    return n;
+  }();
+  return count;
 #else
   return 0;
 #endif
