@@ -31,20 +31,7 @@
 #include "wilson_clover/wilson_clover.h"
 
 static const char help[] =
-    "latke-bench dslash: Wilson-clover operator performance.\n"
-    "  -latke_lattice X,Y,Z,T       global lattice (default 16,16,16,16)\n"
-    "  -latke_grid a,b,c,d          process grid (default: chosen)\n"
-    "  -latke_backend cpu|cuda      default: cuda when a device exists\n"
-    "  -latke_precision LIST        double,single,half (default single)\n"
-    "  -latke_reconstruct LIST      18,12 (default 12)\n"
-    "  -latke_form LIST             dslash,matpc,full (default all three)\n"
-    "  -latke_schur TYPE            symmetric|asymmetric for matpc (default symmetric)\n"
-    "  -latke_dagger                time the daggered forms\n"
-    "  -latke_mass m | -latke_kappa k   (default mass 0.1)\n"
-    "  -latke_csw c                 clover coefficient (default 1.0)\n"
-    "  -latke_iterations N          applications per timing (default: about 1 s of work)\n"
-    "  -latke_json FILE             also write the results as JSON\n"
-    "  -latke_tune_report           print the autotuned launch sizes\n";
+    "latke-bench dslash: Wilson-clover operator performance (-help lists every option).\n";
 
 namespace latke {
 namespace {
@@ -114,25 +101,43 @@ void write_json(const std::string& path, const Lattice& lat, Backend b, double c
 
 int bench_dslash() {
   const RunOptions run = setup_from_options();
-  const Coords dims = parse_coords(option_string("-latke_lattice", "16,16,16,16"), "-latke_lattice");
+  std::string lattice, precision_list, recon_list, form_list, schur_name, json;
+  bool dagger = false, tune_report_wanted = false, mass_given = false, kappa_given = false;
+  long iters_opt = 0;
+  double mass = 0.1, kappa = 0, csw = 1.0;
+  read_options(PETSC_COMM_WORLD, "", "latke-bench options", [&](OptionGroup& o) {
+    lattice = o.string("-latke_lattice", "16,16,16,16", "Global lattice X,Y,Z,T");
+    precision_list = o.string("-latke_precision", "single", "Precisions to time: list of double, single, half");
+    recon_list = o.string("-latke_reconstruct", "12", "Link reconstructions to time: list of 18, 12");
+    form_list = o.string("-latke_form", "dslash,matpc,full", "Forms to time: list of dslash, matpc, full");
+    schur_name = o.string("-latke_schur", "symmetric", "Even-odd form of matpc: symmetric or asymmetric");
+    dagger = o.flag("-latke_dagger", false, "Time the daggered forms");
+    mass = o.real("-latke_mass", 0.1, "Bare quark mass");
+    kappa = o.real("-latke_kappa", 0.0, "Hopping parameter, instead of -latke_mass");
+    csw = o.real("-latke_csw", 1.0, "Clover coefficient");
+    iters_opt = o.integer("-latke_iterations", 0, "Applications per timing (0: about 1 s of work)");
+    json = o.string("-latke_json", "", "Also write the results as JSON to this file");
+    tune_report_wanted = o.flag("-latke_tune_report", false, "Print the autotuned launch sizes");
+    mass_given = o.given("-latke_mass");
+    kappa_given = o.given("-latke_kappa");
+  });
+  const Coords dims = parse_coords(lattice, "-latke_lattice");
   auto lat = std::make_shared<Lattice>(PETSC_COMM_WORLD, dims, run.grid);
   std::vector<Precision> precisions;
-  for (const auto& s : split(option_string("-latke_precision", "single"))) precisions.push_back(parse_precision(s));
+  for (const auto& s : split(precision_list)) precisions.push_back(parse_precision(s));
   std::vector<Reconstruct> recons;
-  for (const auto& s : split(option_string("-latke_reconstruct", "12"))) recons.push_back(parse_reconstruct(s));
-  const std::vector<std::string> forms = split(option_string("-latke_form", "dslash,matpc,full"));
+  for (const auto& s : split(recon_list)) recons.push_back(parse_reconstruct(s));
+  const std::vector<std::string> forms = split(form_list);
   for (const auto& f : forms)
     require(f == "dslash" || f == "matpc" || f == "full", "-latke_form '", f, "': expected dslash, matpc or full");
-  const SchurType schur = parse_schur_type(option_string("-latke_schur", "symmetric"));
-  const bool dagger = option_flag("-latke_dagger");
-  const long iters_opt = option_int("-latke_iterations", 0);
+  const SchurType schur = parse_schur_type(schur_name);
   require(iters_opt >= 0, "-latke_iterations ", iters_opt, ": expected a positive count");
+  require(!(mass_given && kappa_given), "-latke_mass ", mass, " and -latke_kappa ", kappa,
+          " are both given: give one of them (kappa = 1/(2m + 8))");
   WilsonCloverParam wp;
-  const double kappa = option_real("-latke_kappa", 0);
-  wp.mass = kappa != 0 ? mass_from_kappa(kappa) : option_real("-latke_mass", 0.1);
-  wp.csw = option_real("-latke_csw", 1.0);
+  wp.mass = kappa_given ? mass_from_kappa(kappa) : mass;
+  wp.csw = csw;
   wp.backend = run.backend;
-  const std::string json = option_string("-latke_json", "");
 
   const bool root = lat->rank() == 0;
   const DeviceInfo dev = device_info();
@@ -201,7 +206,7 @@ int bench_dslash() {
                       res.reconstruct.c_str(), res.us, res.gflops, res.gbs, res.gbs / copy_gbs, n);
       }
     }
-  if (root && option_flag("-latke_tune_report")) std::printf("autotuned launches:\n%s", tune_report().c_str());
+  if (root && tune_report_wanted) std::printf("autotuned launches:\n%s", tune_report().c_str());
   if (root && !json.empty()) write_json(json, *lat, run.backend, copy_gbs, results);
   return 0;
 }

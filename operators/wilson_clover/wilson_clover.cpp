@@ -3,6 +3,7 @@
 #include "wilson_clover/wilson_clover.h"
 
 #include "latke/core/error.h"
+#include "latke/core/log.h"
 #include "wilson_clover/clover_build.h"
 #include "wilson_clover/wilson_clover_launch.h"
 
@@ -110,6 +111,8 @@ void WilsonCloverOperator::dslash(ColorSpinorField& out, const ColorSpinorField&
   const CloverField* c = nullptr;
   if (e == Epilogue::clover_inv || e == Epilogue::clover_inv_xpay) c = &clover_inv_;
   if (e == Epilogue::clover_xpay) c = &clover_;
+  const double site_flops = 1320.0 + (c ? 504.0 : 0.0) + (needs_x ? 48.0 : 0.0);
+  const LogScope log(LogEvent::dslash, site_flops * lattice_->volume_cb());
   const wilson::DslashRequest rq{&out, &in, x, &gauge_, c, halo_.get(), &param_, e, a, dagger};
   dispatch_precision(param_.precision, [&](auto s) { wilson::launch_dslash<decltype(s)>(rq); });
 }
@@ -176,6 +179,7 @@ void WilsonCloverOperator::clover(ColorSpinorField& out, const ColorSpinorField&
   require(out.n_parity() == in.n_parity() && out.block_parity(0) == in.block_parity(0),
           "clover: input and output must hold the same sites");
   const CloverField& c = inverse ? clover_inv_ : clover_;
+  const LogScope log(LogEvent::clover, 504.0 * lattice_->volume_cb() * in.n_parity());
   dispatch_precision(param_.precision, [&](auto s) { wilson::launch_clover<decltype(s)>(out, in, c); });
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "latke/core/error.h"
+#include "latke/core/log.h"
 
 #ifdef LATKE_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -203,6 +204,7 @@ void HaloExchange::begin() {
 }
 
 void HaloExchange::finish() {
+  const LogScope log(LogEvent::halo, 0, false);
   const bool staging = backend_ == Backend::cuda && !cuda_aware_;
   for (int mu = 0; mu < 4; ++mu)
     if (lat_.partitioned(mu))

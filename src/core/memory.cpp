@@ -1,6 +1,7 @@
 // Buffers on the host, pinned host and device, and copies between them.
 #include "latke/core/memory.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -49,11 +50,19 @@ Buffer::Buffer(MemoryKind kind, std::size_t bytes) : bytes_(bytes), kind_(kind) 
 #endif
       break;
   }
-  ptr_ = std::unique_ptr<void, Deleter>(p, Deleter{kind_});
+  ptr_ = std::unique_ptr<void, Deleter>(p, Deleter{kind_, true});
+}
+
+Buffer Buffer::borrow(MemoryKind kind, void* data, std::size_t bytes) {
+  Buffer b;
+  b.ptr_ = std::unique_ptr<void, Deleter>(data, Deleter{kind, false});
+  b.bytes_ = bytes;
+  b.kind_ = kind;
+  return b;
 }
 
 void Buffer::Deleter::operator()(void* p) const {
-  if (!p) return;
+  if (!p || !owned) return;
 #ifdef LATKE_HAVE_CUDA
   if (kind == MemoryKind::device) { cudaFree(p); return; }
   if (kind == MemoryKind::pinned) { cudaFreeHost(p); return; }
@@ -71,6 +80,53 @@ void copy_bytes(void* dst, const void* src, std::size_t bytes, Stream s) {
 #endif
   (void)s;
   std::memcpy(dst, src, bytes);
+}
+
+void PinnedStager::ensure() {
+  for (int i = 0; i < 2; ++i) {
+    if (chunk_[i].bytes() == 0) chunk_[i] = Buffer(MemoryKind::pinned, chunk_bytes);
+    if (!done_[i]) done_[i] = std::make_unique<Event>();
+  }
+}
+
+void PinnedStager::upload(void* dev, const void* host, std::size_t bytes, Stream s) {
+  if (!s.handle) {
+    copy_bytes(dev, host, bytes, s);
+    return;
+  }
+  ensure();
+  const char* src = static_cast<const char*>(host);
+  char* dst = static_cast<char*>(dev);
+  for (std::size_t off = 0, i = 0; off < bytes; off += chunk_bytes, ++i) {
+    const std::size_t n = std::min(chunk_bytes, bytes - off);
+    done_[i % 2]->synchronize();  // the DMA that last read this chunk has finished
+    std::memcpy(chunk_[i % 2].data(), src + off, n);
+    copy_bytes(dst + off, chunk_[i % 2].data(), n, s);
+    done_[i % 2]->record(s);
+  }
+}
+
+void PinnedStager::download(void* host, const void* dev, std::size_t bytes, Stream s) {
+  if (!s.handle) {
+    copy_bytes(host, dev, bytes, s);
+    return;
+  }
+  ensure();
+  const char* src = static_cast<const char*>(dev);
+  char* dst = static_cast<char*>(host);
+  const std::size_t n_chunks = (bytes + chunk_bytes - 1) / chunk_bytes;
+  auto queue = [&](std::size_t i) {
+    const std::size_t off = i * chunk_bytes;
+    copy_bytes(chunk_[i % 2].data(), src + off, std::min(chunk_bytes, bytes - off), s);
+    done_[i % 2]->record(s);
+  };
+  for (std::size_t i = 0; i < std::min<std::size_t>(2, n_chunks); ++i) queue(i);
+  for (std::size_t i = 0; i < n_chunks; ++i) {
+    const std::size_t off = i * chunk_bytes;
+    done_[i % 2]->synchronize();
+    std::memcpy(dst + off, chunk_[i % 2].data(), std::min(chunk_bytes, bytes - off));
+    if (i + 2 < n_chunks) queue(i + 2);
+  }
 }
 
 void zero_bytes(void* dst, std::size_t bytes, MemoryKind k, Stream s) {

@@ -3,7 +3,10 @@
 
 #include <petscsys.h>
 
+#include <exception>
+
 #include "latke/core/error.h"
+#include "latke/core/log.h"
 
 namespace latke {
 
@@ -13,56 +16,86 @@ void check(PetscErrorCode ierr, const char* name) {
 }
 }  // namespace
 
-std::string option_string(const char* name, const std::string& def) {
+void OptionGroup::note(const char* name, int set) {
+  if (set) given_.insert(name);
+}
+
+std::string OptionGroup::string(const char* name, const std::string& def, const char* help) {
   char buf[PETSC_MAX_PATH_LEN];
   PetscBool set = PETSC_FALSE;
-  check(PetscOptionsGetString(nullptr, nullptr, name, buf, sizeof(buf), &set), name);
+  check(PetscOptionsString_Private(static_cast<PetscOptionItems*>(items_), name, help, "None", def.c_str(), buf,
+                                   sizeof(buf), &set),
+        name);
+  note(name, set);
   return set ? std::string(buf) : def;
 }
 
-long option_int(const char* name, long def) {
-  const std::string s = option_string(name, "");
-  if (s.empty()) return def;
-  std::size_t used = 0;
-  long v = 0;
-  try {
-    v = std::stol(s, &used);
-  } catch (const std::exception&) {
-    fail("option ", name, " '", s, "': expected an integer");
-  }
-  require(used == s.size(), "option ", name, " '", s, "': expected an integer");
+long OptionGroup::integer(const char* name, long def, const char* help) {
+  PetscInt v = static_cast<PetscInt>(def);
+  PetscBool set = PETSC_FALSE;
+  check(PetscOptionsInt_Private(static_cast<PetscOptionItems*>(items_), name, help, "None", v, &v, &set,
+                                PETSC_MIN_INT, PETSC_MAX_INT),
+        name);
+  note(name, set);
   return v;
 }
 
-double option_real(const char* name, double def) {
-  const std::string s = option_string(name, "");
-  if (s.empty()) return def;
-  std::size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(s, &used);
-  } catch (const std::exception&) {
-    fail("option ", name, " '", s, "': expected a number");
-  }
-  require(used == s.size(), "option ", name, " '", s, "': expected a number");
+double OptionGroup::real(const char* name, double def, const char* help) {
+  PetscReal v = def;
+  PetscBool set = PETSC_FALSE;
+  check(PetscOptionsReal_Private(static_cast<PetscOptionItems*>(items_), name, help, "None", v, &v, &set), name);
+  note(name, set);
   return v;
 }
 
-bool option_flag(const char* name) {
-  PetscBool set = PETSC_FALSE, value = PETSC_FALSE;
-  check(PetscOptionsGetBool(nullptr, nullptr, name, &value, &set), name);
-  return set && value;
+bool OptionGroup::flag(const char* name, bool def, const char* help) {
+  PetscBool v = def ? PETSC_TRUE : PETSC_FALSE, set = PETSC_FALSE;
+  check(PetscOptionsBool_Private(static_cast<PetscOptionItems*>(items_), name, help, "None", v, &v, &set), name);
+  note(name, set);
+  return v == PETSC_TRUE;
 }
 
-RunOptions setup_from_options() {
+namespace {
+// PetscOptionsBegin/End are macros for functions returning PetscErrorCode; exceptions from
+// the body are held until the group is closed, so PETSc's state stays consistent.
+PetscErrorCode read_group(MPI_Comm comm, const char* prefix, const char* title,
+                          const std::function<void(OptionGroup&)>& body, std::exception_ptr& error) {
+  PetscFunctionBeginUser;
+  PetscOptionsBegin(comm, prefix, title, nullptr);
+  if (!error) {
+    OptionGroup group(PetscOptionsObject);
+    try {
+      body(group);
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  PetscOptionsEnd();
+  PetscFunctionReturn(0);
+}
+}  // namespace
+
+void read_options(MPI_Comm comm, const std::string& prefix, const std::string& title,
+                  const std::function<void(OptionGroup&)>& body) {
+  std::exception_ptr error;
+  const PetscErrorCode ierr = read_group(comm, prefix.empty() ? nullptr : prefix.c_str(), title.c_str(), body, error);
+  if (error) std::rethrow_exception(error);
+  require(ierr == 0, "reading the options of '", title, "' failed (PETSc error ", static_cast<int>(ierr), ")");
+}
+
+RunOptions setup_from_options(MPI_Comm comm) {
   RunOptions o;
-  const std::string b = option_string("-latke_backend", "");
+  std::string b, g;
+  read_options(comm, "", "Latke run options", [&](OptionGroup& opt) {
+    b = opt.string("-latke_backend", "", "Backend: cpu or cuda (default: cuda when a GPU is visible)");
+    g = opt.string("-latke_grid", "", "Process grid a,b,c,d over x,y,z,t (default: chosen from the lattice)");
+  });
   o.backend = b.empty() ? default_backend() : parse_backend(b);
-  const std::string g = option_string("-latke_grid", "");
   if (!g.empty()) o.grid = parse_coords(g, "-latke_grid");
+  register_log_events();
   int local_rank = 0;
   MPI_Comm node;
-  MPI_Comm_split_type(PETSC_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
   MPI_Comm_rank(node, &local_rank);
   MPI_Comm_free(&node);
   activate_backend(o.backend, local_rank);

@@ -4,6 +4,8 @@
 
 #include <mpi.h>
 
+#include <cstdint>
+
 #include "latke/core/error.h"
 #include "latke/core/indexing.h"
 #include "latke/core/launch.h"
@@ -127,6 +129,20 @@ ColorSpinorField::ColorSpinorField(std::shared_ptr<const Lattice> lattice, const
   data_ = std::make_shared<Buffer>(k, align_up(n_parity() * site_reals() * vcb * real_bytes(param.precision)));
   if (param.precision == Precision::half) norm_ = std::make_shared<Buffer>(k, align_up(n_parity() * vcb * sizeof(float)));
   zero();
+}
+
+ColorSpinorField::ColorSpinorField(std::shared_ptr<const Lattice> lattice, const SpinorParam& param, NoAlloc)
+    : lattice_(std::move(lattice)), param_(param) {}
+
+ColorSpinorField ColorSpinorField::wrap(std::shared_ptr<const Lattice> lattice, const SpinorParam& param, void* data) {
+  require(param.precision == Precision::double_, "wrapping external memory as a ", to_string(param.precision),
+          " field: only double-precision fields have no norms and can be wrapped");
+  require(reinterpret_cast<std::uintptr_t>(data) % 16 == 0, "wrapping external memory at ", data,
+          ": expected 16-byte alignment");
+  ColorSpinorField f(std::move(lattice), param, NoAlloc{});
+  f.data_ = std::make_shared<Buffer>(
+      Buffer::borrow(memory_for(param.backend), data, f.n_parity() * f.site_reals() * f.lattice_->volume_cb() * sizeof(double)));
+  return f;
 }
 
 ColorSpinorField ColorSpinorField::like(Precision p) const {

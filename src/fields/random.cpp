@@ -12,8 +12,13 @@ std::uint64_t mix(std::uint64_t z) {
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
 }
+}  // namespace
+
+std::uint64_t random_bits(std::uint64_t seed, std::uint64_t key, std::uint64_t k) { return mix(mix(seed ^ mix(key)) + k); }
+
+namespace {
 double uniform(std::uint64_t seed, std::uint64_t key, std::uint64_t k) {
-  const std::uint64_t h = mix(mix(seed ^ mix(key)) + k);
+  const std::uint64_t h = random_bits(seed, key, k);
   return (static_cast<double>(h >> 11) + 0.5) * 0x1.0p-53;  // (0, 1)
 }
 /// Two Gaussians (Box-Muller) from counters k and k + 1.

@@ -1,13 +1,44 @@
-// Latke's own options in the PETSc options database (-latke_backend, -latke_grid), and the
-// start-up that every Latke program shares.
+// Latke's options in the PETSc options database, and the start-up every Latke program shares.
+// Options are read in groups (a PetscOptionsBegin/End block each), so that -help lists every
+// one with its default and meaning under the group's title, as PETSc's own options are.
 #pragma once
 
+#include <functional>
+#include <set>
 #include <string>
+
+#include <mpi.h>
 
 #include "latke/core/backend.h"
 #include "latke/core/lattice.h"
 
 namespace latke {
+
+/// One group of options being read; handed to the body of read_options.
+class OptionGroup {
+ public:
+  explicit OptionGroup(void* items) : items_(items) {}
+  /// @brief A string option, or def when it is not set.
+  std::string string(const char* name, const std::string& def, const char* help);
+  /// @brief An integer option, or def when not set; PETSc fails naming it when not an integer.
+  long integer(const char* name, long def, const char* help);
+  /// @brief A real option, or def when not set.
+  double real(const char* name, double def, const char* help);
+  /// @brief A flag (-name, or -name true|false), def when not given.
+  bool flag(const char* name, bool def, const char* help);
+  /// @brief Whether the user gave option `name` (read earlier in this group).
+  bool given(const char* name) const { return given_.count(name) > 0; }
+
+ private:
+  void note(const char* name, int set);
+  void* items_;
+  std::set<std::string> given_;
+};
+
+/// @brief Read a group of options under `prefix` (may be empty) titled `title`: body reads
+/// each option through the group. Errors thrown by body propagate after the group is closed.
+void read_options(MPI_Comm comm, const std::string& prefix, const std::string& title,
+                  const std::function<void(OptionGroup&)>& body);
 
 struct RunOptions {
   Backend backend = Backend::cpu;
@@ -15,17 +46,8 @@ struct RunOptions {
 };
 
 /// @brief Read -latke_backend cpu|cuda (default: CUDA when a device exists) and
-/// -latke_grid a,b,c,d from the PETSc options database, and activate the backend (one
-/// device per rank of a node, round robin). PETSc must be initialized. Throws latke::Error.
-RunOptions setup_from_options();
-
-/// @brief A string option, or def when it is not set.
-std::string option_string(const char* name, const std::string& def);
-/// @brief An integer option, or def when not set; fails naming it when not an integer.
-long option_int(const char* name, long def);
-/// @brief A real option, or def when not set.
-double option_real(const char* name, double def);
-/// @brief Whether a flag is set (-name, or -name true/1).
-bool option_flag(const char* name);
+/// -latke_grid a,b,c,d, register Latke's log events, and activate the backend (one device
+/// per rank of a node, round robin). PETSc must be initialized. Throws latke::Error.
+RunOptions setup_from_options(MPI_Comm comm = MPI_COMM_WORLD);
 
 }  // namespace latke

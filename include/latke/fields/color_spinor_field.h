@@ -28,6 +28,11 @@ class ColorSpinorField {
  public:
   ColorSpinorField(std::shared_ptr<const Lattice> lattice, const SpinorParam& param);
 
+  /// @brief A double-precision field over memory it does not own, on param.backend (host
+  /// memory for the CPU, device memory for CUDA): e.g. a PETSc Vec's array, whose layout is
+  /// this one (native_layout.h). data must be 16-byte aligned and outlive the field.
+  static ColorSpinorField wrap(std::shared_ptr<const Lattice> lattice, const SpinorParam& param, void* data);
+
   /// @brief A field of the same shape, subset and backend in precision p.
   ColorSpinorField like(Precision p) const;
   /// @brief The even (0) or odd (1) half of a full field, sharing its storage.
@@ -71,6 +76,8 @@ class ColorSpinorField {
   void to_lexicographic(std::vector<Complex<double>>& host) const;
 
  private:
+  struct NoAlloc {};
+  ColorSpinorField(std::shared_ptr<const Lattice> lattice, const SpinorParam& param, NoAlloc);
   /// A CPU field of the same layout to convert through (this field itself on the CPU).
   ColorSpinorField host_stage() const;
   /// Between the host array and `stage` (a CPU field of this layout).

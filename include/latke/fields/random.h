@@ -23,6 +23,9 @@ std::vector<Complex<double>> random_spinor(const Lattice& lat, std::uint64_t see
 /// @brief A random SU(3) matrix (row-major) from (seed, key); spread as in random_gauge.
 void random_su3(std::uint64_t seed, std::uint64_t key, double spread, Complex<double> (&u)[9]);
 
+/// @brief 64 random bits, a function of (seed, key, counter k) only.
+std::uint64_t random_bits(std::uint64_t seed, std::uint64_t key, std::uint64_t k);
+
 /// @brief Global lexicographic index of local site `local_full` of this rank.
 std::uint64_t global_site(const Lattice& lat, long local_full);
 

@@ -1,0 +1,40 @@
+// PETSc log events for Latke's work, so that -log_view shows where the time goes: the whole
+// operator (LatkeMatMult), the hopping kernels (LatkeDslash), clover applications
+// (LatkeClover), waiting for halos (LatkeHalo) and host<->device staging of vectors
+// (LatkeStage, with PETSc's CPU->GPU / GPU->CPU copy counters). While PETSc logging is
+// active, an event that timed GPU work synchronizes the compute stream at its end, so its
+// time is the kernels' and not the launches'; without -log_view nothing is synchronized.
+#pragma once
+
+namespace latke {
+
+enum class LogEvent { mat_mult, dslash, clover, halo, stage, count_ };
+
+/// @brief Register Latke's events with PETSc (idempotent; PETSc must be initialized).
+void register_log_events();
+
+/// Times one event from construction to destruction and logs its flops.
+class LogScope {
+ public:
+  /// @param gpu_work the event covers kernels queued on the compute stream.
+  explicit LogScope(LogEvent e, double flops = 0, bool gpu_work = true);
+  ~LogScope();
+  LogScope(const LogScope&) = delete;
+  LogScope& operator=(const LogScope&) = delete;
+
+ private:
+  int event_;
+  bool gpu_work_;
+};
+
+/// Staging copies between host vectors and device fields since the start of the process.
+struct StagingCounters {
+  long copies_to_device = 0, copies_to_host = 0;
+  double bytes_to_device = 0, bytes_to_host = 0;
+};
+/// @brief Record one staging copy (and tell PETSc's copy counters).
+void count_staging(bool to_device, double bytes);
+/// @brief The staging copies counted so far on this rank.
+StagingCounters staging_counters();
+
+}  // namespace latke

@@ -1,0 +1,164 @@
+/* Latke's C API for PETSc programs: Latke's Dirac operators as PETSc matrices (MATSHELL),
+ * the vectors they act on, and the helpers a solve needs around them.
+ *
+ *   PetscInitialize(&argc, &argv, NULL, help);
+ *   LatkeInitialize();                                  // backend, process grid, log events
+ *   LatkeGaugeCreateFromOptions(PETSC_COMM_WORLD, NULL, &U);
+ *   MatCreateLatkeWilsonClover(U, LATKE_OPERATOR_EVEN_ODD, NULL, NULL, &A);
+ *   MatLatkeCreateFullVecs(A, &x, &b);                  // full-lattice source and solution
+ *   MatCreateVecs(A, &xhat, &bhat);                     // the even-odd system's vectors
+ *   LatkeVecSetPointSource(A, b, site, spin, color);
+ *   MatLatkePrepareSource(A, b, bhat);
+ *   KSPSetOperators(ksp, A, A); KSPSetFromOptions(ksp); KSPSolve(ksp, bhat, xhat);
+ *   MatLatkeReconstruct(A, xhat, b, x);
+ *
+ * Vectors are complex double in Latke's native layout: for each parity block present (even
+ * then odd for a full-lattice vector; the solved parity for an even-odd vector), for each
+ * spin-color component (spin slowest), every site of the block in checkerboard order
+ * (include/latke/core/lattice.h). Use the lexicographic helpers, not the raw array, to read
+ * or set values by site. The operators' formulas and conventions are stated in
+ * operators/wilson_clover/wilson_clover.h and include/latke/conventions.h.
+ *
+ * Every function returns a PetscErrorCode; bad input is a PETSc error whose message names
+ * the input, its value and what was expected. */
+#ifndef LATKE_LATKE_H
+#define LATKE_LATKE_H
+
+#include <petscmat.h>
+#include <petscviewer.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LATKE_VERSION_MAJOR 0
+#define LATKE_VERSION_MINOR 1
+
+/* ---- Start and end -------------------------------------------------------------------- */
+
+/* Read the run options (-latke_backend cpu|cuda, -latke_grid a,b,c,d), select this rank's
+ * GPU, and register Latke's log events (LatkeMatMult, LatkeDslash, LatkeClover, LatkeHalo,
+ * LatkeStage) and preconditioners. Call after PetscInitialize; calling it again is harmless. */
+PetscErrorCode LatkeInitialize(void);
+/* The backend in use: "cpu" or "cuda". */
+PetscErrorCode LatkeGetBackend(const char **name);
+/* Release what LatkeInitialize set up; call before PetscFinalize, after destroying Latke's
+ * objects. */
+PetscErrorCode LatkeFinalize(void);
+
+/* ---- Gauge configurations ------------------------------------------------------------- */
+
+/* A gauge configuration on a distributed lattice: the lattice, the process grid and this
+ * rank's links. Operators made from it keep what they need; destroy it when done. */
+typedef struct _p_LatkeGauge *LatkeGauge;
+
+/* From links over this rank's local volume, lexicographic (x fastest, t slowest), per site
+ * the four links U_x, U_y, U_z, U_t as 3x3 row-major matrices (36 complex numbers per site).
+ * global: the lattice's extents; grid: ranks per dimension, or NULL for -latke_grid or a
+ * chosen grid. */
+PetscErrorCode LatkeGaugeCreateFromArray(MPI_Comm comm, const PetscInt global[4], const PetscInt grid[4],
+                                         const PetscScalar links[], LatkeGauge *gauge);
+/* A reproducible random field, the same on any process grid: spread < 0 gives independent
+ * random SU(3) links; spread >= 0 the SU(3) projection of 1 + spread * (Gaussian), with
+ * spread = 0 the unit gauge. */
+PetscErrorCode LatkeGaugeCreateRandom(MPI_Comm comm, const PetscInt global[4], const PetscInt grid[4],
+                                      PetscInt seed, PetscReal spread, LatkeGauge *gauge);
+/* From the options database under prefix (may be NULL):
+ *   -latke_lattice X,Y,Z,T       lattice extents (default 8,8,8,8)
+ *   -latke_gauge random|unit     the configuration (default random)
+ *   -latke_gauge_seed N          seed of the random field (default 1)
+ *   -latke_gauge_spread S        < 0: independent random SU(3) links; >= 0: 1 + S * noise
+ *                                projected to SU(3) (default -1) */
+PetscErrorCode LatkeGaugeCreateFromOptions(MPI_Comm comm, const char prefix[], LatkeGauge *gauge);
+/* Global extents, local extents and process grid (any may be NULL). */
+PetscErrorCode LatkeGaugeGetLattice(LatkeGauge gauge, PetscInt global[4], PetscInt local[4], PetscInt grid[4]);
+PetscErrorCode LatkeGaugeView(LatkeGauge gauge, PetscViewer viewer);
+PetscErrorCode LatkeGaugeDestroy(LatkeGauge *gauge);
+
+/* ---- Operators -------------------------------------------------------------------------- */
+
+typedef enum {
+  LATKE_OPERATOR_FULL,    /* the operator on the whole lattice */
+  LATKE_OPERATOR_EVEN_ODD /* the Schur complement on one parity (Wilson-clover) */
+} LatkeOperatorForm;
+
+typedef enum { LATKE_PRECISION_DOUBLE, LATKE_PRECISION_SINGLE, LATKE_PRECISION_HALF } LatkePrecision;
+typedef enum { LATKE_SCHUR_SYMMETRIC, LATKE_SCHUR_ASYMMETRIC } LatkeSchurType;
+
+/* Wilson-clover parameters; LatkeWilsonCloverParamsDefault fills the defaults shown. The
+ * options database overrides them under the matrix's prefix:
+ *   -latke_mass m          bare mass, M = (4 + m) - D/2 + C_sw         (0.1)
+ *   -latke_kappa k         kappa normalisation instead, m = 1/(2k) - 4 (not with -latke_mass)
+ *   -latke_csw c           clover coefficient                           (1.0)
+ *   -latke_boundary a,b,c,d  boundary signs per direction, each 1 or -1 (1,1,1,-1)
+ *   -latke_twist a,b,c,d   extra boundary phases exp(i pi a), ...       (0,0,0,0)
+ *   -latke_schur symmetric|asymmetric   even-odd form                  (symmetric)
+ *   -latke_parity even|odd the parity an even-odd operator acts on       (even)
+ *   -latke_precision double|single|half  storage of the operator's own fields (double);
+ *                          vectors are double, converted around each application
+ *   -latke_reconstruct 18|12  gauge link storage                         (18) */
+typedef struct {
+  PetscReal mass;
+  PetscReal kappa; /* > 0: kappa normalisation (M_kappa = 2 kappa M), and mass is ignored */
+  PetscReal csw;
+  PetscScalar boundary_phase[4];
+  LatkeSchurType schur;
+  PetscInt parity;
+  LatkePrecision precision;
+  PetscInt reconstruct;
+} LatkeWilsonCloverParams;
+
+PetscErrorCode LatkeWilsonCloverParamsDefault(LatkeWilsonCloverParams *params);
+
+/* A MATSHELL that owns a Wilson-clover operator on the gauge field's lattice, in the given
+ * form. params may be NULL (defaults); prefix (may be NULL) is the matrix's options prefix.
+ * MatMult, MatMultTranspose, MatMultHermitianTranspose, MatGetDiagonal (full form),
+ * MatView and MatCreateVecs are defined; the MATSHELL stages host vectors through pinned
+ * buffers when the operator runs on a GPU and the vectors are on the host. */
+PetscErrorCode MatCreateLatkeWilsonClover(LatkeGauge gauge, LatkeOperatorForm form, const LatkeWilsonCloverParams *params,
+                                          const char prefix[], Mat *A);
+
+/* A matrix of another form sharing A's operator (no second copy of links or clover). */
+PetscErrorCode MatLatkeCreateCompanion(Mat A, LatkeOperatorForm form, Mat *B);
+/* Vectors on the whole lattice (for an even-odd A: the full source and solution). */
+PetscErrorCode MatLatkeCreateFullVecs(Mat A, Vec *x, Vec *b);
+/* bhat, the even-odd system's right-hand side, from the full source b (a copy for the full
+ * form). */
+PetscErrorCode MatLatkePrepareSource(Mat A, Vec b, Vec bhat);
+/* The full solution x from the even-odd solution xhat and the full source b. */
+PetscErrorCode MatLatkeReconstruct(Mat A, Vec xhat, Vec b, Vec x);
+/* Whether A is one of Latke's matrices. */
+PetscErrorCode MatIsLatke(Mat A, PetscBool *is_latke);
+
+/* ---- Vectors ------------------------------------------------------------------------------ */
+
+/* Between a Latke vector of A (full or of A's parity) and this rank's local volume in
+ * lexicographic order (site x fastest; per site spin, then color; spin*color complex numbers
+ * per site). A parity vector reads and writes only its own sites of the array. */
+PetscErrorCode LatkeVecSetLexicographic(Mat A, Vec x, const PetscScalar lex[]);
+PetscErrorCode LatkeVecGetLexicographic(Mat A, Vec x, PetscScalar lex[]);
+
+/* Sources. A point source is 1 at one global site, spin and color; a wall source 1 on every
+ * site of time slice t for one spin and color; noise sources fill every component with
+ * Z2 (+1 or -1) or Z4 (1, i, -1, -i) noise, a function of the seed and the global site, so
+ * the same on any process grid. Everything else is zero. */
+PetscErrorCode LatkeVecSetPointSource(Mat A, Vec b, const PetscInt site[4], PetscInt spin, PetscInt color);
+PetscErrorCode LatkeVecSetWallSource(Mat A, Vec b, PetscInt t, PetscInt spin, PetscInt color);
+typedef enum { LATKE_NOISE_Z2, LATKE_NOISE_Z4 } LatkeNoise;
+PetscErrorCode LatkeVecSetNoiseSource(Mat A, Vec b, LatkeNoise noise, PetscInt seed);
+
+/* Save and load a vector in global lexicographic order (independent of the process grid and
+ * of the parity layout), with any PETSc viewer that VecView/VecLoad accept: binary, HDF5
+ * (when PETSc has it; the dataset is named after the vector), ASCII for viewing. */
+PetscErrorCode LatkeVecView(Mat A, Vec x, PetscViewer viewer);
+PetscErrorCode LatkeVecLoad(Mat A, Vec x, PetscViewer viewer);
+
+/* Host<->device staging copies of whole vectors made on this rank so far (zero when the
+ * vectors live where the operator runs). */
+PetscErrorCode LatkeGetStagingCounts(PetscInt *to_device, PetscInt *to_host);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LATKE_LATKE_H */

@@ -1,0 +1,269 @@
+// The Wilson-clover operator as a PETSc MATSHELL (MatCreateLatkeWilsonClover in latke.h):
+// parameters from the caller and the options database, and the forms a matrix can take.
+#include <cmath>
+#include <sstream>
+
+#include "latke/core/error.h"
+#include "latke/core/options.h"
+#include "petsc/shell.h"
+#include "wilson_clover/wilson_clover.h"
+
+namespace latke::petsc {
+
+namespace {
+
+struct Settings {
+  WilsonCloverParam param;
+  SchurType schur = SchurType::symmetric;
+  int parity = 0;
+};
+
+std::vector<double> parse_reals(const std::string& text, const std::string& what) {
+  std::vector<double> v;
+  std::stringstream s(text);
+  for (std::string item; std::getline(s, item, ',');) {
+    std::size_t used = 0;
+    double x = 0;
+    try {
+      x = std::stod(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    require(used > 0 && used == item.size(), what, " '", text, "': '", item, "' is not a number");
+    v.push_back(x);
+  }
+  require(v.size() == 4, what, " '", text, "': expected four comma-separated numbers (x,y,z,t)");
+  return v;
+}
+
+Precision precision_of(LatkePrecision p) {
+  switch (p) {
+    case LATKE_PRECISION_DOUBLE: return Precision::double_;
+    case LATKE_PRECISION_SINGLE: return Precision::single;
+    case LATKE_PRECISION_HALF: return Precision::half;
+  }
+  fail("precision ", static_cast<int>(p), ": expected LATKE_PRECISION_DOUBLE, _SINGLE or _HALF");
+}
+
+Settings resolve(const LatkeWilsonCloverParams& in, MPI_Comm comm, const std::string& prefix, Backend backend) {
+  Settings s;
+  WilsonCloverParam& p = s.param;
+  p.backend = backend;
+  require(in.kappa >= 0, "kappa ", in.kappa, ": expected a positive number, or 0 to use the mass");
+  p.normalisation = in.kappa > 0 ? Normalisation::kappa : Normalisation::mass;
+  p.mass = in.kappa > 0 ? mass_from_kappa(in.kappa) : in.mass;
+  p.csw = in.csw;
+  for (int mu = 0; mu < 4; ++mu)
+    p.boundary_phase[mu] = Complex<double>(PetscRealPart(in.boundary_phase[mu]), PetscImaginaryPart(in.boundary_phase[mu]));
+  require(in.schur == LATKE_SCHUR_SYMMETRIC || in.schur == LATKE_SCHUR_ASYMMETRIC, "Schur type ",
+          static_cast<int>(in.schur), ": expected LATKE_SCHUR_SYMMETRIC or LATKE_SCHUR_ASYMMETRIC");
+  s.schur = in.schur == LATKE_SCHUR_SYMMETRIC ? SchurType::symmetric : SchurType::asymmetric;
+  require(in.parity == 0 || in.parity == 1, "parity ", in.parity, ": expected 0 (even) or 1 (odd)");
+  s.parity = static_cast<int>(in.parity);
+  p.precision = precision_of(in.precision);
+  require(in.reconstruct == 18 || in.reconstruct == 12, "reconstruct ", in.reconstruct, ": expected 18 or 12");
+  p.reconstruct = in.reconstruct == 12 ? Reconstruct::r12 : Reconstruct::r18;
+
+  double mass = 0, kappa = 0, csw = p.csw;
+  bool mass_given = false, kappa_given = false;
+  std::string boundary, twist, schur, parity, precision, reconstruct;
+  read_options(comm, prefix, "Latke Wilson-clover operator options", [&](OptionGroup& o) {
+    mass = o.real("-latke_mass", p.mass, "Bare quark mass m: M = (4 + m) - D/2 + C_sw");
+    kappa = o.real("-latke_kappa", in.kappa, "Hopping parameter kappa = 1/(2m + 8), instead of -latke_mass");
+    csw = o.real("-latke_csw", p.csw, "Clover coefficient c_sw (1: tree-level improvement)");
+    boundary = o.string("-latke_boundary", "", "Boundary signs x,y,z,t, each 1 or -1 (default 1,1,1,-1)");
+    twist = o.string("-latke_twist", "", "Extra boundary phases exp(i pi a) for a,b,c,d (default 0,0,0,0)");
+    schur = o.string("-latke_schur", to_string(s.schur), "Even-odd form: symmetric or asymmetric");
+    parity = o.string("-latke_parity", s.parity == 0 ? "even" : "odd", "Parity of the even-odd system: even or odd");
+    precision = o.string("-latke_precision", to_string(p.precision),
+                         "Storage of the operator's fields: double, single or half");
+    reconstruct = o.string("-latke_reconstruct", to_string(p.reconstruct), "Gauge link storage: 18 or 12 reals");
+    mass_given = o.given("-latke_mass");
+    kappa_given = o.given("-latke_kappa");
+  });
+  require(!(mass_given && kappa_given), "-", prefix, "latke_mass ", mass, " and -", prefix, "latke_kappa ", kappa,
+          " are both given: give one of them (kappa = 1/(2m + 8))");
+  if (mass_given) {
+    p.normalisation = Normalisation::mass;
+    p.mass = mass;
+  } else if (kappa_given) {
+    require(kappa > 0, "-", prefix, "latke_kappa ", kappa, ": expected a positive number");
+    p.normalisation = Normalisation::kappa;
+    p.mass = mass_from_kappa(kappa);
+  }
+  p.csw = csw;
+  require(std::isfinite(p.mass) && std::isfinite(p.csw), "mass ", p.mass, " and c_sw ", p.csw,
+          ": expected finite numbers");
+  if (!boundary.empty()) {
+    const std::vector<double> b = parse_reals(boundary, "-" + prefix + "latke_boundary");
+    for (int mu = 0; mu < 4; ++mu) {
+      require(b[mu] == 1 || b[mu] == -1, "-", prefix, "latke_boundary '", boundary, "': entry ", b[mu],
+              " is not 1 or -1");
+      p.boundary_phase[mu] = Complex<double>(b[mu]);
+    }
+  }
+  if (!twist.empty()) {
+    const std::vector<double> t = parse_reals(twist, "-" + prefix + "latke_twist");
+    for (int mu = 0; mu < 4; ++mu)
+      p.boundary_phase[mu] = p.boundary_phase[mu] * Complex<double>(std::cos(M_PI * t[mu]), std::sin(M_PI * t[mu]));
+  }
+  for (int mu = 0; mu < 4; ++mu)
+    require(std::fabs(norm2(p.boundary_phase[mu]) - 1.0) < 1e-12, "boundary phase (", p.boundary_phase[mu].re, ", ",
+            p.boundary_phase[mu].im, ") in dimension ", mu, ": expected modulus one");
+  s.schur = parse_schur_type(schur);
+  require(parity == "even" || parity == "odd", "-", prefix, "latke_parity '", parity, "': expected even or odd");
+  s.parity = parity == "even" ? 0 : 1;
+  p.precision = parse_precision(precision);
+  p.reconstruct = parse_reconstruct(reconstruct);
+  return s;
+}
+
+class WilsonCloverShell final : public ShellOperator {
+ public:
+  WilsonCloverShell(const LatkeGaugeData& gauge, const Settings& s)
+      : lattice_(gauge.lattice),
+        gauge_description_(gauge.description),
+        op_(std::make_unique<WilsonCloverOperator>(gauge.lattice, gauge.links, s.param)),
+        schur_(s.schur),
+        parity_(s.parity) {}
+
+  const char* name() const override { return "LatkeWilsonClover"; }
+  const std::shared_ptr<const Lattice>& lattice() const override { return lattice_; }
+  int nspin() const override { return 4; }
+  int ncolor() const override { return 3; }
+  Backend backend() const override { return op_->param().backend; }
+  int parity() const override { return parity_; }
+
+  void apply(LatkeOperatorForm form, ColorSpinorField& out, const ColorSpinorField& in, bool dagger) override {
+    ColorSpinorField& i = inner(in, 0);
+    ColorSpinorField& o = inner(out, 1, false);
+    if (form == LATKE_OPERATOR_FULL)
+      op_->apply(o, i, dagger);
+    else
+      op_->apply_schur(o, i, schur_, dagger);
+    outer(out, o);
+  }
+
+  void prepare_source(ColorSpinorField& bhat, const ColorSpinorField& b) override {
+    ColorSpinorField& i = inner(b, 0);
+    ColorSpinorField& o = inner(bhat, 1, false);
+    op_->prepare_source(o, i, schur_);
+    outer(bhat, o);
+  }
+
+  void reconstruct(ColorSpinorField& x, const ColorSpinorField& xhat, const ColorSpinorField& b) override {
+    ColorSpinorField& xh = inner(xhat, 0);
+    ColorSpinorField& bb = inner(b, 2);
+    ColorSpinorField& o = inner(x, 1, false);
+    op_->reconstruct(o, xh, bb);
+    outer(x, o);
+  }
+
+  bool has_diagonal(LatkeOperatorForm form) const override { return form == LATKE_OPERATOR_FULL; }
+
+  /// The hopping term has no diagonal, so diag M = diag A: A applied to each unit
+  /// spin-color vector, read back at that component.
+  void diagonal(LatkeOperatorForm form, ColorSpinorField& d) override {
+    require(has_diagonal(form), "the diagonal of the even-odd Wilson-clover operator is not available");
+    const std::size_t vol = static_cast<std::size_t>(lattice_->volume());
+    std::vector<Complex<double>> unit(vol * 12), result, diag(vol * 12);
+    ColorSpinorField e = d.like(op_->param().precision), ae = e.like(op_->param().precision);
+    for (int k = 0; k < 12; ++k) {
+      for (std::size_t s = 0; s < vol; ++s)
+        for (int j = 0; j < 12; ++j) unit[s * 12 + j] = Complex<double>(j == k ? 1.0 : 0.0);
+      e.from_lexicographic(unit);
+      op_->clover(ae, e, false);
+      ae.to_lexicographic(result);
+      for (std::size_t s = 0; s < vol; ++s) diag[s * 12 + k] = result[s * 12 + k];
+    }
+    d.from_lexicographic(diag);
+  }
+
+  double flops(LatkeOperatorForm form) const override {
+    const double vcb = static_cast<double>(lattice_->volume_cb()) * lattice_->size();
+    return form == LATKE_OPERATOR_FULL ? 2 * vcb * (1320 + 504 + 48) : vcb * (2 * (1320 + 504) + 48);
+  }
+
+  std::string describe(LatkeOperatorForm form) const override {
+    const WilsonCloverParam& p = op_->param();
+    std::ostringstream s;
+    if (form == LATKE_OPERATOR_FULL)
+      s << "Wilson-clover operator M = (4 + m) - D/2 + C_sw on the full lattice";
+    else
+      s << "Wilson-clover even-odd operator, " << to_string(schur_) << " Schur complement on the "
+        << (parity_ == 0 ? "even" : "odd") << " sites";
+    s << "\nmass m = " << p.mass << " (kappa = " << op_->kappa() << "), "
+      << (p.normalisation == Normalisation::kappa ? "kappa normalisation (2 kappa M)" : "mass normalisation")
+      << ", c_sw = " << p.csw;
+    s << "\nboundary phases";
+    for (int mu = 0; mu < 4; ++mu) s << (mu ? ", " : " ") << "(" << p.boundary_phase[mu].re << "," << p.boundary_phase[mu].im << ")";
+    s << "\noperator fields in " << to_string(p.precision) << " precision, links " << to_string(p.reconstruct)
+      << " reals, " << op_->bytes() / 1048576.0 << " MiB per rank; vectors in double";
+    s << "\ngauge: " << gauge_description_;
+    s << "\nhalo: " << op_->halo_description();
+    return s.str();
+  }
+
+ private:
+  /// The operator's own-precision copy of a double field (the field itself in double).
+  ColorSpinorField& inner(const ColorSpinorField& f, int slot, bool copy = true) {
+    if (op_->param().precision == Precision::double_) {
+      held_[slot] = std::make_unique<ColorSpinorField>(f);
+      return *held_[slot];
+    }
+    std::unique_ptr<ColorSpinorField>& s = low_[slot][f.n_parity() - 1];
+    if (!s) s = std::make_unique<ColorSpinorField>(f.like(op_->param().precision));
+    if (copy) s->copy_from(f);
+    return *s;
+  }
+  void outer(ColorSpinorField& f, const ColorSpinorField& inner) {
+    if (op_->param().precision != Precision::double_) f.copy_from(inner);
+  }
+
+  std::shared_ptr<const Lattice> lattice_;
+  std::string gauge_description_;
+  std::unique_ptr<WilsonCloverOperator> op_;
+  SchurType schur_;
+  int parity_;
+  std::unique_ptr<ColorSpinorField> low_[3][2], held_[3];
+};
+
+}  // namespace
+}  // namespace latke::petsc
+
+using namespace latke;
+using namespace latke::petsc;
+
+extern "C" {
+
+PetscErrorCode LatkeWilsonCloverParamsDefault(LatkeWilsonCloverParams* params) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(params);
+  params->mass = 0.1;
+  params->kappa = 0;
+  params->csw = 1.0;
+  for (int mu = 0; mu < 3; ++mu) params->boundary_phase[mu] = 1.0;
+  params->boundary_phase[3] = -1.0;
+  params->schur = LATKE_SCHUR_SYMMETRIC;
+  params->parity = 0;
+  params->precision = LATKE_PRECISION_DOUBLE;
+  params->reconstruct = 18;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatCreateLatkeWilsonClover(LatkeGauge gauge, LatkeOperatorForm form, const LatkeWilsonCloverParams* params,
+                                          const char prefix[], Mat* A) {
+  LatkeWilsonCloverParams defaults;
+  PetscFunctionBeginUser;
+  LatkeCheckNull(A);
+  PetscCheck(gauge && gauge->data, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "MatCreateLatkeWilsonClover: the gauge is NULL");
+  PetscCall(LatkeWilsonCloverParamsDefault(&defaults));
+  const MPI_Comm comm = gauge->data->lattice->comm();
+  PetscCall(guarded(comm, [&] {
+    const Settings s = resolve(params ? *params : defaults, comm, prefix ? prefix : "", run_backend());
+    *A = create_shell(std::make_shared<WilsonCloverShell>(*gauge->data, s), form, prefix);
+  }));
+  PetscFunctionReturn(0);
+}
+
+}  // extern "C"

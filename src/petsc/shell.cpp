@@ -1,0 +1,373 @@
+// The generic MATSHELL of Latke's operators: operations, vector access and staging, and the
+// matrix helpers of the C API (latke.h).
+#include "petsc/shell.h"
+
+#include <cstdint>
+#include <sstream>
+
+#include "latke/core/error.h"
+#include "latke/core/log.h"
+
+namespace latke::petsc {
+
+// ---- ShellOperator -------------------------------------------------------------------------
+
+SpinorParam ShellOperator::field_param(LatkeOperatorForm form) const {
+  SpinorParam p;
+  p.nspin = nspin();
+  p.ncolor = ncolor();
+  p.precision = Precision::double_;
+  p.backend = backend();
+  p.subset = form == LATKE_OPERATOR_FULL ? Subset::full : (parity() == 0 ? Subset::even : Subset::odd);
+  return p;
+}
+
+PetscInt ShellOperator::local_size(LatkeOperatorForm form) const {
+  const PetscInt per_site = nspin() * ncolor();
+  return per_site * lattice()->volume_cb() * (form == LATKE_OPERATOR_FULL ? 2 : 1);
+}
+
+ColorSpinorField& ShellOperator::stage_field(int slot, bool full) {
+  require(slot >= 0 && slot < 3, "staging slot ", slot, ": expected 0, 1 or 2");
+  std::unique_ptr<ColorSpinorField>& f = stage_[slot][full ? 1 : 0];
+  if (!f) f = std::make_unique<ColorSpinorField>(lattice(), field_param(full ? LATKE_OPERATOR_FULL : LATKE_OPERATOR_EVEN_ODD));
+  return *f;
+}
+
+bool is_full_vector(const ShellOperator& op, PetscInt n, const char* what) {
+  if (n == op.local_size(LATKE_OPERATOR_FULL)) return true;
+  if (n == op.local_size(LATKE_OPERATOR_EVEN_ODD)) return false;
+  fail(op.name(), ": ", what, " has local size ", n, ", expected ", op.local_size(LATKE_OPERATOR_FULL),
+       " (full lattice) or ", op.local_size(LATKE_OPERATOR_EVEN_ODD), " (one parity) on this rank");
+}
+
+// ---- VecField ---------------------------------------------------------------------------------
+
+namespace {
+void check_petsc(PetscErrorCode ierr, const char* call) {
+  require(ierr == 0, call, " failed (PETSc error ", static_cast<int>(ierr), ")");
+}
+}  // namespace
+
+VecField::VecField(ShellOperator& op, Vec v, Access access, int slot) : op_(op), v_(v), access_(access) {
+  PetscInt n = 0;
+  check_petsc(VecGetLocalSize(v, &n), "VecGetLocalSize");
+  full_ = is_full_vector(op, n, "a vector");
+  const SpinorParam param = op.field_param(full_ ? LATKE_OPERATOR_FULL : LATKE_OPERATOR_EVEN_ODD);
+  PetscMemType mtype = PETSC_MEMTYPE_HOST;
+  switch (access) {
+    case Access::read: {
+      const PetscScalar* a = nullptr;
+      check_petsc(VecGetArrayReadAndMemType(v, &a, &mtype), "VecGetArrayReadAndMemType");
+      array_ = const_cast<PetscScalar*>(a);
+      break;
+    }
+    case Access::write: check_petsc(VecGetArrayWriteAndMemType(v, &array_, &mtype), "VecGetArrayWriteAndMemType"); break;
+    case Access::read_write: check_petsc(VecGetArrayAndMemType(v, &array_, &mtype), "VecGetArrayAndMemType"); break;
+  }
+  device_memory_ = PetscMemTypeDevice(mtype);
+  const bool aligned = reinterpret_cast<std::uintptr_t>(array_) % 16 == 0;
+  const bool here = device_memory_ == (op.backend() == Backend::cuda);
+  if (device_memory_ && op.backend() != Backend::cuda) {
+    release();
+    fail(op.name(), ": a vector in GPU memory was given to an operator on the CPU backend (use -latke_backend cuda "
+         "or host vectors)");
+  }
+  if (here && aligned) {
+    field_ = std::make_unique<ColorSpinorField>(ColorSpinorField::wrap(op.lattice(), param, array_));
+    return;
+  }
+  staged_ = true;
+  field_ = std::make_unique<ColorSpinorField>(op.stage_field(slot, full_));
+  if (access != Access::write) {
+    const std::size_t bytes = n * sizeof(PetscScalar);
+    const LogScope log(LogEvent::stage, 0, true);
+    op.stager().upload(field_->block_data(0), array_, bytes, compute_stream());
+    if (op.backend() == Backend::cuda) count_staging(true, static_cast<double>(bytes));
+  }
+}
+
+void VecField::release() {
+  if (released_) return;
+  released_ = true;
+  if (staged_ && access_ != Access::read && field_) {
+    const std::size_t bytes = static_cast<std::size_t>(field_->n_parity()) * field_->lattice().volume_cb() *
+                              field_->site_reals() * sizeof(double);
+    const LogScope log(LogEvent::stage, 0, true);
+    op_.stager().download(array_, field_->block_data(0), bytes, compute_stream());
+    if (op_.backend() == Backend::cuda) count_staging(false, static_cast<double>(bytes));
+  } else if (device_memory_) {
+    // PETSc's own kernels run on its stream: finish ours before it touches the vector.
+    synchronize(compute_stream());
+  }
+  PetscErrorCode ierr = 0;
+  switch (access_) {
+    case Access::read: {
+      const PetscScalar* a = array_;
+      ierr = VecRestoreArrayReadAndMemType(v_, &a);
+      break;
+    }
+    case Access::write: ierr = VecRestoreArrayWriteAndMemType(v_, &array_); break;
+    case Access::read_write: ierr = VecRestoreArrayAndMemType(v_, &array_); break;
+  }
+  check_petsc(ierr, "VecRestoreArray*AndMemType");
+}
+
+VecField::~VecField() {
+  if (released_) return;
+  try {
+    release();
+  } catch (const std::exception&) {
+    // Already failing: the first error is the one reported.
+  }
+}
+
+// ---- MATSHELL operations ---------------------------------------------------------------------
+
+namespace {
+
+MPI_Comm comm_of(Mat A) { return PetscObjectComm(reinterpret_cast<PetscObject>(A)); }
+
+MatContext& ctx(Mat A) {
+  void* c = nullptr;
+  check_petsc(MatShellGetContext(A, &c), "MatShellGetContext");
+  return *static_cast<MatContext*>(c);
+}
+
+void require_form(const MatContext& c, const VecField& f, const char* what) {
+  require(f.full() == (c.form == LATKE_OPERATOR_FULL), c.op->name(), ": ", what, " is ",
+          f.full() ? "a full-lattice vector" : "a one-parity vector", " but the matrix is the ",
+          c.form == LATKE_OPERATOR_FULL ? "full operator" : "even-odd operator", " (create vectors with MatCreateVecs)");
+}
+
+PetscErrorCode mult(Mat A, Vec x, Vec y, bool dagger) {
+  PetscFunctionBeginUser;
+  PetscCall(guarded(comm_of(A), [&] {
+    MatContext& c = ctx(A);
+    const LogScope log(LogEvent::mat_mult, 0, true);
+    VecField in(*c.op, x, Access::read, 0);
+    VecField out(*c.op, y, Access::write, 1);
+    require_form(c, in, "the input");
+    require_form(c, out, "the output");
+    c.op->apply(c.form, out.field(), in.field(), dagger);
+    out.release();
+    in.release();
+  }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatMult_Latke(Mat A, Vec x, Vec y) { return mult(A, x, y, false); }
+PetscErrorCode MatMultHermitianTranspose_Latke(Mat A, Vec x, Vec y) { return mult(A, x, y, true); }
+
+/// A^T x = conj(A^H conj(x)).
+PetscErrorCode MatMultTranspose_Latke(Mat A, Vec x, Vec y) {
+  Vec t;
+  PetscFunctionBeginUser;
+  PetscCall(VecDuplicate(x, &t));
+  PetscCall(VecCopy(x, t));
+  PetscCall(VecConjugate(t));
+  PetscCall(mult(A, t, y, true));
+  PetscCall(VecConjugate(y));
+  PetscCall(VecDestroy(&t));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatGetDiagonal_Latke(Mat A, Vec d) {
+  PetscFunctionBeginUser;
+  PetscCall(guarded(comm_of(A), [&] {
+    MatContext& c = ctx(A);
+    require(c.op->has_diagonal(c.form), c.op->name(), ": the diagonal of the even-odd operator is not available");
+    VecField out(*c.op, d, Access::write, 1);
+    require_form(c, out, "the diagonal");
+    c.op->diagonal(c.form, out.field());
+    out.release();
+  }));
+  PetscFunctionReturn(0);
+}
+
+const char* vector_path(const ShellOperator& op) {
+  if (op.backend() == Backend::cpu) return "host vectors used in place (CPU backend)";
+#if defined(PETSC_HAVE_CUDA)
+  return "device vectors (VECCUDA) used in place; host vectors staged through pinned buffers";
+#else
+  return "host vectors staged to the GPU through pinned buffers (this PETSc has no CUDA)";
+#endif
+}
+
+PetscErrorCode MatView_Latke(Mat A, PetscViewer viewer) {
+  PetscBool ascii = PETSC_FALSE;
+  PetscFunctionBeginUser;
+  PetscCall(PetscObjectTypeCompare(reinterpret_cast<PetscObject>(viewer), PETSCVIEWERASCII, &ascii));
+  if (!ascii) PetscFunctionReturn(0);
+  MatContext& c = ctx(A);
+  std::string text;
+  PetscCall(guarded(comm_of(A), [&] {
+    std::ostringstream s;
+    s << c.op->name() << ": " << c.op->describe(c.form) << "\n";
+    s << "lattice " << c.op->lattice()->describe() << ", backend " << to_string(c.op->backend()) << "\n";
+    s << "vectors: " << vector_path(*c.op) << "\n";
+    text = s.str();
+  }));
+  PetscCall(PetscViewerASCIIPushTab(viewer));
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) PetscCall(PetscViewerASCIIPrintf(viewer, "%s\n", line.c_str()));
+  PetscCall(PetscViewerASCIIPopTab(viewer));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode destroy_context(void* p) {
+  PetscFunctionBeginUser;
+  delete static_cast<MatContext*>(p);
+  PetscFunctionReturn(0);
+}
+
+void check(PetscErrorCode ierr, const char* call) { check_petsc(ierr, call); }
+
+}  // namespace
+
+Mat create_shell(std::shared_ptr<ShellOperator> op, LatkeOperatorForm form, const char* prefix) {
+  require(form == LATKE_OPERATOR_FULL || form == LATKE_OPERATOR_EVEN_ODD, "operator form ", static_cast<int>(form),
+          ": expected LATKE_OPERATOR_FULL or LATKE_OPERATOR_EVEN_ODD");
+  const PetscInt n = op->local_size(form);
+  auto* c = new MatContext{std::move(op), form};
+  Mat A = nullptr;
+  const PetscErrorCode ierr = MatCreateShell(c->op->lattice()->comm(), n, n, PETSC_DETERMINE, PETSC_DETERMINE, c, &A);
+  if (ierr) {
+    delete c;
+    check(ierr, "MatCreateShell");
+  }
+  check(MatShellSetContextDestroy(A, destroy_context), "MatShellSetContextDestroy");
+  check(MatShellSetOperation(A, MATOP_MULT, reinterpret_cast<void (*)(void)>(MatMult_Latke)), "MatShellSetOperation");
+  check(MatShellSetOperation(A, MATOP_MULT_TRANSPOSE, reinterpret_cast<void (*)(void)>(MatMultTranspose_Latke)),
+        "MatShellSetOperation");
+  check(MatShellSetOperation(A, MATOP_MULT_HERMITIAN_TRANSPOSE,
+                             reinterpret_cast<void (*)(void)>(MatMultHermitianTranspose_Latke)),
+        "MatShellSetOperation");
+  check(MatShellSetOperation(A, MATOP_VIEW, reinterpret_cast<void (*)(void)>(MatView_Latke)), "MatShellSetOperation");
+  if (c->op->has_diagonal(form))
+    check(MatShellSetOperation(A, MATOP_GET_DIAGONAL, reinterpret_cast<void (*)(void)>(MatGetDiagonal_Latke)),
+          "MatShellSetOperation");
+#if defined(PETSC_HAVE_CUDA)
+  if (c->op->backend() == Backend::cuda) check(MatShellSetVecType(A, VECCUDA), "MatShellSetVecType");
+#endif
+  if (prefix && *prefix) check(MatSetOptionsPrefix(A, prefix), "MatSetOptionsPrefix");
+  check(PetscObjectSetName(reinterpret_cast<PetscObject>(A), c->op->name()), "PetscObjectSetName");
+  return A;
+}
+
+MatContext& context_of(Mat A) {
+  PetscBool latke = PETSC_FALSE;
+  check(MatIsLatke(A, &latke), "MatIsLatke");
+  require(latke == PETSC_TRUE, "the matrix is not one of Latke's (create it with MatCreateLatkeWilsonClover)");
+  return ctx(A);
+}
+
+}  // namespace latke::petsc
+
+using namespace latke;
+using namespace latke::petsc;
+
+extern "C" {
+
+PetscErrorCode MatIsLatke(Mat A, PetscBool* is_latke) {
+  PetscBool shell = PETSC_FALSE;
+  void (*f)(void) = nullptr;
+  PetscFunctionBeginUser;
+  LatkeCheckNull(A);
+  LatkeCheckNull(is_latke);
+  PetscCall(PetscObjectTypeCompare(reinterpret_cast<PetscObject>(A), MATSHELL, &shell));
+  if (shell) PetscCall(MatShellGetOperation(A, MATOP_MULT, &f));
+  *is_latke = shell && f == reinterpret_cast<void (*)(void)>(MatMult_Latke) ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatLatkeCreateCompanion(Mat A, LatkeOperatorForm form, Mat* B) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(A);
+  LatkeCheckNull(B);
+  PetscCall(guarded(comm_of(A), [&] {
+    const char* prefix = nullptr;
+    check(MatGetOptionsPrefix(A, &prefix), "MatGetOptionsPrefix");
+    *B = create_shell(context_of(A).op, form, prefix);
+  }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatLatkeCreateFullVecs(Mat A, Vec* x, Vec* b) {
+  PetscInt n = 0;
+  VecType type = nullptr;
+  PetscFunctionBeginUser;
+  LatkeCheckNull(A);
+  PetscCall(guarded(comm_of(A), [&] { n = context_of(A).op->local_size(LATKE_OPERATOR_FULL); }));
+  PetscCall(MatGetVecType(A, &type));
+  Vec* out[2] = {x, b};
+  for (Vec* v : out) {
+    if (!v) continue;
+    PetscCall(VecCreate(comm_of(A), v));
+    PetscCall(VecSetSizes(*v, n, PETSC_DETERMINE));
+    PetscCall(VecSetType(*v, type));
+  }
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatLatkePrepareSource(Mat A, Vec b, Vec bhat) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(A);
+  LatkeCheckNull(b);
+  LatkeCheckNull(bhat);
+  LatkeOperatorForm form = LATKE_OPERATOR_FULL;
+  PetscCall(guarded(comm_of(A), [&] { form = context_of(A).form; }));
+  if (form == LATKE_OPERATOR_FULL) {
+    PetscCall(VecCopy(b, bhat));
+    PetscFunctionReturn(0);
+  }
+  PetscCall(guarded(comm_of(A), [&] {
+    MatContext& c = context_of(A);
+    VecField src(*c.op, b, Access::read, 0);
+    VecField out(*c.op, bhat, Access::write, 1);
+    require(src.full(), c.op->name(), ": MatLatkePrepareSource: the source must be a full-lattice vector");
+    require_form(c, out, "the prepared source");
+    c.op->prepare_source(out.field(), src.field());
+    out.release();
+    src.release();
+  }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatLatkeReconstruct(Mat A, Vec xhat, Vec b, Vec x) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(A);
+  LatkeCheckNull(xhat);
+  LatkeCheckNull(b);
+  LatkeCheckNull(x);
+  LatkeOperatorForm form = LATKE_OPERATOR_FULL;
+  PetscCall(guarded(comm_of(A), [&] { form = context_of(A).form; }));
+  if (form == LATKE_OPERATOR_FULL) {
+    PetscCall(VecCopy(xhat, x));
+    PetscFunctionReturn(0);
+  }
+  PetscCall(guarded(comm_of(A), [&] {
+    MatContext& c = context_of(A);
+    VecField sol(*c.op, xhat, Access::read, 0);
+    VecField src(*c.op, b, Access::read, 1);
+    VecField out(*c.op, x, Access::write, 2);
+    require_form(c, sol, "the even-odd solution");
+    require(src.full() && out.full(), c.op->name(),
+            ": MatLatkeReconstruct: the source and the solution must be full-lattice vectors");
+    c.op->reconstruct(out.field(), sol.field(), src.field());
+    out.release();
+    src.release();
+    sol.release();
+  }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LatkeGetStagingCounts(PetscInt* to_device, PetscInt* to_host) {
+  PetscFunctionBeginUser;
+  const StagingCounters s = staging_counters();
+  if (to_device) *to_device = static_cast<PetscInt>(s.copies_to_device);
+  if (to_host) *to_host = static_cast<PetscInt>(s.copies_to_host);
+  PetscFunctionReturn(0);
+}
+
+}  // extern "C"

@@ -1,0 +1,135 @@
+// The C++ side of Latke's PETSc face: what a Latke MATSHELL holds, how its vectors become
+// Latke fields (wrapped in place, or staged through pinned buffers), and the boundary where
+// C++ exceptions become PETSc errors. Operators (wilson_clover/mat_wilson_clover.cpp, …)
+// implement ShellOperator; the MATSHELL operations themselves are generic (shell.cpp).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <petscmat.h>
+
+#include "latke/core/complex.h"
+#include "latke/core/lattice.h"
+#include "latke/core/memory.h"
+#include "latke/fields/color_spinor_field.h"
+#include "latke/latke.h"
+
+/// What a LatkeGauge handle holds: the lattice and this rank's links (host, lexicographic).
+struct LatkeGaugeData {
+  std::shared_ptr<const latke::Lattice> lattice;
+  std::vector<latke::Complex<double>> links;
+  std::string description;  ///< where it came from, for views
+};
+struct _p_LatkeGauge {
+  std::shared_ptr<LatkeGaugeData> data;
+};
+
+/// A PETSc error when a handle or pointer argument of a C API function is NULL.
+#define LatkeCheckNull(arg) \
+  PetscCheck((arg) != NULL, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "%s: argument %s is NULL", PETSC_FUNCTION_NAME, #arg)
+
+namespace latke::petsc {
+
+/// Run body; a C++ exception becomes a PETSc error on comm carrying its message.
+template <typename F>
+PetscErrorCode guarded(MPI_Comm comm, F&& body) {
+  try {
+    body();
+  } catch (const std::exception& e) {
+    SETERRQ(comm, PETSC_ERR_USER_INPUT, "%s", e.what());
+  }
+  return 0;
+}
+
+/// The process grid from -latke_grid as LatkeInitialize read it (zeros: chosen).
+Coords default_grid();
+/// The backend LatkeInitialize activated; fails when Latke is not initialized.
+Backend run_backend();
+
+/// An operator behind Latke MATSHELLs. Matrices of different forms may share one.
+class ShellOperator {
+ public:
+  virtual ~ShellOperator() = default;
+
+  /// "LatkeWilsonClover", for views and errors.
+  virtual const char* name() const = 0;
+  virtual const std::shared_ptr<const Lattice>& lattice() const = 0;
+  virtual int nspin() const = 0;
+  virtual int ncolor() const = 0;
+  virtual Backend backend() const = 0;
+  /// The parity even-odd forms act on.
+  virtual int parity() const = 0;
+
+  /// out = Op in (or its adjoint) for the form: full fields, or fields of parity().
+  virtual void apply(LatkeOperatorForm form, ColorSpinorField& out, const ColorSpinorField& in, bool dagger) = 0;
+  /// bhat (parity()) from the full source b.
+  virtual void prepare_source(ColorSpinorField& bhat, const ColorSpinorField& b) = 0;
+  /// The full solution x from xhat (parity()) and the full source b.
+  virtual void reconstruct(ColorSpinorField& x, const ColorSpinorField& xhat, const ColorSpinorField& b) = 0;
+  /// Whether diagonal() is defined for the form.
+  virtual bool has_diagonal(LatkeOperatorForm form) const = 0;
+  /// The diagonal of the form as a field of its shape.
+  virtual void diagonal(LatkeOperatorForm form, ColorSpinorField& d) = 0;
+  /// Flops of one application of the form (QUDA's counting), for summaries.
+  virtual double flops(LatkeOperatorForm form) const = 0;
+  /// Lines describing the operator, for MatView.
+  virtual std::string describe(LatkeOperatorForm form) const = 0;
+
+  /// The field shape of the form's vectors (full, or parity()).
+  SpinorParam field_param(LatkeOperatorForm form) const;
+  /// Complex numbers per rank in a vector of the form.
+  PetscInt local_size(LatkeOperatorForm form) const;
+
+  /// Scratch device fields a staged vector goes through, one per slot and shape.
+  ColorSpinorField& stage_field(int slot, bool full);
+  PinnedStager& stager() { return stager_; }
+
+ private:
+  std::unique_ptr<ColorSpinorField> stage_[3][2];
+  PinnedStager stager_;
+};
+
+/// The context of a Latke MATSHELL: its operator and form.
+struct MatContext {
+  std::shared_ptr<ShellOperator> op;
+  LatkeOperatorForm form = LATKE_OPERATOR_FULL;
+};
+
+/// @brief A MATSHELL for op in the given form (sizes, operations, vector type, prefix).
+Mat create_shell(std::shared_ptr<ShellOperator> op, LatkeOperatorForm form, const char* prefix);
+/// @brief The context of a Latke matrix; fails naming the matrix type otherwise.
+MatContext& context_of(Mat A);
+
+enum class Access { read, write, read_write };
+
+/// A PETSc vector seen as a Latke field on the operator's backend, for one operation: wrapped
+/// in place when the vector's memory is where the operator runs (and suitably aligned),
+/// otherwise staged through pinned buffers into a scratch field (counted in LatkeStage).
+/// release() writes a staged field back and returns the array to PETSc.
+class VecField {
+ public:
+  /// @param slot which scratch field to stage into (0..2), distinct per vector of one call.
+  VecField(ShellOperator& op, Vec v, Access access, int slot);
+  ~VecField();
+  VecField(const VecField&) = delete;
+  VecField& operator=(const VecField&) = delete;
+  ColorSpinorField& field() { return *field_; }
+  bool full() const { return full_; }
+  void release();
+
+ private:
+  ShellOperator& op_;
+  Vec v_;
+  Access access_;
+  PetscScalar* array_ = nullptr;
+  bool device_memory_ = false, staged_ = false, full_ = false, released_ = false;
+  std::unique_ptr<ColorSpinorField> field_;
+};
+
+/// @brief Whether a vector of local size n of op is full (true) or of its parity (false);
+/// fails naming the size otherwise.
+bool is_full_vector(const ShellOperator& op, PetscInt n, const char* what);
+
+}  // namespace latke::petsc

@@ -1,0 +1,249 @@
+// Vector helpers of the C API (latke.h): lexicographic order, sources, and saving and loading
+// in a grid-independent order through PETSc viewers.
+#include <cstdint>
+
+#include "latke/core/error.h"
+#include "latke/core/indexing.h"
+#include "latke/fields/random.h"
+#include "petsc/shell.h"
+
+namespace latke::petsc {
+
+namespace {
+
+MPI_Comm comm_of(Mat A) { return PetscObjectComm(reinterpret_cast<PetscObject>(A)); }
+
+void check(PetscErrorCode ierr, const char* call) {
+  require(ierr == 0, call, " failed (PETSc error ", static_cast<int>(ierr), ")");
+}
+
+/// Spin-color components per site and local sites of the operator's lattice.
+struct Shape {
+  int ncomp;
+  long volume;
+};
+Shape shape_of(const ShellOperator& op) { return {op.nspin() * op.ncolor(), op.lattice()->volume()}; }
+
+void set_lex(ShellOperator& op, Vec x, const std::vector<Complex<double>>& host) {
+  VecField f(op, x, Access::write, 0);
+  f.field().from_lexicographic(host);
+  f.release();
+}
+
+/// Whether local lexicographic site s belongs to vector v (all sites for a full vector).
+struct SiteFilter {
+  bool full;
+  int parity;
+  bool operator()(const Coords& c) const { return full || ((c[0] + c[1] + c[2] + c[3]) & 1) == parity; }
+};
+
+SiteFilter filter_for(ShellOperator& op, Vec x) {
+  PetscInt n = 0;
+  check(VecGetLocalSize(x, &n), "VecGetLocalSize");
+  return {is_full_vector(op, n, "the vector"), op.parity()};
+}
+
+int parity_of(const Coords& c) { return (c[0] + c[1] + c[2] + c[3]) & 1; }
+
+/// Global natural index of every local element of x, in x's native order: for a full
+/// vector (global lexicographic site) * ncomp + component; for a parity vector the site
+/// index is halved (sites of one parity, global extents being even).
+std::vector<PetscInt> natural_indices(const ShellOperator& op, bool full) {
+  const Lattice& lat = *op.lattice();
+  const LocalGeometry g = LocalGeometry::of(lat);
+  const int ncomp = op.nspin() * op.ncolor();
+  const int nblock = full ? 2 : 1;
+  std::vector<PetscInt> idx(static_cast<std::size_t>(nblock) * ncomp * lat.volume_cb());
+  for (int b = 0; b < nblock; ++b) {
+    const int parity = full ? b : op.parity();
+    for (int x_cb = 0; x_cb < lat.volume_cb(); ++x_cb) {
+      int c[4];
+      g.coords(x_cb, parity, c);
+      std::int64_t site = 0;
+      for (int mu = 3; mu >= 0; --mu) site = site * lat.global()[mu] + c[mu] + lat.offset()[mu];
+      if (!full) site /= 2;
+      for (int k = 0; k < ncomp; ++k)
+        idx[(static_cast<std::size_t>(b) * ncomp + k) * lat.volume_cb() + x_cb] = static_cast<PetscInt>(site * ncomp + k);
+    }
+  }
+  return idx;
+}
+
+/// A vector in natural order with x's distribution and type, and the scatter to it.
+struct Natural {
+  Vec v = nullptr;
+  VecScatter scatter = nullptr;
+  ~Natural() {
+    VecScatterDestroy(&scatter);
+    VecDestroy(&v);
+  }
+};
+
+void make_natural(ShellOperator& op, Vec x, Natural& nat) {
+  PetscInt n = 0, start = 0, end = 0;
+  VecType type = nullptr;
+  const char* name = nullptr;
+  check(VecGetLocalSize(x, &n), "VecGetLocalSize");
+  check(VecGetOwnershipRange(x, &start, &end), "VecGetOwnershipRange");
+  check(VecGetType(x, &type), "VecGetType");
+  check(PetscObjectGetName(reinterpret_cast<PetscObject>(x), &name), "PetscObjectGetName");
+  const std::vector<PetscInt> to = natural_indices(op, is_full_vector(op, n, "the vector"));
+  const MPI_Comm comm = op.lattice()->comm();
+  check(VecCreate(comm, &nat.v), "VecCreate");
+  check(VecSetSizes(nat.v, n, PETSC_DETERMINE), "VecSetSizes");
+  check(VecSetType(nat.v, type), "VecSetType");
+  check(PetscObjectSetName(reinterpret_cast<PetscObject>(nat.v), name), "PetscObjectSetName");
+  IS is_from = nullptr, is_to = nullptr;
+  check(ISCreateStride(comm, n, start, 1, &is_from), "ISCreateStride");
+  check(ISCreateGeneral(comm, n, to.data(), PETSC_COPY_VALUES, &is_to), "ISCreateGeneral");
+  const PetscErrorCode ierr = VecScatterCreate(x, is_from, nat.v, is_to, &nat.scatter);
+  ISDestroy(&is_from);
+  ISDestroy(&is_to);
+  check(ierr, "VecScatterCreate");
+}
+
+}  // namespace
+}  // namespace latke::petsc
+
+using namespace latke;
+using namespace latke::petsc;
+
+extern "C" {
+
+PetscErrorCode LatkeVecSetLexicographic(Mat A, Vec x, const PetscScalar lex[]) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(A);
+  LatkeCheckNull(x);
+  PetscCall(guarded(comm_of(A), [&] {
+    ShellOperator& op = *context_of(A).op;
+    const Shape s = shape_of(op);
+    require(lex != nullptr, "LatkeVecSetLexicographic: the array is NULL");
+    std::vector<Complex<double>> host(static_cast<std::size_t>(s.volume) * s.ncomp);
+    for (std::size_t i = 0; i < host.size(); ++i) host[i] = Complex<double>(PetscRealPart(lex[i]), PetscImaginaryPart(lex[i]));
+    set_lex(op, x, host);
+  }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LatkeVecGetLexicographic(Mat A, Vec x, PetscScalar lex[]) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(A);
+  LatkeCheckNull(x);
+  PetscCall(guarded(comm_of(A), [&] {
+    ShellOperator& op = *context_of(A).op;
+    const Shape s = shape_of(op);
+    require(lex != nullptr, "LatkeVecGetLexicographic: the array is NULL");
+    std::vector<Complex<double>> host(static_cast<std::size_t>(s.volume) * s.ncomp);
+    for (std::size_t i = 0; i < host.size(); ++i) host[i] = Complex<double>(PetscRealPart(lex[i]), PetscImaginaryPart(lex[i]));
+    VecField f(op, x, Access::read, 0);
+    f.field().to_lexicographic(host);
+    f.release();
+    for (std::size_t i = 0; i < host.size(); ++i) lex[i] = PetscScalar(host[i].re, host[i].im);
+  }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LatkeVecSetPointSource(Mat A, Vec b, const PetscInt site[4], PetscInt spin, PetscInt color) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(A);
+  LatkeCheckNull(b);
+  PetscCall(guarded(comm_of(A), [&] {
+    ShellOperator& op = *context_of(A).op;
+    const Lattice& lat = *op.lattice();
+    const Shape s = shape_of(op);
+    require(site != nullptr, "LatkeVecSetPointSource: the site is NULL");
+    Coords c{};
+    for (int mu = 0; mu < 4; ++mu) {
+      require(site[mu] >= 0 && site[mu] < lat.global()[mu], "point source site coordinate ", site[mu], " in dimension ",
+              mu, ": expected 0 to ", lat.global()[mu] - 1);
+      c[mu] = static_cast<int>(site[mu]);
+    }
+    require(spin >= 0 && spin < op.nspin(), "point source spin ", spin, ": expected 0 to ", op.nspin() - 1);
+    require(color >= 0 && color < op.ncolor(), "point source color ", color, ": expected 0 to ", op.ncolor() - 1);
+    const SiteFilter in_vec = filter_for(op, b);
+    require(in_vec(c), "point source at (", c[0], ",", c[1], ",", c[2], ",", c[3], ") of parity ", parity_of(c),
+            " in a vector of parity ", op.parity(), ": use a full-lattice vector (MatLatkeCreateFullVecs)");
+    std::vector<Complex<double>> host(static_cast<std::size_t>(s.volume) * s.ncomp);
+    bool mine = true;
+    long local = 0;
+    for (int mu = 3; mu >= 0; --mu) {
+      const int l = c[mu] - lat.offset()[mu];
+      mine = mine && l >= 0 && l < lat.local()[mu];
+      local = local * lat.local()[mu] + l;
+    }
+    if (mine) host[static_cast<std::size_t>(local) * s.ncomp + spin * op.ncolor() + color] = Complex<double>(1.0);
+    set_lex(op, b, host);
+  }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LatkeVecSetWallSource(Mat A, Vec b, PetscInt t, PetscInt spin, PetscInt color) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(A);
+  LatkeCheckNull(b);
+  PetscCall(guarded(comm_of(A), [&] {
+    ShellOperator& op = *context_of(A).op;
+    const Lattice& lat = *op.lattice();
+    const Shape s = shape_of(op);
+    require(t >= 0 && t < lat.global()[3], "wall source time slice ", t, ": expected 0 to ", lat.global()[3] - 1);
+    require(spin >= 0 && spin < op.nspin(), "wall source spin ", spin, ": expected 0 to ", op.nspin() - 1);
+    require(color >= 0 && color < op.ncolor(), "wall source color ", color, ": expected 0 to ", op.ncolor() - 1);
+    std::vector<Complex<double>> host(static_cast<std::size_t>(s.volume) * s.ncomp);
+    for (long i = 0; i < s.volume; ++i) {
+      const Coords c = lat.coords_of(i);
+      if (c[3] + lat.offset()[3] == t) host[static_cast<std::size_t>(i) * s.ncomp + spin * op.ncolor() + color] = Complex<double>(1.0);
+    }
+    set_lex(op, b, host);
+  }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LatkeVecSetNoiseSource(Mat A, Vec b, LatkeNoise noise, PetscInt seed) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(A);
+  LatkeCheckNull(b);
+  PetscCall(guarded(comm_of(A), [&] {
+    require(noise == LATKE_NOISE_Z2 || noise == LATKE_NOISE_Z4, "noise ", static_cast<int>(noise),
+            ": expected LATKE_NOISE_Z2 or LATKE_NOISE_Z4");
+    ShellOperator& op = *context_of(A).op;
+    const Lattice& lat = *op.lattice();
+    const Shape s = shape_of(op);
+    std::vector<Complex<double>> host(static_cast<std::size_t>(s.volume) * s.ncomp);
+    const Complex<double> z4[4] = {{1, 0}, {0, 1}, {-1, 0}, {0, -1}};
+    for (long i = 0; i < s.volume; ++i) {
+      const std::uint64_t g = global_site(lat, i);
+      for (int k = 0; k < s.ncomp; ++k) {
+        const std::uint64_t r = random_bits(static_cast<std::uint64_t>(seed), g, static_cast<std::uint64_t>(k)) >> 62;
+        host[static_cast<std::size_t>(i) * s.ncomp + k] = noise == LATKE_NOISE_Z2 ? Complex<double>((r & 1) ? -1.0 : 1.0) : z4[r];
+      }
+    }
+    set_lex(op, b, host);
+  }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LatkeVecView(Mat A, Vec x, PetscViewer viewer) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(A);
+  LatkeCheckNull(x);
+  Natural nat;
+  PetscCall(guarded(comm_of(A), [&] { make_natural(*context_of(A).op, x, nat); }));
+  PetscCall(VecScatterBegin(nat.scatter, x, nat.v, INSERT_VALUES, SCATTER_FORWARD));
+  PetscCall(VecScatterEnd(nat.scatter, x, nat.v, INSERT_VALUES, SCATTER_FORWARD));
+  PetscCall(VecView(nat.v, viewer));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LatkeVecLoad(Mat A, Vec x, PetscViewer viewer) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(A);
+  LatkeCheckNull(x);
+  Natural nat;
+  PetscCall(guarded(comm_of(A), [&] { make_natural(*context_of(A).op, x, nat); }));
+  PetscCall(VecLoad(nat.v, viewer));
+  PetscCall(VecScatterBegin(nat.scatter, nat.v, x, INSERT_VALUES, SCATTER_REVERSE));
+  PetscCall(VecScatterEnd(nat.scatter, nat.v, x, INSERT_VALUES, SCATTER_REVERSE));
+  PetscFunctionReturn(0);
+}
+
+}  // extern "C"

@@ -1,0 +1,499 @@
+// Latke's PETSc face (latke.h): Krylov solves through the MATSHELLs, adjoints, diagonals,
+// vector layouts, sources, viewers and bad input. Runs on 1 rank and, with the same
+// expectations, on 4 (where solutions and fields are compared with single-rank ones).
+#include <gtest/gtest.h>
+#include <petscksp.h>
+
+#include <cmath>
+#include <complex>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "latke/latke.h"
+#include "petsc/shell.h"
+#include "support/wilson_host.h"
+#include "wilson_clover/reference.h"
+
+namespace {
+
+using cvec = std::vector<std::complex<double>>;
+const PetscInt dims[4] = {4, 4, 4, 8};
+constexpr PetscInt gauge_seed = 7;
+
+#define ASSERT_PETSC(call) ASSERT_EQ((call), 0) << #call
+
+int world_size() {
+  int n = 1;
+  MPI_Comm_size(PETSC_COMM_WORLD, &n);
+  return n;
+}
+
+/// A gauge field on comm (the whole world, or this rank alone).
+LatkeGauge make_gauge(MPI_Comm comm) {
+  LatkeGauge g = nullptr;
+  const PetscInt one[4] = {1, 1, 1, 1};
+  EXPECT_EQ(LatkeGaugeCreateRandom(comm, dims, comm == PETSC_COMM_SELF ? one : nullptr, gauge_seed, -1.0, &g), 0);
+  return g;
+}
+
+LatkeWilsonCloverParams params(LatkeSchurType schur = LATKE_SCHUR_SYMMETRIC) {
+  LatkeWilsonCloverParams p;
+  LatkeWilsonCloverParamsDefault(&p);
+  p.mass = 0.1;
+  p.csw = 1.0;
+  p.schur = schur;
+  return p;
+}
+
+/// This rank's local part (lexicographic) of a whole-lattice lexicographic array.
+cvec local_part(const cvec& whole, const latke::Lattice& lat, int ncomp) {
+  cvec part(static_cast<std::size_t>(lat.volume()) * ncomp);
+  for (long s = 0; s < lat.volume(); ++s) {
+    const latke::Coords c = lat.coords_of(s);
+    long g = 0;
+    for (int mu = 3; mu >= 0; --mu) g = g * lat.global()[mu] + c[mu] + lat.offset()[mu];
+    for (int k = 0; k < ncomp; ++k) part[s * ncomp + k] = whole[g * ncomp + k];
+  }
+  return part;
+}
+
+cvec get_lex(Mat A, Vec x, long volume) {
+  std::vector<PetscScalar> a(static_cast<std::size_t>(volume) * 12);
+  EXPECT_EQ(LatkeVecGetLexicographic(A, x, a.data()), 0);
+  return cvec(a.begin(), a.end());
+}
+
+double rel(const cvec& a, const cvec& b) {
+  double d = 0, n = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    d += std::norm(a[i] - b[i]);
+    n += std::norm(b[i]);
+  }
+  double in[2] = {d, n}, out[2];
+  MPI_Allreduce(in, out, 2, MPI_DOUBLE, MPI_SUM, PETSC_COMM_WORLD);
+  return std::sqrt(out[0] / out[1]);
+}
+
+struct Solution {
+  cvec x;          ///< full solution, this rank's sites, lexicographic
+  double true_res; ///< |b - M x| / |b| with Latke's full operator
+  KSPConvergedReason reason;
+  PetscInt its;
+};
+
+/// Solve M x = b (point source at the origin) with the given KSP on comm.
+Solution solve(MPI_Comm comm, const char* ksp_type, LatkeOperatorForm form, LatkeSchurType schur) {
+  Solution s{};
+  LatkeGauge g = make_gauge(comm);
+  Mat A, M;
+  Vec x, b, xh, bh, r;
+  KSP ksp;
+  const LatkeWilsonCloverParams p = params(schur);
+  EXPECT_EQ(MatCreateLatkeWilsonClover(g, form, &p, nullptr, &A), 0);
+  EXPECT_EQ(MatLatkeCreateCompanion(A, LATKE_OPERATOR_FULL, &M), 0);
+  EXPECT_EQ(MatLatkeCreateFullVecs(A, &x, &b), 0);
+  EXPECT_EQ(MatCreateVecs(A, &xh, &bh), 0);
+  EXPECT_EQ(VecDuplicate(b, &r), 0);
+  const PetscInt origin[4] = {0, 0, 0, 0};
+  EXPECT_EQ(LatkeVecSetPointSource(A, b, origin, 1, 2), 0);
+  EXPECT_EQ(MatLatkePrepareSource(A, b, bh), 0);
+  EXPECT_EQ(KSPCreate(comm, &ksp), 0);
+  EXPECT_EQ(KSPSetOperators(ksp, A, A), 0);
+  EXPECT_EQ(KSPSetType(ksp, ksp_type), 0);
+  PC pc;
+  EXPECT_EQ(KSPGetPC(ksp, &pc), 0);
+  EXPECT_EQ(PCSetType(pc, PCNONE), 0);
+  EXPECT_EQ(KSPSetTolerances(ksp, 1e-11, 1e-30, PETSC_DEFAULT, 2000), 0);
+  EXPECT_EQ(KSPSolve(ksp, bh, xh), 0);
+  EXPECT_EQ(KSPGetConvergedReason(ksp, &s.reason), 0);
+  EXPECT_EQ(KSPGetIterationNumber(ksp, &s.its), 0);
+  EXPECT_EQ(MatLatkeReconstruct(A, xh, b, x), 0);
+  EXPECT_EQ(MatMult(M, x, r), 0);
+  EXPECT_EQ(VecAYPX(r, -1.0, b), 0);
+  PetscReal rn, bn;
+  EXPECT_EQ(VecNorm(r, NORM_2, &rn), 0);
+  EXPECT_EQ(VecNorm(b, NORM_2, &bn), 0);
+  s.true_res = rn / bn;
+  s.x = get_lex(A, x, g->data->lattice->volume());
+  KSPDestroy(&ksp);
+  VecDestroy(&x), VecDestroy(&b), VecDestroy(&xh), VecDestroy(&bh), VecDestroy(&r);
+  MatDestroy(&M), MatDestroy(&A);
+  LatkeGaugeDestroy(&g);
+  return s;
+}
+
+struct KspCase {
+  const char* ksp;
+  LatkeOperatorForm form;
+  LatkeSchurType schur;
+};
+
+class PetscKsp : public ::testing::TestWithParam<KspCase> {};
+
+// The Krylov solution solves the reference operator's equation (1 rank), and on a process
+// grid equals the single-rank solution.
+TEST_P(PetscKsp, ConvergesToTheSolution) {
+  const KspCase c = GetParam();
+  const Solution s = solve(PETSC_COMM_WORLD, c.ksp, c.form, c.schur);
+  ASSERT_GT(s.reason, 0) << c.ksp << ": " << KSPConvergedReasons[s.reason];
+  EXPECT_LT(s.true_res, 1e-9) << c.ksp << " after " << s.its << " iterations";
+  if (world_size() == 1) {
+    // Independent check: b - M x with the Eigen host reference operator.
+    LatkeGauge g = make_gauge(PETSC_COMM_SELF);
+    latke::reference::WilsonCloverParams rp;
+    rp.dims = {4, 4, 4, 8};
+    rp.mass = 0.1;
+    rp.csw = 1.0;
+    cvec links(g->data->links.size());
+    for (std::size_t i = 0; i < links.size(); ++i) links[i] = {g->data->links[i].re, g->data->links[i].im};
+    cvec mx(s.x.size()), b(s.x.size());
+    latke::reference::apply_wilson_clover(mx, links, s.x, rp, false);
+    b[0 * 12 + 1 * 3 + 2] = 1.0;
+    EXPECT_LT(latke::test::rel_diff(mx, b), 1e-9);
+    LatkeGaugeDestroy(&g);
+  } else {
+    LatkeGauge g = make_gauge(PETSC_COMM_WORLD);
+    const Solution one = solve(PETSC_COMM_SELF, c.ksp, c.form, c.schur);
+    EXPECT_LT(rel(s.x, local_part(one.x, *g->data->lattice, 12)), 1e-8);
+    LatkeGaugeDestroy(&g);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Wilson, PetscKsp,
+    ::testing::Values(KspCase{KSPGMRES, LATKE_OPERATOR_EVEN_ODD, LATKE_SCHUR_SYMMETRIC},
+                      KspCase{KSPFGMRES, LATKE_OPERATOR_EVEN_ODD, LATKE_SCHUR_SYMMETRIC},
+                      KspCase{KSPGCR, LATKE_OPERATOR_EVEN_ODD, LATKE_SCHUR_ASYMMETRIC},
+                      KspCase{KSPBCGS, LATKE_OPERATOR_EVEN_ODD, LATKE_SCHUR_SYMMETRIC},
+                      KspCase{KSPGCR, LATKE_OPERATOR_FULL, LATKE_SCHUR_SYMMETRIC},
+                      KspCase{KSPBCGS, LATKE_OPERATOR_FULL, LATKE_SCHUR_SYMMETRIC},
+                      KspCase{KSPLSQR, LATKE_OPERATOR_EVEN_ODD, LATKE_SCHUR_SYMMETRIC}),
+    [](const ::testing::TestParamInfo<KspCase>& i) {
+      return std::string(i.param.ksp) + (i.param.form == LATKE_OPERATOR_FULL ? "_full" : "_eo") +
+             (i.param.schur == LATKE_SCHUR_SYMMETRIC ? "_sym" : "_asym");
+    });
+
+struct Fixture {
+  LatkeGauge g = nullptr;
+  Mat A = nullptr;
+  Fixture(LatkeOperatorForm form, LatkeSchurType schur = LATKE_SCHUR_SYMMETRIC) {
+    g = make_gauge(PETSC_COMM_WORLD);
+    const LatkeWilsonCloverParams p = params(schur);
+    EXPECT_EQ(MatCreateLatkeWilsonClover(g, form, &p, nullptr, &A), 0);
+  }
+  ~Fixture() {
+    MatDestroy(&A);
+    LatkeGaugeDestroy(&g);
+  }
+  long volume() const { return g->data->lattice->volume(); }
+};
+
+Vec random_vec(Mat A, unsigned seed) {
+  Vec v;
+  PetscRandom r;
+  EXPECT_EQ(MatCreateVecs(A, &v, nullptr), 0);
+  EXPECT_EQ(PetscRandomCreate(PETSC_COMM_WORLD, &r), 0);
+  EXPECT_EQ(PetscRandomSetSeed(r, seed), 0);
+  EXPECT_EQ(PetscRandomSeed(r), 0);
+  EXPECT_EQ(VecSetRandom(v, r), 0);
+  PetscRandomDestroy(&r);
+  return v;
+}
+
+// <y, A x> = <A^H y, x> and y^T A x = (A^T y)^T x, for every form.
+TEST(PetscMat, AdjointAndTranspose) {
+  const LatkeOperatorForm forms[] = {LATKE_OPERATOR_FULL, LATKE_OPERATOR_EVEN_ODD, LATKE_OPERATOR_EVEN_ODD};
+  const LatkeSchurType schurs[] = {LATKE_SCHUR_SYMMETRIC, LATKE_SCHUR_SYMMETRIC, LATKE_SCHUR_ASYMMETRIC};
+  for (int f = 0; f < 3; ++f) {
+    Fixture fx(forms[f], schurs[f]);
+    Vec x = random_vec(fx.A, 11), y = random_vec(fx.A, 12), ax, ahy;
+    VecDuplicate(x, &ax);
+    VecDuplicate(x, &ahy);
+    ASSERT_PETSC(MatMult(fx.A, x, ax));
+    ASSERT_PETSC(MatMultHermitianTranspose(fx.A, y, ahy));
+    PetscScalar lhs, rhs;
+    VecDot(ax, y, &lhs);  // PETSc: VecDot(a, b) = b^H a
+    VecDot(x, ahy, &rhs);
+    EXPECT_LT(std::abs(lhs - rhs), 1e-12 * std::abs(lhs)) << "form " << f;
+    ASSERT_PETSC(MatMultTranspose(fx.A, y, ahy));
+    VecTDot(ax, y, &lhs);
+    VecTDot(x, ahy, &rhs);
+    EXPECT_LT(std::abs(lhs - rhs), 1e-12 * std::abs(lhs)) << "form " << f;
+    // The adjoint is not the operator itself: the check above can fail.
+    ASSERT_PETSC(MatMult(fx.A, y, ahy));
+    VecDot(x, ahy, &rhs);
+    VecDot(ax, y, &lhs);
+    EXPECT_GT(std::abs(lhs - rhs), 1e-3 * std::abs(lhs));
+    VecDestroy(&x), VecDestroy(&y), VecDestroy(&ax), VecDestroy(&ahy);
+  }
+}
+
+// MatGetDiagonal of the full operator equals (A e_i)_i on unit vectors.
+TEST(PetscMat, Diagonal) {
+  Fixture fx(LATKE_OPERATOR_FULL);
+  Vec d, e, ae;
+  MatCreateVecs(fx.A, &d, &e);
+  VecDuplicate(e, &ae);
+  ASSERT_PETSC(MatGetDiagonal(fx.A, d));
+  PetscInt n = 0;
+  VecGetSize(d, &n);
+  for (PetscInt i : {PetscInt(0), PetscInt(5), n / 2 + 7, n - 1}) {
+    VecSet(e, 0.0);
+    VecSetValue(e, i, 1.0, INSERT_VALUES);
+    VecAssemblyBegin(e), VecAssemblyEnd(e);
+    MatMult(fx.A, e, ae);
+    PetscScalar want = 0, got = 0;
+    PetscInt lo, hi;
+    VecGetOwnershipRange(d, &lo, &hi);
+    if (i >= lo && i < hi) {
+      const PetscScalar *pa, *pd;
+      VecGetArrayRead(ae, &pa);
+      VecGetArrayRead(d, &pd);
+      want = pa[i - lo];
+      got = pd[i - lo];
+      VecRestoreArrayRead(ae, &pa);
+      VecRestoreArrayRead(d, &pd);
+    }
+    double local[4] = {PetscRealPart(want), PetscImaginaryPart(want), PetscRealPart(got), PetscImaginaryPart(got)}, all[4];
+    MPI_Allreduce(local, all, 4, MPI_DOUBLE, MPI_SUM, PETSC_COMM_WORLD);  // one rank owns entry i
+    want = PetscScalar(all[0], all[1]);
+    got = PetscScalar(all[2], all[3]);
+    EXPECT_LT(std::abs(want - got), 1e-13 * (1 + std::abs(want))) << "entry " << i;
+    EXPECT_GT(std::abs(want), 1.0);  // 4 + m plus the clover term
+  }
+  VecDestroy(&d), VecDestroy(&e), VecDestroy(&ae);
+  // The even-odd operator has no diagonal: a clear error, not a wrong answer.
+  Fixture eo(LATKE_OPERATOR_EVEN_ODD);
+  MatCreateVecs(eo.A, &d, nullptr);
+  PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
+  EXPECT_NE(MatGetDiagonal(eo.A, d), 0);
+  PetscPopErrorHandler();
+  VecDestroy(&d);
+}
+
+// Lexicographic <-> native round trips for full and parity vectors.
+TEST(PetscVec, LexicographicRoundTrip) {
+  for (LatkeOperatorForm form : {LATKE_OPERATOR_FULL, LATKE_OPERATOR_EVEN_ODD}) {
+    Fixture fx(form);
+    const long vol = fx.volume();
+    std::vector<PetscScalar> in(vol * 12), out(vol * 12, PetscScalar(-7.0));
+    for (long i = 0; i < vol * 12; ++i) in[i] = PetscScalar(0.5 * i + 1, -0.25 * i);
+    Vec v;
+    MatCreateVecs(fx.A, &v, nullptr);
+    ASSERT_PETSC(LatkeVecSetLexicographic(fx.A, v, in.data()));
+    ASSERT_PETSC(LatkeVecGetLexicographic(fx.A, v, out.data()));
+    const latke::Lattice& lat = *fx.g->data->lattice;
+    for (long s = 0; s < vol; ++s) {
+      const latke::Coords c = lat.coords_of(s);
+      const bool mine = form == LATKE_OPERATOR_FULL || ((c[0] + c[1] + c[2] + c[3]) & 1) == 0;
+      for (int k = 0; k < 12; ++k)
+        ASSERT_EQ(out[s * 12 + k], mine ? in[s * 12 + k] : PetscScalar(-7.0)) << "site " << s << " component " << k;
+    }
+    // The native layout is not the lexicographic one: the raw array differs.
+    const PetscScalar* raw;
+    VecGetArrayRead(v, &raw);
+    bool same = true;
+    for (long i = 0; i < 24; ++i) same = same && raw[i] == in[i];
+    VecRestoreArrayRead(v, &raw);
+    EXPECT_FALSE(same);
+    VecDestroy(&v);
+  }
+}
+
+TEST(PetscVec, SourcesHaveTheirNorms) {
+  Fixture fx(LATKE_OPERATOR_EVEN_ODD);
+  Vec x, b, bh;
+  ASSERT_PETSC(MatLatkeCreateFullVecs(fx.A, &x, &b));
+  MatCreateVecs(fx.A, nullptr, &bh);
+  const double spatial = 4 * 4 * 4, volume = spatial * 8;
+  PetscReal n;
+  const PetscInt site[4] = {3, 2, 1, 5};
+  ASSERT_PETSC(LatkeVecSetPointSource(fx.A, b, site, 3, 1));
+  VecNorm(b, NORM_2, &n);
+  EXPECT_DOUBLE_EQ(n, 1.0);
+  // Where it is: global lexicographic site * 12 + spin * 3 + color, in the natural order.
+  {
+    const latke::Lattice& lat = *fx.g->data->lattice;
+    const cvec lex = get_lex(fx.A, b, lat.volume());
+    const long g = ((5L * 4 + 1) * 4 + 2) * 4 + 3;
+    double found = 0;
+    for (long s = 0; s < lat.volume(); ++s) {
+      const latke::Coords c = lat.coords_of(s);
+      long gs = 0;
+      for (int mu = 3; mu >= 0; --mu) gs = gs * lat.global()[mu] + c[mu] + lat.offset()[mu];
+      if (gs == g) found += std::abs(lex[s * 12 + 3 * 3 + 1]);
+    }
+    double total = 0;
+    MPI_Allreduce(&found, &total, 1, MPI_DOUBLE, MPI_SUM, PETSC_COMM_WORLD);
+    EXPECT_EQ(total, 1.0);
+  }
+  ASSERT_PETSC(LatkeVecSetWallSource(fx.A, b, 6, 0, 2));
+  VecNorm(b, NORM_2, &n);
+  EXPECT_DOUBLE_EQ(n * n, spatial);
+  ASSERT_PETSC(LatkeVecSetWallSource(fx.A, bh, 6, 0, 2));  // even sites only
+  VecNorm(bh, NORM_2, &n);
+  EXPECT_DOUBLE_EQ(n * n, spatial / 2);
+  for (LatkeNoise noise : {LATKE_NOISE_Z2, LATKE_NOISE_Z4}) {
+    ASSERT_PETSC(LatkeVecSetNoiseSource(fx.A, b, noise, 99));
+    VecNorm(b, NORM_2, &n);
+    EXPECT_NEAR(n * n, 12 * volume, 1e-9);
+    const PetscScalar* a;
+    PetscInt len;
+    VecGetLocalSize(b, &len);
+    VecGetArrayRead(b, &a);
+    int imag = 0, neg = 0;
+    for (PetscInt i = 0; i < len; ++i) {
+      EXPECT_NEAR(std::abs(a[i]), 1.0, 1e-15);
+      EXPECT_NEAR(std::abs(PetscRealPart(a[i]) * PetscImaginaryPart(a[i])), 0.0, 1e-15);
+      imag += PetscImaginaryPart(a[i]) != 0;
+      neg += PetscRealPart(a[i]) < 0 || PetscImaginaryPart(a[i]) < 0;
+    }
+    VecRestoreArrayRead(b, &a);
+    if (noise == LATKE_NOISE_Z2) EXPECT_EQ(imag, 0);
+    else EXPECT_GT(imag, len / 4);
+    EXPECT_GT(neg, len / 4);
+  }
+  // Noise is a function of the global site: the same on one rank as on the process grid.
+  LatkeGauge g1 = make_gauge(PETSC_COMM_SELF);
+  Mat A1;
+  const LatkeWilsonCloverParams p = params();
+  ASSERT_PETSC(MatCreateLatkeWilsonClover(g1, LATKE_OPERATOR_FULL, &p, nullptr, &A1));
+  Vec b1;
+  MatCreateVecs(A1, nullptr, &b1);
+  ASSERT_PETSC(LatkeVecSetNoiseSource(A1, b1, LATKE_NOISE_Z4, 99));
+  const cvec whole = get_lex(A1, b1, g1->data->lattice->volume());
+  EXPECT_EQ(rel(get_lex(fx.A, b, fx.volume()), local_part(whole, *fx.g->data->lattice, 12)), 0.0);
+  VecDestroy(&b1), MatDestroy(&A1), LatkeGaugeDestroy(&g1);
+  VecDestroy(&x), VecDestroy(&b), VecDestroy(&bh);
+}
+
+// LatkeVecView writes global lexicographic order: a plain VecLoad on one rank sees the
+// point source at site * 12 + spin * 3 + color; LatkeVecLoad restores the vector.
+void viewer_round_trip(PetscViewerType type, const char* file) {
+  Fixture fx(LATKE_OPERATOR_FULL);
+  Vec b, back;
+  MatCreateVecs(fx.A, &b, &back);
+  PetscObjectSetName(reinterpret_cast<PetscObject>(b), "source");
+  PetscObjectSetName(reinterpret_cast<PetscObject>(back), "source");
+  const PetscInt site[4] = {1, 3, 2, 6};
+  ASSERT_PETSC(LatkeVecSetPointSource(fx.A, b, site, 2, 0));
+  Vec noise;
+  VecDuplicate(b, &noise);
+  LatkeVecSetNoiseSource(fx.A, noise, LATKE_NOISE_Z4, 5);
+  VecAXPY(b, 0.001, noise);
+  PetscViewer v;
+  ASSERT_PETSC(PetscViewerCreate(PETSC_COMM_WORLD, &v));
+  PetscViewerSetType(v, type);
+  PetscViewerFileSetMode(v, FILE_MODE_WRITE);
+  PetscViewerFileSetName(v, file);
+  ASSERT_PETSC(LatkeVecView(fx.A, b, v));
+  PetscViewerDestroy(&v);
+
+  PetscViewerCreate(PETSC_COMM_WORLD, &v);
+  PetscViewerSetType(v, type);
+  PetscViewerFileSetMode(v, FILE_MODE_READ);
+  PetscViewerFileSetName(v, file);
+  ASSERT_PETSC(LatkeVecLoad(fx.A, back, v));
+  PetscViewerDestroy(&v);
+  VecAXPY(back, -1.0, b);
+  PetscReal d;
+  VecNorm(back, NORM_INFINITY, &d);
+  EXPECT_EQ(d, 0.0);
+
+  int rank = 0;
+  MPI_Comm_rank(PETSC_COMM_WORLD, &rank);
+  if (rank == 0) {
+    Vec plain;
+    VecCreate(PETSC_COMM_SELF, &plain);
+    PetscObjectSetName(reinterpret_cast<PetscObject>(plain), "source");
+    PetscViewerCreate(PETSC_COMM_SELF, &v);
+    PetscViewerSetType(v, type);
+    PetscViewerFileSetMode(v, FILE_MODE_READ);
+    PetscViewerFileSetName(v, file);
+    ASSERT_PETSC(VecLoad(plain, v));
+    PetscViewerDestroy(&v);
+    const PetscScalar* a;
+    VecGetArrayRead(plain, &a);
+    const long g = ((6L * 4 + 2) * 4 + 3) * 4 + 1;
+    EXPECT_NEAR(PetscRealPart(a[g * 12 + 2 * 3 + 0]), 1.0, 0.0011);
+    EXPECT_NEAR(std::abs(a[g * 12 + 2 * 3 + 1]), 0.001, 1e-12);
+    VecRestoreArrayRead(plain, &a);
+    VecDestroy(&plain);
+  }
+  VecDestroy(&b), VecDestroy(&back), VecDestroy(&noise);
+}
+
+TEST(PetscVec, BinaryViewerRoundTrip) { viewer_round_trip(PETSCVIEWERBINARY, "test_petsc_vec.bin"); }
+
+#if defined(PETSC_HAVE_HDF5)
+TEST(PetscVec, Hdf5ViewerRoundTrip) { viewer_round_trip(PETSCVIEWERHDF5, "test_petsc_vec.h5"); }
+#endif
+
+// Vectors of the wrong shape and bad options are PETSc errors with clear messages.
+TEST(PetscBadInput, Errors) {
+  PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
+  Fixture fx(LATKE_OPERATOR_EVEN_ODD);
+  Vec full, out;
+  MatLatkeCreateFullVecs(fx.A, &full, nullptr);
+  MatCreateVecs(fx.A, &out, nullptr);
+  EXPECT_NE(MatMult(fx.A, full, out), 0);  // a full vector into the even-odd operator
+  const PetscInt odd_site[4] = {1, 0, 0, 0};
+  EXPECT_NE(LatkeVecSetPointSource(fx.A, out, odd_site, 0, 0), 0);  // odd site in an even vector
+  const PetscInt outside[4] = {4, 0, 0, 0};
+  EXPECT_NE(LatkeVecSetPointSource(fx.A, full, outside, 0, 0), 0);
+  EXPECT_NE(LatkeVecSetPointSource(fx.A, full, odd_site, 4, 0), 0);  // spin 4
+
+  // -latke_mass and -latke_kappa together; an unknown precision; a bad boundary.
+  Mat B = nullptr;
+  PetscOptionsSetValue(nullptr, "-bad_latke_mass", "0.1");
+  PetscOptionsSetValue(nullptr, "-bad_latke_kappa", "0.12");
+  EXPECT_NE(MatCreateLatkeWilsonClover(fx.g, LATKE_OPERATOR_FULL, nullptr, "bad_", &B), 0);
+  PetscOptionsClearValue(nullptr, "-bad_latke_kappa");
+  PetscOptionsSetValue(nullptr, "-bad_latke_precision", "quad");
+  EXPECT_NE(MatCreateLatkeWilsonClover(fx.g, LATKE_OPERATOR_FULL, nullptr, "bad_", &B), 0);
+  PetscOptionsClearValue(nullptr, "-bad_latke_precision");
+  PetscOptionsSetValue(nullptr, "-bad_latke_boundary", "1,1,1,2");
+  EXPECT_NE(MatCreateLatkeWilsonClover(fx.g, LATKE_OPERATOR_FULL, nullptr, "bad_", &B), 0);
+  PetscOptionsClearValue(nullptr, "-bad_latke_boundary");
+  // With the bad options gone the same call works, and the prefix reaches the options.
+  PetscOptionsClearValue(nullptr, "-bad_latke_mass");
+  PetscOptionsSetValue(nullptr, "-bad_latke_kappa", "0.125");
+  EXPECT_EQ(MatCreateLatkeWilsonClover(fx.g, LATKE_OPERATOR_FULL, nullptr, "bad_", &B), 0);
+  PetscOptionsClearValue(nullptr, "-bad_latke_kappa");
+  MatDestroy(&B);
+  // A lattice the process grid does not divide.
+  LatkeGauge g = nullptr;
+  const PetscInt odd[4] = {4, 4, 4, 6}, grid[4] = {1, 1, 1, 4};
+  if (world_size() == 4) EXPECT_NE(LatkeGaugeCreateRandom(PETSC_COMM_WORLD, odd, grid, 1, -1, &g), 0);
+  const PetscInt two[4] = {1, 1, 1, 2};
+  if (world_size() == 1) EXPECT_NE(LatkeGaugeCreateRandom(PETSC_COMM_WORLD, dims, two, 1, -1, &g), 0);
+  EXPECT_EQ(g, nullptr);
+  PetscPopErrorHandler();
+  VecDestroy(&full), VecDestroy(&out);
+}
+
+// MatView names the operator, its parameters and the vector path.
+TEST(PetscMat, View) {
+  Fixture fx(LATKE_OPERATOR_EVEN_ODD);
+  PetscViewer v;
+  // ASCII into a file, read back on rank 0.
+  ASSERT_PETSC(PetscViewerASCIIOpen(PETSC_COMM_WORLD, "test_petsc_view.txt", &v));
+  ASSERT_PETSC(MatView(fx.A, v));
+  PetscViewerDestroy(&v);
+  int rank = 0;
+  MPI_Comm_rank(PETSC_COMM_WORLD, &rank);
+  if (rank == 0) {
+    std::FILE* f = std::fopen("test_petsc_view.txt", "r");
+    ASSERT_NE(f, nullptr);
+    std::string s;
+    char buf[512];
+    while (std::fgets(buf, sizeof buf, f)) s += buf;
+    std::fclose(f);
+    for (const char* want : {"Wilson-clover even-odd operator, symmetric Schur complement on the even sites",
+                             "mass m = 0.1", "c_sw = 1", "double precision", "vectors:", "4x4x4x8", "backend"})
+      EXPECT_NE(s.find(want), std::string::npos) << "missing '" << want << "' in:\n" << s;
+  }
+}
+
+}  // namespace
