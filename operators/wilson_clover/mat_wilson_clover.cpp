@@ -5,7 +5,7 @@
 
 #include "latke/core/error.h"
 #include "latke/core/options.h"
-#include "petsc/shell.h"
+#include "mat_shell.h"
 #include "wilson_clover/wilson_clover.h"
 
 namespace latke::petsc {

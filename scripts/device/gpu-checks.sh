@@ -2,7 +2,7 @@
 # Runs on a GPU host with binaries built elsewhere (see scripts/device/pack.sh): the test
 # binaries on the CUDA backend, the MPI tier on one GPU, and latke-bench at the issue's
 # lattice sizes. Results and logs go under $OUT (default ./gpu-out).
-#   gpu-checks.sh [tests] [bench] [profile]    (default: tests bench)
+#   gpu-checks.sh [tests] [bench] [petsc] [multi] [probe] [profile]    (default: tests bench petsc)
 set -uo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${LATKE_GPU_BIN:-$here/.gpu/bin}
@@ -11,7 +11,7 @@ mkdir -p "$out" /tmp/rt
 [ -f "$here/.gpu/rt.tar.xz" ] && tar -C /tmp/rt -xJf "$here/.gpu/rt.tar.xz"
 export LD_LIBRARY_PATH=/tmp/rt/lib:${LD_LIBRARY_PATH:-}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-steps=${*:-tests bench}
+steps=${*:-tests bench petsc}
 nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem --format=csv | tee "$out/device.txt"
 status=0
 if [[ $steps == *tests* ]]; then
@@ -33,6 +33,26 @@ if [[ $steps == *bench* ]]; then
       -latke_json "$out/bench_$tag.json" -latke_tune_report > "$out/bench_$tag.log" 2>&1; status=$((status | $?))
     grep -vE '^(autotuned|.*block=)' "$out/bench_$tag.log"
   done
+fi
+if [[ $steps == *petsc* ]]; then
+  # The PETSc face on the CUDA backend with host PETSc vectors (staged through pinned buffers):
+  # the test tier on 1 and 4 ranks, then latke-solve with -log_view as the benchmark.
+  work=$(mktemp -d)
+  for np in 1 4; do
+    (cd "$work" && OMP_NUM_THREADS=2 mpirun -np $np "$bin/test_petsc" --gtest_brief=1) > "$out/petsc_np$np.log" 2>&1; rc=$?
+    status=$((status | rc)); echo "test_petsc np=$np (CUDA, one GPU): exit $rc, $(grep -E 'PASSED|FAILED' "$out/petsc_np$np.log" | head -2 | tr '\n' ' ')"
+  done
+  "$bin/embed_in_petsc" -latke_lattice 8,8,8,16 > "$out/embed.log" 2>&1; rc=$?; status=$((status | rc)); echo "embed_in_petsc: exit $rc, $(cat "$out/embed.log" | tail -1)"
+  for L in ${LATKE_SOLVE_LATTICES:-16,16,16,32 32,32,32,64}; do
+    tag=${L//,/x}
+    for k in gcr fgmres; do
+      "$bin/latke-solve" -latke_lattice $L -ksp_type $k -ksp_gmres_restart 20 -ksp_gcr_restart 20 -log_view \
+        -latke_json "$out/solve_${k}_$tag.json" > "$out/solve_${k}_$tag.log" 2>&1; rc=$?; status=$((status | rc))
+      echo "== latke-solve $L $k: exit $rc"; grep -E "^latke-solve|^  (KSP|true|time)" "$out/solve_${k}_$tag.log"
+      grep -E "^(MatMult |LatkeMatMult|LatkeDslash|LatkeClover|LatkeStage|VecMAXPY|VecMDot|VecAXPY|VecNorm|VecDot|VecCopy|VecSet |VecAYPX|VecWAXPY|KSPSolve|KSPGMRESOrthog)" "$out/solve_${k}_$tag.log" | cut -c1-100
+    done
+  done
+  rm -rf "$work"
 fi
 if [[ $steps == *multi* ]]; then
   # Two GPUs: one rank each; the lattice split in t (and in z and t), halos between devices.

@@ -82,6 +82,19 @@ void copy_bytes(void* dst, const void* src, std::size_t bytes, Stream s) {
   std::memcpy(dst, src, bytes);
 }
 
+namespace {
+/// memcpy with the host's cores: one thread copies ~8 GB/s, below what PCIe DMA takes.
+void parallel_memcpy(void* dst, const void* src, std::size_t bytes) {
+  constexpr std::size_t piece = std::size_t(1) << 20;
+  const long n = static_cast<long>((bytes + piece - 1) / piece);
+#pragma omp parallel for schedule(static)
+  for (long i = 0; i < n; ++i) {
+    const std::size_t off = static_cast<std::size_t>(i) * piece;
+    std::memcpy(static_cast<char*>(dst) + off, static_cast<const char*>(src) + off, std::min(piece, bytes - off));
+  }
+}
+}  // namespace
+
 void PinnedStager::ensure() {
   for (int i = 0; i < 2; ++i) {
     if (chunk_[i].bytes() == 0) chunk_[i] = Buffer(MemoryKind::pinned, chunk_bytes);
@@ -100,7 +113,7 @@ void PinnedStager::upload(void* dev, const void* host, std::size_t bytes, Stream
   for (std::size_t off = 0, i = 0; off < bytes; off += chunk_bytes, ++i) {
     const std::size_t n = std::min(chunk_bytes, bytes - off);
     done_[i % 2]->synchronize();  // the DMA that last read this chunk has finished
-    std::memcpy(chunk_[i % 2].data(), src + off, n);
+    parallel_memcpy(chunk_[i % 2].data(), src + off, n);
     copy_bytes(dst + off, chunk_[i % 2].data(), n, s);
     done_[i % 2]->record(s);
   }
@@ -124,7 +137,7 @@ void PinnedStager::download(void* host, const void* dev, std::size_t bytes, Stre
   for (std::size_t i = 0; i < n_chunks; ++i) {
     const std::size_t off = i * chunk_bytes;
     done_[i % 2]->synchronize();
-    std::memcpy(dst + off, chunk_[i % 2].data(), std::min(chunk_bytes, bytes - off));
+    parallel_memcpy(dst + off, chunk_[i % 2].data(), std::min(chunk_bytes, bytes - off));
     if (i + 2 < n_chunks) queue(i + 2);
   }
 }

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "latke/latke.h"
-#include "petsc/shell.h"
+#include "mat_shell.h"
 #include "support/wilson_host.h"
 #include "wilson_clover/reference.h"
 

@@ -1,11 +1,11 @@
-// Vector helpers of the C API (latke.h): lexicographic order, sources, and saving and loading
-// in a grid-independent order through PETSc viewers.
+// Vector helpers of the C API (latke.h) for the vectors of Latke matrices: lexicographic
+// order, sources, and saving and loading in a grid-independent order through PETSc viewers.
 #include <cstdint>
 
 #include "latke/core/error.h"
 #include "latke/core/indexing.h"
 #include "latke/fields/random.h"
-#include "petsc/shell.h"
+#include "mat_shell.h"
 
 namespace latke::petsc {
 

@@ -1,7 +1,6 @@
-// The C++ side of Latke's PETSc face: what a Latke MATSHELL holds, how its vectors become
-// Latke fields (wrapped in place, or staged through pinned buffers), and the boundary where
-// C++ exceptions become PETSc errors. Operators (wilson_clover/mat_wilson_clover.cpp, …)
-// implement ShellOperator; the MATSHELL operations themselves are generic (shell.cpp).
+// The C++ side of Latke's PETSc matrices: what a Latke MATSHELL holds and how its vectors
+// become Latke fields (wrapped in place, or staged through pinned buffers). Operators (wilson_clover/mat_wilson_clover.cpp, …)
+// implement ShellOperator; the MATSHELL operations themselves are generic (mat_shell.cpp).
 #pragma once
 
 #include <memory>
@@ -14,39 +13,11 @@
 #include "latke/core/lattice.h"
 #include "latke/core/memory.h"
 #include "latke/fields/color_spinor_field.h"
+#include "core/c_api.h"
+#include "fields/gauge_handle.h"
 #include "latke/latke.h"
 
-/// What a LatkeGauge handle holds: the lattice and this rank's links (host, lexicographic).
-struct LatkeGaugeData {
-  std::shared_ptr<const latke::Lattice> lattice;
-  std::vector<latke::Complex<double>> links;
-  std::string description;  ///< where it came from, for views
-};
-struct _p_LatkeGauge {
-  std::shared_ptr<LatkeGaugeData> data;
-};
-
-/// A PETSc error when a handle or pointer argument of a C API function is NULL.
-#define LatkeCheckNull(arg) \
-  PetscCheck((arg) != NULL, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "%s: argument %s is NULL", PETSC_FUNCTION_NAME, #arg)
-
 namespace latke::petsc {
-
-/// Run body; a C++ exception becomes a PETSc error on comm carrying its message.
-template <typename F>
-PetscErrorCode guarded(MPI_Comm comm, F&& body) {
-  try {
-    body();
-  } catch (const std::exception& e) {
-    SETERRQ(comm, PETSC_ERR_USER_INPUT, "%s", e.what());
-  }
-  return 0;
-}
-
-/// The process grid from -latke_grid as LatkeInitialize read it (zeros: chosen).
-Coords default_grid();
-/// The backend LatkeInitialize activated; fails when Latke is not initialized.
-Backend run_backend();
 
 /// An operator behind Latke MATSHELLs. Matrices of different forms may share one.
 class ShellOperator {

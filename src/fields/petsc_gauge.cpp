@@ -1,22 +1,16 @@
-// LatkeInitialize/LatkeFinalize and gauge configurations of the C API (latke.h).
+// Gauge configurations of the C API (latke.h): LatkeGauge handles from arrays, random
+// fields and the options database.
 #include <sstream>
 
 #include "latke/core/error.h"
 #include "latke/core/options.h"
 #include "latke/fields/random.h"
-#include "petsc/shell.h"
+#include "core/c_api.h"
+#include "fields/gauge_handle.h"
+#include "latke/latke.h"
 
 namespace latke::petsc {
-
 namespace {
-struct State {
-  bool initialized = false;
-  RunOptions run;
-};
-State& state() {
-  static State s;
-  return s;
-}
 
 Coords to_coords(const PetscInt v[4], const char* what) {
   Coords c{};
@@ -34,50 +28,13 @@ std::shared_ptr<const Lattice> make_lattice(MPI_Comm comm, const PetscInt global
   return std::make_shared<const Lattice>(comm, g, p);
 }
 
-void require_initialized() {
-  require(state().initialized, "Latke is not initialized: call LatkeInitialize() after PetscInitialize()");
-}
 }  // namespace
-
-Coords default_grid() { return state().run.grid; }
-
-Backend run_backend() {
-  require_initialized();
-  return state().run.backend;
-}
-
 }  // namespace latke::petsc
 
 using namespace latke;
 using namespace latke::petsc;
 
 extern "C" {
-
-PetscErrorCode LatkeInitialize(void) {
-  PetscFunctionBeginUser;
-  if (state().initialized) PetscFunctionReturn(0);
-  PetscCall(guarded(PETSC_COMM_WORLD, [] {
-    state().run = setup_from_options(PETSC_COMM_WORLD);
-    state().initialized = true;
-  }));
-  PetscFunctionReturn(0);
-}
-
-PetscErrorCode LatkeGetBackend(const char** name) {
-  PetscFunctionBeginUser;
-  LatkeCheckNull(name);
-  PetscCall(guarded(PETSC_COMM_WORLD, [&] { *name = to_string(run_backend()); }));
-  PetscFunctionReturn(0);
-}
-
-PetscErrorCode LatkeFinalize(void) {
-  PetscFunctionBeginUser;
-  PetscCall(guarded(PETSC_COMM_WORLD, [] {
-    if (state().initialized) synchronize(state().run.backend);
-    state().initialized = false;
-  }));
-  PetscFunctionReturn(0);
-}
 
 PetscErrorCode LatkeGaugeCreateFromArray(MPI_Comm comm, const PetscInt global[4], const PetscInt grid[4],
                                          const PetscScalar links[], LatkeGauge* gauge) {

@@ -1,6 +1,6 @@
-// The generic MATSHELL of Latke's operators: operations, vector access and staging, and the
+// The generic MATSHELL of Latke's operators (mat_shell.h): operations, vector access and staging, and the
 // matrix helpers of the C API (latke.h).
-#include "petsc/shell.h"
+#include "mat_shell.h"
 
 #include <cstdint>
 #include <sstream>

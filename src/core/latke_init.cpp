@@ -1,0 +1,64 @@
+// LatkeInitialize, LatkeFinalize and the run state of the C API (latke.h).
+#include "latke/core/error.h"
+#include "latke/core/options.h"
+#include "core/c_api.h"
+
+namespace latke::petsc {
+
+namespace {
+struct State {
+  bool initialized = false;
+  RunOptions run;
+};
+State& state() {
+  static State s;
+  return s;
+}
+
+}  // namespace
+
+void require_initialized() {
+  require(state().initialized, "Latke is not initialized: call LatkeInitialize() after PetscInitialize()");
+}
+
+Coords default_grid() { return state().run.grid; }
+
+Backend run_backend() {
+  require_initialized();
+  return state().run.backend;
+}
+
+}  // namespace latke::petsc
+
+using namespace latke;
+using namespace latke::petsc;
+
+extern "C" {
+
+PetscErrorCode LatkeInitialize(void) {
+  PetscFunctionBeginUser;
+  if (state().initialized) PetscFunctionReturn(0);
+  PetscCall(guarded(PETSC_COMM_WORLD, [] {
+    state().run = setup_from_options(PETSC_COMM_WORLD);
+    state().initialized = true;
+  }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LatkeGetBackend(const char** name) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(name);
+  PetscCall(guarded(PETSC_COMM_WORLD, [&] { *name = to_string(run_backend()); }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LatkeFinalize(void) {
+  PetscFunctionBeginUser;
+  PetscCall(guarded(PETSC_COMM_WORLD, [] {
+    if (state().initialized) synchronize(state().run.backend);
+    state().initialized = false;
+  }));
+  PetscFunctionReturn(0);
+}
+
+}  // extern "C"

@@ -1,0 +1,20 @@
+// The LatkeGauge handle of the C API (latke.h): a lattice and this rank's links.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "latke/core/complex.h"
+#include "latke/core/lattice.h"
+
+/// What a LatkeGauge handle holds: the lattice and this rank's links (host, lexicographic).
+struct LatkeGaugeData {
+  std::shared_ptr<const latke::Lattice> lattice;
+  std::vector<latke::Complex<double>> links;
+  std::string description;  ///< where it came from, for views
+};
+struct _p_LatkeGauge {
+  std::shared_ptr<LatkeGaugeData> data;
+};
+
