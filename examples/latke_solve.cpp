@@ -30,6 +30,7 @@ struct SolveOptions {
   latke::Coords site{0, 0, 0, 0};
   long spin = 0, color = 0, seed = 1;
   std::string json, save;
+  bool native = false;
 };
 
 SolveOptions read_solve_options() {
@@ -44,6 +45,7 @@ SolveOptions read_solve_options() {
     o.seed = g.integer("-latke_source_seed", 1, "Seed of a noise source");
     o.json = g.string("-latke_json", "", "Write the summary as JSON to this file");
     o.save = g.string("-latke_save_solution", "", "Save the full solution (PETSc binary, lexicographic order)");
+    o.native = g.flag("-latke_native", false, "Solve with Latke's native solver (-latke_solver ...) instead of a KSP");
   });
   latke::require(form == "even_odd" || form == "full", "-latke_form '", form, "': expected even_odd or full");
   o.form = form == "full" ? LATKE_OPERATOR_FULL : LATKE_OPERATOR_EVEN_ODD;
@@ -69,7 +71,7 @@ SolveOptions read_solve_options() {
 
 struct Summary {
   std::string ksp, pc, reason, lattice, backend, form;
-  PetscInt iterations = 0;
+  PetscInt iterations = 0, operator_applications = 0, sloppy_applications = 0;
   double true_residual = 0, solver_residual = 0, rtol = 0, setup_s = 0, solve_s = 0, gflops = 0;
   bool converged = false;
 };
@@ -130,37 +132,72 @@ PetscErrorCode run(int& status) {
   }
   PetscCall(MatLatkePrepareSource(A, b, bhat));
 
-  PetscCall(KSPCreate(PETSC_COMM_WORLD, &ksp));
-  PetscCall(KSPSetOperators(ksp, A, A));
-  PetscCall(KSPSetType(ksp, KSPGCR));
-  PetscCall(KSPSetTolerances(ksp, 1e-10, PETSC_DEFAULT, PETSC_DEFAULT, 10000));
-  {
-    PC pc;
-    PetscCall(KSPGetPC(ksp, &pc));
-    PetscCall(PCSetType(pc, PCNONE));
-  }
-  PetscCall(KSPSetFromOptions(ksp));
-  PetscCall(KSPSetUp(ksp));
-  PetscCall(PetscTime(&t1));
-  PetscCall(PetscGetFlops(&f0));
-  PetscCall(KSPSolve(ksp, bhat, xhat));
-  PetscCall(PetscGetFlops(&f1));
-  PetscCall(PetscTime(&t2));
+  KSPConvergedReason reason = KSP_CONVERGED_ITERATING;
+  ksp = nullptr;
+  if (opt.native) {
+    LatkeSolverStats st;
+    PetscCall(PetscTime(&t1));
+    PetscCall(VecSet(xhat, 0.0));
+    PetscCall(MatLatkeSolve(A, bhat, xhat, nullptr, nullptr, &st));
+    PetscCall(PetscTime(&t2));
+    sum.iterations = st.iterations;
+    sum.operator_applications = st.outer_applications;
+    sum.sloppy_applications = st.sloppy_applications;
+    sum.solver_residual = st.true_residual;
+    sum.rtol = 0;
+    char type[64] = "bicgstab";
+    PetscCall(PetscOptionsGetString(nullptr, nullptr, "-latke_solver", type, sizeof type, nullptr));
+    sum.ksp = std::string("latke ") + type;
+    sum.pc = "none";
+    sum.gflops = st.gflops;
+    sum.reason = st.converged ? "CONVERGED_RTOL" : "DIVERGED_ITS";
+    reason = st.converged ? KSP_CONVERGED_RTOL : KSP_DIVERGED_ITS;
+    PetscReal tol = 1e-10;
+    PetscCall(PetscOptionsGetReal(nullptr, nullptr, "-latke_solver_tol", &tol, nullptr));
+    sum.rtol = tol;
+    sum.setup_s = t1 - t0;
+    sum.solve_s = t2 - t1;
+  } else {
+    PetscCall(KSPCreate(PETSC_COMM_WORLD, &ksp));
+    PetscCall(KSPSetOperators(ksp, A, A));
+    PetscCall(KSPSetType(ksp, KSPGCR));
+    PetscCall(KSPSetTolerances(ksp, 1e-10, PETSC_DEFAULT, PETSC_DEFAULT, 10000));
+    {
+      PC pc;
+      PetscCall(KSPGetPC(ksp, &pc));
+      PetscCall(PCSetType(pc, PCNONE));
+    }
+    PetscCall(KSPSetFromOptions(ksp));
+    PetscCall(KSPSetUp(ksp));
+    PetscCall(PetscTime(&t1));
+    PetscCall(PetscGetFlops(&f0));
+    PetscCall(KSPSolve(ksp, bhat, xhat));
+    PetscCall(PetscGetFlops(&f1));
+    PetscCall(PetscTime(&t2));
 
-  KSPConvergedReason reason;
-  PetscReal rnorm, bnorm;
-  KSPType ktype;
-  PCType ptype;
-  PC pc;
-  PetscCall(KSPGetConvergedReason(ksp, &reason));
-  PetscCall(KSPGetIterationNumber(ksp, &sum.iterations));
-  PetscCall(KSPGetResidualNorm(ksp, &rnorm));
-  PetscCall(KSPGetType(ksp, &ktype));
-  PetscCall(KSPGetPC(ksp, &pc));
-  PetscCall(PCGetType(pc, &ptype));
-  PetscCall(KSPGetTolerances(ksp, &sum.rtol, nullptr, nullptr, nullptr));
-  PetscCall(VecNorm(bhat, NORM_2, &bnorm));
-  sum.solver_residual = bnorm > 0 ? rnorm / bnorm : rnorm;
+    PetscReal rnorm, bnorm;
+    KSPType ktype;
+    PCType ptype;
+    PC pc;
+    PetscCall(KSPGetConvergedReason(ksp, &reason));
+    PetscCall(KSPGetIterationNumber(ksp, &sum.iterations));
+    PetscCall(KSPGetResidualNorm(ksp, &rnorm));
+    PetscCall(KSPGetType(ksp, &ktype));
+    PetscCall(KSPGetPC(ksp, &pc));
+    PetscCall(PCGetType(pc, &ptype));
+    PetscCall(KSPGetTolerances(ksp, &sum.rtol, nullptr, nullptr, nullptr));
+    PetscCall(VecNorm(bhat, NORM_2, &bnorm));
+    sum.solver_residual = bnorm > 0 ? rnorm / bnorm : rnorm;
+    double flops = f1 - f0, total = 0;
+    PetscCallMPI(MPI_Allreduce(&flops, &total, 1, MPI_DOUBLE, MPI_SUM, PETSC_COMM_WORLD));
+    sum.setup_s = t1 - t0;
+    sum.solve_s = t2 - t1;
+    sum.gflops = sum.solve_s > 0 ? total / sum.solve_s * 1e-9 : 0;
+    sum.ksp = ktype;
+    sum.pc = ptype;
+    sum.reason = KSPConvergedReasons[reason];
+    PetscCall(MatLatkeGetApplications(A, &sum.operator_applications));
+  }
 
   PetscCall(MatLatkeReconstruct(A, xhat, b, x));
   PetscCall(MatMult(M, x, r));
@@ -170,14 +207,6 @@ PetscErrorCode run(int& status) {
   PetscCall(VecNorm(b, NORM_2, &bn));
   sum.true_residual = res / bn;
 
-  double flops = f1 - f0, total = 0;
-  PetscCallMPI(MPI_Allreduce(&flops, &total, 1, MPI_DOUBLE, MPI_SUM, PETSC_COMM_WORLD));
-  sum.setup_s = t1 - t0;
-  sum.solve_s = t2 - t1;
-  sum.gflops = sum.solve_s > 0 ? total / sum.solve_s * 1e-9 : 0;
-  sum.ksp = ktype;
-  sum.pc = ptype;
-  sum.reason = KSPConvergedReasons[reason];
   // Some PETSc methods (GCR among them) end at the iteration limit with CONVERGED_ITS: that
   // is a success only when the residual reached the tolerance.
   sum.converged = reason > 0 && (reason != KSP_CONVERGED_ITS || sum.solver_residual <= sum.rtol);
@@ -196,7 +225,10 @@ PetscErrorCode run(int& status) {
     PetscCall(PetscViewerASCIIPrintf(out, "latke-solve: Wilson-clover (%s) on %s, %s backend, %s source\n",
                                      sum.form.c_str(), lat, backend, opt.source.c_str()));
     PetscCall(PetscViewerASCIIPrintf(out, "  KSP %s, PC %s: %s in %d iterations (solver residual %.3e, rtol %.1e)\n",
-                                     ktype, ptype, sum.reason.c_str(), (int)sum.iterations, sum.solver_residual, sum.rtol));
+                                     sum.ksp.c_str(), sum.pc.c_str(), sum.reason.c_str(), (int)sum.iterations,
+                                     sum.solver_residual, sum.rtol));
+    PetscCall(PetscViewerASCIIPrintf(out, "  operator applications: %d double, %d sloppy\n", (int)sum.operator_applications,
+                                     (int)sum.sloppy_applications));
     PetscCall(PetscViewerASCIIPrintf(out, "  true residual |b - M x|/|b| = %.3e (full operator, reconstructed solution)\n",
                                      sum.true_residual));
     PetscCall(PetscViewerASCIIPrintf(out, "  time: setup %.3f s, solve %.3f s; %.2f GFLOPS in the solve\n", sum.setup_s,
@@ -216,7 +248,7 @@ PetscErrorCode run(int& status) {
     SETERRQ(PETSC_COMM_WORLD, PETSC_ERR_FILE_WRITE, "%s", e.what());
   }
 
-  PetscCall(KSPDestroy(&ksp));
+  if (ksp) PetscCall(KSPDestroy(&ksp));
   PetscCall(VecDestroy(&x));
   PetscCall(VecDestroy(&b));
   PetscCall(VecDestroy(&r));

@@ -152,6 +152,7 @@ PetscErrorCode mult(Mat A, Vec x, Vec y, bool dagger) {
     c.op->apply(c.form, out.field(), in.field(), dagger);
     out.release();
     in.release();
+    ++c.applications;
   }));
   PetscFunctionReturn(0);
 }
@@ -359,6 +360,14 @@ PetscErrorCode MatLatkeReconstruct(Mat A, Vec xhat, Vec b, Vec x) {
     src.release();
     sol.release();
   }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatLatkeGetApplications(Mat A, PetscInt* applications) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(A);
+  LatkeCheckNull(applications);
+  PetscCall(guarded(comm_of(A), [&] { *applications = static_cast<PetscInt>(context_of(A).applications); }));
   PetscFunctionReturn(0);
 }
 

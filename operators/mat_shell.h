@@ -16,6 +16,7 @@
 #include "core/c_api.h"
 #include "fields/gauge_handle.h"
 #include "latke/latke.h"
+#include "solvers/linear_operator.h"
 
 namespace latke::petsc {
 
@@ -47,6 +48,10 @@ class ShellOperator {
   virtual double flops(LatkeOperatorForm form) const = 0;
   /// Lines describing the operator, for MatView.
   virtual std::string describe(LatkeOperatorForm form) const = 0;
+  /// @brief The operator of a form for native solvers and preconditioners, with its fields in
+  /// precision p; domain-local (Dirichlet blocks, no communication) when block is non-zero.
+  /// It shares this operator's fields where precision and blocking are the same.
+  virtual std::unique_ptr<LinearOperator> linear_operator(LatkeOperatorForm form, Precision p, const Coords& block) = 0;
 
   /// The field shape of the form's vectors (full, or parity()).
   SpinorParam field_param(LatkeOperatorForm form) const;
@@ -66,6 +71,7 @@ class ShellOperator {
 struct MatContext {
   std::shared_ptr<ShellOperator> op;
   LatkeOperatorForm form = LATKE_OPERATOR_FULL;
+  long applications = 0;  ///< MatMult and MatMultHermitianTranspose calls
 };
 
 /// @brief A MATSHELL for op in the given form (sizes, operations, vector type, prefix).

@@ -25,6 +25,7 @@
 #define LATKE_LATKE_H
 
 #include <petscmat.h>
+#include <petscpc.h>
 #include <petscviewer.h>
 
 #ifdef __cplusplus
@@ -127,8 +128,74 @@ PetscErrorCode MatLatkeCreateFullVecs(Mat A, Vec *x, Vec *b);
 PetscErrorCode MatLatkePrepareSource(Mat A, Vec b, Vec bhat);
 /* The full solution x from the even-odd solution xhat and the full source b. */
 PetscErrorCode MatLatkeReconstruct(Mat A, Vec xhat, Vec b, Vec x);
+/* MatMult and MatMultHermitianTranspose applications of A so far (for operator counts). */
+PetscErrorCode MatLatkeGetApplications(Mat A, PetscInt *applications);
 /* Whether A is one of Latke's matrices. */
 PetscErrorCode MatIsLatke(Mat A, PetscBool *is_latke);
+
+/* ---- Native solvers ------------------------------------------------------------------------ */
+
+/* Latke's own device-resident Krylov solvers on a Latke matrix's system (solvers/solvers.h):
+ * mixed precision by reliable updates (the iteration in the sloppy precision, the solution
+ * accumulated and the residual recomputed in double), converged when the true residual
+ * |b - A x| <= tol |b|. CG needs a Hermitian positive definite matrix; CGNE/CGNR solve the
+ * normal equations. Options under the prefix override the parameters:
+ *   -latke_solver cg|cgne|cgnr|bicgstab|gcr|mr   (bicgstab)
+ *   -latke_solver_tol 1e-10, -latke_solver_max_it 10000,
+ *   -latke_solver_sloppy double|single|half       (single)
+ *   -latke_solver_delta 0.1 (reliable-update factor), -latke_solver_restart 16 (GCR) */
+typedef enum {
+  LATKE_SOLVER_CG,
+  LATKE_SOLVER_CGNE,
+  LATKE_SOLVER_CGNR,
+  LATKE_SOLVER_BICGSTAB,
+  LATKE_SOLVER_GCR,
+  LATKE_SOLVER_MR
+} LatkeSolverType;
+
+typedef struct {
+  LatkeSolverType type;
+  PetscReal       tol;
+  PetscInt        max_it;
+  LatkePrecision  sloppy;
+  PetscReal       delta;
+  PetscInt        restart;
+} LatkeSolverParams;
+
+typedef struct {
+  PetscInt  iterations;
+  PetscInt  reliable_updates;
+  PetscInt  outer_applications;  /* of the double-precision operator */
+  PetscInt  sloppy_applications; /* of the sloppy one */
+  PetscReal true_residual;
+  PetscReal seconds;
+  PetscReal gflops;
+  PetscBool converged;
+} LatkeSolverStats;
+
+PetscErrorCode LatkeSolverParamsDefault(LatkeSolverParams *params);
+/* Solve A x = b with a native solver; x holds the initial guess. stats may be NULL. A solve
+ * that does not converge is not an error: stats->converged says so. */
+PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams *params, const char prefix[],
+                             LatkeSolverStats *stats);
+
+/* ---- Preconditioners ---------------------------------------------------------------------- */
+
+/* Additive Schwarz on GPU-resident blocks with communication off (preconditioners/schwarz):
+ * -pc_type latke_schwarz on a KSP whose preconditioning matrix is a Latke matrix, with
+ *   -pc_latke_schwarz_block 8,8,8,8         block extents (even, dividing the local volume)
+ *   -pc_latke_schwarz_iterations 4          MR steps per block per application
+ *   -pc_latke_schwarz_precision half        double|single|half storage of the block solves
+ *   -pc_latke_schwarz_type additive         additive|multiplicative (red-black SAP)
+ *   -pc_latke_schwarz_omega 1.0             relaxation weight
+ * Registered by LatkeInitialize; use it under a flexible method (-ksp_type fgmres or gcr). */
+#define PCLATKESCHWARZ "latke_schwarz"
+PETSC_EXTERN PetscErrorCode PCCreate_LatkeSchwarz(PC pc);
+/* The same preconditioner as a PCSHELL: makes pc a PCSHELL applying Latke's Schwarz
+ * preconditioner for the Latke matrix A (and sets A as pc's operators; a KSP that owns pc
+ * may set its own), set up now, with options read under prefix (the names above,
+ * e.g. "-mypc_pc_latke_schwarz_block" for prefix "mypc_"). */
+PetscErrorCode PCShellSetLatkeSchwarz(PC pc, Mat A, const char prefix[]);
 
 /* ---- Vectors ------------------------------------------------------------------------------ */
 

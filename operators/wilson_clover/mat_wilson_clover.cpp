@@ -7,6 +7,7 @@
 #include "latke/core/options.h"
 #include "mat_shell.h"
 #include "wilson_clover/wilson_clover.h"
+#include "wilson_clover/wilson_clover_linear.h"
 
 namespace latke::petsc {
 
@@ -120,10 +121,10 @@ Settings resolve(const LatkeWilsonCloverParams& in, MPI_Comm comm, const std::st
 
 class WilsonCloverShell final : public ShellOperator {
  public:
-  WilsonCloverShell(const LatkeGaugeData& gauge, const Settings& s)
-      : lattice_(gauge.lattice),
-        gauge_description_(gauge.description),
-        op_(std::make_unique<WilsonCloverOperator>(gauge.lattice, gauge.links, s.param)),
+  WilsonCloverShell(std::shared_ptr<const LatkeGaugeData> gauge, const Settings& s)
+      : lattice_(gauge->lattice),
+        gauge_(gauge),
+        op_(std::make_shared<WilsonCloverOperator>(gauge->lattice, gauge->links, s.param)),
         schur_(s.schur),
         parity_(s.parity) {}
 
@@ -179,6 +180,18 @@ class WilsonCloverShell final : public ShellOperator {
     d.from_lexicographic(diag);
   }
 
+  std::unique_ptr<LinearOperator> linear_operator(LatkeOperatorForm form, Precision p, const Coords& block) override {
+    const bool blocked = block[0] > 0;
+    std::shared_ptr<WilsonCloverOperator> op = op_;
+    if (p != op_->param().precision || blocked) {
+      WilsonCloverParam q = op_->param();
+      q.precision = p;
+      if (blocked) q.block = block;
+      op = std::make_shared<WilsonCloverOperator>(lattice_, gauge_->links, q);
+    }
+    return std::make_unique<WilsonCloverLinear>(op, form == LATKE_OPERATOR_EVEN_ODD, schur_, parity_);
+  }
+
   double flops(LatkeOperatorForm form) const override {
     const double vcb = static_cast<double>(lattice_->volume_cb()) * lattice_->size();
     return form == LATKE_OPERATOR_FULL ? 2 * vcb * (1320 + 504 + 48) : vcb * (2 * (1320 + 504) + 48);
@@ -199,7 +212,7 @@ class WilsonCloverShell final : public ShellOperator {
     for (int mu = 0; mu < 4; ++mu) s << (mu ? ", " : " ") << "(" << p.boundary_phase[mu].re << "," << p.boundary_phase[mu].im << ")";
     s << "\noperator fields in " << to_string(p.precision) << " precision, links " << to_string(p.reconstruct)
       << " reals, " << op_->bytes() / 1048576.0 << " MiB per rank; vectors in double";
-    s << "\ngauge: " << gauge_description_;
+    s << "\ngauge: " << gauge_->description;
     s << "\nhalo: " << op_->halo_description();
     return s.str();
   }
@@ -221,8 +234,8 @@ class WilsonCloverShell final : public ShellOperator {
   }
 
   std::shared_ptr<const Lattice> lattice_;
-  std::string gauge_description_;
-  std::unique_ptr<WilsonCloverOperator> op_;
+  std::shared_ptr<const LatkeGaugeData> gauge_;  ///< host links, for operators in other precisions
+  std::shared_ptr<WilsonCloverOperator> op_;
   SchurType schur_;
   int parity_;
   std::unique_ptr<ColorSpinorField> low_[3][2], held_[3];
@@ -261,7 +274,7 @@ PetscErrorCode MatCreateLatkeWilsonClover(LatkeGauge gauge, LatkeOperatorForm fo
   const MPI_Comm comm = gauge->data->lattice->comm();
   PetscCall(guarded(comm, [&] {
     const Settings s = resolve(params ? *params : defaults, comm, prefix ? prefix : "", run_backend());
-    *A = create_shell(std::make_shared<WilsonCloverShell>(*gauge->data, s), form, prefix);
+    *A = create_shell(std::make_shared<WilsonCloverShell>(gauge->data, s), form, prefix);
   }));
   PetscFunctionReturn(0);
 }

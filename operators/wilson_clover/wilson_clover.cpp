@@ -58,6 +58,15 @@ WilsonCloverOperator::WilsonCloverOperator(std::shared_ptr<const Lattice> lattic
       clover_inv_(lattice_, clover_param(param, param.precision)) {
   require(param.normalisation == Normalisation::mass || 2.0 * param.mass + 8.0 > 0, "kappa normalisation needs ",
           "kappa = 1/(2m + 8) > 0, but the mass is ", param.mass);
+  if (param.block[0] > 0 || param.block[1] > 0 || param.block[2] > 0 || param.block[3] > 0) {
+    for (int mu = 0; mu < 4; ++mu) {
+      const int b = param.block[mu], l = lattice_->local()[mu];
+      require(b > 0 && l % b == 0, "Schwarz block extent ", b, " in dimension ", mu,
+              ": expected a positive divisor of the local extent ", l);
+      require(b % 2 == 0, "Schwarz block extent ", b, " in dimension ", mu,
+              " is odd: even-odd preconditioning within blocks needs even block extents");
+    }
+  }
   gauge_.from_lexicographic(host_links);
   if (param.precision == Precision::double_) {
     wilson::build_clover(*lattice_, host_links, param.mass, param.csw, site_scale(), clover_, clover_inv_);
@@ -70,7 +79,7 @@ WilsonCloverOperator::WilsonCloverOperator(std::shared_ptr<const Lattice> lattic
   }
   bool split = false;
   for (int mu = 0; mu < 4; ++mu) split |= lattice_->partitioned(mu);
-  if (split) halo_ = std::make_unique<HaloExchange>(*lattice_, param.backend, face_bytes_for(param.precision));
+  if (split && !domain_local()) halo_ = std::make_unique<HaloExchange>(*lattice_, param.backend, face_bytes_for(param.precision));
   SpinorParam sp{4, 3, param.precision, Subset::even, param.backend};
   tmp_[0] = std::make_unique<ColorSpinorField>(lattice_, sp);
   sp.subset = Subset::odd;
@@ -83,6 +92,7 @@ WilsonCloverOperator::~WilsonCloverOperator() = default;
 std::size_t WilsonCloverOperator::bytes() const { return gauge_.bytes() + clover_.bytes() + clover_inv_.bytes(); }
 
 std::string WilsonCloverOperator::halo_description() const {
+  if (domain_local()) return "none (domain-local: communication off)";
   if (!halo_) return "none (nothing split)";
   return halo_->describe() + ", " + std::to_string(halo_->bytes_per_exchange()) + " bytes sent per hopping term";
 }

@@ -69,6 +69,13 @@ void run_dslash(const DslashRequest& rq) {
   arg.parity = rq.out->block_parity(0);
   if (rq.clover) arg.clover = rq.clover->accessor<Store>(arg.parity);
   arg.faces = face_geometry(lat);
+  if (rq.param->block[0] > 0) {  // domain-local: no faces, hops leaving a block dropped
+    arg.faces.comm_mask = 0;
+    for (int mu = 0; mu < 4; ++mu) {
+      arg.block[mu] = rq.param->block[mu];
+      if (rq.param->block[mu] < lat.global()[mu]) arg.cut_mask |= 1 << mu;
+    }
+  }
   for (int mu = 0; mu < 4; ++mu) {
     const int last = lat.global()[mu] - 1 - lat.offset()[mu];
     arg.last_slice[mu] = last < lat.local()[mu] ? last : -1;

@@ -2,6 +2,7 @@
 #include "latke/core/error.h"
 #include "latke/core/options.h"
 #include "core/c_api.h"
+#include "latke/latke.h"
 
 namespace latke::petsc {
 
@@ -42,6 +43,7 @@ PetscErrorCode LatkeInitialize(void) {
     state().run = setup_from_options(PETSC_COMM_WORLD);
     state().initialized = true;
   }));
+  PetscCall(PCRegister(PCLATKESCHWARZ, PCCreate_LatkeSchwarz));
   PetscFunctionReturn(0);
 }
 

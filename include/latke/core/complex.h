@@ -39,6 +39,11 @@ template <typename T>
 LATKE_HOST_DEVICE LATKE_INLINE Complex<T> conj(Complex<T> a) { return {a.re, -a.im}; }
 template <typename T>
 LATKE_HOST_DEVICE LATKE_INLINE T norm2(Complex<T> a) { return a.re * a.re + a.im * a.im; }
+template <typename T>
+LATKE_HOST_DEVICE LATKE_INLINE Complex<T> operator/(Complex<T> a, Complex<T> b) {
+  const T n = T(1) / norm2(b);
+  return {(a.re * b.re + a.im * b.im) * n, (a.im * b.re - a.re * b.im) * n};
+}
 /// i * a
 template <typename T>
 LATKE_HOST_DEVICE LATKE_INLINE Complex<T> times_i(Complex<T> a) { return {-a.im, a.re}; }

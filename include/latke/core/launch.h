@@ -4,7 +4,9 @@
 // per site, block size autotuned per functor type and size) or as an OpenMP loop.
 // launch_reduce() is the same for a functor returning a value to be summed; the sum is
 // accumulated in the functor's type (double-based) in a fixed order, so it is the same run
-// to run on a given backend and size.
+// to run on a given backend and size. launch_segmented_reduce() sums f(segment, i) over i
+// for every segment at once (e.g. per Schwarz block) into an array on the backend, without
+// synchronizing the host, also in a fixed order.
 //
 // Files that launch kernels are compiled by nvcc in CUDA builds (CMake sets LANGUAGE CUDA on
 // them); elsewhere only the CPU path exists.
@@ -63,6 +65,21 @@ __global__ void __launch_bounds__(detail::reduce_block) reduce_kernel(const F f,
     __syncthreads();
   }
   if (threadIdx.x == 0) partial[blockIdx.x] = smem[0];
+}
+
+template <typename T, typename F>
+__global__ void __launch_bounds__(detail::reduce_block) segmented_reduce_kernel(const F f, int length, T* out) {
+  __shared__ unsigned char smem_raw[detail::reduce_block * sizeof(T)];
+  T* smem = reinterpret_cast<T*>(smem_raw);
+  T acc{};
+  for (int i = threadIdx.x; i < length; i += blockDim.x) acc += f(static_cast<int>(blockIdx.x), i);
+  smem[threadIdx.x] = acc;
+  __syncthreads();
+  for (int w = detail::reduce_block / 2; w > 0; w /= 2) {
+    if (static_cast<int>(threadIdx.x) < w) smem[threadIdx.x] += smem[threadIdx.x + w];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[blockIdx.x] = smem[0];
 }
 #endif
 
@@ -163,6 +180,29 @@ T launch_reduce(Backend b, const F& f, LaunchRange r, Stream s = compute_stream(
   return sum;
 #else
   (void)s;
+  fail("reduction ", typeid(F).name(), " asked to run on CUDA, but its file was compiled without CUDA");
+#endif
+}
+
+/// @brief out[seg] = sum over i in [0, length) of f(seg, i), for seg in [0, n_segments);
+/// out is memory of backend b (device memory for CUDA). Queued in stream s, not waited for.
+template <typename T, typename F>
+void launch_segmented_reduce(Backend b, const F& f, int n_segments, int length, T* out, Stream s = compute_stream()) {
+  if (n_segments <= 0) return;
+  if (b == Backend::cpu) {
+#pragma omp parallel for schedule(static)
+    for (int seg = 0; seg < n_segments; ++seg) {
+      T acc{};
+      for (int i = 0; i < length; ++i) acc += f(seg, i);
+      out[seg] = acc;
+    }
+    return;
+  }
+#ifdef __CUDACC__
+  segmented_reduce_kernel<T, F><<<n_segments, detail::reduce_block, 0, static_cast<cudaStream_t>(s.handle)>>>(f, length, out);
+  LATKE_CUDA_CALL(cudaGetLastError());
+#else
+  (void)s, (void)length, (void)out;
   fail("reduction ", typeid(F).name(), " asked to run on CUDA, but its file was compiled without CUDA");
 #endif
 }

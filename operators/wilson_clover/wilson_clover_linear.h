@@ -1,0 +1,52 @@
+// The Wilson-clover operator seen by solvers and preconditioners (solvers/linear_operator.h):
+// the full operator M or an even-odd Schur complement, possibly domain-local.
+#pragma once
+
+#include <memory>
+#include <sstream>
+
+#include "solvers/linear_operator.h"
+#include "wilson_clover/wilson_clover.h"
+
+namespace latke {
+
+class WilsonCloverLinear final : public LinearOperator {
+ public:
+  /// @param even_odd false: M on full fields; true: Mhat (schur) on fields of `parity`.
+  WilsonCloverLinear(std::shared_ptr<WilsonCloverOperator> op, bool even_odd, SchurType schur, int parity)
+      : op_(std::move(op)), even_odd_(even_odd), schur_(schur), parity_(parity) {}
+  void apply(ColorSpinorField& out, const ColorSpinorField& in, bool dagger = false) override {
+    if (even_odd_)
+      op_->apply_schur(out, in, schur_, dagger);
+    else
+      op_->apply(out, in, dagger);
+  }
+  SpinorParam field_param() const override {
+    const WilsonCloverParam& p = op_->param();
+    return SpinorParam{4, 3, p.precision, even_odd_ ? (parity_ == 0 ? Subset::even : Subset::odd) : Subset::full,
+                       p.backend};
+  }
+  const std::shared_ptr<const Lattice>& lattice() const override { return op_->lattice_ptr(); }
+  double flops() const override {
+    const double vcb = op_->lattice().volume_cb();
+    return even_odd_ ? vcb * (2 * (1320 + 504) + 48) : 2 * vcb * (1320 + 504 + 48);
+  }
+  std::string describe() const override {
+    std::ostringstream s;
+    s << "Wilson-clover " << (even_odd_ ? std::string("even-odd (") + to_string(schur_) + ")" : std::string("full"))
+      << ", " << to_string(op_->param().precision) << " precision";
+    if (op_->domain_local())
+      s << ", domain-local blocks " << op_->param().block[0] << "x" << op_->param().block[1] << "x"
+        << op_->param().block[2] << "x" << op_->param().block[3];
+    return s.str();
+  }
+  WilsonCloverOperator& op() { return *op_; }
+
+ private:
+  std::shared_ptr<WilsonCloverOperator> op_;
+  bool even_odd_;
+  SchurType schur_;
+  int parity_;
+};
+
+}  // namespace latke

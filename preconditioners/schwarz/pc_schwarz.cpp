@@ -1,0 +1,186 @@
+// The Schwarz preconditioner as a PETSc PC (-pc_type latke_schwarz, registered by
+// LatkeInitialize) and as a PCSHELL (PCShellSetLatkeSchwarz). PCRegister'ed types fill the
+// PC's operation table, which lives in PETSc's private pcimpl.h (PETSc 3.18, as installed).
+#include <petsc/private/pcimpl.h>
+
+#include <chrono>
+#include <sstream>
+
+#include "latke/core/error.h"
+#include "latke/core/options.h"
+#include "mat_shell.h"
+#include "preconditioners/schwarz/schwarz.h"
+
+namespace latke::petsc {
+namespace {
+
+struct SchwarzContext {
+  SchwarzParam param;
+  std::shared_ptr<ShellOperator> op;
+  LatkeOperatorForm form = LATKE_OPERATOR_EVEN_ODD;
+  std::unique_ptr<SchwarzPreconditioner> k;
+  double setup_seconds = 0;
+  long applies = 0;
+};
+
+void read_params(MPI_Comm comm, const char* prefix, SchwarzParam& p) {
+  std::string block, precision, type;
+  long iterations = p.iterations;
+  double omega = p.omega;
+  std::ostringstream def;
+  def << p.block[0] << "," << p.block[1] << "," << p.block[2] << "," << p.block[3];
+  read_options(comm, prefix ? prefix : "", "Latke Schwarz preconditioner options", [&](OptionGroup& o) {
+    block = o.string("-pc_latke_schwarz_block", def.str(), "Block extents X,Y,Z,T (even, dividing the local volume)");
+    iterations = o.integer("-pc_latke_schwarz_iterations", p.iterations, "MR steps per block per application");
+    precision = o.string("-pc_latke_schwarz_precision", to_string(p.precision), "Block solve storage: double, single or half");
+    type = o.string("-pc_latke_schwarz_type", to_string(p.type), "additive or multiplicative (red-black SAP)");
+    omega = o.real("-pc_latke_schwarz_omega", p.omega, "Relaxation weight on the result, in (0, 2)");
+  });
+  p.block = parse_coords(block, std::string("-") + (prefix ? prefix : "") + "pc_latke_schwarz_block");
+  require(iterations >= 1, "-", prefix ? prefix : "", "pc_latke_schwarz_iterations ", iterations,
+          ": expected at least 1");
+  p.iterations = static_cast<int>(iterations);
+  p.precision = parse_precision(precision);
+  p.type = parse_schwarz_type(type);
+  require(omega > 0 && omega < 2, "-", prefix ? prefix : "", "pc_latke_schwarz_omega ", omega,
+          ": expected a number in (0, 2)");
+  p.omega = omega;
+}
+
+void set_up(SchwarzContext& c, Mat pmat) {
+  const auto t0 = std::chrono::steady_clock::now();
+  MatContext& m = context_of(pmat);
+  check_schwarz_block(*m.op->lattice(), c.param.block);
+  c.op = m.op;
+  c.form = m.form;
+  std::unique_ptr<LinearOperator> full;
+  if (c.param.type == SchwarzType::multiplicative) full = c.op->linear_operator(c.form, c.param.precision, Coords{0, 0, 0, 0});
+  c.k = std::make_unique<SchwarzPreconditioner>(c.op->linear_operator(c.form, c.param.precision, c.param.block),
+                                                std::move(full), c.param);
+  synchronize(c.op->backend());
+  c.setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void apply(SchwarzContext& c, Vec x, Vec y) {
+  require(c.k != nullptr, "the Latke Schwarz preconditioner is not set up");
+  VecField in(*c.op, x, Access::read, 0);
+  VecField out(*c.op, y, Access::write, 1);
+  c.k->apply(out.field(), in.field());
+  out.release();
+  in.release();
+  ++c.applies;
+}
+
+PetscErrorCode view(SchwarzContext& c, PetscViewer viewer) {
+  PetscBool ascii = PETSC_FALSE;
+  PetscFunctionBeginUser;
+  PetscCall(PetscObjectTypeCompare(reinterpret_cast<PetscObject>(viewer), PETSCVIEWERASCII, &ascii));
+  if (!ascii) PetscFunctionReturn(0);
+  const SchwarzParam& p = c.param;
+  PetscCall(PetscViewerASCIIPrintf(viewer, "Latke Schwarz: %s, blocks %dx%dx%dx%d, %d MR steps, %s precision, omega %g\n",
+                                   to_string(p.type), p.block[0], p.block[1], p.block[2], p.block[3], p.iterations,
+                                   to_string(p.precision), p.omega));
+  if (c.k)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  %d blocks per rank; block operator: %s; set up in %.3f s; %ld applications\n",
+                                     c.k->block_count(), c.k->block_operator().c_str(), c.setup_seconds, c.applies));
+  PetscFunctionReturn(0);
+}
+
+SchwarzContext& ctx_of(PC pc) { return *static_cast<SchwarzContext*>(pc->data); }
+MPI_Comm comm_of(PC pc) { return PetscObjectComm(reinterpret_cast<PetscObject>(pc)); }
+
+PetscErrorCode PCSetUp_LatkeSchwarz(PC pc) {
+  PetscFunctionBeginUser;
+  PetscCall(guarded(comm_of(pc), [&] { set_up(ctx_of(pc), pc->pmat); }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode PCApply_LatkeSchwarz(PC pc, Vec x, Vec y) {
+  PetscFunctionBeginUser;
+  PetscCall(guarded(comm_of(pc), [&] { apply(ctx_of(pc), x, y); }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode PCSetFromOptions_LatkeSchwarz(PC pc, PetscOptionItems*) {
+  const char* prefix = nullptr;
+  PetscFunctionBeginUser;
+  PetscCall(PCGetOptionsPrefix(pc, &prefix));
+  PetscCall(guarded(comm_of(pc), [&] { read_params(comm_of(pc), prefix, ctx_of(pc).param); }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode PCView_LatkeSchwarz(PC pc, PetscViewer viewer) { return view(ctx_of(pc), viewer); }
+
+PetscErrorCode PCDestroy_LatkeSchwarz(PC pc) {
+  PetscFunctionBeginUser;
+  delete static_cast<SchwarzContext*>(pc->data);
+  pc->data = nullptr;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode shell_apply(PC pc, Vec x, Vec y) {
+  void* c = nullptr;
+  PetscFunctionBeginUser;
+  PetscCall(PCShellGetContext(pc, &c));
+  PetscCall(guarded(comm_of(pc), [&] { apply(*static_cast<SchwarzContext*>(c), x, y); }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode shell_view(PC pc, PetscViewer viewer) {
+  void* c = nullptr;
+  PetscFunctionBeginUser;
+  PetscCall(PCShellGetContext(pc, &c));
+  PetscCall(view(*static_cast<SchwarzContext*>(c), viewer));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode shell_destroy(PC pc) {
+  void* c = nullptr;
+  PetscFunctionBeginUser;
+  PetscCall(PCShellGetContext(pc, &c));
+  delete static_cast<SchwarzContext*>(c);
+  PetscFunctionReturn(0);
+}
+
+}  // namespace
+}  // namespace latke::petsc
+
+using namespace latke::petsc;
+
+extern "C" {
+
+PetscErrorCode PCCreate_LatkeSchwarz(PC pc) {
+  PetscFunctionBeginUser;
+  pc->data = new SchwarzContext;
+  pc->ops->setup = PCSetUp_LatkeSchwarz;
+  pc->ops->apply = PCApply_LatkeSchwarz;
+  pc->ops->setfromoptions = PCSetFromOptions_LatkeSchwarz;
+  pc->ops->view = PCView_LatkeSchwarz;
+  pc->ops->destroy = PCDestroy_LatkeSchwarz;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode PCShellSetLatkeSchwarz(PC pc, Mat A, const char prefix[]) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(pc);
+  LatkeCheckNull(A);
+  auto* c = new SchwarzContext;
+  const PetscErrorCode ierr = guarded(comm_of(pc), [&] {
+    read_params(comm_of(pc), prefix, c->param);
+    set_up(*c, A);
+  });
+  if (ierr) {
+    delete c;
+    PetscCall(ierr);
+  }
+  PetscCall(PCSetType(pc, PCSHELL));
+  PetscCall(PCSetOperators(pc, A, A));
+  PetscCall(PCShellSetContext(pc, c));
+  PetscCall(PCShellSetApply(pc, shell_apply));
+  PetscCall(PCShellSetView(pc, shell_view));
+  PetscCall(PCShellSetDestroy(pc, shell_destroy));
+  PetscCall(PCShellSetName(pc, "Latke Schwarz"));
+  PetscFunctionReturn(0);
+}
+
+}  // extern "C"

@@ -1,0 +1,295 @@
+// The native solvers (solvers.h): CG, CGNE/CGNR, BiCGstab with reliable updates, flexible
+// GCR(k) with restarts, MR. Host code only: every vector operation is a BLAS kernel.
+#include "solvers/solvers.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "latke/core/error.h"
+#include "latke/fields/blas.h"
+
+namespace latke {
+
+using blas::Cplx;
+
+const char* to_string(SolverType t) {
+  switch (t) {
+    case SolverType::cg: return "cg";
+    case SolverType::cgne: return "cgne";
+    case SolverType::cgnr: return "cgnr";
+    case SolverType::bicgstab: return "bicgstab";
+    case SolverType::gcr: return "gcr";
+    case SolverType::mr: return "mr";
+  }
+  return "?";
+}
+
+SolverType parse_solver_type(const std::string& name) {
+  for (SolverType t : {SolverType::cg, SolverType::cgne, SolverType::cgnr, SolverType::bicgstab, SolverType::gcr,
+                       SolverType::mr})
+    if (name == to_string(t)) return t;
+  fail("unknown solver '", name, "': expected cg, cgne, cgnr, bicgstab, gcr or mr");
+}
+
+namespace {
+
+/// Counts applications of the two operators and keeps the double solution and residual.
+class Work {
+ public:
+  Work(LinearOperator& a, LinearOperator* sloppy, SolverStats& st)
+      : a_(a), s_(sloppy ? *sloppy : a), st_(st), mixed_(sloppy && sloppy != &a) {}
+  LinearOperator& outer() { return a_; }
+  bool mixed() const { return mixed_; }
+  void apply_outer(ColorSpinorField& out, const ColorSpinorField& in) {
+    a_.apply(out, in);
+    ++st_.outer_applications;
+  }
+  void apply_sloppy(ColorSpinorField& out, const ColorSpinorField& in) {
+    s_.apply(out, in);
+    if (mixed_)
+      ++st_.sloppy_applications;
+    else
+      ++st_.outer_applications;
+  }
+  ColorSpinorField sloppy_field() { return s_.make_field(); }
+  ColorSpinorField outer_field() { return a_.make_field(); }
+  /// r = b - A x (double); returns |r|^2.
+  double true_residual(ColorSpinorField& r, const ColorSpinorField& x, const ColorSpinorField& b) {
+    apply_outer(r, x);
+    return blas::caxpby_norm(Cplx(1), b, Cplx(-1), r);
+  }
+  double flops_per(bool outer) const { return outer ? a_.flops() : s_.flops(); }
+
+ private:
+  LinearOperator& a_;
+  LinearOperator& s_;
+  SolverStats& st_;
+  bool mixed_;
+};
+
+/// x += xs (xs sloppy), then xs = 0.
+void fold(ColorSpinorField& x, ColorSpinorField& xs, ColorSpinorField& tmp) {
+  tmp.copy_from(xs);
+  blas::caxpby(Cplx(1), tmp, Cplx(1), x);
+  xs.zero();
+}
+
+void cg(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const SolverParam& p, SolverStats& st) {
+  ColorSpinorField r = w.outer_field(), tmp = w.outer_field();
+  ColorSpinorField rs = w.sloppy_field(), ps = w.sloppy_field(), aps = w.sloppy_field(), xs = w.sloppy_field();
+  const double b2 = blas::cdot_norms(b, b).xx, target = p.tol * p.tol * b2;
+  double r2 = w.true_residual(r, x, b);
+  rs.copy_from(r);
+  ps.copy_from(r);
+  double maxr = std::sqrt(r2);
+  while (r2 > target && st.iterations < p.max_iter) {
+    w.apply_sloppy(aps, ps);
+    const double pap = blas::cdot_norms(ps, aps).dot.re;
+    require(pap > 0, "CG: <p, A p> = ", pap, " is not positive: the operator is not Hermitian positive definite");
+    const double alpha = r2 / pap;
+    blas::caxpby(Cplx(alpha), ps, Cplx(1), xs);
+    double r2new = blas::caxpby_norm(Cplx(-alpha), aps, Cplx(1), rs);
+    ++st.iterations;
+    const bool update = w.mixed() ? (std::sqrt(r2new) < p.delta * maxr || r2new <= target) : r2new <= target;
+    if (update) {
+      fold(x, xs, tmp);
+      r2new = w.true_residual(r, x, b);
+      rs.copy_from(r);
+      maxr = std::sqrt(r2new);
+      ++st.reliable_updates;
+    }
+    const double beta = r2new / r2;
+    blas::caxpby(Cplx(1), rs, Cplx(beta), ps);
+    r2 = r2new;
+  }
+  fold(x, xs, tmp);
+}
+
+void bicgstab(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const SolverParam& p, SolverStats& st) {
+  ColorSpinorField r = w.outer_field(), tmp = w.outer_field();
+  ColorSpinorField rs = w.sloppy_field(), rhat = w.sloppy_field(), ps = w.sloppy_field(), v = w.sloppy_field(),
+                   t = w.sloppy_field(), xs = w.sloppy_field();
+  const double b2 = blas::cdot_norms(b, b).xx, target = p.tol * p.tol * b2;
+  double r2 = w.true_residual(r, x, b);
+  rs.copy_from(r);
+  rhat.copy_from(r);
+  Cplx rho(1), alpha(1), omega(1);
+  double maxr = std::sqrt(r2);
+  while (r2 > target && st.iterations < p.max_iter) {
+    Cplx rho_new = blas::cdot_norms(rhat, rs).dot;
+    if (norm2(rho_new) == 0) {  // breakdown: restart the shadow residual
+      rhat.copy_from(rs);
+      rho_new = Cplx(blas::cdot_norms(rs, rs).xx);
+      ps.zero();
+      v.zero();
+      rho = alpha = omega = Cplx(1);
+    }
+    const Cplx beta = (rho_new / rho) * (alpha / omega);
+    blas::caxpbypcz(Cplx(1), rs, -(beta * omega), v, beta, ps);
+    w.apply_sloppy(v, ps);
+    alpha = rho_new / blas::cdot_norms(rhat, v).dot;
+    blas::caxpby(-alpha, v, Cplx(1), rs);  // s
+    w.apply_sloppy(t, rs);
+    const blas::DotNorms ts = blas::cdot_norms(t, rs);
+    omega = ts.xx > 0 ? ts.dot / Cplx(ts.xx) : Cplx(0);
+    blas::caxpbypcz(alpha, ps, omega, rs, Cplx(1), xs);
+    double r2new = blas::caxpby_norm(-omega, t, Cplx(1), rs);
+    rho = rho_new;
+    ++st.iterations;
+    const bool update = w.mixed() ? (std::sqrt(r2new) < p.delta * maxr || r2new <= target) : r2new <= target;
+    if (update) {
+      fold(x, xs, tmp);
+      r2new = w.true_residual(r, x, b);
+      rs.copy_from(r);
+      maxr = std::sqrt(r2new);
+      ++st.reliable_updates;
+    }
+    r2 = r2new;
+  }
+  fold(x, xs, tmp);
+}
+
+void gcr(Work& w, Preconditioner* K, ColorSpinorField& x, const ColorSpinorField& b, const SolverParam& p,
+         SolverStats& st) {
+  require(p.restart >= 1, "GCR restart ", p.restart, ": expected at least 1");
+  ColorSpinorField r = w.outer_field();
+  std::vector<ColorSpinorField> z, az;
+  for (int i = 0; i < p.restart; ++i) {
+    z.push_back(w.outer_field());
+    az.push_back(w.outer_field());
+  }
+  const double b2 = blas::cdot_norms(b, b).xx, target = p.tol * p.tol * b2;
+  double r2 = w.true_residual(r, x, b);
+  while (r2 > target && st.iterations < p.max_iter) {
+    for (int j = 0; j < p.restart && r2 > target && st.iterations < p.max_iter; ++j) {
+      if (K)
+        K->apply(z[j], r);
+      else
+        z[j].copy_from(r);
+      w.apply_outer(az[j], z[j]);
+      for (int i = 0; i < j; ++i) {  // modified Gram-Schmidt of A z_j against the earlier A z_i
+        const Cplx c = blas::cdot_norms(az[i], az[j]).dot;
+        blas::caxpby(-c, az[i], Cplx(1), az[j]);
+        blas::caxpby(-c, z[i], Cplx(1), z[j]);
+      }
+      const double n = std::sqrt(blas::cdot_norms(az[j], az[j]).xx);
+      require(n > 0, "GCR: the operator maps a search direction to zero");
+      blas::caxpby(Cplx(0), az[j], Cplx(1 / n), az[j]);
+      blas::caxpby(Cplx(0), z[j], Cplx(1 / n), z[j]);
+      const Cplx a = blas::cdot_norms(az[j], r).dot;
+      blas::caxpby(a, z[j], Cplx(1), x);
+      r2 = blas::caxpby_norm(-a, az[j], Cplx(1), r);
+      ++st.iterations;
+    }
+    r2 = w.true_residual(r, x, b);  // restart from the true residual
+    ++st.reliable_updates;
+  }
+}
+
+void mr(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const SolverParam& p, SolverStats& st) {
+  ColorSpinorField r = w.outer_field(), ar = w.outer_field();
+  const double b2 = blas::cdot_norms(b, b).xx, target = p.tol * p.tol * b2;
+  double r2 = w.true_residual(r, x, b);
+  while (r2 > target && st.iterations < p.max_iter) {
+    w.apply_outer(ar, r);
+    const blas::DotNorms d = blas::cdot_norms(ar, r);
+    require(d.xx > 0, "MR: the operator maps the residual to zero");
+    const Cplx alpha = d.dot / Cplx(d.xx);
+    blas::caxpby(alpha, r, Cplx(1), x);
+    r2 = blas::caxpby_norm(-alpha, ar, Cplx(1), r);
+    ++st.iterations;
+  }
+}
+
+}  // namespace
+
+SolverStats solve(LinearOperator& A, LinearOperator* sloppy, Preconditioner* K, ColorSpinorField& x,
+                  const ColorSpinorField& b, const SolverParam& p) {
+  require(p.tol > 0 && p.tol < 1, "solver tolerance ", p.tol, ": expected a number in (0, 1)");
+  require(p.max_iter >= 1, "solver iteration limit ", p.max_iter, ": expected at least 1");
+  require(p.delta > 0 && p.delta < 1, "reliable-update factor ", p.delta, ": expected a number in (0, 1)");
+  require(x.precision() == Precision::double_ && b.precision() == Precision::double_,
+          "solve: the solution and the source must be double-precision fields");
+  require(!K || p.type == SolverType::gcr, "solve: only GCR takes a preconditioner, not ", to_string(p.type));
+  SolverStats st;
+  const auto t0 = std::chrono::steady_clock::now();
+  const double b2 = blas::cdot_norms(b, b).xx;
+  require(b2 > 0, "solve: the source is zero");
+  switch (p.type) {
+    case SolverType::cg: {
+      Work w(A, sloppy, st);
+      cg(w, x, b, p, st);
+      break;
+    }
+    case SolverType::cgne: {  // A A^dag y = b, x = A^dag y
+      NormalOperator n(A, true);
+      std::unique_ptr<NormalOperator> ns = sloppy ? std::make_unique<NormalOperator>(*sloppy, true) : nullptr;
+      Work w(n, ns.get(), st);
+      ColorSpinorField y = A.make_field();
+      cg(w, y, b, p, st);
+      st.outer_applications *= 2;  // each normal-operator application is two of A
+      st.sloppy_applications *= 2;
+      A.apply(x, y, true);
+      ++st.outer_applications;
+      break;
+    }
+    case SolverType::cgnr: {  // A^dag A x = A^dag b
+      NormalOperator n(A, false);
+      std::unique_ptr<NormalOperator> ns = sloppy ? std::make_unique<NormalOperator>(*sloppy, false) : nullptr;
+      Work w(n, ns.get(), st);
+      ColorSpinorField adb = A.make_field();
+      A.apply(adb, b, true);
+      ++st.outer_applications;
+      // CG stops on the normal equations' residual |A^dag (b - A x)|; continue with a tighter
+      // tolerance until the true residual |b - A x| meets the one asked for.
+      SolverParam q = p;
+      ColorSpinorField r = A.make_field();
+      for (int round = 0; round < 4; ++round) {
+        const long before = st.outer_applications, sloppy_before = st.sloppy_applications;
+        cg(w, x, adb, q, st);
+        st.outer_applications = before + 2 * (st.outer_applications - before);
+        st.sloppy_applications = sloppy_before + 2 * (st.sloppy_applications - sloppy_before);
+        A.apply(r, x);
+        ++st.outer_applications;
+        const double rel = std::sqrt(blas::caxpby_norm(Cplx(1), b, Cplx(-1), r) / b2);
+        if (rel <= p.tol || st.iterations >= p.max_iter) break;
+        q.tol = std::max(q.tol * p.tol / rel * 0.5, 1e-15);
+      }
+      break;
+    }
+    case SolverType::bicgstab: {
+      Work w(A, sloppy, st);
+      bicgstab(w, x, b, p, st);
+      break;
+    }
+    case SolverType::gcr: {
+      Work w(A, nullptr, st);
+      gcr(w, K, x, b, p, st);
+      break;
+    }
+    case SolverType::mr: {
+      Work w(A, nullptr, st);
+      mr(w, x, b, p, st);
+      break;
+    }
+  }
+  // The verdict, in double with the operator itself.
+  ColorSpinorField r = A.make_field();
+  A.apply(r, x);
+  ++st.outer_applications;
+  const double r2 = blas::caxpby_norm(Cplx(1), b, Cplx(-1), r);
+  st.true_residual = std::sqrt(r2 / b2);
+  st.converged = st.true_residual <= p.tol * (1 + 1e-6);
+  synchronize(A.field_param().backend);
+  st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double local = st.outer_applications * A.flops() + st.sloppy_applications * (sloppy ? sloppy->flops() : 0.0);
+  MPI_Allreduce(&local, &st.flops, 1, MPI_DOUBLE, MPI_SUM, A.lattice()->comm());
+  return st;
+}
+
+}  // namespace latke

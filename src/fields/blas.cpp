@@ -1,0 +1,166 @@
+// Fused BLAS-1 kernels (blas.h). Compiled by nvcc in CUDA builds.
+#include "latke/fields/blas.h"
+
+#include <mpi.h>
+
+#include "latke/core/error.h"
+#include "latke/core/launch.h"
+
+namespace latke::blas {
+
+namespace {
+
+template <typename F>
+void dispatch(const ColorSpinorField& x, F&& f) {
+  dispatch_precision(x.precision(), [&](auto s) {
+    using S = decltype(s);
+    switch (x.site_reals()) {
+      case 24: f(S{}, std::integral_constant<int, 24>{}); break;
+      case 6: f(S{}, std::integral_constant<int, 6>{}); break;
+      default: fail("BLAS on fields with ", x.site_reals(), " reals per site is not instantiated");
+    }
+  });
+}
+
+void require_alike(const ColorSpinorField& a, const ColorSpinorField& b, const char* what) {
+  require(a.precision() == b.precision() && a.site_reals() == b.site_reals() && a.n_parity() == b.n_parity() &&
+              a.backend() == b.backend() && a.lattice().volume_cb() == b.lattice().volume_cb(),
+          what, ": fields differ in precision, shape, subset or backend (", to_string(a.precision()), " and ",
+          to_string(b.precision()), ")");
+}
+
+template <typename S, int NR>
+SiteArray<S, NR, 1> arr(const ColorSpinorField& f, int block) {
+  SiteArray<S, NR, 1> s;
+  s.data = static_cast<S*>(f.block_data(block));
+  s.norm = f.block_norm(block);
+  s.stride = f.lattice().volume_cb();
+  return s;
+}
+
+template <typename S>
+using compute_t = typename compute_type<S>::type;
+
+/// z = a x + b y + c z (with y unused when b = 0 and has_y is false); optionally |z|^2.
+template <typename S, int NR, bool HasY, bool Norm>
+struct AxpbyzKernel {
+  using T = compute_t<S>;
+  SiteArray<S, NR, 1> x, y, z;
+  Complex<T> a, b, c;
+  LATKE_HOST_DEVICE double operator()(int i, int) const {
+    T u[NR], w[NR], v[NR];
+    x.load(u, i);
+    z.load(w, i);
+    if constexpr (HasY) y.load(v, i);
+    double n = 0;
+    for (int k = 0; k < NR; k += 2) {
+      const Complex<T> xk(u[k], u[k + 1]), zk(w[k], w[k + 1]);
+      Complex<T> r = a * xk + c * zk;
+      if constexpr (HasY) r += b * Complex<T>(v[k], v[k + 1]);
+      w[k] = r.re;
+      w[k + 1] = r.im;
+      if constexpr (Norm) n += static_cast<double>(r.re) * r.re + static_cast<double>(r.im) * r.im;
+    }
+    z.save(w, i);
+    return n;
+  }
+};
+
+/// Launches the update as a plain kernel (return value ignored).
+template <typename K>
+struct AsVoid {
+  K k;
+  LATKE_HOST_DEVICE void operator()(int i, int p) const { (void)k(i, p); }
+};
+
+struct DotNormSum {
+  double re = 0, im = 0, xx = 0, yy = 0;
+  LATKE_HOST_DEVICE DotNormSum& operator+=(const DotNormSum& o) {
+    re += o.re, im += o.im, xx += o.xx, yy += o.yy;
+    return *this;
+  }
+};
+
+template <typename S, int NR>
+struct DotNormKernel {
+  using T = compute_t<S>;
+  SiteArray<S, NR, 1> x, y;
+  LATKE_HOST_DEVICE DotNormSum operator()(int i, int) const {
+    T u[NR], v[NR];
+    x.load(u, i);
+    y.load(v, i);
+    DotNormSum s;
+    for (int k = 0; k < NR; k += 2) {
+      const double xr = u[k], xi = u[k + 1], yr = v[k], yi = v[k + 1];
+      s.re += xr * yr + xi * yi;
+      s.im += xr * yi - xi * yr;
+      s.xx += xr * xr + xi * xi;
+      s.yy += yr * yr + yi * yi;
+    }
+    return s;
+  }
+};
+
+template <bool HasY, bool Norm>
+double axpbyz(Cplx a, const ColorSpinorField& x, Cplx b, const ColorSpinorField* y, Cplx c, ColorSpinorField& z) {
+  double norm = 0;
+  dispatch(z, [&](auto s, auto nr) {
+    using S = decltype(s);
+    constexpr int NR = decltype(nr)::value;
+    using T = compute_t<S>;
+    for (int blk = 0; blk < z.n_parity(); ++blk) {
+      AxpbyzKernel<S, NR, HasY, Norm> k;
+      k.x = arr<S, NR>(x, blk);
+      if (HasY) k.y = arr<S, NR>(*y, blk);
+      k.z = arr<S, NR>(z, blk);
+      k.a = Complex<T>(static_cast<T>(a.re), static_cast<T>(a.im));
+      k.b = Complex<T>(static_cast<T>(b.re), static_cast<T>(b.im));
+      k.c = Complex<T>(static_cast<T>(c.re), static_cast<T>(c.im));
+      if constexpr (Norm)
+        norm += launch_reduce<double>(z.backend(), k, {z.lattice().volume_cb()});
+      else
+        launch(z.backend(), AsVoid<decltype(k)>{k}, {z.lattice().volume_cb()}, compute_stream(), false);
+    }
+  });
+  if constexpr (Norm) {
+    double global = 0;
+    MPI_Allreduce(&norm, &global, 1, MPI_DOUBLE, MPI_SUM, z.lattice().comm());
+    return global;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void caxpby(Cplx a, const ColorSpinorField& x, Cplx b, ColorSpinorField& y) {
+  require_alike(x, y, "caxpby");
+  axpbyz<false, false>(a, x, Cplx(), nullptr, b, y);
+}
+
+double caxpby_norm(Cplx a, const ColorSpinorField& x, Cplx b, ColorSpinorField& y) {
+  require_alike(x, y, "caxpby_norm");
+  return axpbyz<false, true>(a, x, Cplx(), nullptr, b, y);
+}
+
+void caxpbypcz(Cplx a, const ColorSpinorField& x, Cplx b, const ColorSpinorField& y, Cplx c, ColorSpinorField& z) {
+  require_alike(x, z, "caxpbypcz");
+  require_alike(y, z, "caxpbypcz");
+  axpbyz<true, false>(a, x, b, &y, c, z);
+}
+
+DotNorms cdot_norms(const ColorSpinorField& x, const ColorSpinorField& y) {
+  require_alike(x, y, "cdot_norms");
+  DotNormSum local;
+  dispatch(x, [&](auto s, auto nr) {
+    using S = decltype(s);
+    constexpr int NR = decltype(nr)::value;
+    for (int blk = 0; blk < x.n_parity(); ++blk)
+      local += launch_reduce<DotNormSum>(x.backend(), DotNormKernel<S, NR>{arr<S, NR>(x, blk), arr<S, NR>(y, blk)},
+                                         {x.lattice().volume_cb()});
+  });
+  double in[4] = {local.re, local.im, local.xx, local.yy}, out[4];
+  MPI_Allreduce(in, out, 4, MPI_DOUBLE, MPI_SUM, x.lattice().comm());
+  return {Cplx(out[0], out[1]), out[2], out[3]};
+}
+
+}  // namespace latke::blas

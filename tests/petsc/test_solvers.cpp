@@ -1,0 +1,359 @@
+// Native solvers and the Schwarz preconditioner: the domain-local operator, MR block solves
+// against a dense solve, grid independence of the preconditioner, PETSc's flexible methods
+// with latke_schwarz, mixed-precision native solvers, bad input. 1 and 4 ranks.
+#include <gtest/gtest.h>
+#include <petscksp.h>
+
+#include <Eigen/Dense>
+#include <cmath>
+#include <complex>
+#include <vector>
+
+#include "latke/fields/blas.h"
+#include "latke/fields/random.h"
+#include "latke/latke.h"
+#include "mat_shell.h"
+#include "preconditioners/schwarz/schwarz.h"
+#include "solvers/solvers.h"
+#include "wilson_clover/wilson_clover.h"
+#include "wilson_clover/wilson_clover_linear.h"
+
+namespace {
+
+using namespace latke;
+using cvec = std::vector<Complex<double>>;
+
+int world_size() {
+  int n = 1;
+  MPI_Comm_size(PETSC_COMM_WORLD, &n);
+  return n;
+}
+
+WilsonCloverParam wilson(Precision p, const Coords& block = {0, 0, 0, 0}) {
+  WilsonCloverParam w;
+  w.mass = 0.1;
+  w.csw = 1.0;
+  w.precision = p;
+  w.backend = default_backend();
+  w.block = block;
+  return w;
+}
+
+double rel(const cvec& a, const cvec& b) {
+  double d = 0, n = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    d += norm2(a[i] - b[i]);
+    n += norm2(b[i]);
+  }
+  return std::sqrt(d / n);
+}
+
+// Inside a block, the domain-local operator equals the full one on a field that vanishes
+// outside the block; outside, it is exactly zero while the full operator leaks.
+TEST(DomainLocal, EqualsFullOperatorOnAnIsolatedBlock) {
+  auto lat = std::make_shared<const Lattice>(PETSC_COMM_SELF, Coords{8, 4, 4, 8});
+  const cvec links = random_gauge(*lat, 3);
+  const Coords block{4, 4, 2, 4};
+  WilsonCloverOperator full(lat, links, wilson(Precision::double_)), local(lat, links, wilson(Precision::double_, block));
+  cvec psi = random_spinor(*lat, 4);
+  auto in_block = [&](long s) {
+    const Coords c = lat->coords_of(s);
+    return c[0] >= 4 && c[1] < 4 && c[2] >= 2 && c[3] >= 4;  // the block at (1,0,1,1)
+  };
+  for (long s = 0; s < lat->volume(); ++s)
+    if (!in_block(s))
+      for (int k = 0; k < 12; ++k) psi[s * 12 + k] = Complex<double>();
+  SpinorParam sp{4, 3, Precision::double_, Subset::full, default_backend()};
+  ColorSpinorField in(lat, sp), a(lat, sp), b(lat, sp);
+  in.from_lexicographic(psi);
+  full.apply(a, in);
+  local.apply(b, in);
+  cvec fa, fb;
+  a.to_lexicographic(fa);
+  b.to_lexicographic(fb);
+  double inside = 0, inside_norm = 0, outside_local = 0, outside_full = 0;
+  for (long s = 0; s < lat->volume(); ++s)
+    for (int k = 0; k < 12; ++k) {
+      const std::size_t i = s * 12 + k;
+      if (in_block(s)) {
+        inside += norm2(fa[i] - fb[i]);
+        inside_norm += norm2(fa[i]);
+      } else {
+        outside_local += norm2(fb[i]);
+        outside_full += norm2(fa[i]);
+      }
+    }
+  EXPECT_LT(std::sqrt(inside / inside_norm), 1e-14);
+  EXPECT_EQ(outside_local, 0.0);
+  EXPECT_GT(outside_full, 1e-2 * inside_norm);
+}
+
+// Enough MR steps on a block reach the block's exact solution (dense LU of the block's
+// even-odd operator, built column by column).
+TEST(Schwarz, MrConvergesToTheDenseBlockSolution) {
+  auto lat = std::make_shared<const Lattice>(PETSC_COMM_SELF, Coords{4, 4, 4, 4});
+  const cvec links = random_gauge(*lat, 5);
+  const Coords block{2, 2, 2, 2};
+  auto op = std::make_shared<WilsonCloverOperator>(lat, links, wilson(Precision::double_, block));
+  WilsonCloverLinear A(op, true, SchurType::symmetric, 0);
+  // Block 0 (origin), even sites: their lexicographic indices.
+  std::vector<long> sites;
+  for (long s = 0; s < lat->volume(); ++s) {
+    const Coords c = lat->coords_of(s);
+    if (c[0] < 2 && c[1] < 2 && c[2] < 2 && c[3] < 2 && ((c[0] + c[1] + c[2] + c[3]) & 1) == 0) sites.push_back(s);
+  }
+  const int n = static_cast<int>(sites.size()) * 12;
+  ASSERT_EQ(n, 96);
+  Eigen::MatrixXcd dense(n, n);
+  ColorSpinorField e = A.make_field(), ae = A.make_field();
+  cvec host(lat->volume() * 12), out;
+  for (int j = 0; j < n; ++j) {
+    std::fill(host.begin(), host.end(), Complex<double>());
+    host[sites[j / 12] * 12 + j % 12] = Complex<double>(1);
+    e.from_lexicographic(host);
+    A.apply(ae, e);
+    out.clear();
+    ae.to_lexicographic(out);
+    for (int i = 0; i < n; ++i) dense(i, j) = {out[sites[i / 12] * 12 + i % 12].re, out[sites[i / 12] * 12 + i % 12].im};
+  }
+  const cvec rnd = random_spinor(*lat, 9);
+  Eigen::VectorXcd rhs(n);
+  std::fill(host.begin(), host.end(), Complex<double>());
+  for (int i = 0; i < n; ++i) {
+    const std::size_t at = sites[i / 12] * 12 + i % 12;
+    host[at] = rnd[at];
+    rhs(i) = {rnd[at].re, rnd[at].im};
+  }
+  const Eigen::VectorXcd exact = dense.partialPivLu().solve(rhs);
+  SchwarzParam sp;
+  sp.block = block;
+  sp.iterations = 200;
+  sp.precision = Precision::double_;
+  SchwarzPreconditioner k(std::make_unique<WilsonCloverLinear>(op, true, SchurType::symmetric, 0), nullptr, sp);
+  ColorSpinorField b = A.make_field(), x = A.make_field();
+  b.from_lexicographic(host);
+  k.apply(x, b);
+  out.clear();
+  x.to_lexicographic(out);
+  double d = 0, nn = 0, elsewhere = 0;
+  for (int i = 0; i < n; ++i) {
+    const Complex<double> v = out[sites[i / 12] * 12 + i % 12];
+    d += std::norm(std::complex<double>(v.re, v.im) - exact(i));
+    nn += std::norm(exact(i));
+  }
+  for (long s = 0; s < lat->volume(); ++s)
+    if (std::find(sites.begin(), sites.end(), s) == sites.end())
+      for (int c = 0; c < 12; ++c) elsewhere += norm2(out[s * 12 + c]);
+  EXPECT_LT(std::sqrt(d / nn), 1e-10);
+  EXPECT_EQ(elsewhere, 0.0);  // other blocks had no right-hand side
+  // Few steps are not the solution: the check above can fail.
+  SchwarzParam few = sp;
+  few.iterations = 2;
+  SchwarzPreconditioner k2(std::make_unique<WilsonCloverLinear>(op, true, SchurType::symmetric, 0), nullptr, few);
+  k2.apply(x, b);
+  out.clear();
+  x.to_lexicographic(out);
+  d = 0;
+  for (int i = 0; i < n; ++i) {
+    const Complex<double> v = out[sites[i / 12] * 12 + i % 12];
+    d += std::norm(std::complex<double>(v.re, v.im) - exact(i));
+  }
+  EXPECT_GT(std::sqrt(d / nn), 1e-6);
+}
+
+struct Problem {
+  LatkeGauge g = nullptr;
+  Mat A = nullptr;
+  Problem(MPI_Comm comm, const PetscInt grid[4], PetscInt seed = 7, PetscReal spread = -1) {
+    const PetscInt dims[4] = {8, 8, 8, 8};
+    EXPECT_EQ(LatkeGaugeCreateRandom(comm, dims, grid, seed, spread, &g), 0);
+    LatkeWilsonCloverParams p;
+    LatkeWilsonCloverParamsDefault(&p);
+    p.mass = spread < 0 ? 0.1 : -0.05;
+    EXPECT_EQ(MatCreateLatkeWilsonClover(g, LATKE_OPERATOR_EVEN_ODD, &p, nullptr, &A), 0);
+  }
+  ~Problem() {
+    MatDestroy(&A);
+    LatkeGaugeDestroy(&g);
+  }
+  cvec lex(Vec v) const {
+    std::vector<PetscScalar> a(g->data->lattice->volume() * 12);
+    EXPECT_EQ(LatkeVecGetLexicographic(A, v, a.data()), 0);
+    cvec r(a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) r[i] = {PetscRealPart(a[i]), PetscImaginaryPart(a[i])};
+    return r;
+  }
+  cvec local_part(const cvec& whole) const {
+    const Lattice& lat = *g->data->lattice;
+    cvec part(lat.volume() * 12);
+    for (long s = 0; s < lat.volume(); ++s) {
+      const Coords c = lat.coords_of(s);
+      long gs = 0;
+      for (int mu = 3; mu >= 0; --mu) gs = gs * lat.global()[mu] + c[mu] + lat.offset()[mu];
+      for (int k = 0; k < 12; ++k) part[s * 12 + k] = whole[gs * 12 + k];
+    }
+    return part;
+  }
+};
+
+double rel_world(const cvec& a, const cvec& b) {
+  double d = 0, n = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    d += norm2(a[i] - b[i]);
+    n += norm2(b[i]);
+  }
+  double in[2] = {d, n}, out[2];
+  MPI_Allreduce(in, out, 2, MPI_DOUBLE, MPI_SUM, PETSC_COMM_WORLD);
+  return std::sqrt(out[0] / out[1]);
+}
+
+/// K applied to a Z4 noise vector through the PCSHELL face.
+cvec apply_schwarz(const Problem& pr, MPI_Comm comm, const char* precision, const char* type) {
+  PetscOptionsSetValue(nullptr, "-t_pc_latke_schwarz_block", "4,4,4,4");
+  PetscOptionsSetValue(nullptr, "-t_pc_latke_schwarz_precision", precision);
+  PetscOptionsSetValue(nullptr, "-t_pc_latke_schwarz_type", type);
+  PC pc;
+  EXPECT_EQ(PCCreate(comm, &pc), 0);
+  EXPECT_EQ(PCShellSetLatkeSchwarz(pc, pr.A, "t_"), 0);
+  Vec b, x;
+  MatCreateVecs(pr.A, &x, &b);
+  LatkeVecSetNoiseSource(pr.A, b, LATKE_NOISE_Z4, 3);
+  EXPECT_EQ(PCApply(pc, b, x), 0);
+  const cvec r = pr.lex(x);
+  VecDestroy(&b), VecDestroy(&x), PCDestroy(&pc);
+  PetscOptionsClearValue(nullptr, "-t_pc_latke_schwarz_block");
+  PetscOptionsClearValue(nullptr, "-t_pc_latke_schwarz_precision");
+  PetscOptionsClearValue(nullptr, "-t_pc_latke_schwarz_type");
+  return r;
+}
+
+// The same preconditioned vector on one rank with 16 blocks as on 4 ranks with 4 each.
+TEST(Schwarz, SameResultOnAnyProcessGrid) {
+  const PetscInt grid4[4] = {1, 1, 2, 2}, one[4] = {1, 1, 1, 1};
+  Problem world(PETSC_COMM_WORLD, world_size() == 4 ? grid4 : one), self(PETSC_COMM_SELF, one);
+  for (const char* prec : {"double", "half"})
+    for (const char* type : {"additive", "multiplicative"}) {
+      const cvec w = apply_schwarz(world, PETSC_COMM_WORLD, prec, type);
+      const cvec s = world.local_part(apply_schwarz(self, PETSC_COMM_SELF, prec, type));
+      // Half: faces sent between ranks are re-quantized, so the 4-rank result rounds differently.
+      EXPECT_LT(rel_world(w, s), std::string(prec) == "double" ? 1e-13 : 1e-3) << prec << " " << type;
+    }
+}
+
+/// Solve with a KSP on the even-odd system; returns the solution (lexicographic).
+cvec ksp_solve(const Problem& pr, const char* ksp_type, const char* pc_type, const char* schwarz_type,
+               KSPConvergedReason* reason) {
+  KSP ksp;
+  Vec b, x;
+  MatCreateVecs(pr.A, &x, &b);
+  LatkeVecSetNoiseSource(pr.A, b, LATKE_NOISE_Z2, 11);
+  KSPCreate(PETSC_COMM_WORLD, &ksp);
+  KSPSetOperators(ksp, pr.A, pr.A);
+  KSPSetType(ksp, ksp_type);
+  KSPSetTolerances(ksp, 1e-11, 1e-30, PETSC_DEFAULT, 500);
+  PC pc;
+  KSPGetPC(ksp, &pc);
+  EXPECT_EQ(PCSetType(pc, pc_type), 0);
+  PetscOptionsSetValue(nullptr, "-pc_latke_schwarz_block", "4,4,4,4");
+  PetscOptionsSetValue(nullptr, "-pc_latke_schwarz_type", schwarz_type);
+  EXPECT_EQ(KSPSetFromOptions(ksp), 0);
+  EXPECT_EQ(KSPSolve(ksp, b, x), 0);
+  KSPGetConvergedReason(ksp, reason);
+  const cvec r = pr.lex(x);
+  PetscOptionsClearValue(nullptr, "-pc_latke_schwarz_block");
+  PetscOptionsClearValue(nullptr, "-pc_latke_schwarz_type");
+  KSPDestroy(&ksp), VecDestroy(&b), VecDestroy(&x);
+  return r;
+}
+
+// FGMRES and GCR preconditioned by latke_schwarz converge to the unpreconditioned solution.
+TEST(Schwarz, FlexibleKrylovConvergesToTheSolution) {
+  Problem pr(PETSC_COMM_WORLD, nullptr, 7, 0.2);  // a smooth field near m = -0.05: harder
+  KSPConvergedReason reason;
+  const cvec ref = ksp_solve(pr, KSPGCR, PCNONE, "additive", &reason);
+  ASSERT_GT(reason, 0);
+  for (const char* ksp : {KSPFGMRES, KSPGCR})
+    for (const char* type : {"additive", "multiplicative"}) {
+      const cvec x = ksp_solve(pr, ksp, PCLATKESCHWARZ, type, &reason);
+      ASSERT_GT(reason, 0) << ksp << " " << type << ": " << KSPConvergedReasons[reason];
+      EXPECT_LT(rel_world(x, ref), 1e-8) << ksp << " " << type;
+    }
+}
+
+// Native solvers reach 1e-10 in the true residual from single and half inner precision, and
+// agree with PETSc's solution.
+TEST(NativeSolvers, MixedPrecisionReachesTheTolerance) {
+  Problem pr(PETSC_COMM_WORLD, nullptr, 7, 0.2);
+  KSPConvergedReason reason;
+  const cvec ref = ksp_solve(pr, KSPGCR, PCNONE, "additive", &reason);
+  ASSERT_GT(reason, 0);
+  struct Case {
+    LatkeSolverType type;
+    LatkePrecision sloppy;
+  };
+  for (const Case c : {Case{LATKE_SOLVER_BICGSTAB, LATKE_PRECISION_SINGLE}, Case{LATKE_SOLVER_BICGSTAB, LATKE_PRECISION_HALF},
+                       Case{LATKE_SOLVER_CGNR, LATKE_PRECISION_SINGLE}, Case{LATKE_SOLVER_CGNE, LATKE_PRECISION_HALF},
+                       Case{LATKE_SOLVER_GCR, LATKE_PRECISION_DOUBLE}, Case{LATKE_SOLVER_MR, LATKE_PRECISION_DOUBLE},
+                       Case{LATKE_SOLVER_BICGSTAB, LATKE_PRECISION_DOUBLE}}) {
+    LatkeSolverParams p;
+    LatkeSolverParamsDefault(&p);
+    p.type = c.type;
+    p.sloppy = c.sloppy;
+    p.tol = 1e-10;
+    Vec b, x;
+    MatCreateVecs(pr.A, &x, &b);
+    LatkeVecSetNoiseSource(pr.A, b, LATKE_NOISE_Z2, 11);
+    VecSet(x, 0.0);
+    LatkeSolverStats st;
+    ASSERT_EQ(MatLatkeSolve(pr.A, b, x, &p, nullptr, &st), 0);
+    EXPECT_TRUE(st.converged) << "solver " << c.type << " sloppy " << c.sloppy;
+    EXPECT_LE(st.true_residual, 1e-10);
+    if (c.sloppy != LATKE_PRECISION_DOUBLE) {
+      EXPECT_GT(st.sloppy_applications, 0);
+      EXPECT_GT(st.reliable_updates, 0);
+    }
+    // An independent check of the residual with MatMult.
+    Vec r;
+    VecDuplicate(b, &r);
+    MatMult(pr.A, x, r);
+    VecAYPX(r, -1.0, b);
+    PetscReal rn, bn;
+    VecNorm(r, NORM_2, &rn);
+    VecNorm(b, NORM_2, &bn);
+    EXPECT_LE(rn / bn, 1.01e-10);
+    EXPECT_LT(rel_world(pr.lex(x), ref), 1e-8);
+    VecDestroy(&r), VecDestroy(&b), VecDestroy(&x);
+  }
+}
+
+TEST(Schwarz, BadInput) {
+  Problem pr(PETSC_COMM_WORLD, nullptr);
+  PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
+  PC pc;
+  PCCreate(PETSC_COMM_WORLD, &pc);
+  const char* bad[][2] = {{"-b_pc_latke_schwarz_block", "3,4,4,4"},    // does not divide
+                          {"-b_pc_latke_schwarz_block", "1,8,8,8"},    // odd
+                          {"-b_pc_latke_schwarz_iterations", "0"},     // < 1
+                          {"-b_pc_latke_schwarz_type", "hybrid"},      // unknown
+                          {"-b_pc_latke_schwarz_precision", "quarter"}};
+  for (const auto& kv : bad) {
+    PetscOptionsSetValue(nullptr, kv[0], kv[1]);
+    EXPECT_NE(PCShellSetLatkeSchwarz(pc, pr.A, "b_"), 0) << kv[0] << " " << kv[1];
+    PetscOptionsClearValue(nullptr, kv[0]);
+  }
+  PetscOptionsSetValue(nullptr, "-b_pc_latke_schwarz_block", "4,4,4,4");
+  EXPECT_EQ(PCShellSetLatkeSchwarz(pc, pr.A, "b_"), 0);  // the same call with a good block works
+  PetscOptionsClearValue(nullptr, "-b_pc_latke_schwarz_block");
+  PCDestroy(&pc);
+  LatkeSolverParams p;
+  LatkeSolverParamsDefault(&p);
+  p.tol = 2;
+  Vec b, x;
+  MatCreateVecs(pr.A, &x, &b);
+  VecSet(b, 1.0);
+  EXPECT_NE(MatLatkeSolve(pr.A, b, x, &p, nullptr, nullptr), 0);
+  PetscPopErrorHandler();
+  VecDestroy(&b), VecDestroy(&x);
+}
+
+}  // namespace
