@@ -2,7 +2,8 @@
 # Runs on a GPU host with binaries built elsewhere (see scripts/device/pack.sh): the test
 # binaries on the CUDA backend, the MPI tier on one GPU, and latke-bench at the issue's
 # lattice sizes. Results and logs go under $OUT (default ./gpu-out).
-#   gpu-checks.sh [tests] [bench] [petsc] [multi] [probe] [profile]    (default: tests bench petsc)
+#   gpu-checks.sh [tests] [bench] [petsc] [schwarz] [multi] [probe] [profile]
+#   (default: tests bench petsc schwarz)
 set -uo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${LATKE_GPU_BIN:-$here/.gpu/bin}
@@ -11,7 +12,7 @@ mkdir -p "$out" /tmp/rt
 [ -f "$here/.gpu/rt.tar.xz" ] && tar -C /tmp/rt -xJf "$here/.gpu/rt.tar.xz"
 export LD_LIBRARY_PATH=/tmp/rt/lib:${LD_LIBRARY_PATH:-}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-steps=${*:-tests bench petsc}
+steps=${*:-tests bench petsc schwarz}
 nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem --format=csv | tee "$out/device.txt"
 status=0
 if [[ $steps == *tests* ]]; then
@@ -53,6 +54,42 @@ if [[ $steps == *petsc* ]]; then
     done
   done
   rm -rf "$work"
+fi
+if [[ $steps == *schwarz* ]]; then
+  # Native solvers and the Schwarz preconditioner: the test tier, then time to solution of
+  # (a) native mixed-precision BiCGstab, (b) PETSc bcgs, (c) PETSc fgmres/gcr + latke_schwarz
+  # over block sizes and MR steps, on LATKE_DD_LATTICE with the gauge options LATKE_DD_GAUGE.
+  # LATKE_DD_NP ranks (one GPU each when there are as many).
+  work=$(mktemp -d)
+  for np in 1 4; do
+    (cd "$work" && OMP_NUM_THREADS=2 mpirun -np $np "$bin/test_solvers" --gtest_brief=1) > "$out/solvers_np$np.log" 2>&1; rc=$?
+    status=$((status | rc)); echo "test_solvers np=$np (CUDA): exit $rc, $(grep -E 'PASSED|FAILED' "$out/solvers_np$np.log" | head -2 | tr '\n' ' ')"
+  done
+  rm -rf "$work"
+  np=${LATKE_DD_NP:-1}
+  common="-latke_lattice ${LATKE_DD_LATTICE:-16,16,16,32} ${LATKE_DD_GAUGE:--latke_gauge_spread 0.1 -latke_mass -0.04} -latke_source z2"
+  [ "$np" -gt 1 ] && common="$common -latke_grid ${LATKE_DD_GRID:-1,1,1,$np}"
+  run_solve() {  # name, options...
+    local name=$1; shift
+    mpirun -np $np "$bin/latke-solve" $common "$@" -latke_json "$out/dd_${np}_$name.json" > "$out/dd_${np}_$name.log" 2>&1
+    local rc=$?; status=$((status | rc))
+    printf '%-28s exit %d | %s | %s | %s\n' "$name" $rc "$(grep -E '^  KSP' "$out/dd_${np}_$name.log" | sed 's/^ *//')" \
+      "$(grep -E 'operator applications' "$out/dd_${np}_$name.log" | sed 's/^ *//')" "$(grep -E '^  time' "$out/dd_${np}_$name.log" | sed 's/^ *//')"
+  }
+  echo "== time to solution, $np rank(s): $common"
+  run_solve native_bicgstab_single -latke_native -latke_solver bicgstab -latke_solver_sloppy single
+  run_solve native_bicgstab_half -latke_native -latke_solver bicgstab -latke_solver_sloppy half
+  run_solve petsc_bcgs -ksp_type bcgs
+  for blk in ${LATKE_DD_BLOCKS:-8,8,8,8 4,4,4,4}; do
+    for it in ${LATKE_DD_ITERS:-4 8}; do
+      run_solve "fgmres_sap_${blk//,/x}_$it" -ksp_type fgmres -ksp_gmres_restart 20 -pc_type latke_schwarz \
+        -pc_latke_schwarz_block $blk -pc_latke_schwarz_iterations $it
+      run_solve "gcr_sap_${blk//,/x}_$it" -ksp_type gcr -ksp_gcr_restart 20 -pc_type latke_schwarz \
+        -pc_latke_schwarz_block $blk -pc_latke_schwarz_iterations $it
+    done
+  done
+  run_solve fgmres_msap -ksp_type fgmres -ksp_gmres_restart 20 -pc_type latke_schwarz \
+    -pc_latke_schwarz_block 8,8,8,8 -pc_latke_schwarz_type multiplicative
 fi
 if [[ $steps == *multi* ]]; then
   # Two GPUs: one rank each; the lattice split in t (and in z and t), halos between devices.
