@@ -427,6 +427,24 @@ TEST(Thermalized, CpuAndCudaAgreeStatistically) {
   EXPECT_NEAR(r[0].stats.mean, r[1].stats.mean, 4 * sigma);
 }
 
+TEST(Thermalized, CachedConfigurationIsWrittenOnceAndReadBack) {
+  const std::string dir = std::filesystem::temp_directory_path() / ("latke-gauge-cache-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  auto lat = std::make_shared<Lattice>(MPI_COMM_SELF, Coords{4, 4, 4, 4});
+  HeatbathParam p;
+  p.beta = 5.8;
+  p.overrelax = 1;
+  bool loaded = true;
+  const auto made = thermalized_configuration(lat, Backend::cpu, p, 3, dir, &loaded);
+  EXPECT_FALSE(loaded);
+  EXPECT_TRUE(std::filesystem::exists(dir + "/" + thermalized_cache_name(lat->global(), p, 3)));
+  const auto again = thermalized_configuration(lat, Backend::cpu, p, 3, dir, &loaded);
+  EXPECT_TRUE(loaded);
+  EXPECT_TRUE(identical(made, again));
+  EXPECT_TRUE(identical(thermalized_configuration(lat, Backend::cpu, p, 3, ""), made));  // no cache: the same chain
+  std::filesystem::remove_all(dir);
+}
+
 // ---------------------------------------------------------------------------------------
 // Time-series statistics
 

@@ -83,4 +83,18 @@ class QuenchedGenerator {
   std::unique_ptr<Impl> impl_;
 };
 
+/// @brief A thermalized quenched configuration for tests and demonstrations: `sweeps`
+/// sweeps of `param` from a hot start, as a host array over this rank's local volume. With a
+/// non-empty cache_dir the configuration is read from
+///   cache_dir/quenched_<X>x<Y>x<Z>x<T>_b<beta>_or<overrelax>_s<seed>_n<sweeps>.nersc
+/// when that file exists (and verified), and otherwise generated and written there (double
+/// precision NERSC, written to a temporary name and renamed). Collective.
+/// @param loaded when not null, set to whether the cache file was used.
+std::vector<Complex<double>> thermalized_configuration(std::shared_ptr<const Lattice> lattice, Backend b,
+                                                       const HeatbathParam& param, int sweeps,
+                                                       const std::string& cache_dir, bool* loaded = nullptr);
+
+/// @brief The cache file name thermalized_configuration uses (without the directory).
+std::string thermalized_cache_name(const Coords& dims, const HeatbathParam& param, int sweeps);
+
 }  // namespace latke
