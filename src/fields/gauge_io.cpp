@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -416,6 +417,51 @@ std::string dims_text(const Coords& c) {
   return std::to_string(c[0]) + "x" + std::to_string(c[1]) + "x" + std::to_string(c[2]) + "x" + std::to_string(c[3]);
 }
 
+int parse_positive(const std::string& path, const std::string& what, const std::string& text) {
+  std::size_t used = 0;
+  int n = 0;
+  try {
+    n = std::stoi(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  require(used > 0 && used == text.size() && n > 0, path, ": ", what, " '", text, "' is not a positive integer");
+  return n;
+}
+
+std::uint32_t parse_hex32(const std::string& path, const std::string& what, const std::string& text) {
+  std::size_t used = 0;
+  unsigned long v = 0;
+  try {
+    v = std::stoul(text, &used, 16);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  require(used > 0 && used == text.size() && v <= 0xFFFFFFFFul, path, ": ", what, " '", text,
+          "' is not a 32-bit hexadecimal number");
+  return static_cast<std::uint32_t>(v);
+}
+
+std::string hex32(std::uint32_t v) {
+  std::ostringstream s;
+  s << std::hex << v;
+  return s.str();
+}
+
+std::string print_real(double v) {
+  std::ostringstream s;
+  s.precision(15);
+  s << v;
+  return s.str();
+}
+
+std::string now_text() {
+  char buf[64];
+  const std::time_t t = std::time(nullptr);
+  std::strftime(buf, sizeof(buf), "%a %b %d %H:%M:%S %Y", std::localtime(&t));
+  return buf;
+}
+
 std::vector<Complex<double>> as_stored(const std::vector<Complex<double>>& links, const SiteFormat& f) {
   return decode_links(encode_links(links, f), f);
 }
@@ -430,11 +476,8 @@ void check_stated(const std::string& path, const char* what, const std::string& 
   }
   require(used > 0 && used == stated.size(), path, ": ", what, " '", stated, "' is not a number");
   const double tol = precision_tolerance(single) + printed_resolution(stated);
-  std::ostringstream a;
-  a.precision(15);
-  a << actual;
   require(std::fabs(v - actual) <= tol, path, ": ", what, " mismatch: the file says ", stated, ", its links give ",
-          a.str(), " (tolerance ", tol, " for ", single ? "32" : "64", "-bit data)");
+          print_real(actual), " (tolerance ", tol, " for ", single ? "32" : "64", "-bit data)");
 }
 
 }  // namespace gauge_io

@@ -103,6 +103,16 @@ void write_ildg(const Lattice& lat, const std::vector<Complex<double>>& links, c
 
 /// @brief "8x8x8x16"
 std::string dims_text(const Coords& c);
+/// @brief The positive integer `text`, which a file gives as `what`; throws naming both.
+int parse_positive(const std::string& path, const std::string& what, const std::string& text);
+/// @brief The hexadecimal 32-bit number `text`, which a file gives as `what`; throws naming both.
+std::uint32_t parse_hex32(const std::string& path, const std::string& what, const std::string& text);
+/// @brief "1a2b3c4d"
+std::string hex32(std::uint32_t v);
+/// @brief A real with 15 significant digits, as headers state plaquettes and traces.
+std::string print_real(double v);
+/// @brief The local time as file headers state dates ("Sun Nov 22 05:50:07 2026").
+std::string now_text();
 /// @brief The links as they will read back from a file of format f (rounded, rows rebuilt).
 std::vector<Complex<double>> as_stored(const std::vector<Complex<double>>& links, const SiteFormat& f);
 /// @brief Compare a value a file states with the value of its data; throws naming both.

@@ -3,7 +3,6 @@
 #include <mpi.h>
 
 #include <cctype>
-#include <ctime>
 #include <fstream>
 #include <sstream>
 
@@ -75,19 +74,6 @@ std::string lime_record(const std::string& type, const std::string& data, bool m
   return h + data + std::string(padded(data.size()) - data.size(), '\0');
 }
 
-std::string hex(std::uint32_t v) {
-  std::ostringstream s;
-  s << std::hex << v;
-  return s.str();
-}
-
-std::string number(double v) {
-  std::ostringstream s;
-  s.precision(15);
-  s << v;
-  return s.str();
-}
-
 }  // namespace
 
 GaugeFileInfo parse_lime(const std::string& path, std::uint64_t file_bytes) {
@@ -107,7 +93,7 @@ GaugeFileInfo parse_lime(const std::string& path, std::uint64_t file_bytes) {
     f.read(reinterpret_cast<char*>(h), lime_header_bytes);
     require(f.good(), where, ": cannot read the record header");
     const std::uint64_t magic = load_be(h, 4), version = load_be(h + 4, 2), flags = load_be(h + 6, 2);
-    require(magic == lime_magic, where, ": magic number 0x", hex(static_cast<std::uint32_t>(magic)),
+    require(magic == lime_magic, where, ": magic number 0x", hex32(static_cast<std::uint32_t>(magic)),
             " is not LIME's 0x456789ab (malformed record)");
     require(version == 1, where, ": LIME version ", version, ", expected 1");
     LimeRecord r;
@@ -163,16 +149,7 @@ GaugeFileInfo parse_lime(const std::string& path, std::uint64_t file_bytes) {
   for (int d = 0; d < 4; ++d) {
     std::string v;
     require(xml_value(format->text, dim_tags[d], v), path, ": ildg-format has no <", dim_tags[d], ">");
-    std::size_t used = 0;
-    int n = 0;
-    try {
-      n = std::stoi(v, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    require(used > 0 && used == v.size() && n > 0, path, ": ildg-format <", dim_tags[d], "> '", v,
-            "' is not a positive integer");
-    info.dims[d] = n;
+    info.dims[d] = parse_positive(path, std::string("ildg-format <") + dim_tags[d] + ">", v);
   }
   const LimeRecord* data = find_record(info, "ildg-binary-data");
   require(data, path, ": no ildg-binary-data record (records: ", types, ")");
@@ -204,22 +181,13 @@ std::vector<Complex<double>> read_ildg(const Lattice& lat, const std::string& pa
     std::string a, bsum;
     require(xml_value(c->text, "suma", a) && xml_value(c->text, "sumb", bsum), path,
             ": the scidac-checksum record has no <suma> and <sumb>");
-    std::uint32_t want[2] = {0, 0};
-    for (int k = 0; k < 2; ++k) {
-      const std::string& s = k == 0 ? a : bsum;
-      std::size_t used = 0;
-      try {
-        want[k] = static_cast<std::uint32_t>(std::stoul(s, &used, 16));
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      require(used > 0 && used == s.size(), path, ": scidac-checksum value '", s, "' is not a hexadecimal number");
-    }
+    const std::uint32_t want[2] = {parse_hex32(path, "scidac-checksum suma", a),
+                                   parse_hex32(path, "scidac-checksum sumb", bsum)};
     std::uint32_t local[2], total[2];
     scidac_checksum(lat, bytes, f.site_bytes(), local[0], local[1]);
     MPI_Allreduce(local, total, 2, MPI_UINT32_T, MPI_BXOR, lat.comm());
     require(total[0] == want[0] && total[1] == want[1], path, ": scidac-checksum mismatch: the file says suma ", a,
-            ", sumb ", bsum, "; the data give suma ", hex(total[0]), ", sumb ", hex(total[1]));
+            ", sumb ", bsum, "; the data give suma ", hex32(total[0]), ", sumb ", hex32(total[1]));
   }
   std::vector<Complex<double>> links = decode_links(bytes, f);
   const LimeRecord* rec = find_record(info, "scidac-record-xml");
@@ -249,9 +217,7 @@ void write_ildg(const Lattice& lat, const std::vector<Complex<double>>& links, c
   const Coords& G = lat.global();
   const std::uint64_t data_bytes = static_cast<std::uint64_t>(lat.volume()) * lat.size() * f.site_bytes();
   const char* bits = f.single ? "32" : "64";
-  char date[64];
-  const std::time_t t = std::time(nullptr);
-  std::strftime(date, sizeof(date), "%a %b %d %H:%M:%S %Y", std::localtime(&t));
+  const std::string date = now_text();
   const std::string xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>";
   std::ostringstream dims, file_xml, private_record, record, format;
   dims << G[0] << " " << G[1] << " " << G[2] << " " << G[3] << " ";
@@ -263,15 +229,16 @@ void write_ildg(const Lattice& lat, const std::vector<Complex<double>>& links, c
                  << "3_ColorMatrix</datatype><precision>" << (f.single ? "F" : "D")
                  << "</precision><colors>3</colors><spins>4</spins><typesize>" << 18 * f.real_bytes()
                  << "</typesize><datacount>4</datacount></scidacRecord>";
-  record << xml << "<latkeGauge><plaquette>" << number(o.plaquette) << "</plaquette><linkTrace>" << number(o.link_trace)
-         << "</linkTrace><sequenceNumber>" << p.sequence_number << "</sequenceNumber></latkeGauge>";
+  record << xml << "<latkeGauge><plaquette>" << print_real(o.plaquette) << "</plaquette><linkTrace>"
+         << print_real(o.link_trace) << "</linkTrace><sequenceNumber>" << p.sequence_number
+         << "</sequenceNumber></latkeGauge>";
   format << xml
          << "<ildgFormat xmlns=\"http://www.lqcd.org/ildg\" xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
             "xsi:schemaLocation=\"http://www.lqcd.org/ildg http://www.lqcd.org/ildg/filefmt.xsd\">"
          << "<version>1.0</version><field>su3gauge</field><precision>" << bits << "</precision><lx>" << G[0]
          << "</lx><ly>" << G[1] << "</ly><lz>" << G[2] << "</lz><lt>" << G[3] << "</lt></ildgFormat>";
-  const std::string checksum = xml + "<scidacChecksum><version>1.0</version><suma>" + hex(sum[0]) + "</suma><sumb>" +
-                               hex(sum[1]) + "</sumb></scidacChecksum>";
+  const std::string checksum = xml + "<scidacChecksum><version>1.0</version><suma>" + hex32(sum[0]) + "</suma><sumb>" +
+                               hex32(sum[1]) + "</sumb></scidacChecksum>";
   std::string lfn = p.lfn;
   if (lfn.empty()) lfn = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
 

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cctype>
-#include <ctime>
 #include <fstream>
 #include <sstream>
 
@@ -31,20 +30,6 @@ SiteFormat site_format(const GaugeFileInfo& i) {
   f.big_endian = !i.little_endian;
   f.rows = i.two_rows ? 2 : 3;
   return f;
-}
-
-std::string now_text() {
-  char buf[64];
-  const std::time_t t = std::time(nullptr);
-  std::strftime(buf, sizeof(buf), "%a %b %d %H:%M:%S %Y", std::localtime(&t));
-  return buf;
-}
-
-std::string number(double v) {
-  std::ostringstream s;
-  s.precision(15);
-  s << v;
-  return s.str();
 }
 
 }  // namespace
@@ -92,16 +77,8 @@ GaugeFileInfo parse_nersc(const std::string& path, std::uint64_t file_bytes) {
     fail(path, ": unknown DATATYPE '", datatype,
          "': expected 4D_SU3_GAUGE_3x3 (3x3 links) or 4D_SU3_GAUGE (first two rows)");
   for (int d = 0; d < 4; ++d) {
-    const std::string key = "DIMENSION_" + std::to_string(d + 1), v = info.value(key);
-    std::size_t used = 0;
-    int n = 0;
-    try {
-      n = std::stoi(v, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    require(used > 0 && used == v.size() && n > 0, path, ": ", key, " '", v, "' is not a positive integer");
-    info.dims[d] = n;
+    const std::string key = "DIMENSION_" + std::to_string(d + 1);
+    info.dims[d] = parse_positive(path, key, info.value(key));
   }
   const std::string fp = info.value("FLOATING_POINT");
   if (fp == "IEEE32" || fp == "IEEE32BIG" || fp == "IEEE32LITTLE")
@@ -143,17 +120,8 @@ std::vector<Complex<double>> read_nersc(const Lattice& lat, const std::string& p
   MPI_Allreduce(&local, &total, 1, MPI_UINT64_T, MPI_SUM, lat.comm());
   const std::uint32_t sum = static_cast<std::uint32_t>(total);
   const std::string stated = info.value("CHECKSUM");
-  std::uint32_t want = 0;
-  std::size_t used = 0;
-  try {
-    want = static_cast<std::uint32_t>(std::stoul(stated, &used, 16));
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  require(used > 0 && used == stated.size(), path, ": CHECKSUM '", stated, "' is not a hexadecimal number");
-  std::ostringstream got;
-  got << std::hex << sum;
-  require(sum == want, path, ": checksum mismatch: the header says CHECKSUM = ", stated, ", the data give ", got.str());
+  require(sum == parse_hex32(path, "CHECKSUM", stated), path,
+          ": checksum mismatch: the header says CHECKSUM = ", stated, ", the data give ", hex32(sum));
 
   std::vector<Complex<double>> links = decode_links(bytes, f);
   if (f.rows == 2) {
@@ -206,10 +174,10 @@ void write_nersc(const Lattice& lat, const std::vector<Complex<double>>& links, 
     << "DATATYPE = " << (f.rows == 2 ? "4D_SU3_GAUGE" : "4D_SU3_GAUGE_3x3") << "\n"
     << "STORAGE_FORMAT = 1.0\n";
   for (int d = 0; d < 4; ++d) h << "DIMENSION_" << d + 1 << " = " << G[d] << "\n";
-  h << "LINK_TRACE = " << number(o.link_trace) << "\n"
-    << "PLAQUETTE = " << number(o.plaquette) << "\n";
+  h << "LINK_TRACE = " << print_real(o.link_trace) << "\n"
+    << "PLAQUETTE = " << print_real(o.plaquette) << "\n";
   for (int d = 0; d < 4; ++d) h << "BOUNDARY_" << d + 1 << " = PERIODIC\n";
-  h << "CHECKSUM = " << std::hex << static_cast<std::uint32_t>(total) << std::dec << "\n"
+  h << "CHECKSUM = " << hex32(static_cast<std::uint32_t>(total)) << "\n"
     << "ENSEMBLE_ID = " << p.ensemble_id << "\n"
     << "ENSEMBLE_LABEL = " << p.ensemble_label << "\n"
     << "SEQUENCE_NUMBER = " << p.sequence_number << "\n"
