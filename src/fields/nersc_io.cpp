@@ -3,6 +3,7 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <fstream>
 #include <sstream>
@@ -44,9 +45,8 @@ GaugeFileInfo parse_nersc(const std::string& path, std::uint64_t file_bytes) {
   std::size_t pos = text.find('\n');
   require(pos != std::string::npos && trim(text.substr(0, pos)) == "BEGIN_HEADER", path,
           ": the first line is not BEGIN_HEADER");
-  bool ended = false;
   int line_no = 1;
-  while (!ended) {
+  for (;;) {
     const std::size_t next = text.find('\n', pos + 1);
     require(next != std::string::npos, path, ": no END_HEADER line within the first ", text.size(),
             " bytes: the NERSC header is not terminated");
@@ -58,10 +58,7 @@ GaugeFileInfo parse_nersc(const std::string& path, std::uint64_t file_bytes) {
               "): the NERSC header is not terminated");
     pos = next;
     if (line.empty()) continue;
-    if (line == "END_HEADER") {
-      ended = true;
-      break;
-    }
+    if (line == "END_HEADER") break;
     const std::size_t eq = line.find('=');
     require(eq != std::string::npos, path, ": header line ", line_no, " '", line, "' is not KEY = VALUE");
     info.header.emplace_back(trim(line.substr(0, eq)), trim(line.substr(eq + 1)));
