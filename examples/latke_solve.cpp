@@ -224,6 +224,9 @@ PetscErrorCode run(int& status) {
     PetscViewer out = PETSC_VIEWER_STDOUT_WORLD;
     PetscCall(PetscViewerASCIIPrintf(out, "latke-solve: Wilson-clover (%s) on %s, %s backend, %s source\n",
                                      sum.form.c_str(), lat, backend, opt.source.c_str()));
+    PetscCall(PetscViewerASCIIPushTab(out));
+    PetscCall(LatkeGaugeView(gauge, out));
+    PetscCall(PetscViewerASCIIPopTab(out));
     PetscCall(PetscViewerASCIIPrintf(out, "  KSP %s, PC %s: %s in %d iterations (solver residual %.3e, rtol %.1e)\n",
                                      sum.ksp.c_str(), sum.pc.c_str(), sum.reason.c_str(), (int)sum.iterations,
                                      sum.solver_residual, sum.rtol));

@@ -65,11 +65,16 @@ PetscErrorCode LatkeGaugeCreateFromArray(MPI_Comm comm, const PetscInt global[4]
 PetscErrorCode LatkeGaugeCreateRandom(MPI_Comm comm, const PetscInt global[4], const PetscInt grid[4],
                                       PetscInt seed, PetscReal spread, LatkeGauge *gauge);
 /* From the options database under prefix (may be NULL):
+ *   -latke_gauge quenched|random|unit|FILE   the configuration (default quenched): a quenched
+ *                                thermalized field made by Latke's generator (cached, so made
+ *                                once), a reproducible random field, the unit gauge, or a
+ *                                NERSC or ILDG file (which brings its lattice)
  *   -latke_lattice X,Y,Z,T       lattice extents (default 8,8,8,8)
- *   -latke_gauge random|unit     the configuration (default random)
- *   -latke_gauge_seed N          seed of the random field (default 1)
- *   -latke_gauge_spread S        < 0: independent random SU(3) links; >= 0: 1 + S * noise
- *                                projected to SU(3) (default -1) */
+ *   -latke_gauge_seed N          seed of the generated or random field (default 1)
+ *   -latke_gauge_beta b, -latke_gauge_sweeps n   quenched: coupling and sweeps (6.0, 200)
+ *   -latke_gauge_cache DIR       quenched: cache directory (default: the build tree's gauge-cache)
+ *   -latke_gauge_spread S        random: < 0 independent random SU(3) links; >= 0 the SU(3)
+ *                                projection of 1 + S * noise (default -1) */
 PetscErrorCode LatkeGaugeCreateFromOptions(MPI_Comm comm, const char prefix[], LatkeGauge *gauge);
 /* Global extents, local extents and process grid (any may be NULL). */
 PetscErrorCode LatkeGaugeGetLattice(LatkeGauge gauge, PetscInt global[4], PetscInt local[4], PetscInt grid[4]);

@@ -1,9 +1,13 @@
 // Gauge configurations of the C API (latke.h): LatkeGauge handles from arrays, random
 // fields and the options database.
+#include <filesystem>
 #include <sstream>
 
 #include "latke/core/error.h"
 #include "latke/core/options.h"
+#include "latke/fields/gauge_generator.h"
+#include "latke/fields/gauge_io.h"
+#include "latke/fields/gauge_observables.h"
 #include "latke/fields/random.h"
 #include "core/c_api.h"
 #include "fields/gauge_handle.h"
@@ -77,28 +81,67 @@ PetscErrorCode LatkeGaugeCreateRandom(MPI_Comm comm, const PetscInt global[4], c
 }
 
 PetscErrorCode LatkeGaugeCreateFromOptions(MPI_Comm comm, const char prefix[], LatkeGauge* gauge) {
-  std::string lattice, kind;
-  long seed = 1;
-  double spread = -1;
   PetscFunctionBeginUser;
   LatkeCheckNull(gauge);
   PetscCall(guarded(comm, [&] {
     require_initialized();
+    std::string lattice, kind, cache;
+    long seed = 1, sweeps = 200;
+    double spread = -1, beta = 6.0;
     read_options(comm, prefix ? prefix : "", "Latke gauge configuration options", [&](OptionGroup& o) {
-      lattice = o.string("-latke_lattice", "8,8,8,8", "Lattice extents X,Y,Z,T");
-      kind = o.string("-latke_gauge", "random", "Gauge configuration: random or unit");
-      seed = o.integer("-latke_gauge_seed", 1, "Seed of the random gauge field");
+      lattice = o.string("-latke_lattice", "8,8,8,8", "Lattice extents X,Y,Z,T (a gauge file brings its own)");
+      kind = o.string("-latke_gauge", "quenched",
+                      "Gauge field: quenched (thermalized by Latke's generator, cached), random, unit, or a NERSC/ILDG file");
+      seed = o.integer("-latke_gauge_seed", 1, "Seed of the generated or random field");
+      beta = o.real("-latke_gauge_beta", 6.0, "quenched: Wilson gauge coupling");
+      sweeps = o.integer("-latke_gauge_sweeps", 200, "quenched: sweeps from a hot start (1 heat bath + 4 over-relaxation)");
+      cache = o.string("-latke_gauge_cache", LATKE_GAUGE_CACHE_DIR, "quenched: directory caching generated configurations");
       spread = o.real("-latke_gauge_spread", -1.0,
-                      "Random field: < 0 independent SU(3) links, >= 0 SU(3) projection of 1 + spread x noise");
+                      "random: < 0 independent SU(3) links, >= 0 SU(3) projection of 1 + spread x noise");
     });
+    require(seed >= 0, "-latke_gauge_seed ", seed, ": expected 0 or more");
+    require(sweeps >= 0, "-latke_gauge_sweeps ", sweeps, ": expected 0 or more");
+    auto d = std::make_shared<LatkeGaugeData>();
+    const Backend backend = run_backend();
+    std::ostringstream desc;
+    if (kind == "random" || kind == "unit") {
+      d->lattice = std::make_shared<const Lattice>(comm, parse_coords(lattice, "-latke_lattice"), default_grid());
+      const double sp = kind == "unit" ? 0.0 : spread;
+      d->links = random_gauge(*d->lattice, static_cast<std::uint64_t>(seed), sp);
+      if (kind == "unit")
+        desc << "unit gauge";
+      else if (sp < 0)
+        desc << "random SU(3) links, seed " << seed;
+      else
+        desc << "SU(3) projection of 1 + " << sp << " x Gaussian noise, seed " << seed;
+    } else if (kind == "quenched") {
+      d->lattice = std::make_shared<const Lattice>(comm, parse_coords(lattice, "-latke_lattice"), default_grid());
+      HeatbathParam hp;
+      hp.beta = beta;
+      hp.seed = static_cast<std::uint64_t>(seed);
+      bool loaded = false;
+      int rank = 0;
+      MPI_Comm_rank(comm, &rank);
+      std::error_code ec;
+      if (rank == 0 && !cache.empty()) std::filesystem::create_directories(cache, ec);
+      int failed = ec ? 1 : 0;
+      MPI_Bcast(&failed, 1, MPI_INT, 0, comm);  // every rank waits for the directory
+      require(!failed, "-latke_gauge_cache ", cache, ": cannot create the directory",
+              rank == 0 ? " (" + ec.message() + ")" : std::string(" (see rank 0)"));
+      d->links = thermalized_configuration(d->lattice, backend, hp, static_cast<int>(sweeps), cache, &loaded);
+      desc << "quenched Wilson gauge action, beta " << beta << ", " << sweeps << " sweeps from a hot start, seed " << seed
+           << (loaded ? " (from the cache in " : " (generated, cached in ") << cache << ")";
+    } else {
+      GaugeFileInfo info = read_gauge_info(comm, kind);
+      d->lattice = std::make_shared<const Lattice>(comm, info.dims, default_grid());
+      d->links = read_gauge(*d->lattice, kind, &info, backend);
+      desc << "gauge file " << kind << " (" << (info.format == GaugeFileFormat::ildg ? "ILDG" : "NERSC") << ")";
+    }
+    const GaugeObservables obs = measure_gauge(*d->lattice, d->links, backend);
+    desc << ", plaquette " << obs.plaquette;
+    d->description = desc.str();
+    *gauge = new _p_LatkeGauge{std::move(d)};
   }));
-  PetscInt dims[4];
-  PetscCall(guarded(comm, [&] {
-    const Coords c = parse_coords(lattice, "-latke_lattice");
-    for (int mu = 0; mu < 4; ++mu) dims[mu] = c[mu];
-    require(kind == "random" || kind == "unit", "-latke_gauge '", kind, "': expected random or unit");
-  }));
-  PetscCall(LatkeGaugeCreateRandom(comm, dims, nullptr, static_cast<PetscInt>(seed), kind == "unit" ? 0.0 : spread, gauge));
   PetscFunctionReturn(0);
 }
 

@@ -14,11 +14,11 @@ echo "== CMake: find_package(Latke)"
 cmake -S "$src/tests/install_consumer" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$work/prefix" \
       -DEXAMPLE_SOURCE="$src/examples/embed_in_petsc.c" > "$work/cmake.log"
 cmake --build "$work/cmake" > "$work/cmake-build.log"
-"$work/cmake/embed_in_petsc" -latke_lattice 4,4,4,8 -latke_backend cpu | tee "$work/run-cmake.log"
+"$work/cmake/embed_in_petsc" -latke_lattice 4,4,4,8 -latke_gauge random -latke_backend cpu | tee "$work/run-cmake.log"
 grep -q CONVERGED_RTOL "$work/run-cmake.log"
 
 echo "== pkg-config latke"
 export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 cc -o "$work/embed_pc" "$src/examples/embed_in_petsc.c" $(pkg-config --cflags --libs latke)
-"$work/embed_pc" -latke_lattice 4,4,4,8 -latke_backend cpu -ksp_type bcgs | tee "$work/run-pc.log"
+"$work/embed_pc" -latke_lattice 4,4,4,8 -latke_gauge random -latke_backend cpu -ksp_type bcgs | tee "$work/run-pc.log"
 grep -q CONVERGED_RTOL "$work/run-pc.log"

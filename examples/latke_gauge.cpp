@@ -1,0 +1,399 @@
+// latke-gauge: quenched gauge configurations and gauge files.
+//
+//   latke-gauge generate [options]          Cabibbo-Marinari heat bath + over-relaxation
+//   latke-gauge convert IN OUT [options]    between NERSC and ILDG, precisions, 3x3 / 3x2
+//   latke-gauge measure FILE [options]      observables of a file (verified on reading)
+//   latke-gauge info FILE                   what a file's header says (links not read)
+//   latke-gauge analyze HISTORY [options]   mean and error of a generate history
+//
+// generate prints a progress line at each measurement and, at the end, the generator's
+// throughput in link updates per second (heat-bath and over-relaxation visits of a link,
+// measurements excluded), so a long run without measurements is the generator benchmark.
+#include <petscsys.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "latke/core/autocorrelation.h"
+#include "latke/core/error.h"
+#include "latke/core/options.h"
+#include "latke/fields/gauge_generator.h"
+#include "latke/fields/gauge_io.h"
+
+static const char help[] =
+    "latke-gauge: quenched gauge configurations and gauge files.\n"
+    "  latke-gauge generate [options]\n"
+    "    -latke_lattice X,Y,Z,T      global lattice (default 8,8,8,8; with -latke_input: the file's)\n"
+    "    -latke_beta b               Wilson gauge coupling (default 6.0)\n"
+    "    -latke_sweeps N             sweeps to make (default 100)\n"
+    "    -latke_overrelax K          over-relaxation passes per heat-bath pass (default 4)\n"
+    "    -latke_seed S               random-number seed (default 1)\n"
+    "    -latke_start cold|hot|weak  start (default hot); -latke_weak_spread s (default 0.2)\n"
+    "    -latke_input FILE           continue from FILE instead (its sequence number keys the RNG,\n"
+    "                                or -latke_first_pass N)\n"
+    "    -latke_measure_every N      measure and print every N sweeps (default 10; 0: at the end)\n"
+    "    -latke_history FILE         write every measurement as a table (for latke-gauge analyze)\n"
+    "    -latke_output FILE          write the final configuration\n"
+    "  latke-gauge convert IN OUT [options]\n"
+    "  output options (generate, convert):\n"
+    "    -latke_format nersc|ildg    default: ildg for .lime/.ildg names, nersc for .nersc, else nersc\n"
+    "                                (convert: IN's)\n"
+    "    -latke_file_precision double|single  (default double; convert: IN's)\n"
+    "    -latke_nersc_datatype 3x3|3x2        (default 3x3; convert: IN's)\n"
+    "    -latke_endian big|little             NERSC only (default big; convert: IN's)\n"
+    "    -latke_ensemble_id ID, -latke_ensemble_label TEXT, -latke_lfn NAME (ILDG)\n"
+    "  latke-gauge measure FILE      observables of FILE (after every check on reading)\n"
+    "  latke-gauge info FILE         header fields or LIME records of FILE\n"
+    "  latke-gauge analyze HISTORY [-latke_column NAME] [-latke_therm N] [-latke_expect v -latke_expect_error e]\n"
+    "  common: -latke_backend cpu|cuda, -latke_grid a,b,c,d\n";
+
+namespace latke {
+namespace {
+
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+bool is_root() {
+  int rank = 0;
+  MPI_Comm_rank(PETSC_COMM_WORLD, &rank);
+  return rank == 0;
+}
+
+std::string dims_text(const Coords& c) {
+  return std::to_string(c[0]) + "x" + std::to_string(c[1]) + "x" + std::to_string(c[2]) + "x" + std::to_string(c[3]);
+}
+
+/// Output options; `from`, when given, supplies the defaults (convert keeps what it can).
+GaugeWriteParam write_options(const std::string& path, const GaugeFileInfo* from) {
+  GaugeWriteParam w;
+  const bool from_nersc = from && from->format == GaugeFileFormat::nersc;
+  std::string format, prec, datatype, endian;
+  read_options(PETSC_COMM_WORLD, "", "latke-gauge output options", [&](OptionGroup& o) {
+    format = o.string("-latke_format", "", "nersc or ildg (default: from the name .lime/.ildg/.nersc, else the input's or nersc)");
+    prec = o.string("-latke_file_precision", from ? to_string(from->precision) : to_string(Precision::double_),
+                    "File precision: double or single");
+    datatype = o.string("-latke_nersc_datatype", "", "NERSC: 3x3 or 3x2 (default 3x3, or the input's)");
+    endian = o.string("-latke_endian", "", "NERSC: big or little (default big, or the input's)");
+    w.ensemble_id = o.string("-latke_ensemble_id",
+                             from_nersc && !from->value("ENSEMBLE_ID").empty() ? from->value("ENSEMBLE_ID") : "latke",
+                             "Ensemble id written to the header");
+    w.ensemble_label = o.string("-latke_ensemble_label", from_nersc ? from->value("ENSEMBLE_LABEL") : "",
+                                "Ensemble label written to the header");
+    w.lfn = o.string("-latke_lfn", "", "ILDG logical file name");
+  });
+  if (format.empty()) {
+    if (ends_with(path, ".lime") || ends_with(path, ".ildg"))
+      format = "ildg";
+    else if (ends_with(path, ".nersc"))
+      format = "nersc";
+    else
+      format = from ? to_string(from->format) : "nersc";
+  }
+  w.format = parse_gauge_format(format);
+  const bool same_format = from && from->format == w.format;
+  w.precision = parse_precision(prec);
+  require(w.precision != Precision::half, "-latke_file_precision ", prec,
+          ": gauge files hold single or double precision");
+  if (datatype.empty()) datatype = same_format && from->two_rows ? "3x2" : "3x3";
+  require(datatype == "3x3" || datatype == "3x2", "-latke_nersc_datatype '", datatype, "': expected 3x3 or 3x2");
+  w.two_rows = datatype == "3x2";
+  if (endian.empty()) endian = same_format && from->little_endian ? "little" : "big";
+  require(endian == "big" || endian == "little", "-latke_endian '", endian, "': expected big or little");
+  w.little_endian = endian == "little";
+  if (from && from->sequence_number >= 0) w.sequence_number = from->sequence_number;
+  return w;
+}
+
+std::string describe_write(const GaugeWriteParam& w) {
+  const std::string bits = w.precision == Precision::single ? "32" : "64";
+  if (w.format == GaugeFileFormat::ildg) return "ILDG, IEEE" + bits + " big endian";
+  return std::string("NERSC ") + (w.two_rows ? "4D_SU3_GAUGE (3x2)" : "4D_SU3_GAUGE_3x3") + ", IEEE" + bits +
+         (w.little_endian ? "LITTLE" : "BIG");
+}
+
+void print_observables(const GaugeObservables& o) {
+  std::printf("plaquette           %.15f\n", o.plaquette);
+  std::printf("  spatial           %.15f\n", o.plaquette_spatial);
+  std::printf("  temporal          %.15f\n", o.plaquette_temporal);
+  std::printf("polyakov loop       %+.15f %+.15fi  (|P| %.15f)\n", o.polyakov.re, o.polyakov.im,
+              std::sqrt(norm2(o.polyakov)));
+  std::printf("link trace          %.15f\n", o.link_trace);
+  std::printf("unitarity deviation %.3e\n", o.unitarity);
+}
+
+int cmd_generate() {
+  const RunOptions run = setup_from_options();
+  HeatbathParam hp;
+  long overrelax = 4, seed = 1, sweeps = 100, every = 10, first_opt = -1;
+  std::string input, output, history, start_name, lattice_opt;
+  read_options(PETSC_COMM_WORLD, "", "latke-gauge generate options", [&](OptionGroup& o) {
+    hp.beta = o.real("-latke_beta", 6.0, "Wilson gauge coupling beta");
+    overrelax = o.integer("-latke_overrelax", 4, "Over-relaxation passes per heat-bath pass");
+    seed = o.integer("-latke_seed", 1, "Random-number seed");
+    hp.weak_spread = o.real("-latke_weak_spread", 0.2, "Spread of a weak start");
+    sweeps = o.integer("-latke_sweeps", 100, "Sweeps to make");
+    every = o.integer("-latke_measure_every", 10, "Measure and print every N sweeps (0: at the end)");
+    input = o.string("-latke_input", "", "Continue from this gauge file");
+    output = o.string("-latke_output", "", "Write the final configuration to this file");
+    history = o.string("-latke_history", "", "Write every measurement as a table (for latke-gauge analyze)");
+    start_name = o.string("-latke_start", "hot", "Start: cold, hot or weak");
+    lattice_opt = o.string("-latke_lattice", "", "Global lattice X,Y,Z,T (default 8,8,8,8; with -latke_input the file's)");
+    first_opt = o.integer("-latke_first_pass", -1, "With -latke_input: heat-bath pass number keying the RNG (default: the file's)");
+  });
+  require(overrelax >= 0 && overrelax <= 1000, "-latke_overrelax ", overrelax, ": expected 0 to 1000");
+  hp.overrelax = static_cast<int>(overrelax);
+  require(seed >= 0, "-latke_seed ", seed, ": expected 0 or more");
+  hp.seed = static_cast<std::uint64_t>(seed);
+  require(sweeps >= 0, "-latke_sweeps ", sweeps, ": expected 0 or more");
+  require(every >= 0, "-latke_measure_every ", every, ": expected 0 or more");
+  const GaugeStart start = parse_gauge_start(start_name);
+  GaugeWriteParam wp;
+  if (!output.empty()) wp = write_options(output, nullptr);
+
+  GaugeFileInfo info;
+  Coords dims{};
+  if (!input.empty()) {
+    info = read_gauge_info(PETSC_COMM_WORLD, input);
+    dims = info.dims;
+    if (!lattice_opt.empty()) {
+      const Coords asked = parse_coords(lattice_opt, "-latke_lattice");
+      require(asked == dims, "-latke_lattice ", lattice_opt, " disagrees with ", input, ", which holds a ",
+              dims_text(dims), " lattice");
+    }
+  } else {
+    dims = parse_coords(lattice_opt.empty() ? "8,8,8,8" : lattice_opt, "-latke_lattice");
+  }
+  auto lat = std::make_shared<Lattice>(PETSC_COMM_WORLD, dims, run.grid);
+  QuenchedGenerator gen(lat, run.backend, hp);
+  std::string origin;
+  if (!input.empty()) {
+    const std::vector<Complex<double>> links = read_gauge(*lat, input, &info, run.backend);
+    const long first = first_opt >= 0 ? first_opt : (info.sequence_number >= 0 ? info.sequence_number : 0);
+    require(first >= 0, "-latke_first_pass ", first, ": expected 0 or more");
+    gen.set_links(links, first);
+    origin = "from " + input + " (heat-bath pass " + std::to_string(first) + ")";
+  } else {
+    gen.start(start);
+    origin = std::string(to_string(start)) + " start";
+  }
+  const bool root = is_root();
+  if (root)
+    std::printf(
+        "latke-gauge generate: lattice %s, backend %s, beta %g, %d over-relaxation passes per sweep, seed %lu, "
+        "%s, %ld sweeps\n",
+        lat->describe().c_str(), to_string(run.backend), hp.beta, hp.overrelax, static_cast<unsigned long>(hp.seed),
+        origin.c_str(), sweeps);
+
+  std::ostringstream table;
+  table << "# latke-gauge generate: lattice " << dims_text(dims) << ", beta " << hp.beta << ", overrelax "
+        << hp.overrelax << ", seed " << hp.seed << ", " << origin << ", backend " << to_string(run.backend) << "\n"
+        << "# sweep plaquette plaquette_spatial plaquette_temporal polyakov_re polyakov_im link_trace unitarity\n";
+  table.precision(15);
+  auto record = [&](long s, double rate) {
+    const GaugeObservables o = gen.measure();
+    table << s << " " << o.plaquette << " " << o.plaquette_spatial << " " << o.plaquette_temporal << " "
+          << o.polyakov.re << " " << o.polyakov.im << " " << o.link_trace << " " << o.unitarity << "\n";
+    if (root) {
+      std::printf("sweep %6ld  plaq %.10f  (s %.10f t %.10f)  poly %+.6f%+.6fi  unit %.1e", s, o.plaquette,
+                  o.plaquette_spatial, o.plaquette_temporal, o.polyakov.re, o.polyakov.im, o.unitarity);
+      if (rate > 0) std::printf("  %.3e link updates/s", rate);
+      std::printf("\n");
+      std::fflush(stdout);
+    }
+  };
+  if (every > 0) record(0, 0);
+  double generating = 0, updates_before = gen.link_updates();
+  double mark = now_s(), window_updates = gen.link_updates(), window_time = 0;
+  for (long s = 1; s <= sweeps; ++s) {
+    gen.sweep(1);
+    if ((every > 0 && s % every == 0) || s == sweeps) {
+      synchronize(run.backend);
+      const double dt = now_s() - mark;
+      generating += dt;
+      window_time += dt;
+      record(s, (gen.link_updates() - window_updates) / window_time);
+      window_updates = gen.link_updates();
+      window_time = 0;
+      mark = now_s();
+    }
+  }
+  const double updates = gen.link_updates() - updates_before;
+  if (root && sweeps > 0)
+    std::printf(
+        "generator: %ld sweeps (%d link updates each, per link 1 heat bath + %d over-relaxation) in %.3f s: "
+        "%.3e link updates/s, %.3e sweeps/s\n",
+        sweeps, static_cast<int>(updates / sweeps), hp.overrelax, generating, updates / generating,
+        sweeps / generating);
+  if (!output.empty()) {
+    if (wp.ensemble_label.empty()) {
+      std::ostringstream label;
+      label << "quenched Wilson beta=" << hp.beta << " overrelax=" << hp.overrelax << " seed=" << hp.seed;
+      wp.ensemble_label = label.str();
+    }
+    wp.sequence_number = gen.heatbath_passes();
+    write_gauge(*lat, gen.links(), output, wp, run.backend);
+    if (root)
+      std::printf("wrote %s (%s, heat-bath pass %ld)\n", output.c_str(), describe_write(wp).c_str(),
+                  gen.heatbath_passes());
+  }
+  if (!history.empty() && root) {
+    const std::string tmp = history + ".tmp";
+    {
+      std::ofstream f(tmp);
+      f << table.str();
+      require(f.good(), "-latke_history ", history, ": writing ", tmp, " failed");
+    }
+    require(std::rename(tmp.c_str(), history.c_str()) == 0, "-latke_history ", history, ": cannot rename ", tmp,
+            " to it");
+    std::printf("wrote %s\n", history.c_str());
+  }
+  return 0;
+}
+
+int cmd_convert(const std::vector<std::string>& args) {
+  require(args.size() == 2, "convert needs an input and an output file: latke-gauge convert IN OUT [options]");
+  const RunOptions run = setup_from_options();
+  GaugeFileInfo info = read_gauge_info(PETSC_COMM_WORLD, args[0]);
+  auto lat = std::make_shared<Lattice>(PETSC_COMM_WORLD, info.dims, run.grid);
+  const std::vector<Complex<double>> links = read_gauge(*lat, args[0], &info, run.backend);
+  GaugeWriteParam w = write_options(args[1], &info);
+  write_gauge(*lat, links, args[1], w, run.backend);
+  if (is_root())
+    std::printf("converted %s (%s) to %s (%s)\n", args[0].c_str(), dims_text(info.dims).c_str(), args[1].c_str(),
+                describe_write(w).c_str());
+  return 0;
+}
+
+int cmd_measure(const std::vector<std::string>& args) {
+  require(args.size() == 1, "measure needs one file: latke-gauge measure FILE [options]");
+  const RunOptions run = setup_from_options();
+  GaugeFileInfo info = read_gauge_info(PETSC_COMM_WORLD, args[0]);
+  auto lat = std::make_shared<Lattice>(PETSC_COMM_WORLD, info.dims, run.grid);
+  const std::vector<Complex<double>> links = read_gauge(*lat, args[0], &info, run.backend);
+  const GaugeObservables o = measure_gauge(*lat, links, run.backend);
+  if (is_root()) {
+    std::printf("%s: %s lattice, %s, read and verified on %s\n", args[0].c_str(), dims_text(info.dims).c_str(),
+                info.format == GaugeFileFormat::ildg ? "ILDG" : "NERSC", lat->describe().c_str());
+    print_observables(o);
+  }
+  return 0;
+}
+
+int cmd_info(const std::vector<std::string>& args) {
+  require(args.size() == 1, "info needs one file: latke-gauge info FILE");
+  const GaugeFileInfo info = read_gauge_info(PETSC_COMM_WORLD, args[0]);
+  if (is_root()) std::printf("%s\n%s", args[0].c_str(), info.describe().c_str());
+  return 0;
+}
+
+int cmd_analyze(const std::vector<std::string>& args) {
+  require(args.size() == 1, "analyze needs one history file: latke-gauge analyze HISTORY [options]");
+  std::ifstream f(args[0]);
+  require(f.good(), "cannot open history file ", args[0]);
+  std::string column;
+  long therm = 0;
+  double expect = NAN, expect_error = 0;
+  bool expect_given = false;
+  read_options(PETSC_COMM_WORLD, "", "latke-gauge analyze options", [&](OptionGroup& o) {
+    column = o.string("-latke_column", "plaquette", "Column of the history to analyse");
+    therm = o.integer("-latke_therm", 0, "Drop measurements before this sweep");
+    expect = o.real("-latke_expect", 0.0, "Expected value to compare with");
+    expect_error = o.real("-latke_expect_error", 0.0, "Error of the expected value");
+    expect_given = o.given("-latke_expect");
+  });
+  std::vector<std::string> names;
+  std::vector<double> values;
+  long first = -1, last = -1;
+  std::string line;
+  int col = -1, line_no = 0;
+  while (std::getline(f, line)) {
+    ++line_no;
+    if (line.rfind("# sweep", 0) == 0) {
+      std::istringstream h(line.substr(2));
+      std::string name;
+      names.clear();
+      while (h >> name) names.push_back(name);
+      col = -1;
+      for (std::size_t i = 0; i < names.size(); ++i)
+        if (names[i] == column) col = static_cast<int>(i);
+      std::string known;
+      for (const auto& n : names) known += " " + n;
+      require(col > 0, args[0], ": no column '", column, "' (columns:", known, ")");
+      continue;
+    }
+    if (line.empty() || line[0] == '#') continue;
+    require(col > 0, args[0], ": line ", line_no, " comes before the '# sweep ...' line that names the columns");
+    std::istringstream row(line);
+    std::vector<double> v;
+    double x;
+    while (row >> x) v.push_back(x);
+    require(v.size() == names.size(), args[0], ": line ", line_no, " has ", v.size(), " numbers, expected ",
+            names.size());
+    const long sweep = static_cast<long>(v[0]);
+    if (sweep < therm) continue;
+    if (first < 0) first = sweep;
+    last = sweep;
+    values.push_back(v[col]);
+  }
+  require(values.size() >= 2, args[0], ": ", values.size(), " measurements at sweeps >= ", therm, "; need at least 2");
+  const SeriesStats s = analyze_series(values);
+  if (is_root()) {
+    std::printf("%s: %s, %zu measurements at sweeps %ld..%ld\n", args[0].c_str(), column.c_str(), s.n, first, last);
+    std::printf("mean                 %.10f\n", s.mean);
+    std::printf("naive error          %.3e   (measurements taken as independent)\n", s.naive_error);
+    std::printf("tau_int              %.3f +- %.3f measurements (window %d)\n", s.tau_int, s.tau_int_error, s.window);
+    std::printf("Gamma-method error   %.3e\n", s.error);
+    std::printf("binned errors       ");
+    for (const auto& b : s.binned) std::printf(" %d:%.2e", b.first, b.second);
+    std::printf("\nresult               %.10f +- %.10f\n", s.mean, s.conservative_error);
+    if (expect_given) {
+      const double e = expect_error;
+      const double sigma = std::sqrt(s.conservative_error * s.conservative_error + e * e);
+      std::printf("expected             %.10f +- %.10f: difference %+.3e = %+.2f sigma\n", expect, e, s.mean - expect,
+                  (s.mean - expect) / sigma);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace latke
+
+int main(int argc, char** argv) {
+  PetscCall(PetscInitialize(&argc, &argv, nullptr, help));
+  int status = 0;
+  try {
+    const std::string command = argc > 1 && argv[1][0] != '-' ? argv[1] : "";
+    std::vector<std::string> args;
+    for (int i = 2; i < argc && argv[i][0] != '-'; ++i) args.push_back(argv[i]);
+    if (command == "generate") {
+      latke::require(args.empty(), "generate takes options only, not '", args.empty() ? "" : args[0],
+                     "' (the output file is -latke_output FILE)");
+      status = latke::cmd_generate();
+    } else if (command == "convert") {
+      status = latke::cmd_convert(args);
+    } else if (command == "measure") {
+      status = latke::cmd_measure(args);
+    } else if (command == "info") {
+      status = latke::cmd_info(args);
+    } else if (command == "analyze") {
+      status = latke::cmd_analyze(args);
+    } else {
+      latke::fail("unknown command '", command, "': expected generate, convert, measure, info or analyze");
+    }
+  } catch (const std::exception& e) {
+    if (latke::is_root()) std::fprintf(stderr, "latke-gauge: error: %s\n", e.what());
+    status = 1;
+  }
+  PetscCall(PetscFinalize());
+  return status;
+}

@@ -1,0 +1,193 @@
+// Extended links: upload, download and ghost refresh (see extended_links.h).
+#include "fields/extended_links.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+
+#include "latke/core/error.h"
+#include "latke/core/launch.h"
+
+namespace latke::gauge {
+
+namespace {
+
+/// Local links between the host layout and the extended field (host only: staged).
+struct LexCopyKernel {
+  ExtLinks ext;
+  Complex<double>* host;
+  LocalGeometry geom;
+  bool to_ext;
+  void operator()(int x_cb, int parity) const {
+    int c[4];
+    const long site = geom.coords(x_cb, parity, c);
+    const long e = ext.index_of_local(c);
+    for (int mu = 0; mu < 4; ++mu) {
+      ColorMatrix<double, 3> u;
+      Complex<double>* h = host + (site * 4 + mu) * 9;
+      if (to_ext) {
+        for (int k = 0; k < 9; ++k) u.e[k / 3][k % 3] = h[k];
+        ext.save(e, mu, u);
+      } else {
+        ext.load(e, mu, u);
+        for (int k = 0; k < 9; ++k) h[k] = u.e[k / 3][k % 3];
+      }
+    }
+  }
+};
+
+/// Ghost sites whose out-of-range coordinates all lie in unsplit dimensions take the links
+/// of their periodic image.
+struct WrapKernel {
+  ExtLinks ext;
+  int split[4];
+  int mu_begin, mu_end;
+  LATKE_HOST_DEVICE void operator()(int e, int) const {
+    int c[4], img[4];
+    long r = e;
+    bool ghost = false;
+    for (int d = 0; d < 4; ++d) {
+      c[d] = static_cast<int>(r % ext.E[d]);
+      r /= ext.E[d];
+      img[d] = c[d];
+      if (c[d] == 0 || c[d] == ext.E[d] - 1) {
+        if (split[d]) return;
+        ghost = true;
+        img[d] = c[d] == 0 ? ext.E[d] - 2 : 1;
+      }
+    }
+    if (!ghost) return;
+    const long src = img[0] + img[1] * ext.stride[1] + img[2] * ext.stride[2] + img[3] * ext.stride[3];
+    for (int mu = mu_begin; mu < mu_end; ++mu)
+      for (int k = 0; k < 9; ++k) {
+        const long off = (static_cast<long>(mu) * 9 + k) * ext.ext_volume;
+        ext.data[off + e] = ext.data[off + src];
+      }
+  }
+};
+
+/// One slice x_d = slice of the extended field (all extended coordinates of the other
+/// dimensions) to or from a packed buffer [site][mu - mu_begin][9].
+struct SliceKernel {
+  ExtLinks ext;
+  Complex<double>* buf;
+  int d, slice, mu_begin, mu_end;
+  bool pack;
+  LATKE_HOST_DEVICE void operator()(int i, int) const {
+    long r = i, e = static_cast<long>(slice) * ext.stride[d];
+    for (int k = 0; k < 4; ++k) {
+      if (k == d) continue;
+      e += (r % ext.E[k]) * ext.stride[k];
+      r /= ext.E[k];
+    }
+    const int nmu = mu_end - mu_begin;
+    for (int mu = mu_begin; mu < mu_end; ++mu)
+      for (int k = 0; k < 9; ++k) {
+        Complex<double>& f = ext.data[(static_cast<long>(mu) * 9 + k) * ext.ext_volume + e];
+        Complex<double>& b = buf[(static_cast<long>(i) * nmu + (mu - mu_begin)) * 9 + k];
+        if (pack)
+          b = f;
+        else
+          f = b;
+      }
+  }
+};
+
+}  // namespace
+
+ExtendedLinks::ExtendedLinks(const Lattice& lat, Backend backend) : lat_(lat), backend_(backend) {
+  long v = 1, stride = 1;
+  for (int mu = 0; mu < 4; ++mu) {
+    view_.E[mu] = lat.local()[mu] + 2;
+    view_.stride[mu] = stride;
+    stride *= view_.E[mu];
+    v *= view_.E[mu];
+  }
+  view_.ext_volume = v;
+  data_ = Buffer(memory_for(backend), static_cast<std::size_t>(v) * 36 * sizeof(Complex<double>));
+  view_.data = static_cast<Complex<double>*>(data_.data());
+  long largest_slice = 0;
+  for (int d = 0; d < 4; ++d)
+    if (lat.partitioned(d)) largest_slice = std::max(largest_slice, v / view_.E[d]);
+  if (largest_slice > 0) {
+    for (auto& b : pack_) b = Buffer(memory_for(backend), largest_slice * 36 * sizeof(Complex<double>));
+    for (auto& h : host_) h.resize(largest_slice * 36);
+  }
+}
+
+void ExtendedLinks::upload(const std::vector<Complex<double>>& host) {
+  require(host.size() == static_cast<std::size_t>(lat_.volume()) * 36, "gauge links: host array has ", host.size(),
+          " complex numbers, expected ", lat_.volume() * 36, " (local volume x 4 directions x 3 x 3)");
+  const std::size_t bytes = data_.bytes();
+  if (backend_ == Backend::cpu) {
+    launch_cpu(LexCopyKernel{view_, const_cast<Complex<double>*>(host.data()), geometry(), true},
+               {lat_.volume_cb(), 0, 2});
+  } else {
+    std::vector<Complex<double>> stage(bytes / sizeof(Complex<double>));
+    ExtLinks v = view_;
+    v.data = stage.data();
+    launch_cpu(LexCopyKernel{v, const_cast<Complex<double>*>(host.data()), geometry(), true}, {lat_.volume_cb(), 0, 2});
+    copy_bytes(data_.data(), stage.data(), bytes, compute_stream());
+    synchronize(compute_stream());
+  }
+  refresh();
+}
+
+std::vector<Complex<double>> ExtendedLinks::download() const {
+  std::vector<Complex<double>> host(static_cast<std::size_t>(lat_.volume()) * 36);
+  ExtLinks v = view_;
+  std::vector<Complex<double>> stage;
+  if (backend_ != Backend::cpu) {
+    stage.resize(data_.bytes() / sizeof(Complex<double>));
+    synchronize(backend_);
+    copy_bytes(stage.data(), data_.data(), data_.bytes(), compute_stream());
+    synchronize(compute_stream());
+    v.data = stage.data();
+  }
+  launch_cpu(LexCopyKernel{v, host.data(), geometry(), false}, {lat_.volume_cb(), 0, 2});
+  return host;
+}
+
+void ExtendedLinks::refresh(int mu_begin, int mu_end) {
+  WrapKernel wrap{view_, {}, mu_begin, mu_end};
+  bool any_unsplit = false;
+  for (int d = 0; d < 4; ++d) {
+    wrap.split[d] = lat_.partitioned(d) ? 1 : 0;
+    any_unsplit |= !lat_.partitioned(d);
+  }
+  if (any_unsplit) launch(backend_, wrap, {static_cast<int>(view_.ext_volume), 0, 1});
+  const int nmu = mu_end - mu_begin;
+  for (int d = 0; d < 4; ++d) {
+    if (!lat_.partitioned(d)) continue;
+    const long n = view_.ext_volume / view_.E[d];
+    const std::size_t count = static_cast<std::size_t>(n) * nmu * 9;
+    const std::size_t bytes = count * sizeof(Complex<double>);
+    // Slice 1 (my first local slice) goes behind, where it is the ghost at E-1; slice E-2
+    // goes ahead, where it is the ghost at 0.
+    for (int side = 0; side < 2; ++side) {
+      SliceKernel k{
+          view_, static_cast<Complex<double>*>(pack_[side].data()), d, side == 0 ? 1 : view_.E[d] - 2, mu_begin, mu_end,
+          true};
+      launch(backend_, k, {static_cast<int>(n), 0, 1});
+      copy_bytes(host_[side].data(), pack_[side].data(), bytes, compute_stream());
+    }
+    synchronize(compute_stream());
+    const int doubles = static_cast<int>(count * 2);
+    MPI_Request req[4];
+    MPI_Irecv(host_[2].data(), doubles, MPI_DOUBLE, lat_.neighbour(d, -1), 2 * d, lat_.comm(), &req[0]);
+    MPI_Irecv(host_[3].data(), doubles, MPI_DOUBLE, lat_.neighbour(d, +1), 2 * d + 1, lat_.comm(), &req[1]);
+    MPI_Isend(host_[0].data(), doubles, MPI_DOUBLE, lat_.neighbour(d, -1), 2 * d + 1, lat_.comm(), &req[2]);
+    MPI_Isend(host_[1].data(), doubles, MPI_DOUBLE, lat_.neighbour(d, +1), 2 * d, lat_.comm(), &req[3]);
+    MPI_Waitall(4, req, MPI_STATUSES_IGNORE);
+    // From behind: their slice E-2, my ghost 0. From ahead: their slice 1, my ghost E-1.
+    for (int side = 0; side < 2; ++side) {
+      copy_bytes(pack_[side].data(), host_[2 + side].data(), bytes, compute_stream());
+      SliceKernel k{
+          view_, static_cast<Complex<double>*>(pack_[side].data()), d, side == 0 ? 0 : view_.E[d] - 1, mu_begin, mu_end,
+          false};
+      launch(backend_, k, {static_cast<int>(n), 0, 1});
+    }
+  }
+}
+
+}  // namespace latke::gauge

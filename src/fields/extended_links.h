@@ -1,0 +1,76 @@
+// Links on the backend with a ghost layer one site deep in every direction, corners
+// included: the working field of the gauge generator and of the observables. Every site's
+// staples and plaquettes are then a fixed pattern of loads, the same on every rank and in
+// every process grid.
+//
+// Layout (private to the generator and observables): extended extents E_mu = L_mu + 2, local
+// site x at extended coordinates x + (1,1,1,1), extended index
+//   e = ((c_t E_z + c_z) E_y + c_y) E_x + c_x,
+// and complex entry k = 3 row + col of U_mu at data[(mu * 9 + k) * ext_volume + e], so that
+// neighbouring threads (sites) read neighbouring words.
+//
+// refresh(mu_begin, mu_end) brings the ghosts of links mu_begin..mu_end-1 up to date: one
+// kernel copies the periodic images along every dimension that is not split over ranks, then,
+// for each split dimension in turn, its two faces (over the full extended extents of the other
+// dimensions, so corners travel with them) are packed, exchanged with the neighbours and
+// unpacked. Messages go through host memory.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "latke/core/algebra.h"
+#include "latke/core/indexing.h"
+#include "latke/core/lattice.h"
+#include "latke/core/memory.h"
+
+namespace latke::gauge {
+
+/// A kernel's view of the extended links (trivially copyable).
+struct ExtLinks {
+  Complex<double>* data;
+  long ext_volume;
+  int E[4];
+  long stride[4];  ///< index step of one site in direction mu
+
+  /// Extended index of local coordinates c (each in [-1, L_mu]).
+  LATKE_HOST_DEVICE LATKE_INLINE long index_of_local(const int (&c)[4]) const {
+    return (c[0] + 1) + (c[1] + 1) * stride[1] + (c[2] + 1) * stride[2] + (c[3] + 1) * stride[3];
+  }
+  LATKE_HOST_DEVICE LATKE_INLINE void load(long e, int mu, ColorMatrix<double, 3>& u) const {
+    const Complex<double>* p = data + static_cast<long>(mu) * 9 * ext_volume + e;
+    LATKE_UNROLL for (int k = 0; k < 9; ++k) u.e[k / 3][k % 3] = p[k * ext_volume];
+  }
+  LATKE_HOST_DEVICE LATKE_INLINE void save(long e, int mu, const ColorMatrix<double, 3>& u) const {
+    Complex<double>* p = data + static_cast<long>(mu) * 9 * ext_volume + e;
+    LATKE_UNROLL for (int k = 0; k < 9; ++k) p[k * ext_volume] = u.e[k / 3][k % 3];
+  }
+};
+
+class ExtendedLinks {
+ public:
+  ExtendedLinks(const Lattice& lat, Backend backend);
+
+  /// @brief Set the links from a host array over the local volume (conventions.h layout)
+  /// and fill the ghosts.
+  void upload(const std::vector<Complex<double>>& host);
+  /// @brief The local links as a host array (conventions.h layout).
+  std::vector<Complex<double>> download() const;
+  /// @brief Bring the ghosts of links mu_begin .. mu_end - 1 up to date.
+  void refresh(int mu_begin = 0, int mu_end = 4);
+
+  ExtLinks view() const { return view_; }
+  const Lattice& lattice() const { return lat_; }
+  Backend backend() const { return backend_; }
+  LocalGeometry geometry() const { return LocalGeometry::of(lat_); }
+
+ private:
+  const Lattice& lat_;
+  Backend backend_;
+  Buffer data_;
+  ExtLinks view_{};
+  Buffer pack_[2];                        // faces on the backend: [to the rank behind, ahead]
+  std::vector<Complex<double>> host_[4];  // staging: send behind, send ahead, recv behind, recv ahead
+};
+
+}  // namespace latke::gauge

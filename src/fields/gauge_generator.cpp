@@ -1,0 +1,187 @@
+// The quenched generator (gauge_generator.h): the update kernel for one direction and parity,
+// and the passes built from it.
+#include "latke/fields/gauge_generator.h"
+
+#include <mpi.h>
+
+#include <cmath>
+
+#include "fields/extended_links.h"
+#include "fields/gauge_measure.h"
+#include "fields/su3_update.h"
+#include "latke/core/error.h"
+#include "latke/core/launch.h"
+#include "latke/fields/random.h"
+
+namespace latke {
+
+namespace gauge {
+namespace {
+
+/// Heat-bath or over-relaxation update of U_mu on the sites of one parity.
+struct LinkUpdateKernel {
+  ExtLinks ext;
+  LocalGeometry geom;
+  int offset[4], global[4];
+  int mu;
+  bool heatbath;
+  double beta;
+  std::uint32_t key[2];
+  std::uint32_t pass;
+
+  /// Sum of the six staples of U_mu(x): U_mu(x) A is the sum of the plaquettes through it.
+  LATKE_HOST_DEVICE M3 staples(long e) const {
+    M3 a;
+    for (int nu = 0; nu < 4; ++nu) {
+      if (nu == mu) continue;
+      const long sm = ext.stride[mu], sn = ext.stride[nu];
+      M3 p, q, r;
+      // U_nu(x+mu) U_mu(x+nu)^dag U_nu(x)^dag = U_nu(x+mu) [U_nu(x) U_mu(x+nu)]^dag
+      ext.load(e + sm, nu, p);
+      ext.load(e + sn, mu, q);
+      ext.load(e, nu, r);
+      const M3 up = mul_adj(p, r * q);
+      // U_nu(x+mu-nu)^dag U_mu(x-nu)^dag U_nu(x-nu) = [U_mu(x-nu) U_nu(x+mu-nu)]^dag U_nu(x-nu)
+      ext.load(e + sm - sn, nu, p);
+      ext.load(e - sn, mu, q);
+      ext.load(e - sn, nu, r);
+      const M3 down = adj_mul(q * p, r);
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) a.e[i][j] += up.e[i][j] + down.e[i][j];
+    }
+    return a;
+  }
+
+  LATKE_HOST_DEVICE void operator()(int x_cb, int parity) const {
+    int c[4];
+    geom.coords(x_cb, parity, c);
+    const long e = ext.index_of_local(c);
+    const M3 a = staples(e);
+    M3 u;
+    ext.load(e, mu, u);
+    if (heatbath) {
+      std::uint64_t site = 0;
+      for (int d = 3; d >= 0; --d) site = site * global[d] + (c[d] + offset[d]);
+      const CounterRng rng{
+          {key[0], key[1]},
+          {static_cast<std::uint32_t>(site),
+           (static_cast<std::uint32_t>(site >> 32) & 0x0fffffffu) | (static_cast<std::uint32_t>(mu) << 28), pass}};
+      heatbath_link(u, a, beta, rng);
+    } else {
+      overrelax_link(u, a);
+    }
+    ext.save(e, mu, u);
+  }
+};
+
+}  // namespace
+}  // namespace gauge
+
+const char* to_string(GaugeStart s) {
+  switch (s) {
+    case GaugeStart::cold:
+      return "cold";
+    case GaugeStart::hot:
+      return "hot";
+    default:
+      return "weak";
+  }
+}
+
+GaugeStart parse_gauge_start(const std::string& name) {
+  if (name == "cold") return GaugeStart::cold;
+  if (name == "hot") return GaugeStart::hot;
+  if (name == "weak") return GaugeStart::weak;
+  fail("unknown start '", name, "': expected cold, hot or weak");
+}
+
+struct QuenchedGenerator::Impl {
+  std::shared_ptr<const Lattice> lat;
+  Backend backend;
+  HeatbathParam param;
+  gauge::ExtendedLinks links;
+  long passes = 0;
+  double updates = 0;
+
+  Impl(std::shared_ptr<const Lattice> l, Backend b, const HeatbathParam& p)
+      : lat(std::move(l)), backend(b), param(p), links(*lat, b) {}
+
+  void pass(bool heatbath) {
+    gauge::LinkUpdateKernel k{};
+    k.ext = links.view();
+    k.geom = links.geometry();
+    for (int d = 0; d < 4; ++d) {
+      k.offset[d] = lat->offset()[d];
+      k.global[d] = lat->global()[d];
+    }
+    k.heatbath = heatbath;
+    k.beta = param.beta;
+    k.key[0] = static_cast<std::uint32_t>(param.seed);
+    k.key[1] = static_cast<std::uint32_t>(param.seed >> 32);
+    k.pass = static_cast<std::uint32_t>(passes);
+    for (int mu = 0; mu < 4; ++mu) {
+      k.mu = mu;
+      for (int parity = 0; parity < 2; ++parity) {
+        // Not tunable: the kernel updates in place, so it must run exactly once.
+        launch(backend, k, {lat->volume_cb(), parity, 1}, compute_stream(), false);
+        links.refresh(mu, mu + 1);
+      }
+    }
+    if (heatbath) ++passes;
+    updates += 4.0 * static_cast<double>(lat->volume()) * lat->size();
+  }
+};
+
+QuenchedGenerator::QuenchedGenerator(std::shared_ptr<const Lattice> lattice, Backend b, const HeatbathParam& param)
+    : impl_(std::make_unique<Impl>(std::move(lattice), b, param)) {
+  require(param.beta >= 0 && std::isfinite(param.beta), "beta ", param.beta, ": expected a coupling of 0 or more");
+  require(param.overrelax >= 0, "over-relaxation passes per sweep ", param.overrelax, ": expected 0 or more");
+  start(GaugeStart::cold);
+}
+
+QuenchedGenerator::~QuenchedGenerator() = default;
+
+void QuenchedGenerator::start(GaugeStart s) {
+  const Lattice& lat = *impl_->lat;
+  std::vector<Complex<double>> host;
+  // The starts have their own keys, apart from the heat bath's.
+  const std::uint64_t seed = impl_->param.seed ^ 0x68756e6b5f737461ull;
+  if (s == GaugeStart::cold) {
+    host.assign(static_cast<std::size_t>(lat.volume()) * 36, Complex<double>());
+    for (long i = 0; i < lat.volume() * 4; ++i)
+      for (int d = 0; d < 3; ++d) host[i * 9 + 4 * d] = Complex<double>(1.0);
+  } else {
+    host = random_gauge(lat, seed, s == GaugeStart::hot ? -1.0 : impl_->param.weak_spread);
+  }
+  set_links(host, 0);
+}
+
+void QuenchedGenerator::set_links(const std::vector<Complex<double>>& links, long passes_done) {
+  require(passes_done >= 0, "heat-bath passes done ", passes_done, ": expected 0 or more");
+  impl_->links.upload(links);
+  impl_->passes = passes_done;
+}
+
+std::vector<Complex<double>> QuenchedGenerator::links() const { return impl_->links.download(); }
+
+void QuenchedGenerator::sweep(int n) {
+  for (int i = 0; i < n; ++i) {
+    heatbath_pass();
+    for (int k = 0; k < impl_->param.overrelax; ++k) overrelax_pass();
+  }
+}
+
+void QuenchedGenerator::heatbath_pass() { impl_->pass(true); }
+void QuenchedGenerator::overrelax_pass() { impl_->pass(false); }
+
+GaugeObservables QuenchedGenerator::measure() const { return gauge::measure(impl_->links); }
+
+double QuenchedGenerator::action() const { return wilson_action(*impl_->lat, impl_->param.beta, measure().plaquette); }
+
+long QuenchedGenerator::heatbath_passes() const { return impl_->passes; }
+double QuenchedGenerator::link_updates() const { return impl_->updates; }
+const HeatbathParam& QuenchedGenerator::param() const { return impl_->param; }
+const Lattice& QuenchedGenerator::lattice() const { return *impl_->lat; }
+Backend QuenchedGenerator::backend() const { return impl_->backend; }
+
+}  // namespace latke

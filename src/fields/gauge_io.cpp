@@ -1,0 +1,587 @@
+// Gauge files: what NERSC and ILDG share (gauge_io_detail.h) and the public entry points,
+// which recognize the format and hand over to nersc_io.cpp or ildg_io.cpp.
+#include <mpi.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "fields/gauge_io_detail.h"
+#include "fields/su3_update.h"
+#include "latke/fields/gauge_field.h"
+#include "latke/fields/random.h"
+
+namespace latke {
+
+namespace gauge_io {
+
+namespace {
+
+void put_real(unsigned char* p, double v, const SiteFormat& f) {
+  if (f.single) {
+    const float x = static_cast<float>(v);
+    std::uint32_t w;
+    std::memcpy(&w, &x, 4);
+    for (int b = 0; b < 4; ++b) p[f.big_endian ? 3 - b : b] = static_cast<unsigned char>(w >> (8 * b));
+  } else {
+    std::uint64_t w;
+    std::memcpy(&w, &v, 8);
+    for (int b = 0; b < 8; ++b) p[f.big_endian ? 7 - b : b] = static_cast<unsigned char>(w >> (8 * b));
+  }
+}
+
+std::uint64_t get_word(const unsigned char* p, int bytes, bool big_endian) {
+  std::uint64_t w = 0;
+  for (int b = 0; b < bytes; ++b) w |= static_cast<std::uint64_t>(p[big_endian ? bytes - 1 - b : b]) << (8 * b);
+  return w;
+}
+
+double get_real(const unsigned char* p, const SiteFormat& f) {
+  if (f.single) {
+    const std::uint32_t w = static_cast<std::uint32_t>(get_word(p, 4, f.big_endian));
+    float x;
+    std::memcpy(&x, &w, 4);
+    return x;
+  }
+  const std::uint64_t w = get_word(p, 8, f.big_endian);
+  double x;
+  std::memcpy(&x, &w, 8);
+  return x;
+}
+
+void rebuild_third_row(Complex<double>* u) {
+  u[6] = conj(u[1] * u[5] - u[2] * u[4]);
+  u[7] = conj(u[2] * u[3] - u[0] * u[5]);
+  u[8] = conj(u[0] * u[4] - u[1] * u[3]);
+}
+
+/// A length-prefixed binary form of GaugeFileInfo, to broadcast it from rank 0.
+struct Packer {
+  std::string s;
+  void u64(std::uint64_t v) { s.append(reinterpret_cast<const char*>(&v), 8); }
+  void str(const std::string& t) {
+    u64(t.size());
+    s += t;
+  }
+};
+struct Unpacker {
+  const std::string& s;
+  std::size_t pos = 0;
+  std::uint64_t u64() {
+    std::uint64_t v;
+    std::memcpy(&v, s.data() + pos, 8);
+    pos += 8;
+    return v;
+  }
+  std::string str() {
+    const std::size_t n = u64();
+    std::string t = s.substr(pos, n);
+    pos += n;
+    return t;
+  }
+};
+
+std::string pack(const GaugeFileInfo& i) {
+  Packer p;
+  p.u64(static_cast<std::uint64_t>(i.format));
+  for (int d = 0; d < 4; ++d) p.u64(i.dims[d]);
+  p.u64(static_cast<std::uint64_t>(i.precision));
+  p.u64(i.two_rows);
+  p.u64(i.little_endian);
+  p.u64(i.data_offset);
+  p.u64(i.data_bytes);
+  p.u64(i.file_bytes);
+  p.u64(static_cast<std::uint64_t>(i.sequence_number));
+  p.u64(i.header.size());
+  for (const auto& kv : i.header) {
+    p.str(kv.first);
+    p.str(kv.second);
+  }
+  p.u64(i.records.size());
+  for (const auto& r : i.records) {
+    p.str(r.type);
+    p.u64(r.header_offset);
+    p.u64(r.data_offset);
+    p.u64(r.bytes);
+    p.u64(r.message_begin);
+    p.u64(r.message_end);
+    p.str(r.text);
+  }
+  return p.s;
+}
+
+GaugeFileInfo unpack(const std::string& s) {
+  Unpacker u{s};
+  GaugeFileInfo i;
+  i.format = static_cast<GaugeFileFormat>(u.u64());
+  for (int d = 0; d < 4; ++d) i.dims[d] = static_cast<int>(u.u64());
+  i.precision = static_cast<Precision>(u.u64());
+  i.two_rows = u.u64() != 0;
+  i.little_endian = u.u64() != 0;
+  i.data_offset = u.u64();
+  i.data_bytes = u.u64();
+  i.file_bytes = u.u64();
+  i.sequence_number = static_cast<long>(u.u64());
+  i.header.resize(u.u64());
+  for (auto& kv : i.header) {
+    kv.first = u.str();
+    kv.second = u.str();
+  }
+  i.records.resize(u.u64());
+  for (auto& r : i.records) {
+    r.type = u.str();
+    r.header_offset = u.u64();
+    r.data_offset = u.u64();
+    r.bytes = u.u64();
+    r.message_begin = u.u64() != 0;
+    r.message_end = u.u64() != 0;
+    r.text = u.str();
+  }
+  return i;
+}
+
+/// This rank's sites as a subarray of the global lexicographic array of sites.
+struct SiteTypes {
+  MPI_Datatype site = MPI_DATATYPE_NULL, file = MPI_DATATYPE_NULL;
+  SiteTypes(const Lattice& lat, std::size_t site_bytes) {
+    MPI_Type_contiguous(static_cast<int>(site_bytes), MPI_BYTE, &site);
+    MPI_Type_commit(&site);
+    const Coords &G = lat.global(), &L = lat.local(), &o = lat.offset();
+    int sizes[4] = {G[3], G[2], G[1], G[0]}, sub[4] = {L[3], L[2], L[1], L[0]}, start[4] = {o[3], o[2], o[1], o[0]};
+    MPI_Type_create_subarray(4, sizes, sub, start, MPI_ORDER_C, site, &file);
+    MPI_Type_commit(&file);
+  }
+  ~SiteTypes() {
+    MPI_Type_free(&file);
+    MPI_Type_free(&site);
+  }
+};
+
+}  // namespace
+
+std::vector<unsigned char> encode_links(const std::vector<Complex<double>>& links, const SiteFormat& f) {
+  const std::size_t sites = links.size() / 36, rb = f.real_bytes();
+  std::vector<unsigned char> out(sites * f.site_bytes());
+#pragma omp parallel for schedule(static)
+  for (std::size_t s = 0; s < sites; ++s) {
+    unsigned char* p = out.data() + s * f.site_bytes();
+    for (int mu = 0; mu < 4; ++mu)
+      for (int k = 0; k < 3 * f.rows; ++k) {
+        const Complex<double> z = links[(s * 4 + mu) * 9 + k];
+        put_real(p, z.re, f);
+        put_real(p + rb, z.im, f);
+        p += 2 * rb;
+      }
+  }
+  return out;
+}
+
+std::vector<Complex<double>> decode_links(const std::vector<unsigned char>& bytes, const SiteFormat& f) {
+  const std::size_t sites = bytes.size() / f.site_bytes(), rb = f.real_bytes();
+  std::vector<Complex<double>> links(sites * 36);
+#pragma omp parallel for schedule(static)
+  for (std::size_t s = 0; s < sites; ++s) {
+    const unsigned char* p = bytes.data() + s * f.site_bytes();
+    for (int mu = 0; mu < 4; ++mu) {
+      Complex<double>* u = &links[(s * 4 + mu) * 9];
+      for (int k = 0; k < 3 * f.rows; ++k) {
+        u[k] = Complex<double>(get_real(p, f), get_real(p + rb, f));
+        p += 2 * rb;
+      }
+      if (f.rows == 2) rebuild_third_row(u);
+    }
+  }
+  return links;
+}
+
+double row_unitarity(const std::vector<Complex<double>>& links) {
+  double worst = 0;
+  for (std::size_t m = 0; m + 9 <= links.size(); m += 9) {
+    const Complex<double>* u = &links[m];
+    double n0 = 0, n1 = 0;
+    Complex<double> d;
+    for (int c = 0; c < 3; ++c) {
+      n0 += norm2(u[c]);
+      n1 += norm2(u[3 + c]);
+      d += conj_mul(u[c], u[3 + c]);
+    }
+    const double dev = std::fmax(std::fabs(n0 - 1), std::fmax(std::fabs(n1 - 1), std::sqrt(norm2(d))));
+    if (!(dev <= worst)) worst = dev;  // NaN sticks
+  }
+  return worst;
+}
+
+void reunitarize_if_close(const Lattice& lat, std::vector<Complex<double>>& links) {
+  double dev = su3_deviation(links), worst = 0;
+  MPI_Allreduce(&dev, &worst, 1, MPI_DOUBLE, MPI_MAX, lat.comm());
+  if (!(worst <= precision_tolerance(true))) return;
+  const std::size_t n = links.size() / 9;
+#pragma omp parallel for schedule(static)
+  for (std::size_t m = 0; m < n; ++m) {
+    gauge::M3 u;
+    for (int k = 0; k < 9; ++k) u.e[k / 3][k % 3] = links[m * 9 + k];
+    gauge::reunitarize(u);
+    for (int k = 0; k < 9; ++k) links[m * 9 + k] = u.e[k / 3][k % 3];
+  }
+}
+
+double precision_tolerance(bool single) { return single ? 1e-5 : 1e-10; }
+
+double printed_resolution(const std::string& number) {
+  const std::size_t e = number.find_first_of("eE");
+  const std::string mantissa = number.substr(0, e);
+  const int exponent = e == std::string::npos ? 0 : std::atoi(number.c_str() + e + 1);
+  const std::size_t dot = mantissa.find('.');
+  const int decimals = dot == std::string::npos ? 0 : static_cast<int>(mantissa.size() - dot - 1);
+  return 0.5 * std::pow(10.0, exponent - decimals);
+}
+
+std::uint32_t nersc_checksum(const std::vector<unsigned char>& bytes, const SiteFormat& f) {
+  std::uint32_t sum = 0;
+  const std::size_t rb = f.real_bytes();
+  for (std::size_t i = 0; i + rb <= bytes.size(); i += rb) {
+    const std::uint64_t w = get_word(bytes.data() + i, static_cast<int>(rb), f.big_endian);
+    sum += static_cast<std::uint32_t>(w) + static_cast<std::uint32_t>(w >> 32);
+  }
+  return sum;
+}
+
+std::uint32_t crc32(const unsigned char* data, std::size_t n) {
+  static const auto table = [] {
+    std::vector<std::uint32_t> t(256);
+    for (std::uint32_t i = 0; i < 256; ++i) {
+      std::uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  std::uint32_t c = 0xFFFFFFFFu;
+  for (std::size_t i = 0; i < n; ++i) c = table[(c ^ data[i]) & 0xFF] ^ (c >> 8);
+  return c ^ 0xFFFFFFFFu;
+}
+
+void scidac_checksum(const Lattice& lat, const std::vector<unsigned char>& bytes, std::size_t site_bytes,
+                     std::uint32_t& suma, std::uint32_t& sumb) {
+  auto rotl = [](std::uint32_t w, unsigned r) { return r == 0 ? w : (w << r) | (w >> (32 - r)); };
+  suma = sumb = 0;
+  for (long s = 0; s < lat.volume(); ++s) {
+    const std::uint64_t r = global_site(lat, s);
+    const std::uint32_t c = crc32(bytes.data() + s * site_bytes, site_bytes);
+    suma ^= rotl(c, static_cast<unsigned>(r % 29));
+    sumb ^= rotl(c, static_cast<unsigned>(r % 31));
+  }
+}
+
+void bcast_string(MPI_Comm comm, std::string& s) {
+  std::uint64_t n = s.size();
+  MPI_Bcast(&n, 1, MPI_UINT64_T, 0, comm);
+  s.resize(n);
+  if (n > 0) MPI_Bcast(s.data(), static_cast<int>(n), MPI_CHAR, 0, comm);
+}
+
+std::uint64_t load_be(const unsigned char* p, int bytes) { return get_word(p, bytes, true); }
+
+void store_be(unsigned char* p, std::uint64_t v, int bytes) {
+  for (int b = 0; b < bytes; ++b) p[bytes - 1 - b] = static_cast<unsigned char>(v >> (8 * b));
+}
+
+void collective_require(MPI_Comm comm, bool ok, const std::string& message) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const int mine = ok ? size : rank;
+  int first = size;
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
+  if (first == size) return;
+  std::string m = rank == first ? message : std::string();
+  std::uint64_t n = m.size();
+  MPI_Bcast(&n, 1, MPI_UINT64_T, first, comm);
+  m.resize(n);
+  MPI_Bcast(m.data(), static_cast<int>(n), MPI_CHAR, first, comm);
+  throw Error(m);
+}
+
+std::string mpi_error(const char* call, int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(code, text, &len);
+  return std::string(call) + ": " + std::string(text, len);
+}
+
+std::vector<unsigned char> read_sites(const Lattice& lat, const std::string& path, std::uint64_t offset,
+                                      std::size_t site_bytes) {
+  std::vector<unsigned char> bytes(static_cast<std::size_t>(lat.volume()) * site_bytes);
+  MPI_File fh;
+  int rc = MPI_File_open(lat.comm(), path.c_str(), MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
+  collective_require(lat.comm(), rc == MPI_SUCCESS,
+                     path + ": cannot open for reading (" + mpi_error("MPI_File_open", rc) + ")");
+  SiteTypes types(lat, site_bytes);
+  rc = MPI_File_set_view(fh, static_cast<MPI_Offset>(offset), types.site, types.file, "native", MPI_INFO_NULL);
+  int count = 0;
+  if (rc == MPI_SUCCESS) {
+    MPI_Status status;
+    rc = MPI_File_read_all(fh, bytes.data(), static_cast<int>(lat.volume()), types.site, &status);
+    if (rc == MPI_SUCCESS) MPI_Get_count(&status, types.site, &count);
+  }
+  MPI_File_close(&fh);
+  collective_require(lat.comm(), rc == MPI_SUCCESS,
+                     path + ": reading the links failed (" + mpi_error("MPI_File_read_all", rc) + ")");
+  collective_require(lat.comm(), count == lat.volume(),
+                     path + ": the file ended after " + std::to_string(count) + " of this rank's " +
+                         std::to_string(lat.volume()) + " sites");
+  return bytes;
+}
+
+AtomicFile::AtomicFile(MPI_Comm comm, const std::string& path) : comm_(comm), path_(path) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  if (rank == 0) {
+    tmp_ = path + ".tmp-" + std::to_string(static_cast<long>(getpid()));
+    std::remove(tmp_.c_str());
+  }
+  bcast_string(comm, tmp_);
+  const int rc = MPI_File_open(comm, tmp_.c_str(), MPI_MODE_WRONLY | MPI_MODE_CREATE, MPI_INFO_NULL, &fh_);
+  if (rc != MPI_SUCCESS) fh_ = MPI_FILE_NULL;
+  collective_require(comm, rc == MPI_SUCCESS,
+                     path + ": cannot create the temporary file " + tmp_ + " (" + mpi_error("MPI_File_open", rc) + ")");
+}
+
+AtomicFile::~AtomicFile() {
+  if (committed_) return;
+  if (fh_ != MPI_FILE_NULL) MPI_File_close(&fh_);
+  int rank = 0;
+  MPI_Comm_rank(comm_, &rank);
+  if (rank == 0) std::remove(tmp_.c_str());
+}
+
+void AtomicFile::write_root(std::uint64_t offset, const std::string& bytes) {
+  int rank = 0, rc = MPI_SUCCESS, count = 0;
+  MPI_Comm_rank(comm_, &rank);
+  if (rank == 0) {
+    MPI_Status status;
+    rc = MPI_File_write_at(fh_, static_cast<MPI_Offset>(offset), bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE,
+                           &status);
+    if (rc == MPI_SUCCESS) MPI_Get_count(&status, MPI_BYTE, &count);
+  }
+  collective_require(comm_, rc == MPI_SUCCESS && (rank != 0 || count == static_cast<int>(bytes.size())),
+                     path_ + ": writing " + tmp_ + " failed (" + mpi_error("MPI_File_write_at", rc) + ")");
+}
+
+void AtomicFile::write_sites(const Lattice& lat, std::uint64_t offset, const std::vector<unsigned char>& bytes,
+                             std::size_t site_bytes) {
+  SiteTypes types(lat, site_bytes);
+  int rc = MPI_File_set_view(fh_, static_cast<MPI_Offset>(offset), types.site, types.file, "native", MPI_INFO_NULL);
+  int count = 0;
+  if (rc == MPI_SUCCESS) {
+    MPI_Status status;
+    rc = MPI_File_write_all(fh_, bytes.data(), static_cast<int>(lat.volume()), types.site, &status);
+    if (rc == MPI_SUCCESS) MPI_Get_count(&status, types.site, &count);
+  }
+  MPI_File_set_view(fh_, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL);
+  collective_require(comm_, rc == MPI_SUCCESS && count == lat.volume(),
+                     path_ + ": writing the links to " + tmp_ + " failed (" +
+                         (rc == MPI_SUCCESS ? "short write of " + std::to_string(count) + " sites"
+                                            : mpi_error("MPI_File_write_all", rc)) +
+                         ")");
+}
+
+void AtomicFile::commit(std::uint64_t expected_bytes) {
+  const int rc = MPI_File_close(&fh_);
+  fh_ = MPI_FILE_NULL;
+  collective_require(comm_, rc == MPI_SUCCESS,
+                     path_ + ": closing " + tmp_ + " failed (" + mpi_error("MPI_File_close", rc) + ")");
+  int rank = 0;
+  MPI_Comm_rank(comm_, &rank);
+  std::string why;
+  if (rank == 0) {
+    std::error_code ec;
+    const std::uintmax_t size = std::filesystem::file_size(tmp_, ec);
+    if (ec || size != expected_bytes)
+      why = "it has " + (ec ? std::string("an unknown number of") : std::to_string(size)) + " bytes, expected " +
+            std::to_string(expected_bytes) + ": the file system did not take the whole write";
+  }
+  collective_require(comm_, why.empty(), path_ + ": writing " + tmp_ + " failed (" + why + ")");
+  if (rank == 0 && std::rename(tmp_.c_str(), path_.c_str()) != 0) why = std::strerror(errno);
+  collective_require(comm_, why.empty(), path_ + ": cannot rename " + tmp_ + " to it (" + why + ")");
+  committed_ = true;
+}
+
+std::string dims_text(const Coords& c) {
+  return std::to_string(c[0]) + "x" + std::to_string(c[1]) + "x" + std::to_string(c[2]) + "x" + std::to_string(c[3]);
+}
+
+int parse_positive(const std::string& path, const std::string& what, const std::string& text) {
+  std::size_t used = 0;
+  int n = 0;
+  try {
+    n = std::stoi(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  require(used > 0 && used == text.size() && n > 0, path, ": ", what, " '", text, "' is not a positive integer");
+  return n;
+}
+
+std::uint32_t parse_hex32(const std::string& path, const std::string& what, const std::string& text) {
+  std::size_t used = 0;
+  unsigned long v = 0;
+  try {
+    v = std::stoul(text, &used, 16);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  require(used > 0 && used == text.size() && v <= 0xFFFFFFFFul, path, ": ", what, " '", text,
+          "' is not a 32-bit hexadecimal number");
+  return static_cast<std::uint32_t>(v);
+}
+
+std::string hex32(std::uint32_t v) {
+  std::ostringstream s;
+  s << std::hex << v;
+  return s.str();
+}
+
+std::string print_real(double v) {
+  std::ostringstream s;
+  s.precision(15);
+  s << v;
+  return s.str();
+}
+
+std::string now_text() {
+  char buf[64];
+  const std::time_t t = std::time(nullptr);
+  std::strftime(buf, sizeof(buf), "%a %b %d %H:%M:%S %Y", std::localtime(&t));
+  return buf;
+}
+
+std::vector<Complex<double>> as_stored(const std::vector<Complex<double>>& links, const SiteFormat& f) {
+  return decode_links(encode_links(links, f), f);
+}
+
+void check_stated(const std::string& path, const char* what, const std::string& stated, double actual, bool single) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(stated, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  require(used > 0 && used == stated.size(), path, ": ", what, " '", stated, "' is not a number");
+  const double tol = precision_tolerance(single) + printed_resolution(stated);
+  require(std::fabs(v - actual) <= tol, path, ": ", what, " mismatch: the file says ", stated, ", its links give ",
+          print_real(actual), " (tolerance ", tol, " for ", single ? "32" : "64", "-bit data)");
+}
+
+}  // namespace gauge_io
+
+const char* to_string(GaugeFileFormat f) { return f == GaugeFileFormat::ildg ? "ildg" : "nersc"; }
+
+GaugeFileFormat parse_gauge_format(const std::string& name) {
+  if (name == "nersc") return GaugeFileFormat::nersc;
+  if (name == "ildg") return GaugeFileFormat::ildg;
+  fail("unknown gauge file format '", name, "': expected nersc or ildg");
+}
+
+std::string GaugeFileInfo::value(const std::string& key) const {
+  for (const auto& kv : header)
+    if (kv.first == key) return kv.second;
+  return "";
+}
+
+std::string GaugeFileInfo::describe() const {
+  std::ostringstream s;
+  const char* bits = precision == Precision::single ? "32" : "64";
+  if (format == GaugeFileFormat::nersc)
+    s << "format      NERSC " << (two_rows ? "4D_SU3_GAUGE (3x2)" : "4D_SU3_GAUGE_3x3") << ", IEEE" << bits
+      << (little_endian ? " little" : " big") << " endian\n";
+  else
+    s << "format      ILDG (LIME), IEEE" << bits << " big endian\n";
+  s << "dimensions  " << gauge_io::dims_text(dims) << "\n";
+  s << "links       " << data_bytes << " bytes at offset " << data_offset << " (file " << file_bytes << " bytes)\n";
+  if (sequence_number >= 0) s << "sequence    " << sequence_number << "\n";
+  if (format == GaugeFileFormat::nersc) {
+    s << "header\n";
+    for (const auto& kv : header) s << "  " << kv.first << " = " << kv.second << "\n";
+  } else {
+    s << "records\n";
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      const LimeRecord& r = records[i];
+      s << "  " << i << "  " << (r.message_begin ? "MB" : "  ") << " " << (r.message_end ? "ME" : "  ") << "  "
+        << r.type << "  " << r.bytes << " bytes at " << r.data_offset << "\n";
+      if (!r.text.empty()) {
+        std::istringstream lines(r.text);
+        std::string line;
+        while (std::getline(lines, line))
+          if (!line.empty()) s << "        " << line << "\n";
+      }
+    }
+  }
+  return s.str();
+}
+
+GaugeFileInfo read_gauge_info(MPI_Comm comm, const std::string& path) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::string packed, error;
+  if (rank == 0) {
+    try {
+      std::ifstream f(path, std::ios::binary | std::ios::ate);
+      require(f.good(), "cannot open gauge file ", path, ": ", std::strerror(errno));
+      const std::uint64_t size = static_cast<std::uint64_t>(f.tellg());
+      unsigned char head[12] = {};
+      f.seekg(0);
+      f.read(reinterpret_cast<char*>(head), sizeof(head));
+      GaugeFileInfo info;
+      if (size >= 12 && std::memcmp(head, "BEGIN_HEADER", 12) == 0) {
+        info = gauge_io::parse_nersc(path, size);
+      } else if (size >= 4 && gauge_io::load_be(head, 4) == gauge_io::lime_magic) {
+        info = gauge_io::parse_lime(path, size);
+      } else {
+        fail(path,
+             ": not a gauge file Latke knows: it starts neither with BEGIN_HEADER (NERSC) nor with the LIME "
+             "magic number 0x456789ab (ILDG)");
+      }
+      packed = gauge_io::pack(info);
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  }
+  gauge_io::bcast_string(comm, error);
+  if (!error.empty()) throw Error(error);
+  gauge_io::bcast_string(comm, packed);
+  return gauge_io::unpack(packed);
+}
+
+std::vector<Complex<double>> read_gauge(const Lattice& lat, const std::string& path, GaugeFileInfo* info_out,
+                                        Backend b) {
+  const GaugeFileInfo info = read_gauge_info(lat.comm(), path);
+  require(info.dims == lat.global(), path, ": the file holds a ", gauge_io::dims_text(info.dims),
+          " lattice, but the lattice asked for is ", gauge_io::dims_text(lat.global()));
+  if (info_out) *info_out = info;
+  return info.format == GaugeFileFormat::nersc ? gauge_io::read_nersc(lat, path, info, b)
+                                               : gauge_io::read_ildg(lat, path, info, b);
+}
+
+void write_gauge(const Lattice& lat, const std::vector<Complex<double>>& links, const std::string& path,
+                 const GaugeWriteParam& p, Backend b) {
+  require(links.size() == static_cast<std::size_t>(lat.volume()) * 36, "writing ", path, ": host array has ",
+          links.size(), " complex numbers, expected ", lat.volume() * 36, " (local volume x 4 x 3 x 3)");
+  require(p.precision == Precision::double_ || p.precision == Precision::single, "writing ", path, ": file precision ",
+          to_string(p.precision), " is not one gauge files have: expected double or single");
+  require(p.format == GaugeFileFormat::nersc || (!p.two_rows && !p.little_endian), "writing ", path,
+          ": ILDG files hold 3x3 big-endian links; 3x2 and little endian are NERSC options");
+  if (p.format == GaugeFileFormat::nersc)
+    gauge_io::write_nersc(lat, links, path, p, b);
+  else
+    gauge_io::write_ildg(lat, links, path, p, b);
+}
+
+}  // namespace latke

@@ -1,0 +1,123 @@
+// Pieces shared by the NERSC and ILDG readers and writers: byte order, conversion between
+// links and file words, checksums, collective error handling, MPI-IO of each rank's sites,
+// and the write-to-temporary-then-rename file.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "latke/core/complex.h"
+#include "latke/core/error.h"
+#include "latke/core/lattice.h"
+#include "latke/fields/gauge_io.h"
+
+namespace latke::gauge_io {
+
+/// How the links of one site are stored in a file.
+struct SiteFormat {
+  bool single = false;  ///< IEEE32 (else IEEE64)
+  bool big_endian = true;
+  int rows = 3;  ///< 3, or 2 with the third rebuilt
+  std::size_t real_bytes() const { return single ? 4 : 8; }
+  std::size_t site_bytes() const { return 4 * rows * 3 * 2 * real_bytes(); }
+};
+
+/// @brief Links (this rank's host array) to file bytes, site by site.
+std::vector<unsigned char> encode_links(const std::vector<Complex<double>>& links, const SiteFormat& f);
+/// @brief File bytes to links; two-row links get their third row rebuilt.
+std::vector<Complex<double>> decode_links(const std::vector<unsigned char>& bytes, const SiteFormat& f);
+/// @brief Largest deviation from orthonormality of the first two rows of every link.
+double row_unitarity(const std::vector<Complex<double>>& links);
+/// @brief Links read from single-precision data: when every link of the lattice is within
+/// the single-precision tolerance of SU(3), project them all back onto SU(3) (the rounding
+/// of the file is then gone); otherwise (links that are not meant to be SU(3)) leave them.
+void reunitarize_if_close(const Lattice& lat, std::vector<Complex<double>>& links);
+/// @brief Tolerance of checks on data stored with this precision (single 1e-5, double 1e-10).
+double precision_tolerance(bool single);
+/// @brief Half a unit in the last digit of a printed number ("0.5937" -> 5e-5).
+double printed_resolution(const std::string& number);
+
+/// @brief NERSC checksum: the sum modulo 2^32 of the data as 32-bit words.
+std::uint32_t nersc_checksum(const std::vector<unsigned char>& bytes, const SiteFormat& f);
+/// @brief zlib's CRC-32 of n bytes.
+std::uint32_t crc32(const unsigned char* data, std::size_t n);
+/// @brief SciDAC checksum (suma, sumb) of this rank's sites, before the XOR over ranks.
+void scidac_checksum(const Lattice& lat, const std::vector<unsigned char>& bytes, std::size_t site_bytes,
+                     std::uint32_t& suma, std::uint32_t& sumb);
+
+/// Big-endian integers in file headers.
+std::uint64_t load_be(const unsigned char* p, int bytes);
+void store_be(unsigned char* p, std::uint64_t v, int bytes);
+
+/// @brief Give every rank of comm rank 0's string.
+void bcast_string(MPI_Comm comm, std::string& s);
+/// @brief Throw, on every rank, the message of the lowest-numbered rank whose `ok` is false.
+void collective_require(MPI_Comm comm, bool ok, const std::string& message);
+/// @brief "MPI_File_open: No such file or directory" for an MPI error code.
+std::string mpi_error(const char* call, int code);
+
+/// @brief Read this rank's sites (site_bytes each) from the global lexicographic array of
+/// sites starting at byte `offset` of the file. Collective.
+std::vector<unsigned char> read_sites(const Lattice& lat, const std::string& path, std::uint64_t offset,
+                                      std::size_t site_bytes);
+
+/// A file written under a temporary name and renamed over its target by commit(); if the
+/// object goes away uncommitted, the temporary file is deleted. Every call is collective.
+class AtomicFile {
+ public:
+  AtomicFile(MPI_Comm comm, const std::string& path);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  /// @brief Rank 0 writes bytes at offset (others pass nothing).
+  void write_root(std::uint64_t offset, const std::string& bytes);
+  /// @brief Every rank writes its sites into the global lexicographic array at offset.
+  void write_sites(const Lattice& lat, std::uint64_t offset, const std::vector<unsigned char>& bytes,
+                   std::size_t site_bytes);
+  /// @brief Close; check that the temporary file has expected_bytes (MPI-IO implementations
+  /// do not all report a write the file system refused); rename it over the target.
+  void commit(std::uint64_t expected_bytes);
+
+ private:
+  MPI_Comm comm_;
+  std::string path_, tmp_;
+  MPI_File fh_ = MPI_FILE_NULL;
+  bool committed_ = false;
+};
+
+/// Format-specific halves of read_gauge_info / read_gauge / write_gauge (rank 0 parses).
+GaugeFileInfo parse_nersc(const std::string& path, std::uint64_t file_bytes);
+GaugeFileInfo parse_lime(const std::string& path, std::uint64_t file_bytes);
+std::vector<Complex<double>> read_nersc(const Lattice& lat, const std::string& path, const GaugeFileInfo& info,
+                                        Backend b);
+std::vector<Complex<double>> read_ildg(const Lattice& lat, const std::string& path, const GaugeFileInfo& info,
+                                       Backend b);
+void write_nersc(const Lattice& lat, const std::vector<Complex<double>>& links, const std::string& path,
+                 const GaugeWriteParam& p, Backend b);
+void write_ildg(const Lattice& lat, const std::vector<Complex<double>>& links, const std::string& path,
+                const GaugeWriteParam& p, Backend b);
+
+/// @brief "8x8x8x16"
+std::string dims_text(const Coords& c);
+/// @brief The positive integer `text`, which a file gives as `what`; throws naming both.
+int parse_positive(const std::string& path, const std::string& what, const std::string& text);
+/// @brief The hexadecimal 32-bit number `text`, which a file gives as `what`; throws naming both.
+std::uint32_t parse_hex32(const std::string& path, const std::string& what, const std::string& text);
+/// @brief "1a2b3c4d"
+std::string hex32(std::uint32_t v);
+/// @brief A real with 15 significant digits, as headers state plaquettes and traces.
+std::string print_real(double v);
+/// @brief The local time as file headers state dates ("Sun Nov 22 05:50:07 2026").
+std::string now_text();
+/// @brief The links as they will read back from a file of format f (rounded, rows rebuilt).
+std::vector<Complex<double>> as_stored(const std::vector<Complex<double>>& links, const SiteFormat& f);
+/// @brief Compare a value a file states with the value of its data; throws naming both.
+void check_stated(const std::string& path, const char* what, const std::string& stated, double actual, bool single);
+
+inline constexpr std::uint32_t lime_magic = 0x456789abu;
+
+}  // namespace latke::gauge_io

@@ -1,0 +1,48 @@
+// Thermalized quenched configurations for tests and demonstrations, cached as NERSC files
+// (gauge_generator.h).
+#include <mpi.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "latke/core/error.h"
+#include "latke/fields/gauge_generator.h"
+#include "latke/fields/gauge_io.h"
+
+namespace latke {
+
+std::string thermalized_cache_name(const Coords& dims, const HeatbathParam& param, int sweeps) {
+  std::ostringstream s;
+  s << "quenched_" << dims[0] << "x" << dims[1] << "x" << dims[2] << "x" << dims[3] << "_b" << param.beta << "_or"
+    << param.overrelax << "_s" << param.seed << "_n" << sweeps << ".nersc";
+  return s.str();
+}
+
+std::vector<Complex<double>> thermalized_configuration(std::shared_ptr<const Lattice> lattice, Backend b,
+                                                       const HeatbathParam& param, int sweeps,
+                                                       const std::string& cache_dir, bool* loaded) {
+  require(sweeps >= 0, "thermalization sweeps ", sweeps, ": expected 0 or more");
+  const std::string path =
+      cache_dir.empty() ? "" : cache_dir + "/" + thermalized_cache_name(lattice->global(), param, sweeps);
+  int exists = 0;
+  if (!path.empty() && lattice->rank() == 0) exists = std::ifstream(path).good() ? 1 : 0;
+  MPI_Bcast(&exists, 1, MPI_INT, 0, lattice->comm());
+  if (loaded) *loaded = exists != 0;
+  if (exists) return read_gauge(*lattice, path, nullptr, b);
+  QuenchedGenerator gen(lattice, b, param);
+  gen.start(GaugeStart::hot);
+  gen.sweep(sweeps);
+  std::vector<Complex<double>> links = gen.links();
+  if (!path.empty()) {
+    GaugeWriteParam w;
+    std::ostringstream label;
+    label << "quenched Wilson beta=" << param.beta << " overrelax=" << param.overrelax << " seed=" << param.seed
+          << " sweeps=" << sweeps;
+    w.ensemble_label = label.str();
+    w.sequence_number = gen.heatbath_passes();
+    write_gauge(*lattice, links, path, w, b);
+  }
+  return links;
+}
+
+}  // namespace latke

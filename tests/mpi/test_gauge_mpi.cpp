@@ -1,0 +1,206 @@
+// Tier 4 for gauge configurations: on process grids splitting every direction, the generator
+// makes the same configuration bit for bit as on one rank, the observables agree, and files
+// written by all ranks read back the same on all ranks and on one rank alone. Every rank also
+// works on the whole lattice on MPI_COMM_SELF and compares its own part.
+#include <gtest/gtest.h>
+#include <mpi.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <vector>
+
+#include "latke/core/error.h"
+#include "latke/fields/gauge_generator.h"
+#include "latke/fields/gauge_io.h"
+#include "latke/fields/random.h"
+
+namespace latke {
+namespace {
+
+const Coords global_dims{8, 4, 4, 8};
+
+std::vector<Coords> grids_for(int n) {
+  switch (n) {
+    case 1:
+      return {{1, 1, 1, 1}};
+    case 2:
+      return {{2, 1, 1, 1}, {1, 2, 1, 1}, {1, 1, 2, 1}, {1, 1, 1, 2}};
+    case 4:
+      return {{4, 1, 1, 1}, {1, 1, 1, 4}, {1, 2, 2, 1}, {2, 1, 1, 2}};
+    case 8:
+      return {{2, 2, 2, 1}, {1, 2, 2, 2}, {4, 1, 1, 2}};
+    default:
+      return {};
+  }
+}
+
+int world_size() {
+  int n = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+
+Backend backend() {
+  const Backend b = default_backend();
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  activate_backend(b, rank);
+  return b;
+}
+
+/// This rank's part (lexicographic over its local volume) of a global lexicographic array.
+std::vector<Complex<double>> local_part(const Lattice& lat, const std::vector<Complex<double>>& global) {
+  std::vector<Complex<double>> out(lat.volume() * 36);
+  for (long s = 0; s < lat.volume(); ++s)
+    std::copy_n(global.begin() + global_site(lat, s) * 36, 36, out.begin() + s * 36);
+  return out;
+}
+
+/// True on every rank when every rank's arrays agree bit for bit.
+bool identical_everywhere(const std::vector<Complex<double>>& a, const std::vector<Complex<double>>& b) {
+  int same = a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(Complex<double>)) == 0, all = 0;
+  MPI_Allreduce(&same, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return all != 0;
+}
+
+double max_diff_everywhere(const std::vector<Complex<double>>& a, const std::vector<Complex<double>>& b) {
+  double d = 0, all = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) d = std::fmax(d, std::sqrt(norm2(a[i] - b[i])));
+  MPI_Allreduce(&d, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return all;
+}
+
+/// A directory for this run's files, made by rank 0 and removed at the end.
+class GaugeMpi : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    std::string d;
+    if (rank == 0) {
+      d = (std::filesystem::temp_directory_path() / ("latke-gauge-mpi-" + std::to_string(getpid()))).string();
+      std::filesystem::create_directories(d);
+    }
+    int n = static_cast<int>(d.size());
+    MPI_Bcast(&n, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    d.resize(n);
+    MPI_Bcast(d.data(), n, MPI_CHAR, 0, MPI_COMM_WORLD);
+    dir_ = d;
+  }
+  static void TearDownTestSuite() {
+    MPI_Barrier(MPI_COMM_WORLD);
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0) std::filesystem::remove_all(dir_);
+  }
+  static inline std::string dir_;
+};
+
+TEST_F(GaugeMpi, EveryProcessGridMakesTheSameConfiguration) {
+  const Backend b = backend();
+  HeatbathParam p;
+  p.beta = 5.9;
+  p.overrelax = 2;
+  p.seed = 4242;
+  auto whole = std::make_shared<Lattice>(MPI_COMM_SELF, global_dims);
+  QuenchedGenerator ref(whole, b, p);
+  ref.start(GaugeStart::hot);
+  ref.sweep(2);
+  const std::vector<Complex<double>> ref_links = ref.links();
+  const GaugeObservables ro = ref.measure();
+  for (const Coords& grid : grids_for(world_size())) {
+    auto lat = std::make_shared<Lattice>(MPI_COMM_WORLD, global_dims, grid);
+    QuenchedGenerator gen(lat, b, p);
+    gen.start(GaugeStart::hot);
+    gen.sweep(2);
+    EXPECT_TRUE(identical_everywhere(gen.links(), local_part(*lat, ref_links))) << "grid " << lat->describe();
+    const GaugeObservables o = gen.measure();
+    EXPECT_NEAR(o.plaquette, ro.plaquette, 1e-14) << lat->describe();
+    EXPECT_NEAR(o.plaquette_spatial, ro.plaquette_spatial, 1e-14);
+    EXPECT_NEAR(o.link_trace, ro.link_trace, 1e-14);
+    EXPECT_NEAR(o.polyakov.re, ro.polyakov.re, 1e-14) << lat->describe();
+    EXPECT_NEAR(o.polyakov.im, ro.polyakov.im, 1e-14);
+    EXPECT_EQ(o.unitarity, ro.unitarity);
+  }
+}
+
+TEST_F(GaugeMpi, FilesWrittenByAllRanksReadBackAnywhere) {
+  const Backend b = backend();
+  auto whole = std::make_shared<Lattice>(MPI_COMM_SELF, global_dims);
+  const std::vector<Complex<double>> all = random_gauge(*whole, 808);
+  struct Variant {
+    const char* name;
+    GaugeWriteParam p;
+  };
+  std::vector<Variant> variants(4);
+  variants[0] = {"d3x3.nersc", {}};
+  variants[1] = {"s3x2le.nersc", {}};
+  variants[1].p.precision = Precision::single;
+  variants[1].p.two_rows = true;
+  variants[1].p.little_endian = true;
+  variants[2] = {"d.lime", {}};
+  variants[2].p.format = GaugeFileFormat::ildg;
+  variants[3] = {"s.lime", {}};
+  variants[3].p.format = GaugeFileFormat::ildg;
+  variants[3].p.precision = Precision::single;
+  for (const Coords& grid : grids_for(world_size())) {
+    auto lat = std::make_shared<Lattice>(MPI_COMM_WORLD, global_dims, grid);
+    const std::vector<Complex<double>> mine = local_part(*lat, all);
+    for (const Variant& v : variants) {
+      const std::string path = dir_ + "/" + v.name;
+      const bool exact = v.p.precision == Precision::double_ && !v.p.two_rows;
+      const double tol = v.p.precision == Precision::single ? 1e-6 : 1e-14;
+      write_gauge(*lat, mine, path, v.p, b);
+      const std::vector<Complex<double>> back = read_gauge(*lat, path, nullptr, b);
+      if (exact)
+        EXPECT_TRUE(identical_everywhere(back, mine)) << v.name << " on " << lat->describe();
+      else
+        EXPECT_LE(max_diff_everywhere(back, mine), tol) << v.name << " on " << lat->describe();
+      // The same file read by one rank alone holds the same field.
+      const std::vector<Complex<double>> alone = read_gauge(*whole, path, nullptr, b);
+      EXPECT_TRUE(identical_everywhere(local_part(*lat, alone), back)) << v.name << " read on one rank";
+      MPI_Barrier(MPI_COMM_WORLD);  // everyone has read it before the next write replaces it
+    }
+  }
+}
+
+TEST_F(GaugeMpi, BadInputFailsOnEveryRankWithTheSameMessage) {
+  const Backend b = backend();
+  const Coords grid = grids_for(world_size()).back();
+  auto lat = std::make_shared<Lattice>(MPI_COMM_WORLD, global_dims, grid);
+  auto whole = std::make_shared<Lattice>(MPI_COMM_SELF, global_dims);
+  const std::string path = dir_ + "/bad.nersc";
+  write_gauge(*lat, local_part(*lat, random_gauge(*whole, 5)), path, GaugeWriteParam{}, b);
+  auto message = [&](auto&& f) {
+    std::string m;
+    try {
+      f();
+    } catch (const Error& e) {
+      m = e.what();
+    }
+    return m;
+  };
+  // Dimensions that disagree with the lattice.
+  auto other = std::make_shared<Lattice>(MPI_COMM_WORLD, Coords{8, 4, 4, 16}, grid);
+  EXPECT_NE(message([&] {
+              read_gauge(*other, path, nullptr, b);
+            }).find("holds a 8x4x4x8 lattice, but the lattice asked for is 8x4x4x16"),
+            std::string::npos);
+  // A checksum that disagrees with the data, found by summing every rank's part.
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank == 0) {
+    std::FILE* f = std::fopen(path.c_str(), "r+b");
+    std::fseek(f, -5, SEEK_END);
+    std::fputc(0x42, f);
+    std::fclose(f);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_NE(message([&] { read_gauge(*lat, path, nullptr, b); }).find("checksum mismatch"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace latke

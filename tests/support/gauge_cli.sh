@@ -1,0 +1,69 @@
+#!/bin/sh
+# gauge_cli.sh LATKE_GAUGE MPIEXEC: latke-gauge end to end in a scratch directory. generate
+# (one rank and two, which must write the same links), measure, info, convert through every
+# format and back, continue a chain from a file, analyze a history; and a write that fails
+# midway (file size limit) must leave the existing file as it was. Exits non-zero on the
+# first failure, saying what failed.
+set -u
+gauge=$1; mpiexec=$2
+dir=$(mktemp -d "${TMPDIR:-/tmp}/latke-gauge-cli.XXXXXX") || exit 1
+trap 'rm -rf "$dir"' EXIT
+cd "$dir" || exit 1
+fail() { echo "FAILED: $*"; exit 1; }
+run() { echo "+ $*"; "$@" > out.txt 2>&1 || { cat out.txt; fail "$* (exit $?)"; }; cat out.txt; }
+expect() { grep -Eq -- "$1" out.txt || fail "output does not match '$1'"; }
+
+run "$gauge" generate -latke_lattice 4,4,4,8 -latke_beta 5.8 -latke_sweeps 6 -latke_measure_every 2 \
+    -latke_seed 9 -latke_output a.nersc -latke_history h.txt
+expect '^sweep +6  plaq 0\.[0-9]+'
+expect 'link updates/s'
+expect 'wrote a.nersc \(NERSC 4D_SU3_GAUGE_3x3, IEEE64BIG, heat-bath pass 6\)'
+plaq=$(sed -n 's/^PLAQUETTE = //p' a.nersc)
+
+run "$mpiexec" -n 2 --oversubscribe "$gauge" generate -latke_lattice 4,4,4,8 -latke_beta 5.8 -latke_sweeps 6 \
+    -latke_measure_every 0 -latke_seed 9 -latke_output b.nersc -latke_backend cpu
+[ "$(sed -n 's/^PLAQUETTE = //p' b.nersc)" = "$plaq" ] || fail "1 and 2 ranks wrote different PLAQUETTE values"
+[ "$(tail -c 294912 a.nersc | cksum)" = "$(tail -c 294912 b.nersc | cksum)" ] || fail "1 and 2 ranks made different links"
+
+run "$gauge" measure a.nersc
+expect "plaquette +${plaq}"
+run "$gauge" info a.nersc
+expect 'DATATYPE = 4D_SU3_GAUGE_3x3'
+expect 'dimensions  4x4x4x8'
+
+run "$gauge" convert a.nersc c.lime -latke_file_precision single
+expect 'to c.lime \(ILDG, IEEE32 big endian\)'
+run "$gauge" info c.lime
+expect 'ildg-binary-data  147456 bytes'
+expect 'scidac-checksum'
+run "$gauge" convert c.lime d.nersc -latke_nersc_datatype 3x2 -latke_endian little
+expect 'NERSC 4D_SU3_GAUGE \(3x2\), IEEE32LITTLE'
+run "$mpiexec" -n 2 --oversubscribe "$gauge" convert d.nersc e.lime -latke_file_precision double -latke_backend cpu
+run "$gauge" measure e.lime
+expect 'plaquette +0\.[0-9]+'
+p0=$(echo "$plaq" | cut -c1-8)
+grep -q "plaquette *${p0}" out.txt || fail "plaquette after single precision round trips is not $plaq to 6 digits"
+
+# Continuing from a file is the same as not stopping: 6 sweeps + 2 = 8 sweeps.
+run "$gauge" generate -latke_input a.nersc -latke_beta 5.8 -latke_sweeps 2 -latke_seed 9 -latke_output f.nersc \
+    -latke_measure_every 0
+expect 'from a.nersc \(heat-bath pass 6\)'
+run "$gauge" generate -latke_lattice 4,4,4,8 -latke_beta 5.8 -latke_sweeps 8 -latke_seed 9 -latke_output g.nersc \
+    -latke_measure_every 0
+[ "$(tail -c 294912 f.nersc | cksum)" = "$(tail -c 294912 g.nersc | cksum)" ] || fail "a continued chain differs"
+
+run "$gauge" analyze h.txt -latke_therm 2 -latke_expect 0.5 -latke_expect_error 0.01
+expect '^plaquette|h.txt: plaquette, 3 measurements at sweeps 2..6'
+expect '^result +0\.[0-9]+ \+- 0\.[0-9]+'
+expect 'sigma'
+
+# A write that the file system refuses midway (file size limit) leaves the old file.
+before=$(cksum < a.nersc)
+# (MPI's start-up writes files of a few MB; the 16^4 links written here are 38 MB.)
+( trap '' XFSZ; ulimit -f 32768; exec "$gauge" generate -latke_lattice 16,16,16,16 -latke_start cold -latke_sweeps 0 \
+    -latke_measure_every 0 -latke_output a.nersc ) > out.txt 2>&1 && { cat out.txt; fail "a write beyond the file size limit succeeded"; }
+cat out.txt
+expect 'latke-gauge: error: a.nersc: writing a.nersc.tmp-[0-9]+ failed'
+[ "$(cksum < a.nersc)" = "$before" ] || fail "the failed write changed a.nersc"
+ls | grep -q 'tmp-' && fail "a temporary file was left behind: $(ls)"
+echo "all latke-gauge checks passed"
