@@ -148,7 +148,9 @@ PetscErrorCode run(int& status) {
     char type[64] = "bicgstab";
     PetscCall(PetscOptionsGetString(nullptr, nullptr, "-latke_solver", type, sizeof type, nullptr));
     sum.ksp = std::string("latke ") + type;
-    sum.pc = "none";
+    char pc[64] = "none";
+    PetscCall(PetscOptionsGetString(nullptr, nullptr, "-latke_solver_pc", pc, sizeof pc, nullptr));
+    sum.pc = pc;
     sum.gflops = st.gflops;
     sum.reason = st.converged ? "CONVERGED_RTOL" : "DIVERGED_ITS";
     reason = st.converged ? KSP_CONVERGED_RTOL : KSP_DIVERGED_ITS;

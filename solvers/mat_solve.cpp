@@ -2,6 +2,7 @@
 #include "latke/core/error.h"
 #include "latke/core/options.h"
 #include "mat_shell.h"
+#include "preconditioners/schwarz/schwarz_options.h"
 #include "solvers/solvers.h"
 
 namespace latke::petsc {
@@ -67,7 +68,7 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams* param
     p.delta = in.delta;
     p.restart = static_cast<int>(in.restart);
     Precision sloppy = precision_of(in.sloppy);
-    std::string type, sl;
+    std::string type, sl, pc;
     long max_it = p.max_iter, restart = p.restart;
     read_options(comm, prefix ? prefix : "", "Latke native solver options", [&](OptionGroup& o) {
       type = o.string("-latke_solver", to_string(p.type), "Native solver: cg, cgne, cgnr, bicgstab, gcr or mr");
@@ -76,7 +77,10 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams* param
       sl = o.string("-latke_solver_sloppy", to_string(sloppy), "Precision of the iteration: double, single or half");
       p.delta = o.real("-latke_solver_delta", p.delta, "Reliable update when the residual fell by this factor");
       restart = o.integer("-latke_solver_restart", p.restart, "GCR: directions before a restart");
+      pc = o.string("-latke_solver_pc", "none", "GCR's preconditioner: none or schwarz (-pc_latke_schwarz_* options)");
     });
+    require(pc == "none" || pc == "schwarz", "-", prefix ? prefix : "", "latke_solver_pc '", pc,
+            "': expected none or schwarz");
     p.type = parse_solver_type(type);
     p.max_iter = static_cast<int>(max_it);
     p.restart = static_cast<int>(restart);
@@ -85,9 +89,18 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams* param
     std::unique_ptr<LinearOperator> outer = c.op->linear_operator(c.form, Precision::double_, none);
     std::unique_ptr<LinearOperator> low;
     if (sloppy != Precision::double_) low = c.op->linear_operator(c.form, sloppy, none);
+    std::unique_ptr<SchwarzPreconditioner> k;
+    if (pc == "schwarz") {
+      require(p.type == SolverType::gcr, "-latke_solver_pc schwarz needs -latke_solver gcr (a flexible method)");
+      const SchwarzParam sp = schwarz_param_from_options(comm, prefix, SchwarzParam{});
+      std::unique_ptr<LinearOperator> full;
+      if (sp.type == SchwarzType::multiplicative) full = c.op->linear_operator(c.form, sp.precision, none);
+      k = std::make_unique<SchwarzPreconditioner>(c.op->linear_operator(c.form, sp.precision, sp.block),
+                                                  std::move(full), sp);
+    }
     VecField fb(*c.op, b, Access::read, 0);
     VecField fx(*c.op, x, Access::read_write, 1);
-    const SolverStats st = solve(*outer, low.get(), nullptr, fx.field(), fb.field(), p);
+    const SolverStats st = solve(*outer, low.get(), k.get(), fx.field(), fb.field(), p);
     fx.release();
     fb.release();
     if (stats) {

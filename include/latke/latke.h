@@ -148,7 +148,9 @@ PetscErrorCode MatIsLatke(Mat A, PetscBool *is_latke);
  *   -latke_solver cg|cgne|cgnr|bicgstab|gcr|mr   (bicgstab)
  *   -latke_solver_tol 1e-10, -latke_solver_max_it 10000,
  *   -latke_solver_sloppy double|single|half       (single)
- *   -latke_solver_delta 0.1 (reliable-update factor), -latke_solver_restart 16 (GCR) */
+ *   -latke_solver_delta 0.1 (reliable-update factor), -latke_solver_restart 16 (GCR)
+ *   -latke_solver_pc none|schwarz   GCR preconditioned by the Schwarz preconditioner below
+ *                                   (its -pc_latke_schwarz_* options), all on the device */
 typedef enum {
   LATKE_SOLVER_CG,
   LATKE_SOLVER_CGNE,

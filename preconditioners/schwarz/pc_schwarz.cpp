@@ -10,20 +10,10 @@
 #include "latke/core/options.h"
 #include "mat_shell.h"
 #include "preconditioners/schwarz/schwarz.h"
+#include "preconditioners/schwarz/schwarz_options.h"
 
-namespace latke::petsc {
-namespace {
-
-struct SchwarzContext {
-  SchwarzParam param;
-  std::shared_ptr<ShellOperator> op;
-  LatkeOperatorForm form = LATKE_OPERATOR_EVEN_ODD;
-  std::unique_ptr<SchwarzPreconditioner> k;
-  double setup_seconds = 0;
-  long applies = 0;
-};
-
-void read_params(MPI_Comm comm, const char* prefix, SchwarzParam& p) {
+namespace latke {
+SchwarzParam schwarz_param_from_options(MPI_Comm comm, const char* prefix, SchwarzParam p) {
   std::string block, precision, type;
   long iterations = p.iterations;
   double omega = p.omega;
@@ -45,7 +35,23 @@ void read_params(MPI_Comm comm, const char* prefix, SchwarzParam& p) {
   require(omega > 0 && omega < 2, "-", prefix ? prefix : "", "pc_latke_schwarz_omega ", omega,
           ": expected a number in (0, 2)");
   p.omega = omega;
+  return p;
 }
+}  // namespace latke
+
+namespace latke::petsc {
+namespace {
+
+struct SchwarzContext {
+  SchwarzParam param;
+  std::shared_ptr<ShellOperator> op;
+  LatkeOperatorForm form = LATKE_OPERATOR_EVEN_ODD;
+  std::unique_ptr<SchwarzPreconditioner> k;
+  double setup_seconds = 0;
+  long applies = 0;
+};
+
+void read_params(MPI_Comm comm, const char* prefix, SchwarzParam& p) { p = schwarz_param_from_options(comm, prefix, p); }
 
 void set_up(SchwarzContext& c, Mat pmat) {
   const auto t0 = std::chrono::steady_clock::now();

@@ -82,6 +82,12 @@ if [[ $steps == *schwarz* ]]; then
   run_solve petsc_bcgs -ksp_type bcgs
   for blk in ${LATKE_DD_BLOCKS:-8,8,8,8 4,4,4,4}; do
     for it in ${LATKE_DD_ITERS:-4 8}; do
+      run_solve "native_gcr_sap_${blk//,/x}_$it" -latke_native -latke_solver gcr -latke_solver_pc schwarz \
+        -pc_latke_schwarz_block $blk -pc_latke_schwarz_iterations $it
+    done
+  done
+  for blk in ${LATKE_DD_BLOCKS:-8,8,8,8 4,4,4,4}; do
+    for it in ${LATKE_DD_ITERS:-4 8}; do
       run_solve "fgmres_sap_${blk//,/x}_$it" -ksp_type fgmres -ksp_gmres_restart 20 -pc_type latke_schwarz \
         -pc_latke_schwarz_block $blk -pc_latke_schwarz_iterations $it
       run_solve "gcr_sap_${blk//,/x}_$it" -ksp_type gcr -ksp_gcr_restart 20 -pc_type latke_schwarz \
