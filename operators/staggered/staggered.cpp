@@ -106,7 +106,9 @@ void dispatch_storage(Precision p, Reconstruct r, F&& f) {
   });
 }
 
-void check_param(const Lattice& lat, const StaggeredParam& p) {
+}  // namespace
+
+void check_staggered_param(const Lattice& lat, const StaggeredParam& p) {
   require(std::isfinite(p.mass) && p.mass >= 0, "staggered mass ", p.mass, ": expected a number >= 0 (M = 2m + D)");
   for (int mu = 0; mu < 4; ++mu)
     require(std::fabs(norm2(p.boundary_phase[mu]) - 1.0) < 1e-12, "boundary phase (", p.boundary_phase[mu].re, ", ",
@@ -120,14 +122,13 @@ void check_param(const Lattice& lat, const StaggeredParam& p) {
             "local extents of at least 3 (so 4, extents being even) in split dimensions; use fewer ranks in dimension ",
             mu, " or a larger lattice");
   }
+  require(p.u0 > 0 && std::isfinite(p.u0), "tadpole factor u0 = ", p.u0, ": expected a positive number");
 }
-
-}  // namespace
 
 StaggeredOperator::StaggeredOperator(std::shared_ptr<const Lattice> lattice,
                                      const std::vector<Complex<double>>& thin_links, const StaggeredParam& param)
     : lattice_(std::move(lattice)), param_(param) {
-  check_param(*lattice_, param_);
+  check_staggered_param(*lattice_, param_);
   if (param.type == StaggeredType::naive) {
     init(StaggeredLinks{thin_links, {}});
   } else {
@@ -140,7 +141,7 @@ StaggeredOperator::StaggeredOperator(std::shared_ptr<const Lattice> lattice,
 StaggeredOperator::StaggeredOperator(std::shared_ptr<const Lattice> lattice, const StaggeredLinks& links,
                                      const StaggeredParam& param)
     : lattice_(std::move(lattice)), param_(param) {
-  check_param(*lattice_, param_);
+  check_staggered_param(*lattice_, param_);
   init(links);
 }
 

@@ -119,6 +119,11 @@ struct StaggeredParam {
   Backend backend = Backend::cpu;
 };
 
+/// @brief The checks an operator makes of its parameters on a lattice, alone (e.g. before
+/// fattening): m >= 0, phases of modulus one, u0 > 0 and, for asqtad, extents of at least 4
+/// and local extents of at least 3 (so 4) in split dimensions. Fails naming the value.
+void check_staggered_param(const Lattice& lat, const StaggeredParam& param);
+
 class StaggeredOperator {
  public:
   /// @brief From this rank's thin gauge links (host, lexicographic): naive uses them as V,
