@@ -124,7 +124,8 @@ class StaggeredShell final : public ShellOperator {
     s << "\nmass m = " << p.mass;
     if (op_->improved()) s << ", " << links_description_;
     s << "\nboundary phases";
-    for (int mu = 0; mu < 4; ++mu) s << (mu ? ", " : " ") << "(" << p.boundary_phase[mu].re << "," << p.boundary_phase[mu].im << ")";
+    for (int mu = 0; mu < 4; ++mu)
+      s << (mu ? ", " : " ") << "(" << p.boundary_phase[mu].re << "," << p.boundary_phase[mu].im << ")";
     s << "\noperator links in " << to_string(p.precision) << " precision, ";
     if (op_->improved())
       s << "fat links 18 reals, long links " << to_string(p.reconstruct) << " reals";
@@ -220,7 +221,8 @@ PetscErrorCode MatCreateLatkeStaggeredFromLinks(LatkeGauge fat, LatkeGauge lng, 
                                                 const LatkeStaggeredParams* params, const char prefix[], Mat* A) {
   PetscFunctionBeginUser;
   LatkeCheckNull(A);
-  PetscCheck(fat && fat->data, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "MatCreateLatkeStaggeredFromLinks: the fat links are NULL");
+  PetscCheck(fat && fat->data, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL,
+             "MatCreateLatkeStaggeredFromLinks: the fat links are NULL");
   const LatkeGaugeData& f = *fat->data;
   const MPI_Comm comm = f.lattice->comm();
   PetscCall(guarded(comm, [&] {

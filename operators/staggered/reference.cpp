@@ -53,9 +53,9 @@ Geometry checked_geometry(const char* func, const Coords& dims) {
 
 void check_size(const char* func, const char* name, std::size_t size, std::size_t per_site, std::size_t volume) {
   if (size != per_site * volume)
-    throw std::invalid_argument(std::string("latke::reference::") + func + ": " + name + ".size() = " +
-                                std::to_string(size) + ", expected " + std::to_string(per_site) + " * volume = " +
-                                std::to_string(per_site * volume) + " complex numbers");
+    throw std::invalid_argument(std::string("latke::reference::") + func + ": " + name +
+                                ".size() = " + std::to_string(size) + ", expected " + std::to_string(per_site) +
+                                " * volume = " + std::to_string(per_site * volume) + " complex numbers");
 }
 
 ColorMatrix load_link(const std::vector<complex>& gauge, const Geometry& g, const Coords& c, int mu) {
@@ -123,9 +123,8 @@ ColorMatrix walk(const std::vector<complex>& links, const Geometry& g, Coords y,
 
 }  // namespace
 
-void apply_staggered_dslash(std::vector<complex>& out, const std::vector<complex>& fat,
-                            const std::vector<complex>& lng, const std::vector<complex>& in,
-                            const StaggeredParams& p) {
+void apply_staggered_dslash(std::vector<complex>& out, const std::vector<complex>& fat, const std::vector<complex>& lng,
+                            const std::vector<complex>& in, const StaggeredParams& p) {
   const Geometry g = checked_args("apply_staggered_dslash", fat, lng, in, p);
   out = dslash(fat, lng, in, p, g);
 }
@@ -139,8 +138,8 @@ void apply_staggered(std::vector<complex>& out, const std::vector<complex>& fat,
   out = std::move(d);
 }
 
-void fatten(std::vector<complex>& fat, std::vector<complex>& lng, const std::vector<complex>& thin,
-            const Coords& dims, const FatteningCoefficients& c) {
+void fatten(std::vector<complex>& fat, std::vector<complex>& lng, const std::vector<complex>& thin, const Coords& dims,
+            const FatteningCoefficients& c) {
   const Geometry g = checked_geometry("fatten", dims);
   check_size("fatten", "thin", thin.size(), 36, g.volume);
   std::vector<complex> f(thin.size()), l(thin.size());

@@ -24,16 +24,15 @@ using complex = std::complex<double>;
 using Coords = std::array<int, 4>;
 
 struct StaggeredParams {
-  Coords dims{};      ///< global lattice extents (x,y,z,t)
-  double mass = 0.0;  ///< m in M = 2m + D
+  Coords dims{};          ///< global lattice extents (x,y,z,t)
+  double mass = 0.0;      ///< m in M = 2m + D
   bool improved = false;  ///< with the long (Naik) links
   std::array<complex, 4> boundary_phase{1.0, 1.0, 1.0, -1.0};
 };
 
 /// @brief out = D in (lng is ignored unless p.improved).
-void apply_staggered_dslash(std::vector<complex>& out, const std::vector<complex>& fat,
-                            const std::vector<complex>& lng, const std::vector<complex>& in,
-                            const StaggeredParams& p);
+void apply_staggered_dslash(std::vector<complex>& out, const std::vector<complex>& fat, const std::vector<complex>& lng,
+                            const std::vector<complex>& in, const StaggeredParams& p);
 
 /// @brief out = M in = (2m + D) in, or M^dag in = (2m - D) in.
 void apply_staggered(std::vector<complex>& out, const std::vector<complex>& fat, const std::vector<complex>& lng,
@@ -49,7 +48,7 @@ struct FatteningCoefficients {
 /// for fat links, the straight three-link path for long ones) summed with its coefficient,
 /// every signed orthogonal direction and ordering enumerated. The links are used as given
 /// (whatever phases they carry stay in the products).
-void fatten(std::vector<complex>& fat, std::vector<complex>& lng, const std::vector<complex>& thin,
-            const Coords& dims, const FatteningCoefficients& c);
+void fatten(std::vector<complex>& fat, std::vector<complex>& lng, const std::vector<complex>& thin, const Coords& dims,
+            const FatteningCoefficients& c);
 
 }  // namespace latke::reference

@@ -101,8 +101,10 @@ Buffer encode_ghost(const Lattice& lat, const std::vector<Complex<double>>& slic
 template <typename F>
 void dispatch_storage(Precision p, Reconstruct r, F&& f) {
   dispatch_precision(p, [&](auto s) {
-    if (r == Reconstruct::r12) f(s, std::integral_constant<Reconstruct, Reconstruct::r12>{});
-    else f(s, std::integral_constant<Reconstruct, Reconstruct::r18>{});
+    if (r == Reconstruct::r12)
+      f(s, std::integral_constant<Reconstruct, Reconstruct::r12>{});
+    else
+      f(s, std::integral_constant<Reconstruct, Reconstruct::r18>{});
   });
 }
 
@@ -118,7 +120,8 @@ void check_staggered_param(const Lattice& lat, const StaggeredParam& p) {
     require(lat.global()[mu] >= 4, "lattice extent ", lat.global()[mu], " in dimension ", mu,
             ": the asqtad operator's three-hop Naik term needs extents of at least 4");
     require(!lat.partitioned(mu) || lat.local()[mu] >= 3, "local extent ", lat.local()[mu], " in dimension ", mu,
-            " (lattice split over ", lat.grid()[mu], " ranks there): the asqtad operator's three-hop Naik term needs "
+            " (lattice split over ", lat.grid()[mu],
+            " ranks there): the asqtad operator's three-hop Naik term needs "
             "local extents of at least 3 (so 4, extents being even) in split dimensions; use fewer ranks in dimension ",
             mu, " or a larger lattice");
   }
@@ -132,8 +135,8 @@ StaggeredOperator::StaggeredOperator(std::shared_ptr<const Lattice> lattice,
   if (param.type == StaggeredType::naive) {
     init(StaggeredLinks{thin_links, {}});
   } else {
-    require(thin_links.size() == static_cast<std::size_t>(lattice_->volume()) * 36, "staggered operator: ",
-            thin_links.size(), " complex numbers of links, expected ", lattice_->volume() * 36);
+    require(thin_links.size() == static_cast<std::size_t>(lattice_->volume()) * 36,
+            "staggered operator: ", thin_links.size(), " complex numbers of links, expected ", lattice_->volume() * 36);
     init(asqtad_links(*lattice_, thin_links, AsqtadCoefficients::asqtad(param.u0), param.backend));
   }
 }
@@ -167,8 +170,8 @@ void StaggeredOperator::init(const StaggeredLinks& links) {
     if (param_.reconstruct == Reconstruct::r12) {
       // W = c X with X in SU(3): det W = c^3 everywhere. c from rank 0's first link.
       const Complex<double>* w = links.lng.data();
-      const Complex<double> det = w[0] * (w[4] * w[8] - w[5] * w[7]) - w[1] * (w[3] * w[8] - w[5] * w[6]) +
-                                  w[2] * (w[3] * w[7] - w[4] * w[6]);
+      const Complex<double> det =
+          w[0] * (w[4] * w[8] - w[5] * w[7]) - w[1] * (w[3] * w[8] - w[5] * w[6]) + w[2] * (w[3] * w[7] - w[4] * w[6]);
       double c = std::cbrt(det.re);
       MPI_Bcast(&c, 1, MPI_DOUBLE, 0, lat.comm());
       require(c != 0 && std::isfinite(c), "asqtad long links at reconstruct 12: the first link has determinant (",
@@ -177,8 +180,10 @@ void StaggeredOperator::init(const StaggeredLinks& links) {
       for (std::size_t i = 0; i < want; ++i) scaled[i] = (1.0 / c) * links.lng[i];
       double dev = su3_deviation(scaled), worst = 0;
       MPI_Allreduce(&dev, &worst, 1, MPI_DOUBLE, MPI_MAX, lat.comm());
-      require(worst <= 1e-6, "asqtad long links at reconstruct 12 must be c X with X in SU(3) and one real c for the "
-              "whole field; with c = ", c, " they deviate from SU(3) by ", worst,
+      require(worst <= 1e-6,
+              "asqtad long links at reconstruct 12 must be c X with X in SU(3) and one real c for the "
+              "whole field; with c = ",
+              c, " they deviate from SU(3) by ", worst,
               " (expected at most 1e-6): use reconstruct 18 (e.g. for HISQ's U(3) long links)");
       long_scale_ = c;
     } else {
@@ -194,8 +199,8 @@ void StaggeredOperator::init(const StaggeredLinks& links) {
     for (int mu = 0; mu < 4; ++mu) {
       if (!lat.partitioned(mu)) continue;
       dispatch_storage(param_.precision, fat_recon, [&](auto s, auto r) {
-        ghost_fat_[mu] = encode_ghost<decltype(s), decltype(r)::value>(lat, behind_slices(lat, links.fat, mu, 1), mu,
-                                                                        1, 1.0, fat_->scale(), param_.backend);
+        ghost_fat_[mu] = encode_ghost<decltype(s), decltype(r)::value>(lat, behind_slices(lat, links.fat, mu, 1), mu, 1,
+                                                                       1.0, fat_->scale(), param_.backend);
       });
       if (!improved()) continue;
       dispatch_storage(param_.precision, param_.reconstruct, [&](auto s, auto r) {
@@ -261,8 +266,8 @@ void StaggeredOperator::dslash(ColorSpinorField& out, const ColorSpinorField& in
     ghost_fat[mu] = ghost_fat_[mu].data();
     ghost_long[mu] = ghost_long_[mu].data();
   }
-  const DslashRequest rq{&out,     &in,        x,        fat_.get(), long_.get(), ghost_fat, ghost_long, halo_.get(),
-                         &param_, depth_, a, b, long_scale_};
+  const DslashRequest rq{&out,        &in,     x,      fat_.get(), long_.get(), ghost_fat,  ghost_long,
+                         halo_.get(), &param_, depth_, a,          b,           long_scale_};
   dispatch_precision(param_.precision, [&](auto s) { launch_dslash<decltype(s)>(rq); });
 }
 

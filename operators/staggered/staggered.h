@@ -99,8 +99,8 @@ struct StaggeredLinks {
 /// @brief Asqtad fat and long links from this rank's thin links (host, lexicographic),
 /// computed on `backend` in double precision, one thread per site, from the links extended by
 /// two sites in every direction (gathered from the neighbouring ranks).
-StaggeredLinks asqtad_links(const Lattice& lat, const std::vector<Complex<double>>& thin,
-                            const AsqtadCoefficients& c, Backend backend);
+StaggeredLinks asqtad_links(const Lattice& lat, const std::vector<Complex<double>>& thin, const AsqtadCoefficients& c,
+                            Backend backend);
 
 /// @brief Turn fat (hop = 1) or long (hop = 3) links from MILC or QUDA files, which carry
 /// eta_mu(x) and the boundary phase, into Latke's phase-free links, in place.

@@ -47,10 +47,10 @@ enum Mode : int { all_sites = 0, interior = 1, exterior = 2 };
 /// Where the faces are and which sites touch them (shared by packer and kernel).
 struct Faces {
   LocalGeometry geom;
-  int depth = 1;          ///< slices per face
-  int comm_mask = 0;      ///< bit mu: dimension mu split over ranks
-  int face_cb[4] = {};    ///< sites of one parity on one slice of mu
-  int band[4] = {};       ///< slices within depth of a boundary of split mu: min(2 depth, L_mu)
+  int depth = 1;           ///< slices per face
+  int comm_mask = 0;       ///< bit mu: dimension mu split over ranks
+  int face_cb[4] = {};     ///< sites of one parity on one slice of mu
+  int band[4] = {};        ///< slices within depth of a boundary of split mu: min(2 depth, L_mu)
   int band_begin[5] = {};  ///< exclusive scan of band * face_cb over split dimensions
   int pack_begin[5] = {};  ///< exclusive scan of 2 * depth * face_cb over split dimensions
 
@@ -59,8 +59,7 @@ struct Faces {
   template <int MU>
   LATKE_HOST_DEVICE LATKE_INLINE int face_index(const int (&c)[4]) const {
     int idx = 0;
-    LATKE_UNROLL for (int nu = 3; nu >= 0; --nu)
-      if (nu != MU) idx = idx * geom.L[nu] + c[nu];
+    LATKE_UNROLL for (int nu = 3; nu >= 0; --nu) if (nu != MU) idx = idx * geom.L[nu] + c[nu];
     return idx >> 1;
   }
 
@@ -126,13 +125,13 @@ struct DslashArg {
   GaugeAccessor<Store, RL> ghost_long[4];
   SiteArray<Store, 6, 1> ghost[4][2];  ///< received faces [mu][0: from behind, 1: from ahead]
   Faces faces;
-  int parity = 0;  ///< output parity
-  int offset[4];   ///< global coordinate of local 0
-  int global[4];   ///< global extents
+  int parity = 0;      ///< output parity
+  int offset[4];       ///< global coordinate of local 0
+  int global[4];       ///< global extents
   int phase_mask = 0;  ///< bit mu: boundary phase of mu is not 1
   Complex<T> phase[4];
-  T a = 1, b = 0;      ///< out = a D in + b x
-  T long_scale = 1;    ///< c of long links stored as c X (reconstruct 12)
+  T a = 1, b = 0;    ///< out = a D in + b x
+  T long_scale = 1;  ///< c of long links stored as c X (reconstruct 12)
   int mode = all_sites;
 };
 

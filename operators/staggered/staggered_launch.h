@@ -28,6 +28,8 @@ void launch_dslash(const DslashRequest& rq);
 
 /// Bytes of one face site (a color vector, plus its norm in half precision).
 template <typename Store>
-constexpr std::size_t face_site_bytes() { return 6 * sizeof(Store) + (sizeof(Store) == 2 ? sizeof(float) : 0); }
+constexpr std::size_t face_site_bytes() {
+  return 6 * sizeof(Store) + (sizeof(Store) == 2 ? sizeof(float) : 0);
+}
 
 }  // namespace latke::staggered

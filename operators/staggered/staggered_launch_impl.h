@@ -103,19 +103,25 @@ void run_dslash(const DslashRequest& rq) {
 
 template <typename Store, Reconstruct RF, Reconstruct RL, bool Improved>
 void dispatch_xpay(const DslashRequest& rq) {
-  if (rq.x) run_dslash<Store, RF, RL, Improved, true>(rq);
-  else run_dslash<Store, RF, RL, Improved, false>(rq);
+  if (rq.x)
+    run_dslash<Store, RF, RL, Improved, true>(rq);
+  else
+    run_dslash<Store, RF, RL, Improved, false>(rq);
 }
 
 template <typename Store>
 void launch_dslash(const DslashRequest& rq) {
   constexpr Reconstruct r18 = Reconstruct::r18, r12 = Reconstruct::r12;
   if (!rq.lng) {  // naive: the links at 18 or 12 reals
-    if (rq.fat->reconstruct() == r12) dispatch_xpay<Store, r12, r18, false>(rq);
-    else dispatch_xpay<Store, r18, r18, false>(rq);
+    if (rq.fat->reconstruct() == r12)
+      dispatch_xpay<Store, r12, r18, false>(rq);
+    else
+      dispatch_xpay<Store, r18, r18, false>(rq);
   } else {  // improved: fat links at 18, long links at 18 or 12
-    if (rq.lng->reconstruct() == r12) dispatch_xpay<Store, r18, r12, true>(rq);
-    else dispatch_xpay<Store, r18, r18, true>(rq);
+    if (rq.lng->reconstruct() == r12)
+      dispatch_xpay<Store, r18, r12, true>(rq);
+    else
+      dispatch_xpay<Store, r18, r18, true>(rq);
   }
 }
 

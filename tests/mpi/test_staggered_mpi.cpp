@@ -22,20 +22,28 @@ const Coords global_dims{8, 8, 8, 8};
 /// Grids whose split dimensions have local extents of at least 4.
 std::vector<Coords> grids_for(int n) {
   switch (n) {
-    case 1: return {{1, 1, 1, 1}};
-    case 2: return {{2, 1, 1, 1}, {1, 2, 1, 1}, {1, 1, 2, 1}, {1, 1, 1, 2}};
-    case 4: return {{1, 1, 2, 2}, {2, 1, 1, 2}, {2, 2, 1, 1}, {1, 2, 2, 1}};
-    case 8: return {{2, 2, 2, 1}, {1, 2, 2, 2}, {2, 2, 1, 2}, {2, 1, 2, 2}};
-    default: return {};
+    case 1:
+      return {{1, 1, 1, 1}};
+    case 2:
+      return {{2, 1, 1, 1}, {1, 2, 1, 1}, {1, 1, 2, 1}, {1, 1, 1, 2}};
+    case 4:
+      return {{1, 1, 2, 2}, {2, 1, 1, 2}, {2, 2, 1, 1}, {1, 2, 2, 1}};
+    case 8:
+      return {{2, 2, 2, 1}, {1, 2, 2, 2}, {2, 2, 1, 2}, {2, 1, 2, 2}};
+    default:
+      return {};
   }
 }
 
 /// Grids with a local extent of 2 somewhere (naive only).
 std::vector<Coords> thin_grids_for(int n) {
   switch (n) {
-    case 4: return {{4, 1, 1, 1}, {1, 1, 1, 4}};
-    case 8: return {{4, 1, 1, 2}, {1, 4, 2, 1}};
-    default: return {};
+    case 4:
+      return {{4, 1, 1, 1}, {1, 1, 1, 4}};
+    case 8:
+      return {{4, 1, 1, 2}, {1, 4, 2, 1}};
+    default:
+      return {};
   }
 }
 
@@ -149,13 +157,16 @@ void check_every_form(const Coords& g, StaggeredType t, Reconstruct r) {
   SplitProblem s(g, t, Precision::double_, r);
   const std::string where = "grid " + grid_text(g) + " " + to_string(t) + " recon " + to_string(r);
   for (bool dag : {false, true})
-    EXPECT_LE(s.compare(Subset::full, Subset::full,
-                        [&](StaggeredOperator& op, ColorSpinorField& o, const ColorSpinorField& i) { op.apply(o, i, dag); }),
-              1e-13)
+    EXPECT_LE(
+        s.compare(Subset::full, Subset::full,
+                  [&](StaggeredOperator& op, ColorSpinorField& o, const ColorSpinorField& i) { op.apply(o, i, dag); }),
+        1e-13)
         << where << " full, dagger " << dag;
   for (Subset par : {Subset::even, Subset::odd}) {
     EXPECT_LE(s.compare(par, par,
-                        [&](StaggeredOperator& op, ColorSpinorField& o, const ColorSpinorField& i) { op.apply_normal(o, i); }),
+                        [&](StaggeredOperator& op, ColorSpinorField& o, const ColorSpinorField& i) {
+                          op.apply_normal(o, i);
+                        }),
               1e-13)
         << where << " normal, parity " << (par == Subset::odd);
     EXPECT_LE(s.compare(Subset::full, par,
@@ -172,7 +183,8 @@ TEST(StaggeredMpi, FatteningMatchesSingleRank) {
   const Whole& w = Whole::get();
   for (const Coords& g : grids_for(world_size())) {
     Lattice part(MPI_COMM_WORLD, global_dims, g);
-    const StaggeredLinks l = asqtad_links(part, local_part(part, w.thin, 36), AsqtadCoefficients::asqtad(0.87), backend());
+    const StaggeredLinks l =
+        asqtad_links(part, local_part(part, w.thin, 36), AsqtadCoefficients::asqtad(0.87), backend());
     EXPECT_LE(global_rel_diff(l.fat, local_part(part, w.asqtad.fat, 36)), 1e-15) << "grid " << grid_text(g);
     EXPECT_LE(global_rel_diff(l.lng, local_part(part, w.asqtad.lng, 36)), 1e-15) << "grid " << grid_text(g);
   }

@@ -171,8 +171,8 @@ TEST(StaggeredReference, FreeFieldPlaneWavesAreEigenvectorsOfDdagD) {
         double lambda = 0;
         for (int mu = 0; mu < 4; ++mu) {
           mom[mu] = (2 * pi * n[mu] + theta[mu]) / dims[mu];
-          const double s = improved ? 9.0 / 8.0 * std::sin(mom[mu]) - 1.0 / 24.0 * std::sin(3 * mom[mu])
-                                    : std::sin(mom[mu]);
+          const double s =
+              improved ? 9.0 / 8.0 * std::sin(mom[mu]) - 1.0 / 24.0 * std::sin(3 * mom[mu]) : std::sin(mom[mu]);
           lambda += 4 * s * s;
         }
         Field chi(3 * vol);
@@ -304,8 +304,10 @@ TEST(StaggeredReference, FatteningCountsPathsAndGivesUnitGaugeValues) {
   const std::size_t vol = volume(dims);
   const Field unit = unit_gauge(vol);
   const std::vector<std::pair<double FatteningCoefficients::*, double>> counts = {
-      {&FatteningCoefficients::one_link, 1}, {&FatteningCoefficients::three_staple, 6},
-      {&FatteningCoefficients::five_staple, 24}, {&FatteningCoefficients::seven_staple, 48},
+      {&FatteningCoefficients::one_link, 1},
+      {&FatteningCoefficients::three_staple, 6},
+      {&FatteningCoefficients::five_staple, 24},
+      {&FatteningCoefficients::seven_staple, 48},
       {&FatteningCoefficients::lepage, 6}};
   for (const auto& [member, n] : counts) {
     FatteningCoefficients c;

@@ -33,8 +33,10 @@ class HostStaggered {
   /// the thin links.
   HostStaggered(const cvec& thin, const reference::StaggeredParams& p, const reference::FatteningCoefficients& c)
       : p_(p) {
-    if (p.improved) reference::fatten(fat_, lng_, thin, p.dims, c);
-    else fat_ = thin;
+    if (p.improved)
+      reference::fatten(fat_, lng_, thin, p.dims, c);
+    else
+      fat_ = thin;
   }
   HostStaggered(const cvec& fat, const cvec& lng, const reference::StaggeredParams& p) : p_(p), fat_(fat), lng_(lng) {}
 

@@ -41,9 +41,12 @@ std::vector<Complex<double>> from_std(const cvec& v) {
 
 double tolerance(Precision p) {
   switch (p) {
-    case Precision::double_: return 1e-12;
-    case Precision::single: return 3e-6;
-    default: return 3e-3;
+    case Precision::double_:
+      return 1e-12;
+    case Precision::single:
+      return 3e-6;
+    default:
+      return 3e-3;
   }
 }
 
@@ -211,8 +214,7 @@ TEST_P(StaggeredBackend, NormalOperatorMatchesReference) {
     ColorSpinorField in = pb.random_field(subset_of(p), 31 + p, x);
     ColorSpinorField out = pb.field(subset_of(p), prec);
     op.apply_normal(out, in);
-    EXPECT_LT(test::rel_diff_vec(pb.download_parity(out, p), pb.host->normal(x, p)), tolerance(prec))
-        << "parity " << p;
+    EXPECT_LT(test::rel_diff_vec(pb.download_parity(out, p), pb.host->normal(x, p)), tolerance(prec)) << "parity " << p;
   }
 }
 
@@ -235,13 +237,12 @@ TEST_P(StaggeredBackend, PrepareSourceMatchesReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllForms, StaggeredBackend,
-    ::testing::Combine(::testing::ValuesIn(available_backends()),
-                       ::testing::Values(Precision::double_, Precision::single, Precision::half),
-                       ::testing::Values(StaggeredType::naive, StaggeredType::asqtad),
-                       ::testing::Values(Reconstruct::r18, Reconstruct::r12)),
-    case_name);
+INSTANTIATE_TEST_SUITE_P(AllForms, StaggeredBackend,
+                         ::testing::Combine(::testing::ValuesIn(available_backends()),
+                                            ::testing::Values(Precision::double_, Precision::single, Precision::half),
+                                            ::testing::Values(StaggeredType::naive, StaggeredType::asqtad),
+                                            ::testing::Values(Reconstruct::r18, Reconstruct::r12)),
+                         case_name);
 
 // ---- identities, on the optimized operator -------------------------------------------------
 
@@ -348,7 +349,7 @@ TEST_P(StaggeredIdentity, EvenOddPiecesSumToFullOperator) {
   op.apply(full, x);
   for (int p = 0; p < 2; ++p) {
     ColorSpinorField s = sum.parity(p);
-    op.dslash(s, x.parity(1 - p));      // D_pq x_q
+    op.dslash(s, x.parity(1 - p));            // D_pq x_q
     axpy(2 * pb.param.mass, x.parity(p), s);  // + 2m x_p
   }
   EXPECT_LT(test::rel_diff_vec(pb.download(sum), pb.download(full)), 1e-14);
@@ -495,7 +496,8 @@ TEST(StaggeredBadInput, ErrorsNameTheValue) {
   p = pb.param;
   p.boundary_phase[3] = Complex<double>(-2);
   EXPECT_NE(error_of([&] { build(p); }).find("expected modulus one"), std::string::npos);
-  EXPECT_NE(error_of([] { parse_staggered_type("hisq"); }).find("unknown staggered operator 'hisq'"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_staggered_type("hisq"); }).find("unknown staggered operator 'hisq'"),
+            std::string::npos);
 
   // Long links at 12 reals must be one real multiple of SU(3) matrices.
   StaggeredLinks l = asqtad_links(*pb.lat, pb.thin, AsqtadCoefficients::asqtad(1.0), Backend::cpu);
@@ -505,7 +507,9 @@ TEST(StaggeredBadInput, ErrorsNameTheValue) {
   EXPECT_NE(error_of([&] { StaggeredOperator op(pb.lat, l, p); }).find("use reconstruct 18"), std::string::npos);
   p.type = StaggeredType::naive;
   EXPECT_NE(error_of([&] { StaggeredOperator op(pb.lat, l, p); }).find("long links given"), std::string::npos);
-  EXPECT_NE(error_of([&] { StaggeredOperator op(pb.lat, StaggeredLinks{l.fat, {}}, p); }).find("reconstruct 12 needs SU(3)"),
+  EXPECT_NE(error_of([&] {
+              StaggeredOperator op(pb.lat, StaggeredLinks{l.fat, {}}, p);
+            }).find("reconstruct 12 needs SU(3)"),
             std::string::npos);
 
   // Fields of the wrong shape; reconstruct at m = 0.
@@ -523,9 +527,11 @@ TEST(StaggeredBadInput, ErrorsNameTheValue) {
   // The Naik term needs extents of at least 4.
   auto small = std::make_shared<Lattice>(MPI_COMM_SELF, Coords{4, 2, 4, 4});
   const std::vector<Complex<double>> links = random_gauge(*small, 1);
-  EXPECT_NE(error_of([&] { StaggeredOperator o(small, links, pb.param); })
-                .find("lattice extent 2 in dimension 1: the asqtad operator's three-hop Naik term needs extents of at least 4"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] {
+        StaggeredOperator o(small, links, pb.param);
+      }).find("lattice extent 2 in dimension 1: the asqtad operator's three-hop Naik term needs extents of at least 4"),
+      std::string::npos);
   p = pb.param;
   p.type = StaggeredType::naive;
   EXPECT_EQ(error_of([&] { StaggeredOperator o(small, links, p); }), "");  // naive is fine
