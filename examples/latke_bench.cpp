@@ -12,6 +12,12 @@
 // figures compare with published ones. Bytes per output site count every word a kernel
 // reads or writes once: 8 links, 8 neighbour spinors, the clover block pair, the output, and
 // the xpay input where there is one (half precision adds its norms).
+//
+// With -latke_op staggered|asqtad the same for the staggered operators (links fattened once,
+// then one operator per precision and reconstruct): dslash is D onto one parity, matpc the
+// normal operator 4m^2 - D_eo D_oe, full M; flops are QUDA's (D: 1146 asqtad, 570 naive;
+// matpc 2 D + 12, full D + 12 per site), bytes 8 fat and 8 long links (naive: 8 links), 16
+// (naive: 8) neighbour vectors, the output and the xpay input.
 #include <petscsys.h>
 
 #include <chrono>
@@ -28,10 +34,11 @@
 #include "latke/core/options.h"
 #include "latke/core/tune.h"
 #include "latke/fields/random.h"
+#include "staggered/staggered.h"
 #include "wilson_clover/wilson_clover.h"
 
 static const char help[] =
-    "latke-bench dslash: Wilson-clover operator performance (-help lists every option).\n";
+    "latke-bench dslash: Wilson-clover and staggered operator performance (-help lists every option).\n";
 
 namespace latke {
 namespace {
@@ -74,14 +81,16 @@ double time_per_call(Backend b, int n, F&& f) {
 std::size_t spinor_bytes(Precision p) { return 24 * real_bytes(p) + (p == Precision::half ? 4 : 0); }
 std::size_t link_bytes(Precision p, Reconstruct r) { return static_cast<int>(r) * real_bytes(p); }
 std::size_t clover_bytes(Precision p) { return 72 * real_bytes(p) + (p == Precision::half ? 8 : 0); }
+std::size_t vector_bytes(Precision p) { return 6 * real_bytes(p) + (p == Precision::half ? 4 : 0); }  // staggered
 
-void write_json(const std::string& path, const Lattice& lat, Backend b, double copy_gbs, const std::vector<Result>& rs) {
+void write_json(const std::string& path, const std::string& op, const Lattice& lat, Backend b, double copy_gbs,
+                const std::vector<Result>& rs) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp);
     require(f.good(), "-latke_json ", path, ": cannot open ", tmp, " for writing");
     const DeviceInfo d = device_info();
-    f << "{\n  \"benchmark\": \"dslash\",\n  \"lattice\": [" << lat.global()[0] << ", " << lat.global()[1] << ", "
+    f << "{\n  \"benchmark\": \"dslash\",\n  \"operator\": \"" << op << "\",\n  \"lattice\": [" << lat.global()[0] << ", " << lat.global()[1] << ", "
       << lat.global()[2] << ", " << lat.global()[3] << "],\n  \"grid\": [" << lat.grid()[0] << ", " << lat.grid()[1]
       << ", " << lat.grid()[2] << ", " << lat.grid()[3] << "],\n  \"backend\": \"" << to_string(b)
       << "\",\n  \"device\": \"" << (b == Backend::cuda ? d.name : "cpu") << "\",\n  \"copy_bandwidth_gbs\": "
@@ -104,17 +113,21 @@ int bench_dslash() {
   std::string lattice, precision_list, recon_list, form_list, schur_name, json;
   bool dagger = false, tune_report_wanted = false, mass_given = false, kappa_given = false;
   long iters_opt = 0;
-  double mass = 0.1, kappa = 0, csw = 1.0;
+  double mass = 0.1, kappa = 0, csw = 1.0, u0 = 1.0;
+  std::string op_name;
   read_options(PETSC_COMM_WORLD, "", "latke-bench options", [&](OptionGroup& o) {
+    op_name = o.string("-latke_op", "wilson", "Operator: wilson (clover), staggered (naive) or asqtad");
     lattice = o.string("-latke_lattice", "16,16,16,16", "Global lattice X,Y,Z,T");
     precision_list = o.string("-latke_precision", "single", "Precisions to time: list of double, single, half");
-    recon_list = o.string("-latke_reconstruct", "12", "Link reconstructions to time: list of 18, 12");
+    recon_list = o.string("-latke_reconstruct", "12",
+                          "Link reconstructions to time: list of 18, 12 (asqtad: of the long links)");
     form_list = o.string("-latke_form", "dslash,matpc,full", "Forms to time: list of dslash, matpc, full");
-    schur_name = o.string("-latke_schur", "symmetric", "Even-odd form of matpc: symmetric or asymmetric");
+    schur_name = o.string("-latke_schur", "symmetric", "Even-odd form of matpc (wilson): symmetric or asymmetric");
     dagger = o.flag("-latke_dagger", false, "Time the daggered forms");
     mass = o.real("-latke_mass", 0.1, "Bare quark mass");
-    kappa = o.real("-latke_kappa", 0.0, "Hopping parameter, instead of -latke_mass");
-    csw = o.real("-latke_csw", 1.0, "Clover coefficient");
+    kappa = o.real("-latke_kappa", 0.0, "Hopping parameter (wilson), instead of -latke_mass");
+    csw = o.real("-latke_csw", 1.0, "Clover coefficient (wilson)");
+    u0 = o.real("-latke_u0", 1.0, "Tadpole factor of asqtad fattening");
     iters_opt = o.integer("-latke_iterations", 0, "Applications per timing (0: about 1 s of work)");
     json = o.string("-latke_json", "", "Also write the results as JSON to this file");
     tune_report_wanted = o.flag("-latke_tune_report", false, "Print the autotuned launch sizes");
@@ -134,80 +147,129 @@ int bench_dslash() {
   require(iters_opt >= 0, "-latke_iterations ", iters_opt, ": expected a positive count");
   require(!(mass_given && kappa_given), "-latke_mass ", mass, " and -latke_kappa ", kappa,
           " are both given: give one of them (kappa = 1/(2m + 8))");
+  require(op_name == "wilson" || op_name == "staggered" || op_name == "asqtad", "-latke_op '", op_name,
+          "': expected wilson, staggered or asqtad");
+  const bool staggered = op_name != "wilson";
   WilsonCloverParam wp;
   wp.mass = kappa_given ? mass_from_kappa(kappa) : mass;
   wp.csw = csw;
   wp.backend = run.backend;
+  StaggeredParam sp;
+  sp.type = op_name == "asqtad" ? StaggeredType::asqtad : StaggeredType::naive;
+  sp.mass = mass;
+  sp.u0 = u0;
+  sp.backend = run.backend;
+  if (staggered) check_staggered_param(*lat, sp);  // before fattening
 
   const bool root = lat->rank() == 0;
   const DeviceInfo dev = device_info();
   const double copy_gbs = measure_copy_bandwidth(run.backend, run.backend == Backend::cuda ? (1ul << 30) : (1ul << 27));
   if (root) {
-    std::printf("latke-bench dslash: Wilson-clover, lattice %s, backend %s%s%s, mass %g, c_sw %g, %s\n",
+    const std::string what = !staggered ? "Wilson-clover" : sp.type == StaggeredType::asqtad ? "asqtad staggered"
+                                                                                              : "naive staggered";
+    char coupling[64];
+    if (staggered) std::snprintf(coupling, sizeof coupling, "u0 %g", sp.u0);
+    else std::snprintf(coupling, sizeof coupling, "c_sw %g", wp.csw);
+    std::printf("latke-bench dslash: %s, lattice %s, backend %s%s%s, mass %g, %s, %s\n", what.c_str(),
                 lat->describe().c_str(), to_string(run.backend), run.backend == Backend::cuda ? " (" : "",
-                run.backend == Backend::cuda ? (dev.name + ")").c_str() : "", wp.mass, wp.csw,
+                run.backend == Backend::cuda ? (dev.name + ")").c_str() : "", staggered ? sp.mass : wp.mass, coupling,
                 dagger ? "dagger" : "no dagger");
     if (run.backend == Backend::cuda)
       std::printf("device: %d SMs, %.0f MB L2, %.0f GB memory\n", dev.sm_count, dev.l2_bytes / 1e6, dev.global_bytes / 1e9);
     std::printf("copy bandwidth (read + write) measured in this run: %.1f GB/s\n", copy_gbs);
   }
   const std::vector<Complex<double>> links = random_gauge(*lat, 20241022);
-  const std::vector<Complex<double>> src = random_spinor(*lat, 7);
   std::vector<Result> results;
-  for (Precision p : precisions)
-    for (Reconstruct r : recons) {
-      wp.precision = p;
-      wp.reconstruct = r;
-      WilsonCloverOperator op(lat, links, wp);
-      if (root && p == precisions.front() && r == recons.front()) {
-        std::printf("halo exchange: %s\n", op.halo_description().c_str());
-        std::printf("%-7s %-7s %-5s %10s %10s %10s %8s %7s\n", "form", "prec", "recon", "time/us", "GFLOPS", "GB/s",
-                    "vs copy", "iters");
-      }
-      ColorSpinorField in(lat, SpinorParam{4, 3, p, Subset::full, run.backend});
-      in.from_lexicographic(src);
-      ColorSpinorField out = in.like(p);
-      ColorSpinorField in_e = in.parity(0), in_o = in.parity(1), out_e = out.parity(0);
-      const double vcb = static_cast<double>(lat->volume_cb()) * lat->size();
-      const double kernel_bytes = 8.0 * (link_bytes(p, r) + spinor_bytes(p)) + clover_bytes(p) + spinor_bytes(p);
-      for (const auto& form : forms) {
-        double flops = 0, bytes = 0;
-        std::function<void()> f;
-        if (form == "dslash") {
-          f = [&] { op.dslash(out_e, in_o, Epilogue::clover_inv, 1.0, nullptr, dagger); };
-          flops = 1872 * vcb;
-          bytes = kernel_bytes * vcb;
-        } else if (form == "matpc") {
-          f = [&] { op.apply_schur(out_e, in_e, schur, dagger); };
-          flops = 3792 * vcb;
-          bytes = (2 * kernel_bytes + spinor_bytes(p)) * vcb;
-        } else {
-          f = [&] { op.apply(out, in, dagger); };
-          flops = 2 * 1872 * vcb;
-          bytes = 2 * (kernel_bytes + spinor_bytes(p)) * vcb;
-        }
-        int n = static_cast<int>(iters_opt);
-        if (n == 0) {  // about a second of work, agreed over ranks
-          const double ms = time_per_call(run.backend, 3, f);
-          double worst = 0;
-          MPI_Allreduce(&ms, &worst, 1, MPI_DOUBLE, MPI_MAX, lat->comm());
-          n = std::max(3, std::min(5000, static_cast<int>(1000.0 / std::max(worst, 1e-3))));
-        }
-        const double ms_local = time_per_call(run.backend, n, f);
-        double ms = 0;
-        MPI_Allreduce(&ms_local, &ms, 1, MPI_DOUBLE, MPI_MAX, lat->comm());
-        const Result res{form, to_string(p), to_string(r), ms * 1e3, flops / (ms * 1e-3) / 1e9,
-                         bytes / (ms * 1e-3) / 1e9, n};
-        const double check = norm2(out) / norm2(in);  // a finite, nonzero result
-        require(std::isfinite(check) && check > 0, "benchmark ", form, " produced ", check, " for |out|^2/|in|^2");
-        results.push_back(res);
-        if (root)
-          std::printf("%-7s %-7s %-5s %10.1f %10.1f %10.1f %7.2fx %7d\n", res.form.c_str(), res.precision.c_str(),
-                      res.reconstruct.c_str(), res.us, res.gflops, res.gbs, res.gbs / copy_gbs, n);
-      }
+  // Times f (n applications, or about a second of work agreed over ranks), checks that it
+  // produced a finite, nonzero result, and reports it.
+  auto measure = [&](const std::string& form, Precision p, Reconstruct r, const std::function<void()>& f,
+                     double flops, double bytes, const ColorSpinorField& out, const ColorSpinorField& in) {
+    int n = static_cast<int>(iters_opt);
+    if (n == 0) {
+      const double ms = time_per_call(run.backend, 3, f);
+      double worst = 0;
+      MPI_Allreduce(&ms, &worst, 1, MPI_DOUBLE, MPI_MAX, lat->comm());
+      n = std::max(3, std::min(5000, static_cast<int>(1000.0 / std::max(worst, 1e-3))));
     }
+    const double ms_local = time_per_call(run.backend, n, f);
+    double ms = 0;
+    MPI_Allreduce(&ms_local, &ms, 1, MPI_DOUBLE, MPI_MAX, lat->comm());
+    const Result res{form, to_string(p), to_string(r), ms * 1e3, flops / (ms * 1e-3) / 1e9, bytes / (ms * 1e-3) / 1e9, n};
+    const double check = norm2(out) / norm2(in);
+    require(std::isfinite(check) && check > 0, "benchmark ", form, " produced ", check, " for |out|^2/|in|^2");
+    results.push_back(res);
+    if (root)
+      std::printf("%-7s %-7s %-5s %10.1f %10.1f %10.1f %7.2fx %7d\n", res.form.c_str(), res.precision.c_str(),
+                  res.reconstruct.c_str(), res.us, res.gflops, res.gbs, res.gbs / copy_gbs, n);
+  };
+  auto print_table_header = [&](const std::string& halo) {
+    if (!root) return;
+    std::printf("halo exchange: %s\n", halo.c_str());
+    std::printf("%-7s %-7s %-5s %10s %10s %10s %8s %7s\n", "form", "prec", "recon", "time/us", "GFLOPS", "GB/s",
+                "vs copy", "iters");
+  };
+  const double vcb = static_cast<double>(lat->volume_cb()) * lat->size();
+  if (staggered) {
+    // Links fattened once; one operator per precision and reconstruct from them.
+    const StaggeredLinks sl = sp.type == StaggeredType::asqtad
+                                  ? asqtad_links(*lat, links, AsqtadCoefficients::asqtad(sp.u0), run.backend)
+                                  : StaggeredLinks{links, {}};
+    const std::vector<Complex<double>> src = random_spinor(*lat, 7, 1, 3);
+    for (Precision p : precisions)
+      for (Reconstruct r : recons) {
+        sp.precision = p;
+        sp.reconstruct = r;
+        StaggeredOperator op(lat, sl, sp);
+        if (p == precisions.front() && r == recons.front()) print_table_header(op.halo_description());
+        ColorSpinorField in(lat, op.field_param(Subset::full));
+        in.from_lexicographic(src);
+        ColorSpinorField out = in.like(p);
+        ColorSpinorField in_e = in.parity(0), in_o = in.parity(1), out_e = out.parity(0);
+        const bool improved = op.improved();
+        const double d = op.dslash_flops_per_site();
+        const double links_bytes = improved ? 8.0 * (link_bytes(p, Reconstruct::r18) + link_bytes(p, r))
+                                            : 8.0 * link_bytes(p, r);
+        const double kernel_bytes = links_bytes + (improved ? 16 : 8) * vector_bytes(p) + vector_bytes(p);
+        for (const auto& form : forms) {
+          if (form == "dslash")
+            measure(form, p, r, [&] { op.dslash(out_e, in_o, dagger ? -1.0 : 1.0); }, d * vcb, kernel_bytes * vcb,
+                    out, in);
+          else if (form == "matpc")
+            measure(form, p, r, [&] { op.apply_normal(out_e, in_e); }, (2 * d + 12) * vcb,
+                    (2 * kernel_bytes + vector_bytes(p)) * vcb, out, in);
+          else
+            measure(form, p, r, [&] { op.apply(out, in, dagger); }, 2 * (d + 12) * vcb,
+                    2 * (kernel_bytes + vector_bytes(p)) * vcb, out, in);
+        }
+      }
+  } else {
+    const std::vector<Complex<double>> src = random_spinor(*lat, 7);
+    for (Precision p : precisions)
+      for (Reconstruct r : recons) {
+        wp.precision = p;
+        wp.reconstruct = r;
+        WilsonCloverOperator op(lat, links, wp);
+        if (p == precisions.front() && r == recons.front()) print_table_header(op.halo_description());
+        ColorSpinorField in(lat, SpinorParam{4, 3, p, Subset::full, run.backend});
+        in.from_lexicographic(src);
+        ColorSpinorField out = in.like(p);
+        ColorSpinorField in_e = in.parity(0), in_o = in.parity(1), out_e = out.parity(0);
+        const double kernel_bytes = 8.0 * (link_bytes(p, r) + spinor_bytes(p)) + clover_bytes(p) + spinor_bytes(p);
+        for (const auto& form : forms) {
+          if (form == "dslash")
+            measure(form, p, r, [&] { op.dslash(out_e, in_o, Epilogue::clover_inv, 1.0, nullptr, dagger); },
+                    1872 * vcb, kernel_bytes * vcb, out, in);
+          else if (form == "matpc")
+            measure(form, p, r, [&] { op.apply_schur(out_e, in_e, schur, dagger); }, 3792 * vcb,
+                    (2 * kernel_bytes + spinor_bytes(p)) * vcb, out, in);
+          else
+            measure(form, p, r, [&] { op.apply(out, in, dagger); }, 2 * 1872 * vcb,
+                    2 * (kernel_bytes + spinor_bytes(p)) * vcb, out, in);
+        }
+      }
+  }
   if (root && tune_report_wanted) std::printf("autotuned launches:\n%s", tune_report().c_str());
-  if (root && !json.empty()) write_json(json, *lat, run.backend, copy_gbs, results);
+  if (root && !json.empty()) write_json(json, op_name, *lat, run.backend, copy_gbs, results);
   return 0;
 }
 

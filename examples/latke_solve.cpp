@@ -1,11 +1,14 @@
-// latke-solve: one Wilson-clover solve through PETSc, from a gauge field to a checked solution.
+// latke-solve: one Dirac solve through PETSc, from a gauge field to a checked solution.
 //
-//   latke-solve [-latke_lattice 8,8,8,8] [-latke_gauge random|unit] [-latke_mass 0.1 | -latke_kappa k]
-//               [-latke_csw 1] [-latke_form even_odd|full] [-latke_source point|wall|z2|z4]
-//               [-ksp_type gcr] [-pc_type none] [-ksp_rtol 1e-10] [-latke_json FILE] [...]
+//   latke-solve [-latke_op wilson|staggered|asqtad] [-latke_lattice 8,8,8,8] [-latke_gauge random|unit]
+//               [-latke_mass 0.1 | -latke_kappa k] [-latke_csw 1] [-latke_form even_odd|full]
+//               [-latke_source point|wall|z2|z4] [-ksp_type gcr] [-pc_type none] [-ksp_rtol 1e-10]
+//               [-latke_json FILE] [...]
 //
-// The operator is a Latke MATSHELL; the Krylov method and preconditioner are whatever the
-// options database says (default: flexible GCR, no preconditioner, relative tolerance
+// The operator is a Latke MATSHELL: Wilson-clover (default), or staggered, naive or asqtad
+// (whose even-odd form is the Hermitian positive definite normal operator). The Krylov
+// method and preconditioner are whatever the options database says (default: CG for the
+// staggered normal operator, flexible GCR otherwise; no preconditioner; relative tolerance
 // 1e-10). The full solution is reconstructed and its true residual |b - M x| / |b| computed
 // with the full operator, independently of the solver. Exit status 0 only when the solve
 // converged. -help lists every option.
@@ -22,9 +25,10 @@
 
 namespace {
 
-const char help[] = "latke-solve: a Wilson-clover solve with a Latke operator and a PETSc Krylov method.\n";
+const char help[] = "latke-solve: a Wilson-clover or staggered solve with a Latke operator and a PETSc Krylov method.\n";
 
 struct SolveOptions {
+  std::string op = "wilson";
   LatkeOperatorForm form = LATKE_OPERATOR_EVEN_ODD;
   std::string source = "point";
   latke::Coords site{0, 0, 0, 0};
@@ -37,7 +41,9 @@ SolveOptions read_solve_options() {
   SolveOptions o;
   std::string form, site;
   latke::read_options(PETSC_COMM_WORLD, "", "latke-solve options", [&](latke::OptionGroup& g) {
-    form = g.string("-latke_form", "even_odd", "Operator solved: even_odd (Schur complement) or full");
+    o.op = g.string("-latke_op", "wilson", "Dirac operator: wilson (clover), staggered (naive) or asqtad");
+    form = g.string("-latke_form", "even_odd",
+                    "Operator solved: even_odd (Wilson: Schur complement; staggered: normal operator) or full");
     o.source = g.string("-latke_source", "point", "Source: point, wall, z2 or z4");
     site = g.string("-latke_source_site", "0,0,0,0", "Point source site x,y,z,t (wall: t is the time slice)");
     o.spin = g.integer("-latke_source_spin", 0, "Source spin (point and wall)");
@@ -47,6 +53,8 @@ SolveOptions read_solve_options() {
     o.save = g.string("-latke_save_solution", "", "Save the full solution (PETSc binary, lexicographic order)");
     o.native = g.flag("-latke_native", false, "Solve with Latke's native solver (-latke_solver ...) instead of a KSP");
   });
+  latke::require(o.op == "wilson" || o.op == "staggered" || o.op == "asqtad", "-latke_op '", o.op,
+                 "': expected wilson, staggered or asqtad");
   latke::require(form == "even_odd" || form == "full", "-latke_form '", form, "': expected even_odd or full");
   o.form = form == "full" ? LATKE_OPERATOR_FULL : LATKE_OPERATOR_EVEN_ODD;
   latke::require(o.source == "point" || o.source == "wall" || o.source == "z2" || o.source == "z4", "-latke_source '",
@@ -70,7 +78,7 @@ SolveOptions read_solve_options() {
 }
 
 struct Summary {
-  std::string ksp, pc, reason, lattice, backend, form;
+  std::string ksp, pc, reason, lattice, backend, op, form;
   PetscInt iterations = 0, operator_applications = 0, sloppy_applications = 0;
   double true_residual = 0, solver_residual = 0, rtol = 0, setup_s = 0, solve_s = 0, gflops = 0;
   bool converged = false;
@@ -82,7 +90,8 @@ void write_json(const std::string& path, const Summary& s) {
     std::ofstream f(tmp);
     latke::require(f.good(), "-latke_json ", path, ": cannot write ", tmp);
     f << "{\n  \"program\": \"latke-solve\",\n  \"lattice\": \"" << s.lattice << "\",\n  \"backend\": \"" << s.backend
-      << "\",\n  \"operator\": \"" << s.form << "\",\n  \"ksp_type\": \"" << s.ksp << "\",\n  \"pc_type\": \"" << s.pc
+      << "\",\n  \"op\": \"" << s.op << "\",\n  \"operator\": \"" << s.form << "\",\n  \"ksp_type\": \"" << s.ksp
+      << "\",\n  \"pc_type\": \"" << s.pc
       << "\",\n  \"converged\": " << (s.converged ? "true" : "false") << ",\n  \"reason\": \"" << s.reason
       << "\",\n  \"iterations\": " << s.iterations << ",\n  \"rtol\": " << s.rtol
       << ",\n  \"solver_residual\": " << s.solver_residual << ",\n  \"true_residual\": " << s.true_residual
@@ -110,7 +119,15 @@ PetscErrorCode run(int& status) {
   PetscCall(LatkeGaugeCreateFromOptions(PETSC_COMM_WORLD, nullptr, &gauge));
   PetscLogDouble t0, t1, t2, f0, f1;
   PetscCall(PetscTime(&t0));
-  PetscCall(MatCreateLatkeWilsonClover(gauge, opt.form, nullptr, nullptr, &A));
+  const bool staggered = opt.op != "wilson";
+  if (staggered) {
+    LatkeStaggeredParams sp;
+    PetscCall(LatkeStaggeredParamsDefault(&sp));
+    sp.type = opt.op == "asqtad" ? LATKE_STAGGERED_ASQTAD : LATKE_STAGGERED_NAIVE;
+    PetscCall(MatCreateLatkeStaggered(gauge, opt.form, &sp, nullptr, &A));
+  } else {
+    PetscCall(MatCreateLatkeWilsonClover(gauge, opt.form, nullptr, nullptr, &A));
+  }
   if (opt.form == LATKE_OPERATOR_FULL) {
     PetscCall(PetscObjectReference(reinterpret_cast<PetscObject>(A)));
     M = A;
@@ -162,7 +179,8 @@ PetscErrorCode run(int& status) {
   } else {
     PetscCall(KSPCreate(PETSC_COMM_WORLD, &ksp));
     PetscCall(KSPSetOperators(ksp, A, A));
-    PetscCall(KSPSetType(ksp, KSPGCR));
+    // The staggered normal operator is Hermitian positive definite: CG.
+    PetscCall(KSPSetType(ksp, staggered && opt.form == LATKE_OPERATOR_EVEN_ODD ? KSPCG : KSPGCR));
     PetscCall(KSPSetTolerances(ksp, 1e-10, PETSC_DEFAULT, PETSC_DEFAULT, 10000));
     {
       PC pc;
@@ -219,12 +237,13 @@ PetscErrorCode run(int& status) {
                 (int)global[3], (int)grid[0], (int)grid[1], (int)grid[2], (int)grid[3]);
   sum.lattice = lat;
   sum.form = opt.form == LATKE_OPERATOR_FULL ? "full" : "even_odd";
+  sum.op = opt.op == "wilson" ? "Wilson-clover" : opt.op == "asqtad" ? "asqtad staggered" : "naive staggered";
   const char* backend = nullptr;
   PetscCall(LatkeGetBackend(&backend));
   sum.backend = backend;
   {
     PetscViewer out = PETSC_VIEWER_STDOUT_WORLD;
-    PetscCall(PetscViewerASCIIPrintf(out, "latke-solve: Wilson-clover (%s) on %s, %s backend, %s source\n",
+    PetscCall(PetscViewerASCIIPrintf(out, "latke-solve: %s (%s) on %s, %s backend, %s source\n", sum.op.c_str(),
                                      sum.form.c_str(), lat, backend, opt.source.c_str()));
     PetscCall(PetscViewerASCIIPushTab(out));
     PetscCall(LatkeGaugeView(gauge, out));

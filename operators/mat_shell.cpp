@@ -2,6 +2,7 @@
 // matrix helpers of the C API (latke.h).
 #include "mat_shell.h"
 
+#include <cmath>
 #include <cstdint>
 #include <sstream>
 
@@ -39,6 +40,75 @@ bool is_full_vector(const ShellOperator& op, PetscInt n, const char* what) {
   if (n == op.local_size(LATKE_OPERATOR_EVEN_ODD)) return false;
   fail(op.name(), ": ", what, " has local size ", n, ", expected ", op.local_size(LATKE_OPERATOR_FULL),
        " (full lattice) or ", op.local_size(LATKE_OPERATOR_EVEN_ODD), " (one parity) on this rank");
+}
+
+// ---- helpers the operators' MATSHELLs share ------------------------------------------------
+
+namespace {
+std::vector<double> parse_reals(const std::string& text, const std::string& what) {
+  std::vector<double> v;
+  std::stringstream s(text);
+  for (std::string item; std::getline(s, item, ',');) {
+    std::size_t used = 0;
+    double x = 0;
+    try {
+      x = std::stod(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    require(used > 0 && used == item.size(), what, " '", text, "': '", item, "' is not a number");
+    v.push_back(x);
+  }
+  require(v.size() == 4, what, " '", text, "': expected four comma-separated numbers (x,y,z,t)");
+  return v;
+}
+}  // namespace
+
+Precision precision_of(LatkePrecision p) {
+  switch (p) {
+    case LATKE_PRECISION_DOUBLE: return Precision::double_;
+    case LATKE_PRECISION_SINGLE: return Precision::single;
+    case LATKE_PRECISION_HALF: return Precision::half;
+  }
+  fail("precision ", static_cast<int>(p), ": expected LATKE_PRECISION_DOUBLE, _SINGLE or _HALF");
+}
+
+std::array<Complex<double>, 4> boundary_phases(const PetscScalar given[4], const std::string& boundary,
+                                               const std::string& twist, const std::string& prefix) {
+  std::array<Complex<double>, 4> phase;
+  for (int mu = 0; mu < 4; ++mu) phase[mu] = Complex<double>(PetscRealPart(given[mu]), PetscImaginaryPart(given[mu]));
+  if (!boundary.empty()) {
+    const std::vector<double> b = parse_reals(boundary, "-" + prefix + "latke_boundary");
+    for (int mu = 0; mu < 4; ++mu) {
+      require(b[mu] == 1 || b[mu] == -1, "-", prefix, "latke_boundary '", boundary, "': entry ", b[mu],
+              " is not 1 or -1");
+      phase[mu] = Complex<double>(b[mu]);
+    }
+  }
+  if (!twist.empty()) {
+    const std::vector<double> t = parse_reals(twist, "-" + prefix + "latke_twist");
+    for (int mu = 0; mu < 4; ++mu)
+      phase[mu] = phase[mu] * Complex<double>(std::cos(M_PI * t[mu]), std::sin(M_PI * t[mu]));
+  }
+  for (int mu = 0; mu < 4; ++mu)
+    require(std::fabs(norm2(phase[mu]) - 1.0) < 1e-12, "boundary phase (", phase[mu].re, ", ", phase[mu].im,
+            ") in dimension ", mu, ": expected modulus one");
+  return phase;
+}
+
+ColorSpinorField& PrecisionCopies::inner(const ColorSpinorField& f, int slot, bool copy) {
+  if (precision_ == Precision::double_) {
+    held_[slot] = std::make_unique<ColorSpinorField>(f);
+    return *held_[slot];
+  }
+  std::unique_ptr<ColorSpinorField>& s = low_[slot][f.n_parity() - 1];
+  if (!s) s = std::make_unique<ColorSpinorField>(f.like(precision_));
+  if (copy) s->copy_from(f);
+  return *s;
+}
+
+void PrecisionCopies::outer(ColorSpinorField& f, const ColorSpinorField& inner) {
+  if (precision_ != Precision::double_) f.copy_from(inner);
 }
 
 // ---- VecField ---------------------------------------------------------------------------------
@@ -259,7 +329,8 @@ Mat create_shell(std::shared_ptr<ShellOperator> op, LatkeOperatorForm form, cons
 MatContext& context_of(Mat A) {
   PetscBool latke = PETSC_FALSE;
   check(MatIsLatke(A, &latke), "MatIsLatke");
-  require(latke == PETSC_TRUE, "the matrix is not one of Latke's (create it with MatCreateLatkeWilsonClover)");
+  require(latke == PETSC_TRUE, "the matrix is not one of Latke's (create it with MatCreateLatkeWilsonClover or "
+                                "MatCreateLatkeStaggered)");
   return ctx(A);
 }
 

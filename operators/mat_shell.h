@@ -3,6 +3,7 @@
 // implement ShellOperator; the MATSHELL operations themselves are generic (mat_shell.cpp).
 #pragma once
 
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -108,5 +109,30 @@ class VecField {
 /// @brief Whether a vector of local size n of op is full (true) or of its parity (false);
 /// fails naming the size otherwise.
 bool is_full_vector(const ShellOperator& op, PetscInt n, const char* what);
+
+// ---- helpers the operators' MATSHELLs share ------------------------------------------------
+
+/// @brief The storage precision named by the C API's enum; fails naming the value otherwise.
+Precision precision_of(LatkePrecision p);
+
+/// @brief Boundary phases from the C API's array, then -latke_boundary (signs, each 1 or -1)
+/// and -latke_twist (extra phases e^{i pi a}) as read (empty: not given); checks modulus one.
+std::array<Complex<double>, 4> boundary_phases(const PetscScalar given[4], const std::string& boundary,
+                                               const std::string& twist, const std::string& prefix);
+
+/// Copies of double-precision vectors in an operator's own precision (the fields themselves
+/// when that is double), kept between applications: slot k for the k-th vector of a call.
+class PrecisionCopies {
+ public:
+  explicit PrecisionCopies(Precision p) : precision_(p) {}
+  /// @brief f in the operator's precision, copied unless copy is false (an output).
+  ColorSpinorField& inner(const ColorSpinorField& f, int slot, bool copy = true);
+  /// @brief Write an output computed in inner() back to the double field f.
+  void outer(ColorSpinorField& f, const ColorSpinorField& inner);
+
+ private:
+  Precision precision_;
+  std::unique_ptr<ColorSpinorField> low_[3][2], held_[3];
+};
 
 }  // namespace latke::petsc

@@ -20,15 +20,6 @@ SolverType solver_of(LatkeSolverType t) {
   fail("solver type ", static_cast<int>(t), ": expected one of LATKE_SOLVER_CG ... LATKE_SOLVER_MR");
 }
 
-Precision precision_of(LatkePrecision p) {
-  switch (p) {
-    case LATKE_PRECISION_DOUBLE: return Precision::double_;
-    case LATKE_PRECISION_SINGLE: return Precision::single;
-    case LATKE_PRECISION_HALF: return Precision::half;
-  }
-  fail("sloppy precision ", static_cast<int>(p), ": expected LATKE_PRECISION_DOUBLE, _SINGLE or _HALF");
-}
-
 }  // namespace
 }  // namespace latke::petsc
 

@@ -15,11 +15,19 @@
 // global coordinates; local extents are even, so local and global parity agree.
 // U_mu(x) is the link from x to x + mu-hat. Boundary phases multiply the links U_mu(x) with
 // x_mu = X_mu - 1 (the last slice) when a hop wraps around the global lattice: periodic in
-// space, antiperiodic in time by default.
+// space, antiperiodic in time by default. Generally a hop of k sites along mu (k = 1, or 3
+// for the staggered Naik term) that wraps around the global lattice, x_mu + k >= X_mu going
+// forward, picks up the phase; going backward (x_mu - k < 0) its complex conjugate.
+//
+// Staggered phases (the spin structure of staggered fermions, in the same coordinate order):
+//   eta_mu(x) = (-1)^(x_0 + ... + x_{mu-1}),  x_0 = x, x_1 = y, x_2 = z, x_3 = t (global),
+// so eta_x = 1, eta_y = (-1)^x, eta_z = (-1)^(x+y), eta_t = (-1)^(x+y+z). They depend only on
+// the parity of partial coordinate sums, so local coordinates give the same signs (local
+// extents are even, hence so are rank offsets).
 //
 // Host (lexicographic) layouts, complex double:
 //   site     = ((t * Z + z) * Y + y) * X + x
-//   spinor   [site][spin][color]            (re, im fastest)
+//   spinor   [site][spin][color]            (re, im fastest; staggered: one spin)
 //   gauge    [site][mu][row][col]           U_mu(x)_{row,col}
 #pragma once
 
@@ -87,6 +95,15 @@ constexpr SpinMatrix sigma_matrix(int mu, int nu) {
 
 /// Default boundary conditions: periodic in space, antiperiodic in time.
 inline constexpr std::array<double, 4> default_boundary_sign = {1.0, 1.0, 1.0, -1.0};
+
+/// Staggered phase eta_mu(x) = (-1)^(x_0 + ... + x_{mu-1}) as +1 or -1; x is anything
+/// indexable by 0..2 (std::array, int[4]).
+template <typename C>
+constexpr int staggered_phase(int mu, const C& x) {
+  int sum = 0;
+  for (int nu = 0; nu < mu; ++nu) sum += x[nu];
+  return (sum & 1) ? -1 : 1;
+}
 
 /// Lexicographic site index of (x, y, z, t) in a lattice of extents dims.
 constexpr std::size_t lex_site(const std::array<int, 4>& c, const std::array<int, 4>& dims) {

@@ -17,7 +17,8 @@
  * spin-color component (spin slowest), every site of the block in checkerboard order
  * (include/latke/core/lattice.h). Use the lexicographic helpers, not the raw array, to read
  * or set values by site. The operators' formulas and conventions are stated in
- * operators/wilson_clover/wilson_clover.h and include/latke/conventions.h.
+ * operators/wilson_clover/wilson_clover.h, operators/staggered/staggered.h and
+ * include/latke/conventions.h.
  *
  * Every function returns a PetscErrorCode; bad input is a PETSc error whose message names
  * the input, its value and what was expected. */
@@ -85,7 +86,8 @@ PetscErrorCode LatkeGaugeDestroy(LatkeGauge *gauge);
 
 typedef enum {
   LATKE_OPERATOR_FULL,    /* the operator on the whole lattice */
-  LATKE_OPERATOR_EVEN_ODD /* the Schur complement on one parity (Wilson-clover) */
+  LATKE_OPERATOR_EVEN_ODD /* on one parity: the Schur complement (Wilson-clover); the normal
+                             operator 4m^2 - D_eo D_oe (staggered) */
 } LatkeOperatorForm;
 
 typedef enum { LATKE_PRECISION_DOUBLE, LATKE_PRECISION_SINGLE, LATKE_PRECISION_HALF } LatkePrecision;
@@ -123,6 +125,59 @@ PetscErrorCode LatkeWilsonCloverParamsDefault(LatkeWilsonCloverParams *params);
  * buffers when the operator runs on a GPU and the vectors are on the host. */
 PetscErrorCode MatCreateLatkeWilsonClover(LatkeGauge gauge, LatkeOperatorForm form, const LatkeWilsonCloverParams *params,
                                           const char prefix[], Mat *A);
+
+/* Staggered parameters; LatkeStaggeredParamsDefault fills the defaults shown. The options
+ * database overrides them under the matrix's prefix:
+ *   -latke_mass m          M = 2m + D (MILC's convention: D without 1/2), m >= 0     (0.1)
+ *   -latke_staggered naive|asqtad   naive (V = U, no Naik term) or asqtad (fat7 + Lepage
+ *                          fat links and Naik long links, fattened by Latke)     (asqtad)
+ *   -latke_u0 u            tadpole factor of asqtad fattening                    (1.0)
+ *   -latke_boundary a,b,c,d  boundary signs per direction, each 1 or -1         (1,1,1,-1)
+ *   -latke_twist a,b,c,d   extra boundary phases exp(i pi a), ...               (0,0,0,0)
+ *   -latke_parity even|odd the parity the even-odd (normal) operator acts on     (even)
+ *   -latke_precision double|single|half  storage of the operator's links        (double)
+ *   -latke_reconstruct 18|12  naive: link storage; asqtad: long-link storage (long links at
+ *                          12 must be one real multiple of SU(3) matrices; fat links stay
+ *                          at 18)                                                (18)
+ * Forms: LATKE_OPERATOR_FULL is M = 2m + D on the whole lattice (MatMultHermitianTranspose
+ * applies M^H = 2m - D, D being anti-Hermitian); LATKE_OPERATOR_EVEN_ODD is the normal
+ * operator A = 4m^2 - D_pq D_qp on parity p, Hermitian positive definite for m > 0 (the
+ * matrix carries MAT_HERMITIAN and MAT_SPD): solve it with -ksp_type cg. Around it,
+ * MatLatkePrepareSource gives bhat = 2m b_p - D_pq b_q and MatLatkeReconstruct sets
+ * x_p = xhat, x_q = (b_q - D_qp xhat) / (2m) (needs m > 0). Vectors have one spin and three
+ * colors per site. The formula, the factor convention and how links map onto MILC's are in
+ * operators/staggered/staggered.h. */
+typedef enum { LATKE_STAGGERED_NAIVE, LATKE_STAGGERED_ASQTAD } LatkeStaggeredType;
+typedef struct {
+  PetscReal mass;
+  LatkeStaggeredType type;
+  PetscReal u0;
+  PetscScalar boundary_phase[4];
+  PetscInt parity;
+  LatkePrecision precision;
+  PetscInt reconstruct;
+} LatkeStaggeredParams;
+
+PetscErrorCode LatkeStaggeredParamsDefault(LatkeStaggeredParams *params);
+
+/* A MATSHELL that owns a staggered operator built from the gauge field's (thin) links: naive
+ * uses them as they are, asqtad fattens them (on the GPU when the operator runs there).
+ * params may be NULL (defaults); prefix (may be NULL) is the matrix's options prefix.
+ * MatMult, MatMultTranspose, MatMultHermitianTranspose, MatGetDiagonal (full form: 2m),
+ * MatView and MatCreateVecs are defined. */
+PetscErrorCode MatCreateLatkeStaggered(LatkeGauge gauge, LatkeOperatorForm form, const LatkeStaggeredParams *params,
+                                       const char prefix[], Mat *A);
+/* The same from given fat and long links, held as LatkeGauge handles on one lattice (e.g.
+ * LatkeGaugeCreateFromArray; lng may be NULL for a naive operator, whose links are `fat`).
+ * The links must be free of staggered and boundary phases: for links from MILC or QUDA,
+ * call LatkeGaugeStripStaggeredPhases first. The u0 parameter is not used. */
+PetscErrorCode MatCreateLatkeStaggeredFromLinks(LatkeGauge fat, LatkeGauge lng, LatkeOperatorForm form,
+                                                const LatkeStaggeredParams *params, const char prefix[], Mat *A);
+/* Divide out of MILC- or QUDA-convention links the staggered phase eta_mu(x) and, on links
+ * that wrap around the lattice, the boundary phase: hop = 1 for fat (or naive) links, 3 for
+ * long links (operators/staggered/staggered.h). In place; operators made earlier from the
+ * handle keep their links. */
+PetscErrorCode LatkeGaugeStripStaggeredPhases(LatkeGauge links, PetscInt hop, const PetscScalar boundary_phase[4]);
 
 /* A matrix of another form sharing A's operator (no second copy of links or clover). */
 PetscErrorCode MatLatkeCreateCompanion(Mat A, LatkeOperatorForm form, Mat *B);

@@ -19,33 +19,6 @@ struct Settings {
   int parity = 0;
 };
 
-std::vector<double> parse_reals(const std::string& text, const std::string& what) {
-  std::vector<double> v;
-  std::stringstream s(text);
-  for (std::string item; std::getline(s, item, ',');) {
-    std::size_t used = 0;
-    double x = 0;
-    try {
-      x = std::stod(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    require(used > 0 && used == item.size(), what, " '", text, "': '", item, "' is not a number");
-    v.push_back(x);
-  }
-  require(v.size() == 4, what, " '", text, "': expected four comma-separated numbers (x,y,z,t)");
-  return v;
-}
-
-Precision precision_of(LatkePrecision p) {
-  switch (p) {
-    case LATKE_PRECISION_DOUBLE: return Precision::double_;
-    case LATKE_PRECISION_SINGLE: return Precision::single;
-    case LATKE_PRECISION_HALF: return Precision::half;
-  }
-  fail("precision ", static_cast<int>(p), ": expected LATKE_PRECISION_DOUBLE, _SINGLE or _HALF");
-}
-
 Settings resolve(const LatkeWilsonCloverParams& in, MPI_Comm comm, const std::string& prefix, Backend backend) {
   Settings s;
   WilsonCloverParam& p = s.param;
@@ -54,8 +27,6 @@ Settings resolve(const LatkeWilsonCloverParams& in, MPI_Comm comm, const std::st
   p.normalisation = in.kappa > 0 ? Normalisation::kappa : Normalisation::mass;
   p.mass = in.kappa > 0 ? mass_from_kappa(in.kappa) : in.mass;
   p.csw = in.csw;
-  for (int mu = 0; mu < 4; ++mu)
-    p.boundary_phase[mu] = Complex<double>(PetscRealPart(in.boundary_phase[mu]), PetscImaginaryPart(in.boundary_phase[mu]));
   require(in.schur == LATKE_SCHUR_SYMMETRIC || in.schur == LATKE_SCHUR_ASYMMETRIC, "Schur type ",
           static_cast<int>(in.schur), ": expected LATKE_SCHUR_SYMMETRIC or LATKE_SCHUR_ASYMMETRIC");
   s.schur = in.schur == LATKE_SCHUR_SYMMETRIC ? SchurType::symmetric : SchurType::asymmetric;
@@ -95,22 +66,7 @@ Settings resolve(const LatkeWilsonCloverParams& in, MPI_Comm comm, const std::st
   p.csw = csw;
   require(std::isfinite(p.mass) && std::isfinite(p.csw), "mass ", p.mass, " and c_sw ", p.csw,
           ": expected finite numbers");
-  if (!boundary.empty()) {
-    const std::vector<double> b = parse_reals(boundary, "-" + prefix + "latke_boundary");
-    for (int mu = 0; mu < 4; ++mu) {
-      require(b[mu] == 1 || b[mu] == -1, "-", prefix, "latke_boundary '", boundary, "': entry ", b[mu],
-              " is not 1 or -1");
-      p.boundary_phase[mu] = Complex<double>(b[mu]);
-    }
-  }
-  if (!twist.empty()) {
-    const std::vector<double> t = parse_reals(twist, "-" + prefix + "latke_twist");
-    for (int mu = 0; mu < 4; ++mu)
-      p.boundary_phase[mu] = p.boundary_phase[mu] * Complex<double>(std::cos(M_PI * t[mu]), std::sin(M_PI * t[mu]));
-  }
-  for (int mu = 0; mu < 4; ++mu)
-    require(std::fabs(norm2(p.boundary_phase[mu]) - 1.0) < 1e-12, "boundary phase (", p.boundary_phase[mu].re, ", ",
-            p.boundary_phase[mu].im, ") in dimension ", mu, ": expected modulus one");
+  p.boundary_phase = boundary_phases(in.boundary_phase, boundary, twist, prefix);
   s.schur = parse_schur_type(schur);
   require(parity == "even" || parity == "odd", "-", prefix, "latke_parity '", parity, "': expected even or odd");
   s.parity = parity == "even" ? 0 : 1;

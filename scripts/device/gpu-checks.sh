@@ -4,6 +4,8 @@
 # lattice sizes. Results and logs go under $OUT (default ./gpu-out).
 #   gpu-checks.sh [tests] [bench] [petsc] [schwarz] [multi] [probe] [profile]
 #   (default: tests bench petsc schwarz)
+# LATKE_BENCH_OPS picks the operators the bench step times (default: wilson asqtad staggered;
+# the staggered ones at LATKE_STAGGERED_LATTICES, default 32,32,32,64).
 set -uo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${LATKE_GPU_BIN:-$here/.gpu/bin}
@@ -16,7 +18,7 @@ steps=${*:-tests bench petsc schwarz}
 nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem --format=csv | tee "$out/device.txt"
 status=0
 if [[ $steps == *tests* ]]; then
-  for t in test_wilson_reference test_core test_wilson; do
+  for t in test_wilson_reference test_core test_wilson test_staggered_reference test_staggered; do
     "$bin/$t" --gtest_brief=1 > "$out/$t.log" 2>&1; rc=$?; status=$((status | rc))
     echo "$t: exit $rc, $(grep -E 'PASSED|FAILED' "$out/$t.log" | tr '\n' ' ')"
   done
@@ -24,9 +26,26 @@ if [[ $steps == *tests* ]]; then
     OMP_NUM_THREADS=2 mpirun -np $np "$bin/test_wilson_mpi" --gtest_brief=1 > "$out/mpi_np$np.log" 2>&1; rc=$?
     status=$((status | rc)); echo "test_wilson_mpi np=$np (CUDA, one GPU): exit $rc, $(grep -E 'PASSED|FAILED' "$out/mpi_np$np.log" | head -2 | tr '\n' ' ')"
   done
+  for np in 1 2 4 4 8; do
+    OMP_NUM_THREADS=2 mpirun -np $np "$bin/test_staggered_mpi" --gtest_brief=1 > "$out/staggered_mpi_np$np.log" 2>&1; rc=$?
+    status=$((status | rc)); echo "test_staggered_mpi np=$np (CUDA, one GPU): exit $rc, $(grep -E 'PASSED|FAILED' "$out/staggered_mpi_np$np.log" | head -2 | tr '\n' ' ')"
+  done
 fi
 if [[ $steps == *bench* ]]; then
-  for L in ${LATKE_BENCH_LATTICES:-16,16,16,16 32,32,32,64 48,48,48,96}; do
+  ops=${LATKE_BENCH_OPS:-wilson asqtad staggered}
+  for op in $ops; do
+    [ "$op" = wilson ] && continue
+    # Staggered: asqtad fat and long links at 18 (and long at 12), naive links at 12 (and 18),
+    # the issue's QUDA reference cases first.
+    recon=18,12; [ "$op" = staggered ] && recon=12,18
+    for L in ${LATKE_STAGGERED_LATTICES:-32,32,32,64}; do
+      tag=${op}_${L//,/x}
+      "$bin/latke-bench" dslash -latke_op $op -latke_lattice $L -latke_precision double,single,half -latke_reconstruct $recon \
+        -latke_json "$out/bench_$tag.json" -latke_tune_report > "$out/bench_$tag.log" 2>&1; status=$((status | $?))
+      grep -vE '^(autotuned|.*block=)' "$out/bench_$tag.log"
+    done
+  done
+  [[ " $ops " == *" wilson "* ]] && for L in ${LATKE_BENCH_LATTICES:-16,16,16,16 32,32,32,64 48,48,48,96}; do
     tag=${L//,/x}
     recon=18,12
     [ "$L" = 48,48,48,96 ] && recon=12   # the large lattice: the reconstruct QUDA's figures use
@@ -42,6 +61,14 @@ if [[ $steps == *petsc* ]]; then
   for np in 1 4; do
     (cd "$work" && OMP_NUM_THREADS=2 mpirun -np $np "$bin/test_petsc" --gtest_brief=1) > "$out/petsc_np$np.log" 2>&1; rc=$?
     status=$((status | rc)); echo "test_petsc np=$np (CUDA, one GPU): exit $rc, $(grep -E 'PASSED|FAILED' "$out/petsc_np$np.log" | head -2 | tr '\n' ' ')"
+    (cd "$work" && OMP_NUM_THREADS=2 mpirun -np $np "$bin/test_petsc_staggered" --gtest_brief=1) > "$out/petsc_staggered_np$np.log" 2>&1; rc=$?
+    status=$((status | rc)); echo "test_petsc_staggered np=$np (CUDA, one GPU): exit $rc, $(grep -E 'PASSED|FAILED' "$out/petsc_staggered_np$np.log" | head -2 | tr '\n' ' ')"
+  done
+  for L in ${LATKE_SOLVE_LATTICES:-16,16,16,32 32,32,32,64}; do
+    tag=asqtad_${L//,/x}
+    "$bin/latke-solve" -latke_op asqtad -latke_lattice $L -latke_mass 0.05 -log_view -latke_json "$out/solve_$tag.json" > "$out/solve_$tag.log" 2>&1; rc=$?
+    status=$((status | rc)); echo "== latke-solve $L asqtad cg: exit $rc"; grep -E "^latke-solve|^  (KSP|true|time)" "$out/solve_$tag.log"
+    grep -E "^(MatMult |LatkeMatMult|LatkeDslash|LatkeStage|KSPSolve)" "$out/solve_$tag.log" | cut -c1-100
   done
   "$bin/embed_in_petsc" -latke_lattice 8,8,8,16 > "$out/embed.log" 2>&1; rc=$?; status=$((status | rc)); echo "embed_in_petsc: exit $rc, $(cat "$out/embed.log" | tail -1)"
   for L in ${LATKE_SOLVE_LATTICES:-16,16,16,32 32,32,32,64}; do
@@ -103,7 +130,12 @@ if [[ $steps == *multi* ]]; then
   for np in 2 4 2 4; do  # one and two ranks per GPU; twice, since races show as runs that differ
     OMP_NUM_THREADS=4 mpirun -np $np "$bin/test_wilson_mpi" --gtest_brief=1 > "$out/mpi_${np}r_2gpu.log" 2>&1; rc=$?
     status=$((status | rc)); echo "test_wilson_mpi np=$np on $ngpu GPUs: exit $rc, $(grep -E 'PASSED|FAILED' "$out/mpi_${np}r_2gpu.log" | head -2 | tr '\n' ' ')"
+    OMP_NUM_THREADS=4 mpirun -np $np "$bin/test_staggered_mpi" --gtest_brief=1 > "$out/staggered_mpi_${np}r_2gpu.log" 2>&1; rc=$?
+    status=$((status | rc)); echo "test_staggered_mpi np=$np on $ngpu GPUs: exit $rc, $(grep -E 'PASSED|FAILED' "$out/staggered_mpi_${np}r_2gpu.log" | head -2 | tr '\n' ' ')"
   done
+  mpirun -np 2 "$bin/latke-bench" dslash -latke_op asqtad -latke_lattice 32,32,32,64 -latke_grid 1,1,1,2 \
+    -latke_precision double,single,half -latke_reconstruct 18 -latke_json "$out/bench2_asqtad.json" > "$out/bench2_asqtad.log" 2>&1
+  status=$((status | $?)); cat "$out/bench2_asqtad.log"
   for L in 32,32,32,64 48,48,48,96; do
     tag=${L//,/x}
     mpirun -np 2 "$bin/latke-bench" dslash -latke_lattice $L -latke_grid 1,1,1,2 -latke_precision double,single,half \

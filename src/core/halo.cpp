@@ -36,13 +36,16 @@ bool mpi_cuda_aware() {
 #endif
 }
 
-HaloExchange::HaloExchange(const Lattice& lat, Backend backend, std::size_t site_bytes)
+HaloExchange::HaloExchange(const Lattice& lat, Backend backend, std::size_t site_bytes, int depth)
     : lat_(lat), backend_(backend) {
+  require(depth >= 1, "halo depth ", depth, ": expected a positive number of slices");
   cuda_aware_ = backend == Backend::cuda && mpi_cuda_aware();
   const bool staged = backend == Backend::cuda && !cuda_aware_;
   for (int mu = 0; mu < 4; ++mu) {
     if (!lat.partitioned(mu)) continue;
-    face_bytes_[mu] = (static_cast<std::size_t>(lat.face_volume_cb(mu)) * site_bytes + 255) / 256 * 256;
+    require(depth <= lat.local()[mu], "halo depth ", depth, " in dimension ", mu, ": the local extent is only ",
+            lat.local()[mu]);
+    face_bytes_[mu] = (static_cast<std::size_t>(depth) * lat.face_volume_cb(mu) * site_bytes + 255) / 256 * 256;
     for (int s = 0; s < 2; ++s) {
       send_[mu][s] = Buffer(memory_for(backend), face_bytes_[mu]);
       if (staged) send_host_[mu][s] = Buffer(MemoryKind::pinned, face_bytes_[mu]);

@@ -42,10 +42,13 @@ LogScope::LogScope(LogEvent ev, double flops, bool gpu_work) : event_(-1), gpu_w
   event_ = e.id[static_cast<int>(ev)];
   PetscLogEventBegin(event_, 0, 0, 0, 0);
   if (flops > 0) {
+    // PETSc counts its argument as complex operations in complex builds (PETSC_FLOPS_PER_OP
+    // real flops each); Latke's counts are real flops already.
+    const double ops = flops / PETSC_FLOPS_PER_OP;
     if (gpu_work && compute_stream().handle)
-      PetscLogGpuFlops(flops);
+      PetscLogGpuFlops(ops);
     else
-      PetscLogFlops(flops);
+      PetscLogFlops(ops);
   }
 }
 

@@ -1,8 +1,10 @@
 // Halo exchange of face data between neighbouring ranks, overlapped with computation.
 // For each partitioned dimension mu a rank sends two faces (its x_mu = 0 face to the rank
-// behind, its x_mu = L_mu - 1 face to the rank ahead) and receives the two matching ones.
-// What a face site carries is the operator's business (Wilson: a spin-projected
-// half-spinor); this class owns the buffers and moves them, per link the fastest way there is:
+// behind, its x_mu = L_mu - 1 face to the rank ahead) and receives the two matching ones; a
+// face is `depth` slices deep (1 for Wilson; 3 for the staggered Naik term: x_mu = 0..2 and
+// L_mu-3..L_mu-1). What a face site carries is the operator's business (Wilson: a spin-
+// projected half-spinor; staggered: a color vector); this class owns the buffers and moves
+// them, per link the fastest way there is:
 //   peer-to-peer  neighbour's GPU on the same node: the sender copies its face straight into
 //                 the receiver's buffer (CUDA IPC, NVLink where there is one); MPI carries
 //                 only zero-byte "buffer free" and "face delivered" messages
@@ -38,7 +40,8 @@ bool mpi_cuda_aware();
 class HaloExchange {
  public:
   /// @param site_bytes bytes per face site of payload; layout within a face is the caller's.
-  HaloExchange(const Lattice& lat, Backend backend, std::size_t site_bytes);
+  /// @param depth slices per face: each face holds depth x face_volume_cb(mu) sites.
+  HaloExchange(const Lattice& lat, Backend backend, std::size_t site_bytes, int depth = 1);
   ~HaloExchange();
   HaloExchange(const HaloExchange&) = delete;
   HaloExchange& operator=(const HaloExchange&) = delete;

@@ -57,13 +57,38 @@ struct GaugeAccessor {
     Matrix u;
     LATKE_UNROLL for (int i = 0; i < n_real / 6; ++i) LATKE_UNROLL for (int j = 0; j < 3; ++j)
       u.e[i][j] = Complex<Compute>(r[2 * (3 * i + j)], r[2 * (3 * i + j) + 1]);
+    if constexpr (R == Reconstruct::r12) third_row(u);
+    return u;
+  }
+
+  /// The link in raw storage units (SiteArray::load_raw): the link is unit() times it. Half
+  /// precision kernels that sum many products of links with one fixed scale (staggered)
+  /// scale the sum once instead of every entry.
+  LATKE_HOST_DEVICE LATKE_INLINE Matrix load_raw(int mu, int x_cb, int parity) const {
+    const SiteArray<Store, n_real, 0> b = block(mu, parity);
+    Compute r[n_real];
+    b.load_raw(r, x_cb);
+    Matrix u;
+    LATKE_UNROLL for (int i = 0; i < n_real / 6; ++i) LATKE_UNROLL for (int j = 0; j < 3; ++j)
+      u.e[i][j] = Complex<Compute>(r[2 * (3 * i + j)], r[2 * (3 * i + j) + 1]);
     if constexpr (R == Reconstruct::r12) {
-      // Third row of an SU(3) matrix: conj(row0 x row1).
-      u.e[2][0] = conj(u.e[0][1] * u.e[1][2] - u.e[0][2] * u.e[1][1]);
-      u.e[2][1] = conj(u.e[0][2] * u.e[1][0] - u.e[0][0] * u.e[1][2]);
-      u.e[2][2] = conj(u.e[0][0] * u.e[1][1] - u.e[0][1] * u.e[1][0]);
+      third_row(u);  // in raw units the rows' cross product is unit() too large
+      if constexpr (sizeof(Store) == 2) {
+        const Compute w = b.template unit<Compute>();
+        LATKE_UNROLL for (int j = 0; j < 3; ++j) u.e[2][j] *= w;
+      }
     }
     return u;
+  }
+
+  /// What a raw value is worth (see load_raw).
+  LATKE_HOST_DEVICE LATKE_INLINE Compute unit() const { return block(0, 0).template unit<Compute>(); }
+
+  /// Third row of an SU(3) matrix from the first two: conj(row0 x row1).
+  LATKE_HOST_DEVICE LATKE_INLINE static void third_row(Matrix& u) {
+    u.e[2][0] = conj(u.e[0][1] * u.e[1][2] - u.e[0][2] * u.e[1][1]);
+    u.e[2][1] = conj(u.e[0][2] * u.e[1][0] - u.e[0][0] * u.e[1][2]);
+    u.e[2][2] = conj(u.e[0][0] * u.e[1][1] - u.e[0][1] * u.e[1][0]);
   }
 
   LATKE_HOST_DEVICE LATKE_INLINE void save(const Matrix& u, int mu, int x_cb, int parity) const {

@@ -75,8 +75,11 @@ struct SiteArray {
   float scale = 1.0f;     ///< half with NGroup == 0: largest magnitude in the field
   int stride = 0;         ///< sites per parity block
 
+  /// The stored values without half precision's scaling: for half the integers q (as C),
+  /// which the caller scales (by norm / 32767, or by unit() with a fixed scale), so that a
+  /// kernel can scale a sum of products once instead of every element; else the reals.
   template <typename C>
-  LATKE_HOST_DEVICE LATKE_INLINE void load(C (&r)[NReal], int x) const {
+  LATKE_HOST_DEVICE LATKE_INLINE void load_raw(C (&r)[NReal], int x) const {
     const Vector<Store, V>* p = reinterpret_cast<const Vector<Store, V>*>(data);
     LATKE_UNROLL for (int v = 0; v < n_vec; ++v) {
       const Vector<Store, V> w = p[v * stride + x];
@@ -95,6 +98,19 @@ struct SiteArray {
         LATKE_UNROLL for (int i = 0; i < V; ++i) r[v * V + i] = static_cast<C>(w.v[i]);
       }
     }
+  }
+
+  /// What a raw value of a fixed-scale array (NGroup == 0) is worth: scale / 32767 in half,
+  /// 1 otherwise.
+  template <typename C>
+  LATKE_HOST_DEVICE LATKE_INLINE C unit() const {
+    if constexpr (is_half) return static_cast<C>(scale) * (C(1) / C(fixed_max));
+    else return C(1);
+  }
+
+  template <typename C>
+  LATKE_HOST_DEVICE LATKE_INLINE void load(C (&r)[NReal], int x) const {
+    load_raw(r, x);
     if constexpr (is_half) {
       if constexpr (NGroup > 0) {
         LATKE_UNROLL for (int g = 0; g < NGroup; ++g) {
@@ -102,7 +118,7 @@ struct SiteArray {
           LATKE_UNROLL for (int i = 0; i < group; ++i) r[g * group + i] *= s;
         }
       } else {
-        const C s = static_cast<C>(scale) * (C(1) / C(fixed_max));
+        const C s = unit<C>();
         LATKE_UNROLL for (int i = 0; i < NReal; ++i) r[i] *= s;
       }
     }
