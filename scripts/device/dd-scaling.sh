@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs on a GPU host (binaries from scripts/device/pack.sh): time to solution of the native
+# mixed-precision BiCGstab against device-resident GCR + Schwarz, on 1 and 2 GPUs (one rank
+# each, the lattice split in t), on a thermalized quenched configuration near the critical
+# kappa. Results under $OUT.  Environment: LATKE_DD_LATTICE (32,32,32,64), LATKE_DD_GAUGE.
+set -uo pipefail
+here=$(cd "$(dirname "$0")/../.." && pwd)
+bin=${LATKE_GPU_BIN:-$here/.gpu/bin}
+out=${OUT:-$here/gpu-out}
+mkdir -p "$out" /tmp/rt /tmp/latke-cache
+[ -f "$here/.gpu/rt.tar.xz" ] && tar -C /tmp/rt -xJf "$here/.gpu/rt.tar.xz"
+export LD_LIBRARY_PATH=/tmp/rt/lib:${LD_LIBRARY_PATH:-}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+L=${LATKE_DD_LATTICE:-32,32,32,64}
+gauge=${LATKE_DD_GAUGE:--latke_gauge quenched -latke_gauge_sweeps 300 -latke_gauge_cache /tmp/latke-cache -latke_kappa 0.1345 -latke_csw 1.769}
+status=0
+ngpu=$(nvidia-smi -L | wc -l)
+for np in 1 $ngpu; do
+  grid=""; [ "$np" -gt 1 ] && grid="-latke_grid 1,1,1,$np"
+  while read -r name opts; do
+    [ -z "$name" ] && continue
+    OMP_NUM_THREADS=4 mpirun -np $np "$bin/latke-solve" -latke_lattice $L $gauge $grid -latke_source z2 -latke_native $opts \
+      -latke_json "$out/dd_np${np}_$name.json" < /dev/null > "$out/dd_np${np}_$name.log" 2>&1; rc=$?; status=$((status | rc))
+    printf 'np=%d %-22s exit %d | %s | %s | %s\n' $np "$name" $rc "$(grep -E '^  KSP' "$out/dd_np${np}_$name.log" | sed 's/^ *KSP //')" \
+      "$(grep -E 'operator applications' "$out/dd_np${np}_$name.log" | sed 's/^ *//')" "$(grep -E '^  time' "$out/dd_np${np}_$name.log" | sed 's/^ *time: //')"
+  done <<'CASES'
+bicgstab_single -latke_solver bicgstab -latke_solver_sloppy single
+bicgstab_half -latke_solver bicgstab -latke_solver_sloppy half
+gcr_sap8_8 -latke_solver gcr -latke_solver_pc schwarz -pc_latke_schwarz_block 8,8,8,8 -pc_latke_schwarz_iterations 8
+gcr_sap16_8 -latke_solver gcr -latke_solver_pc schwarz -pc_latke_schwarz_block 16,16,16,16 -pc_latke_schwarz_iterations 8
+gcr_msap8_4 -latke_solver gcr -latke_solver_pc schwarz -pc_latke_schwarz_block 8,8,8,8 -pc_latke_schwarz_type multiplicative
+CASES
+done
+exit $status
