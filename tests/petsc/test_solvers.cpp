@@ -326,6 +326,47 @@ TEST(NativeSolvers, MixedPrecisionReachesTheTolerance) {
   }
 }
 
+// PETSc's CG on the asqtad normal operator and the native mixed-precision CG agree.
+TEST(NativeSolvers, StaggeredCgAgreesWithPetsc) {
+  const PetscInt dims[4] = {8, 8, 8, 8};
+  LatkeGauge g = nullptr;
+  ASSERT_EQ(LatkeGaugeCreateRandom(PETSC_COMM_WORLD, dims, nullptr, 7, 0.2, &g), 0);
+  LatkeStaggeredParams sp;
+  LatkeStaggeredParamsDefault(&sp);
+  sp.type = LATKE_STAGGERED_ASQTAD;
+  sp.mass = 0.05;
+  Mat A;
+  ASSERT_EQ(MatCreateLatkeStaggered(g, LATKE_OPERATOR_EVEN_ODD, &sp, nullptr, &A), 0);
+  Vec b, x, y;
+  MatCreateVecs(A, &x, &b);
+  VecDuplicate(x, &y);
+  LatkeVecSetNoiseSource(A, b, LATKE_NOISE_Z2, 5);
+  KSP ksp;
+  KSPCreate(PETSC_COMM_WORLD, &ksp);
+  KSPSetOperators(ksp, A, A);
+  KSPSetType(ksp, KSPCG);
+  KSPSetTolerances(ksp, 1e-11, 1e-30, PETSC_DEFAULT, 5000);
+  ASSERT_EQ(KSPSolve(ksp, b, x), 0);
+  KSPConvergedReason reason;
+  KSPGetConvergedReason(ksp, &reason);
+  ASSERT_GT(reason, 0);
+  LatkeSolverParams p;
+  LatkeSolverParamsDefault(&p);
+  p.type = LATKE_SOLVER_CG;
+  p.sloppy = LATKE_PRECISION_SINGLE;
+  VecSet(y, 0.0);
+  LatkeSolverStats st;
+  ASSERT_EQ(MatLatkeSolve(A, b, y, &p, nullptr, &st), 0);
+  EXPECT_TRUE(st.converged);
+  EXPECT_GT(st.sloppy_applications, 0);
+  VecAXPY(y, -1.0, x);
+  PetscReal d, n;
+  VecNorm(y, NORM_2, &d);
+  VecNorm(x, NORM_2, &n);
+  EXPECT_LT(d / n, 1e-8);
+  KSPDestroy(&ksp), VecDestroy(&b), VecDestroy(&x), VecDestroy(&y), MatDestroy(&A), LatkeGaugeDestroy(&g);
+}
+
 TEST(Schwarz, BadInput) {
   Problem pr(PETSC_COMM_WORLD, nullptr);
   PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
