@@ -82,7 +82,8 @@ class WilsonCloverShell final : public ShellOperator {
         gauge_(gauge),
         op_(std::make_shared<WilsonCloverOperator>(gauge->lattice, gauge->links, s.param)),
         schur_(s.schur),
-        parity_(s.parity) {}
+        parity_(s.parity),
+        copies_(s.param.precision) {}
 
   const char* name() const override { return "LatkeWilsonClover"; }
   const std::shared_ptr<const Lattice>& lattice() const override { return lattice_; }
@@ -92,28 +93,28 @@ class WilsonCloverShell final : public ShellOperator {
   int parity() const override { return parity_; }
 
   void apply(LatkeOperatorForm form, ColorSpinorField& out, const ColorSpinorField& in, bool dagger) override {
-    ColorSpinorField& i = inner(in, 0);
-    ColorSpinorField& o = inner(out, 1, false);
+    ColorSpinorField& i = copies_.inner(in, 0);
+    ColorSpinorField& o = copies_.inner(out, 1, false);
     if (form == LATKE_OPERATOR_FULL)
       op_->apply(o, i, dagger);
     else
       op_->apply_schur(o, i, schur_, dagger);
-    outer(out, o);
+    copies_.outer(out, o);
   }
 
   void prepare_source(ColorSpinorField& bhat, const ColorSpinorField& b) override {
-    ColorSpinorField& i = inner(b, 0);
-    ColorSpinorField& o = inner(bhat, 1, false);
+    ColorSpinorField& i = copies_.inner(b, 0);
+    ColorSpinorField& o = copies_.inner(bhat, 1, false);
     op_->prepare_source(o, i, schur_);
-    outer(bhat, o);
+    copies_.outer(bhat, o);
   }
 
   void reconstruct(ColorSpinorField& x, const ColorSpinorField& xhat, const ColorSpinorField& b) override {
-    ColorSpinorField& xh = inner(xhat, 0);
-    ColorSpinorField& bb = inner(b, 2);
-    ColorSpinorField& o = inner(x, 1, false);
+    ColorSpinorField& xh = copies_.inner(xhat, 0);
+    ColorSpinorField& bb = copies_.inner(b, 2);
+    ColorSpinorField& o = copies_.inner(x, 1, false);
     op_->reconstruct(o, xh, bb);
-    outer(x, o);
+    copies_.outer(x, o);
   }
 
   bool has_diagonal(LatkeOperatorForm form) const override { return form == LATKE_OPERATOR_FULL; }
@@ -174,27 +175,12 @@ class WilsonCloverShell final : public ShellOperator {
   }
 
  private:
-  /// The operator's own-precision copy of a double field (the field itself in double).
-  ColorSpinorField& inner(const ColorSpinorField& f, int slot, bool copy = true) {
-    if (op_->param().precision == Precision::double_) {
-      held_[slot] = std::make_unique<ColorSpinorField>(f);
-      return *held_[slot];
-    }
-    std::unique_ptr<ColorSpinorField>& s = low_[slot][f.n_parity() - 1];
-    if (!s) s = std::make_unique<ColorSpinorField>(f.like(op_->param().precision));
-    if (copy) s->copy_from(f);
-    return *s;
-  }
-  void outer(ColorSpinorField& f, const ColorSpinorField& inner) {
-    if (op_->param().precision != Precision::double_) f.copy_from(inner);
-  }
-
   std::shared_ptr<const Lattice> lattice_;
   std::shared_ptr<const LatkeGaugeData> gauge_;  ///< host links, for operators in other precisions
   std::shared_ptr<WilsonCloverOperator> op_;
   SchurType schur_;
   int parity_;
-  std::unique_ptr<ColorSpinorField> low_[3][2], held_[3];
+  PrecisionCopies copies_;
 };
 
 }  // namespace
