@@ -28,6 +28,12 @@ PetscInt ShellOperator::local_size(LatkeOperatorForm form) const {
   return per_site * lattice()->volume_cb() * (form == LATKE_OPERATOR_FULL ? 2 : 1);
 }
 
+std::shared_ptr<LinearOperator> ShellOperator::linear_operator(LatkeOperatorForm form, Precision p, const Coords& block) {
+  std::shared_ptr<LinearOperator>& op = linear_[{static_cast<int>(form), static_cast<int>(p), block}];
+  if (!op) op = make_linear_operator(form, p, block);
+  return op;
+}
+
 ColorSpinorField& ShellOperator::stage_field(int slot, bool full) {
   require(slot >= 0 && slot < 3, "staging slot ", slot, ": expected 0, 1 or 2");
   std::unique_ptr<ColorSpinorField>& f = stage_[slot][full ? 1 : 0];

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <array>
+#include <map>
 #include <memory>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -51,8 +53,9 @@ class ShellOperator {
   virtual std::string describe(LatkeOperatorForm form) const = 0;
   /// @brief The operator of a form for native solvers and preconditioners, with its fields in
   /// precision p; domain-local (Dirichlet blocks, no communication) when block is non-zero.
-  /// It shares this operator's fields where precision and blocking are the same.
-  virtual std::unique_ptr<LinearOperator> linear_operator(LatkeOperatorForm form, Precision p, const Coords& block) = 0;
+  /// Made once per (form, precision, block) and kept, so repeated solves and preconditioner
+  /// set-ups on one matrix do not rebuild links and clover terms.
+  std::shared_ptr<LinearOperator> linear_operator(LatkeOperatorForm form, Precision p, const Coords& block);
 
   /// The field shape of the form's vectors (full, or parity()).
   SpinorParam field_param(LatkeOperatorForm form) const;
@@ -63,7 +66,14 @@ class ShellOperator {
   ColorSpinorField& stage_field(int slot, bool full);
   PinnedStager& stager() { return stager_; }
 
+ protected:
+  /// A new LinearOperator for linear_operator(); shares this operator's fields where
+  /// precision and blocking are the same.
+  virtual std::unique_ptr<LinearOperator> make_linear_operator(LatkeOperatorForm form, Precision p,
+                                                               const Coords& block) = 0;
+
  private:
+  std::map<std::tuple<int, int, Coords>, std::shared_ptr<LinearOperator>> linear_;
   std::unique_ptr<ColorSpinorField> stage_[3][2];
   PinnedStager stager_;
 };

@@ -77,14 +77,14 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams* param
     p.restart = static_cast<int>(restart);
     sloppy = parse_precision(sl);
     const Coords none{0, 0, 0, 0};
-    std::unique_ptr<LinearOperator> outer = c.op->linear_operator(c.form, Precision::double_, none);
-    std::unique_ptr<LinearOperator> low;
+    std::shared_ptr<LinearOperator> outer = c.op->linear_operator(c.form, Precision::double_, none);
+    std::shared_ptr<LinearOperator> low;
     if (sloppy != Precision::double_) low = c.op->linear_operator(c.form, sloppy, none);
     std::unique_ptr<SchwarzPreconditioner> k;
     if (pc == "schwarz") {
       require(p.type == SolverType::gcr, "-latke_solver_pc schwarz needs -latke_solver gcr (a flexible method)");
       const SchwarzParam sp = schwarz_param_from_options(comm, prefix, SchwarzParam{});
-      std::unique_ptr<LinearOperator> full;
+      std::shared_ptr<LinearOperator> full;
       if (sp.type == SchwarzType::multiplicative) full = c.op->linear_operator(c.form, sp.precision, none);
       k = std::make_unique<SchwarzPreconditioner>(c.op->linear_operator(c.form, sp.precision, sp.block),
                                                   std::move(full), sp);

@@ -138,7 +138,8 @@ class StaggeredShell final : public ShellOperator {
                                                       Complex<double>(2.0 * op_->param().mass)));
   }
 
-  std::unique_ptr<LinearOperator> linear_operator(LatkeOperatorForm form, Precision p, const Coords& block) override {
+  std::unique_ptr<LinearOperator> make_linear_operator(LatkeOperatorForm form, Precision p,
+                                                       const Coords& block) override {
     require(block[0] == 0 && block[1] == 0 && block[2] == 0 && block[3] == 0,
             "the staggered operator has no domain-local (Schwarz block) form");
     std::shared_ptr<StaggeredOperator> op = op_;

@@ -137,7 +137,8 @@ class WilsonCloverShell final : public ShellOperator {
     d.from_lexicographic(diag);
   }
 
-  std::unique_ptr<LinearOperator> linear_operator(LatkeOperatorForm form, Precision p, const Coords& block) override {
+  std::unique_ptr<LinearOperator> make_linear_operator(LatkeOperatorForm form, Precision p,
+                                                       const Coords& block) override {
     const bool blocked = block[0] > 0;
     std::shared_ptr<WilsonCloverOperator> op = op_;
     if (p != op_->param().precision || blocked) {

@@ -59,7 +59,7 @@ void set_up(SchwarzContext& c, Mat pmat) {
   check_schwarz_block(*m.op->lattice(), c.param.block);
   c.op = m.op;
   c.form = m.form;
-  std::unique_ptr<LinearOperator> full;
+  std::shared_ptr<LinearOperator> full;
   if (c.param.type == SchwarzType::multiplicative) full = c.op->linear_operator(c.form, c.param.precision, Coords{0, 0, 0, 0});
   c.k = std::make_unique<SchwarzPreconditioner>(c.op->linear_operator(c.form, c.param.precision, c.param.block),
                                                 std::move(full), c.param);

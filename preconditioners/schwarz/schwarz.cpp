@@ -176,7 +176,7 @@ BlockGeometry block_geometry(const ColorSpinorField& f, const Coords& block) {
 
 }  // namespace
 
-SchwarzPreconditioner::SchwarzPreconditioner(std::unique_ptr<LinearOperator> local, std::unique_ptr<LinearOperator> full,
+SchwarzPreconditioner::SchwarzPreconditioner(std::shared_ptr<LinearOperator> local, std::shared_ptr<LinearOperator> full,
                                              const SchwarzParam& param)
     : local_(std::move(local)),
       full_(std::move(full)),

@@ -40,7 +40,7 @@ class SchwarzPreconditioner final : public Preconditioner {
   /// @param local the domain-local operator (blocks of param.block) in param.precision.
   /// @param full the same operator with communication in param.precision (multiplicative
   ///        only; may be null for additive).
-  SchwarzPreconditioner(std::unique_ptr<LinearOperator> local, std::unique_ptr<LinearOperator> full,
+  SchwarzPreconditioner(std::shared_ptr<LinearOperator> local, std::shared_ptr<LinearOperator> full,
                         const SchwarzParam& param);
   ~SchwarzPreconditioner() override;
   /// @brief out = K in; double (or any precision) fields of the operator's shape.
@@ -59,7 +59,7 @@ class SchwarzPreconditioner final : public Preconditioner {
   /// right-hand side on entry; x receives the block solutions.
   void block_mr(int colour);
 
-  std::unique_ptr<LinearOperator> local_, full_;
+  std::shared_ptr<LinearOperator> local_, full_;
   SchwarzParam param_;
   int n_blocks_ = 0;
   ColorSpinorField x_, r_, ar_, acc_;
