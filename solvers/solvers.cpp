@@ -213,8 +213,9 @@ SolverStats solve(LinearOperator& A, LinearOperator* sloppy, Preconditioner* K, 
   require(p.tol > 0 && p.tol < 1, "solver tolerance ", p.tol, ": expected a number in (0, 1)");
   require(p.max_iter >= 1, "solver iteration limit ", p.max_iter, ": expected at least 1");
   require(p.delta > 0 && p.delta < 1, "reliable-update factor ", p.delta, ": expected a number in (0, 1)");
-  require(x.precision() == Precision::double_ && b.precision() == Precision::double_,
-          "solve: the solution and the source must be double-precision fields");
+  const Precision ap = A.field_param().precision;
+  require(x.precision() == ap && b.precision() == ap, "solve: the solution and the source must be in the operator's ",
+          to_string(ap), " precision (got ", to_string(x.precision()), " and ", to_string(b.precision()), ")");
   require(!K || p.type == SolverType::gcr, "solve: only GCR takes a preconditioner, not ", to_string(p.type));
   SolverStats st;
   const auto t0 = std::chrono::steady_clock::now();

@@ -50,7 +50,8 @@ class Preconditioner {
 };
 
 /// @brief Solve A x = b. x holds the initial guess and receives the solution; x and b are
-/// double fields of A's shape. sloppy: the same operator in lower precision for the
+/// fields of A's shape and precision (double for the outer solve; multigrid's setup solves
+/// in single). sloppy: the same operator in lower precision for the
 /// iteration (nullptr: A itself). K: a preconditioner for GCR (nullptr: none). CG needs A
 /// Hermitian positive definite; CGNE/CGNR solve A A^dag y = b, x = A^dag y / A^dag A x = A^dag b.
 /// Fails on bad parameters; a solve that does not converge returns converged = false.
