@@ -2,6 +2,7 @@
 #include "latke/core/error.h"
 #include "latke/core/options.h"
 #include "mat_shell.h"
+#include "preconditioners/mg/pc_mg.h"
 #include "preconditioners/schwarz/schwarz_options.h"
 #include "solvers/solvers.h"
 
@@ -68,10 +69,11 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams* param
       sl = o.string("-latke_solver_sloppy", to_string(sloppy), "Precision of the iteration: double, single or half");
       p.delta = o.real("-latke_solver_delta", p.delta, "Reliable update when the residual fell by this factor");
       restart = o.integer("-latke_solver_restart", p.restart, "GCR: directions before a restart");
-      pc = o.string("-latke_solver_pc", "none", "GCR's preconditioner: none or schwarz (-pc_latke_schwarz_* options)");
+      pc = o.string("-latke_solver_pc", "none",
+                    "GCR's preconditioner: none, schwarz (-pc_latke_schwarz_* options) or mg (-pc_latke_mg_* options)");
     });
-    require(pc == "none" || pc == "schwarz", "-", prefix ? prefix : "", "latke_solver_pc '", pc,
-            "': expected none or schwarz");
+    require(pc == "none" || pc == "schwarz" || pc == "mg", "-", prefix ? prefix : "", "latke_solver_pc '", pc,
+            "': expected none, schwarz or mg");
     p.type = parse_solver_type(type);
     p.max_iter = static_cast<int>(max_it);
     p.restart = static_cast<int>(restart);
@@ -80,8 +82,11 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams* param
     std::shared_ptr<LinearOperator> outer = c.op->linear_operator(c.form, Precision::double_, none);
     std::shared_ptr<LinearOperator> low;
     if (sloppy != Precision::double_) low = c.op->linear_operator(c.form, sloppy, none);
-    std::unique_ptr<SchwarzPreconditioner> k;
-    if (pc == "schwarz") {
+    std::unique_ptr<Preconditioner> k;
+    if (pc == "mg") {
+      require(p.type == SolverType::gcr, "-latke_solver_pc mg needs -latke_solver gcr (a flexible method)");
+      k = make_multigrid(A, prefix);
+    } else if (pc == "schwarz") {
       require(p.type == SolverType::gcr, "-latke_solver_pc schwarz needs -latke_solver gcr (a flexible method)");
       const SchwarzParam sp = schwarz_param_from_options(comm, prefix, SchwarzParam{});
       std::shared_ptr<LinearOperator> full;

@@ -204,8 +204,9 @@ PetscErrorCode MatIsLatke(Mat A, PetscBool *is_latke);
  *   -latke_solver_tol 1e-10, -latke_solver_max_it 10000,
  *   -latke_solver_sloppy double|single|half       (single)
  *   -latke_solver_delta 0.1 (reliable-update factor), -latke_solver_restart 16 (GCR)
- *   -latke_solver_pc none|schwarz   GCR preconditioned by the Schwarz preconditioner below
- *                                   (its -pc_latke_schwarz_* options), all on the device */
+ *   -latke_solver_pc none|schwarz|mg GCR preconditioned by the Schwarz or the multigrid
+ *                                   preconditioner below (their -pc_latke_schwarz_* and
+ *                                   -pc_latke_mg_* options), all on the device */
 typedef enum {
   LATKE_SOLVER_CG,
   LATKE_SOLVER_CGNE,
@@ -258,6 +259,27 @@ PETSC_EXTERN PetscErrorCode PCCreate_LatkeSchwarz(PC pc);
  * may set its own), set up now, with options read under prefix (the names above,
  * e.g. "-mypc_pc_latke_schwarz_block" for prefix "mypc_"). */
 PetscErrorCode PCShellSetLatkeSchwarz(PC pc, Mat A, const char prefix[]);
+
+/* Adaptive multigrid (preconditioners/mg): -pc_type latke_mg on a KSP whose preconditioning
+ * matrix is a Latke Wilson-clover matrix (full or even-odd form), under a flexible method
+ * (-ksp_type fgmres or gcr). The hierarchy is built on the device at PCSetUp: null vectors by
+ * inverse iteration, chirality split, aggregates, Galerkin coarse operators. Options:
+ *   -pc_latke_mg_levels 0                   levels with the fine one (0: 3 if the lattice allows, else 2)
+ *   -pc_latke_mg_block 4,4,4,4:2,2,2,2      aggregate extents per level
+ *   -pc_latke_mg_nvec 24,32                 null vectors per level
+ *   -pc_latke_mg_precision single           coarse operators' storage per coarse level (double|single|half)
+ *   -pc_latke_mg_setup_iterations 100, -pc_latke_mg_setup_tol 1e-6, -pc_latke_mg_setup_solver bicgstab
+ *   -pc_latke_mg_setup_refine 0             refinement passes with the current hierarchy
+ *   -pc_latke_mg_cycle kcycle|vcycle, -pc_latke_mg_seed 1
+ *   -pc_latke_mg_verify, -pc_latke_mg_monitor, -pc_latke_mg_save FILE, -pc_latke_mg_load FILE
+ *   -latke_mg_levels_N_smoother mr|schwarz, _pre_smooth 0, _post_smooth 4, _omega 1,
+ *     _ksp_max_it 8, _ksp_rtol 0.25 (K-cycle GCR on level N >= 1), _pc_latke_schwarz_* (N = 0)
+ *   -latke_mg_coarse_ksp_rtol 0.25, _ksp_max_it 100, _ksp_gcr_restart 16, _even_odd true
+ * Registered by LatkeInitialize. */
+#define PCLATKEMG "latke_mg"
+PETSC_EXTERN PetscErrorCode PCCreate_LatkeMG(PC pc);
+/* The same preconditioner as a PCSHELL, set up now for the Latke matrix A, options under prefix. */
+PetscErrorCode PCShellSetLatkeMG(PC pc, Mat A, const char prefix[]);
 
 /* ---- Vectors ------------------------------------------------------------------------------ */
 
