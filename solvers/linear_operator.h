@@ -27,6 +27,16 @@ class LinearOperator {
   ColorSpinorField make_field() const { return ColorSpinorField(lattice(), field_param()); }
 };
 
+/// The even-odd form of an operator M on fields of one parity p (a Schur complement Mhat),
+/// with the maps between M's system and its own: Mhat x_p = bhat solves M x = b.
+class SchurOperator : public LinearOperator {
+ public:
+  /// @brief bhat (parity p) from the full right-hand side b.
+  virtual void prepare(ColorSpinorField& bhat, const ColorSpinorField& b) = 0;
+  /// @brief The full solution x from x_p and the full right-hand side b.
+  virtual void reconstruct(ColorSpinorField& x, const ColorSpinorField& x_p, const ColorSpinorField& b) = 0;
+};
+
 /// A^dag A (or A A^dag) of an operator: Hermitian positive definite, for CGNR and CGNE.
 class NormalOperator final : public LinearOperator {
  public:

@@ -509,7 +509,10 @@ double CoarseOperator::flops(bool schur) const {
 }
 
 std::size_t CoarseOperator::bytes() const {
-  return links_.data.bytes() + links_.scale.bytes() + hat_.data.bytes() + hat_.scale.bytes() + assembly_.data.bytes();
+  std::size_t n = 0;
+  for (const Buffer* b : {&links_.data, &links_.scale, &hat_.data, &hat_.scale, &assembly_.data})
+    if (b->data()) n += b->bytes();  // a buffer moved from keeps its size but holds nothing
+  return n;
 }
 
 std::string CoarseOperator::halo_description() const {

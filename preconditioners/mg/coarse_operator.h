@@ -99,7 +99,7 @@ class CoarseOperator {
 
 /// The coarse operator as a LinearOperator: D_c on full fields or Mhat on one parity, with
 /// vectors in the given precision.
-class CoarseLinear final : public LinearOperator {
+class CoarseLinear final : public SchurOperator {
  public:
   CoarseLinear(std::shared_ptr<CoarseOperator> op, bool even_odd, int parity, Precision vectors);
   void apply(ColorSpinorField& out, const ColorSpinorField& in, bool dagger = false) override;
@@ -107,6 +107,10 @@ class CoarseLinear final : public LinearOperator {
   const std::shared_ptr<const Lattice>& lattice() const override { return op_->lattice(); }
   double flops() const override { return op_->flops(even_odd_); }
   std::string describe() const override;
+  void prepare(ColorSpinorField& bhat, const ColorSpinorField& b) override { op_->prepare_source(bhat, b); }
+  void reconstruct(ColorSpinorField& x, const ColorSpinorField& x_p, const ColorSpinorField& b) override {
+    op_->reconstruct(x, x_p, b);
+  }
   CoarseOperator& op() { return *op_; }
 
  private:

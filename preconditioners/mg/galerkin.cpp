@@ -14,7 +14,7 @@ std::shared_ptr<CoarseOperator> galerkin(LinearOperator& fine, const Transfer& T
           "precision operator of the level above, not half");
   const Precision vp = fp.precision;
   auto op = std::make_shared<CoarseOperator>(T.coarse_lattice(), T.nvec(), precision, fp.backend);
-  ColorSpinorField rc(T.coarse_lattice(), T.coarse_param(vp));
+  ColorSpinorField rc(T.coarse_lattice(), T.coarse_param(vp)), rc2(T.coarse_lattice(), T.coarse_param(vp));
   ColorSpinorField f = fine.make_field(), g = fine.make_field();
   auto probe = [&](int col, int cls) {
     T.prolongate_unit(f, col, cls);
@@ -30,10 +30,10 @@ std::shared_ptr<CoarseOperator> galerkin(LinearOperator& fine, const Transfer& T
       for (int q = 0; q < 2; ++q) {  // sources: coordinate mu of parity q; targets: the others
         probe(col, 2 + 2 * mu + q);
         const int target = 2 + 2 * mu + (1 - q);
-        T.restrict_to(rc, g, 2 * mu + 1);  // last slice: the forward hop into a + mu
+        // last slice: the forward hop into a + mu; first slice: the backward hop into a - mu
+        T.restrict_faces(rc, rc2, g, mu);
         op->set_column(2 * mu, col, rc, target);
-        T.restrict_to(rc, g, 2 * mu);  // first slice: the backward hop into a - mu
-        op->set_column(2 * mu + 1, col, rc, target);
+        op->set_column(2 * mu + 1, col, rc2, target);
       }
     }
   }

@@ -76,10 +76,11 @@ void check_param(const MultigridParam& p, const Lattice& fine) {
 }
 
 struct Multigrid::Level {
-  std::shared_ptr<LinearOperator> op;      ///< M_l, full, single vectors
-  std::shared_ptr<CoarseOperator> coarse;  ///< behind op on coarse levels
-  std::unique_ptr<CoarseLinear> schur;     ///< Mhat on parity 0 (coarsest, even-odd)
-  std::unique_ptr<Transfer> transfer;      ///< to level l + 1
+  std::shared_ptr<LinearOperator> op;                ///< M_l, full, single vectors
+  std::shared_ptr<CoarseOperator> coarse;            ///< behind op on coarse levels
+  std::shared_ptr<SchurOperator> schur;              ///< even-odd form (smoothing; the coarsest solve)
+  std::unique_ptr<ColorSpinorField> hb, hx, hr, ha;  ///< even-odd smoothing: bhat, xhat, MR r, M r
+  std::unique_ptr<Transfer> transfer;                ///< to level l + 1
   std::unique_ptr<SchwarzPreconditioner> schwarz;
   std::unique_ptr<ColorSpinorField> x, b, r, t, e, sr, sa;  ///< x, b: this level's solve
   // GCR workspace for solves on this level (K-cycle or coarsest): full or one parity.
@@ -91,6 +92,10 @@ struct Multigrid::Level {
   void allocate(const SpinorParam& p) {
     const auto lat = op->lattice();
     for (auto* f : {&x, &b, &r, &t, &e, &sr, &sa}) f->reset(new ColorSpinorField(lat, p));
+  }
+  void allocate_even_odd() {
+    const SpinorParam p = schur->field_param();
+    for (auto* f : {&hb, &hx, &hr, &ha}) f->reset(new ColorSpinorField(op->lattice(), p));
   }
 };
 
@@ -172,7 +177,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-Multigrid::Multigrid(std::shared_ptr<LinearOperator> fine, const MultigridParam& param, LocalFactory local)
+Multigrid::Multigrid(std::shared_ptr<LinearOperator> fine, const MultigridParam& param, LocalFactory local,
+                     std::shared_ptr<SchurOperator> fine_schur)
     : param_(param), local_(std::move(local)) {
   check_param(param_, *fine->lattice());
   const SpinorParam fp = fine->field_param();
@@ -182,7 +188,14 @@ Multigrid::Multigrid(std::shared_ptr<LinearOperator> fine, const MultigridParam&
   require(param_.level[0].smoother != SmootherType::schwarz || local_,
           "multigrid: the Schwarz smoother needs the fine operator's domain-local form, which this operator lacks");
   for (int l = 0; l < param_.levels; ++l) levels_.push_back(std::make_unique<Level>());
+  if (fine_schur) {
+    const SpinorParam sp = fine_schur->field_param();
+    require(sp.subset != Subset::full && sp.precision == Precision::single && sp.nspin == fp.nspin &&
+                sp.ncolor == fp.ncolor,
+            "multigrid: the fine even-odd operator must act on one parity of the fine fields, in single precision");
+  }
   levels_[0]->op = std::move(fine);
+  levels_[0]->schur = std::move(fine_schur);
 }
 
 Multigrid::~Multigrid() = default;
@@ -203,7 +216,6 @@ void Multigrid::find_null_vectors(int l, bool refine, const std::function<void(c
     sp.type = q.setup_solver;
     sp.max_iter = q.setup_iterations;
   }
-  long total = 0;
   for (int k = 0; k < q.nvec; ++k) {
     if (!refine) fill_gaussian(v[k], param_.seed * 1000003ull + 1009ull * l + k);
     // Inverse iteration: M x = 0 from x = v, i.e. v + e with M e = -M v.
@@ -215,16 +227,14 @@ void Multigrid::find_null_vectors(int l, bool refine, const std::function<void(c
     const double n = std::sqrt(blas::cdot_norms(v[k], v[k]).xx);
     require(n > 0, "multigrid level ", l, ": null vector ", k, " vanished in the setup");
     blas::caxpby(Cplx(0), v[k], Cplx(1 / n), v[k]);
-    total += st.iterations;
     if (progress) {
       std::ostringstream s;
       s << "level " << l << ": " << (refine ? "refined" : "found") << " null vector " << k + 1 << "/" << q.nvec << " ("
-        << st.iterations << " " << to_string(sp.type) << (refine ? "+cycle" : "") << " iterations, |M v|/|v| "
-        << std::sqrt(blas::cdot_norms(mv, mv).xx) * st.true_residual << ")";
+        << st.iterations << " " << to_string(sp.type) << (refine ? "+cycle" : "") << " iterations reduced |M v| by "
+        << st.true_residual << ")";
       progress(s.str());
     }
   }
-  (void)total;
 }
 
 void Multigrid::build_level(int l, const std::function<void(const std::string&)>& progress) {
@@ -234,21 +244,22 @@ void Multigrid::build_level(int l, const std::function<void(const std::string&)>
   const LevelParam& q = param_.level[l];
   L.transfer->orthonormalize();
   const bool coarsest = l + 1 == param_.levels - 1;
-  C.coarse = galerkin(*L.op, *L.transfer, q.coarse_precision, coarsest && param_.coarse_even_odd);
+  const bool even_odd = coarsest ? param_.coarse_even_odd : param_.level[l + 1].smooth_even_odd;
+  C.coarse = galerkin(*L.op, *L.transfer, q.coarse_precision, even_odd);
   C.op = std::make_shared<CoarseLinear>(C.coarse, false, 0, Precision::single);
   C.schur.reset();
-  if (coarsest && param_.coarse_even_odd)
-    C.schur = std::make_unique<CoarseLinear>(C.coarse, true, 0, Precision::single);
+  if (even_odd) C.schur = std::make_shared<CoarseLinear>(C.coarse, true, 0, Precision::single);
   C.allocate(C.op->field_param());
-  const int nk = coarsest ? param_.coarse_restart : param_.level[l + 1 < param_.levels - 1 ? l + 1 : l].ksp_max_it;
-  const SpinorParam wp = C.schur ? C.schur->field_param() : C.op->field_param();
+  const int nk = coarsest ? param_.coarse_restart : param_.level[l + 1].ksp_max_it;
+  const SpinorParam wp = coarsest && C.schur ? C.schur->field_param() : C.op->field_param();
   C.z = ColorSpinorField::make_set(C.op->lattice(), wp, nk);
   C.az = ColorSpinorField::make_set(C.op->lattice(), wp, nk);
   C.gr = std::make_unique<ColorSpinorField>(C.op->lattice(), wp);
-  if (C.schur) {
+  if (coarsest && C.schur) {
     C.bhat = std::make_unique<ColorSpinorField>(C.op->lattice(), wp);
     C.xhat = std::make_unique<ColorSpinorField>(C.op->lattice(), wp);
   }
+  if (!coarsest && C.schur) C.allocate_even_odd();
   synchronize(C.op->field_param().backend);
   L.setup_seconds += seconds_since(t0);
   if (progress) {
@@ -264,6 +275,7 @@ void Multigrid::setup(const std::function<void(const std::string&)>& progress) {
   const LogScope log(LogEvent::mg_setup, 0, true);
   Level& F = *levels_[0];
   F.allocate(F.op->field_param());
+  if (F.schur) F.allocate_even_odd();
   if (param_.level[0].smoother == SmootherType::schwarz) {
     const SchwarzParam& sp = param_.level[0].schwarz;
     std::shared_ptr<LinearOperator> local = local_(sp.block, sp.precision);
@@ -310,17 +322,28 @@ void Multigrid::smooth(int l, ColorSpinorField& x, const ColorSpinorField& r, in
     }
     return;
   }
-  x.zero();
-  L.sr->copy_from(r);
-  for (int s = 0; s < steps; ++s) {  // MR: x += omega alpha r, r -= omega alpha M r
-    L.op->apply(*L.sa, *L.sr);
-    const blas::DotNorms d = blas::cdot_norms(*L.sa, *L.sr);
+  // MR steps from zero, on the even-odd system when the level smooths there (x_p from
+  // Mhat x_p = rhat, then x_q from the reconstruction), else on M itself.
+  const bool eo = q.smooth_even_odd && L.schur;
+  LinearOperator& A = eo ? static_cast<LinearOperator&>(*L.schur) : *L.op;
+  ColorSpinorField& xs = eo ? *L.hx : x;
+  ColorSpinorField& rs = eo ? *L.hr : *L.sr;
+  ColorSpinorField& as = eo ? *L.ha : *L.sa;
+  if (eo)
+    L.schur->prepare(rs, r);
+  else
+    rs.copy_from(r);
+  xs.zero();
+  for (int s = 0; s < steps; ++s) {  // x += omega alpha r, r -= omega alpha A r
+    A.apply(as, rs);
+    const blas::DotNorms d = blas::cdot_norms(as, rs);
     if (!(d.xx > 0)) break;
     const Cplx a(q.omega * d.dot.re / d.xx, q.omega * d.dot.im / d.xx);
-    blas::caxpby(a, *L.sr, Cplx(1), x);
-    blas::caxpby(Cplx(-a.re, -a.im), *L.sa, Cplx(1), *L.sr);
+    blas::caxpby(a, rs, Cplx(1), xs);
+    blas::caxpby(Cplx(-a.re, -a.im), as, Cplx(1), rs);
     ++L.smooth_steps;
   }
+  if (eo) L.schur->reconstruct(x, xs, r);
 }
 
 void Multigrid::coarse_solve(int l, ColorSpinorField& x, const ColorSpinorField& b) {
@@ -328,10 +351,10 @@ void Multigrid::coarse_solve(int l, ColorSpinorField& x, const ColorSpinorField&
   const LogScope log(LogEvent::mg_coarse_solve, 0, true);
   int it = 0;
   if (C.schur) {
-    C.coarse->prepare_source(*C.bhat, b);
+    C.schur->prepare(*C.bhat, b);
     it = fgcr(*C.schur, nullptr, *C.xhat, *C.bhat, param_.coarse_tol, param_.coarse_max_it, param_.coarse_restart,
               *C.gr, C.z, C.az);
-    C.coarse->reconstruct(x, *C.xhat, b);
+    C.schur->reconstruct(x, *C.xhat, b);
   } else {
     it = fgcr(*C.op, nullptr, x, b, param_.coarse_tol, param_.coarse_max_it, param_.coarse_restart, *C.gr, C.z, C.az);
   }
@@ -417,13 +440,13 @@ VerifyReport Multigrid::verify() {
     T.restrict_to(c3, g);
     blas::caxpby(Cplx(1), c2, Cplx(-1), c3);
     rep.galerkin.push_back(std::sqrt(blas::cdot_norms(c3, c3).xx / blas::cdot_norms(c2, c2).xx));
-    if (C.schur) {  // solve D_c x = b through Mhat, check with D_c
+    if (C.schur && l + 2 == levels()) {  // solve D_c x = b through Mhat, check with D_c
       ColorSpinorField bb = C.op->make_field(), xx = C.op->make_field(), bh = C.schur->make_field(),
                        xh = C.schur->make_field();
       fill_gaussian(bb, 91 + l);
-      C.coarse->prepare_source(bh, bb);
+      C.schur->prepare(bh, bb);
       fgcr(*C.schur, nullptr, xh, bh, 1e-5, 2000, param_.coarse_restart, *C.gr, C.z, C.az);
-      C.coarse->reconstruct(xx, xh, bb);
+      C.schur->reconstruct(xx, xh, bb);
       C.op->apply(c2, xx);
       blas::caxpby(Cplx(1), bb, Cplx(-1), c2);
       rep.even_odd.push_back(std::sqrt(blas::cdot_norms(c2, c2).xx / blas::cdot_norms(bb, bb).xx));
@@ -525,6 +548,7 @@ void Multigrid::load(const std::string& file, const std::function<void(const std
   require(n_levels == levels(), file, ": holds a hierarchy of ", n_levels, " levels, the preconditioner has ",
           levels());
   F.allocate(F.op->field_param());
+  if (F.schur) F.allocate_even_odd();
   if (param_.level[0].smoother == SmootherType::schwarz) {
     const SchwarzParam& sp = param_.level[0].schwarz;
     F.schwarz = std::make_unique<SchwarzPreconditioner>(local_(sp.block, sp.precision), nullptr, sp);

@@ -7,7 +7,9 @@
 //   - the transfer T_l to level l+1 (transfer.h): nvec_l near-null vectors found by inverse
 //     iteration (setup_iterations steps of setup_solver on M_l v = 0 from a Gaussian random
 //     v), split by chirality and orthonormalized over aggregates of `block` sites,
-//   - a smoother: MR steps on M_l, or (level 0) the Schwarz blocks of latke_schwarz.
+//   - a smoother: MR steps on M_l's even-odd system (as QUDA smooths; source prepared and
+//     solution reconstructed around them) or on M_l itself, or (level 0) the Schwarz blocks
+//     of latke_schwarz.
 // Setup refinement passes rerun the inverse iteration of every level with the current
 // hierarchy as preconditioner (GCR(8) preconditioned by the cycle from that level) and
 // rebuild the levels below.
@@ -57,8 +59,9 @@ struct LevelParam {
   SmootherType smoother = SmootherType::mr;
   int pre_smooth = 0, post_smooth = 4;  ///< MR steps (Schwarz: applications)
   double omega = 1.0;                   ///< relaxation of MR steps
+  bool smooth_even_odd = true;          ///< MR on the level's even-odd system (when it has one)
   SchwarzParam schwarz;                 ///< level 0 with the Schwarz smoother
-  int ksp_max_it = 8;                   ///< K-cycle GCR at level l+1 (not the coarsest)
+  int ksp_max_it = 8;                   ///< K-cycle GCR solving this level (levels 1 .. L-2)
   double ksp_rtol = 0.25;
 };
 
@@ -104,7 +107,10 @@ class Multigrid {
   using LocalFactory = std::function<std::shared_ptr<LinearOperator>(const Coords& block, Precision precision)>;
 
   /// @param fine the full fine operator on single-precision fields (the cycle precision).
-  Multigrid(std::shared_ptr<LinearOperator> fine, const MultigridParam& param, LocalFactory local = nullptr);
+  /// @param fine_schur its even-odd form (single precision), for smoothing on the even-odd
+  ///        system; may be null (smoothing on the full system).
+  Multigrid(std::shared_ptr<LinearOperator> fine, const MultigridParam& param, LocalFactory local = nullptr,
+            std::shared_ptr<SchurOperator> fine_schur = nullptr);
   ~Multigrid();
 
   /// @brief Build the hierarchy: null vectors (unless loaded), transfers, coarse operators,

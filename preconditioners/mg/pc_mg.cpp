@@ -115,6 +115,8 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
       pre_s = g.integer("-pre_smooth", q.pre_smooth, "Smoothing steps before the coarse correction");
       post_s = g.integer("-post_smooth", q.post_smooth, "Smoothing steps after the coarse correction");
       q.omega = g.real("-omega", q.omega, "MR relaxation weight in (0, 2)");
+      q.smooth_even_odd = g.flag("-smooth_even_odd", q.smooth_even_odd,
+                                 "MR smoothing on the level's even-odd system (else on the full operator)");
       if (l > 0) {
         kmax = g.integer("-ksp_max_it", q.ksp_max_it,
                          "K-cycle: GCR iterations on this level per cycle of the level above");
@@ -161,12 +163,15 @@ using mg::MultigridOptions;
 class MatMultigrid final : public Preconditioner {
  public:
   MatMultigrid(MatContext& m, const MultigridOptions& o, const std::function<void(const std::string&)>& print)
-      : op_(m.op), form_(m.form), options_(o) {
+      : op_(m.op), form_(m.form), options_(o), print_(print) {
     const Coords none{0, 0, 0, 0};
     std::shared_ptr<LinearOperator> fine = op_->linear_operator(LATKE_OPERATOR_FULL, Precision::single, none);
-    mg_ = std::make_shared<Multigrid>(fine, o.param, [op = op_](const Coords& block, Precision p) {
-      return op->linear_operator(LATKE_OPERATOR_FULL, p, block);
-    });
+    auto schur = std::dynamic_pointer_cast<SchurOperator>(
+        op_->linear_operator(LATKE_OPERATOR_EVEN_ODD, Precision::single, none));
+    mg_ = std::make_shared<Multigrid>(
+        fine, o.param,
+        [op = op_](const Coords& block, Precision p) { return op->linear_operator(LATKE_OPERATOR_FULL, p, block); },
+        schur);
     const auto progress = o.monitor ? print : std::function<void(const std::string&)>();
     if (!o.load.empty())
       mg_->load(o.load, progress);
@@ -179,6 +184,18 @@ class MatMultigrid final : public Preconditioner {
       r_p_ = std::make_unique<ColorSpinorField>(op_->lattice(),
                                                 with_precision(op_->field_param(form_), Precision::single));
     if (o.verify) report(mg_->verify(), print);
+  }
+
+  ~MatMultigrid() override {
+    if (!options_.monitor || !print_) return;
+    for (int l = 0; l < mg_->levels(); ++l) {  // what the cycles did, per level
+      const std::vector<long> w = mg_->work(l);
+      std::ostringstream s;
+      s << "level " << l << ": " << w[0] << " smoothing steps";
+      if (l > 0)
+        s << ", " << w[1] << " solves, " << (w[1] ? static_cast<double>(w[2]) / w[1] : 0.0) << " iterations each";
+      print_(s.str());
+    }
   }
 
   void apply(ColorSpinorField& out, const ColorSpinorField& in) override {
@@ -217,6 +234,7 @@ class MatMultigrid final : public Preconditioner {
   std::shared_ptr<ShellOperator> op_;
   LatkeOperatorForm form_;
   MultigridOptions options_;
+  std::function<void(const std::string&)> print_;
   std::shared_ptr<Multigrid> mg_;
   std::unique_ptr<ColorSpinorField> full_b_, full_x_, r_p_;
 };
@@ -295,8 +313,9 @@ PetscErrorCode view(MGContext& c, PetscViewer viewer) {
             to_string(q.schwarz.type), q.schwarz.block[0], q.schwarz.block[1], q.schwarz.block[2], q.schwarz.block[3],
             q.schwarz.iterations, to_string(q.schwarz.precision), q.pre_smooth, q.post_smooth, w[0]));
       else
-        PetscCall(PetscViewerASCIIPrintf(viewer, "smoother: MR, omega %g, %d pre, %d post steps; %ld steps so far\n",
-                                         q.omega, q.pre_smooth, q.post_smooth, w[0]));
+        PetscCall(PetscViewerASCIIPrintf(
+            viewer, "smoother: MR on the %s system, omega %g, %d pre, %d post steps; %ld steps so far\n",
+            q.smooth_even_odd ? "even-odd" : "full", q.omega, q.pre_smooth, q.post_smooth, w[0]));
     }
     if (l > 0 && l + 1 < mg.levels())
       PetscCall(PetscViewerASCIIPrintf(

@@ -91,42 +91,67 @@ AggregateMap aggregate_map(const Lattice& fine, const Lattice& coarse, const Coo
 }
 
 /// coarse(a)_{chi,k} = sum over the aggregate's (filtered) sites of <V_k, f> on chirality chi.
-/// One thread per (aggregate, k), both chiralities.
+/// One thread per (aggregate, k), both chiralities; aggregates fastest, so that the threads
+/// of a warp read the same basis vector at nearby sites (not 32 vectors at one site).
 template <typename SV, typename SF, typename SC>
 struct RestrictKernel {
   AggregateMap map;
   BasisView<SV> basis;
-  RealArray<SF> fine[2];  ///< by parity
-  RealArray<SC> coarse;   ///< the parity block being written
+  RealArray<SF> fine[2];    ///< by parity
+  RealArray<SC> coarse[2];  ///< the parity block being written; [1]: the first slice (faces)
   int nvec, fine_reals;
   int parity;
-  int face;  ///< -1 or 2 mu + side
+  int face_mu;  ///< -1: all sites into coarse[0]; mu: last slice in mu into [0], first into [1]
+
+  /// Adds site fc's <V_k, f> per chirality to s.
+  LATKE_HOST_DEVICE LATKE_INLINE void add(const int (&fc)[4], int full, int k, double (&s)[2][2]) const {
+    const int fp = (fc[0] + fc[1] + fc[2] + fc[3]) & 1, fx = full >> 1, half = fine_reals / 2;
+    const RealArray<SV> vk = basis.at(k, fp);
+    for (int r = 0; r < fine_reals; r += 2) {
+      const double vr = vk.template get<double>(r, fx), vi = vk.template get<double>(r + 1, fx);
+      const double fr = fine[fp].template get<double>(r, fx), fi = fine[fp].template get<double>(r + 1, fx);
+      const int chi = r >= half;
+      s[chi][0] += vr * fr + vi * fi;
+      s[chi][1] += vr * fi - vi * fr;
+    }
+  }
+  LATKE_HOST_DEVICE LATKE_INLINE void store(const RealArray<SC>& c, int cx, int k, const double (&s)[2][2]) const {
+    for (int chi = 0; chi < 2; ++chi) {
+      c.set(2 * (chi * nvec + k), cx, s[chi][0]);
+      c.set(2 * (chi * nvec + k) + 1, cx, s[chi][1]);
+    }
+  }
   LATKE_HOST_DEVICE void operator()(int idx, int) const {
-    const int k = idx % nvec, cx = idx / nvec;
+    const int k = idx / map.coarse.volume_cb, cx = idx % map.coarse.volume_cb;
     int cc[4];
     map.coarse.coords(cx, parity, cc);
-    const int half = fine_reals / 2;
-    double s[2][2] = {{0, 0}, {0, 0}};
-    for (int i = 0; i < map.block_volume; ++i) {
-      int fc[4];
-      const int full = map.fine_site(cc, i, fc);
-      if (face >= 0) {
-        const int mu = face >> 1, b = map.block[mu], want = (face & 1) ? b - 1 : 0;
-        if (fc[mu] % b != want) continue;
+    if (face_mu < 0) {
+      double s[2][2] = {{0, 0}, {0, 0}};
+      for (int i = 0; i < map.block_volume; ++i) {
+        int fc[4];
+        const int full = map.fine_site(cc, i, fc);
+        add(fc, full, k, s);
       }
-      const int fp = (fc[0] + fc[1] + fc[2] + fc[3]) & 1, fx = full >> 1;
-      const RealArray<SV> vk = basis.at(k, fp);
-      for (int r = 0; r < fine_reals; r += 2) {
-        const double vr = vk.template get<double>(r, fx), vi = vk.template get<double>(r + 1, fx);
-        const double fr = fine[fp].template get<double>(r, fx), fi = fine[fp].template get<double>(r + 1, fx);
-        const int chi = r >= half;
-        s[chi][0] += vr * fr + vi * fi;
-        s[chi][1] += vr * fi - vi * fr;
-      }
+      store(coarse[0], cx, k, s);
+      return;
     }
-    for (int chi = 0; chi < 2; ++chi) {
-      coarse.set(2 * (chi * nvec + k), cx, s[chi][0]);
-      coarse.set(2 * (chi * nvec + k) + 1, cx, s[chi][1]);
+    const int b = map.block[face_mu], slice = map.block_volume / b;
+    for (int side = 0; side < 2; ++side) {  // last slice, then first
+      double s[2][2] = {{0, 0}, {0, 0}};
+      for (int j = 0; j < slice; ++j) {
+        // site j of the slice: the block's lexicographic index with coordinate mu fixed
+        int i = 0, rest = j, stride = 1;
+        for (int nu = 0; nu < 4; ++nu) {
+          const int c = nu == face_mu ? (side == 0 ? b - 1 : 0) : rest % map.block[nu];
+          if (nu != face_mu) rest /= map.block[nu];
+          i += c * stride;
+          stride *= map.block[nu];
+        }
+        int fc[4];
+        const int full = map.fine_site(cc, i, fc);
+        add(fc, full, k, s);
+      }
+      store(coarse[side], cx, k, s);
     }
   }
 };
@@ -360,13 +385,25 @@ void Transfer::prolongate_unit(ColorSpinorField& fine, int col, int cls) const {
   });
 }
 
-void Transfer::restrict_to(ColorSpinorField& coarse, const ColorSpinorField& fine, int face) const {
+void Transfer::restrict_to(ColorSpinorField& coarse, const ColorSpinorField& fine) const {
+  restrict_impl(coarse, nullptr, fine, -1);
+}
+
+void Transfer::restrict_faces(ColorSpinorField& last, ColorSpinorField& first, const ColorSpinorField& fine,
+                              int mu) const {
+  require(mu >= 0 && mu < 4, "restrict_faces: dimension ", mu, ": expected 0..3");
+  restrict_impl(last, &first, fine, mu);
+}
+
+void Transfer::restrict_impl(ColorSpinorField& coarse, ColorSpinorField* first, const ColorSpinorField& fine,
+                             int mu) const {
   require(fine.nspin() == fine_param_.nspin && fine.ncolor() == fine_param_.ncolor && fine.n_parity() == 2,
           "restrict: the fine field is not a full field of the level's shape");
-  require(coarse.nspin() == 2 && coarse.ncolor() == nvec_ && coarse.n_parity() == 2 &&
-              coarse.lattice().volume_cb() == coarse_->volume_cb(),
-          "restrict: the coarse field is not a full field of the coarse level's shape");
-  require(face >= -1 && face < 8, "restrict: face ", face, ": expected -1 or 0..7");
+  for (const ColorSpinorField* c :
+       {static_cast<const ColorSpinorField*>(&coarse), static_cast<const ColorSpinorField*>(first)})
+    require(!c || (c->nspin() == 2 && c->ncolor() == nvec_ && c->n_parity() == 2 &&
+                   c->lattice().volume_cb() == coarse_->volume_cb() && c->precision() == coarse.precision()),
+            "restrict: a coarse field is not a full field of the coarse level's shape");
   const AggregateMap map = aggregate_map(*fine_, *coarse_, block_);
   dispatch_full(fine_param_.precision, "multigrid basis", [&](auto sv) {
     dispatch_precision(fine.precision(), [&](auto sf) {
@@ -375,14 +412,15 @@ void Transfer::restrict_to(ColorSpinorField& coarse, const ColorSpinorField& fin
         using SF = decltype(sf);
         using SC = decltype(sc);
         for (int parity = 0; parity < 2; ++parity) {
-          RestrictKernel<SV, SF, SC> k{map,
-                                       basis_view<SV>(v_),
-                                       {real_array<SF>(fine, 0), real_array<SF>(fine, 1)},
-                                       real_array<SC>(coarse, parity),
-                                       nvec_,
-                                       fine.site_reals(),
-                                       parity,
-                                       face};
+          RestrictKernel<SV, SF, SC> k{
+              map,
+              basis_view<SV>(v_),
+              {real_array<SF>(fine, 0), real_array<SF>(fine, 1)},
+              {real_array<SC>(coarse, parity), real_array<SC>(first ? *first : coarse, parity)},
+              nvec_,
+              fine.site_reals(),
+              parity,
+              mu};
           launch(fine.backend(), k, {coarse_->volume_cb() * nvec_});
         }
       });

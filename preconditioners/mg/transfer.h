@@ -61,15 +61,19 @@ class Transfer {
   /// @brief fine = P e with e the unit vector of coarse component col on the aggregates of
   /// probe class cls (probe_classes.h) and zero elsewhere: a masked basis vector (galerkin.cpp).
   void prolongate_unit(ColorSpinorField& fine, int col, int cls) const;
-  /// @brief coarse = R fine. face >= 0 sums only over the fine sites on one side of their
-  /// aggregate: face = 2 mu + side, side 0 the first slice in mu, 1 the last (assembling the
-  /// coarse operator's links, galerkin.cpp); -1 sums over all sites.
-  void restrict_to(ColorSpinorField& coarse, const ColorSpinorField& fine, int face = -1) const;
+  /// @brief coarse = R fine.
+  void restrict_to(ColorSpinorField& coarse, const ColorSpinorField& fine) const;
+  /// @brief R over only the fine sites on the last slice (into last) and the first slice
+  /// (into first) of their aggregate in dimension mu, in one pass: assembling the coarse
+  /// operator's hops (galerkin.cpp).
+  void restrict_faces(ColorSpinorField& last, ColorSpinorField& first, const ColorSpinorField& fine, int mu) const;
 
   /// Bytes of the basis on the backend.
   std::size_t bytes() const;
 
  private:
+  void restrict_impl(ColorSpinorField& coarse, ColorSpinorField* first, const ColorSpinorField& fine, int mu) const;
+
   std::shared_ptr<const Lattice> fine_, coarse_;
   SpinorParam fine_param_;
   Coords block_;
