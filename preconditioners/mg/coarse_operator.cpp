@@ -56,62 +56,74 @@ LATKE_HOST_DEVICE LATKE_INLINE int face_position(const LocalGeometry& g, int mu,
   return idx >> 1;
 }
 
-/// out(x) = a sum_{d<8} L_d(x) in(x + hop_d) + b L_8(x) in(x) + c z(x), with Gamma_5 on both
-/// sides for the dagger; one thread per (site, row) of the output parity.
+/// The stencil out(x) = a sum_{d<8} L_d(x) in(x + hop_d) + b L_8(x) in(x) + c z(x), with
+/// Gamma_5 on both sides for the dagger, in two passes so that the small coarse levels keep
+/// the device busy: one thread per (site, block, row) computes that block's row times its
+/// input (the parts: the 8 hops when hopping, then the site block when it is there), then one
+/// thread per (site, row) combines the parts.
 template <typename SL, typename SV>
-struct StencilKernel {
+struct StencilPartsKernel {
   using T = double;
   BlockView<SL> links;
-  RealArray<SV> out, in_q, in_p, z;
+  RealArray<SV> in_q, in_p;
   const SV* ghost[4][2];  ///< [mu][0: from behind, 1: from ahead], face sites x 2n reals
   FaceGeometry faces;
-  int parity, n;
-  bool hop, site, xpay, dagger;
-  T a, b, c;
+  Complex<T>* parts;  ///< [site][part][row]
+  int parity, n, n_parts;
+  bool hop, dagger;
 
   LATKE_HOST_DEVICE LATKE_INLINE T sign(int k) const { return dagger && k >= n / 2 ? T(-1) : T(1); }
 
   LATKE_HOST_DEVICE void operator()(int idx, int) const {
-    const int row = idx % n, x = idx / n;
-    int cc[4];
-    faces.geom.coords(x, parity, cc);
-    const int* L = faces.geom.L;
-    Complex<T> acc_hop, acc_site;
-    if (hop) {
-      for (int mu = 0; mu < 4; ++mu) {
-        const bool split = (faces.comm_mask >> mu) & 1;
-        for (int back = 0; back < 2; ++back) {
-          const long blk = links.block(parity, x, 2 * mu + back);
-          const bool edge = back ? cc[mu] == 0 : cc[mu] == L[mu] - 1;
-          if (split && edge) {
-            const SV* g = ghost[mu][back ? 0 : 1] + static_cast<long>(face_position(faces.geom, mu, cc)) * 2 * n;
-            for (int col = 0; col < n; ++col) {
-              const Complex<T> v(static_cast<T>(g[2 * col]) * sign(col), static_cast<T>(g[2 * col + 1]) * sign(col));
-              acc_hop += links.template get<T>(blk, col, row) * v;
-            }
-          } else {
-            int y[4] = {cc[0], cc[1], cc[2], cc[3]};
-            y[mu] = back ? (cc[mu] == 0 ? L[mu] - 1 : cc[mu] - 1) : (cc[mu] == L[mu] - 1 ? 0 : cc[mu] + 1);
-            const int ycb = faces.geom.full_index(y) >> 1;
-            for (int col = 0; col < n; ++col) {
-              const Complex<T> v(in_q.template get<T>(2 * col, ycb) * sign(col),
-                                 in_q.template get<T>(2 * col + 1, ycb) * sign(col));
-              acc_hop += links.template get<T>(blk, col, row) * v;
-            }
-          }
-        }
+    const int row = idx % n, part = (idx / n) % n_parts, x = idx / (n * n_parts);
+    Complex<T> acc;
+    if (hop && part < 8) {
+      const int mu = part >> 1, back = part & 1;
+      int cc[4];
+      faces.geom.coords(x, parity, cc);
+      const int* L = faces.geom.L;
+      const long blk = links.block(parity, x, part);
+      const bool edge = back ? cc[mu] == 0 : cc[mu] == L[mu] - 1;
+      if (((faces.comm_mask >> mu) & 1) && edge) {
+        const SV* g = ghost[mu][back ? 0 : 1] + static_cast<long>(face_position(faces.geom, mu, cc)) * 2 * n;
+        for (int col = 0; col < n; ++col)
+          acc += links.template get<T>(blk, col, row) *
+                 Complex<T>(static_cast<T>(g[2 * col]) * sign(col), static_cast<T>(g[2 * col + 1]) * sign(col));
+      } else {
+        int y[4] = {cc[0], cc[1], cc[2], cc[3]};
+        y[mu] = back ? (cc[mu] == 0 ? L[mu] - 1 : cc[mu] - 1) : (cc[mu] == L[mu] - 1 ? 0 : cc[mu] + 1);
+        const int ycb = faces.geom.full_index(y) >> 1;
+        for (int col = 0; col < n; ++col)
+          acc += links.template get<T>(blk, col, row) * Complex<T>(in_q.template get<T>(2 * col, ycb) * sign(col),
+                                                                   in_q.template get<T>(2 * col + 1, ycb) * sign(col));
       }
-    }
-    if (site) {
+    } else {
       const long blk = links.block(parity, x, 8);
-      for (int col = 0; col < n; ++col) {
-        const Complex<T> v(in_p.template get<T>(2 * col, x) * sign(col),
-                           in_p.template get<T>(2 * col + 1, x) * sign(col));
-        acc_site += links.template get<T>(blk, col, row) * v;
-      }
+      for (int col = 0; col < n; ++col)
+        acc += links.template get<T>(blk, col, row) * Complex<T>(in_p.template get<T>(2 * col, x) * sign(col),
+                                                                 in_p.template get<T>(2 * col + 1, x) * sign(col));
     }
-    Complex<T> r = a * acc_hop + b * acc_site;
-    r *= sign(row);
+    parts[(static_cast<long>(x) * n_parts + part) * n + row] = acc;
+  }
+};
+
+template <typename SV>
+struct StencilCombineKernel {
+  using T = double;
+  RealArray<SV> out, z;
+  const Complex<T>* parts;
+  int n, n_parts;
+  bool hop, site, xpay, dagger;
+  T a, b, c;
+  LATKE_HOST_DEVICE void operator()(int idx, int) const {
+    const int row = idx % n, x = idx / n;
+    const Complex<T>* p = parts + static_cast<long>(x) * n_parts * n + row;
+    Complex<T> h, s;
+    const int n_hop = hop ? 8 : 0;
+    for (int k = 0; k < n_hop; ++k) h += p[k * n];
+    if (site) s = p[n_hop * n];
+    Complex<T> r = a * h + b * s;
+    if (dagger && row >= n / 2) r = -r;
     if (xpay) r += c * Complex<T>(z.template get<T>(2 * row, x), z.template get<T>(2 * row + 1, x));
     out.set(2 * row, x, r.re);
     out.set(2 * row + 1, x, r.im);
@@ -351,27 +363,23 @@ void CoarseOperator::require_field(const ColorSpinorField& f, const char* what, 
 
 namespace {
 
-/// One output parity: out_p = a sum L_d in_q(nbr) + b L_8 in_p + c z_p.
+/// One output parity: out_p = a sum L_d in_q(nbr) + b L_8 in_p + c z_p; parts: scratch of
+/// volume_cb x 9 x n complex doubles.
 template <typename SL, typename SV>
 void run_stencil(const Lattice& lat, Backend be, HaloExchange* halo, BlockView<SL> links, const RealArray<SV>& out,
                  const RealArray<SV>* in_q, const RealArray<SV>* in_p, const RealArray<SV>* z, int parity, int n,
-                 double a, double b, double c, bool dagger) {
-  StencilKernel<SL, SV> k;
+                 double a, double b, double c, bool dagger, Complex<double>* parts) {
+  StencilPartsKernel<SL, SV> k;
   k.links = links;
-  k.out = out;
   if (in_q) k.in_q = *in_q;
   if (in_p) k.in_p = *in_p;
-  if (z) k.z = *z;
   k.faces = face_geometry(lat);
+  k.parts = parts;
   k.parity = parity;
   k.n = n;
   k.hop = in_q != nullptr;
-  k.site = in_p != nullptr;
-  k.xpay = z != nullptr;
+  k.n_parts = (k.hop ? 8 : 0) + (in_p ? 1 : 0);
   k.dagger = dagger;
-  k.a = a;
-  k.b = b;
-  k.c = c;
   for (int mu = 0; mu < 4; ++mu) k.ghost[mu][0] = k.ghost[mu][1] = nullptr;
   const bool exchange = halo && in_q && k.faces.comm_mask;
   if (exchange) {
@@ -390,8 +398,22 @@ void run_stencil(const Lattice& lat, Backend be, HaloExchange* halo, BlockView<S
     launch(be, pack, {k.faces.face_begin[4]}, comm_stream(), false);
     halo->finish();
   }
-  launch(be, k, {lat.volume_cb() * n}, compute_stream(), false);
+  launch(be, k, {lat.volume_cb() * k.n_parts * n}, compute_stream(), false);
   if (exchange) halo->end();
+  StencilCombineKernel<SV> cmb;
+  cmb.out = out;
+  if (z) cmb.z = *z;
+  cmb.parts = parts;
+  cmb.n = n;
+  cmb.n_parts = k.n_parts;
+  cmb.hop = k.hop;
+  cmb.site = in_p != nullptr;
+  cmb.xpay = z != nullptr;
+  cmb.dagger = dagger;
+  cmb.a = a;
+  cmb.b = b;
+  cmb.c = c;
+  launch(be, cmb, {lat.volume_cb() * n}, compute_stream(), false);
 }
 
 }  // namespace
@@ -413,7 +435,7 @@ void CoarseOperator::apply(ColorSpinorField& out, const ColorSpinorField& in, bo
       for (int p = 0; p < 2; ++p) {
         const RealArray<SV> q = real_array<SV>(in, 1 - p), s = real_array<SV>(in, p);
         run_stencil<SL, SV>(*lattice_, backend_, halo_[hv].get(), lv, real_array<SV>(out, p), &q, &s, nullptr, p, n(),
-                            1.0, 1.0, 0.0, dagger);
+                            1.0, 1.0, 0.0, dagger, parts());
       }
     });
   });
@@ -438,9 +460,9 @@ void CoarseOperator::apply_schur(ColorSpinorField& out, const ColorSpinorField& 
       const BlockView<SL> hv_ = view<SL>(hat_.data, hat_.scale, n(), lattice_->volume_cb());
       const RealArray<SV> ip = real_array<SV>(in, 0), t = real_array<SV>(tmp, 0);
       run_stencil<SL, SV>(*lattice_, backend_, halo_[hv].get(), hv_, t, &ip, nullptr, nullptr, q, n(), 1.0, 0.0, 0.0,
-                          false);
+                          false, parts());
       run_stencil<SL, SV>(*lattice_, backend_, halo_[hv].get(), hv_, real_array<SV>(out, 0), &t, nullptr, &ip, p, n(),
-                          -1.0, 0.0, 1.0, false);
+                          -1.0, 0.0, 1.0, false, parts());
     });
   });
 }
@@ -462,11 +484,11 @@ void CoarseOperator::prepare_source(ColorSpinorField& bhat, const ColorSpinorFie
       for (int r = 0; r < 2; ++r) {  // t = X^-1 b
         const RealArray<SV> br = real_array<SV>(b, r);
         run_stencil<SL, SV>(*lattice_, backend_, nullptr, hv_, real_array<SV>(t, r), nullptr, &br, nullptr, r, n(), 0.0,
-                            1.0, 0.0, false);
+                            1.0, 0.0, false, parts());
       }
       const RealArray<SV> tq = real_array<SV>(t, q), tp = real_array<SV>(t, p);
       run_stencil<SL, SV>(*lattice_, backend_, halo_[hv].get(), hv_, real_array<SV>(bhat, 0), &tq, nullptr, &tp, p, n(),
-                          -1.0, 0.0, 1.0, false);
+                          -1.0, 0.0, 1.0, false, parts());
     });
   });
 }
@@ -489,11 +511,19 @@ void CoarseOperator::reconstruct(ColorSpinorField& x, const ColorSpinorField& x_
       using SL = decltype(sl);
       const BlockView<SL> hv_ = view<SL>(hat_.data, hat_.scale, n(), lattice_->volume_cb());
       const RealArray<SV> bq = real_array<SV>(b, q), tt = real_array<SV>(t, 0), xpa = real_array<SV>(x_p, 0);
-      run_stencil<SL, SV>(*lattice_, backend_, nullptr, hv_, tt, nullptr, &bq, nullptr, q, n(), 0.0, 1.0, 0.0, false);
+      run_stencil<SL, SV>(*lattice_, backend_, nullptr, hv_, tt, nullptr, &bq, nullptr, q, n(), 0.0, 1.0, 0.0, false,
+                          parts());
       run_stencil<SL, SV>(*lattice_, backend_, halo_[hv].get(), hv_, real_array<SV>(xq, 0), &xpa, nullptr, &tt, q, n(),
-                          -1.0, 0.0, 1.0, false);
+                          -1.0, 0.0, 1.0, false, parts());
     });
   });
+}
+
+Complex<double>* CoarseOperator::parts() {
+  if (!parts_.data())
+    parts_ = Buffer(memory_for(backend_),
+                    static_cast<std::size_t>(lattice_->volume_cb()) * n_blocks * n() * sizeof(Complex<double>));
+  return static_cast<Complex<double>*>(parts_.data());
 }
 
 ColorSpinorField& CoarseOperator::scratch(int slot, Precision p, Subset subset) {

@@ -19,7 +19,8 @@
 // Storage: blocks in double, single or half (16-bit with one scale per block), layout per
 // parity [site][d][column][row] with d = 2 mu + (0: forward, 1: backward) and d = 8 the site
 // block, so that the threads of one site (one per row) read consecutive words. Vectors in
-// double or single. One thread per (site, row) in every kernel.
+// double or single. The stencil runs in two passes: one thread per (site, block, row) for
+// the block products, then one per (site, row) summing them (coarse lattices are small).
 //
 // Flops (for reports): 8 N^2 per site for each block applied.
 #pragma once
@@ -80,6 +81,8 @@ class CoarseOperator {
   struct Links {
     Buffer data, scale;
   };
+  /// Scratch for the stencil's per-block parts (volume_cb x 9 x n complex doubles).
+  Complex<double>* parts();
   /// A scratch field per vector precision (slot 0 double, 1 single) and subset.
   ColorSpinorField& scratch(int slot, Precision p, Subset subset);
   void require_field(const ColorSpinorField& f, const char* what, bool full) const;
@@ -95,6 +98,7 @@ class CoarseOperator {
   Links hat_;                              ///< Yhat and X^-1 in precision_ (even-odd)
   std::unique_ptr<HaloExchange> halo_[2];  ///< by vector precision: double, single
   std::unique_ptr<ColorSpinorField> scratch_[2][3];
+  Buffer parts_;
 };
 
 /// The coarse operator as a LinearOperator: D_c on full fields or Mhat on one parity, with
