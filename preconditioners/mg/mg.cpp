@@ -287,7 +287,7 @@ void Multigrid::setup(const std::function<void(const std::string&)>& progress) {
     const LevelParam& q = param_.level[l];
     SpinorParam vp = L.op->field_param();
     vp.precision = Precision::single;
-    L.transfer = std::make_unique<Transfer>(L.op->lattice(), vp, q.block, q.nvec, l + 1);
+    L.transfer = std::make_unique<Transfer>(L.op->lattice(), vp, q.block, q.nvec, l + 1, q.transfer_precision);
     find_null_vectors(l, false, progress);
     L.setup_seconds += seconds_since(tl);
     build_level(l, progress);
@@ -570,7 +570,7 @@ void Multigrid::load(const std::string& file, const std::function<void(const std
             "' (same lattice, aggregates and null-vector counts needed)");
     SpinorParam vp = p;
     vp.precision = Precision::single;
-    L.transfer = std::make_unique<Transfer>(L.op->lattice(), vp, q.block, q.nvec, l + 1);
+    L.transfer = std::make_unique<Transfer>(L.op->lattice(), vp, q.block, q.nvec, l + 1, q.transfer_precision);
     const Lattice& lat = *L.op->lattice();
     const std::size_t site_bytes = comps * sizeof(Complex<double>);
     std::vector<Complex<double>> host(static_cast<std::size_t>(lat.volume()) * comps);

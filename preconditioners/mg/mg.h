@@ -50,12 +50,13 @@ SmootherType parse_smoother_type(const std::string& name);
 
 /// What level l does (l < levels - 1: every level but the coarsest).
 struct LevelParam {
-  Coords block{4, 4, 4, 4};                        ///< aggregates for the transfer to level l+1
-  int nvec = 24;                                   ///< near-null vectors (2 nvec coarse components)
-  Precision coarse_precision = Precision::single;  ///< blocks of the level l+1 operator
-  SolverType setup_solver = SolverType::bicgstab;  ///< inverse iteration
-  int setup_iterations = 100;                      ///< steps per null vector (or fewer at setup_tol)
-  double setup_tol = 1e-6;                         ///< relative residual of M v = 0 to stop early
+  Coords block{4, 4, 4, 4};                          ///< aggregates for the transfer to level l+1
+  int nvec = 24;                                     ///< near-null vectors (2 nvec coarse components)
+  Precision coarse_precision = Precision::single;    ///< blocks of the level l+1 operator
+  Precision transfer_precision = Precision::single;  ///< the basis as P and R read it
+  SolverType setup_solver = SolverType::bicgstab;    ///< inverse iteration
+  int setup_iterations = 100;                        ///< steps per null vector (or fewer at setup_tol)
+  double setup_tol = 1e-6;                           ///< relative residual of M v = 0 to stop early
   SmootherType smoother = SmootherType::mr;
   int pre_smooth = 0, post_smooth = 4;  ///< MR steps (Schwarz: applications)
   double omega = 1.0;                   ///< relaxation of MR steps

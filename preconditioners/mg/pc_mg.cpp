@@ -60,7 +60,7 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
   MultigridOptions o;
   MultigridParam& p = o.param;
   long levels = 0, refine = 0, coarse_max = p.coarse_max_it, coarse_restart = p.coarse_restart, seed = 1;
-  std::string block, nvec, precision, setup_its, setup_solver, cycle;
+  std::string block, nvec, precision, transfer, setup_its, setup_solver, cycle;
   double setup_tol = 1e-6;
   read_options(comm, prefix, "Latke multigrid preconditioner options", [&](OptionGroup& g) {
     levels =
@@ -68,6 +68,8 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
     block = g.string("-pc_latke_mg_block", "4,4,4,4:2,2,2,2",
                      "Aggregate extents per level, X,Y,Z,T for level 0, then :X,Y,Z,T for level 1, ...");
     nvec = g.string("-pc_latke_mg_nvec", "24,32", "Null vectors per level (comma list; the last repeats)");
+    transfer = g.string("-pc_latke_mg_transfer_precision", "single",
+                        "Storage of the null-space basis that P and R read: single or half (comma list per level)");
     precision =
         g.string("-pc_latke_mg_precision", "single",
                  "Storage of the coarse levels' operators: double, single or half (comma list per coarse level)");
@@ -92,7 +94,8 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
   const std::vector<std::string> blocks = split(block, ':');
   const std::vector<long> nv = int_list(nvec, pre + "pc_latke_mg_nvec", nt),
                           its = int_list(setup_its, pre + "pc_latke_mg_setup_iterations", nt);
-  const std::vector<std::string> precs = split(precision, ',');
+  const std::vector<std::string> precs = split(precision, ','), tprecs = split(transfer, ',');
+  require(!tprecs.empty(), pre, "pc_latke_mg_transfer_precision '", transfer, "': expected single or half per level");
   require(!precs.empty(), pre, "pc_latke_mg_precision '", precision,
           "': expected double, single or half per coarse level");
   const SolverType ss = parse_solver_type(setup_solver);
@@ -106,6 +109,9 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
     q.setup_tol = setup_tol;
     q.setup_solver = ss;
     q.coarse_precision = parse_precision(precs[std::min<std::size_t>(l, precs.size() - 1)]);
+    q.transfer_precision = parse_precision(tprecs[std::min<std::size_t>(l, tprecs.size() - 1)]);
+    require(q.transfer_precision != Precision::double_, pre, "pc_latke_mg_transfer_precision '", transfer,
+            "': expected single or half");
     const std::string lp = prefix + "latke_mg_levels_" + std::to_string(l) + "_";
     std::string smoother;
     long pre_s = q.pre_smooth, post_s = q.post_smooth, kmax = q.ksp_max_it;

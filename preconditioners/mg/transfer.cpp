@@ -66,6 +66,30 @@ struct BasisView {
   }
 };
 
+/// The basis packed for the transfers: per parity, site and fine component m the nvec values
+/// V_k(x)_m contiguous ([parity][x][m][k] complex), so that threads of consecutive k read
+/// consecutive words (R) and a thread reads one component of every vector in one sweep (P).
+/// Half storage scales each (site, m) by its largest |re| or |im| over k.
+template <typename S>
+struct PackedBasis {
+  S* data = nullptr;
+  float* scale = nullptr;
+  int vcb = 0, n_comp = 0, nvec = 0;
+
+  LATKE_HOST_DEVICE LATKE_INLINE long slot(int parity, int x, int m) const {
+    return (static_cast<long>(parity) * vcb + x) * n_comp + m;
+  }
+  LATKE_HOST_DEVICE LATKE_INLINE Complex<double> get(long sl, int k) const {
+    const long i = 2 * (sl * nvec + k);
+    if constexpr (sizeof(S) == 2) {
+      const double u = static_cast<double>(scale[sl]) / fixed_max;
+      return Complex<double>(from_fixed(data[i]) * u, from_fixed(data[i + 1]) * u);
+    } else {
+      return Complex<double>(data[i], data[i + 1]);
+    }
+  }
+};
+
 template <typename S>
 BasisView<S> basis_view(const std::vector<ColorSpinorField>& v) {
   const ColorSpinorField& f = v.front();
@@ -76,6 +100,17 @@ BasisView<S> basis_view(const std::vector<ColorSpinorField>& v) {
   b.stride = f.lattice().volume_cb();
   b.lv = vector_shift<S>(f.site_reals());
   return b;
+}
+
+template <typename S>
+PackedBasis<S> packed_view(const Buffer& data, const Buffer& scale, int vcb, int n_comp, int nvec) {
+  PackedBasis<S> p;
+  p.data = static_cast<S*>(data.data());
+  p.scale = static_cast<float*>(scale.data());
+  p.vcb = vcb;
+  p.n_comp = n_comp;
+  p.nvec = nvec;
+  return p;
 }
 
 AggregateMap aggregate_map(const Lattice& fine, const Lattice& coarse, const Coords& block) {
@@ -91,12 +126,12 @@ AggregateMap aggregate_map(const Lattice& fine, const Lattice& coarse, const Coo
 }
 
 /// coarse(a)_{chi,k} = sum over the aggregate's (filtered) sites of <V_k, f> on chirality chi.
-/// One thread per (aggregate, k), both chiralities; aggregates fastest, so that the threads
-/// of a warp read the same basis vector at nearby sites (not 32 vectors at one site).
+/// One thread per (aggregate, k), both chiralities, k fastest: a warp reads consecutive words
+/// of the packed basis and one value of f for all its threads.
 template <typename SV, typename SF, typename SC>
 struct RestrictKernel {
   AggregateMap map;
-  BasisView<SV> basis;
+  PackedBasis<SV> basis;
   RealArray<SF> fine[2];    ///< by parity
   RealArray<SC> coarse[2];  ///< the parity block being written; [1]: the first slice (faces)
   int nvec, fine_reals;
@@ -105,14 +140,13 @@ struct RestrictKernel {
 
   /// Adds site fc's <V_k, f> per chirality to s.
   LATKE_HOST_DEVICE LATKE_INLINE void add(const int (&fc)[4], int full, int k, double (&s)[2][2]) const {
-    const int fp = (fc[0] + fc[1] + fc[2] + fc[3]) & 1, fx = full >> 1, half = fine_reals / 2;
-    const RealArray<SV> vk = basis.at(k, fp);
-    for (int r = 0; r < fine_reals; r += 2) {
-      const double vr = vk.template get<double>(r, fx), vi = vk.template get<double>(r + 1, fx);
-      const double fr = fine[fp].template get<double>(r, fx), fi = fine[fp].template get<double>(r + 1, fx);
-      const int chi = r >= half;
-      s[chi][0] += vr * fr + vi * fi;
-      s[chi][1] += vr * fi - vi * fr;
+    const int fp = (fc[0] + fc[1] + fc[2] + fc[3]) & 1, fx = full >> 1, n_comp = fine_reals / 2;
+    for (int m = 0; m < n_comp; ++m) {
+      const Complex<double> v = basis.get(basis.slot(fp, fx, m), k);
+      const double fr = fine[fp].template get<double>(2 * m, fx), fi = fine[fp].template get<double>(2 * m + 1, fx);
+      const int chi = 2 * m >= n_comp;
+      s[chi][0] += v.re * fr + v.im * fi;
+      s[chi][1] += v.re * fi - v.im * fr;
     }
   }
   LATKE_HOST_DEVICE LATKE_INLINE void store(const RealArray<SC>& c, int cx, int k, const double (&s)[2][2]) const {
@@ -122,7 +156,7 @@ struct RestrictKernel {
     }
   }
   LATKE_HOST_DEVICE void operator()(int idx, int) const {
-    const int k = idx / map.coarse.volume_cb, cx = idx % map.coarse.volume_cb;
+    const int k = idx % nvec, cx = idx / nvec;
     int cc[4];
     map.coarse.coords(cx, parity, cc);
     if (face_mu < 0) {
@@ -156,35 +190,66 @@ struct RestrictKernel {
   }
 };
 
-/// fine(x) = sum_k V_k(x) e(a(x))_{chi, k}; one thread per fine site of one parity.
+/// fine(x)_m = sum_k V_k(x)_m e(a(x))_{chi(m), k}; one thread per (fine site, component) of
+/// one parity, sites fastest (coalesced writes; each thread sweeps its own nvec values).
 template <typename SV, typename SC, typename SF>
 struct ProlongKernel {
   AggregateMap map;
-  BasisView<SV> basis;
+  PackedBasis<SV> basis;
   RealArray<SC> coarse[2];  ///< by parity
   RealArray<SF> fine;       ///< the parity block being written
-  int nvec, fine_reals;
+  int nvec, n_comp;
   int parity;
-  LATKE_HOST_DEVICE void operator()(int x_cb, int) const {
+  LATKE_HOST_DEVICE void operator()(int idx, int) const {
+    const int x_cb = idx % map.fine.volume_cb, m = idx / map.fine.volume_cb;
     int fc[4];
     map.fine.coords(x_cb, parity, fc);
     int cp;
     const int cx = map.coarse_site(fc, cp);
     const RealArray<SC>& e = coarse[cp];
-    const int half = fine_reals / 2;
-    for (int r = 0; r < fine_reals; r += 2) {
-      const int chi = r >= half;
-      double ar = 0, ai = 0;
-      for (int k = 0; k < nvec; ++k) {
-        const RealArray<SV> vk = basis.at(k, parity);
-        const double vr = vk.template get<double>(r, x_cb), vi = vk.template get<double>(r + 1, x_cb);
-        const int c = 2 * (chi * nvec + k);
-        const double er = e.template get<double>(c, cx), ei = e.template get<double>(c + 1, cx);
-        ar += vr * er - vi * ei;
-        ai += vr * ei + vi * er;
+    const int c0 = 2 * (2 * m >= n_comp ? nvec : 0);
+    const long sl = basis.slot(parity, x_cb, m);
+    double ar = 0, ai = 0;
+    for (int k = 0; k < nvec; ++k) {
+      const Complex<double> v = basis.get(sl, k);
+      const double er = e.template get<double>(c0 + 2 * k, cx), ei = e.template get<double>(c0 + 2 * k + 1, cx);
+      ar += v.re * er - v.im * ei;
+      ai += v.re * ei + v.im * er;
+    }
+    fine.set(2 * m, x_cb, ar);
+    fine.set(2 * m + 1, x_cb, ai);
+  }
+};
+
+/// The packed basis from the vectors: one thread per (site, component) of one parity.
+template <typename SV, typename SP>
+struct PackKernel {
+  BasisView<SV> basis;
+  PackedBasis<SP> packed;
+  int parity;
+  LATKE_HOST_DEVICE void operator()(int idx, int) const {
+    const int m = idx % packed.n_comp, x = idx / packed.n_comp;
+    const long sl = packed.slot(parity, x, m);
+    double mx = 0;
+    if constexpr (sizeof(SP) == 2) {
+      for (int k = 0; k < packed.nvec; ++k) {
+        const RealArray<SV> v = basis.at(k, parity);
+        mx = fmax(mx, fmax(fabs(v.template get<double>(2 * m, x)), fabs(v.template get<double>(2 * m + 1, x))));
       }
-      fine.set(r, x_cb, ar);
-      fine.set(r + 1, x_cb, ai);
+      packed.scale[sl] = static_cast<float>(mx);
+    }
+    for (int k = 0; k < packed.nvec; ++k) {
+      const RealArray<SV> v = basis.at(k, parity);
+      const double re = v.template get<double>(2 * m, x), im = v.template get<double>(2 * m + 1, x);
+      SP* d = packed.data + 2 * (sl * packed.nvec + k);
+      if constexpr (sizeof(SP) == 2) {
+        const double inv = mx > 0 ? fixed_max / mx : 0.0;
+        d[0] = to_fixed(static_cast<float>(re * inv));
+        d[1] = to_fixed(static_cast<float>(im * inv));
+      } else {
+        d[0] = static_cast<SP>(re);
+        d[1] = static_cast<SP>(im);
+      }
     }
   }
 };
@@ -285,8 +350,8 @@ void dispatch_full(Precision p, const char* what, F&& f) {
 }  // namespace
 
 Transfer::Transfer(std::shared_ptr<const Lattice> fine, const SpinorParam& fine_param, const Coords& block, int nvec,
-                   int level)
-    : fine_(std::move(fine)), fine_param_(fine_param), block_(block), nvec_(nvec) {
+                   int level, Precision packed)
+    : fine_(std::move(fine)), fine_param_(fine_param), block_(block), nvec_(nvec), packed_precision_(packed) {
   require(nvec >= 1, "multigrid level ", level, ": ", nvec, " null vectors; expected at least 1");
   require(fine_param.nspin % 2 == 0, "multigrid transfer: fine fields with ", fine_param.nspin,
           " spins have no chirality split (expected an even spin count)");
@@ -312,7 +377,7 @@ SpinorParam Transfer::coarse_param(Precision p) const {
   return SpinorParam{2, nvec_, p, Subset::full, fine_param_.backend};
 }
 
-std::size_t Transfer::bytes() const { return nvec_ * v_.front().bytes(); }
+std::size_t Transfer::bytes() const { return nvec_ * v_.front().bytes() + packed_.bytes() + packed_scale_.bytes(); }
 
 void Transfer::orthonormalize() {
   const AggregateMap map = aggregate_map(*fine_, *coarse_, block_);
@@ -336,6 +401,49 @@ void Transfer::orthonormalize() {
               " (aggregate, chirality) pairs of this rank; the ", nvec_, " vectors do not span the coarse space there");
     }
   });
+  pack();
+}
+
+void Transfer::pack() {
+  const int vcb = fine_->volume_cb(), n_comp = fine_param_.nspin * fine_param_.ncolor;
+  const std::size_t slots = static_cast<std::size_t>(2) * vcb * n_comp;
+  const MemoryKind mk = memory_for(fine_param_.backend);
+  if (!packed_.data()) {
+    packed_ = Buffer(mk, slots * nvec_ * 2 * real_bytes(packed_precision_));
+    if (packed_precision_ == Precision::half) packed_scale_ = Buffer(mk, slots * sizeof(float));
+  }
+  dispatch_full(fine_param_.precision, "multigrid basis", [&](auto sv) {
+    using SV = decltype(sv);
+    auto run = [&](auto sp) {
+      using SP = decltype(sp);
+      for (int parity = 0; parity < 2; ++parity)
+        launch(
+            fine_param_.backend,
+            PackKernel<SV, SP>{basis_view<SV>(v_), packed_view<SP>(packed_, packed_scale_, vcb, n_comp, nvec_), parity},
+            {vcb * n_comp}, compute_stream(), false);
+    };
+    switch (packed_precision_) {
+      case Precision::double_:
+        run(double{});
+        break;
+      case Precision::single:
+        run(float{});
+        break;
+      default:
+        run(short{});
+        break;
+    }
+  });
+}
+
+template <typename F>
+void Transfer::with_packed(F&& f) const {
+  require(packed_.data() != nullptr, "multigrid transfer used before its basis was orthonormalized");
+  const int vcb = fine_->volume_cb(), n_comp = fine_param_.nspin * fine_param_.ncolor;
+  dispatch_precision(packed_precision_, [&](auto sp) {
+    using SP = decltype(sp);
+    f(packed_view<SP>(packed_, packed_scale_, vcb, n_comp, nvec_));
+  });
 }
 
 void Transfer::prolongate(ColorSpinorField& fine, const ColorSpinorField& coarse) const {
@@ -345,21 +453,21 @@ void Transfer::prolongate(ColorSpinorField& fine, const ColorSpinorField& coarse
               coarse.lattice().volume_cb() == coarse_->volume_cb(),
           "prolongate: the coarse field is not a full field of the coarse level's shape");
   const AggregateMap map = aggregate_map(*fine_, *coarse_, block_);
-  dispatch_full(fine_param_.precision, "multigrid basis", [&](auto sv) {
+  with_packed([&](auto basis) {
+    using SV = std::remove_pointer_t<decltype(basis.data)>;
     dispatch_full(coarse.precision(), "prolongate (coarse field)", [&](auto sc) {
       dispatch_full(fine.precision(), "prolongate (fine field)", [&](auto sf) {
-        using SV = decltype(sv);
         using SC = decltype(sc);
         using SF = decltype(sf);
         for (int parity = 0; parity < 2; ++parity) {
           ProlongKernel<SV, SC, SF> k{map,
-                                      basis_view<SV>(v_),
+                                      basis,
                                       {real_array<SC>(coarse, 0), real_array<SC>(coarse, 1)},
                                       real_array<SF>(fine, parity),
                                       nvec_,
-                                      fine.site_reals(),
+                                      fine.site_reals() / 2,
                                       parity};
-          launch(fine.backend(), k, {fine_->volume_cb()});
+          launch(fine.backend(), k, {fine_->volume_cb() * (fine.site_reals() / 2)});
         }
       });
     });
@@ -405,16 +513,16 @@ void Transfer::restrict_impl(ColorSpinorField& coarse, ColorSpinorField* first, 
                    c->lattice().volume_cb() == coarse_->volume_cb() && c->precision() == coarse.precision()),
             "restrict: a coarse field is not a full field of the coarse level's shape");
   const AggregateMap map = aggregate_map(*fine_, *coarse_, block_);
-  dispatch_full(fine_param_.precision, "multigrid basis", [&](auto sv) {
+  with_packed([&](auto basis) {
+    using SV = std::remove_pointer_t<decltype(basis.data)>;
     dispatch_precision(fine.precision(), [&](auto sf) {
       dispatch_full(coarse.precision(), "restrict (coarse field)", [&](auto sc) {
-        using SV = decltype(sv);
         using SF = decltype(sf);
         using SC = decltype(sc);
         for (int parity = 0; parity < 2; ++parity) {
           RestrictKernel<SV, SF, SC> k{
               map,
-              basis_view<SV>(v_),
+              basis,
               {real_array<SF>(fine, 0), real_array<SF>(fine, 1)},
               {real_array<SC>(coarse, parity), real_array<SC>(first ? *first : coarse, parity)},
               nvec_,

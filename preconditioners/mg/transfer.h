@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "latke/core/lattice.h"
+#include "latke/core/memory.h"
 #include "latke/fields/color_spinor_field.h"
 
 namespace latke::mg {
@@ -35,8 +36,9 @@ class Transfer {
   /// @param fine the fine lattice; fine_param: the fine fields' spins, colors, backend, and
   ///        the basis storage precision (double or single).
   /// @param nvec basis vectors (coarse colors); the coarse space has 2 nvec per aggregate.
-  Transfer(std::shared_ptr<const Lattice> fine, const SpinorParam& fine_param, const Coords& block, int nvec,
-           int level);
+  /// @param packed precision of the basis as P and R read it (double, single or half).
+  Transfer(std::shared_ptr<const Lattice> fine, const SpinorParam& fine_param, const Coords& block, int nvec, int level,
+           Precision packed = Precision::single);
 
   const std::shared_ptr<const Lattice>& fine_lattice() const { return fine_; }
   const std::shared_ptr<const Lattice>& coarse_lattice() const { return coarse_; }
@@ -52,8 +54,10 @@ class Transfer {
   const std::vector<ColorSpinorField>& vectors() const { return v_; }
 
   /// @brief Orthonormalize the basis within every (aggregate, chirality): modified
-  /// Gram-Schmidt, twice, with sums in double. Fails when some vector vanishes on an
-  /// aggregate (a basis that does not span 2 nvec dimensions there).
+  /// Gram-Schmidt, twice, with sums in double; then pack it for P and R (the packed basis is
+  /// what they read: per site and component, the nvec values contiguous, in the packed
+  /// precision). Fails when some vector vanishes on an aggregate (a basis that does not span
+  /// 2 nvec dimensions there).
   void orthonormalize();
 
   /// @brief fine = P coarse (fine overwritten; fine in single or double).
@@ -73,12 +77,18 @@ class Transfer {
 
  private:
   void restrict_impl(ColorSpinorField& coarse, ColorSpinorField* first, const ColorSpinorField& fine, int mu) const;
+  void pack();
+  /// f(PackedBasis<S>) for the packed basis's storage type.
+  template <typename F>
+  void with_packed(F&& f) const;
 
   std::shared_ptr<const Lattice> fine_, coarse_;
   SpinorParam fine_param_;
   Coords block_;
   int nvec_;
   std::vector<ColorSpinorField> v_;
+  Precision packed_precision_;
+  Buffer packed_, packed_scale_;
 };
 
 }  // namespace latke::mg

@@ -101,7 +101,8 @@ TEST(MgMpi, CoarseOperatorAndTransfersEqualOneRank) {
   for (const Coords& grid : grids_for(size)) {
     Split s(grid, Precision::double_);
     const SpinorParam fp{4, 3, Precision::double_, Subset::full, s.b};
-    Transfer tw(s.whole, fp, {2, 2, 2, 2}, 3, 1), tp(s.part, fp, {2, 2, 2, 2}, 3, 1);
+    Transfer tw(s.whole, fp, {2, 2, 2, 2}, 3, 1, Precision::double_),
+        tp(s.part, fp, {2, 2, 2, 2}, 3, 1, Precision::double_);
     for (int k = 0; k < 3; ++k) {  // the same Gaussian basis on both (a function of the global site)
       fill_gaussian(tw.vectors()[k], 40 + k);
       fill_gaussian(tp.vectors()[k], 40 + k);

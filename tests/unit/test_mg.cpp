@@ -69,7 +69,8 @@ class MgBackend : public ::testing::TestWithParam<Backend> {};
 // R P = 1 on the coarse space and P R v = v for the basis vectors themselves.
 TEST_P(MgBackend, TransferIdentities) {
   Problem pr(GetParam(), Precision::double_, {4, 4, 8, 8});
-  Transfer T(pr.lat, SpinorParam{4, 3, Precision::double_, Subset::full, pr.backend}, {2, 2, 4, 2}, 3, 1);
+  Transfer T(pr.lat, SpinorParam{4, 3, Precision::double_, Subset::full, pr.backend}, {2, 2, 4, 2}, 3, 1,
+             Precision::double_);
   random_basis(T, 11);
   ColorSpinorField c(T.coarse_lattice(), T.coarse_param(Precision::double_)), c2 = c.like(Precision::double_);
   fill_gaussian(c, 5);
@@ -99,7 +100,8 @@ TEST_P(MgBackend, TransferIdentities) {
 TEST_P(MgBackend, GalerkinAgainstExplicitProduct) {
   Problem pr(GetParam(), Precision::double_, {4, 4, 4, 4});
   const int nvec = 2;
-  Transfer T(pr.lat, SpinorParam{4, 3, Precision::double_, Subset::full, pr.backend}, {2, 2, 2, 2}, nvec, 1);
+  Transfer T(pr.lat, SpinorParam{4, 3, Precision::double_, Subset::full, pr.backend}, {2, 2, 2, 2}, nvec, 1,
+             Precision::double_);
   random_basis(T, 3);
   auto M = pr.full();
   std::shared_ptr<CoarseOperator> dc = galerkin(*M, T, Precision::double_, false);
@@ -149,7 +151,8 @@ TEST_P(MgBackend, GalerkinAgainstExplicitProduct) {
 // form solves the full system.
 TEST_P(MgBackend, CoarseAdjointAndEvenOdd) {
   Problem pr(GetParam(), Precision::double_, {4, 4, 8, 8});
-  Transfer T(pr.lat, SpinorParam{4, 3, Precision::double_, Subset::full, pr.backend}, {2, 2, 2, 2}, 3, 1);
+  Transfer T(pr.lat, SpinorParam{4, 3, Precision::double_, Subset::full, pr.backend}, {2, 2, 2, 2}, 3, 1,
+             Precision::double_);
   random_basis(T, 21);
   auto dc = galerkin(*pr.full(), T, Precision::double_, true);
   ColorSpinorField x(T.coarse_lattice(), T.coarse_param(Precision::double_)),
@@ -240,7 +243,8 @@ TEST_P(MgBackend, PreconditionedSolve) {
     EXPECT_LT(rel_diff(x1, x2), 1e-8);
     // Four times fewer outer operator applications than BiCGstab's.
     EXPECT_LT(pre.outer_applications * 4, plain.outer_applications)
-        << "MG-GCR " << pre.outer_applications << ", BiCGstab " << plain.outer_applications << (eo ? ", even-odd" : ", full");
+        << "MG-GCR " << pre.outer_applications << ", BiCGstab " << plain.outer_applications
+        << (eo ? ", even-odd" : ", full");
     iterations[eo] = pre.iterations;
   }
   EXPECT_LT(iterations[1], iterations[0]) << "even-odd smoothing should beat smoothing on the full operator";
@@ -254,7 +258,7 @@ TEST(MgBadInput, Aggregates) {
   auto lat = std::make_shared<Lattice>(MPI_COMM_SELF, Coords{8, 8, 8, 8});
   const SpinorParam fp{4, 3, Precision::single, Subset::full, Backend::cpu};
   try {
-    Transfer T(lat, fp, {3, 2, 2, 2}, 4, 1);
+    Transfer T(lat, fp, {3, 2, 2, 2}, 4, 1, Precision::double_);
     FAIL() << "an aggregate not dividing the lattice was accepted";
   } catch (const Error& e) {
     EXPECT_NE(
@@ -263,13 +267,13 @@ TEST(MgBadInput, Aggregates) {
         << e.what();
   }
   try {
-    Transfer T(lat, fp, {8, 2, 2, 2}, 4, 1);
+    Transfer T(lat, fp, {8, 2, 2, 2}, 4, 1, Precision::double_);
     FAIL() << "an odd coarse extent was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("coarse local extent 1 in dimension 0"), std::string::npos) << e.what();
   }
   try {
-    Transfer T(lat, fp, {2, 2, 2, 2}, 0, 1);
+    Transfer T(lat, fp, {2, 2, 2, 2}, 0, 1, Precision::double_);
     FAIL() << "zero null vectors were accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("0 null vectors; expected at least 1"), std::string::npos) << e.what();
