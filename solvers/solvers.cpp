@@ -158,11 +158,15 @@ void gcr(Work& w, Preconditioner* K, ColorSpinorField& x, const ColorSpinorField
          SolverStats& st) {
   require(p.restart >= 1, "GCR restart ", p.restart, ": expected at least 1");
   ColorSpinorField r = w.outer_field();
-  std::vector<ColorSpinorField> z, az;
+  std::vector<ColorSpinorField> z = ColorSpinorField::make_set(r.lattice_ptr(), r.param(), p.restart),
+                                az = ColorSpinorField::make_set(r.lattice_ptr(), r.param(), p.restart);
+  std::vector<const ColorSpinorField*> zp, azp;
   for (int i = 0; i < p.restart; ++i) {
-    z.push_back(w.outer_field());
-    az.push_back(w.outer_field());
+    zp.push_back(&z[i]);
+    azp.push_back(&az[i]);
   }
+  std::vector<double> n2(p.restart);
+  std::vector<Cplx> c(p.restart);
   const double b2 = blas::cdot_norms(b, b).xx, target = p.tol * p.tol * b2;
   double r2 = w.true_residual(r, x, b);
   while (r2 > target && st.iterations < p.max_iter) {
@@ -172,18 +176,18 @@ void gcr(Work& w, Preconditioner* K, ColorSpinorField& x, const ColorSpinorField
       else
         z[j].copy_from(r);
       w.apply_outer(az[j], z[j]);
-      for (int i = 0; i < j; ++i) {  // modified Gram-Schmidt of A z_j against the earlier A z_i
-        const Cplx c = blas::cdot_norms(az[i], az[j]).dot;
-        blas::caxpby(-c, az[i], Cplx(1), az[j]);
-        blas::caxpby(-c, z[i], Cplx(1), z[j]);
+      if (j > 0) {  // classical Gram-Schmidt of A z_j against the earlier A z_i: one fused reduction
+        blas::cdot_multi(azp.data(), j, az[j], c.data());
+        for (int i = 0; i < j; ++i) c[i] = Cplx(-c[i].re / n2[i], -c[i].im / n2[i]);
+        blas::caxpy_multi(c.data(), azp.data(), j, az[j]);
+        blas::caxpy_multi(c.data(), zp.data(), j, z[j]);
       }
-      const double n = std::sqrt(blas::cdot_norms(az[j], az[j]).xx);
-      require(n > 0, "GCR: the operator maps a search direction to zero");
-      blas::caxpby(Cplx(0), az[j], Cplx(1 / n), az[j]);
-      blas::caxpby(Cplx(0), z[j], Cplx(1 / n), z[j]);
-      const Cplx a = blas::cdot_norms(az[j], r).dot;
+      const blas::DotNorms d = blas::cdot_norms(az[j], r);
+      require(d.xx > 0, "GCR: the operator maps a search direction to zero");
+      n2[j] = d.xx;
+      const Cplx a(d.dot.re / d.xx, d.dot.im / d.xx);
       blas::caxpby(a, z[j], Cplx(1), x);
-      r2 = blas::caxpby_norm(-a, az[j], Cplx(1), r);
+      r2 = blas::caxpby_norm(Cplx(-a.re, -a.im), az[j], Cplx(1), r);
       ++st.iterations;
     }
     r2 = w.true_residual(r, x, b);  // restart from the true residual
