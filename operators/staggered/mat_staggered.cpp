@@ -1,6 +1,8 @@
 // The staggered operator as a PETSc MATSHELL (MatCreateLatkeStaggered in latke.h):
 // parameters from the caller and the options database, and the two forms a matrix takes,
 // M = 2m + D and the normal operator 4m^2 - D_pq D_qp (formulas in staggered.h).
+#include "staggered/mat_staggered.h"
+
 #include <cmath>
 #include <functional>
 #include <sstream>
@@ -108,6 +110,8 @@ class StaggeredShell final : public ShellOperator {
                                                       Complex<double>(2.0 * op_->param().mass)));
   }
 
+  const StaggeredParam& param() const { return op_->param(); }
+
   std::unique_ptr<LinearOperator> make_linear_operator(LatkeOperatorForm form, Precision p,
                                                        const Coords& block) override {
     require(block[0] == 0 && block[1] == 0 && block[2] == 0 && block[3] == 0,
@@ -189,6 +193,14 @@ Mat create(LatkeOperatorForm form, const LatkeStaggeredParams* params, const cha
 }
 
 }  // namespace
+
+const StaggeredParam& staggered_param(const ShellOperator& op, const char* what) {
+  const auto* s = dynamic_cast<const StaggeredShell*>(&op);
+  require(s != nullptr, what, ": the matrix is a ", op.name(),
+          " matrix, expected a staggered one (MatCreateLatkeStaggered)");
+  return s->param();
+}
+
 }  // namespace latke::petsc
 
 using namespace latke;
