@@ -473,9 +473,8 @@ int bench_multimass() {
         best.st.seconds = worst;
       }
     }
-    const double bytes =
-        best.st.outer_applications * matpc_bytes(Precision::double_) +
-        best.st.sloppy_applications * matpc_bytes(sloppy == Precision::double_ ? Precision::double_ : sloppy);
+    const double bytes = best.st.outer_applications * matpc_bytes(Precision::double_) +
+                         best.st.sloppy_applications * matpc_bytes(sloppy);
     best.gflops = best.st.flops / best.st.seconds * 1e-9;
     best.gbs = bytes / best.st.seconds * 1e-9;
     all_converged = all_converged && best.st.converged;
