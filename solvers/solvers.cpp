@@ -84,6 +84,7 @@ void cg(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const SolverPar
   ColorSpinorField rs = w.sloppy_field(), ps = w.sloppy_field(), aps = w.sloppy_field(), xs = w.sloppy_field();
   const double b2 = blas::cdot_norms(b, b).xx, target = p.tol * p.tol * b2;
   double r2 = w.true_residual(r, x, b);
+  st.initial_residual = std::sqrt(r2 / b2);
   rs.copy_from(r);
   ps.copy_from(r);
   double maxr = std::sqrt(r2);
@@ -116,6 +117,7 @@ void bicgstab(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const Sol
                    t = w.sloppy_field(), xs = w.sloppy_field();
   const double b2 = blas::cdot_norms(b, b).xx, target = p.tol * p.tol * b2;
   double r2 = w.true_residual(r, x, b);
+  st.initial_residual = std::sqrt(r2 / b2);
   rs.copy_from(r);
   rhat.copy_from(r);
   Cplx rho(1), alpha(1), omega(1);
@@ -169,6 +171,7 @@ void gcr(Work& w, Preconditioner* K, ColorSpinorField& x, const ColorSpinorField
   std::vector<Cplx> c(p.restart);
   const double b2 = blas::cdot_norms(b, b).xx, target = p.tol * p.tol * b2;
   double r2 = w.true_residual(r, x, b);
+  st.initial_residual = std::sqrt(r2 / b2);
   while (r2 > target && st.iterations < p.max_iter) {
     for (int j = 0; j < p.restart && r2 > target && st.iterations < p.max_iter; ++j) {
       if (K)
@@ -199,6 +202,7 @@ void mr(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const SolverPar
   ColorSpinorField r = w.outer_field(), ar = w.outer_field();
   const double b2 = blas::cdot_norms(b, b).xx, target = p.tol * p.tol * b2;
   double r2 = w.true_residual(r, x, b);
+  st.initial_residual = std::sqrt(r2 / b2);
   while (r2 > target && st.iterations < p.max_iter) {
     w.apply_outer(ar, r);
     const blas::DotNorms d = blas::cdot_norms(ar, r);
@@ -254,9 +258,11 @@ SolverStats solve(LinearOperator& A, LinearOperator* sloppy, Preconditioner* K, 
       // tolerance until the true residual |b - A x| meets the one asked for.
       SolverParam q = p;
       ColorSpinorField r = A.make_field();
+      double initial = 0;
       for (int round = 0; round < 4; ++round) {
         const long before = st.outer_applications, sloppy_before = st.sloppy_applications;
         cg(w, x, adb, q, st);
+        if (round == 0) initial = st.initial_residual;
         st.outer_applications = before + 2 * (st.outer_applications - before);
         st.sloppy_applications = sloppy_before + 2 * (st.sloppy_applications - sloppy_before);
         A.apply(r, x);
@@ -265,6 +271,7 @@ SolverStats solve(LinearOperator& A, LinearOperator* sloppy, Preconditioner* K, 
         if (rel <= p.tol || st.iterations >= p.max_iter) break;
         q.tol = std::max(q.tol * p.tol / rel * 0.5, 1e-15);
       }
+      st.initial_residual = initial;
       break;
     }
     case SolverType::bicgstab: {

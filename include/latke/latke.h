@@ -242,6 +242,60 @@ PetscErrorCode LatkeSolverParamsDefault(LatkeSolverParams *params);
 PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams *params, const char prefix[],
                              LatkeSolverStats *stats);
 
+/* Solves at several staggered masses: (4 m_i^2 - D_pq D_qp) x_i = b for n masses m_i, on a
+ * Latke staggered matrix A in the even-odd form (of any mass: the others are shifts of it).
+ * The masses must be given from the lightest to the heaviest, distinct and each > 0; b and
+ * the x[i] are vectors of A's parity (MatCreateVecs); x[i] receive the solutions (what they
+ * hold on entry is ignored). Converged when every |b - A_i x_i| <= tol |b|. Strategies:
+ *   LATKE_MULTIMASS_MULTISHIFT  multi-shift CG for all masses at once in the sloppy precision
+ *       (reliable updates on the lightest mass; a mass stops updating once converged), then
+ *       each solution refined by mixed-precision CG to its tolerance (as QUDA does)
+ *   LATKE_MULTIMASS_SEQUENTIAL  one mixed-precision CG per mass, heaviest first, each started
+ *       from the polynomial extrapolation in m^2 of the `extrapolation` nearest solutions
+ *       found before it (0: from zero)
+ * The first needs two sloppy vectors per mass more than CG; which is faster depends on the
+ * masses (latke-bench multimass measures both). Options under the prefix override params:
+ *   -latke_multimass multishift|sequential    (multishift)
+ *   -latke_multimass_extrapolation k          (4)
+ *   -latke_solver_tol, -latke_solver_max_it, -latke_solver_sloppy, -latke_solver_delta  as for
+ *       MatLatkeSolve (1e-10, 10000 per solve, single, 0.1)
+ * stats and mass_stats (n entries, in the order of the masses) may be NULL. A solve that does
+ * not converge is not an error: the stats say so. */
+typedef enum { LATKE_MULTIMASS_MULTISHIFT, LATKE_MULTIMASS_SEQUENTIAL } LatkeMultiMassStrategy;
+
+typedef struct {
+  LatkeMultiMassStrategy strategy;
+  PetscReal              tol;
+  PetscInt               max_it;
+  LatkePrecision         sloppy;
+  PetscReal              delta;
+  PetscInt               extrapolation;
+} LatkeMultiMassParams;
+
+typedef struct {
+  PetscReal mass;
+  PetscInt  iterations;        /* multishift: the iteration at which the mass stopped updating;
+                                  sequential: its CG's iterations */
+  PetscInt  refine_iterations; /* multishift: of the refining CG */
+  PetscReal initial_residual;  /* of the multi-shift solution, or of the extrapolated guess */
+  PetscReal true_residual;     /* |b - A_i x_i| / |b| at the end, in double */
+  PetscBool converged;
+} LatkeMassStats;
+
+typedef struct {
+  PetscInt  iterations;          /* all iterations, refinements included */
+  PetscInt  outer_applications;  /* of the double-precision operator */
+  PetscInt  sloppy_applications; /* of the sloppy one */
+  PetscReal seconds;
+  PetscReal gflops;              /* operator flops (QUDA's counting) per second */
+  PetscBool converged;           /* every mass */
+} LatkeMultiMassStats;
+
+PetscErrorCode LatkeMultiMassParamsDefault(LatkeMultiMassParams *params);
+PetscErrorCode MatLatkeSolveMultiMass(Mat A, PetscInt n, const PetscReal masses[], Vec b, Vec x[],
+                                      const LatkeMultiMassParams *params, const char prefix[],
+                                      LatkeMultiMassStats *stats, LatkeMassStats mass_stats[]);
+
 /* ---- Preconditioners ---------------------------------------------------------------------- */
 
 /* Additive Schwarz on GPU-resident blocks with communication off (preconditioners/schwarz):

@@ -208,6 +208,30 @@ struct MultiAxpyKernel {
   }
 };
 
+/// x_k += alpha_k p_k; p_k = zeta_k r + beta_k p_k for k < n (n <= multishift_max).
+template <typename S, int NR>
+struct MultiShiftKernel {
+  using T = compute_t<S>;
+  SiteArray<S, NR, 1> r, x[multishift_max], p[multishift_max];
+  T alpha[multishift_max], zeta[multishift_max], beta[multishift_max];
+  int n = 0;
+  LATKE_HOST_DEVICE void operator()(int i, int) const {
+    T rv[NR];
+    r.load(rv, i);
+    for (int k = 0; k < n; ++k) {
+      T xv[NR], pv[NR];
+      x[k].load(xv, i);
+      p[k].load(pv, i);
+      for (int j = 0; j < NR; ++j) {
+        xv[j] += alpha[k] * pv[j];
+        pv[j] = zeta[k] * rv[j] + beta[k] * pv[j];
+      }
+      x[k].save(xv, i);
+      p[k].save(pv, i);
+    }
+  }
+};
+
 }  // namespace
 
 void cdot_multi(const ColorSpinorField* const* x, int n, const ColorSpinorField& y, Cplx* out) {
@@ -251,6 +275,39 @@ void caxpy_multi(const Cplx* a, const ColorSpinorField* const* x, int n, ColorSp
         launch(y.backend(), k, {sites}, compute_stream(), false);
       }
     }
+  });
+}
+
+void multishift_update(const ColorSpinorField& r, const std::vector<ColorSpinorField*>& x,
+                       const std::vector<ColorSpinorField*>& p, const std::vector<double>& alpha,
+                       const std::vector<double>& zeta, const std::vector<double>& beta) {
+  const std::size_t n = x.size();
+  require(p.size() == n && alpha.size() == n && zeta.size() == n && beta.size() == n, "multishift_update: ", n,
+          " solutions but ", p.size(), " directions and ", alpha.size(), ", ", zeta.size(), ", ", beta.size(),
+          " coefficients");
+  for (std::size_t k = 0; k < n; ++k) {
+    require(x[k] && p[k] && x[k] != p[k], "multishift_update: shift ", k, " needs two distinct fields");
+    require_alike(r, *x[k], "multishift_update");
+    require_alike(r, *p[k], "multishift_update");
+  }
+  dispatch(r, [&](auto s, auto nr, int sites) {
+    using S = decltype(s);
+    constexpr int NR = decltype(nr)::value;
+    using T = compute_t<S>;
+    for (std::size_t k0 = 0; k0 < n; k0 += multishift_max)
+      for (int blk = 0; blk < r.n_parity(); ++blk) {
+        MultiShiftKernel<S, NR> k;
+        k.r = arr<S, NR>(r, blk, sites);
+        k.n = static_cast<int>(std::min<std::size_t>(multishift_max, n - k0));
+        for (int j = 0; j < k.n; ++j) {
+          k.x[j] = arr<S, NR>(*x[k0 + j], blk, sites);
+          k.p[j] = arr<S, NR>(*p[k0 + j], blk, sites);
+          k.alpha[j] = static_cast<T>(alpha[k0 + j]);
+          k.zeta[j] = static_cast<T>(zeta[k0 + j]);
+          k.beta[j] = static_cast<T>(beta[k0 + j]);
+        }
+        launch(r.backend(), k, {sites}, compute_stream(), false);
+      }
   });
 }
 
