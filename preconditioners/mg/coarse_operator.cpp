@@ -63,7 +63,7 @@ LATKE_HOST_DEVICE LATKE_INLINE int face_position(const LocalGeometry& g, int mu,
 /// thread per (site, row) combines the parts.
 template <typename SL, typename SV>
 struct StencilPartsKernel {
-  using T = double;
+  using T = typename compute_type<SL>::type;  // float arithmetic for single and half blocks
   BlockView<SL> links;
   RealArray<SV> in_q, in_p;
   const SV* ghost[4][2];  ///< [mu][0: from behind, 1: from ahead], face sites x 2n reals
@@ -107,9 +107,8 @@ struct StencilPartsKernel {
   }
 };
 
-template <typename SV>
+template <typename SV, typename T>
 struct StencilCombineKernel {
-  using T = double;
   RealArray<SV> out, z;
   const Complex<T>* parts;
   int n, n_parts;
@@ -368,7 +367,9 @@ namespace {
 template <typename SL, typename SV>
 void run_stencil(const Lattice& lat, Backend be, HaloExchange* halo, BlockView<SL> links, const RealArray<SV>& out,
                  const RealArray<SV>* in_q, const RealArray<SV>* in_p, const RealArray<SV>* z, int parity, int n,
-                 double a, double b, double c, bool dagger, Complex<double>* parts) {
+                 double a, double b, double c, bool dagger, void* parts_memory) {
+  using T = typename compute_type<SL>::type;
+  auto* parts = static_cast<Complex<T>*>(parts_memory);
   StencilPartsKernel<SL, SV> k;
   k.links = links;
   if (in_q) k.in_q = *in_q;
@@ -400,7 +401,7 @@ void run_stencil(const Lattice& lat, Backend be, HaloExchange* halo, BlockView<S
   }
   launch(be, k, {lat.volume_cb() * k.n_parts * n}, compute_stream(), false);
   if (exchange) halo->end();
-  StencilCombineKernel<SV> cmb;
+  StencilCombineKernel<SV, T> cmb;
   cmb.out = out;
   if (z) cmb.z = *z;
   cmb.parts = parts;
@@ -519,11 +520,11 @@ void CoarseOperator::reconstruct(ColorSpinorField& x, const ColorSpinorField& x_
   });
 }
 
-Complex<double>* CoarseOperator::parts() {
+void* CoarseOperator::parts() {
   if (!parts_.data())
     parts_ = Buffer(memory_for(backend_),
                     static_cast<std::size_t>(lattice_->volume_cb()) * n_blocks * n() * sizeof(Complex<double>));
-  return static_cast<Complex<double>*>(parts_.data());
+  return parts_.data();
 }
 
 ColorSpinorField& CoarseOperator::scratch(int slot, Precision p, Subset subset) {

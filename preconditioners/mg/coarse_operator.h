@@ -81,8 +81,8 @@ class CoarseOperator {
   struct Links {
     Buffer data, scale;
   };
-  /// Scratch for the stencil's per-block parts (volume_cb x 9 x n complex doubles).
-  Complex<double>* parts();
+  /// Scratch for the stencil's per-block parts (volume_cb x 9 x n complex numbers, room for doubles).
+  void* parts();
   /// A scratch field per vector precision (slot 0 double, 1 single) and subset.
   ColorSpinorField& scratch(int slot, Precision p, Subset subset);
   void require_field(const ColorSpinorField& f, const char* what, bool full) const;

@@ -525,10 +525,10 @@ void Transfer::restrict_impl(ColorSpinorField& coarse, ColorSpinorField* first, 
             "restrict: a coarse field is not a full field of the coarse level's shape");
   const AggregateMap map = aggregate_map(*fine_, *coarse_, block_);
   // Chunks of each aggregate's sites: enough threads for the device (about 2^20), each
-  // chunk at least 8 sites.
+  // chunk at least 2 sites.
   const int vcb = coarse_->volume_cb();
   const int n_sites = mu < 0 ? map.block_volume : map.block_volume / block_[mu];
-  const int chunks = std::max(1, std::min(n_sites / 8, (1 << 20) / std::max(1, vcb * nvec_)));
+  const int chunks = std::max(1, std::min(n_sites / 2, (1 << 20) / std::max(1, vcb * nvec_)));
   const std::size_t part_bytes = static_cast<std::size_t>(chunks) * vcb * nvec_ * 4 * sizeof(Complex<double>);
   if (parts_.bytes() < part_bytes) parts_ = Buffer(memory_for(fine.backend()), part_bytes);
   auto* parts = static_cast<Complex<double>*>(parts_.data());
