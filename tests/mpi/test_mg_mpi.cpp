@@ -14,11 +14,16 @@
 #include "latke/fields/random.h"
 #include "preconditioners/mg/galerkin.h"
 #include "preconditioners/mg/mg.h"
+#include "support/mpi_compare.h"
 #include "wilson_clover/wilson_clover.h"
 #include "wilson_clover/wilson_clover_linear.h"
 
 namespace latke::mg {
 namespace {
+
+using test::global_rel_diff;
+using test::local_part;
+using test::mpi_backend;
 
 const Coords global_dims{8, 8, 8, 8};
 
@@ -35,33 +40,6 @@ std::vector<Coords> grids_for(int n) {
   }
 }
 
-Backend backend() {
-  const Backend b = default_backend();
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  activate_backend(b, rank);
-  return b;
-}
-
-std::vector<Complex<double>> local_part(const Lattice& lat, const std::vector<Complex<double>>& global, int per_site) {
-  std::vector<Complex<double>> out(lat.volume() * per_site);
-  for (long s = 0; s < lat.volume(); ++s) {
-    const std::uint64_t g = global_site(lat, s);
-    std::copy_n(global.begin() + g * per_site, per_site, out.begin() + s * per_site);
-  }
-  return out;
-}
-
-double global_rel_diff(const std::vector<Complex<double>>& a, const std::vector<Complex<double>>& b) {
-  double loc[2] = {0, 0}, glob[2];
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    loc[0] += norm2(a[i] - b[i]);
-    loc[1] += norm2(b[i]);
-  }
-  MPI_Allreduce(loc, glob, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-  return std::sqrt(glob[0] / glob[1]);
-}
-
 /// The same Wilson-clover operator on the whole lattice (this rank alone) and on a grid.
 struct Split {
   std::shared_ptr<const Lattice> whole, part;
@@ -69,7 +47,7 @@ struct Split {
   Backend b;
 
   Split(const Coords& grid, Precision p, double mass = 0.05) {
-    b = backend();
+    b = mpi_backend();
     whole = std::make_shared<Lattice>(MPI_COMM_SELF, global_dims);
     part = std::make_shared<Lattice>(MPI_COMM_WORLD, global_dims, grid);
     const std::vector<Complex<double>> links = random_gauge(*whole, 99, 0.3);

@@ -16,9 +16,14 @@
 #include "solvers/solvers.h"
 #include "staggered/staggered.h"
 #include "staggered/staggered_linear.h"
+#include "support/mpi_compare.h"
 
 namespace latke {
 namespace {
+
+using test::global_rel_diff;
+using test::local_part;
+using test::mpi_backend;
 
 const Coords global_dims{8, 8, 8, 8};
 
@@ -56,34 +61,6 @@ int world_size() {
   return n;
 }
 
-Backend backend() {
-  const Backend b = default_backend();
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  activate_backend(b, rank);
-  return b;
-}
-
-std::vector<Complex<double>> local_part(const Lattice& lat, const std::vector<Complex<double>>& global, int per_site) {
-  std::vector<Complex<double>> out(lat.volume() * per_site);
-  for (long s = 0; s < lat.volume(); ++s) {
-    const std::uint64_t g = global_site(lat, s);
-    std::copy_n(global.begin() + g * per_site, per_site, out.begin() + s * per_site);
-  }
-  return out;
-}
-
-/// max over ranks of ||a - b|| / ||b|| (norms summed over ranks).
-double global_rel_diff(const std::vector<Complex<double>>& a, const std::vector<Complex<double>>& b) {
-  double loc[2] = {0, 0}, glob[2];
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    loc[0] += norm2(a[i] - b[i]);
-    loc[1] += norm2(b[i]);
-  }
-  MPI_Allreduce(loc, glob, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-  return std::sqrt(glob[0] / glob[1]);
-}
-
 StaggeredParam params(StaggeredType t, Precision p, Reconstruct r) {
   StaggeredParam s;
   s.mass = 0.05;
@@ -92,7 +69,7 @@ StaggeredParam params(StaggeredType t, Precision p, Reconstruct r) {
   s.boundary_phase[1] = Complex<double>(std::cos(0.7), std::sin(0.7));
   s.precision = p;
   s.reconstruct = r;
-  s.backend = backend();
+  s.backend = mpi_backend();
   return s;
 }
 
@@ -106,7 +83,7 @@ struct Whole {
       Whole x;
       x.lat = std::make_shared<Lattice>(MPI_COMM_SELF, global_dims);
       x.thin = random_gauge(*x.lat, 2025);
-      x.asqtad = asqtad_links(*x.lat, x.thin, AsqtadCoefficients::asqtad(0.87), backend());
+      x.asqtad = asqtad_links(*x.lat, x.thin, AsqtadCoefficients::asqtad(0.87), mpi_backend());
       return x;
     }();
     return w;
@@ -187,7 +164,7 @@ TEST(StaggeredMpi, FatteningMatchesSingleRank) {
   for (const Coords& g : grids_for(world_size())) {
     Lattice part(MPI_COMM_WORLD, global_dims, g);
     const StaggeredLinks l =
-        asqtad_links(part, local_part(part, w.thin, 36), AsqtadCoefficients::asqtad(0.87), backend());
+        asqtad_links(part, local_part(part, w.thin, 36), AsqtadCoefficients::asqtad(0.87), mpi_backend());
     EXPECT_LE(global_rel_diff(l.fat, local_part(part, w.asqtad.fat, 36)), 1e-15) << "grid " << grid_text(g);
     EXPECT_LE(global_rel_diff(l.lng, local_part(part, w.asqtad.lng, 36)), 1e-15) << "grid " << grid_text(g);
   }

@@ -9,50 +9,31 @@
 #include <vector>
 
 #include "latke/fields/random.h"
+#include "support/mpi_compare.h"
 #include "wilson_clover/wilson_clover.h"
 
 namespace latke {
 namespace {
 
+using test::global_rel_diff;
+using test::local_part;
+using test::mpi_backend;
+
 const Coords global_dims{8, 4, 4, 8};
 
 std::vector<Coords> grids_for(int n) {
   switch (n) {
-    case 1: return {{1, 1, 1, 1}};
-    case 2: return {{2, 1, 1, 1}, {1, 2, 1, 1}, {1, 1, 2, 1}, {1, 1, 1, 2}};
-    case 4: return {{4, 1, 1, 1}, {1, 1, 1, 4}, {1, 2, 2, 1}, {2, 1, 1, 2}, {1, 1, 2, 2}};
-    case 8: return {{2, 2, 2, 1}, {1, 2, 2, 2}, {2, 1, 2, 2}, {2, 2, 1, 2}, {4, 1, 1, 2}};
-    default: return {};
+    case 1:
+      return {{1, 1, 1, 1}};
+    case 2:
+      return {{2, 1, 1, 1}, {1, 2, 1, 1}, {1, 1, 2, 1}, {1, 1, 1, 2}};
+    case 4:
+      return {{4, 1, 1, 1}, {1, 1, 1, 4}, {1, 2, 2, 1}, {2, 1, 1, 2}, {1, 1, 2, 2}};
+    case 8:
+      return {{2, 2, 2, 1}, {1, 2, 2, 2}, {2, 1, 2, 2}, {2, 2, 1, 2}, {4, 1, 1, 2}};
+    default:
+      return {};
   }
-}
-
-Backend backend() {
-  const Backend b = default_backend();
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  activate_backend(b, rank);
-  return b;
-}
-
-/// This rank's part (lexicographic over its local volume) of a global lexicographic array.
-std::vector<Complex<double>> local_part(const Lattice& lat, const std::vector<Complex<double>>& global, int per_site) {
-  std::vector<Complex<double>> out(lat.volume() * per_site);
-  for (long s = 0; s < lat.volume(); ++s) {
-    const std::uint64_t g = global_site(lat, s);
-    std::copy_n(global.begin() + g * per_site, per_site, out.begin() + s * per_site);
-  }
-  return out;
-}
-
-/// max over ranks of ||a - b|| / ||b|| (norms summed over ranks).
-double global_rel_diff(const std::vector<Complex<double>>& a, const std::vector<Complex<double>>& b) {
-  double loc[2] = {0, 0}, glob[2];
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    loc[0] += norm2(a[i] - b[i]);
-    loc[1] += norm2(b[i]);
-  }
-  MPI_Allreduce(loc, glob, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-  return std::sqrt(glob[0] / glob[1]);
 }
 
 WilsonCloverParam params(Backend b, Precision p, Reconstruct r) {
@@ -72,7 +53,7 @@ struct SplitProblem {
   Precision prec;
 
   SplitProblem(const Coords& grid, Precision p, Reconstruct r) : prec(p) {
-    const Backend b = backend();
+    const Backend b = mpi_backend();
     whole = std::make_shared<Lattice>(MPI_COMM_SELF, global_dims);
     part = std::make_shared<Lattice>(MPI_COMM_WORLD, global_dims, grid);
     const std::vector<Complex<double>> links = random_gauge(*whole, 2024);
@@ -114,7 +95,9 @@ TEST(WilsonMpi, EveryFormMatchesSingleRankInDouble) {
       const std::string where = "grid " + grid_text(g) + " recon " + to_string(r);
       for (bool dag : {false, true}) {
         EXPECT_LE(s.compare(Subset::full, Subset::full,
-                            [&](WilsonCloverOperator& op, ColorSpinorField& o, const ColorSpinorField& i) { op.apply(o, i, dag); }),
+                            [&](WilsonCloverOperator& op, ColorSpinorField& o, const ColorSpinorField& i) {
+                              op.apply(o, i, dag);
+                            }),
                   1e-13)
             << where << " full, dagger " << dag;
         for (SchurType t : {SchurType::asymmetric, SchurType::symmetric})
