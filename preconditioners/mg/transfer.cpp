@@ -232,6 +232,43 @@ struct ProlongKernel {
   }
 };
 
+/// P for fine fields of a compile-time shape (Wilson: 24 reals): one thread per fine site,
+/// reading each basis vector's whole site with vector loads (coalesced across sites, as the
+/// operators read spinors) and keeping the site's components in registers.
+template <typename SV, typename SC, typename SF, int NR>
+struct ProlongSiteKernel {
+  AggregateMap map;
+  BasisView<SV> basis;
+  RealArray<SC> coarse[2];    ///< by parity
+  SiteArray<SF, NR, 1> fine;  ///< the parity block being written
+  int nvec, parity;
+  LATKE_HOST_DEVICE void operator()(int x_cb, int) const {
+    using T = typename compute_type<SV>::type;
+    int fc[4];
+    map.fine.coords(x_cb, parity, fc);
+    int cp;
+    const int cx = map.coarse_site(fc, cp);
+    const RealArray<SC>& e = coarse[cp];
+    T acc[NR] = {};
+    for (int k = 0; k < nvec; ++k) {
+      SiteArray<SV, NR, 1> vk;
+      vk.data = basis.data + (2L * k + parity) * basis.block_reals;
+      vk.norm = basis.norm ? basis.norm + (2L * k + parity) * basis.stride : nullptr;
+      vk.stride = basis.stride;
+      T v[NR];
+      vk.load(v, x_cb);
+      const T e0r = e.template get<T>(2 * k, cx), e0i = e.template get<T>(2 * k + 1, cx);
+      const T e1r = e.template get<T>(2 * (nvec + k), cx), e1i = e.template get<T>(2 * (nvec + k) + 1, cx);
+      LATKE_UNROLL for (int r = 0; r < NR; r += 2) {
+        const T er = r < NR / 2 ? e0r : e1r, ei = r < NR / 2 ? e0i : e1i;
+        acc[r] += v[r] * er - v[r + 1] * ei;
+        acc[r + 1] += v[r] * ei + v[r + 1] * er;
+      }
+    }
+    fine.save(acc, x_cb);
+  }
+};
+
 /// The packed basis from the vectors: one thread per (site, component) of one parity.
 template <typename SV, typename SP>
 struct PackKernel {
@@ -464,6 +501,27 @@ void Transfer::prolongate(ColorSpinorField& fine, const ColorSpinorField& coarse
               coarse.lattice().volume_cb() == coarse_->volume_cb(),
           "prolongate: the coarse field is not a full field of the coarse level's shape");
   const AggregateMap map = aggregate_map(*fine_, *coarse_, block_);
+  if (fine.site_reals() == 24) {  // the Wilson fine level: whole sites from the basis vectors
+    dispatch_full(fine_param_.precision, "multigrid basis", [&](auto sv) {
+      dispatch_full(coarse.precision(), "prolongate (coarse field)", [&](auto sc) {
+        dispatch_full(fine.precision(), "prolongate (fine field)", [&](auto sf) {
+          using SV = decltype(sv);
+          using SC = decltype(sc);
+          using SF = decltype(sf);
+          for (int parity = 0; parity < 2; ++parity) {
+            ProlongSiteKernel<SV, SC, SF, 24> k{map,
+                                                basis_view<SV>(v_),
+                                                {real_array<SC>(coarse, 0), real_array<SC>(coarse, 1)},
+                                                fine.accessor<SF, 3, 4>(parity).a,
+                                                nvec_,
+                                                parity};
+            launch(fine.backend(), k, {fine_->volume_cb()});
+          }
+        });
+      });
+    });
+    return;
+  }
   with_packed([&](auto basis) {
     using SV = std::remove_pointer_t<decltype(basis.data)>;
     dispatch_full(coarse.precision(), "prolongate (coarse field)", [&](auto sc) {
