@@ -23,3 +23,30 @@ if(NOT latke_petsc_complex)
                       "--with-scalar-type=complex.")
 endif()
 set(PETSC_SCALAR complex)
+
+# Which PETSc, its version and whether it has CUDA (PETSC_HAVE_CUDA in its petscconf.h).
+pkg_get_variable(LATKE_PETSC_PREFIX PETSc prefix)
+file(STRINGS "${LATKE_PETSCCONF}" latke_petsc_cuda REGEX "^#define PETSC_HAVE_CUDA 1")
+if(latke_petsc_cuda)
+  set(PETSC_HAS_CUDA ON)
+  # libpetsc needs the CUDA runtime and driver libraries; programs linking it need them found
+  # at link time (the driver's libcuda.so.1 through the toolkit's stub where no driver is
+  # installed, as on a build machine without a GPU).
+  find_package(CUDAToolkit REQUIRED)
+  target_link_libraries(PkgConfig::PETSC INTERFACE CUDA::cudart CUDA::cuda_driver)
+else()
+  set(PETSC_HAS_CUDA OFF)
+endif()
+if(PETSC_HAS_CUDA AND LATKE_ENABLE_CUDA AND PETSC_VERSION VERSION_GREATER_EQUAL 3.26)
+  set(LATKE_PETSC_VECTORS "device vectors (VECCUDA) with the CUDA backend")
+elseif(PETSC_HAS_CUDA AND LATKE_ENABLE_CUDA)
+  set(LATKE_PETSC_VECTORS "host vectors staged (Latke's device path needs PETSc >= 3.26, this is ${PETSC_VERSION})")
+elseif(PETSC_HAS_CUDA)
+  set(LATKE_PETSC_VECTORS "host vectors (Latke is built without CUDA)")
+elseif(LATKE_ENABLE_CUDA)
+  set(LATKE_PETSC_VECTORS "host vectors staged to the GPU (this PETSc has no CUDA)")
+else()
+  set(LATKE_PETSC_VECTORS "host vectors")
+endif()
+message(STATUS "Latke: PETSc ${PETSC_VERSION} at ${LATKE_PETSC_PREFIX} (${PETSC_SCALAR} scalars, CUDA: ${PETSC_HAS_CUDA}); "
+               "Latke matrices use ${LATKE_PETSC_VECTORS}")

@@ -4,6 +4,9 @@
 // (LatkeStage, with PETSc's CPU->GPU / GPU->CPU copy counters). While PETSc logging is
 // active, an event that timed GPU work synchronizes the compute stream at its end, so its
 // time is the kernels' and not the launches'; without -log_view nothing is synchronized.
+// Flops of GPU work are GPU flops where PETSc has a device (-log_view's GPU columns), and
+// such an event then also adds the GPU time its kernels took (CUDA events on Latke's compute
+// stream) to PETSc's GPU time, which -log_view -log_view_gpu_time reports per event.
 #pragma once
 
 namespace latke {
@@ -25,6 +28,7 @@ class LogScope {
  private:
   int event_;
   bool gpu_work_;
+  bool gpu_timed_ = false;
 };
 
 /// Staging copies between host vectors and device fields since the start of the process.
