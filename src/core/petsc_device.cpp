@@ -65,11 +65,15 @@ int adopt_petsc_cuda_device() {
 
 bool device_vectors(Backend b) { return device_path_compiled && b == Backend::cuda && petsc_on_cuda(); }
 
+// Without the device path (a PETSc with CUDA older than 3.26) a device vector can still come
+// from the user: whole-device synchronization is then the order.
 void compute_waits_for_petsc() {
 #if LATKE_PETSC_DEVICE
   Event& e = order_event(0);
   e.record(petsc_stream());
   e.wait(compute_stream());
+#else
+  synchronize(Backend::cuda);
 #endif
 }
 
@@ -78,6 +82,8 @@ void petsc_waits_for_compute() {
   Event& e = order_event(1);
   e.record(compute_stream());
   e.wait(petsc_stream());
+#else
+  synchronize(Backend::cuda);
 #endif
 }
 

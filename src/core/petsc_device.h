@@ -29,5 +29,7 @@ void compute_waits_for_petsc();
 /// @brief PETSc's stream waits for what Latke has queued on its compute stream so far (before
 /// PETSc's kernels touch a device vector Latke's kernels read or write).
 void petsc_waits_for_compute();
+// Without the device path both synchronize the whole device (a device vector can then only
+// come from a PETSc with CUDA older than 3.26, created by the caller).
 
 }  // namespace latke::petsc
