@@ -323,7 +323,7 @@ std::string vector_type(const ShellOperator& op, const char* prefix) {
 
 PetscErrorCode destroy_context(void* p) {
   PetscFunctionBeginUser;
-  delete static_cast<MatContext*>(p);
+  delete compat::destroyed_context<MatContext>(p);
   PetscFunctionReturn(0);
 }
 

@@ -41,6 +41,12 @@ PetscErrorCode options_real(Items items, const char* name, const char* help, con
 /// `PetscErrorCodeFn *` in 3.26.
 using ShellOperation = decltype(detail::third_argument(&MatShellSetOperation));
 
+/// @brief The context a destroy callback (MatShellSetContextDestroy) was given: 3.18 passes
+/// the context, releases with PetscCtxDestroyFn (3.26) pass the address of the context
+/// pointer. Both are declared `void *`, so only this tells them apart.
+template <typename T>
+T* destroyed_context(void* arg);
+
 /// @brief A MATSHELL operation as MatShellSetOperation() takes it.
 template <typename F>
 ShellOperation shell_operation(F* f) {
@@ -67,6 +73,33 @@ inline PetscErrorCode log_gpu_time(PetscLogDouble seconds) {
   (void)seconds;
   return 0;
 #endif
+}
+
+namespace detail {
+struct Missing {};
+struct Any {
+  template <typename T>
+  Any(T) {}
+};
+}  // namespace detail
+
+}  // namespace latke::petsc::compat
+
+// Whether PETSc has PetscCtxDestroyDefault (the PetscCtxDestroyFn API): an overload that only
+// a call PETSc's own declaration does not match can pick; declared, never defined.
+latke::petsc::compat::detail::Missing PetscCtxDestroyDefault(latke::petsc::compat::detail::Any);
+
+namespace latke::petsc::compat {
+
+inline constexpr bool destroy_takes_context_address =
+    !std::is_same_v<decltype(::PetscCtxDestroyDefault(static_cast<void**>(nullptr))), detail::Missing>;
+
+template <typename T>
+T* destroyed_context(void* arg) {
+  if constexpr (destroy_takes_context_address)
+    return *static_cast<T**>(arg);
+  else
+    return static_cast<T*>(arg);
 }
 
 }  // namespace latke::petsc::compat
