@@ -25,15 +25,13 @@ endif()
 set(PETSC_SCALAR complex)
 
 # Which PETSc, its version and whether it has CUDA (PETSC_HAVE_CUDA in its petscconf.h).
-pkg_get_variable(LATKE_PETSC_PREFIX PETSc prefix)
+# From pkg_check_modules' cached answer, so that a reconfiguration without the environment
+# that found this PETSc (PKG_CONFIG_PATH, PETSC_DIR) still describes the same one.
+set(LATKE_PETSC_PREFIX "${PETSC_PREFIX}")
+set(LATKE_PETSC_PCFILEDIR "${PETSC_LIBDIR}/pkgconfig")  # where programs built against Latke find it
 file(STRINGS "${LATKE_PETSCCONF}" latke_petsc_cuda REGEX "^#define PETSC_HAVE_CUDA 1")
 if(latke_petsc_cuda)
   set(PETSC_HAS_CUDA ON)
-  # libpetsc needs the CUDA runtime and driver libraries; programs linking it need them found
-  # at link time (the driver's libcuda.so.1 through the toolkit's stub where no driver is
-  # installed, as on a build machine without a GPU).
-  find_package(CUDAToolkit REQUIRED)
-  target_link_libraries(PkgConfig::PETSC INTERFACE CUDA::cudart CUDA::cuda_driver)
 else()
   set(PETSC_HAS_CUDA OFF)
 endif()
