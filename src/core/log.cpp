@@ -16,6 +16,7 @@ namespace latke {
 namespace {
 struct Events {
   bool registered = false;
+  bool gpu_time = false;  ///< -log_view_gpu_time: PETSc reports GPU time per event
   PetscLogEvent id[static_cast<int>(LogEvent::count_)] = {};
   StagingCounters staging;
 };
@@ -59,6 +60,9 @@ void register_log_events() {
   require(PetscClassIdRegister("Latke", &cls) == 0, "registering Latke's PETSc class id failed");
   for (int i = 0; i < static_cast<int>(LogEvent::count_); ++i)
     require(PetscLogEventRegister(names[i], cls, &e.id[i]) == 0, "registering PETSc log event ", names[i], " failed");
+  PetscBool gpu_time = PETSC_FALSE;
+  require(PetscOptionsHasName(nullptr, nullptr, "-log_view_gpu_time", &gpu_time) == 0, "reading -log_view_gpu_time failed");
+  e.gpu_time = gpu_time == PETSC_TRUE;
   e.registered = true;
 }
 
@@ -77,7 +81,7 @@ LogScope::LogScope(LogEvent ev, double flops, bool gpu_work) : event_(-1), gpu_w
     else
       PetscLogFlops(ops);
   }
-  if (petsc_has_device && on_gpu && logging_active()) {
+  if (petsc_has_device && e.gpu_time && on_gpu && logging_active()) {
     GpuFrames& g = gpu_frames();
     if (g.frames.size() <= g.depth) g.frames.resize(g.depth + 1);
     GpuFrame& f = g.frames[g.depth++];

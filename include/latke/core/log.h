@@ -4,9 +4,9 @@
 // (LatkeStage, with PETSc's CPU->GPU / GPU->CPU copy counters). While PETSc logging is
 // active, an event that timed GPU work synchronizes the compute stream at its end, so its
 // time is the kernels' and not the launches'; without -log_view nothing is synchronized.
-// Flops of GPU work are GPU flops where PETSc has a device (-log_view's GPU columns), and
-// such an event then also adds the GPU time its kernels took (CUDA events on Latke's compute
-// stream) to PETSc's GPU time, which -log_view -log_view_gpu_time reports per event.
+// Flops of GPU work are GPU flops where PETSc has a device (-log_view's GPU columns); with
+// -log_view_gpu_time such an event also adds the GPU time its kernels took (CUDA events on
+// Latke's compute stream) to PETSc's GPU time, which -log_view then reports per event.
 #pragma once
 
 namespace latke {
