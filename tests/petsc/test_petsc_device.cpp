@@ -247,7 +247,7 @@ void device_solve(const char* ksp_type, const char* pc_type) {
   ASSERT_PETSC(KSPGetConvergedReason(ksp, &reason));
   EXPECT_GT(reason, 0) << KSPConvergedReasons[reason];
   ASSERT_PETSC(MatLatkeGetApplications(fx.A, &applications1));
-  EXPECT_GT(applications1, applications0 + 10) << "the solve did not run through Latke's operator";
+  EXPECT_GT(applications1, applications0) << "the solve did not run through Latke's operator";
   PetscInt n = 0;
   ASSERT_PETSC(VecGetLocalSize(xh, &n));
   const double vector_bytes = static_cast<double>(n) * sizeof(PetscScalar);
