@@ -1,6 +1,7 @@
-// latke-bench: performance of Latke's operators.
+// latke-bench: performance of Latke's operators and solvers.
 //
 //   latke-bench dslash [options]
+//   latke-bench multimass [options]
 //
 // For each precision and reconstruct asked for, times the Wilson-clover forms on a random
 // SU(3) field and prints time per application, GFLOPS, effective GB/s, the device's copy
@@ -18,6 +19,19 @@
 // normal operator 4m^2 - D_eo D_oe, full M; flops are QUDA's (D: 1146 asqtad, 570 naive;
 // matpc 2 D + 12, full D + 12 per site), bytes 8 fat and 8 long links (naive: 8 links), 16
 // (naive: 8) neighbour vectors, the output and the xpay input.
+//
+// multimass: time to solution of the staggered even-odd normal systems
+// (4 m_i^2 - D_pq D_qp) x_i = b at several masses (default 8, geometric from 0.005 to 0.1),
+// with both strategies of solvers.h on the same source (a seeded random vector on the even
+// sites): multi-shift CG then refinement, and sequential mixed-precision CG from the heaviest
+// mass with extrapolated guesses. On the configuration -latke_gauge names (default: a
+// thermalized quenched one, cached: the options of latke-solve), asqtad by default with u0
+// the mean plaquette^(1/4). Per mass: iterations, refinement iterations, the residual of the
+// starting vector and the true residual; per strategy: time, iterations, double and sloppy
+// operator applications, GFLOPS and effective GB/s of the operator applications (QUDA's
+// flops, 2 D + 12 per site; the matpc byte model above; vector operations not counted) and
+// their ratio to the copy bandwidth measured in the same run; then which strategy was faster
+// and by how much. Each strategy runs once untimed first (kernel tuning, sloppy links).
 #include <petscsys.h>
 
 #include <chrono>
@@ -29,16 +43,24 @@
 #include <sstream>
 #include <vector>
 
+#include "core/c_api.h"
+#include "fields/gauge_handle.h"
 #include "latke/core/copy_bandwidth.h"
 #include "latke/core/error.h"
 #include "latke/core/options.h"
 #include "latke/core/tune.h"
+#include "latke/fields/gauge_observables.h"
 #include "latke/fields/random.h"
+#include "latke/latke.h"
+#include "solvers/solvers.h"
 #include "staggered/staggered.h"
+#include "staggered/staggered_linear.h"
 #include "wilson_clover/wilson_clover.h"
 
 static const char help[] =
-    "latke-bench dslash: Wilson-clover and staggered operator performance (-help lists every option).\n";
+    "latke-bench dslash: Wilson-clover and staggered operator performance;\n"
+    "latke-bench multimass: staggered solves at many masses, multi-shift against sequential (-help lists every "
+    "option).\n";
 
 namespace latke {
 namespace {
@@ -273,6 +295,224 @@ int bench_dslash() {
   return 0;
 }
 
+/// One strategy's timed solve.
+struct StrategyRun {
+  MultiShiftStrategy strategy;
+  MultiShiftStats st;
+  double gflops = 0, gbs = 0;
+};
+
+void write_multimass_json(const std::string& path, const std::string& op, const Lattice& lat, Backend b,
+                          double copy_gbs, double u0, Precision sloppy, double tol, int extrapolation,
+                          const std::vector<double>& masses, const std::vector<StrategyRun>& runs) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    require(f.good(), "-latke_json ", path, ": cannot open ", tmp, " for writing");
+    const DeviceInfo d = device_info();
+    f << "{\n  \"benchmark\": \"multimass\",\n  \"operator\": \"" << op << "\",\n  \"lattice\": [" << lat.global()[0]
+      << ", " << lat.global()[1] << ", " << lat.global()[2] << ", " << lat.global()[3] << "],\n  \"grid\": ["
+      << lat.grid()[0] << ", " << lat.grid()[1] << ", " << lat.grid()[2] << ", " << lat.grid()[3]
+      << "],\n  \"backend\": \"" << to_string(b) << "\",\n  \"device\": \"" << (b == Backend::cuda ? d.name : "cpu")
+      << "\",\n  \"copy_bandwidth_gbs\": " << copy_gbs << ",\n  \"u0\": " << u0 << ",\n  \"sloppy\": \""
+      << to_string(sloppy) << "\",\n  \"tol\": " << tol << ",\n  \"extrapolation\": " << extrapolation
+      << ",\n  \"masses\": [";
+    for (std::size_t i = 0; i < masses.size(); ++i) f << (i ? ", " : "") << masses[i];
+    f << "],\n  \"strategies\": [\n";
+    for (std::size_t k = 0; k < runs.size(); ++k) {
+      const StrategyRun& r = runs[k];
+      f << "    {\"strategy\": \"" << to_string(r.strategy) << "\", \"seconds\": " << r.st.seconds
+        << ", \"iterations\": " << r.st.iterations << ", \"double_applications\": " << r.st.outer_applications
+        << ", \"sloppy_applications\": " << r.st.sloppy_applications << ", \"gflops\": " << r.gflops
+        << ", \"gbs\": " << r.gbs << ", \"ratio_to_copy\": " << r.gbs / copy_gbs
+        << ", \"converged\": " << (r.st.converged ? "true" : "false") << ",\n     \"masses\": [";
+      for (std::size_t i = 0; i < r.st.shifts.size(); ++i) {
+        const ShiftStats& s = r.st.shifts[i];
+        f << (i ? ",\n       " : "\n       ") << "{\"mass\": " << masses[i] << ", \"iterations\": " << s.iterations
+          << ", \"refine_iterations\": " << s.refine_iterations << ", \"initial_residual\": " << s.initial_residual
+          << ", \"true_residual\": " << s.true_residual << ", \"seconds\": " << s.seconds << "}";
+      }
+      f << "]}" << (k + 1 < runs.size() ? "," : "") << "\n";
+    }
+    f << "  ]";
+    if (runs.size() == 2) {
+      const bool first = runs[0].st.seconds <= runs[1].st.seconds;
+      const StrategyRun &fast = first ? runs[0] : runs[1], &slow = first ? runs[1] : runs[0];
+      f << ",\n  \"faster\": \"" << to_string(fast.strategy)
+        << "\",\n  \"speedup\": " << slow.st.seconds / fast.st.seconds;
+    }
+    f << "\n}\n";
+    require(f.good(), "-latke_json ", path, ": writing ", tmp, " failed");
+  }
+  require(std::rename(tmp.c_str(), path.c_str()) == 0, "-latke_json ", path, ": cannot rename ", tmp, " to it");
+}
+
+int bench_multimass() {
+  require(LatkeInitialize() == 0, "LatkeInitialize failed");
+  std::string op_name, mass_list, sloppy_name, recon_name, strategy_list, json;
+  double u0 = 0, tol = 1e-10, delta = 0.1;
+  long extrapolation = 4, max_it = 50000, repeat = 1, seed = 7;
+  read_options(PETSC_COMM_WORLD, "", "latke-bench multimass options", [&](OptionGroup& o) {
+    op_name = o.string("-latke_op", "asqtad", "Operator: asqtad or staggered (naive)");
+    mass_list =
+        o.string("-latke_masses", "",
+                 "Masses m1,m2,... from the lightest to the heaviest (default: 8, geometric from 0.005 to 0.1)");
+    strategy_list = o.string("-latke_multimass", "multishift,sequential", "Strategies to time: multishift, sequential");
+    sloppy_name = o.string("-latke_solver_sloppy", "single", "Precision of the iterations: double, single or half");
+    recon_name = o.string("-latke_reconstruct", "18", "Link storage, 18 or 12 reals (asqtad: the long links)");
+    u0 = o.real("-latke_u0", 0.0, "Tadpole factor of asqtad fattening (0: the configuration's mean plaquette^(1/4))");
+    tol = o.real("-latke_solver_tol", 1e-10, "Relative tolerance on each mass's true residual");
+    delta = o.real("-latke_solver_delta", 0.1, "Reliable update when the residual fell by this factor");
+    max_it = o.integer("-latke_solver_max_it", 50000, "Iteration limit of each solve");
+    extrapolation = o.integer("-latke_multimass_extrapolation", 4,
+                              "Sequential: earlier solutions each extrapolated guess uses (0: zero guesses)");
+    repeat = o.integer("-latke_repeat", 1, "Timed solves per strategy (the fastest is reported)");
+    seed = o.integer("-latke_source_seed", 7, "Seed of the random source");
+    json = o.string("-latke_json", "", "Also write the results as JSON to this file");
+  });
+  require(op_name == "asqtad" || op_name == "staggered", "-latke_op '", op_name,
+          "': expected asqtad or staggered (multi-mass solves are for the staggered operators)");
+  std::vector<double> masses;
+  if (mass_list.empty()) {
+    for (int i = 0; i < 8; ++i) masses.push_back(0.005 * std::pow(20.0, i / 7.0));
+  } else {
+    for (const auto& item : split(mass_list)) {
+      std::size_t used = 0;
+      double v = 0;
+      try {
+        v = std::stod(item, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      require(used > 0 && used == item.size(), "-latke_masses '", mass_list, "': '", item, "' is not a number");
+      masses.push_back(v);
+    }
+  }
+  const double operator_mass = 0.1;  // every mass of the list is a shift of the operator's
+  const std::vector<double> shifts = staggered_mass_shifts(masses, operator_mass);
+  std::vector<MultiShiftStrategy> strategies;
+  for (const auto& s : split(strategy_list)) strategies.push_back(parse_multishift_strategy(s));
+  require(!strategies.empty(), "-latke_multimass '", strategy_list, "': expected multishift and/or sequential");
+  const Precision sloppy = parse_precision(sloppy_name);
+  const Reconstruct recon = parse_reconstruct(recon_name);
+  require(repeat >= 1, "-latke_repeat ", repeat, ": expected at least 1");
+
+  LatkeGauge gauge = nullptr;
+  require(LatkeGaugeCreateFromOptions(PETSC_COMM_WORLD, nullptr, &gauge) == 0,
+          "the gauge field could not be made (PETSc's message above)");
+  const LatkeGaugeData& g = *gauge->data;
+  const std::shared_ptr<const Lattice> lat = g.lattice;
+  const Backend backend = petsc::run_backend();
+  StaggeredParam sp;
+  sp.type = op_name == "asqtad" ? StaggeredType::asqtad : StaggeredType::naive;
+  sp.mass = operator_mass;
+  sp.backend = backend;
+  sp.reconstruct = recon;
+  const double plaquette = measure_gauge(*lat, g.links, backend).plaquette;
+  sp.u0 = u0 > 0 ? u0 : std::pow(plaquette, 0.25);
+  check_staggered_param(*lat, sp);
+  MultiShiftParam mp;
+  mp.tol = {tol};
+  mp.max_iter = static_cast<int>(max_it);
+  mp.delta = delta;
+  mp.extrapolation = static_cast<int>(extrapolation);
+
+  const bool root = lat->rank() == 0;
+  const double copy_gbs = measure_copy_bandwidth(backend, backend == Backend::cuda ? (1ul << 30) : (1ul << 27));
+  const StaggeredLinks links = sp.type == StaggeredType::asqtad
+                                   ? asqtad_links(*lat, g.links, AsqtadCoefficients::asqtad(sp.u0), backend)
+                                   : StaggeredLinks{g.links, {}};
+  auto dbl = std::make_shared<StaggeredOperator>(lat, links, sp);
+  StaggeredParam lp = sp;
+  lp.precision = sloppy;
+  auto low = sloppy == Precision::double_ ? dbl : std::make_shared<StaggeredOperator>(lat, links, lp);
+  StaggeredLinear A(dbl, true, 0), S(low, true, 0);
+  LinearOperator* sloppy_op = sloppy == Precision::double_ ? nullptr : &S;
+  if (root) {
+    const DeviceInfo dev = device_info();
+    std::printf("latke-bench multimass: %s staggered normal operator 4m^2 - D_eo D_oe, lattice %s, backend %s%s%s\n",
+                to_string(sp.type), lat->describe().c_str(), to_string(backend), backend == Backend::cuda ? " (" : "",
+                backend == Backend::cuda ? (dev.name + ")").c_str() : "");
+    std::printf("gauge: %s\nu0 %.6f%s\n", g.description.c_str(), sp.u0, u0 > 0 ? "" : " (mean plaquette^(1/4))");
+    std::printf("solver: sloppy %s, links %s, tol %g on each true residual, delta %g, extrapolation %d\n",
+                to_string(sloppy), to_string(recon), tol, delta, mp.extrapolation);
+    std::printf("masses (%zu):", masses.size());
+    for (double m : masses) std::printf(" %.4g", m);
+    std::printf("\ncopy bandwidth (read + write) measured in this run: %.1f GB/s\n", copy_gbs);
+  }
+  ColorSpinorField b(lat, A.field_param());
+  b.from_lexicographic(random_spinor(*lat, static_cast<std::uint64_t>(seed), 1, 3));
+  std::vector<ColorSpinorField> xs;
+  std::vector<ColorSpinorField*> x;
+  for (std::size_t i = 0; i < masses.size(); ++i) xs.push_back(A.make_field());
+  for (auto& f : xs) x.push_back(&f);
+
+  // Operator traffic per application (the matpc byte model of latke-bench dslash).
+  const double vcb = static_cast<double>(lat->volume_cb()) * lat->size();
+  auto matpc_bytes = [&](Precision p) {
+    const double lb = sp.type == StaggeredType::asqtad ? 8.0 * (link_bytes(p, Reconstruct::r18) + link_bytes(p, recon))
+                                                       : 8.0 * link_bytes(p, recon);
+    const double kernel = lb + (sp.type == StaggeredType::asqtad ? 16 : 8) * vector_bytes(p) + vector_bytes(p);
+    return (2 * kernel + vector_bytes(p)) * vcb;
+  };
+  std::vector<StrategyRun> runs;
+  bool all_converged = true;
+  for (MultiShiftStrategy s : strategies) {
+    MultiShiftParam q = mp;
+    q.strategy = s;
+    MultiShiftParam warm = q;
+    warm.tol = {1e-3};
+    solve_shifted(A, sloppy_op, shifts, x, b, warm);
+    StrategyRun best{s, {}, 0, 0};
+    for (long k = 0; k < repeat; ++k) {
+      const MultiShiftStats st = solve_shifted(A, sloppy_op, shifts, x, b, q);
+      double worst = st.seconds;  // the slowest rank's time
+      MPI_Allreduce(&st.seconds, &worst, 1, MPI_DOUBLE, MPI_MAX, lat->comm());
+      if (k == 0 || worst < best.st.seconds) {
+        best.st = st;
+        best.st.seconds = worst;
+      }
+    }
+    const double bytes = best.st.outer_applications * matpc_bytes(Precision::double_) +
+                         best.st.sloppy_applications * matpc_bytes(sloppy);
+    best.gflops = best.st.flops / best.st.seconds * 1e-9;
+    best.gbs = bytes / best.st.seconds * 1e-9;
+    all_converged = all_converged && best.st.converged;
+    runs.push_back(best);
+    if (root) {
+      std::printf("\n%s:\n  %10s %10s %10s %12s %12s %10s\n", to_string(s), "mass", "iterations", "refinement",
+                  "start res", "true res", "time/s");
+      for (std::size_t i = 0; i < masses.size(); ++i) {
+        const ShiftStats& m = best.st.shifts[i];
+        std::printf("  %10.4g %10d %10d %12.3e %12.3e %10.3f%s\n", masses[i], m.iterations, m.refine_iterations,
+                    m.initial_residual, m.true_residual, m.seconds, m.converged ? "" : "  NOT converged");
+      }
+    }
+  }
+  if (root) {
+    std::printf("\n%-11s %10s %10s %12s %12s %10s %10s %8s\n", "strategy", "time/s", "iterations", "double apps",
+                "sloppy apps", "GFLOPS", "GB/s", "vs copy");
+    for (const StrategyRun& r : runs)
+      std::printf("%-11s %10.3f %10d %12ld %12ld %10.1f %10.1f %7.2fx%s\n", to_string(r.strategy), r.st.seconds,
+                  r.st.iterations, r.st.outer_applications, r.st.sloppy_applications, r.gflops, r.gbs, r.gbs / copy_gbs,
+                  r.st.converged ? "" : "  NOT converged");
+    std::printf(
+        "(GFLOPS and GB/s of the operator applications: QUDA's flops, the matpc byte model; vector "
+        "operations are in the time but not in the counts)\n");
+    if (runs.size() == 2) {
+      const bool first = runs[0].st.seconds <= runs[1].st.seconds;
+      const StrategyRun &fast = first ? runs[0] : runs[1], &slow = first ? runs[1] : runs[0];
+      std::printf("faster: %s, %.2fx less time to solution than %s (%.3f s against %.3f s)\n", to_string(fast.strategy),
+                  slow.st.seconds / fast.st.seconds, to_string(slow.strategy), fast.st.seconds, slow.st.seconds);
+    }
+  }
+  if (root && !json.empty())
+    write_multimass_json(json, op_name, *lat, backend, copy_gbs, sp.u0, sloppy, tol, mp.extrapolation, masses, runs);
+  LatkeGaugeDestroy(&gauge);
+  LatkeFinalize();
+  require(all_converged, "a multi-mass solve did not converge (marked NOT converged above)");
+  return 0;
+}
 }  // namespace
 }  // namespace latke
 
@@ -283,8 +523,9 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(PETSC_COMM_WORLD, &rank);
   try {
     const std::string command = argc > 1 && argv[1][0] != '-' ? argv[1] : "dslash";
-    latke::require(command == "dslash", "unknown benchmark '", command, "': expected dslash");
-    status = latke::bench_dslash();
+    latke::require(command == "dslash" || command == "multimass", "unknown benchmark '", command,
+                   "': expected dslash or multimass");
+    status = command == "dslash" ? latke::bench_dslash() : latke::bench_multimass();
   } catch (const std::exception& e) {
     if (rank == 0) std::fprintf(stderr, "latke-bench: error: %s\n", e.what());
     status = 1;

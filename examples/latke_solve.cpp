@@ -2,14 +2,14 @@
 //
 //   latke-solve [-latke_op wilson|staggered|asqtad] [-latke_lattice 8,8,8,8] [-latke_gauge random|unit]
 //               [-latke_mass 0.1 | -latke_kappa k] [-latke_csw 1] [-latke_form even_odd|full]
-//               [-latke_source point|wall|z2|z4] [-ksp_type gcr] [-pc_type none] [-ksp_rtol 1e-10]
+//               [-latke_source point|wall|z2|z4] [-ksp_type gcr] [-pc_type latke_mg] [-ksp_rtol 1e-10]
 //               [-latke_json FILE] [...]
 //
 // The operator is a Latke MATSHELL: Wilson-clover (default), or staggered, naive or asqtad
 // (whose even-odd form is the Hermitian positive definite normal operator). The Krylov
 // method and preconditioner are whatever the options database says (default: CG for the
-// staggered normal operator, flexible GCR otherwise; no preconditioner; relative tolerance
-// 1e-10). The full solution is reconstructed and its true residual |b - M x| / |b| computed
+// staggered normal operator; flexible GCR preconditioned by Latke's multigrid for
+// Wilson-clover; relative tolerance 1e-10). The full solution is reconstructed and its true residual |b - M x| / |b| computed
 // with the full operator, independently of the solver. Exit status 0 only when the solve
 // converged. -help lists every option.
 //
@@ -18,11 +18,21 @@
 // (the rest of KSPSolve: its Vec* kernels, orthogonalization included), and the CPU<->GPU
 // copies PETSc and Latke made during the solve. With device vectors, add -log_view_gpu_time
 // so that PETSc's asynchronous vector kernels are timed in their own events.
+//
+// With -latke_op staggered|asqtad -latke_masses m1,m2,... (lightest first) it solves the
+// even-odd normal systems (4 m_i^2 - D_pq D_qp) x_i = b_p at every mass, b_p the source's
+// part on the operator's parity (x_i then gives M_i^-1 b_p: x_p = 2 m_i x_i, x_q = -D_qp x_i),
+// with MatLatkeSolveMultiMass (-latke_multimass multishift|sequential, -latke_solver_* as for
+// -latke_native), and checks each |b_p - A_i x_i| / |b_p| with MatMult, independently of the
+// solver.
 #include <petscksp.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "latke/core/error.h"
 #include "latke/core/lattice.h"
@@ -41,11 +51,34 @@ struct SolveOptions {
   long spin = 0, color = 0, seed = 1;
   std::string json, save;
   bool native = false;
+  std::vector<double> masses;  ///< -latke_masses: a multi-mass solve
 };
+
+/// The masses of "m1,m2,...": each a number (their order and values are checked by the solver).
+std::vector<double> parse_masses(const std::string& list) {
+  std::vector<double> m;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    std::size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    latke::require(used > 0 && used == item.size(), "-latke_masses '", list, "': '", item,
+                   "' is not a number (expected masses m1,m2,... from the lightest to the heaviest)");
+    m.push_back(v);
+  }
+  latke::require(!m.empty(), "-latke_masses '", list, "': the mass list is empty: expected at least one mass");
+  return m;
+}
 
 SolveOptions read_solve_options() {
   SolveOptions o;
-  std::string form, site;
+  std::string form, site, masses;
+  bool masses_given = false;
   latke::read_options(PETSC_COMM_WORLD, "", "latke-solve options", [&](latke::OptionGroup& g) {
     o.op = g.string("-latke_op", "wilson", "Dirac operator: wilson (clover), staggered (naive) or asqtad");
     form = g.string("-latke_form", "even_odd",
@@ -58,11 +91,23 @@ SolveOptions read_solve_options() {
     o.json = g.string("-latke_json", "", "Write the summary as JSON to this file");
     o.save = g.string("-latke_save_solution", "", "Save the full solution (PETSc binary, lexicographic order)");
     o.native = g.flag("-latke_native", false, "Solve with Latke's native solver (-latke_solver ...) instead of a KSP");
+    masses = g.string("-latke_masses", "",
+                      "Staggered: solve at these masses m1,m2,... (lightest first) with MatLatkeSolveMultiMass "
+                      "(-latke_multimass multishift|sequential)");
+    masses_given = g.given("-latke_masses");
   });
   latke::require(o.op == "wilson" || o.op == "staggered" || o.op == "asqtad", "-latke_op '", o.op,
                  "': expected wilson, staggered or asqtad");
   latke::require(form == "even_odd" || form == "full", "-latke_form '", form, "': expected even_odd or full");
   o.form = form == "full" ? LATKE_OPERATOR_FULL : LATKE_OPERATOR_EVEN_ODD;
+  if (masses_given) {
+    o.masses = parse_masses(masses);
+    latke::require(o.op != "wilson", "-latke_masses ", masses, ": multi-mass solves are for the staggered operators ",
+                   "(-latke_op staggered or asqtad), not -latke_op ", o.op);
+    latke::require(o.form == LATKE_OPERATOR_EVEN_ODD, "-latke_masses ", masses,
+                   " solves the even-odd normal operator: it needs -latke_form even_odd, not full");
+    latke::require(o.save.empty(), "-latke_save_solution is not available with -latke_masses");
+  }
   latke::require(o.source == "point" || o.source == "wall" || o.source == "z2" || o.source == "z4", "-latke_source '",
                  o.source, "': expected point, wall, z2 or z4");
   for (int mu = 0; mu < 4; ++mu) o.site[mu] = 0;
@@ -159,12 +204,19 @@ Split split_of(const LogSnapshot& a, const LogSnapshot& b, PetscInt iterations) 
   return s;
 }
 
+/// One mass of a multi-mass solve: the solver's figures and the independent check.
+struct MassResult {
+  LatkeMassStats stats;
+  double check = 0;  ///< |b_p - A_i x_i| / |b_p| with MatMult
+};
+
 struct Summary {
   std::string ksp, pc, reason, lattice, backend, op, form, vec_type;
   PetscInt iterations = 0, operator_applications = 0, sloppy_applications = 0;
   double true_residual = 0, solver_residual = 0, rtol = 0, setup_s = 0, solve_s = 0, gflops = 0;
   bool converged = false;
   Split split;
+  std::vector<MassResult> masses;  ///< -latke_masses
 };
 
 void write_json(const std::string& path, const Summary& s) {
@@ -174,9 +226,8 @@ void write_json(const std::string& path, const Summary& s) {
     latke::require(f.good(), "-latke_json ", path, ": cannot write ", tmp);
     f << "{\n  \"program\": \"latke-solve\",\n  \"lattice\": \"" << s.lattice << "\",\n  \"backend\": \"" << s.backend
       << "\",\n  \"op\": \"" << s.op << "\",\n  \"operator\": \"" << s.form << "\",\n  \"ksp_type\": \"" << s.ksp
-      << "\",\n  \"pc_type\": \"" << s.pc
-      << "\",\n  \"converged\": " << (s.converged ? "true" : "false") << ",\n  \"reason\": \"" << s.reason
-      << "\",\n  \"iterations\": " << s.iterations << ",\n  \"rtol\": " << s.rtol
+      << "\",\n  \"pc_type\": \"" << s.pc << "\",\n  \"converged\": " << (s.converged ? "true" : "false")
+      << ",\n  \"reason\": \"" << s.reason << "\",\n  \"iterations\": " << s.iterations << ",\n  \"rtol\": " << s.rtol
       << ",\n  \"solver_residual\": " << s.solver_residual << ",\n  \"true_residual\": " << s.true_residual
       << ",\n  \"setup_seconds\": " << s.setup_s << ",\n  \"solve_seconds\": " << s.solve_s
       << ",\n  \"gflops\": " << s.gflops << ",\n  \"vec_type\": \"" << s.vec_type << "\"";
@@ -187,10 +238,80 @@ void write_json(const std::string& path, const Summary& s) {
         << ",\n  \"solve_copies\": {\"petsc_cpu_to_gpu\": " << s.split.to_device << ", \"petsc_gpu_to_cpu\": "
         << s.split.to_host << ", \"petsc_cpu_to_gpu_mb\": " << s.split.to_device_mb << ", \"petsc_gpu_to_cpu_mb\": "
         << s.split.to_host_mb << ", \"latke_staged\": " << s.split.staged << "}";
+    if (!s.masses.empty()) {
+      f << ",\n  \"masses\": [";
+      for (std::size_t i = 0; i < s.masses.size(); ++i) {
+        const LatkeMassStats& m = s.masses[i].stats;
+        f << (i ? ",\n" : "\n") << "    {\"mass\": " << m.mass << ", \"iterations\": " << m.iterations
+          << ", \"refine_iterations\": " << m.refine_iterations << ", \"initial_residual\": " << m.initial_residual
+          << ", \"true_residual\": " << m.true_residual << ", \"check_residual\": " << s.masses[i].check
+          << ", \"converged\": " << (m.converged ? "true" : "false") << "}";
+      }
+      f << "\n  ]";
+    }
     f << "\n}\n";
     latke::require(f.good(), "-latke_json ", path, ": writing ", tmp, " failed");
   }
   latke::require(std::rename(tmp.c_str(), path.c_str()) == 0, "-latke_json ", path, ": cannot rename ", tmp, " to it");
+}
+
+/// The multi-mass solve of -latke_masses: (4 m_i^2 - D_pq D_qp) x_i = b_p for every mass,
+/// b_p the source's part on A's parity; each residual checked with MatMult (A has mass
+/// mass_a: A_i = A + 4 (m_i^2 - mass_a^2)).
+PetscErrorCode solve_masses(LatkeGauge gauge, Mat A, Vec b, Vec bhat, const SolveOptions& opt, double mass_a,
+                            Summary& sum) {
+  const PetscInt n = static_cast<PetscInt>(opt.masses.size());
+  PetscInt local[4];
+  PetscLogDouble t1, t2;
+  PetscFunctionBeginUser;
+  PetscCall(LatkeGaugeGetLattice(gauge, nullptr, local, nullptr));
+  std::vector<PetscScalar> lex(static_cast<std::size_t>(local[0] * local[1] * local[2] * local[3]) * 3);
+  PetscCall(LatkeVecGetLexicographic(A, b, lex.data()));
+  PetscCall(LatkeVecSetLexicographic(A, bhat, lex.data()));  // the parity vector keeps its own sites
+  PetscReal bn;
+  PetscCall(VecNorm(bhat, NORM_2, &bn));
+  PetscCheck(bn > 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT,
+             "-latke_masses: the source has no component on the operator's parity (-latke_parity), which the "
+             "multi-mass solve takes as its right-hand side: choose a source site of that parity");
+  std::vector<Vec> xs(n);
+  for (auto& x : xs) PetscCall(VecDuplicate(bhat, &x));
+  LatkeMultiMassStats st;
+  std::vector<LatkeMassStats> ms(n);
+  PetscCall(PetscTime(&t1));
+  PetscCall(MatLatkeSolveMultiMass(A, n, opt.masses.data(), bhat, xs.data(), nullptr, nullptr, &st, ms.data()));
+  PetscCall(PetscTime(&t2));
+  Vec r;
+  PetscCall(VecDuplicate(bhat, &r));
+  sum.masses.resize(n);
+  sum.true_residual = sum.solver_residual = 0;
+  for (PetscInt i = 0; i < n; ++i) {
+    const double sigma = 4 * (opt.masses[i] * opt.masses[i] - mass_a * mass_a);
+    PetscReal rn;
+    PetscCall(MatMult(A, xs[i], r));
+    PetscCall(VecAXPY(r, sigma, xs[i]));
+    PetscCall(VecAYPX(r, -1.0, bhat));
+    PetscCall(VecNorm(r, NORM_2, &rn));
+    sum.masses[i] = {ms[i], rn / bn};
+    sum.true_residual = std::fmax(sum.true_residual, rn / bn);
+    sum.solver_residual = std::fmax(sum.solver_residual, ms[i].true_residual);
+  }
+  PetscCall(VecDestroy(&r));
+  for (auto& x : xs) PetscCall(VecDestroy(&x));
+  char strategy[64] = "multishift";
+  PetscCall(PetscOptionsGetString(nullptr, nullptr, "-latke_multimass", strategy, sizeof strategy, nullptr));
+  sum.ksp = std::string("latke ") + strategy;
+  sum.pc = "none";
+  PetscReal tol = 1e-10;
+  PetscCall(PetscOptionsGetReal(nullptr, nullptr, "-latke_solver_tol", &tol, nullptr));
+  sum.rtol = tol;
+  sum.iterations = st.iterations;
+  sum.operator_applications = st.outer_applications;
+  sum.sloppy_applications = st.sloppy_applications;
+  sum.gflops = st.gflops;
+  sum.solve_s = t2 - t1;
+  sum.converged = st.converged;
+  sum.reason = st.converged ? "CONVERGED_RTOL" : "DIVERGED_ITS";
+  PetscFunctionReturn(0);
 }
 
 PetscErrorCode run(int& status) {
@@ -211,10 +332,14 @@ PetscErrorCode run(int& status) {
   PetscLogDouble t0, t1, t2, f0, f1;
   PetscCall(PetscTime(&t0));
   const bool staggered = opt.op != "wilson";
+  const bool multi = !opt.masses.empty();
+  double mass_a = 0;
   if (staggered) {
     LatkeStaggeredParams sp;
     PetscCall(LatkeStaggeredParamsDefault(&sp));
     sp.type = opt.op == "asqtad" ? LATKE_STAGGERED_ASQTAD : LATKE_STAGGERED_NAIVE;
+    PetscCall(PetscOptionsGetReal(nullptr, nullptr, "-latke_mass", &sp.mass, nullptr));  // as the matrix reads it
+    mass_a = sp.mass;
     PetscCall(MatCreateLatkeStaggered(gauge, opt.form, &sp, nullptr, &A));
   } else {
     PetscCall(MatCreateLatkeWilsonClover(gauge, opt.form, nullptr, nullptr, &A));
@@ -247,7 +372,11 @@ PetscErrorCode run(int& status) {
 
   KSPConvergedReason reason = KSP_CONVERGED_ITERATING;
   ksp = nullptr;
-  if (opt.native) {
+  if (multi) {
+    PetscCall(solve_masses(gauge, A, b, bhat, opt, mass_a, sum));
+    PetscCall(PetscTime(&t1));
+    sum.setup_s = t1 - t0 - sum.solve_s;
+  } else if (opt.native) {
     LatkeSolverStats st;
     PetscCall(PetscTime(&t1));
     PetscCall(VecSet(xhat, 0.0));
@@ -270,8 +399,8 @@ PetscErrorCode run(int& status) {
     PetscReal tol = 1e-10;
     PetscCall(PetscOptionsGetReal(nullptr, nullptr, "-latke_solver_tol", &tol, nullptr));
     sum.rtol = tol;
-    sum.setup_s = t1 - t0;
-    sum.solve_s = t2 - t1;
+    sum.setup_s = t1 - t0 + (t2 - t1 - st.seconds);  // a preconditioner's set-up happens inside MatLatkeSolve
+    sum.solve_s = st.seconds;
   } else {
     PetscCall(KSPCreate(PETSC_COMM_WORLD, &ksp));
     PetscCall(KSPSetOperators(ksp, A, A));
@@ -281,7 +410,8 @@ PetscErrorCode run(int& status) {
     {
       PC pc;
       PetscCall(KSPGetPC(ksp, &pc));
-      PetscCall(PCSetType(pc, PCNONE));
+      // Wilson-clover: flexible GCR preconditioned by Latke's multigrid.
+      PetscCall(PCSetType(pc, staggered ? PCNONE : PCLATKEMG));
     }
     PetscCall(KSPSetFromOptions(ksp));
     PetscCall(KSPSetUp(ksp));
@@ -321,17 +451,18 @@ PetscErrorCode run(int& status) {
     if (logging) sum.split = split_of(before, after, sum.iterations);
   }
 
-  PetscCall(MatLatkeReconstruct(A, xhat, b, x));
-  PetscCall(MatMult(M, x, r));
-  PetscCall(VecAYPX(r, -1.0, b));
-  PetscReal res, bn;
-  PetscCall(VecNorm(r, NORM_2, &res));
-  PetscCall(VecNorm(b, NORM_2, &bn));
-  sum.true_residual = res / bn;
-
-  // Some PETSc methods (GCR among them) end at the iteration limit with CONVERGED_ITS: that
-  // is a success only when the residual reached the tolerance.
-  sum.converged = reason > 0 && (reason != KSP_CONVERGED_ITS || sum.solver_residual <= sum.rtol);
+  if (!multi) {
+    PetscCall(MatLatkeReconstruct(A, xhat, b, x));
+    PetscCall(MatMult(M, x, r));
+    PetscCall(VecAYPX(r, -1.0, b));
+    PetscReal res, bn;
+    PetscCall(VecNorm(r, NORM_2, &res));
+    PetscCall(VecNorm(b, NORM_2, &bn));
+    sum.true_residual = res / bn;
+    // Some PETSc methods (GCR among them) end at the iteration limit with CONVERGED_ITS: that
+    // is a success only when the residual reached the tolerance.
+    sum.converged = reason > 0 && (reason != KSP_CONVERGED_ITS || sum.solver_residual <= sum.rtol);
+  }
   PetscInt global[4], grid[4];
   PetscCall(LatkeGaugeGetLattice(gauge, global, nullptr, grid));
   char lat[128];
@@ -351,13 +482,32 @@ PetscErrorCode run(int& status) {
     PetscCall(PetscViewerASCIIPushTab(out));
     PetscCall(LatkeGaugeView(gauge, out));
     PetscCall(PetscViewerASCIIPopTab(out));
-    PetscCall(PetscViewerASCIIPrintf(out, "  KSP %s, PC %s: %s in %d iterations (solver residual %.3e, rtol %.1e)\n",
-                                     sum.ksp.c_str(), sum.pc.c_str(), sum.reason.c_str(), (int)sum.iterations,
-                                     sum.solver_residual, sum.rtol));
-    PetscCall(PetscViewerASCIIPrintf(out, "  operator applications: %d double, %d sloppy\n", (int)sum.operator_applications,
-                                     (int)sum.sloppy_applications));
-    PetscCall(PetscViewerASCIIPrintf(out, "  true residual |b - M x|/|b| = %.3e (full operator, reconstructed solution)\n",
-                                     sum.true_residual));
+    if (multi) {
+      PetscCall(PetscViewerASCIIPrintf(
+          out, "  multi-mass %s, %d masses: %s in %d iterations (largest true residual %.3e, rtol %.1e)\n",
+          sum.ksp.c_str(), (int)sum.masses.size(), sum.converged ? "converged" : "NOT converged", (int)sum.iterations,
+          sum.solver_residual, sum.rtol));
+      PetscCall(PetscViewerASCIIPrintf(out, "  operator applications: %d double, %d sloppy\n",
+                                       (int)sum.operator_applications, (int)sum.sloppy_applications));
+      PetscCall(PetscViewerASCIIPrintf(out, "  %10s %10s %10s %12s %12s %12s\n", "mass", "iterations", "refinement",
+                                       "start res", "true res", "MatMult res"));
+      for (const MassResult& m : sum.masses)
+        PetscCall(PetscViewerASCIIPrintf(out, "  %10g %10d %10d %12.3e %12.3e %12.3e%s\n", (double)m.stats.mass,
+                                         (int)m.stats.iterations, (int)m.stats.refine_iterations,
+                                         (double)m.stats.initial_residual, (double)m.stats.true_residual, m.check,
+                                         m.stats.converged ? "" : "  NOT converged"));
+      PetscCall(PetscViewerASCIIPrintf(out,
+                                       "  (true res: the solver's |b_p - A_i x_i|/|b_p| in double; MatMult res: "
+                                       "the same with the matrix, independently)\n"));
+    } else {
+      PetscCall(PetscViewerASCIIPrintf(out, "  KSP %s, PC %s: %s in %d iterations (solver residual %.3e, rtol %.1e)\n",
+                                       sum.ksp.c_str(), sum.pc.c_str(), sum.reason.c_str(), (int)sum.iterations,
+                                       sum.solver_residual, sum.rtol));
+      PetscCall(PetscViewerASCIIPrintf(out, "  operator applications: %d double, %d sloppy\n",
+                                       (int)sum.operator_applications, (int)sum.sloppy_applications));
+      PetscCall(PetscViewerASCIIPrintf(
+          out, "  true residual |b - M x|/|b| = %.3e (full operator, reconstructed solution)\n", sum.true_residual));
+    }
     PetscCall(PetscViewerASCIIPrintf(out, "  time: setup %.3f s, solve %.3f s; %.2f GFLOPS in the solve\n", sum.setup_s,
                                      sum.solve_s, sum.gflops));
     const Split& sp = sum.split;
@@ -398,7 +548,13 @@ PetscErrorCode run(int& status) {
   PetscCall(MatDestroy(&A));
   PetscCall(LatkeGaugeDestroy(&gauge));
   PetscCall(LatkeFinalize());
-  if (!sum.converged) {
+  if (!sum.converged && multi) {
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD,
+                          "latke-solve: the multi-mass solve did not converge: largest true residual %.3e, tolerance "
+                          "%.1e\n",
+                          sum.solver_residual, sum.rtol));
+    status = 2;
+  } else if (!sum.converged) {
     PetscCall(PetscPrintf(PETSC_COMM_WORLD,
                           "latke-solve: the solve did not converge: KSPConvergedReason %s, residual %.3e above "
                           "the tolerance %.1e\n",

@@ -36,6 +36,11 @@ std::shared_ptr<LinearOperator> ShellOperator::linear_operator(LatkeOperatorForm
   return op;
 }
 
+void ShellOperator::schur_rhs_to_full(ColorSpinorField&, const ColorSpinorField&) {
+  fail(name(), ": no full-lattice form of its even-odd right-hand sides (needed by the multigrid preconditioner on "
+       "the even-odd system; use the full form)");
+}
+
 ColorSpinorField& ShellOperator::stage_field(int slot, bool full) {
   require(slot >= 0 && slot < 3, "staging slot ", slot, ": expected 0, 1 or 2");
   std::unique_ptr<ColorSpinorField>& f = stage_[slot][full ? 1 : 0];

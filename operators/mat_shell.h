@@ -47,6 +47,11 @@ class ShellOperator {
   virtual bool has_diagonal(LatkeOperatorForm form) const = 0;
   /// The diagonal of the form as a field of its shape.
   virtual void diagonal(LatkeOperatorForm form, ColorSpinorField& d) = 0;
+  /// @brief For preconditioners built on the full operator (multigrid) that precondition the
+  /// even-odd form: the full-lattice right-hand side f whose solution's parity() part solves
+  /// the even-odd system with right-hand side r_p. Fields in one precision (double or
+  /// single). Operators without such a relation fail naming themselves.
+  virtual void schur_rhs_to_full(ColorSpinorField& f, const ColorSpinorField& r_p);
   /// Flops of one application of the form (QUDA's counting), for summaries.
   virtual double flops(LatkeOperatorForm form) const = 0;
   /// Lines describing the operator, for MatView.

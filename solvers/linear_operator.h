@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "latke/fields/blas.h"
 #include "latke/fields/color_spinor_field.h"
 
 namespace latke {
@@ -25,6 +26,48 @@ class LinearOperator {
 
   /// @brief A zero field of the operator's shape.
   ColorSpinorField make_field() const { return ColorSpinorField(lattice(), field_param()); }
+
+  /// @brief out = (A + sigma) in, for shifted systems (multi-shift and multi-mass solves).
+  /// Operators that can fold the shift into their last kernel override this.
+  virtual void apply_shifted(ColorSpinorField& out, const ColorSpinorField& in, double sigma) {
+    apply(out, in);
+    if (sigma != 0) blas::caxpby(blas::Cplx(sigma), in, blas::Cplx(1), out);
+  }
+  /// Flops that a non-zero shift adds to one application on this rank (0 when it is fused).
+  virtual double shift_flops() const {
+    const SpinorParam p = field_param();
+    return 8.0 * p.nspin * p.ncolor * lattice()->volume_cb() * (p.subset == Subset::full ? 2 : 1);
+  }
+};
+
+/// A + sigma of an operator (sigma real), applied through A.apply_shifted.
+class ShiftedOperator final : public LinearOperator {
+ public:
+  ShiftedOperator(LinearOperator& a, double sigma) : a_(a), sigma_(sigma) {}
+  void apply(ColorSpinorField& out, const ColorSpinorField& in, bool dagger = false) override {
+    if (!dagger) return a_.apply_shifted(out, in, sigma_);
+    a_.apply(out, in, true);
+    if (sigma_ != 0) blas::caxpby(blas::Cplx(sigma_), in, blas::Cplx(1), out);
+  }
+  SpinorParam field_param() const override { return a_.field_param(); }
+  const std::shared_ptr<const Lattice>& lattice() const override { return a_.lattice(); }
+  double flops() const override { return a_.flops() + (sigma_ != 0 ? a_.shift_flops() : 0.0); }
+  std::string describe() const override { return a_.describe() + " + " + std::to_string(sigma_); }
+  double sigma() const { return sigma_; }
+
+ private:
+  LinearOperator& a_;
+  double sigma_;
+};
+
+/// The even-odd form of an operator M on fields of one parity p (a Schur complement Mhat),
+/// with the maps between M's system and its own: Mhat x_p = bhat solves M x = b.
+class SchurOperator : public LinearOperator {
+ public:
+  /// @brief bhat (parity p) from the full right-hand side b.
+  virtual void prepare(ColorSpinorField& bhat, const ColorSpinorField& b) = 0;
+  /// @brief The full solution x from x_p and the full right-hand side b.
+  virtual void reconstruct(ColorSpinorField& x, const ColorSpinorField& x_p, const ColorSpinorField& b) = 0;
 };
 
 /// A^dag A (or A A^dag) of an operator: Hermitian positive definite, for CGNR and CGNE.

@@ -1,9 +1,14 @@
-// MatLatkeSolve (latke.h): the native solvers on a Latke matrix's system, from C.
+// MatLatkeSolve and MatLatkeSolveMultiMass (latke.h): the native solvers on a Latke matrix's
+// system, and on a staggered matrix's system at several masses, from C.
+#include <vector>
+
 #include "latke/core/error.h"
 #include "latke/core/options.h"
 #include "mat_shell.h"
+#include "preconditioners/mg/pc_mg.h"
 #include "preconditioners/schwarz/schwarz_options.h"
 #include "solvers/solvers.h"
+#include "staggered/mat_staggered.h"
 
 namespace latke::petsc {
 namespace {
@@ -18,6 +23,17 @@ SolverType solver_of(LatkeSolverType t) {
     case LATKE_SOLVER_MR: return SolverType::mr;
   }
   fail("solver type ", static_cast<int>(t), ": expected one of LATKE_SOLVER_CG ... LATKE_SOLVER_MR");
+}
+
+MultiShiftStrategy strategy_of(LatkeMultiMassStrategy s) {
+  switch (s) {
+    case LATKE_MULTIMASS_MULTISHIFT:
+      return MultiShiftStrategy::multishift;
+    case LATKE_MULTIMASS_SEQUENTIAL:
+      return MultiShiftStrategy::sequential;
+  }
+  fail("multi-mass strategy ", static_cast<int>(s),
+       ": expected LATKE_MULTIMASS_MULTISHIFT or LATKE_MULTIMASS_SEQUENTIAL");
 }
 
 }  // namespace
@@ -68,10 +84,11 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams* param
       sl = o.string("-latke_solver_sloppy", to_string(sloppy), "Precision of the iteration: double, single or half");
       p.delta = o.real("-latke_solver_delta", p.delta, "Reliable update when the residual fell by this factor");
       restart = o.integer("-latke_solver_restart", p.restart, "GCR: directions before a restart");
-      pc = o.string("-latke_solver_pc", "none", "GCR's preconditioner: none or schwarz (-pc_latke_schwarz_* options)");
+      pc = o.string("-latke_solver_pc", "none",
+                    "GCR's preconditioner: none, schwarz (-pc_latke_schwarz_* options) or mg (-pc_latke_mg_* options)");
     });
-    require(pc == "none" || pc == "schwarz", "-", prefix ? prefix : "", "latke_solver_pc '", pc,
-            "': expected none or schwarz");
+    require(pc == "none" || pc == "schwarz" || pc == "mg", "-", prefix ? prefix : "", "latke_solver_pc '", pc,
+            "': expected none, schwarz or mg");
     p.type = parse_solver_type(type);
     p.max_iter = static_cast<int>(max_it);
     p.restart = static_cast<int>(restart);
@@ -80,8 +97,11 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams* param
     std::shared_ptr<LinearOperator> outer = c.op->linear_operator(c.form, Precision::double_, none);
     std::shared_ptr<LinearOperator> low;
     if (sloppy != Precision::double_) low = c.op->linear_operator(c.form, sloppy, none);
-    std::unique_ptr<SchwarzPreconditioner> k;
-    if (pc == "schwarz") {
+    std::unique_ptr<Preconditioner> k;
+    if (pc == "mg") {
+      require(p.type == SolverType::gcr, "-latke_solver_pc mg needs -latke_solver gcr (a flexible method)");
+      k = make_multigrid(A, prefix);
+    } else if (pc == "schwarz") {
       require(p.type == SolverType::gcr, "-latke_solver_pc schwarz needs -latke_solver gcr (a flexible method)");
       const SchwarzParam sp = schwarz_param_from_options(comm, prefix, SchwarzParam{});
       std::shared_ptr<LinearOperator> full;
@@ -104,6 +124,114 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams* param
       stats->gflops = st.seconds > 0 ? st.flops / st.seconds * 1e-9 : 0;
       stats->converged = st.converged ? PETSC_TRUE : PETSC_FALSE;
     }
+  }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LatkeMultiMassParamsDefault(LatkeMultiMassParams* p) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(p);
+  p->strategy = LATKE_MULTIMASS_MULTISHIFT;
+  p->tol = 1e-10;
+  p->max_it = 10000;
+  p->sloppy = LATKE_PRECISION_SINGLE;
+  p->delta = 0.1;
+  p->extrapolation = 4;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatLatkeSolveMultiMass(Mat A, PetscInt n, const PetscReal masses[], Vec b, Vec x[],
+                                      const LatkeMultiMassParams* params, const char prefix[],
+                                      LatkeMultiMassStats* stats, LatkeMassStats mass_stats[]) {
+  LatkeMultiMassParams defaults;
+  PetscFunctionBeginUser;
+  LatkeCheckNull(A);
+  LatkeCheckNull(b);
+  if (n > 0) {
+    LatkeCheckNull(masses);
+    LatkeCheckNull(x);
+  }
+  PetscCall(LatkeMultiMassParamsDefault(&defaults));
+  const LatkeMultiMassParams& in = params ? *params : defaults;
+  const MPI_Comm comm = PetscObjectComm(reinterpret_cast<PetscObject>(A));
+  PetscCall(guarded(comm, [&] {
+    MatContext& c = context_of(A);
+    const StaggeredParam& sp = staggered_param(*c.op, "MatLatkeSolveMultiMass");
+    require(c.form == LATKE_OPERATOR_EVEN_ODD, "MatLatkeSolveMultiMass: the matrix is the full staggered operator M; ",
+            "expected the even-odd form (LATKE_OPERATOR_EVEN_ODD), the normal operator whose masses are shifts");
+    require(n >= 0, "MatLatkeSolveMultiMass: n = ", n, ": expected the number of masses");
+    const std::vector<double> m(masses, masses + n);
+    for (PetscInt i = 0; i < n; ++i) require(x[i] != nullptr, "MatLatkeSolveMultiMass: x[", i, "] is NULL");
+    MultiShiftParam p;
+    p.strategy = strategy_of(in.strategy);
+    p.max_iter = static_cast<int>(in.max_it);
+    p.delta = in.delta;
+    p.extrapolation = static_cast<int>(in.extrapolation);
+    Precision sloppy = precision_of(in.sloppy);
+    std::string strategy, sl;
+    double tol = in.tol;
+    long max_it = p.max_iter, extrapolation = p.extrapolation;
+    const std::string pre = prefix ? prefix : "";
+    read_options(comm, pre, "Latke multi-mass solver options", [&](OptionGroup& o) {
+      strategy = o.string("-latke_multimass", to_string(p.strategy),
+                          "Multi-mass strategy: multishift (CG-M, then refinement) or sequential (heaviest first, "
+                          "extrapolated guesses)");
+      extrapolation =
+          o.integer("-latke_multimass_extrapolation", p.extrapolation,
+                    "Sequential: earlier solutions the polynomial extrapolation of a guess uses (0: zero guess)");
+      tol = o.real("-latke_solver_tol", tol, "Relative tolerance on each mass's true residual");
+      max_it = o.integer("-latke_solver_max_it", p.max_iter, "Iteration limit of each solve");
+      sl = o.string("-latke_solver_sloppy", to_string(sloppy), "Precision of the iterations: double, single or half");
+      p.delta = o.real("-latke_solver_delta", p.delta, "Reliable update when the residual fell by this factor");
+    });
+    p.strategy = parse_multishift_strategy(strategy);
+    p.tol = {tol};
+    p.max_iter = static_cast<int>(max_it);
+    p.extrapolation = static_cast<int>(extrapolation);
+    require(p.extrapolation >= 0, "-", pre, "latke_multimass_extrapolation ", extrapolation,
+            ": expected the number of earlier solutions to use, 0 or more");
+    sloppy = parse_precision(sl);
+    const std::vector<double> shifts = staggered_mass_shifts(m, sp.mass);
+    const Coords none{0, 0, 0, 0};
+    std::shared_ptr<LinearOperator> outer = c.op->linear_operator(c.form, Precision::double_, none);
+    std::shared_ptr<LinearOperator> low;
+    if (sloppy != Precision::double_) low = c.op->linear_operator(c.form, sloppy, none);
+    // The solutions in Latke's fields, copied out one by one (x[i] may be host vectors
+    // staged through a few scratch fields).
+    std::vector<ColorSpinorField> fields;
+    std::vector<ColorSpinorField*> ptrs;
+    for (PetscInt i = 0; i < n; ++i) fields.push_back(outer->make_field());
+    for (auto& f : fields) ptrs.push_back(&f);
+    VecField fb(*c.op, b, Access::read, 0);
+    require(!fb.full(), "MatLatkeSolveMultiMass: b is a vector of the whole lattice, expected one of the matrix's ",
+            "parity (MatCreateVecs)");
+    const MultiShiftStats st = solve_shifted(*outer, low.get(), shifts, ptrs, fb.field(), p);
+    fb.release();
+    for (PetscInt i = 0; i < n; ++i) {
+      VecField fx(*c.op, x[i], Access::write, 1);
+      require(!fx.full(), "MatLatkeSolveMultiMass: x[", i, "] is a vector of the whole lattice, expected one of the ",
+              "matrix's parity (MatCreateVecs)");
+      fx.field().copy_from(fields[i]);
+      fx.release();
+    }
+    if (stats) {
+      stats->iterations = st.iterations;
+      stats->outer_applications = static_cast<PetscInt>(st.outer_applications);
+      stats->sloppy_applications = static_cast<PetscInt>(st.sloppy_applications);
+      stats->seconds = st.seconds;
+      stats->gflops = st.seconds > 0 ? st.flops / st.seconds * 1e-9 : 0;
+      stats->converged = st.converged ? PETSC_TRUE : PETSC_FALSE;
+    }
+    if (mass_stats)
+      for (PetscInt i = 0; i < n; ++i) {
+        const ShiftStats& s = st.shifts[i];
+        mass_stats[i].mass = m[i];
+        mass_stats[i].iterations = s.iterations;
+        mass_stats[i].refine_iterations = s.refine_iterations;
+        mass_stats[i].initial_residual = s.initial_residual;
+        mass_stats[i].true_residual = s.true_residual;
+        mass_stats[i].converged = s.converged ? PETSC_TRUE : PETSC_FALSE;
+      }
   }));
   PetscFunctionReturn(0);
 }

@@ -84,6 +84,7 @@ void cg(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const SolverPar
   ColorSpinorField rs = w.sloppy_field(), ps = w.sloppy_field(), aps = w.sloppy_field(), xs = w.sloppy_field();
   const double b2 = blas::cdot_norms(b, b).xx, target = p.tol * p.tol * b2;
   double r2 = w.true_residual(r, x, b);
+  st.initial_residual = std::sqrt(r2 / b2);
   rs.copy_from(r);
   ps.copy_from(r);
   double maxr = std::sqrt(r2);
@@ -116,6 +117,7 @@ void bicgstab(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const Sol
                    t = w.sloppy_field(), xs = w.sloppy_field();
   const double b2 = blas::cdot_norms(b, b).xx, target = p.tol * p.tol * b2;
   double r2 = w.true_residual(r, x, b);
+  st.initial_residual = std::sqrt(r2 / b2);
   rs.copy_from(r);
   rhat.copy_from(r);
   Cplx rho(1), alpha(1), omega(1);
@@ -158,13 +160,18 @@ void gcr(Work& w, Preconditioner* K, ColorSpinorField& x, const ColorSpinorField
          SolverStats& st) {
   require(p.restart >= 1, "GCR restart ", p.restart, ": expected at least 1");
   ColorSpinorField r = w.outer_field();
-  std::vector<ColorSpinorField> z, az;
+  std::vector<ColorSpinorField> z = ColorSpinorField::make_set(r.lattice_ptr(), r.param(), p.restart),
+                                az = ColorSpinorField::make_set(r.lattice_ptr(), r.param(), p.restart);
+  std::vector<const ColorSpinorField*> zp, azp;
   for (int i = 0; i < p.restart; ++i) {
-    z.push_back(w.outer_field());
-    az.push_back(w.outer_field());
+    zp.push_back(&z[i]);
+    azp.push_back(&az[i]);
   }
+  std::vector<double> n2(p.restart);
+  std::vector<Cplx> c(p.restart);
   const double b2 = blas::cdot_norms(b, b).xx, target = p.tol * p.tol * b2;
   double r2 = w.true_residual(r, x, b);
+  st.initial_residual = std::sqrt(r2 / b2);
   while (r2 > target && st.iterations < p.max_iter) {
     for (int j = 0; j < p.restart && r2 > target && st.iterations < p.max_iter; ++j) {
       if (K)
@@ -172,18 +179,18 @@ void gcr(Work& w, Preconditioner* K, ColorSpinorField& x, const ColorSpinorField
       else
         z[j].copy_from(r);
       w.apply_outer(az[j], z[j]);
-      for (int i = 0; i < j; ++i) {  // modified Gram-Schmidt of A z_j against the earlier A z_i
-        const Cplx c = blas::cdot_norms(az[i], az[j]).dot;
-        blas::caxpby(-c, az[i], Cplx(1), az[j]);
-        blas::caxpby(-c, z[i], Cplx(1), z[j]);
+      if (j > 0) {  // classical Gram-Schmidt of A z_j against the earlier A z_i: one fused reduction
+        blas::cdot_multi(azp.data(), j, az[j], c.data());
+        for (int i = 0; i < j; ++i) c[i] = Cplx(-c[i].re / n2[i], -c[i].im / n2[i]);
+        blas::caxpy_multi(c.data(), azp.data(), j, az[j]);
+        blas::caxpy_multi(c.data(), zp.data(), j, z[j]);
       }
-      const double n = std::sqrt(blas::cdot_norms(az[j], az[j]).xx);
-      require(n > 0, "GCR: the operator maps a search direction to zero");
-      blas::caxpby(Cplx(0), az[j], Cplx(1 / n), az[j]);
-      blas::caxpby(Cplx(0), z[j], Cplx(1 / n), z[j]);
-      const Cplx a = blas::cdot_norms(az[j], r).dot;
+      const blas::DotNorms d = blas::cdot_norms(az[j], r);
+      require(d.xx > 0, "GCR: the operator maps a search direction to zero");
+      n2[j] = d.xx;
+      const Cplx a(d.dot.re / d.xx, d.dot.im / d.xx);
       blas::caxpby(a, z[j], Cplx(1), x);
-      r2 = blas::caxpby_norm(-a, az[j], Cplx(1), r);
+      r2 = blas::caxpby_norm(Cplx(-a.re, -a.im), az[j], Cplx(1), r);
       ++st.iterations;
     }
     r2 = w.true_residual(r, x, b);  // restart from the true residual
@@ -195,6 +202,7 @@ void mr(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const SolverPar
   ColorSpinorField r = w.outer_field(), ar = w.outer_field();
   const double b2 = blas::cdot_norms(b, b).xx, target = p.tol * p.tol * b2;
   double r2 = w.true_residual(r, x, b);
+  st.initial_residual = std::sqrt(r2 / b2);
   while (r2 > target && st.iterations < p.max_iter) {
     w.apply_outer(ar, r);
     const blas::DotNorms d = blas::cdot_norms(ar, r);
@@ -213,8 +221,9 @@ SolverStats solve(LinearOperator& A, LinearOperator* sloppy, Preconditioner* K, 
   require(p.tol > 0 && p.tol < 1, "solver tolerance ", p.tol, ": expected a number in (0, 1)");
   require(p.max_iter >= 1, "solver iteration limit ", p.max_iter, ": expected at least 1");
   require(p.delta > 0 && p.delta < 1, "reliable-update factor ", p.delta, ": expected a number in (0, 1)");
-  require(x.precision() == Precision::double_ && b.precision() == Precision::double_,
-          "solve: the solution and the source must be double-precision fields");
+  const Precision ap = A.field_param().precision;
+  require(x.precision() == ap && b.precision() == ap, "solve: the solution and the source must be in the operator's ",
+          to_string(ap), " precision (got ", to_string(x.precision()), " and ", to_string(b.precision()), ")");
   require(!K || p.type == SolverType::gcr, "solve: only GCR takes a preconditioner, not ", to_string(p.type));
   SolverStats st;
   const auto t0 = std::chrono::steady_clock::now();
@@ -249,9 +258,11 @@ SolverStats solve(LinearOperator& A, LinearOperator* sloppy, Preconditioner* K, 
       // tolerance until the true residual |b - A x| meets the one asked for.
       SolverParam q = p;
       ColorSpinorField r = A.make_field();
+      double initial = 0;
       for (int round = 0; round < 4; ++round) {
         const long before = st.outer_applications, sloppy_before = st.sloppy_applications;
         cg(w, x, adb, q, st);
+        if (round == 0) initial = st.initial_residual;
         st.outer_applications = before + 2 * (st.outer_applications - before);
         st.sloppy_applications = sloppy_before + 2 * (st.sloppy_applications - sloppy_before);
         A.apply(r, x);
@@ -260,6 +271,7 @@ SolverStats solve(LinearOperator& A, LinearOperator* sloppy, Preconditioner* K, 
         if (rel <= p.tol || st.iterations >= p.max_iter) break;
         q.tol = std::max(q.tol * p.tol / rel * 0.5, 1e-15);
       }
+      st.initial_residual = initial;
       break;
     }
     case SolverType::bicgstab: {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "solvers/linear_operator.h"
 
@@ -35,6 +36,7 @@ struct SolverStats {
   int reliable_updates = 0;
   long outer_applications = 0;   ///< of the double-precision operator
   long sloppy_applications = 0;  ///< of the sloppy operator (0 when it is the double one)
+  double initial_residual = 0;   ///< |b - A x| / |b| of the initial guess (CGNR: of A^dag A x = A^dag b)
   double true_residual = 0;      ///< |b - A x| / |b| at the end, in double
   double seconds = 0;
   double flops = 0;              ///< operator flops (QUDA's counting), all ranks
@@ -50,11 +52,93 @@ class Preconditioner {
 };
 
 /// @brief Solve A x = b. x holds the initial guess and receives the solution; x and b are
-/// double fields of A's shape. sloppy: the same operator in lower precision for the
+/// fields of A's shape and precision (double for the outer solve; multigrid's setup solves
+/// in single). sloppy: the same operator in lower precision for the
 /// iteration (nullptr: A itself). K: a preconditioner for GCR (nullptr: none). CG needs A
 /// Hermitian positive definite; CGNE/CGNR solve A A^dag y = b, x = A^dag y / A^dag A x = A^dag b.
 /// Fails on bad parameters; a solve that does not converge returns converged = false.
 SolverStats solve(LinearOperator& A, LinearOperator* sloppy, Preconditioner* K, ColorSpinorField& x,
                   const ColorSpinorField& b, const SolverParam& param);
+
+// ---- Shifted systems: (A + sigma_i) x_i = b for a list of shifts -------------------------------
+//
+// For the staggered even-odd normal operator at masses m_i, A_i = 4 m_i^2 - D_pq D_qp is the
+// normal operator of any mass m_A plus sigma_i = 4 (m_i^2 - m_A^2) (staggered_mass_shifts).
+// A must be Hermitian positive definite with every A + sigma_i. Two strategies:
+//
+// multishift: CG-M (Jegerlehner, hep-lat/9612014) on the lowest shift, the others following
+//   through the zeta recurrences, every update of the solutions and directions fused into one
+//   kernel (blas::multishift_update). A shift stops updating once its residual estimate
+//   zeta_i |r| meets its tolerance. Mixed precision as QUDA does it: the multi-shift iteration
+//   in the sloppy precision with reliable updates of the lowest shift (solutions accumulated
+//   in double, its residual recomputed in double), then each shift refined by the mixed-
+//   precision CG of solve() from its multi-shift solution until its true residual
+//   |b - (A + sigma_i) x_i| / |b| meets its tolerance. One iteration applies A once for all
+//   shifts, but needs two vectors per shift more than CG.
+// sequential: one mixed-precision CG per shift, from the highest shift (heaviest mass, fastest)
+//   to the lowest, each started from the polynomial extrapolation in sigma of the (up to
+//   `extrapolation`) nearest solutions already found (Alexandru, Pelissier, Gamari, Lee,
+//   "Multi-mass solvers for lattice QCD on GPUs", J. Comput. Phys.): the Lagrange polynomial
+//   through them, evaluated at the new shift. For exact earlier solutions the guess's
+//   residual is b with each eigencomponent (eigenvalue lambda of A) multiplied by
+//   prod_l (sigma_l - sigma)/(sigma_l + lambda), each factor in (0, 1) for sigma below the
+//   earlier shifts: a guess is never worse than zero, and every further point improves it in
+//   every mode (most in the high modes, least in the low modes that dominate light masses).
+
+enum class MultiShiftStrategy { multishift, sequential };
+
+const char* to_string(MultiShiftStrategy s);
+/// @brief multishift or sequential; anything else is an error naming the value.
+MultiShiftStrategy parse_multishift_strategy(const std::string& name);
+
+struct MultiShiftParam {
+  MultiShiftStrategy strategy = MultiShiftStrategy::multishift;
+  std::vector<double> tol{1e-10};  ///< one for every shift, or one per shift (true residuals)
+  int max_iter = 10000;            ///< per solve (the multi-shift iteration, each refinement or CG)
+  double delta = 0.1;              ///< reliable update when the residual fell by this factor
+  int extrapolation = 4;           ///< sequential: earlier solutions the guess uses (0: zero guess)
+};
+
+struct ShiftStats {
+  double shift = 0;
+  int iterations = 0;           ///< multishift: iteration at which the shift stopped; sequential: CG's
+  int refine_iterations = 0;    ///< multishift: iterations of the refining CG
+  double initial_residual = 0;  ///< sequential: of the extrapolated guess; multishift: of the
+                                ///< multi-shift solution before refinement
+  double true_residual = 0;     ///< |b - (A + sigma) x| / |b| at the end, in double
+  double seconds = 0;           ///< sequential: of its CG; multishift: of its refinement
+  bool converged = false;
+};
+
+struct MultiShiftStats {
+  std::vector<ShiftStats> shifts;  ///< in the order of the shifts given
+  int iterations = 0;              ///< all iterations (multishift: the shared ones + refinements)
+  long outer_applications = 0;     ///< of the double-precision operator
+  long sloppy_applications = 0;    ///< of the sloppy operator
+  double seconds = 0;
+  double flops = 0;        ///< operator flops (QUDA's counting), all ranks
+  bool converged = false;  ///< every shift
+};
+
+/// @brief Solve (A + shifts[i]) x[i] = b for every i, with the strategy param.strategy.
+/// shifts: strictly increasing. x[i]: double fields of A's shape that receive the solutions
+/// (what they hold on entry is ignored). sloppy: A in lower precision for the iterations
+/// (nullptr: A itself). A solve that does not converge returns converged = false.
+MultiShiftStats solve_shifted(LinearOperator& A, LinearOperator* sloppy, const std::vector<double>& shifts,
+                              const std::vector<ColorSpinorField*>& x, const ColorSpinorField& b,
+                              const MultiShiftParam& param);
+/// @brief solve_shifted with the multishift strategy.
+MultiShiftStats solve_multishift(LinearOperator& A, LinearOperator* sloppy, const std::vector<double>& shifts,
+                                 const std::vector<ColorSpinorField*>& x, const ColorSpinorField& b,
+                                 const MultiShiftParam& param);
+/// @brief solve_shifted with the sequential strategy (heaviest first, extrapolated guesses).
+MultiShiftStats solve_multimass(LinearOperator& A, LinearOperator* sloppy, const std::vector<double>& shifts,
+                                const std::vector<ColorSpinorField*>& x, const ColorSpinorField& b,
+                                const MultiShiftParam& param);
+
+/// @brief The shifts sigma_i = 4 (m_i^2 - m_A^2) that turn the staggered normal operator of
+/// mass m_A into those of masses m_i. Checks the list, naming the offending entry: not empty,
+/// each m_i finite and > 0 (the even-odd solve needs m > 0), distinct, in increasing order.
+std::vector<double> staggered_mass_shifts(const std::vector<double>& masses, double operator_mass);
 
 }  // namespace latke

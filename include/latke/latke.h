@@ -206,8 +206,9 @@ PetscErrorCode MatIsLatke(Mat A, PetscBool *is_latke);
  *   -latke_solver_tol 1e-10, -latke_solver_max_it 10000,
  *   -latke_solver_sloppy double|single|half       (single)
  *   -latke_solver_delta 0.1 (reliable-update factor), -latke_solver_restart 16 (GCR)
- *   -latke_solver_pc none|schwarz   GCR preconditioned by the Schwarz preconditioner below
- *                                   (its -pc_latke_schwarz_* options), all on the device */
+ *   -latke_solver_pc none|schwarz|mg GCR preconditioned by the Schwarz or the multigrid
+ *                                   preconditioner below (their -pc_latke_schwarz_* and
+ *                                   -pc_latke_mg_* options), all on the device */
 typedef enum {
   LATKE_SOLVER_CG,
   LATKE_SOLVER_CGNE,
@@ -243,6 +244,60 @@ PetscErrorCode LatkeSolverParamsDefault(LatkeSolverParams *params);
 PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams *params, const char prefix[],
                              LatkeSolverStats *stats);
 
+/* Solves at several staggered masses: (4 m_i^2 - D_pq D_qp) x_i = b for n masses m_i, on a
+ * Latke staggered matrix A in the even-odd form (of any mass: the others are shifts of it).
+ * The masses must be given from the lightest to the heaviest, distinct and each > 0; b and
+ * the x[i] are vectors of A's parity (MatCreateVecs); x[i] receive the solutions (what they
+ * hold on entry is ignored). Converged when every |b - A_i x_i| <= tol |b|. Strategies:
+ *   LATKE_MULTIMASS_MULTISHIFT  multi-shift CG for all masses at once in the sloppy precision
+ *       (reliable updates on the lightest mass; a mass stops updating once converged), then
+ *       each solution refined by mixed-precision CG to its tolerance (as QUDA does)
+ *   LATKE_MULTIMASS_SEQUENTIAL  one mixed-precision CG per mass, heaviest first, each started
+ *       from the polynomial extrapolation in m^2 of the `extrapolation` nearest solutions
+ *       found before it (0: from zero)
+ * The first needs two sloppy vectors per mass more than CG; which is faster depends on the
+ * masses (latke-bench multimass measures both). Options under the prefix override params:
+ *   -latke_multimass multishift|sequential    (multishift)
+ *   -latke_multimass_extrapolation k          (4)
+ *   -latke_solver_tol, -latke_solver_max_it, -latke_solver_sloppy, -latke_solver_delta  as for
+ *       MatLatkeSolve (1e-10, 10000 per solve, single, 0.1)
+ * stats and mass_stats (n entries, in the order of the masses) may be NULL. A solve that does
+ * not converge is not an error: the stats say so. */
+typedef enum { LATKE_MULTIMASS_MULTISHIFT, LATKE_MULTIMASS_SEQUENTIAL } LatkeMultiMassStrategy;
+
+typedef struct {
+  LatkeMultiMassStrategy strategy;
+  PetscReal              tol;
+  PetscInt               max_it;
+  LatkePrecision         sloppy;
+  PetscReal              delta;
+  PetscInt               extrapolation;
+} LatkeMultiMassParams;
+
+typedef struct {
+  PetscReal mass;
+  PetscInt  iterations;        /* multishift: the iteration at which the mass stopped updating;
+                                  sequential: its CG's iterations */
+  PetscInt  refine_iterations; /* multishift: of the refining CG */
+  PetscReal initial_residual;  /* of the multi-shift solution, or of the extrapolated guess */
+  PetscReal true_residual;     /* |b - A_i x_i| / |b| at the end, in double */
+  PetscBool converged;
+} LatkeMassStats;
+
+typedef struct {
+  PetscInt  iterations;          /* all iterations, refinements included */
+  PetscInt  outer_applications;  /* of the double-precision operator */
+  PetscInt  sloppy_applications; /* of the sloppy one */
+  PetscReal seconds;
+  PetscReal gflops;              /* operator flops (QUDA's counting) per second */
+  PetscBool converged;           /* every mass */
+} LatkeMultiMassStats;
+
+PetscErrorCode LatkeMultiMassParamsDefault(LatkeMultiMassParams *params);
+PetscErrorCode MatLatkeSolveMultiMass(Mat A, PetscInt n, const PetscReal masses[], Vec b, Vec x[],
+                                      const LatkeMultiMassParams *params, const char prefix[],
+                                      LatkeMultiMassStats *stats, LatkeMassStats mass_stats[]);
+
 /* ---- Preconditioners ---------------------------------------------------------------------- */
 
 /* Additive Schwarz on GPU-resident blocks with communication off (preconditioners/schwarz):
@@ -260,6 +315,27 @@ PETSC_EXTERN PetscErrorCode PCCreate_LatkeSchwarz(PC pc);
  * may set its own), set up now, with options read under prefix (the names above,
  * e.g. "-mypc_pc_latke_schwarz_block" for prefix "mypc_"). */
 PetscErrorCode PCShellSetLatkeSchwarz(PC pc, Mat A, const char prefix[]);
+
+/* Adaptive multigrid (preconditioners/mg): -pc_type latke_mg on a KSP whose preconditioning
+ * matrix is a Latke Wilson-clover matrix (full or even-odd form), under a flexible method
+ * (-ksp_type fgmres or gcr). The hierarchy is built on the device at PCSetUp: null vectors by
+ * inverse iteration, chirality split, aggregates, Galerkin coarse operators. Options:
+ *   -pc_latke_mg_levels 0                   levels with the fine one (0: 3 if the lattice allows, else 2)
+ *   -pc_latke_mg_block 4,4,4,4:2,2,2,2      aggregate extents per level
+ *   -pc_latke_mg_nvec 24,32                 null vectors per level
+ *   -pc_latke_mg_precision single           coarse operators' storage per coarse level (double|single|half)
+ *   -pc_latke_mg_setup_iterations 100, -pc_latke_mg_setup_tol 1e-6, -pc_latke_mg_setup_solver bicgstab
+ *   -pc_latke_mg_setup_refine 0             refinement passes with the current hierarchy
+ *   -pc_latke_mg_cycle kcycle|vcycle, -pc_latke_mg_seed 1
+ *   -pc_latke_mg_verify, -pc_latke_mg_monitor, -pc_latke_mg_save FILE, -pc_latke_mg_load FILE
+ *   -latke_mg_levels_N_smoother mr|schwarz, _pre_smooth 0, _post_smooth 4, _omega 1,
+ *     _ksp_max_it 8, _ksp_rtol 0.25 (K-cycle GCR on level N >= 1), _pc_latke_schwarz_* (N = 0)
+ *   -latke_mg_coarse_ksp_rtol 0.25, _ksp_max_it 100, _ksp_gcr_restart 16, _even_odd true
+ * Registered by LatkeInitialize. */
+#define PCLATKEMG "latke_mg"
+PETSC_EXTERN PetscErrorCode PCCreate_LatkeMG(PC pc);
+/* The same preconditioner as a PCSHELL, set up now for the Latke matrix A, options under prefix. */
+PetscErrorCode PCShellSetLatkeMG(PC pc, Mat A, const char prefix[]);
 
 /* ---- Vectors ------------------------------------------------------------------------------ */
 

@@ -1,6 +1,8 @@
 // The staggered operator as a PETSc MATSHELL (MatCreateLatkeStaggered in latke.h):
 // parameters from the caller and the options database, and the two forms a matrix takes,
 // M = 2m + D and the normal operator 4m^2 - D_pq D_qp (formulas in staggered.h).
+#include "staggered/mat_staggered.h"
+
 #include <cmath>
 #include <functional>
 #include <sstream>
@@ -9,6 +11,7 @@
 #include "latke/core/options.h"
 #include "mat_shell.h"
 #include "staggered/staggered.h"
+#include "staggered/staggered_linear.h"
 
 namespace latke::petsc {
 
@@ -54,37 +57,6 @@ Settings resolve(const LatkeStaggeredParams& in, MPI_Comm comm, const std::strin
   p.reconstruct = parse_reconstruct(reconstruct);
   return s;
 }
-
-/// The staggered operator for solvers (solvers/linear_operator.h): M (full fields) or the
-/// normal operator (fields of one parity, self-adjoint).
-class StaggeredLinear final : public LinearOperator {
- public:
-  StaggeredLinear(std::shared_ptr<StaggeredOperator> op, bool normal, int parity)
-      : op_(std::move(op)), normal_(normal), parity_(parity) {}
-  void apply(ColorSpinorField& out, const ColorSpinorField& in, bool dagger = false) override {
-    if (normal_)
-      op_->apply_normal(out, in);
-    else
-      op_->apply(out, in, dagger);
-  }
-  SpinorParam field_param() const override {
-    return op_->field_param(normal_ ? (parity_ == 0 ? Subset::even : Subset::odd) : Subset::full);
-  }
-  const std::shared_ptr<const Lattice>& lattice() const override { return op_->lattice_ptr(); }
-  double flops() const override {
-    const double vcb = op_->lattice().volume_cb(), d = op_->dslash_flops_per_site();
-    return normal_ ? vcb * (2 * d + 12) : 2 * vcb * (d + 12);
-  }
-  std::string describe() const override {
-    return std::string(op_->improved() ? "asqtad" : "naive") + " staggered " + (normal_ ? "normal operator" : "M") +
-           ", " + to_string(op_->param().precision) + " precision";
-  }
-
- private:
-  std::shared_ptr<StaggeredOperator> op_;
-  bool normal_;
-  int parity_;
-};
 
 class StaggeredShell final : public ShellOperator {
  public:
@@ -137,6 +109,8 @@ class StaggeredShell final : public ShellOperator {
     d.from_lexicographic(std::vector<Complex<double>>(static_cast<std::size_t>(lattice_->volume()) * 3,
                                                       Complex<double>(2.0 * op_->param().mass)));
   }
+
+  const StaggeredParam& param() const { return op_->param(); }
 
   std::unique_ptr<LinearOperator> make_linear_operator(LatkeOperatorForm form, Precision p,
                                                        const Coords& block) override {
@@ -219,6 +193,14 @@ Mat create(LatkeOperatorForm form, const LatkeStaggeredParams* params, const cha
 }
 
 }  // namespace
+
+const StaggeredParam& staggered_param(const ShellOperator& op, const char* what) {
+  const auto* s = dynamic_cast<const StaggeredShell*>(&op);
+  require(s != nullptr, what, ": the matrix is a ", op.name(),
+          " matrix, expected a staggered one (MatCreateLatkeStaggered)");
+  return s->param();
+}
+
 }  // namespace latke::petsc
 
 using namespace latke;

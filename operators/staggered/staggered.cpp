@@ -281,12 +281,12 @@ void StaggeredOperator::apply(ColorSpinorField& out, const ColorSpinorField& in,
   }
 }
 
-void StaggeredOperator::apply_normal(ColorSpinorField& out, const ColorSpinorField& in) {
+void StaggeredOperator::apply_normal(ColorSpinorField& out, const ColorSpinorField& in, double shift) {
   require(out.n_parity() == 1 && in.n_parity() == 1 && out.block_parity(0) == in.block_parity(0),
           "apply_normal takes two fields of the same parity");
   ColorSpinorField& t = *tmp_[1 - in.block_parity(0)];
   dslash(t, in, 1.0);
-  dslash(out, t, -1.0, &in, 4.0 * param_.mass * param_.mass);
+  dslash(out, t, -1.0, &in, 4.0 * param_.mass * param_.mass + shift);
 }
 
 void StaggeredOperator::prepare_source(ColorSpinorField& bhat, const ColorSpinorField& b) {

@@ -30,19 +30,6 @@ void launch_dslash(const DslashRequest& rq);
 template <typename Store>
 void launch_clover(ColorSpinorField& out, const ColorSpinorField& in, const CloverField& clover);
 
-inline FaceGeometry face_geometry(const Lattice& lat) {
-  FaceGeometry f;
-  f.geom = LocalGeometry::of(lat);
-  f.face_begin[0] = 0;
-  for (int mu = 0; mu < 4; ++mu) {
-    const bool split = lat.partitioned(mu);
-    f.comm_mask |= split << mu;
-    f.face_cb[mu] = lat.face_volume_cb(mu);
-    f.face_begin[mu + 1] = f.face_begin[mu] + (split ? 2 * f.face_cb[mu] : 0);
-  }
-  return f;
-}
-
 template <typename Store>
 SiteArray<Store, 12, 1> face_array(void* region, int face_cb) {
   SiteArray<Store, 12, 1> s;

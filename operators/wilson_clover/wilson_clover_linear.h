@@ -5,12 +5,13 @@
 #include <memory>
 #include <sstream>
 
+#include "latke/core/error.h"
 #include "solvers/linear_operator.h"
 #include "wilson_clover/wilson_clover.h"
 
 namespace latke {
 
-class WilsonCloverLinear final : public LinearOperator {
+class WilsonCloverLinear final : public SchurOperator {
  public:
   /// @param even_odd false: M on full fields; true: Mhat (schur) on fields of `parity`.
   WilsonCloverLinear(std::shared_ptr<WilsonCloverOperator> op, bool even_odd, SchurType schur, int parity)
@@ -39,6 +40,15 @@ class WilsonCloverLinear final : public LinearOperator {
       s << ", domain-local blocks " << op_->param().block[0] << "x" << op_->param().block[1] << "x"
         << op_->param().block[2] << "x" << op_->param().block[3];
     return s.str();
+  }
+  /// Even-odd form only (the Schur complement's maps, wilson_clover.h).
+  void prepare(ColorSpinorField& bhat, const ColorSpinorField& b) override {
+    require(even_odd_, "prepare: the full Wilson-clover operator has no even-odd source");
+    op_->prepare_source(bhat, b, schur_);
+  }
+  void reconstruct(ColorSpinorField& x, const ColorSpinorField& x_p, const ColorSpinorField& b) override {
+    require(even_odd_, "reconstruct: the full Wilson-clover operator has no even-odd solution");
+    op_->reconstruct(x, x_p, b);
   }
   WilsonCloverOperator& op() { return *op_; }
 

@@ -2,7 +2,7 @@
 # Runs on a GPU host with binaries built elsewhere (see scripts/device/pack.sh): the test
 # binaries on the CUDA backend, the MPI tier on one GPU, and latke-bench at the issue's
 # lattice sizes. Results and logs go under $OUT (default ./gpu-out).
-#   gpu-checks.sh [tests] [bench] [petsc] [schwarz] [multi] [probe] [profile]
+#   gpu-checks.sh [tests] [bench] [petsc] [schwarz] [multi] [multimass] [probe] [profile]
 #   (default: tests bench petsc schwarz)
 # LATKE_BENCH_OPS picks the operators the bench step times (default: wilson asqtad staggered;
 # the staggered ones at LATKE_STAGGERED_LATTICES, default 32,32,32,64).
@@ -124,7 +124,44 @@ if [[ $steps == *schwarz* ]]; then
   run_solve fgmres_msap -ksp_type fgmres -ksp_gmres_restart 20 -pc_type latke_schwarz \
     -pc_latke_schwarz_block 8,8,8,8 -pc_latke_schwarz_type multiplicative
 fi
-if [[ $steps == *multi* ]]; then
+if [[ " $steps " == *" multimass "* ]]; then
+  # Staggered solves at many masses: the multi-shift tests on the CUDA backend (the BLAS
+  # update, both strategies in every sloppy precision; the MPI tier and the PETSc face on one
+  # GPU), latke-solve -latke_masses with each strategy, then latke-bench multimass (8 masses
+  # from 0.005 to 0.1, asqtad, a quenched beta 6.0 configuration cached in /tmp/latke-cache)
+  # at LATKE_MULTIMASS_LATTICES in the sloppy precisions LATKE_MULTIMASS_SLOPPY.
+  work=$(mktemp -d)
+  mkdir -p /tmp/latke-cache
+  "$bin/test_staggered_multishift" --gtest_brief=1 > "$out/multishift.log" 2>&1; rc=$?; status=$((status | rc))
+  echo "test_staggered_multishift: exit $rc, $(grep -E 'PASSED|FAILED' "$out/multishift.log" | head -2 | tr '\n' ' ')"
+  for np in 1 2 4; do
+    OMP_NUM_THREADS=2 mpirun -np $np "$bin/test_staggered_mpi" --gtest_brief=1 --gtest_filter='*MultiMass*' \
+      > "$out/multimass_mpi_np$np.log" 2>&1; rc=$?; status=$((status | rc))
+    echo "test_staggered_mpi MultiMass np=$np (CUDA, one GPU): exit $rc, $(grep -E 'PASSED|FAILED' "$out/multimass_mpi_np$np.log" | head -2 | tr '\n' ' ')"
+  done
+  for np in 1 4; do
+    (cd "$work" && OMP_NUM_THREADS=2 mpirun -np $np "$bin/test_petsc_staggered" --gtest_brief=1 --gtest_filter='*MultiMass*') \
+      > "$out/multimass_petsc_np$np.log" 2>&1; rc=$?; status=$((status | rc))
+    echo "test_petsc_staggered MultiMass np=$np (CUDA): exit $rc, $(grep -E 'PASSED|FAILED' "$out/multimass_petsc_np$np.log" | head -2 | tr '\n' ' ')"
+  done
+  rm -rf "$work"
+  gauge="-latke_gauge quenched -latke_gauge_sweeps 300 -latke_gauge_cache /tmp/latke-cache"
+  for strategy in multishift sequential; do
+    "$bin/latke-solve" -latke_op asqtad -latke_lattice 16,16,16,32 $gauge -latke_source z2 \
+      -latke_masses 0.005,0.01,0.02,0.05,0.1 -latke_multimass $strategy -latke_json "$out/solve_multimass_$strategy.json" \
+      > "$out/solve_multimass_$strategy.log" 2>&1; rc=$?; status=$((status | rc))
+    echo "== latke-solve 16x16x16x32 asqtad -latke_masses ($strategy): exit $rc"; sed -n '/multi-mass/,/time:/p' "$out/solve_multimass_$strategy.log"
+  done
+  for L in ${LATKE_MULTIMASS_LATTICES:-16,16,16,32 32,32,32,64}; do
+    for sl in ${LATKE_MULTIMASS_SLOPPY:-single half}; do
+      tag=${L//,/x}_$sl
+      "$bin/latke-bench" multimass -latke_lattice $L $gauge -latke_solver_sloppy $sl -latke_json "$out/multimass_$tag.json" \
+        > "$out/multimass_$tag.log" 2>&1; rc=$?; status=$((status | rc))
+      echo "== latke-bench multimass $L sloppy $sl: exit $rc"; cat "$out/multimass_$tag.log"
+    done
+  done
+fi
+if [[ " $steps " == *" multi "* ]]; then
   # Two GPUs: one rank each; the lattice split in t (and in z and t), halos between devices.
   ngpu=$(nvidia-smi -L | wc -l)
   for np in 2 4 2 4; do  # one and two ranks per GPU; twice, since races show as runs that differ

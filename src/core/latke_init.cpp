@@ -44,6 +44,7 @@ PetscErrorCode LatkeInitialize(void) {
     state().initialized = true;
   }));
   PetscCall(PCRegister(PCLATKESCHWARZ, PCCreate_LatkeSchwarz));
+  PetscCall(PCRegister(PCLATKEMG, PCCreate_LatkeMG));
   PetscFunctionReturn(0);
 }
 

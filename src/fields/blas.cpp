@@ -3,6 +3,9 @@
 
 #include <mpi.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "latke/core/error.h"
 #include "latke/core/launch.h"
 
@@ -10,14 +13,30 @@ namespace latke::blas {
 
 namespace {
 
+/// f(S{}, NR, n): kernels over n "sites" of NR reals each. Wilson and staggered fields run
+/// site by site (NR = 24 or 6, n = volume_cb); other shapes (multigrid coarse fields) in
+/// single or double storage run over the block as a flat array of words (NR = reals per word),
+/// which is the same elementwise arithmetic and a fixed summation order all the same.
 template <typename F>
 void dispatch(const ColorSpinorField& x, F&& f) {
+  const int vcb = x.lattice().volume_cb();
   dispatch_precision(x.precision(), [&](auto s) {
     using S = decltype(s);
     switch (x.site_reals()) {
-      case 24: f(S{}, std::integral_constant<int, 24>{}); break;
-      case 6: f(S{}, std::integral_constant<int, 6>{}); break;
-      default: fail("BLAS on fields with ", x.site_reals(), " reals per site is not instantiated");
+      case 24:
+        f(S{}, std::integral_constant<int, 24>{}, vcb);
+        break;
+      case 6:
+        f(S{}, std::integral_constant<int, 6>{}, vcb);
+        break;
+      default:
+        if constexpr (sizeof(S) == 2) {
+          fail("BLAS on half-precision fields with ", x.site_reals(), " reals per site: expected single or double");
+        } else {
+          constexpr int V = vector_length<S>(4);  // coarse fields have 4 Nvec reals per site
+          require(x.site_reals() % V == 0, "BLAS on fields with ", x.site_reals(), " reals per site");
+          f(S{}, std::integral_constant<int, V>{}, x.site_reals() / V * vcb);
+        }
     }
   });
 }
@@ -30,11 +49,11 @@ void require_alike(const ColorSpinorField& a, const ColorSpinorField& b, const c
 }
 
 template <typename S, int NR>
-SiteArray<S, NR, 1> arr(const ColorSpinorField& f, int block) {
+SiteArray<S, NR, 1> arr(const ColorSpinorField& f, int block, int n) {
   SiteArray<S, NR, 1> s;
   s.data = static_cast<S*>(f.block_data(block));
   s.norm = f.block_norm(block);
-  s.stride = f.lattice().volume_cb();
+  s.stride = n;
   return s;
 }
 
@@ -104,22 +123,22 @@ struct DotNormKernel {
 template <bool HasY, bool Norm>
 double axpbyz(Cplx a, const ColorSpinorField& x, Cplx b, const ColorSpinorField* y, Cplx c, ColorSpinorField& z) {
   double norm = 0;
-  dispatch(z, [&](auto s, auto nr) {
+  dispatch(z, [&](auto s, auto nr, int n) {
     using S = decltype(s);
     constexpr int NR = decltype(nr)::value;
     using T = compute_t<S>;
     for (int blk = 0; blk < z.n_parity(); ++blk) {
       AxpbyzKernel<S, NR, HasY, Norm> k;
-      k.x = arr<S, NR>(x, blk);
-      if (HasY) k.y = arr<S, NR>(*y, blk);
-      k.z = arr<S, NR>(z, blk);
+      k.x = arr<S, NR>(x, blk, n);
+      if (HasY) k.y = arr<S, NR>(*y, blk, n);
+      k.z = arr<S, NR>(z, blk, n);
       k.a = Complex<T>(static_cast<T>(a.re), static_cast<T>(a.im));
       k.b = Complex<T>(static_cast<T>(b.re), static_cast<T>(b.im));
       k.c = Complex<T>(static_cast<T>(c.re), static_cast<T>(c.im));
       if constexpr (Norm)
-        norm += launch_reduce<double>(z.backend(), k, {z.lattice().volume_cb()});
+        norm += launch_reduce<double>(z.backend(), k, {n});
       else
-        launch(z.backend(), AsVoid<decltype(k)>{k}, {z.lattice().volume_cb()}, compute_stream(), false);
+        launch(z.backend(), AsVoid<decltype(k)>{k}, {n}, compute_stream(), false);
     }
   });
   if constexpr (Norm) {
@@ -130,7 +149,167 @@ double axpbyz(Cplx a, const ColorSpinorField& x, Cplx b, const ColorSpinorField*
   return 0;
 }
 
+template <int K>
+struct MultiSum {
+  double v[2 * K];
+  LATKE_HOST_DEVICE MultiSum() {
+    for (int i = 0; i < 2 * K; ++i) v[i] = 0;
+  }
+  LATKE_HOST_DEVICE MultiSum& operator+=(const MultiSum& o) {
+    for (int i = 0; i < 2 * K; ++i) v[i] += o.v[i];
+    return *this;
+  }
+};
+
+/// <x_i, y> for the first n of K vectors, in one pass over y.
+template <typename S, int NR>
+struct MultiDotKernel {
+  using T = compute_t<S>;
+  SiteArray<S, NR, 1> x[multi_chunk], y;
+  int n;
+  LATKE_HOST_DEVICE MultiSum<multi_chunk> operator()(int i, int) const {
+    T v[NR];
+    y.load(v, i);
+    MultiSum<multi_chunk> s;
+    for (int j = 0; j < n; ++j) {
+      T u[NR];
+      x[j].load(u, i);
+      double re = 0, im = 0;
+      for (int k = 0; k < NR; k += 2) {
+        re += static_cast<double>(u[k]) * v[k] + static_cast<double>(u[k + 1]) * v[k + 1];
+        im += static_cast<double>(u[k]) * v[k + 1] - static_cast<double>(u[k + 1]) * v[k];
+      }
+      s.v[2 * j] = re;
+      s.v[2 * j + 1] = im;
+    }
+    return s;
+  }
+};
+
+/// y += sum a_j x_j for the first n vectors.
+template <typename S, int NR>
+struct MultiAxpyKernel {
+  using T = compute_t<S>;
+  SiteArray<S, NR, 1> x[multi_chunk], y;
+  Complex<T> a[multi_chunk];
+  int n;
+  LATKE_HOST_DEVICE void operator()(int i, int) const {
+    T v[NR];
+    y.load(v, i);
+    for (int j = 0; j < n; ++j) {
+      T u[NR];
+      x[j].load(u, i);
+      for (int k = 0; k < NR; k += 2) {
+        v[k] += a[j].re * u[k] - a[j].im * u[k + 1];
+        v[k + 1] += a[j].re * u[k + 1] + a[j].im * u[k];
+      }
+    }
+    y.save(v, i);
+  }
+};
+
+/// x_k += alpha_k p_k; p_k = zeta_k r + beta_k p_k for k < n (n <= multishift_max).
+template <typename S, int NR>
+struct MultiShiftKernel {
+  using T = compute_t<S>;
+  SiteArray<S, NR, 1> r, x[multishift_max], p[multishift_max];
+  T alpha[multishift_max], zeta[multishift_max], beta[multishift_max];
+  int n = 0;
+  LATKE_HOST_DEVICE void operator()(int i, int) const {
+    T rv[NR];
+    r.load(rv, i);
+    for (int k = 0; k < n; ++k) {
+      T xv[NR], pv[NR];
+      x[k].load(xv, i);
+      p[k].load(pv, i);
+      for (int j = 0; j < NR; ++j) {
+        xv[j] += alpha[k] * pv[j];
+        pv[j] = zeta[k] * rv[j] + beta[k] * pv[j];
+      }
+      x[k].save(xv, i);
+      p[k].save(pv, i);
+    }
+  }
+};
+
 }  // namespace
+
+void cdot_multi(const ColorSpinorField* const* x, int n, const ColorSpinorField& y, Cplx* out) {
+  for (int j = 0; j < n; ++j) require_alike(*x[j], y, "cdot_multi");
+  std::vector<double> local(2 * n, 0.0), global(2 * n);
+  dispatch(y, [&](auto s, auto nr, int sites) {
+    using S = decltype(s);
+    constexpr int NR = decltype(nr)::value;
+    for (int j0 = 0; j0 < n; j0 += multi_chunk) {
+      const int m = std::min(multi_chunk, n - j0);
+      for (int blk = 0; blk < y.n_parity(); ++blk) {
+        MultiDotKernel<S, NR> k;
+        for (int j = 0; j < m; ++j) k.x[j] = arr<S, NR>(*x[j0 + j], blk, sites);
+        k.y = arr<S, NR>(y, blk, sites);
+        k.n = m;
+        const MultiSum<multi_chunk> r = launch_reduce<MultiSum<multi_chunk>>(y.backend(), k, {sites});
+        for (int j = 0; j < 2 * m; ++j) local[2 * j0 + j] += r.v[j];
+      }
+    }
+  });
+  MPI_Allreduce(local.data(), global.data(), 2 * n, MPI_DOUBLE, MPI_SUM, y.lattice().comm());
+  for (int j = 0; j < n; ++j) out[j] = Cplx(global[2 * j], global[2 * j + 1]);
+}
+
+void caxpy_multi(const Cplx* a, const ColorSpinorField* const* x, int n, ColorSpinorField& y) {
+  for (int j = 0; j < n; ++j) require_alike(*x[j], y, "caxpy_multi");
+  dispatch(y, [&](auto s, auto nr, int sites) {
+    using S = decltype(s);
+    constexpr int NR = decltype(nr)::value;
+    using T = compute_t<S>;
+    for (int j0 = 0; j0 < n; j0 += multi_chunk) {
+      const int m = std::min(multi_chunk, n - j0);
+      for (int blk = 0; blk < y.n_parity(); ++blk) {
+        MultiAxpyKernel<S, NR> k;
+        for (int j = 0; j < m; ++j) {
+          k.x[j] = arr<S, NR>(*x[j0 + j], blk, sites);
+          k.a[j] = Complex<T>(static_cast<T>(a[j0 + j].re), static_cast<T>(a[j0 + j].im));
+        }
+        k.y = arr<S, NR>(y, blk, sites);
+        k.n = m;
+        launch(y.backend(), k, {sites}, compute_stream(), false);
+      }
+    }
+  });
+}
+
+void multishift_update(const ColorSpinorField& r, const std::vector<ColorSpinorField*>& x,
+                       const std::vector<ColorSpinorField*>& p, const std::vector<double>& alpha,
+                       const std::vector<double>& zeta, const std::vector<double>& beta) {
+  const std::size_t n = x.size();
+  require(p.size() == n && alpha.size() == n && zeta.size() == n && beta.size() == n, "multishift_update: ", n,
+          " solutions but ", p.size(), " directions and ", alpha.size(), ", ", zeta.size(), ", ", beta.size(),
+          " coefficients");
+  for (std::size_t k = 0; k < n; ++k) {
+    require(x[k] && p[k] && x[k] != p[k], "multishift_update: shift ", k, " needs two distinct fields");
+    require_alike(r, *x[k], "multishift_update");
+    require_alike(r, *p[k], "multishift_update");
+  }
+  dispatch(r, [&](auto s, auto nr, int sites) {
+    using S = decltype(s);
+    constexpr int NR = decltype(nr)::value;
+    using T = compute_t<S>;
+    for (std::size_t k0 = 0; k0 < n; k0 += multishift_max)
+      for (int blk = 0; blk < r.n_parity(); ++blk) {
+        MultiShiftKernel<S, NR> k;
+        k.r = arr<S, NR>(r, blk, sites);
+        k.n = static_cast<int>(std::min<std::size_t>(multishift_max, n - k0));
+        for (int j = 0; j < k.n; ++j) {
+          k.x[j] = arr<S, NR>(*x[k0 + j], blk, sites);
+          k.p[j] = arr<S, NR>(*p[k0 + j], blk, sites);
+          k.alpha[j] = static_cast<T>(alpha[k0 + j]);
+          k.zeta[j] = static_cast<T>(zeta[k0 + j]);
+          k.beta[j] = static_cast<T>(beta[k0 + j]);
+        }
+        launch(r.backend(), k, {sites}, compute_stream(), false);
+      }
+  });
+}
 
 void caxpby(Cplx a, const ColorSpinorField& x, Cplx b, ColorSpinorField& y) {
   require_alike(x, y, "caxpby");
@@ -151,12 +330,12 @@ void caxpbypcz(Cplx a, const ColorSpinorField& x, Cplx b, const ColorSpinorField
 DotNorms cdot_norms(const ColorSpinorField& x, const ColorSpinorField& y) {
   require_alike(x, y, "cdot_norms");
   DotNormSum local;
-  dispatch(x, [&](auto s, auto nr) {
+  dispatch(x, [&](auto s, auto nr, int n) {
     using S = decltype(s);
     constexpr int NR = decltype(nr)::value;
     for (int blk = 0; blk < x.n_parity(); ++blk)
-      local += launch_reduce<DotNormSum>(x.backend(), DotNormKernel<S, NR>{arr<S, NR>(x, blk), arr<S, NR>(y, blk)},
-                                         {x.lattice().volume_cb()});
+      local += launch_reduce<DotNormSum>(x.backend(),
+                                         DotNormKernel<S, NR>{arr<S, NR>(x, blk, n), arr<S, NR>(y, blk, n)}, {n});
   });
   double in[4] = {local.re, local.im, local.xx, local.yy}, out[4];
   MPI_Allreduce(in, out, 4, MPI_DOUBLE, MPI_SUM, x.lattice().comm());

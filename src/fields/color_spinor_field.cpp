@@ -4,11 +4,13 @@
 
 #include <mpi.h>
 
+#include <cmath>
 #include <cstdint>
 
 #include "latke/core/error.h"
 #include "latke/core/indexing.h"
 #include "latke/core/launch.h"
+#include "latke/fields/philox.h"
 
 namespace latke {
 
@@ -16,15 +18,22 @@ namespace {
 
 constexpr std::size_t align_up(std::size_t n) { return (n + 255) / 256 * 256; }
 
-/// Dispatch on reals per site for the shapes this build instantiates.
+/// Whether kernels with a compile-time site shape exist for n_real reals per site (Wilson
+/// and staggered spinors); other shapes (multigrid coarse fields) take the run-time paths.
+bool fixed_shape(int n_real) { return n_real == 24 || n_real == 6; }
+
+/// Dispatch on reals per site for the fixed shapes.
 template <typename F>
 void dispatch_reals(int n_real, F&& f) {
   switch (n_real) {
-    case 24: f(std::integral_constant<int, 24>{}); break;  // Wilson: 4 spins x 3 colors
-    case 6: f(std::integral_constant<int, 6>{}); break;    // staggered: 1 spin x 3 colors
+    case 24:
+      f(std::integral_constant<int, 24>{});
+      break;  // Wilson: 4 spins x 3 colors
+    case 6:
+      f(std::integral_constant<int, 6>{});
+      break;  // staggered: 1 spin x 3 colors
     default:
-      fail("color-spinor fields with ", n_real, " reals per site are not instantiated in this "
-           "build (add the count to dispatch_reals in src/fields/color_spinor_field.cpp)");
+      fail("no fixed-shape kernels for color-spinor fields with ", n_real, " reals per site");
   }
 }
 
@@ -32,11 +41,103 @@ void dispatch_reals(int n_real, F&& f) {
 template <typename F>
 void dispatch_pair(const ColorSpinorField& x, const ColorSpinorField& y, F&& f) {
   dispatch_reals(x.site_reals(), [&](auto nr) {
-    dispatch_precision(x.precision(), [&](auto sx) {
-      dispatch_precision(y.precision(), [&](auto sy) { f(sx, sy, nr); });
-    });
+    dispatch_precision(x.precision(),
+                       [&](auto sx) { dispatch_precision(y.precision(), [&](auto sy) { f(sx, sy, nr); }); });
   });
 }
+
+/// f(SX{}, SY{}) for the storage types of x and y (run-time shapes).
+template <typename F>
+void dispatch_types(const ColorSpinorField& x, const ColorSpinorField& y, F&& f) {
+  dispatch_precision(x.precision(), [&](auto sx) { dispatch_precision(y.precision(), [&](auto sy) { f(sx, sy); }); });
+}
+
+void require_writable(const ColorSpinorField& f, const char* what) {
+  require(fixed_shape(f.site_reals()) || f.precision() != Precision::half, what, ": half-precision fields with ",
+          f.nspin(), "x", f.ncolor(), " spin x color components are not supported (single or double)");
+}
+
+/// Run-time shapes: out = a in + b out, real by real (b = 0: a copy).
+template <typename SI, typename SO>
+struct GenericAxpbyKernel {
+  RealArray<SI> in;
+  RealArray<SO> out;
+  int n_real;
+  double a, b;
+  LATKE_HOST_DEVICE void operator()(int x_cb, int) const {
+    for (int r = 0; r < n_real; ++r) {
+      const double y = b == 0 ? 0.0 : b * out.template get<double>(r, x_cb);
+      out.set(r, x_cb, a * in.template get<double>(r, x_cb) + y);
+    }
+  }
+};
+
+template <typename SX, typename SY>
+struct GenericDotKernel {
+  RealArray<SX> x;
+  RealArray<SY> y;
+  int n_real;
+  LATKE_HOST_DEVICE Complex<double> operator()(int x_cb, int) const {
+    Complex<double> s;
+    for (int r = 0; r < n_real; r += 2)
+      s += conj_mul(Complex<double>(x.template get<double>(r, x_cb), x.template get<double>(r + 1, x_cb)),
+                    Complex<double>(y.template get<double>(r, x_cb), y.template get<double>(r + 1, x_cb)));
+    return s;
+  }
+};
+
+/// Gaussian reals from Philox keyed by the seed, counter (global site, component pair).
+template <typename Store>
+struct GaussianKernel {
+  RealArray<Store> field;
+  LocalGeometry geom;
+  int offset[4], global[4];
+  int parity, n_real;
+  std::uint32_t key[2];
+  LATKE_HOST_DEVICE void operator()(int x_cb, int) const {
+    int c[4];
+    geom.coords(x_cb, parity, c);
+    unsigned long long g = 0;
+    for (int mu = 3; mu >= 0; --mu) g = g * global[mu] + (c[mu] + offset[mu]);
+    for (int r = 0; r < n_real; r += 4) {
+      const Philox4x32 w = philox4x32_10(Philox4x32{{static_cast<std::uint32_t>(g), static_cast<std::uint32_t>(g >> 32),
+                                                     0x9a55u, static_cast<std::uint32_t>(r)}},
+                                         key[0], key[1]);
+      double u[4];
+      for (int i = 0; i < 4; ++i) u[i] = uniform_open(w.v[i]);
+      for (int i = 0; i < 2; ++i) {
+        const double rad = sqrt(-2.0 * log(u[2 * i])), phi = 6.283185307179586 * u[2 * i + 1];
+        if (r + 2 * i < n_real) field.set(r + 2 * i, x_cb, rad * cos(phi));
+        if (r + 2 * i + 1 < n_real) field.set(r + 2 * i + 1, x_cb, rad * sin(phi));
+      }
+    }
+  }
+};
+
+template <typename Store>
+struct GenericLexKernel {  // CPU only: host pointers
+  RealArray<Store> field;
+  Complex<double>* host;
+  LocalGeometry geom;
+  int parity, n_real;
+  bool to_field;
+  void operator()(int x_cb, int) const {
+    int c[4];
+    const long site = geom.coords(x_cb, parity, c);
+    const int n = n_real / 2;
+    for (int k = 0; k < n; ++k) {
+      if (to_field) {
+        if constexpr (sizeof(Store) != 2) {
+          field.set(2 * k, x_cb, host[site * n + k].re);
+          field.set(2 * k + 1, x_cb, host[site * n + k].im);
+        }
+      } else {
+        host[site * n + k] =
+            Complex<double>(field.template get<double>(2 * k, x_cb), field.template get<double>(2 * k + 1, x_cb));
+      }
+    }
+  }
+};
 
 template <typename Store, int NReal>
 struct LexKernel {  // CPU only: host pointers
@@ -50,7 +151,10 @@ struct LexKernel {  // CPU only: host pointers
     const long site = geom.coords(x_cb, parity, c);
     double r[NReal];
     if (to_field) {
-      for (int k = 0; k < NReal / 2; ++k) { r[2 * k] = host[site * (NReal / 2) + k].re; r[2 * k + 1] = host[site * (NReal / 2) + k].im; }
+      for (int k = 0; k < NReal / 2; ++k) {
+        r[2 * k] = host[site * (NReal / 2) + k].re;
+        r[2 * k + 1] = host[site * (NReal / 2) + k].im;
+      }
       field.save(r, x_cb);
     } else {
       field.load(r, x_cb);
@@ -111,8 +215,8 @@ SiteArray<Store, NReal, 1> site_array(const ColorSpinorField& f, int block) {
 void require_same_shape(const ColorSpinorField& a, const ColorSpinorField& b, const char* what) {
   require(&a.lattice() == &b.lattice() || a.lattice().local() == b.lattice().local(), what,
           ": fields live on different lattices");
-  require(a.nspin() == b.nspin() && a.ncolor() == b.ncolor(), what, ": fields have ", a.nspin(), "x",
-          a.ncolor(), " and ", b.nspin(), "x", b.ncolor(), " spin x color components");
+  require(a.nspin() == b.nspin() && a.ncolor() == b.ncolor(), what, ": fields have ", a.nspin(), "x", a.ncolor(),
+          " and ", b.nspin(), "x", b.ncolor(), " spin x color components");
   require(a.n_parity() == b.n_parity(), what, ": a full field and a parity field");
   require(a.backend() == b.backend(), what, ": fields on backends ", to_string(a.backend()), " and ",
           to_string(b.backend()));
@@ -122,12 +226,13 @@ void require_same_shape(const ColorSpinorField& a, const ColorSpinorField& b, co
 
 ColorSpinorField::ColorSpinorField(std::shared_ptr<const Lattice> lattice, const SpinorParam& param)
     : lattice_(std::move(lattice)), param_(param) {
-  require(param.nspin > 0 && param.ncolor > 0, "color-spinor field with ", param.nspin, " spins and ",
-          param.ncolor, " colors: expected positive counts");
+  require(param.nspin > 0 && param.ncolor > 0, "color-spinor field with ", param.nspin, " spins and ", param.ncolor,
+          " colors: expected positive counts");
   const std::size_t vcb = lattice_->volume_cb();
   const MemoryKind k = memory_for(param.backend);
   data_ = std::make_shared<Buffer>(k, align_up(n_parity() * site_reals() * vcb * real_bytes(param.precision)));
-  if (param.precision == Precision::half) norm_ = std::make_shared<Buffer>(k, align_up(n_parity() * vcb * sizeof(float)));
+  if (param.precision == Precision::half)
+    norm_ = std::make_shared<Buffer>(k, align_up(n_parity() * vcb * sizeof(float)));
   zero();
 }
 
@@ -140,9 +245,33 @@ ColorSpinorField ColorSpinorField::wrap(std::shared_ptr<const Lattice> lattice, 
   require(reinterpret_cast<std::uintptr_t>(data) % 16 == 0, "wrapping external memory at ", data,
           ": expected 16-byte alignment");
   ColorSpinorField f(std::move(lattice), param, NoAlloc{});
-  f.data_ = std::make_shared<Buffer>(
-      Buffer::borrow(memory_for(param.backend), data, f.n_parity() * f.site_reals() * f.lattice_->volume_cb() * sizeof(double)));
+  f.data_ = std::make_shared<Buffer>(Buffer::borrow(
+      memory_for(param.backend), data, f.n_parity() * f.site_reals() * f.lattice_->volume_cb() * sizeof(double)));
   return f;
+}
+
+std::vector<ColorSpinorField> ColorSpinorField::make_set(std::shared_ptr<const Lattice> lattice,
+                                                         const SpinorParam& param, int count) {
+  require(count >= 1, "a set of ", count, " fields: expected at least one");
+  ColorSpinorField first(lattice, param, NoAlloc{});
+  const std::size_t vcb = lattice->volume_cb();
+  const std::size_t blocks = static_cast<std::size_t>(count) * first.n_parity();
+  const MemoryKind k = memory_for(param.backend);
+  first.data_ = std::make_shared<Buffer>(k, align_up(blocks * first.site_reals() * vcb * real_bytes(param.precision)));
+  if (param.precision == Precision::half)
+    first.norm_ = std::make_shared<Buffer>(k, align_up(blocks * vcb * sizeof(float)));
+  std::vector<ColorSpinorField> set;
+  for (int i = 0; i < count; ++i) {
+    ColorSpinorField f = first;
+    f.block_offset_ = static_cast<std::size_t>(i) * first.n_parity();
+    f.zero();
+    set.push_back(std::move(f));
+  }
+  return set;
+}
+
+std::size_t ColorSpinorField::block_bytes() const {
+  return static_cast<std::size_t>(site_reals()) * lattice_->volume_cb() * real_bytes(param_.precision);
 }
 
 ColorSpinorField ColorSpinorField::like(Precision p) const {
@@ -156,15 +285,18 @@ ColorSpinorField ColorSpinorField::parity(int p) const {
   require(p == 0 || p == 1, "parity ", p, ": expected 0 (even) or 1 (odd)");
   ColorSpinorField v = *this;
   v.param_.subset = p == 0 ? Subset::even : Subset::odd;
-  v.block_offset_ = p;
+  v.block_offset_ = block_offset_ + p;
   return v;
 }
 
 int ColorSpinorField::block_parity(int block) const {
   switch (param_.subset) {
-    case Subset::full: return block;
-    case Subset::even: return 0;
-    default: return 1;
+    case Subset::full:
+      return block;
+    case Subset::even:
+      return 0;
+    default:
+      return 1;
   }
 }
 
@@ -192,6 +324,19 @@ void ColorSpinorField::zero() {
 
 void ColorSpinorField::copy_from(const ColorSpinorField& src) {
   require_same_shape(*this, src, "copy_from");
+  if (!fixed_shape(site_reals())) {
+    require_writable(*this, "copy_from");
+    dispatch_types(src, *this, [&](auto si, auto so) {
+      using SI = decltype(si);
+      using SO = decltype(so);
+      if constexpr (sizeof(SO) != 2)
+        for (int b = 0; b < n_parity(); ++b)
+          launch(backend(),
+                 GenericAxpbyKernel<SI, SO>{real_array<SI>(src, b), real_array<SO>(*this, b), site_reals(), 1.0, 0.0},
+                 {lattice_->volume_cb()});
+    });
+    return;
+  }
   dispatch_pair(src, *this, [&](auto si, auto so, auto nr) {
     using SI = decltype(si);
     using SO = decltype(so);
@@ -205,7 +350,8 @@ void ColorSpinorField::copy_from(const ColorSpinorField& src) {
 void ColorSpinorField::copy_raw(const ColorSpinorField& dst, const ColorSpinorField& src) {
   const std::size_t vcb = src.lattice_->volume_cb();
   for (int b = 0; b < src.n_parity(); ++b) {
-    copy_bytes(dst.block_data(b), src.block_data(b), src.site_reals() * vcb * real_bytes(src.precision()), compute_stream());
+    copy_bytes(dst.block_data(b), src.block_data(b), src.site_reals() * vcb * real_bytes(src.precision()),
+               compute_stream());
     if (src.norm_) copy_bytes(dst.block_norm(b), src.block_norm(b), vcb * sizeof(float), compute_stream());
   }
   synchronize(compute_stream());
@@ -213,6 +359,16 @@ void ColorSpinorField::copy_raw(const ColorSpinorField& dst, const ColorSpinorFi
 
 void ColorSpinorField::convert_lex(const ColorSpinorField& stage, Complex<double>* host, bool to_field) const {
   const LocalGeometry g = LocalGeometry::of(*lattice_);
+  if (!fixed_shape(site_reals())) {
+    if (to_field) require_writable(*this, "from_lexicographic");
+    dispatch_precision(precision(), [&](auto s) {
+      using S = decltype(s);
+      for (int b = 0; b < n_parity(); ++b)
+        launch_cpu(GenericLexKernel<S>{real_array<S>(stage, b), host, g, block_parity(b), site_reals(), to_field},
+                   {lattice_->volume_cb()});
+    });
+    return;
+  }
   dispatch_reals(site_reals(), [&](auto nr) {
     constexpr int NR = decltype(nr)::value;
     dispatch_precision(precision(), [&](auto s) {
@@ -233,8 +389,8 @@ ColorSpinorField ColorSpinorField::host_stage() const {
 
 void ColorSpinorField::from_lexicographic(const std::vector<Complex<double>>& host) {
   const std::size_t want = static_cast<std::size_t>(lattice_->volume()) * site_reals() / 2;
-  require(host.size() == want, "from_lexicographic: host array has ", host.size(),
-          " complex numbers, expected ", want, " (local volume x spins x colors)");
+  require(host.size() == want, "from_lexicographic: host array has ", host.size(), " complex numbers, expected ", want,
+          " (local volume x spins x colors)");
   const ColorSpinorField stage = host_stage();
   convert_lex(stage, const_cast<Complex<double>*>(host.data()), true);
   if (backend() != Backend::cpu) copy_raw(*this, stage);
@@ -243,8 +399,8 @@ void ColorSpinorField::from_lexicographic(const std::vector<Complex<double>>& ho
 void ColorSpinorField::to_lexicographic(std::vector<Complex<double>>& host) const {
   const std::size_t want = static_cast<std::size_t>(lattice_->volume()) * site_reals() / 2;
   if (host.empty()) host.assign(want, Complex<double>());
-  require(host.size() == want, "to_lexicographic: host array has ", host.size(),
-          " complex numbers, expected ", want, " (local volume x spins x colors)");
+  require(host.size() == want, "to_lexicographic: host array has ", host.size(), " complex numbers, expected ", want,
+          " (local volume x spins x colors)");
   const ColorSpinorField stage = host_stage();
   if (backend() != Backend::cpu) {
     synchronize(backend());
@@ -256,15 +412,26 @@ void ColorSpinorField::to_lexicographic(std::vector<Complex<double>>& host) cons
 Complex<double> dot(const ColorSpinorField& x, const ColorSpinorField& y) {
   require_same_shape(x, y, "dot");
   Complex<double> local;
-  dispatch_pair(x, y, [&](auto sx, auto sy, auto nr) {
-    using SX = decltype(sx);
-    using SY = decltype(sy);
-    constexpr int NR = decltype(nr)::value;
-    for (int b = 0; b < x.n_parity(); ++b)
-      local += launch_reduce<Complex<double>>(
-          x.backend(), DotKernel<SX, SY, NR>{site_array<SX, NR>(x, b), site_array<SY, NR>(y, b)},
-          {x.lattice().volume_cb()});
-  });
+  if (!fixed_shape(x.site_reals())) {
+    dispatch_types(x, y, [&](auto sx, auto sy) {
+      using SX = decltype(sx);
+      using SY = decltype(sy);
+      for (int b = 0; b < x.n_parity(); ++b)
+        local += launch_reduce<Complex<double>>(
+            x.backend(), GenericDotKernel<SX, SY>{real_array<SX>(x, b), real_array<SY>(y, b), x.site_reals()},
+            {x.lattice().volume_cb()});
+    });
+  } else {
+    dispatch_pair(x, y, [&](auto sx, auto sy, auto nr) {
+      using SX = decltype(sx);
+      using SY = decltype(sy);
+      constexpr int NR = decltype(nr)::value;
+      for (int b = 0; b < x.n_parity(); ++b)
+        local += launch_reduce<Complex<double>>(
+            x.backend(), DotKernel<SX, SY, NR>{site_array<SX, NR>(x, b), site_array<SY, NR>(y, b)},
+            {x.lattice().volume_cb()});
+    });
+  }
   double in[2] = {local.re, local.im}, out[2];
   MPI_Allreduce(in, out, 2, MPI_DOUBLE, MPI_SUM, x.lattice().comm());
   return {out[0], out[1]};
@@ -275,6 +442,19 @@ double norm2(const ColorSpinorField& x) { return dot(x, x).re; }
 namespace {
 void axpby(double a, const ColorSpinorField& x, double b, ColorSpinorField& y) {
   require_same_shape(x, y, "axpby");
+  if (!fixed_shape(x.site_reals())) {
+    require_writable(y, "axpby");
+    dispatch_types(x, y, [&](auto sx, auto sy) {
+      using SX = decltype(sx);
+      using SY = decltype(sy);
+      if constexpr (sizeof(SY) != 2)
+        for (int blk = 0; blk < x.n_parity(); ++blk)
+          launch(x.backend(),
+                 GenericAxpbyKernel<SX, SY>{real_array<SX>(x, blk), real_array<SY>(y, blk), x.site_reals(), a, b},
+                 {x.lattice().volume_cb()}, compute_stream(), false);
+    });
+    return;
+  }
   dispatch_pair(x, y, [&](auto sx, auto sy, auto nr) {
     using SX = decltype(sx);
     using SY = decltype(sy);
@@ -288,6 +468,35 @@ void axpby(double a, const ColorSpinorField& x, double b, ColorSpinorField& y) {
 
 void axpy(double a, const ColorSpinorField& x, ColorSpinorField& y) { axpby(a, x, 1.0, y); }
 void xpay(const ColorSpinorField& x, double a, ColorSpinorField& y) { axpby(1.0, x, a, y); }
+
+void fill_gaussian(ColorSpinorField& x, std::uint64_t seed) {
+  if (x.precision() == Precision::half) {
+    ColorSpinorField s = x.like(Precision::single);
+    fill_gaussian(s, seed);
+    x.copy_from(s);
+    return;
+  }
+  const Lattice& lat = x.lattice();
+  dispatch_precision(x.precision(), [&](auto st) {
+    using S = decltype(st);
+    if constexpr (sizeof(S) != 2) {
+      GaussianKernel<S> k;
+      k.geom = LocalGeometry::of(lat);
+      for (int mu = 0; mu < 4; ++mu) {
+        k.offset[mu] = lat.offset()[mu];
+        k.global[mu] = lat.global()[mu];
+      }
+      k.n_real = x.site_reals();
+      k.key[0] = static_cast<std::uint32_t>(seed);
+      k.key[1] = static_cast<std::uint32_t>(seed >> 32);
+      for (int b = 0; b < x.n_parity(); ++b) {
+        k.field = real_array<S>(x, b);
+        k.parity = x.block_parity(b);
+        launch(x.backend(), k, {lat.volume_cb()});
+      }
+    }
+  });
+}
 
 void apply_gamma5(ColorSpinorField& out, const ColorSpinorField& in) {
   require_same_shape(out, in, "apply_gamma5");

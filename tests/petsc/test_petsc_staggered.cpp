@@ -1,8 +1,9 @@
 // Latke's PETSc face for the staggered operators (MatCreateLatkeStaggered in latke.h): PETSc's
 // CG on the normal operator, the reconstructed solution checked with the full operator and
 // the host reference, adjoints, the matrix flags, links given or stripped of MILC's phases,
-// options and bad input. Runs on 1 rank and, with the same expectations, on 4 (where
-// solutions are compared with single-rank ones).
+// options and bad input; MatLatkeSolveMultiMass with both strategies and its bad input. Runs
+// on 1 rank and, with the same expectations, on 4 (where solutions are compared with
+// single-rank ones).
 #include <gtest/gtest.h>
 #include <petscksp.h>
 
@@ -403,6 +404,199 @@ TEST(PetscStaggered, OptionsAndBadInput) {
                              "tadpole factor u0 = 0.9", "fat links 18 reals, long links 18 reals"})
       EXPECT_NE(s.find(want), std::string::npos) << "missing '" << want << "' in:\n" << s;
   }
+  LatkeGaugeDestroy(&g);
+}
+
+// ---- MatLatkeSolveMultiMass -----------------------------------------------------------------
+
+const std::vector<PetscReal> mm_masses{0.06, 0.09, 0.14, 0.22, 0.35};
+
+struct MultiMassSolution {
+  std::vector<cvec> x;        ///< per mass, this rank's sites (zero off the parity)
+  std::vector<double> resid;  ///< |b - A_m x| with MatMult on the matrix of mass 0.1, + shift
+  double bnorm = 0;
+  LatkeMultiMassStats st{};
+  std::vector<LatkeMassStats> ms;
+};
+
+/// (4 m^2 - D_eo D_oe) x_m = b (Z2 noise on the even sites) for every mass of mm_masses,
+/// on an asqtad matrix of mass 0.1, checked with MatMult.
+MultiMassSolution solve_masses(MPI_Comm comm, LatkeMultiMassStrategy strategy, const char* prefix = nullptr) {
+  MultiMassSolution s;
+  LatkeGauge g = make_gauge(comm);
+  const LatkeStaggeredParams p = params(LATKE_STAGGERED_ASQTAD);
+  Mat A;
+  Vec b, r;
+  EXPECT_EQ(MatCreateLatkeStaggered(g, LATKE_OPERATOR_EVEN_ODD, &p, nullptr, &A), 0);
+  EXPECT_EQ(MatCreateVecs(A, &r, &b), 0);
+  EXPECT_EQ(LatkeVecSetNoiseSource(A, b, LATKE_NOISE_Z2, 5), 0);
+  const PetscInt n = static_cast<PetscInt>(mm_masses.size());
+  std::vector<Vec> x(n);
+  for (auto& v : x) {
+    EXPECT_EQ(VecDuplicate(b, &v), 0);
+    EXPECT_EQ(VecSet(v, 3.0), 0);  // ignored
+  }
+  LatkeMultiMassParams mp;
+  EXPECT_EQ(LatkeMultiMassParamsDefault(&mp), 0);
+  mp.strategy = strategy;
+  s.ms.resize(n);
+  EXPECT_EQ(MatLatkeSolveMultiMass(A, n, mm_masses.data(), b, x.data(), &mp, prefix, &s.st, s.ms.data()), 0);
+  PetscReal bn;
+  VecNorm(b, NORM_2, &bn);
+  s.bnorm = bn;
+  for (PetscInt i = 0; i < n; ++i) {
+    PetscReal rn;
+    EXPECT_EQ(MatMult(A, x[i], r), 0);
+    VecAXPY(r, 4 * (mm_masses[i] * mm_masses[i] - p.mass * p.mass), x[i]);
+    VecAYPX(r, -1.0, b);
+    VecNorm(r, NORM_2, &rn);
+    s.resid.push_back(rn);
+    s.x.push_back(get_lex(A, x[i], g->data->lattice->volume()));
+    VecDestroy(&x[i]);
+  }
+  VecDestroy(&b), VecDestroy(&r), MatDestroy(&A);
+  LatkeGaugeDestroy(&g);
+  return s;
+}
+
+/// |a - b| over all ranks.
+double diff_norm(const cvec& a, const cvec& b) {
+  double d = 0, out = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) d += std::norm(a[i] - b[i]);
+  MPI_Allreduce(&d, &out, 1, MPI_DOUBLE, MPI_SUM, PETSC_COMM_WORLD);
+  return std::sqrt(out);
+}
+
+// Both strategies: every residual, checked with MatMult, below 1e-10; the two agree within
+// what the tolerance allows, |x - y| <= (|r_x| + |r_y|) / (4 m^2); on 4 ranks each equals the
+// single-rank solution within the same bound.
+TEST(PetscStaggeredMultiMass, BothStrategiesSolveEveryMass) {
+  std::vector<MultiMassSolution> sol;
+  for (LatkeMultiMassStrategy s : {LATKE_MULTIMASS_MULTISHIFT, LATKE_MULTIMASS_SEQUENTIAL}) {
+    sol.push_back(solve_masses(PETSC_COMM_WORLD, s));
+    const MultiMassSolution& m = sol.back();
+    EXPECT_TRUE(m.st.converged) << "strategy " << s;
+    EXPECT_GT(m.st.sloppy_applications, m.st.outer_applications);
+    for (std::size_t i = 0; i < mm_masses.size(); ++i) {
+      EXPECT_LE(m.resid[i] / m.bnorm, 1.001e-10) << "strategy " << s << " mass " << mm_masses[i];
+      EXPECT_NEAR(m.ms[i].true_residual, m.resid[i] / m.bnorm, 1e-13);
+      EXPECT_EQ(m.ms[i].mass, mm_masses[i]);
+      EXPECT_TRUE(m.ms[i].converged);
+      if (s == LATKE_MULTIMASS_SEQUENTIAL) EXPECT_EQ(m.ms[i].refine_iterations, 0);
+    }
+    if (s == LATKE_MULTIMASS_MULTISHIFT)
+      EXPECT_LT(m.ms.back().iterations, m.ms.front().iterations) << "the heaviest mass stops first";
+  }
+  for (std::size_t i = 0; i < mm_masses.size(); ++i) {
+    const double bound = (sol[0].resid[i] + sol[1].resid[i]) / (4 * mm_masses[i] * mm_masses[i]);
+    EXPECT_LE(diff_norm(sol[0].x[i], sol[1].x[i]), 1.01 * bound) << "mass " << mm_masses[i];
+  }
+  if (world_size() > 1) {
+    LatkeGauge g = make_gauge(PETSC_COMM_WORLD);
+    for (int k = 0; k < 2; ++k) {
+      const MultiMassSolution one =
+          solve_masses(PETSC_COMM_SELF, k == 0 ? LATKE_MULTIMASS_MULTISHIFT : LATKE_MULTIMASS_SEQUENTIAL);
+      for (std::size_t i = 0; i < mm_masses.size(); ++i) {
+        const double bound = (sol[k].resid[i] + one.resid[i]) / (4 * mm_masses[i] * mm_masses[i]);
+        EXPECT_LE(diff_norm(sol[k].x[i], local_part(one.x[i], *g->data->lattice, 3)), 1.01 * bound)
+            << "strategy " << k << " mass " << mm_masses[i];
+      }
+    }
+    LatkeGaugeDestroy(&g);
+  }
+}
+
+// The options under the prefix choose the strategy and the extrapolation.
+TEST(PetscStaggeredMultiMass, OptionsChooseTheStrategy) {
+  PetscOptionsSetValue(nullptr, "-mm_latke_multimass", "sequential");
+  PetscOptionsSetValue(nullptr, "-mm_latke_multimass_extrapolation", "0");
+  const MultiMassSolution s = solve_masses(PETSC_COMM_WORLD, LATKE_MULTIMASS_MULTISHIFT, "mm_");
+  PetscOptionsClearValue(nullptr, "-mm_latke_multimass");
+  PetscOptionsClearValue(nullptr, "-mm_latke_multimass_extrapolation");
+  EXPECT_TRUE(s.st.converged);
+  for (const LatkeMassStats& m : s.ms) {
+    EXPECT_EQ(m.refine_iterations, 0) << "sequential";
+    EXPECT_NEAR(m.initial_residual, 1.0, 1e-12) << "zero guesses";
+  }
+}
+
+/// The message of the last PETSc error.
+std::string last_error() {
+  const char* text = nullptr;
+  char* specific = nullptr;
+  PetscErrorMessage(0, &text, &specific);
+  return specific ? specific : "";
+}
+
+// Bad input is an error naming the input, the value and what was expected.
+TEST(PetscStaggeredMultiMass, BadInput) {
+  LatkeGauge g = make_gauge(PETSC_COMM_WORLD);
+  const LatkeStaggeredParams p = params(LATKE_STAGGERED_ASQTAD);
+  Mat A, M, W;
+  ASSERT_PETSC(MatCreateLatkeStaggered(g, LATKE_OPERATOR_EVEN_ODD, &p, nullptr, &A));
+  ASSERT_PETSC(MatLatkeCreateCompanion(A, LATKE_OPERATOR_FULL, &M));
+  ASSERT_PETSC(MatCreateLatkeWilsonClover(g, LATKE_OPERATOR_EVEN_ODD, nullptr, nullptr, &W));
+  Vec b, bfull, x[3], xfull;
+  ASSERT_PETSC(MatCreateVecs(A, nullptr, &b));
+  ASSERT_PETSC(MatLatkeCreateFullVecs(A, &xfull, &bfull));
+  ASSERT_PETSC(VecSet(b, 1.0));
+  ASSERT_PETSC(VecSet(bfull, 1.0));
+  for (Vec& v : x) ASSERT_PETSC(VecDuplicate(b, &v));
+  PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
+  struct Case {
+    std::vector<PetscReal> m;
+    const char* message;
+  };
+  const Case cases[] = {
+      {{}, "the mass list is empty"},
+      {{0.05, 0.02, 0.1}, "mass list not in increasing order: 0.02 (entry 2) follows 0.05"},
+      {{-0.05, 0.02, 0.1}, "mass -0.05 (entry 1 of the mass list): expected a number > 0"},
+      {{0.0, 0.02, 0.1}, "mass 0 (entry 1 of the mass list): expected a number > 0 (the even-odd solve needs m > 0)"},
+      {{0.02, 0.05, 0.05}, "mass 0.05 appears twice in the mass list (entries 2 and 3)"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_NE(MatLatkeSolveMultiMass(A, static_cast<PetscInt>(c.m.size()), c.m.data(), b, x, nullptr, nullptr, nullptr,
+                                     nullptr),
+              0);
+    EXPECT_NE(last_error().find(c.message), std::string::npos) << last_error();
+  }
+  const PetscReal good[3] = {0.05, 0.1, 0.2};
+  EXPECT_NE(MatLatkeSolveMultiMass(M, 3, good, bfull, x, nullptr, nullptr, nullptr, nullptr), 0);
+  EXPECT_NE(last_error().find("the matrix is the full staggered operator M; expected the even-odd form"),
+            std::string::npos)
+      << last_error();
+  EXPECT_NE(MatLatkeSolveMultiMass(W, 3, good, b, x, nullptr, nullptr, nullptr, nullptr), 0);
+  EXPECT_NE(
+      last_error().find("MatLatkeSolveMultiMass: the matrix is a LatkeWilsonClover matrix, expected a staggered one"),
+      std::string::npos)
+      << last_error();
+  EXPECT_NE(MatLatkeSolveMultiMass(A, 3, good, bfull, x, nullptr, nullptr, nullptr, nullptr), 0);
+  EXPECT_NE(last_error().find("b is a vector of the whole lattice, expected one of the matrix's parity"),
+            std::string::npos)
+      << last_error();
+  EXPECT_EQ(MatLatkeSolveMultiMass(A, 3, good, b, x, nullptr, nullptr, nullptr, nullptr), 0) << "good input works";
+  Vec mixed[3] = {x[0], xfull, x[2]};
+  EXPECT_NE(MatLatkeSolveMultiMass(A, 3, good, b, mixed, nullptr, nullptr, nullptr, nullptr), 0);
+  EXPECT_NE(last_error().find("x[1] is a vector of the whole lattice"), std::string::npos) << last_error();
+  PetscOptionsSetValue(nullptr, "-bad_latke_multimass", "both");
+  EXPECT_NE(MatLatkeSolveMultiMass(A, 3, good, b, x, nullptr, "bad_", nullptr, nullptr), 0);
+  EXPECT_NE(last_error().find("unknown multi-mass strategy 'both': expected multishift or sequential"),
+            std::string::npos)
+      << last_error();
+  PetscOptionsClearValue(nullptr, "-bad_latke_multimass");
+  PetscOptionsSetValue(nullptr, "-bad_latke_multimass_extrapolation", "-2");
+  EXPECT_NE(MatLatkeSolveMultiMass(A, 3, good, b, x, nullptr, "bad_", nullptr, nullptr), 0);
+  EXPECT_NE(last_error().find("-bad_latke_multimass_extrapolation -2"), std::string::npos) << last_error();
+  PetscOptionsClearValue(nullptr, "-bad_latke_multimass_extrapolation");
+  LatkeMultiMassParams mp;
+  LatkeMultiMassParamsDefault(&mp);
+  mp.tol = 0;
+  EXPECT_NE(MatLatkeSolveMultiMass(A, 3, good, b, x, &mp, nullptr, nullptr, nullptr), 0);
+  EXPECT_NE(last_error().find("solver tolerance 0: expected a number in (0, 1)"), std::string::npos) << last_error();
+  PetscPopErrorHandler();
+  for (Vec& v : x) VecDestroy(&v);
+  VecDestroy(&b), VecDestroy(&bfull), VecDestroy(&xfull);
+  MatDestroy(&A), MatDestroy(&M), MatDestroy(&W);
   LatkeGaugeDestroy(&g);
 }
 

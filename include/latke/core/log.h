@@ -1,7 +1,8 @@
 // PETSc log events for Latke's work, so that -log_view shows where the time goes: the whole
 // operator (LatkeMatMult), the hopping kernels (LatkeDslash), clover applications
-// (LatkeClover), waiting for halos (LatkeHalo) and host<->device staging of vectors
-// (LatkeStage, with PETSc's CPU->GPU / GPU->CPU copy counters). While PETSc logging is
+// (LatkeClover), waiting for halos (LatkeHalo), host<->device staging of vectors
+// (LatkeStage, with PETSc's CPU->GPU / GPU->CPU copy counters) and the multigrid
+// preconditioner's phases (LatkeMG*). While PETSc logging is
 // active, an event that timed GPU work synchronizes the compute stream at its end, so its
 // time is the kernels' and not the launches'; without -log_view nothing is synchronized.
 // Flops of GPU work are GPU flops where PETSc has a device (-log_view's GPU columns); with
@@ -11,7 +12,23 @@
 
 namespace latke {
 
-enum class LogEvent { mat_mult, dslash, clover, halo, stage, count_ };
+enum class LogEvent {
+  mat_mult,
+  dslash,
+  clover,
+  halo,
+  stage,
+  mg_setup,         ///< LatkeMGSetup: the whole multigrid setup
+  mg_apply,         ///< LatkeMGApply: one multigrid cycle from the fine level
+  mg_smooth0,       ///< LatkeMGSmooth0..3: the smoother of level 0..3
+  mg_smooth1,
+  mg_smooth2,
+  mg_smooth3,
+  mg_transfer,      ///< LatkeMGTransfer: prolongation and restriction
+  mg_coarse_op,     ///< LatkeMGCoarseOp: coarse-operator applications (with their flops)
+  mg_coarse_solve,  ///< LatkeMGCoarseSolve: the coarsest level's solves
+  count_
+};
 
 /// @brief Register Latke's events with PETSc (idempotent; PETSc must be initialized).
 void register_log_events();

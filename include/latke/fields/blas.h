@@ -3,8 +3,11 @@
 // double in a fixed order (deterministic run to run). All fields of one call have the same
 // shape and storage precision (double, single or half); arithmetic is in double for double
 // storage and in single otherwise. Mixed precision goes through ColorSpinorField::copy_from.
-// Flops (per complex number, for reports): caxpby 8, caxpbypcz 14, with a norm +2, a dot 4.
+// Flops (per complex number, for reports): caxpby 8, caxpbypcz 14, with a norm +2, a dot 4;
+// the multi-vector forms 8 per vector (dot) and 8 per vector (axpy); multishift_update 10 per shift.
 #pragma once
+
+#include <vector>
 
 #include "latke/core/complex.h"
 #include "latke/fields/color_spinor_field.h"
@@ -27,5 +30,24 @@ struct DotNorms {
 };
 /// @brief <x, y>, |x|^2 and |y|^2 in one pass, summed over all ranks.
 DotNorms cdot_norms(const ColorSpinorField& x, const ColorSpinorField& y);
+
+/// Vectors per pass of the multi-vector kernels below (more are done in several passes).
+inline constexpr int multi_chunk = 8;
+
+/// @brief out[i] = <x[i], y> for i < n, summed over all ranks: one pass over y and one
+/// reduction (and one host synchronisation) per multi_chunk vectors, as Gram-Schmidt needs.
+void cdot_multi(const ColorSpinorField* const* x, int n, const ColorSpinorField& y, Cplx* out);
+/// @brief y += sum_i a[i] x[i] for i < n, in one pass over y per multi_chunk vectors.
+void caxpy_multi(const Cplx* a, const ColorSpinorField* const* x, int n, ColorSpinorField& y);
+
+
+/// Shifts one multishift_update kernel handles; more are done in several passes.
+inline constexpr int multishift_max = 8;
+/// @brief The multi-shift CG update of every shift k in one pass over r (r read once):
+/// x_k += alpha_k p_k, then p_k = zeta_k r + beta_k p_k, with real coefficients. All fields of
+/// one shape and precision; x and p hold one field per shift (distinct fields).
+void multishift_update(const ColorSpinorField& r, const std::vector<ColorSpinorField*>& x,
+                       const std::vector<ColorSpinorField*>& p, const std::vector<double>& alpha,
+                       const std::vector<double>& zeta, const std::vector<double>& beta);
 
 }  // namespace latke::blas

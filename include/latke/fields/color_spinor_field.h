@@ -3,6 +3,7 @@
 // A full field holds both parities (block 0 even, block 1 odd); a parity field holds one.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -33,6 +34,12 @@ class ColorSpinorField {
   /// this one (native_layout.h). data must be 16-byte aligned and outlive the field.
   static ColorSpinorField wrap(std::shared_ptr<const Lattice> lattice, const SpinorParam& param, void* data);
 
+  /// @brief count fields of one shape in a single allocation, field k's blocks right after
+  /// field k-1's: a kernel reaches block b of field k at block_data(0) of field 0 plus
+  /// (k * n_parity + b) blocks (and likewise for half-precision norms). For multigrid bases.
+  static std::vector<ColorSpinorField> make_set(std::shared_ptr<const Lattice> lattice, const SpinorParam& param,
+                                                int count);
+
   /// @brief A field of the same shape, subset and backend in precision p.
   ColorSpinorField like(Precision p) const;
   /// @brief The even (0) or odd (1) half of a full field, sharing its storage.
@@ -50,6 +57,8 @@ class ColorSpinorField {
   int block_parity(int block) const;
   /// Reals per site.
   int site_reals() const { return 2 * param_.nspin * param_.ncolor; }
+  /// Bytes of one parity block's reals (without norms).
+  std::size_t block_bytes() const;
   std::size_t bytes() const;
 
   /// @brief Accessor for block `block` (see block_parity).
@@ -91,6 +100,17 @@ class ColorSpinorField {
   std::size_t block_offset_ = 0;  ///< in blocks, for parity views
 };
 
+/// @brief Block `block` of f as a run-time shaped view (any spin x color count).
+template <typename Store>
+RealArray<Store> real_array(const ColorSpinorField& f, int block) {
+  RealArray<Store> a;
+  a.data = static_cast<Store*>(f.block_data(block));
+  a.norm = f.block_norm(block);
+  a.stride = f.lattice().volume_cb();
+  a.lv = vector_shift<Store>(f.site_reals());
+  return a;
+}
+
 /// @brief Sum over all ranks of |x|^2, accumulated in double.
 double norm2(const ColorSpinorField& x);
 /// @brief Sum over all ranks of <x, y> = sum conj(x) y, accumulated in double.
@@ -99,6 +119,10 @@ Complex<double> dot(const ColorSpinorField& x, const ColorSpinorField& y);
 void axpy(double a, const ColorSpinorField& x, ColorSpinorField& y);
 /// @brief y = x + a y.
 void xpay(const ColorSpinorField& x, double a, ColorSpinorField& y);
+/// @brief Fill x with Gaussian random numbers (unit variance per real) on its backend: each a
+/// function of (seed, global site, component) through Philox, so the field is the same on any
+/// process grid (and, up to rounding of the transform, on either backend).
+void fill_gaussian(ColorSpinorField& x, std::uint64_t seed);
 /// @brief out = gamma_5 in (Wilson spinors, chiral basis: sign flip of spins 2 and 3).
 void apply_gamma5(ColorSpinorField& out, const ColorSpinorField& in);
 

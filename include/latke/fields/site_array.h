@@ -169,4 +169,40 @@ struct SiteCopyKernel {
   }
 };
 
+/// One parity block of the coalesced layout with the number of reals per site known only at
+/// run time (multigrid coarse fields: 2 spins x Nvec colors), read and written one real at a
+/// time. Real r of site x is element r % V of word (r / V, x), as in SiteArray, with V a
+/// power of two (lv = log2 V). Half storage can be read (with the site's norm) but not
+/// written: a site's norm depends on all its reals.
+template <typename Store>
+struct RealArray {
+  static constexpr bool is_half = sizeof(Store) == 2;
+  Store* data = nullptr;
+  float* norm = nullptr;
+  int stride = 0;  ///< sites per parity block
+  int lv = 0;      ///< log2 of the reals per word: vector_length<Store>(reals per site)
+
+  LATKE_HOST_DEVICE LATKE_INLINE long offset(int r, int x) const {
+    return ((static_cast<long>(r >> lv) * stride + x) << lv) + (r & ((1 << lv) - 1));
+  }
+  template <typename C>
+  LATKE_HOST_DEVICE LATKE_INLINE C get(int r, int x) const {
+    if constexpr (is_half) return static_cast<C>(from_fixed(data[offset(r, x)])) * static_cast<C>(norm[x]) * (C(1) / C(fixed_max));
+    else return static_cast<C>(data[offset(r, x)]);
+  }
+  template <typename C>
+  LATKE_HOST_DEVICE LATKE_INLINE void set(int r, int x, C value) const {
+    static_assert(!is_half, "half-precision sites are written whole (SiteArray::save)");
+    data[offset(r, x)] = static_cast<Store>(value);
+  }
+};
+
+/// log2 of vector_length<Store>(n): the RealArray::lv of fields with n reals per site.
+template <typename Store>
+constexpr int vector_shift(int n) {
+  int v = vector_length<Store>(n), l = 0;
+  while (v > 1) v >>= 1, ++l;
+  return l;
+}
+
 }  // namespace latke

@@ -1,0 +1,581 @@
+// The coarse-grid operator (coarse_operator.h): block storage, the stencil kernel with halo
+// exchange, even-odd (X^-1 by Gauss-Jordan on the backend, Yhat = X^-1 Y) and the assembly
+// kernels. Compiled by nvcc in CUDA builds.
+#include "preconditioners/mg/coarse_operator.h"
+
+#include <cmath>
+#include <sstream>
+#include <vector>
+
+#include "latke/core/error.h"
+#include "latke/core/faces.h"
+#include "latke/core/indexing.h"
+#include "latke/core/launch.h"
+#include "latke/core/log.h"
+#include "preconditioners/mg/probe_classes.h"
+
+namespace latke::mg {
+
+namespace {
+
+constexpr int n_blocks = CoarseOperator::n_blocks;
+
+/// The blocks of both parities as kernels see them (column-major N x N complex blocks).
+template <typename S>
+struct BlockView {
+  S* data = nullptr;
+  float* scale = nullptr;  ///< half: largest |re|, |im| of each block
+  int n = 0, vcb = 0;
+
+  LATKE_HOST_DEVICE LATKE_INLINE long block(int parity, int x, int d) const {
+    return (static_cast<long>(parity) * vcb + x) * n_blocks + d;
+  }
+  template <typename T>
+  LATKE_HOST_DEVICE LATKE_INLINE Complex<T> get(long blk, int col, int row) const {
+    const long i = 2 * (blk * n * n + static_cast<long>(col) * n + row);
+    if constexpr (sizeof(S) == 2) {
+      const T s = static_cast<T>(scale[blk]) * (T(1) / T(fixed_max));
+      return Complex<T>(static_cast<T>(from_fixed(data[i])) * s, static_cast<T>(from_fixed(data[i + 1])) * s);
+    } else {
+      return Complex<T>(static_cast<T>(data[i]), static_cast<T>(data[i + 1]));
+    }
+  }
+  template <typename T>
+  LATKE_HOST_DEVICE LATKE_INLINE void set(long blk, int col, int row, Complex<T> z) const {
+    static_assert(sizeof(S) != 2, "half blocks are written by the scaling kernel");
+    const long i = 2 * (blk * n * n + static_cast<long>(col) * n + row);
+    data[i] = static_cast<S>(z.re);
+    data[i + 1] = static_cast<S>(z.im);
+  }
+};
+
+LATKE_HOST_DEVICE LATKE_INLINE int face_position(const LocalGeometry& g, int mu, const int (&c)[4]) {
+  int idx = 0;
+  for (int nu = 3; nu >= 0; --nu)
+    if (nu != mu) idx = idx * g.L[nu] + c[nu];
+  return idx >> 1;
+}
+
+/// The stencil out(x) = a sum_{d<8} L_d(x) in(x + hop_d) + b L_8(x) in(x) + c z(x), with
+/// Gamma_5 on both sides for the dagger, in two passes so that the small coarse levels keep
+/// the device busy: one thread per (site, block, row) computes that block's row times its
+/// input (the parts: the 8 hops when hopping, then the site block when it is there), then one
+/// thread per (site, row) combines the parts.
+template <typename SL, typename SV>
+struct StencilPartsKernel {
+  using T = double;
+  BlockView<SL> links;
+  RealArray<SV> in_q, in_p;
+  const SV* ghost[4][2];  ///< [mu][0: from behind, 1: from ahead], face sites x 2n reals
+  FaceGeometry faces;
+  Complex<T>* parts;  ///< [site][part][row]
+  int parity, n, n_parts;
+  bool hop, dagger;
+
+  LATKE_HOST_DEVICE LATKE_INLINE T sign(int k) const { return dagger && k >= n / 2 ? T(-1) : T(1); }
+
+  LATKE_HOST_DEVICE void operator()(int idx, int) const {
+    const int row = idx % n, part = (idx / n) % n_parts, x = idx / (n * n_parts);
+    Complex<T> acc;
+    if (hop && part < 8) {
+      const int mu = part >> 1, back = part & 1;
+      int cc[4];
+      faces.geom.coords(x, parity, cc);
+      const int* L = faces.geom.L;
+      const long blk = links.block(parity, x, part);
+      const bool edge = back ? cc[mu] == 0 : cc[mu] == L[mu] - 1;
+      if (((faces.comm_mask >> mu) & 1) && edge) {
+        const SV* g = ghost[mu][back ? 0 : 1] + static_cast<long>(face_position(faces.geom, mu, cc)) * 2 * n;
+        for (int col = 0; col < n; ++col)
+          acc += links.template get<T>(blk, col, row) *
+                 Complex<T>(static_cast<T>(g[2 * col]) * sign(col), static_cast<T>(g[2 * col + 1]) * sign(col));
+      } else {
+        int y[4] = {cc[0], cc[1], cc[2], cc[3]};
+        y[mu] = back ? (cc[mu] == 0 ? L[mu] - 1 : cc[mu] - 1) : (cc[mu] == L[mu] - 1 ? 0 : cc[mu] + 1);
+        const int ycb = faces.geom.full_index(y) >> 1;
+        for (int col = 0; col < n; ++col)
+          acc += links.template get<T>(blk, col, row) * Complex<T>(in_q.template get<T>(2 * col, ycb) * sign(col),
+                                                                   in_q.template get<T>(2 * col + 1, ycb) * sign(col));
+      }
+    } else {
+      const long blk = links.block(parity, x, 8);
+      for (int col = 0; col < n; ++col)
+        acc += links.template get<T>(blk, col, row) * Complex<T>(in_p.template get<T>(2 * col, x) * sign(col),
+                                                                 in_p.template get<T>(2 * col + 1, x) * sign(col));
+    }
+    parts[(static_cast<long>(x) * n_parts + part) * n + row] = acc;
+  }
+};
+
+template <typename SV>
+struct StencilCombineKernel {
+  using T = double;
+  RealArray<SV> out, z;
+  const Complex<T>* parts;
+  int n, n_parts;
+  bool hop, site, xpay, dagger;
+  T a, b, c;
+  LATKE_HOST_DEVICE void operator()(int idx, int) const {
+    const int row = idx % n, x = idx / n;
+    const Complex<T>* p = parts + static_cast<long>(x) * n_parts * n + row;
+    Complex<T> h, s;
+    const int n_hop = hop ? 8 : 0;
+    for (int k = 0; k < n_hop; ++k) h += p[k * n];
+    if (site) s = p[n_hop * n];
+    Complex<T> r = a * h + b * s;
+    if (dagger && row >= n / 2) r = -r;
+    if (xpay) r += c * Complex<T>(z.template get<T>(2 * row, x), z.template get<T>(2 * row + 1, x));
+    out.set(2 * row, x, r.re);
+    out.set(2 * row + 1, x, r.im);
+  }
+};
+
+/// Copies the face sites of the input parity into the send buffers (whole sites).
+template <typename SV>
+struct PackKernel {
+  RealArray<SV> in;
+  SV* send[4][2];
+  FaceGeometry faces;
+  int parity, n2;
+  LATKE_HOST_DEVICE void operator()(int idx, int) const {
+    int mu, side, c[4];
+    if (!faces.face_site(idx, parity, mu, side, c)) return;
+    const int x = faces.geom.full_index(c) >> 1;
+    SV* dst = send[mu][side] + static_cast<long>(face_position(faces.geom, mu, c)) * n2;
+    for (int r = 0; r < n2; ++r) dst[r] = in.template get<SV>(r, x);
+  }
+};
+
+template <typename SA, typename SV>
+struct SetColumnKernel {
+  BlockView<SA> blocks;
+  RealArray<SV> values;
+  LocalGeometry geom;
+  int parity, d, col, cls, n;
+  LATKE_HOST_DEVICE void operator()(int idx, int) const {
+    const int row = idx % n, x = idx / n;
+    int c[4];
+    geom.coords(x, parity, c);
+    if (!in_probe_class(c, parity, cls)) return;
+    blocks.set(blocks.block(parity, x, d), col, row,
+               Complex<double>(values.template get<double>(2 * row, x), values.template get<double>(2 * row + 1, x)));
+  }
+};
+
+/// X^-1 of one site's block 8 into `out` block 8, by Gauss-Jordan with partial pivoting in
+/// double on a scratch [A | 1] of that site. bad[site] = 1 when singular.
+template <typename SA>
+struct InvertKernel {
+  BlockView<SA> in, out;
+  Complex<double>* scratch;  ///< 2 n^2 per site
+  int* bad;
+  int vcb, n;
+  LATKE_HOST_DEVICE void operator()(int x, int parity) const {
+    const long site = static_cast<long>(parity) * vcb + x;
+    Complex<double>* a = scratch + site * 2 * n * n;  // row-major n x 2n
+    const long blk = in.block(parity, x, 8);
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) {
+        a[i * 2 * n + j] = in.template get<double>(blk, j, i);
+        a[i * 2 * n + n + j] = Complex<double>(i == j ? 1.0 : 0.0);
+      }
+    double scale = 0;
+    for (int i = 0; i < n * n; ++i) scale = fmax(scale, sqrt(norm2(a[(i / n) * 2 * n + i % n])));
+    for (int k = 0; k < n; ++k) {
+      int p = k;
+      double best = norm2(a[k * 2 * n + k]);
+      for (int i = k + 1; i < n; ++i)
+        if (norm2(a[i * 2 * n + k]) > best) {
+          best = norm2(a[i * 2 * n + k]);
+          p = i;
+        }
+      if (!(sqrt(best) > 1e-14 * scale)) {
+        bad[site] = 1;
+        return;
+      }
+      if (p != k)
+        for (int j = 0; j < 2 * n; ++j) {
+          const Complex<double> t = a[k * 2 * n + j];
+          a[k * 2 * n + j] = a[p * 2 * n + j];
+          a[p * 2 * n + j] = t;
+        }
+      const Complex<double> inv = Complex<double>(1.0) / a[k * 2 * n + k];
+      for (int j = 0; j < 2 * n; ++j) a[k * 2 * n + j] = a[k * 2 * n + j] * inv;
+      for (int i = 0; i < n; ++i) {
+        if (i == k) continue;
+        const Complex<double> f = a[i * 2 * n + k];
+        if (f.re == 0 && f.im == 0) continue;
+        for (int j = 0; j < 2 * n; ++j) a[i * 2 * n + j] -= f * a[k * 2 * n + j];
+      }
+    }
+    const long oblk = out.block(parity, x, 8);
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) out.set(oblk, j, i, a[i * 2 * n + n + j]);
+  }
+};
+
+/// Yhat_d = X^-1 Y_d for d < 8: one thread per (site, d, column, row).
+template <typename SA>
+struct HatKernel {
+  BlockView<SA> links, hat;  ///< hat's block 8 holds X^-1 already
+  int n;
+  LATKE_HOST_DEVICE void operator()(int idx, int parity) const {
+    const int row = idx % n;
+    int rest = idx / n;
+    const int col = rest % n;
+    rest /= n;
+    const int d = rest % 8, x = rest / 8;
+    const long xi = hat.block(parity, x, 8), y = links.block(parity, x, d);
+    Complex<double> s;
+    for (int k = 0; k < n; ++k) s += hat.template get<double>(xi, k, row) * links.template get<double>(y, col, k);
+    hat.set(hat.block(parity, x, d), col, row, s);
+  }
+};
+
+/// Half storage of one block: the scale is its largest |re| or |im|.
+template <typename SA>
+struct ToHalfKernel {
+  BlockView<SA> in;
+  BlockView<short> out;
+  LATKE_HOST_DEVICE void operator()(int blk, int) const {
+    const long nn = static_cast<long>(in.n) * in.n;
+    const SA* src = in.data + 2 * blk * nn;
+    double m = 0;
+    for (long i = 0; i < 2 * nn; ++i) m = fmax(m, fabs(static_cast<double>(src[i])));
+    out.scale[blk] = static_cast<float>(m);
+    const double inv = m > 0 ? fixed_max / m : 0;
+    for (long i = 0; i < 2 * nn; ++i) out.data[2 * blk * nn + i] = to_fixed(static_cast<float>(src[i] * inv));
+  }
+};
+
+template <typename S>
+BlockView<S> view(const Buffer& data, const Buffer& scale, int n, int vcb) {
+  BlockView<S> v;
+  v.data = static_cast<S*>(data.data());
+  v.scale = static_cast<float*>(scale.data());
+  v.n = n;
+  v.vcb = vcb;
+  return v;
+}
+
+template <typename F>
+void dispatch_vector(Precision p, F&& f) {
+  require(p != Precision::half, "coarse-grid vectors are double or single, not half");
+  if (p == Precision::double_)
+    f(double{});
+  else
+    f(float{});
+}
+
+}  // namespace
+
+CoarseOperator::CoarseOperator(std::shared_ptr<const Lattice> lattice, int nvec, Precision precision, Backend backend)
+    : lattice_(std::move(lattice)), nvec_(nvec), precision_(precision), backend_(backend) {
+  require(nvec >= 1, "coarse operator with ", nvec, " colors per chirality: expected at least 1");
+  assembly_precision_ = precision == Precision::double_ ? Precision::double_ : Precision::single;
+  const std::size_t bytes =
+      static_cast<std::size_t>(lattice_->volume()) * n_blocks * n() * n() * 2 * real_bytes(assembly_precision_);
+  assembly_.data = Buffer(memory_for(backend), bytes);
+  zero_bytes(assembly_.data.data(), bytes, memory_for(backend), compute_stream());
+}
+
+CoarseOperator::~CoarseOperator() = default;
+
+SpinorParam CoarseOperator::field_param(Precision p, Subset subset) const {
+  return SpinorParam{2, nvec_, p, subset, backend_};
+}
+
+void CoarseOperator::set_column(int d, int col, const ColorSpinorField& values, int target) {
+  require(assembly_.data.data() != nullptr, "coarse operator: set_column after finalize");
+  require_field(values, "set_column", true);
+  dispatch_precision(assembly_precision_, [&](auto sa) {
+    using SA = decltype(sa);
+    if constexpr (sizeof(SA) != 2) {
+      dispatch_vector(values.precision(), [&](auto sv) {
+        using SV = decltype(sv);
+        for (int p = 0; p < 2; ++p)
+          launch(
+              backend_,
+              SetColumnKernel<SA, SV>{view<SA>(assembly_.data, assembly_.scale, n(), lattice_->volume_cb()),
+                                      real_array<SV>(values, p), LocalGeometry::of(*lattice_), p, d, col, target, n()},
+              {lattice_->volume_cb() * n()}, compute_stream(), false);
+      });
+    }
+  });
+}
+
+void CoarseOperator::finalize(bool even_odd) {
+  require(assembly_.data.data() != nullptr, "coarse operator: finalized twice");
+  even_odd_ = even_odd;
+  const int vcb = lattice_->volume_cb();
+  const std::size_t blocks = static_cast<std::size_t>(lattice_->volume()) * n_blocks;
+  const MemoryKind mk = memory_for(backend_);
+  Links hat;
+  if (even_odd) {
+    hat.data = Buffer(mk, assembly_.data.bytes());
+    Buffer scratch(mk, static_cast<std::size_t>(lattice_->volume()) * 2 * n() * n() * sizeof(Complex<double>));
+    Buffer bad(mk, lattice_->volume() * sizeof(int));
+    zero_bytes(bad.data(), bad.bytes(), mk, compute_stream());
+    dispatch_precision(assembly_precision_, [&](auto sa) {
+      using SA = decltype(sa);
+      if constexpr (sizeof(SA) != 2) {
+        const BlockView<SA> in = view<SA>(assembly_.data, assembly_.scale, n(), vcb);
+        const BlockView<SA> out = view<SA>(hat.data, hat.scale, n(), vcb);
+        launch(backend_,
+               InvertKernel<SA>{in, out, static_cast<Complex<double>*>(scratch.data()), static_cast<int*>(bad.data()),
+                                vcb, n()},
+               {vcb, 0, 2}, compute_stream(), false);
+        launch(backend_, HatKernel<SA>{in, out, n()}, {vcb * 8 * n() * n(), 0, 2}, compute_stream(), false);
+      }
+    });
+    std::vector<int> host(lattice_->volume());
+    synchronize(backend_);
+    copy_bytes(host.data(), bad.data(), bad.bytes());
+    int count = 0;
+    for (int b : host) count += b;
+    require(count == 0, "coarse operator: the site block X is singular on ", count,
+            " coarse sites of this rank; even-odd on this level is impossible (try more null vectors or no even-odd)");
+  }
+  auto store = [&](Links& src, Links& dst) {
+    if (precision_ != Precision::half) {
+      dst = std::move(src);
+      return;
+    }
+    dst.data = Buffer(mk, blocks * n() * n() * 2 * sizeof(short));
+    dst.scale = Buffer(mk, blocks * sizeof(float));
+    const BlockView<short> out = view<short>(dst.data, dst.scale, n(), vcb);
+    launch(backend_, ToHalfKernel<float>{view<float>(src.data, src.scale, n(), vcb), out}, {static_cast<int>(blocks)},
+           compute_stream(), false);
+    synchronize(backend_);
+    src = Links{};
+  };
+  store(assembly_, links_);
+  if (even_odd) store(hat, hat_);
+}
+
+void CoarseOperator::require_field(const ColorSpinorField& f, const char* what, bool full) const {
+  require(f.nspin() == 2 && f.ncolor() == nvec_ && f.lattice().volume_cb() == lattice_->volume_cb() &&
+              f.backend() == backend_ && (f.n_parity() == 2) == full,
+          "coarse operator (", what, "): expected a ", full ? "full" : "one-parity", " field of 2 x ", nvec_,
+          " components on the coarse lattice, got ", f.nspin(), " x ", f.ncolor(),
+          f.n_parity() == 2 ? " (full)" : " (one parity)");
+}
+
+namespace {
+
+/// One output parity: out_p = a sum L_d in_q(nbr) + b L_8 in_p + c z_p; parts: scratch of
+/// volume_cb x 9 x n complex doubles.
+template <typename SL, typename SV>
+void run_stencil(const Lattice& lat, Backend be, HaloExchange* halo, BlockView<SL> links, const RealArray<SV>& out,
+                 const RealArray<SV>* in_q, const RealArray<SV>* in_p, const RealArray<SV>* z, int parity, int n,
+                 double a, double b, double c, bool dagger, Complex<double>* parts) {
+  StencilPartsKernel<SL, SV> k;
+  k.links = links;
+  if (in_q) k.in_q = *in_q;
+  if (in_p) k.in_p = *in_p;
+  k.faces = face_geometry(lat);
+  k.parts = parts;
+  k.parity = parity;
+  k.n = n;
+  k.hop = in_q != nullptr;
+  k.n_parts = (k.hop ? 8 : 0) + (in_p ? 1 : 0);
+  k.dagger = dagger;
+  for (int mu = 0; mu < 4; ++mu) k.ghost[mu][0] = k.ghost[mu][1] = nullptr;
+  const bool exchange = halo && in_q && k.faces.comm_mask;
+  if (exchange) {
+    halo->begin();
+    PackKernel<SV> pack;
+    pack.in = *in_q;
+    pack.faces = k.faces;
+    pack.parity = 1 - parity;
+    pack.n2 = 2 * n;
+    for (int mu = 0; mu < 4; ++mu) {
+      for (int side = 0; side < 2; ++side) {
+        pack.send[mu][side] = lat.partitioned(mu) ? static_cast<SV*>(halo->send_face(mu, side)) : nullptr;
+        k.ghost[mu][side] = lat.partitioned(mu) ? static_cast<const SV*>(halo->recv_face(mu, side ? +1 : -1)) : nullptr;
+      }
+    }
+    launch(be, pack, {k.faces.face_begin[4]}, comm_stream(), false);
+    halo->finish();
+  }
+  launch(be, k, {lat.volume_cb() * k.n_parts * n}, compute_stream(), false);
+  if (exchange) halo->end();
+  StencilCombineKernel<SV> cmb;
+  cmb.out = out;
+  if (z) cmb.z = *z;
+  cmb.parts = parts;
+  cmb.n = n;
+  cmb.n_parts = k.n_parts;
+  cmb.hop = k.hop;
+  cmb.site = in_p != nullptr;
+  cmb.xpay = z != nullptr;
+  cmb.dagger = dagger;
+  cmb.a = a;
+  cmb.b = b;
+  cmb.c = c;
+  launch(be, cmb, {lat.volume_cb() * n}, compute_stream(), false);
+}
+
+}  // namespace
+
+void CoarseOperator::apply(ColorSpinorField& out, const ColorSpinorField& in, bool dagger) {
+  require(!assembly_.data.data(), "coarse operator applied before finalize");
+  const LogScope log(LogEvent::mg_coarse_op, flops(false), true);
+  require_field(out, "apply", true);
+  require_field(in, "apply", true);
+  require(out.precision() == in.precision(), "coarse operator: input and output precisions differ");
+  dispatch_vector(in.precision(), [&](auto sv) {
+    using SV = decltype(sv);
+    const int hv = sizeof(SV) == 8 ? 0 : 1;
+    if (!halo_[hv] && lattice_->size() > 1)
+      halo_[hv] = std::make_unique<HaloExchange>(*lattice_, backend_, 2 * n() * sizeof(SV));
+    dispatch_precision(precision_, [&](auto sl) {
+      using SL = decltype(sl);
+      const BlockView<SL> lv = view<SL>(links_.data, links_.scale, n(), lattice_->volume_cb());
+      for (int p = 0; p < 2; ++p) {
+        const RealArray<SV> q = real_array<SV>(in, 1 - p), s = real_array<SV>(in, p);
+        run_stencil<SL, SV>(*lattice_, backend_, halo_[hv].get(), lv, real_array<SV>(out, p), &q, &s, nullptr, p, n(),
+                            1.0, 1.0, 0.0, dagger, parts());
+      }
+    });
+  });
+}
+
+void CoarseOperator::apply_schur(ColorSpinorField& out, const ColorSpinorField& in) {
+  require(even_odd_, "coarse operator: the even-odd form was not prepared (finalize(true))");
+  const LogScope log(LogEvent::mg_coarse_op, flops(true), true);
+  require_field(out, "apply_schur", false);
+  require_field(in, "apply_schur", false);
+  require(out.param().subset == in.param().subset && out.precision() == in.precision(),
+          "coarse operator (apply_schur): input and output differ in parity or precision");
+  const int p = in.block_parity(0), q = 1 - p;
+  dispatch_vector(in.precision(), [&](auto sv) {
+    using SV = decltype(sv);
+    const int hv = sizeof(SV) == 8 ? 0 : 1;
+    if (!halo_[hv] && lattice_->size() > 1)
+      halo_[hv] = std::make_unique<HaloExchange>(*lattice_, backend_, 2 * n() * sizeof(SV));
+    ColorSpinorField& tmp = scratch(hv, in.precision(), q == 0 ? Subset::even : Subset::odd);
+    dispatch_precision(precision_, [&](auto sl) {
+      using SL = decltype(sl);
+      const BlockView<SL> hv_ = view<SL>(hat_.data, hat_.scale, n(), lattice_->volume_cb());
+      const RealArray<SV> ip = real_array<SV>(in, 0), t = real_array<SV>(tmp, 0);
+      run_stencil<SL, SV>(*lattice_, backend_, halo_[hv].get(), hv_, t, &ip, nullptr, nullptr, q, n(), 1.0, 0.0, 0.0,
+                          false, parts());
+      run_stencil<SL, SV>(*lattice_, backend_, halo_[hv].get(), hv_, real_array<SV>(out, 0), &t, nullptr, &ip, p, n(),
+                          -1.0, 0.0, 1.0, false, parts());
+    });
+  });
+}
+
+void CoarseOperator::prepare_source(ColorSpinorField& bhat, const ColorSpinorField& b) {
+  require(even_odd_, "coarse operator: the even-odd form was not prepared (finalize(true))");
+  require_field(bhat, "prepare_source", false);
+  require_field(b, "prepare_source", true);
+  const int p = bhat.block_parity(0), q = 1 - p;
+  dispatch_vector(b.precision(), [&](auto sv) {
+    using SV = decltype(sv);
+    const int hv = sizeof(SV) == 8 ? 0 : 1;
+    ColorSpinorField& t = scratch(hv, b.precision(), Subset::full);
+    if (!halo_[hv] && lattice_->size() > 1)
+      halo_[hv] = std::make_unique<HaloExchange>(*lattice_, backend_, 2 * n() * sizeof(SV));
+    dispatch_precision(precision_, [&](auto sl) {
+      using SL = decltype(sl);
+      const BlockView<SL> hv_ = view<SL>(hat_.data, hat_.scale, n(), lattice_->volume_cb());
+      for (int r = 0; r < 2; ++r) {  // t = X^-1 b
+        const RealArray<SV> br = real_array<SV>(b, r);
+        run_stencil<SL, SV>(*lattice_, backend_, nullptr, hv_, real_array<SV>(t, r), nullptr, &br, nullptr, r, n(), 0.0,
+                            1.0, 0.0, false, parts());
+      }
+      const RealArray<SV> tq = real_array<SV>(t, q), tp = real_array<SV>(t, p);
+      run_stencil<SL, SV>(*lattice_, backend_, halo_[hv].get(), hv_, real_array<SV>(bhat, 0), &tq, nullptr, &tp, p, n(),
+                          -1.0, 0.0, 1.0, false, parts());
+    });
+  });
+}
+
+void CoarseOperator::reconstruct(ColorSpinorField& x, const ColorSpinorField& x_p, const ColorSpinorField& b) {
+  require(even_odd_, "coarse operator: the even-odd form was not prepared (finalize(true))");
+  require_field(x, "reconstruct", true);
+  require_field(x_p, "reconstruct", false);
+  require_field(b, "reconstruct", true);
+  const int p = x_p.block_parity(0), q = 1 - p;
+  ColorSpinorField xp = x.parity(p), xq = x.parity(q);
+  xp.copy_from(x_p);
+  dispatch_vector(b.precision(), [&](auto sv) {
+    using SV = decltype(sv);
+    const int hv = sizeof(SV) == 8 ? 0 : 1;
+    ColorSpinorField& t = scratch(hv, b.precision(), q == 0 ? Subset::even : Subset::odd);
+    if (!halo_[hv] && lattice_->size() > 1)
+      halo_[hv] = std::make_unique<HaloExchange>(*lattice_, backend_, 2 * n() * sizeof(SV));
+    dispatch_precision(precision_, [&](auto sl) {
+      using SL = decltype(sl);
+      const BlockView<SL> hv_ = view<SL>(hat_.data, hat_.scale, n(), lattice_->volume_cb());
+      const RealArray<SV> bq = real_array<SV>(b, q), tt = real_array<SV>(t, 0), xpa = real_array<SV>(x_p, 0);
+      run_stencil<SL, SV>(*lattice_, backend_, nullptr, hv_, tt, nullptr, &bq, nullptr, q, n(), 0.0, 1.0, 0.0, false,
+                          parts());
+      run_stencil<SL, SV>(*lattice_, backend_, halo_[hv].get(), hv_, real_array<SV>(xq, 0), &xpa, nullptr, &tt, q, n(),
+                          -1.0, 0.0, 1.0, false, parts());
+    });
+  });
+}
+
+Complex<double>* CoarseOperator::parts() {
+  if (!parts_.data())
+    parts_ = Buffer(memory_for(backend_),
+                    static_cast<std::size_t>(lattice_->volume_cb()) * n_blocks * n() * sizeof(Complex<double>));
+  return static_cast<Complex<double>*>(parts_.data());
+}
+
+ColorSpinorField& CoarseOperator::scratch(int slot, Precision p, Subset subset) {
+  std::unique_ptr<ColorSpinorField>& f = scratch_[slot][static_cast<int>(subset)];
+  if (!f) f = std::make_unique<ColorSpinorField>(lattice_, field_param(p, subset));
+  return *f;
+}
+
+double CoarseOperator::flops(bool schur) const {
+  const double per_block = 8.0 * n() * n();
+  const double vcb = lattice_->volume_cb();
+  return schur ? vcb * 2 * 8 * per_block : 2 * vcb * n_blocks * per_block;
+}
+
+std::size_t CoarseOperator::bytes() const {
+  std::size_t n = 0;
+  for (const Buffer* b : {&links_.data, &links_.scale, &hat_.data, &hat_.scale, &assembly_.data})
+    if (b->data()) n += b->bytes();  // a buffer moved from keeps its size but holds nothing
+  return n;
+}
+
+std::string CoarseOperator::halo_description() const {
+  for (const auto& h : halo_)
+    if (h) return h->describe();
+  return lattice_->size() > 1 ? "not used yet" : "none (one rank)";
+}
+
+CoarseLinear::CoarseLinear(std::shared_ptr<CoarseOperator> op, bool even_odd, int parity, Precision vectors)
+    : op_(std::move(op)), even_odd_(even_odd), parity_(parity), vectors_(vectors) {
+  require(!even_odd || op_->even_odd(), "coarse operator: the even-odd form was not prepared");
+}
+
+void CoarseLinear::apply(ColorSpinorField& out, const ColorSpinorField& in, bool dagger) {
+  if (even_odd_) {
+    require(!dagger, "coarse even-odd operator: the dagger is not implemented (use the full coarse operator)");
+    op_->apply_schur(out, in);
+  } else {
+    op_->apply(out, in, dagger);
+  }
+}
+
+SpinorParam CoarseLinear::field_param() const {
+  return op_->field_param(vectors_, even_odd_ ? (parity_ == 0 ? Subset::even : Subset::odd) : Subset::full);
+}
+
+std::string CoarseLinear::describe() const {
+  std::ostringstream s;
+  s << "coarse operator " << op_->lattice()->global()[0] << "x" << op_->lattice()->global()[1] << "x"
+    << op_->lattice()->global()[2] << "x" << op_->lattice()->global()[3] << ", " << op_->n() << " components per site, "
+    << (even_odd_ ? "even-odd" : "full") << ", blocks in " << to_string(op_->precision()) << ", vectors in "
+    << to_string(vectors_);
+  return s.str();
+}
+
+}  // namespace latke::mg

@@ -1,0 +1,127 @@
+// The coarse-grid operator of adaptive multigrid: a nearest-neighbour stencil of dense
+// N x N blocks (N = 2 Nvec: two chiralities of Nvec colors) on a coarse lattice,
+//
+//   (D_c e)(a) = X(a) e(a) + sum_mu [ Y_{+mu}(a) e(a + mu) + Y_{-mu}(a) e(a - mu) ],
+//
+// assembled as the Galerkin product R M P of the level above (galerkin.h). Boundary phases
+// and everything else of the fine operator are inside the blocks; hops wrap periodically
+// and cross ranks through a halo exchange of whole coarse sites.
+//
+// Even-odd on coarse levels, with Yhat_d(a) = X(a)^-1 Y_d(a) computed once:
+//   Mhat_pp = 1 - Yhat_pq Yhat_qp                       (on fields of parity p)
+//   bhat_p  = X_pp^-1 b_p - Yhat_pq X_qq^-1 b_q,        x_q = X_qq^-1 b_q - Yhat_qp x_p
+// so that Mhat x_p = bhat_p solves D_c x = b (Mhat = X_pp^-1 times the Schur complement).
+//
+// Daggers by the coarse gamma_5 = diag(+1 on chirality 0, -1 on chirality 1): the Galerkin
+// product of a gamma_5-Hermitian operator with a chirality-split basis is Gamma_5-Hermitian,
+// D_c^dag = Gamma_5 D_c Gamma_5.
+//
+// Storage: blocks in double, single or half (16-bit with one scale per block), layout per
+// parity [site][d][column][row] with d = 2 mu + (0: forward, 1: backward) and d = 8 the site
+// block, so that the threads of one site (one per row) read consecutive words. Vectors in
+// double or single. The stencil runs in two passes: one thread per (site, block, row) for
+// the block products, then one per (site, row) summing them (coarse lattices are small).
+//
+// Flops (for reports): 8 N^2 per site for each block applied.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "latke/core/halo.h"
+#include "latke/core/lattice.h"
+#include "latke/core/memory.h"
+#include "latke/fields/color_spinor_field.h"
+#include "solvers/linear_operator.h"
+
+namespace latke::mg {
+
+class CoarseOperator {
+ public:
+  static constexpr int n_blocks = 9;  ///< 8 hops and the site block, per site
+
+  /// @param nvec colors per chirality (N = 2 nvec); blocks stored in `precision` (all zero).
+  CoarseOperator(std::shared_ptr<const Lattice> lattice, int nvec, Precision precision, Backend backend);
+  ~CoarseOperator();
+
+  const std::shared_ptr<const Lattice>& lattice() const { return lattice_; }
+  int nvec() const { return nvec_; }
+  int n() const { return 2 * nvec_; }
+  Precision precision() const { return precision_; }
+  Backend backend() const { return backend_; }
+  /// Fields the operator acts on: 2 spins x nvec colors, in precision p, full or one parity.
+  SpinorParam field_param(Precision p, Subset subset) const;
+
+  /// @brief out = D_c in, or D_c^dag in (full fields, double or single).
+  void apply(ColorSpinorField& out, const ColorSpinorField& in, bool dagger = false);
+  /// @brief out_p = Mhat in_p on fields of one parity; needs prepare_even_odd().
+  void apply_schur(ColorSpinorField& out, const ColorSpinorField& in);
+  /// @brief bhat (parity p, the field's) from the full source b; needs prepare_even_odd().
+  void prepare_source(ColorSpinorField& bhat, const ColorSpinorField& b);
+  /// @brief The full solution from x_p and the full source b; needs prepare_even_odd().
+  void reconstruct(ColorSpinorField& x, const ColorSpinorField& x_p, const ColorSpinorField& b);
+
+  /// @brief Assembly (galerkin.cpp): block d, column col of every site of probe class
+  /// `target` (probe_classes.h) taken from the coarse field `values` (row r of the block =
+  /// component r of the site).
+  void set_column(int d, int col, const ColorSpinorField& values, int target);
+  /// @brief After assembly: store the blocks in the operator's precision (half: scaled),
+  /// and, when even_odd, compute X^-1 and Yhat = X^-1 Y. Fails naming the site count when
+  /// some X(a) is singular.
+  void finalize(bool even_odd);
+  bool even_odd() const { return even_odd_; }
+
+  /// Flops of one application on this rank: full operator or Mhat.
+  double flops(bool schur) const;
+  /// Bytes of blocks on the backend.
+  std::size_t bytes() const;
+  std::string halo_description() const;
+
+ private:
+  struct Links {
+    Buffer data, scale;
+  };
+  /// Scratch for the stencil's per-block parts (volume_cb x 9 x n complex doubles).
+  Complex<double>* parts();
+  /// A scratch field per vector precision (slot 0 double, 1 single) and subset.
+  ColorSpinorField& scratch(int slot, Precision p, Subset subset);
+  void require_field(const ColorSpinorField& f, const char* what, bool full) const;
+
+  std::shared_ptr<const Lattice> lattice_;
+  int nvec_;
+  Precision precision_;
+  Backend backend_;
+  bool even_odd_ = false;
+  Links assembly_;  ///< double or single blocks while assembling (freed by finalize unless used)
+  Precision assembly_precision_;
+  Links links_;                            ///< Y and X in precision_
+  Links hat_;                              ///< Yhat and X^-1 in precision_ (even-odd)
+  std::unique_ptr<HaloExchange> halo_[2];  ///< by vector precision: double, single
+  std::unique_ptr<ColorSpinorField> scratch_[2][3];
+  Buffer parts_;
+};
+
+/// The coarse operator as a LinearOperator: D_c on full fields or Mhat on one parity, with
+/// vectors in the given precision.
+class CoarseLinear final : public SchurOperator {
+ public:
+  CoarseLinear(std::shared_ptr<CoarseOperator> op, bool even_odd, int parity, Precision vectors);
+  void apply(ColorSpinorField& out, const ColorSpinorField& in, bool dagger = false) override;
+  SpinorParam field_param() const override;
+  const std::shared_ptr<const Lattice>& lattice() const override { return op_->lattice(); }
+  double flops() const override { return op_->flops(even_odd_); }
+  std::string describe() const override;
+  void prepare(ColorSpinorField& bhat, const ColorSpinorField& b) override { op_->prepare_source(bhat, b); }
+  void reconstruct(ColorSpinorField& x, const ColorSpinorField& x_p, const ColorSpinorField& b) override {
+    op_->reconstruct(x, x_p, b);
+  }
+  CoarseOperator& op() { return *op_; }
+
+ private:
+  std::shared_ptr<CoarseOperator> op_;
+  bool even_odd_;
+  int parity_;
+  Precision vectors_;
+};
+
+}  // namespace latke::mg

@@ -1,0 +1,44 @@
+// Assembling the Galerkin coarse operator by probing (galerkin.h).
+#include "preconditioners/mg/galerkin.h"
+
+#include "latke/core/error.h"
+
+namespace latke::mg {
+
+std::shared_ptr<CoarseOperator> galerkin(LinearOperator& fine, const Transfer& T, Precision precision, bool even_odd) {
+  const SpinorParam fp = fine.field_param();
+  require(fp.subset == Subset::full,
+          "multigrid: the coarse operator is built from the full operator of the level above");
+  require(fp.precision != Precision::half,
+          "multigrid: the coarse operator is assembled from a double or single "
+          "precision operator of the level above, not half");
+  const Precision vp = fp.precision;
+  auto op = std::make_shared<CoarseOperator>(T.coarse_lattice(), T.nvec(), precision, fp.backend);
+  ColorSpinorField rc(T.coarse_lattice(), T.coarse_param(vp)), rc2(T.coarse_lattice(), T.coarse_param(vp));
+  ColorSpinorField f = fine.make_field(), g = fine.make_field();
+  auto probe = [&](int col, int cls) {
+    T.prolongate_unit(f, col, cls);
+    fine.apply(g, f);
+  };
+  for (int col = 0; col < op->n(); ++col) {
+    for (int cls = 0; cls < 2; ++cls) {  // site blocks X: aggregates of one colour
+      probe(col, cls);
+      T.restrict_to(rc, g);
+      op->set_column(8, col, rc, cls);
+    }
+    for (int mu = 0; mu < 4; ++mu) {
+      for (int q = 0; q < 2; ++q) {  // sources: coordinate mu of parity q; targets: the others
+        probe(col, 2 + 2 * mu + q);
+        const int target = 2 + 2 * mu + (1 - q);
+        // last slice: the forward hop into a + mu; first slice: the backward hop into a - mu
+        T.restrict_faces(rc, rc2, g, mu);
+        op->set_column(2 * mu, col, rc, target);
+        op->set_column(2 * mu + 1, col, rc2, target);
+      }
+    }
+  }
+  op->finalize(even_odd);
+  return op;
+}
+
+}  // namespace latke::mg

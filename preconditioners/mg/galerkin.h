@@ -1,0 +1,29 @@
+// The Galerkin coarse operator D_c = R M P of one multigrid level, assembled on the backend
+// by probing: for each coarse column j and each of ten classes of aggregates, the fine
+// operator is applied to P e_j with e_j the unit vector j on the class's aggregates only,
+// and R (restricted to the right fine sites) picks out the blocks:
+//   - classes "parity 0" and "parity 1" (aggregates of one checkerboard colour): on those
+//     aggregates R(M P e_j) = X(a) e_j, since no neighbour of a has the same colour;
+//   - classes "coordinate mu even" and "coordinate mu odd": on an aggregate a of the other
+//     class, the fine sites on a's last slice in mu receive only the forward hop from
+//     a + mu, and those on its first slice only the backward hop from a - mu (every other
+//     neighbour of those sites is in a class that is zero), so R over those sites gives
+//     Y_{+mu}(a) e_j and Y_{-mu}(a) e_j.
+// This needs only M, P and R (so it serves every level, fine Wilson-clover and coarse alike)
+// and coarse extents that are even (aggregates at least 2 wide, so the two slices differ).
+#pragma once
+
+#include <memory>
+
+#include "preconditioners/mg/coarse_operator.h"
+#include "preconditioners/mg/transfer.h"
+#include "solvers/linear_operator.h"
+
+namespace latke::mg {
+
+/// @brief D_c = R M P with M the full operator `fine` (on fields of T's fine shape), stored in
+/// `precision`; even_odd: also prepare the even-odd form. Probe vectors are in the fine
+/// operator's precision (double or single).
+std::shared_ptr<CoarseOperator> galerkin(LinearOperator& fine, const Transfer& T, Precision precision, bool even_odd);
+
+}  // namespace latke::mg

@@ -1,0 +1,597 @@
+// Adaptive multigrid (mg.h): setup, the cycle, verification, null-space files. Host code:
+// every vector operation is a kernel of the transfer, the operators or BLAS.
+#include "preconditioners/mg/mg.h"
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "fields/gauge_io_detail.h"
+#include "latke/core/error.h"
+#include "latke/core/log.h"
+#include "latke/fields/blas.h"
+#include "preconditioners/mg/galerkin.h"
+
+namespace latke::mg {
+
+using blas::Cplx;
+
+const char* to_string(CycleType t) { return t == CycleType::kcycle ? "kcycle" : "vcycle"; }
+const char* to_string(SmootherType t) { return t == SmootherType::mr ? "mr" : "schwarz"; }
+
+CycleType parse_cycle_type(const std::string& name) {
+  if (name == "kcycle") return CycleType::kcycle;
+  if (name == "vcycle") return CycleType::vcycle;
+  fail("unknown multigrid cycle '", name, "': expected kcycle or vcycle");
+}
+
+SmootherType parse_smoother_type(const std::string& name) {
+  if (name == "mr") return SmootherType::mr;
+  if (name == "schwarz") return SmootherType::schwarz;
+  fail("unknown multigrid smoother '", name, "': expected mr or schwarz");
+}
+
+void check_param(const MultigridParam& p, const Lattice& fine) {
+  require(p.levels >= 2, "multigrid levels ", p.levels, ": expected at least 2");
+  require(static_cast<int>(p.level.size()) == p.levels - 1, "multigrid: ", p.level.size(), " level parameter sets for ",
+          p.levels, " levels (expected ", p.levels - 1, ")");
+  Coords local = fine.local();
+  for (int l = 0; l + 1 < p.levels; ++l) {
+    const LevelParam& q = p.level[l];
+    for (int mu = 0; mu < 4; ++mu) {
+      const int b = q.block[mu];
+      require(b >= 2 && local[mu] % b == 0 && (local[mu] / b) % 2 == 0, "multigrid with ", p.levels, " levels: level ",
+              l, " aggregate ", q.block[0], ",", q.block[1], ",", q.block[2], ",", q.block[3],
+              " does not fit its local lattice ", local[0], ",", local[1], ",", local[2], ",", local[3],
+              " in dimension ", mu,
+              " (an aggregate extent must be at least 2 and divide the local extent into an even "
+              "number of coarse sites); use fewer levels or smaller aggregates");
+      local[mu] /= b;
+    }
+    require(q.nvec >= 1, "multigrid level ", l, ": ", q.nvec, " null vectors; expected at least 1");
+    require(q.setup_iterations >= 1, "multigrid level ", l, ": ", q.setup_iterations,
+            " setup iterations; expected at least 1");
+    require(q.setup_tol > 0 && q.setup_tol < 1, "multigrid level ", l, ": setup tolerance ", q.setup_tol,
+            ": expected a number in (0, 1)");
+    require(q.pre_smooth >= 0 && q.post_smooth >= 0 && q.pre_smooth + q.post_smooth >= 1, "multigrid level ", l,
+            ": smoothing steps ", q.pre_smooth, " (pre) and ", q.post_smooth, " (post): expected at least one in all");
+    require(q.omega > 0 && q.omega < 2, "multigrid level ", l, ": smoother relaxation ", q.omega,
+            ": expected a number in (0, 2)");
+    require(q.smoother == SmootherType::mr || l == 0, "multigrid level ", l,
+            ": the Schwarz smoother exists on the fine level (0) only");
+    require(q.ksp_max_it >= 1 && q.ksp_rtol > 0 && q.ksp_rtol < 1, "multigrid level ", l + 1, ": K-cycle GCR with ",
+            q.ksp_max_it, " iterations to ", q.ksp_rtol, ": expected at least 1 iteration and a tolerance in (0, 1)");
+    require(q.setup_solver != SolverType::cg,
+            "multigrid setup solver cg: the operator is not Hermitian "
+            "(use bicgstab, gcr, mr, cgnr or cgne)");
+  }
+  require(p.coarse_tol > 0 && p.coarse_tol < 1, "multigrid coarse tolerance ", p.coarse_tol,
+          ": expected a number in (0, 1)");
+  require(p.coarse_max_it >= 1 && p.coarse_restart >= 1, "multigrid coarse solver: ", p.coarse_max_it,
+          " iterations, restart ", p.coarse_restart, ": expected at least 1 each");
+  require(p.setup_refine >= 0, "multigrid setup refinement passes ", p.setup_refine, ": expected 0 or more");
+}
+
+struct Multigrid::Level {
+  std::shared_ptr<LinearOperator> op;                ///< M_l, full, single vectors
+  std::shared_ptr<CoarseOperator> coarse;            ///< behind op on coarse levels
+  std::shared_ptr<SchurOperator> schur;              ///< even-odd form (smoothing; the coarsest solve)
+  std::unique_ptr<ColorSpinorField> hb, hx, hr, ha;  ///< even-odd smoothing: bhat, xhat, MR r, M r
+  std::unique_ptr<Transfer> transfer;                ///< to level l + 1
+  std::unique_ptr<SchwarzPreconditioner> schwarz;
+  std::unique_ptr<ColorSpinorField> x, b, r, t, e, sr, sa;  ///< x, b: this level's solve
+  // GCR workspace for solves on this level (K-cycle or coarsest): full or one parity.
+  std::unique_ptr<ColorSpinorField> bhat, xhat, gr;
+  std::vector<ColorSpinorField> z, az;
+  long smooth_steps = 0, solve_iterations = 0, solves = 0;
+  double setup_seconds = 0;
+
+  void allocate(const SpinorParam& p) {
+    const auto lat = op->lattice();
+    for (auto* f : {&x, &b, &r, &t, &e, &sr, &sa}) f->reset(new ColorSpinorField(lat, p));
+  }
+  void allocate_even_odd() {
+    const SpinorParam p = schur->field_param();
+    for (auto* f : {&hb, &hx, &hr, &ha}) f->reset(new ColorSpinorField(op->lattice(), p));
+  }
+};
+
+namespace {
+
+/// The cycle from level l as a preconditioner (K-cycle GCR, setup refinement).
+class LevelPreconditioner final : public Preconditioner {
+ public:
+  LevelPreconditioner(std::function<void(ColorSpinorField&, const ColorSpinorField&)> f, std::string what)
+      : f_(std::move(f)), what_(std::move(what)) {}
+  void apply(ColorSpinorField& out, const ColorSpinorField& in) override { f_(out, in); }
+  std::string describe() const override { return what_; }
+
+ private:
+  std::function<void(ColorSpinorField&, const ColorSpinorField&)> f_;
+  std::string what_;
+};
+
+/// Flexible GCR from x = 0 to |b - A x| <= tol |b| or max_it iterations: classical
+/// Gram-Schmidt of A z_j against the earlier A z_i (one fused reduction), the residual
+/// recomputed at each restart. z, az: at least `restart` fields of A's shape. Returns the
+/// iterations.
+int fgcr(LinearOperator& A, Preconditioner* K, ColorSpinorField& x, const ColorSpinorField& b, double tol, int max_it,
+         int restart, ColorSpinorField& r, std::vector<ColorSpinorField>& z, std::vector<ColorSpinorField>& az) {
+  x.zero();
+  r.copy_from(b);
+  const double b2 = blas::cdot_norms(b, b).xx;
+  if (!(b2 > 0)) return 0;
+  const double target = tol * tol * b2;
+  double r2 = b2;
+  int it = 0;
+  std::vector<double> n2(restart);
+  std::vector<Cplx> c(restart);
+  std::vector<const ColorSpinorField*> azp(restart), zp(restart);
+  for (int j = 0; j < restart; ++j) {
+    azp[j] = &az[j];
+    zp[j] = &z[j];
+  }
+  while (it < max_it && r2 > target) {
+    if (it > 0) {  // restart from the true residual
+      A.apply(az[0], x);
+      r.copy_from(b);
+      r2 = blas::caxpby_norm(Cplx(-1), az[0], Cplx(1), r);
+      if (r2 <= target) break;
+    }
+    for (int j = 0; j < restart && it < max_it && r2 > target; ++j) {
+      if (K)
+        K->apply(z[j], r);
+      else
+        z[j].copy_from(r);
+      A.apply(az[j], z[j]);
+      if (j > 0) {
+        blas::cdot_multi(azp.data(), j, az[j], c.data());
+        for (int i = 0; i < j; ++i) c[i] = Cplx(-c[i].re / n2[i], -c[i].im / n2[i]);
+        blas::caxpy_multi(c.data(), azp.data(), j, az[j]);
+        blas::caxpy_multi(c.data(), zp.data(), j, z[j]);
+      }
+      const blas::DotNorms d = blas::cdot_norms(az[j], r);
+      n2[j] = d.xx;
+      require(d.xx > 0, "multigrid GCR: the operator maps a search direction to zero");
+      const Cplx a(d.dot.re / d.xx, d.dot.im / d.xx);
+      blas::caxpby(a, z[j], Cplx(1), x);
+      r2 = blas::caxpby_norm(Cplx(-a.re, -a.im), az[j], Cplx(1), r);
+      ++it;
+    }
+  }
+  return it;
+}
+
+std::string dims(const Coords& c) {
+  std::ostringstream s;
+  s << c[0] << "x" << c[1] << "x" << c[2] << "x" << c[3];
+  return s.str();
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+Multigrid::Multigrid(std::shared_ptr<LinearOperator> fine, const MultigridParam& param, LocalFactory local,
+                     std::shared_ptr<SchurOperator> fine_schur)
+    : param_(param), local_(std::move(local)) {
+  check_param(param_, *fine->lattice());
+  const SpinorParam fp = fine->field_param();
+  require(fp.subset == Subset::full && fp.precision == Precision::single,
+          "multigrid: the fine operator must act on full single-precision fields (got ", to_string(fp.precision),
+          fp.subset == Subset::full ? ", full" : ", one parity", ")");
+  require(param_.level[0].smoother != SmootherType::schwarz || local_,
+          "multigrid: the Schwarz smoother needs the fine operator's domain-local form, which this operator lacks");
+  for (int l = 0; l < param_.levels; ++l) levels_.push_back(std::make_unique<Level>());
+  if (fine_schur) {
+    const SpinorParam sp = fine_schur->field_param();
+    require(sp.subset != Subset::full && sp.precision == Precision::single && sp.nspin == fp.nspin &&
+                sp.ncolor == fp.ncolor,
+            "multigrid: the fine even-odd operator must act on one parity of the fine fields, in single precision");
+  }
+  levels_[0]->op = std::move(fine);
+  levels_[0]->schur = std::move(fine_schur);
+}
+
+Multigrid::~Multigrid() = default;
+
+void Multigrid::find_null_vectors(int l, bool refine, const std::function<void(const std::string&)>& progress) {
+  Level& L = *levels_[l];
+  const LevelParam& q = param_.level[l];
+  std::vector<ColorSpinorField>& v = L.transfer->vectors();
+  ColorSpinorField e = L.op->make_field(), mv = L.op->make_field();
+  SolverParam sp;
+  sp.tol = q.setup_tol;
+  LevelPreconditioner K([this, l](ColorSpinorField& o, const ColorSpinorField& i) { cycle(l, o, i); }, "cycle");
+  if (refine) {
+    sp.type = SolverType::gcr;
+    sp.max_iter = std::max(1, q.setup_iterations / 10);
+    sp.restart = sp.max_iter;
+  } else {
+    sp.type = q.setup_solver;
+    sp.max_iter = q.setup_iterations;
+  }
+  for (int k = 0; k < q.nvec; ++k) {
+    if (!refine) fill_gaussian(v[k], param_.seed * 1000003ull + 1009ull * l + k);
+    // Inverse iteration: M x = 0 from x = v, i.e. v + e with M e = -M v.
+    L.op->apply(mv, v[k]);
+    blas::caxpby(Cplx(0), mv, Cplx(-1), mv);
+    e.zero();
+    const SolverStats st = solve(*L.op, nullptr, refine ? &K : nullptr, e, mv, sp);
+    blas::caxpby(Cplx(1), e, Cplx(1), v[k]);
+    const double n = std::sqrt(blas::cdot_norms(v[k], v[k]).xx);
+    require(n > 0, "multigrid level ", l, ": null vector ", k, " vanished in the setup");
+    blas::caxpby(Cplx(0), v[k], Cplx(1 / n), v[k]);
+    if (progress) {
+      std::ostringstream s;
+      s << "level " << l << ": " << (refine ? "refined" : "found") << " null vector " << k + 1 << "/" << q.nvec << " ("
+        << st.iterations << " " << to_string(sp.type) << (refine ? "+cycle" : "") << " iterations reduced |M v| by "
+        << st.true_residual << ")";
+      progress(s.str());
+    }
+  }
+}
+
+void Multigrid::build_level(int l, const std::function<void(const std::string&)>& progress) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Level& L = *levels_[l];
+  Level& C = *levels_[l + 1];
+  const LevelParam& q = param_.level[l];
+  L.transfer->orthonormalize();
+  const bool coarsest = l + 1 == param_.levels - 1;
+  const bool even_odd = coarsest ? param_.coarse_even_odd : param_.level[l + 1].smooth_even_odd;
+  C.coarse = galerkin(*L.op, *L.transfer, q.coarse_precision, even_odd);
+  C.op = std::make_shared<CoarseLinear>(C.coarse, false, 0, Precision::single);
+  C.schur.reset();
+  if (even_odd) C.schur = std::make_shared<CoarseLinear>(C.coarse, true, 0, Precision::single);
+  C.allocate(C.op->field_param());
+  const int nk = coarsest ? param_.coarse_restart : param_.level[l + 1].ksp_max_it;
+  const SpinorParam wp = coarsest && C.schur ? C.schur->field_param() : C.op->field_param();
+  C.z = ColorSpinorField::make_set(C.op->lattice(), wp, nk);
+  C.az = ColorSpinorField::make_set(C.op->lattice(), wp, nk);
+  C.gr = std::make_unique<ColorSpinorField>(C.op->lattice(), wp);
+  if (coarsest && C.schur) {
+    C.bhat = std::make_unique<ColorSpinorField>(C.op->lattice(), wp);
+    C.xhat = std::make_unique<ColorSpinorField>(C.op->lattice(), wp);
+  }
+  if (!coarsest && C.schur) C.allocate_even_odd();
+  synchronize(C.op->field_param().backend);
+  L.setup_seconds += seconds_since(t0);
+  if (progress) {
+    std::ostringstream s;
+    s << "level " << l + 1 << ": coarse operator " << dims(C.op->lattice()->global()) << " x " << C.coarse->n()
+      << " built in " << seconds_since(t0) << " s (" << C.coarse->bytes() / 1048576.0 << " MiB per rank)";
+    progress(s.str());
+  }
+}
+
+void Multigrid::setup(const std::function<void(const std::string&)>& progress) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const LogScope log(LogEvent::mg_setup, 0, true);
+  Level& F = *levels_[0];
+  F.allocate(F.op->field_param());
+  if (F.schur) F.allocate_even_odd();
+  if (param_.level[0].smoother == SmootherType::schwarz) {
+    const SchwarzParam& sp = param_.level[0].schwarz;
+    std::shared_ptr<LinearOperator> local = local_(sp.block, sp.precision);
+    F.schwarz = std::make_unique<SchwarzPreconditioner>(local, nullptr, sp);
+  }
+  for (int l = 0; l + 1 < param_.levels; ++l) {
+    const auto tl = std::chrono::steady_clock::now();
+    Level& L = *levels_[l];
+    const LevelParam& q = param_.level[l];
+    SpinorParam vp = L.op->field_param();
+    vp.precision = Precision::single;
+    L.transfer = std::make_unique<Transfer>(L.op->lattice(), vp, q.block, q.nvec, l + 1, q.transfer_precision);
+    find_null_vectors(l, false, progress);
+    L.setup_seconds += seconds_since(tl);
+    build_level(l, progress);
+  }
+  for (int pass = 0; pass < param_.setup_refine; ++pass)
+    for (int l = 0; l + 1 < param_.levels; ++l) {
+      const auto tl = std::chrono::steady_clock::now();
+      find_null_vectors(l, true, progress);
+      levels_[l]->setup_seconds += seconds_since(tl);
+      build_level(l, progress);
+    }
+  synchronize(F.op->field_param().backend);
+  setup_seconds_ = seconds_since(t0);
+}
+
+void Multigrid::smooth(int l, ColorSpinorField& x, const ColorSpinorField& r, int steps) {
+  Level& L = *levels_[l];
+  const LevelParam& q = param_.level[l];
+  const LogScope log(static_cast<LogEvent>(static_cast<int>(LogEvent::mg_smooth0) + std::min(l, 3)), 0, true);
+  if (L.schwarz) {  // x = sum of Schwarz corrections: x += K (r - M x)
+    for (int s = 0; s < steps; ++s) {
+      if (s == 0) {
+        L.schwarz->apply(x, r);
+      } else {
+        L.op->apply(*L.sa, x);
+        L.sr->copy_from(r);
+        blas::caxpby(Cplx(-1), *L.sa, Cplx(1), *L.sr);
+        L.schwarz->apply(*L.sa, *L.sr);
+        blas::caxpby(Cplx(1), *L.sa, Cplx(1), x);
+      }
+      ++L.smooth_steps;
+    }
+    return;
+  }
+  // MR steps from zero, on the even-odd system when the level smooths there (x_p from
+  // Mhat x_p = rhat, then x_q from the reconstruction), else on M itself.
+  const bool eo = q.smooth_even_odd && L.schur;
+  LinearOperator& A = eo ? static_cast<LinearOperator&>(*L.schur) : *L.op;
+  ColorSpinorField& xs = eo ? *L.hx : x;
+  ColorSpinorField& rs = eo ? *L.hr : *L.sr;
+  ColorSpinorField& as = eo ? *L.ha : *L.sa;
+  if (eo)
+    L.schur->prepare(rs, r);
+  else
+    rs.copy_from(r);
+  xs.zero();
+  for (int s = 0; s < steps; ++s) {  // x += omega alpha r, r -= omega alpha A r
+    A.apply(as, rs);
+    const blas::DotNorms d = blas::cdot_norms(as, rs);
+    if (!(d.xx > 0)) break;
+    const Cplx a(q.omega * d.dot.re / d.xx, q.omega * d.dot.im / d.xx);
+    blas::caxpby(a, rs, Cplx(1), xs);
+    blas::caxpby(Cplx(-a.re, -a.im), as, Cplx(1), rs);
+    ++L.smooth_steps;
+  }
+  if (eo) L.schur->reconstruct(x, xs, r);
+}
+
+void Multigrid::coarse_solve(int l, ColorSpinorField& x, const ColorSpinorField& b) {
+  Level& C = *levels_[l];
+  const LogScope log(LogEvent::mg_coarse_solve, 0, true);
+  int it = 0;
+  if (C.schur) {
+    C.schur->prepare(*C.bhat, b);
+    it = fgcr(*C.schur, nullptr, *C.xhat, *C.bhat, param_.coarse_tol, param_.coarse_max_it, param_.coarse_restart,
+              *C.gr, C.z, C.az);
+    C.schur->reconstruct(x, *C.xhat, b);
+  } else {
+    it = fgcr(*C.op, nullptr, x, b, param_.coarse_tol, param_.coarse_max_it, param_.coarse_restart, *C.gr, C.z, C.az);
+  }
+  C.solve_iterations += it;
+  ++C.solves;
+}
+
+void Multigrid::cycle(int l, ColorSpinorField& x, const ColorSpinorField& b) {
+  Level& L = *levels_[l];
+  Level& C = *levels_[l + 1];
+  const LevelParam& q = param_.level[l];
+  const bool coarsest = l + 2 == param_.levels;
+  if (q.pre_smooth > 0) {
+    smooth(l, x, b, q.pre_smooth);
+    L.op->apply(*L.t, x);
+    L.r->copy_from(b);
+    blas::caxpby(Cplx(-1), *L.t, Cplx(1), *L.r);
+  } else {
+    x.zero();
+    L.r->copy_from(b);
+  }
+  {
+    const LogScope log(LogEvent::mg_transfer, 0, true);
+    L.transfer->restrict_to(*C.b, *L.r);
+  }
+  if (coarsest) {
+    coarse_solve(l + 1, *C.x, *C.b);
+  } else if (param_.cycle == CycleType::kcycle) {
+    LevelPreconditioner K([this, l](ColorSpinorField& o, const ColorSpinorField& i) { cycle(l + 1, o, i); }, "cycle");
+    const LevelParam& cq = param_.level[l + 1];
+    C.solve_iterations += fgcr(*C.op, &K, *C.x, *C.b, cq.ksp_rtol, cq.ksp_max_it, cq.ksp_max_it, *C.gr, C.z, C.az);
+    ++C.solves;
+  } else {
+    cycle(l + 1, *C.x, *C.b);
+  }
+  {
+    const LogScope log(LogEvent::mg_transfer, 0, true);
+    L.transfer->prolongate(*L.t, *C.x);
+  }
+  blas::caxpby(Cplx(1), *L.t, Cplx(1), x);
+  if (q.post_smooth > 0) {
+    L.op->apply(*L.t, x);
+    L.r->copy_from(b);
+    blas::caxpby(Cplx(-1), *L.t, Cplx(1), *L.r);
+    smooth(l, *L.e, *L.r, q.post_smooth);
+    blas::caxpby(Cplx(1), *L.e, Cplx(1), x);
+  }
+}
+
+void Multigrid::apply(ColorSpinorField& x, const ColorSpinorField& b) {
+  Level& F = *levels_[0];
+  require(F.transfer != nullptr && levels_.back()->op != nullptr, "multigrid applied before setup");
+  const LogScope log(LogEvent::mg_apply, 0, true);
+  F.b->copy_from(b);
+  cycle(0, *F.x, *F.b);
+  x.copy_from(*F.x);
+}
+
+VerifyReport Multigrid::verify() {
+  VerifyReport rep;
+  for (int l = 0; l + 1 < levels(); ++l) {
+    Level& L = *levels_[l];
+    Level& C = *levels_[l + 1];
+    Transfer& T = *L.transfer;
+    ColorSpinorField f = L.op->make_field(), g = L.op->make_field(), c1 = C.op->make_field(), c2 = C.op->make_field();
+    double worst = 0;
+    for (const ColorSpinorField& v : T.vectors()) {
+      T.restrict_to(c1, v);
+      T.prolongate(f, c1);
+      blas::caxpby(Cplx(1), v, Cplx(-1), f);
+      worst = std::max(worst, std::sqrt(blas::cdot_norms(f, f).xx / blas::cdot_norms(v, v).xx));
+    }
+    rep.projector.push_back(worst);
+    fill_gaussian(c1, 77 + l);
+    T.prolongate(f, c1);
+    T.restrict_to(c2, f);
+    blas::caxpby(Cplx(1), c1, Cplx(-1), c2);
+    rep.restrict_prolong.push_back(std::sqrt(blas::cdot_norms(c2, c2).xx / blas::cdot_norms(c1, c1).xx));
+    // D_c x against R M P x
+    C.op->apply(c2, c1);
+    L.op->apply(g, f);
+    ColorSpinorField c3 = C.op->make_field();
+    T.restrict_to(c3, g);
+    blas::caxpby(Cplx(1), c2, Cplx(-1), c3);
+    rep.galerkin.push_back(std::sqrt(blas::cdot_norms(c3, c3).xx / blas::cdot_norms(c2, c2).xx));
+    if (C.schur && l + 2 == levels()) {  // solve D_c x = b through Mhat, check with D_c
+      ColorSpinorField bb = C.op->make_field(), xx = C.op->make_field(), bh = C.schur->make_field(),
+                       xh = C.schur->make_field();
+      fill_gaussian(bb, 91 + l);
+      C.schur->prepare(bh, bb);
+      fgcr(*C.schur, nullptr, xh, bh, 1e-5, 2000, param_.coarse_restart, *C.gr, C.z, C.az);
+      C.schur->reconstruct(xx, xh, bb);
+      C.op->apply(c2, xx);
+      blas::caxpby(Cplx(1), bb, Cplx(-1), c2);
+      rep.even_odd.push_back(std::sqrt(blas::cdot_norms(c2, c2).xx / blas::cdot_norms(bb, bb).xx));
+    }
+  }
+  return rep;
+}
+
+LevelInfo Multigrid::info(int l) const {
+  const Level& L = *levels_[l];
+  LevelInfo i;
+  i.global = L.op->lattice()->global();
+  i.local = L.op->lattice()->local();
+  i.components = L.op->field_param().nspin * L.op->field_param().ncolor;
+  i.nvec = L.transfer ? L.transfer->nvec() : 0;
+  i.bytes = (L.coarse ? L.coarse->bytes() : 0) + (L.transfer ? L.transfer->bytes() : 0);
+  i.setup_seconds = L.setup_seconds;
+  i.op = L.op->describe();
+  return i;
+}
+
+std::vector<long> Multigrid::work(int l) const {
+  const Level& L = *levels_[l];
+  return {L.smooth_steps, L.solves, L.solve_iterations};
+}
+
+// ---- null-space files -----------------------------------------------------------------------
+//
+// A text header of 4096 bytes ("LATKE-NULLSPACE 1", "levels L", then per transfer
+// "transfer l lattice X,Y,Z,T components C nvec N", padded with newlines), then for each
+// transfer and each vector its sites in global lexicographic order (x fastest), C complex
+// numbers of two little-endian doubles per site.
+
+namespace {
+constexpr std::uint64_t header_bytes = 4096;
+}  // namespace
+
+void Multigrid::save(const std::string& file) const {
+  require(levels_[0]->transfer != nullptr, "multigrid: save before setup");
+  const Lattice& fine = *levels_[0]->op->lattice();
+  std::ostringstream h;
+  h << "LATKE-NULLSPACE 1\nlevels " << levels() << "\n";
+  for (int l = 0; l + 1 < levels(); ++l) {
+    const Level& L = *levels_[l];
+    const SpinorParam p = L.op->field_param();
+    const Coords& g = L.op->lattice()->global();
+    h << "transfer " << l << " lattice " << g[0] << "," << g[1] << "," << g[2] << "," << g[3] << " components "
+      << p.nspin * p.ncolor << " nvec " << L.transfer->nvec() << "\n";
+  }
+  std::string header = h.str();
+  require(header.size() <= header_bytes, "multigrid null-space header too long");
+  header.resize(header_bytes, '\n');
+  gauge_io::AtomicFile out(fine.comm(), file);
+  out.write_root(0, header);
+  std::uint64_t offset = header_bytes;
+  std::vector<Complex<double>> host;
+  for (int l = 0; l + 1 < levels(); ++l) {
+    const Level& L = *levels_[l];
+    const Lattice& lat = *L.op->lattice();
+    const int comps = L.op->field_param().nspin * L.op->field_param().ncolor;
+    const std::size_t site_bytes = comps * sizeof(Complex<double>);
+    for (const ColorSpinorField& v : L.transfer->vectors()) {
+      host.clear();
+      v.to_lexicographic(host);
+      std::vector<unsigned char> bytes(host.size() * sizeof(Complex<double>));
+      std::memcpy(bytes.data(), host.data(), bytes.size());
+      out.write_sites(lat, offset, bytes, site_bytes);
+      offset += static_cast<std::uint64_t>(site_bytes) * lat.global()[0] * lat.global()[1] * lat.global()[2] *
+                lat.global()[3];
+    }
+  }
+  out.commit(offset);
+}
+
+void Multigrid::load(const std::string& file, const std::function<void(const std::string&)>& progress) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const LogScope log(LogEvent::mg_setup, 0, true);
+  Level& F = *levels_[0];
+  const MPI_Comm comm = F.op->lattice()->comm();
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::string header;
+  if (rank == 0) {
+    std::FILE* f = std::fopen(file.c_str(), "rb");
+    if (f) {
+      header.resize(header_bytes);
+      header.resize(std::fread(header.data(), 1, header_bytes, f));
+      std::fclose(f);
+    }
+  }
+  gauge_io::bcast_string(comm, header);
+  require(!header.empty(), file, ": cannot read a multigrid null-space file there");
+  std::istringstream h(header);
+  std::string magic, word;
+  int version = 0, n_levels = 0;
+  h >> magic >> version >> word >> n_levels;
+  require(magic == "LATKE-NULLSPACE" && version == 1 && word == "levels", file,
+          ": not a Latke null-space file (expected the header 'LATKE-NULLSPACE 1')");
+  require(n_levels == levels(), file, ": holds a hierarchy of ", n_levels, " levels, the preconditioner has ",
+          levels());
+  F.allocate(F.op->field_param());
+  if (F.schur) F.allocate_even_odd();
+  if (param_.level[0].smoother == SmootherType::schwarz) {
+    const SchwarzParam& sp = param_.level[0].schwarz;
+    F.schwarz = std::make_unique<SchwarzPreconditioner>(local_(sp.block, sp.precision), nullptr, sp);
+  }
+  std::uint64_t offset = header_bytes;
+  for (int l = 0; l + 1 < levels(); ++l) {
+    Level& L = *levels_[l];
+    const LevelParam& q = param_.level[l];
+    int index = -1, comps = 0, nvec = 0;
+    std::string w1, w2, w3, w4, lattice;
+    h >> w1 >> index >> w2 >> lattice >> w3 >> comps >> w4 >> nvec;
+    const Coords& g = L.op->lattice()->global();
+    const std::string want =
+        std::to_string(g[0]) + "," + std::to_string(g[1]) + "," + std::to_string(g[2]) + "," + std::to_string(g[3]);
+    const SpinorParam p = L.op->field_param();
+    require(w1 == "transfer" && index == l && lattice == want && comps == p.nspin * p.ncolor && nvec == q.nvec, file,
+            ": transfer ", l, " in the file is 'lattice ", lattice, " components ", comps, " nvec ", nvec,
+            "', the preconditioner's is 'lattice ", want, " components ", p.nspin * p.ncolor, " nvec ", q.nvec,
+            "' (same lattice, aggregates and null-vector counts needed)");
+    SpinorParam vp = p;
+    vp.precision = Precision::single;
+    L.transfer = std::make_unique<Transfer>(L.op->lattice(), vp, q.block, q.nvec, l + 1, q.transfer_precision);
+    const Lattice& lat = *L.op->lattice();
+    const std::size_t site_bytes = comps * sizeof(Complex<double>);
+    std::vector<Complex<double>> host(static_cast<std::size_t>(lat.volume()) * comps);
+    for (ColorSpinorField& v : L.transfer->vectors()) {
+      const std::vector<unsigned char> bytes = gauge_io::read_sites(lat, file, offset, site_bytes);
+      std::memcpy(host.data(), bytes.data(), bytes.size());
+      v.from_lexicographic(host);
+      offset += static_cast<std::uint64_t>(site_bytes) * g[0] * g[1] * g[2] * g[3];
+    }
+    if (progress)
+      progress("level " + std::to_string(l) + ": loaded " + std::to_string(nvec) + " null vectors from " + file);
+    build_level(l, progress);
+  }
+  synchronize(F.op->field_param().backend);
+  setup_seconds_ = seconds_since(t0);
+}
+
+std::string MultigridPreconditioner::describe() const {
+  std::ostringstream s;
+  s << "multigrid, " << mg_->levels() << " levels, " << to_string(mg_->param().cycle);
+  return s.str();
+}
+
+}  // namespace latke::mg

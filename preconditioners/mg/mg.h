@@ -1,0 +1,165 @@
+// Adaptive multigrid for the Wilson-clover operator (and any gamma_5-Hermitian operator with
+// a chirality split), as QUDA and DD-alphaAMG build it, entirely on the backend.
+//
+// Levels are numbered from the fine one, 0, to the coarsest, L-1. Level l < L-1 owns
+//   - its full operator M_l (level 0: the fine operator in the cycle precision; level l > 0:
+//     the Galerkin coarse operator D_l = R M_{l-1} P, coarse_operator.h),
+//   - the transfer T_l to level l+1 (transfer.h): nvec_l near-null vectors found by inverse
+//     iteration (setup_iterations steps of setup_solver on M_l v = 0 from a Gaussian random
+//     v), split by chirality and orthonormalized over aggregates of `block` sites,
+//   - a smoother: MR steps on M_l's even-odd system (as QUDA smooths; source prepared and
+//     solution reconstructed around them) or on M_l itself, or (level 0) the Schwarz blocks
+//     of latke_schwarz.
+// Setup refinement passes rerun the inverse iteration of every level with the current
+// hierarchy as preconditioner (GCR(8) preconditioned by the cycle from that level) and
+// rebuild the levels below.
+//
+// The cycle at level l applied to b (x ~ M_l^-1 b, from x = 0):
+//   x = S_pre(b);  r = b - M_l x;  x += P_l e with e ~ M_{l+1}^-1 R_l r;  x += S_post(b - M_l x)
+// where e is, for the coarsest level, a GCR solve of its even-odd (or full) system to the
+// coarse tolerance; otherwise, in a K-cycle, flexible GCR on M_{l+1} preconditioned by the
+// cycle of level l+1, to ksp_rtol in at most ksp_max_it iterations; in a V-cycle one
+// application of the cycle of level l+1.
+//
+// All vectors of the cycle are single precision (the fine operator at level 0 too); the
+// outer solver (PETSc's FGMRES/GCR, or Latke's GCR) runs in double and is flexible.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "latke/core/lattice.h"
+#include "preconditioners/mg/coarse_operator.h"
+#include "preconditioners/mg/transfer.h"
+#include "preconditioners/schwarz/schwarz.h"
+#include "solvers/solvers.h"
+
+namespace latke::mg {
+
+enum class CycleType { kcycle, vcycle };
+enum class SmootherType { mr, schwarz };
+const char* to_string(CycleType t);
+const char* to_string(SmootherType t);
+/// @brief kcycle or vcycle; anything else is an error naming the value.
+CycleType parse_cycle_type(const std::string& name);
+/// @brief mr or schwarz; anything else is an error naming the value.
+SmootherType parse_smoother_type(const std::string& name);
+
+/// What level l does (l < levels - 1: every level but the coarsest).
+struct LevelParam {
+  Coords block{4, 4, 4, 4};                          ///< aggregates for the transfer to level l+1
+  int nvec = 24;                                     ///< near-null vectors (2 nvec coarse components)
+  Precision coarse_precision = Precision::single;    ///< blocks of the level l+1 operator
+  Precision transfer_precision = Precision::single;  ///< the basis as P and R read it
+  SolverType setup_solver = SolverType::bicgstab;    ///< inverse iteration
+  int setup_iterations = 100;                        ///< steps per null vector (or fewer at setup_tol)
+  double setup_tol = 1e-6;                           ///< relative residual of M v = 0 to stop early
+  SmootherType smoother = SmootherType::mr;
+  int pre_smooth = 0, post_smooth = 4;  ///< MR steps (Schwarz: applications)
+  double omega = 1.0;                   ///< relaxation of MR steps
+  bool smooth_even_odd = true;          ///< MR on the level's even-odd system (when it has one)
+  SchwarzParam schwarz;                 ///< level 0 with the Schwarz smoother
+  int ksp_max_it = 8;                   ///< K-cycle GCR solving this level (levels 1 .. L-2)
+  double ksp_rtol = 0.25;
+};
+
+struct MultigridParam {
+  int levels = 2;
+  std::vector<LevelParam> level;  ///< levels - 1 entries
+  CycleType cycle = CycleType::kcycle;
+  double coarse_tol = 0.25;  ///< coarsest solve: GCR to this relative residual
+  int coarse_max_it = 100;
+  int coarse_restart = 16;
+  bool coarse_even_odd = true;  ///< solve the coarsest level's even-odd system
+  int setup_refine = 0;         ///< refinement passes after the first setup
+  std::uint64_t seed = 1;       ///< of the random starting vectors
+};
+
+/// @brief Check the parameters against the fine lattice: level count, aggregates dividing
+/// each level's local extents with even coarse extents, nvec >= 1, iterations, tolerances;
+/// fails naming the option's meaning, the value and what was expected.
+void check_param(const MultigridParam& p, const Lattice& fine);
+
+/// Per-level facts for views and reports.
+struct LevelInfo {
+  Coords global, local;
+  int components = 0;     ///< per site (Ns x Nc)
+  int nvec = 0;           ///< of the transfer below (0 on the coarsest)
+  std::size_t bytes = 0;  ///< operator blocks (coarse levels) and basis, on this rank
+  double setup_seconds = 0;
+  std::string op;  ///< the operator's description
+};
+
+/// Deviations found by verify().
+struct VerifyReport {
+  std::vector<double> projector;         ///< per transfer: max_k |(1 - P P^dag) v_k| / |v_k|
+  std::vector<double> restrict_prolong;  ///< per transfer: |x - R P x| / |x|, random coarse x
+  std::vector<double> galerkin;          ///< per coarse level: |D_c x - R M P x| / |D_c x|
+  std::vector<double> even_odd;          ///< per coarse level with even-odd: |x - x'| / |x| for a solve
+                                         ///< of D_c x = b through Mhat (prepare, GCR, reconstruct) checked by D_c
+};
+
+class Multigrid {
+ public:
+  /// Makes the domain-local (Dirichlet blocks) fine operator for the Schwarz smoother.
+  using LocalFactory = std::function<std::shared_ptr<LinearOperator>(const Coords& block, Precision precision)>;
+
+  /// @param fine the full fine operator on single-precision fields (the cycle precision).
+  /// @param fine_schur its even-odd form (single precision), for smoothing on the even-odd
+  ///        system; may be null (smoothing on the full system).
+  Multigrid(std::shared_ptr<LinearOperator> fine, const MultigridParam& param, LocalFactory local = nullptr,
+            std::shared_ptr<SchurOperator> fine_schur = nullptr);
+  ~Multigrid();
+
+  /// @brief Build the hierarchy: null vectors (unless loaded), transfers, coarse operators,
+  /// refinement passes. progress (may be null) receives one line per step.
+  void setup(const std::function<void(const std::string&)>& progress = nullptr);
+  /// @brief Load the null vectors of every level from a file written by save() (same
+  /// lattice, levels, aggregates and nvec), then build the hierarchy from them.
+  void load(const std::string& file, const std::function<void(const std::string&)>& progress = nullptr);
+  /// @brief Write the (orthonormalized) null vectors of every level, in global lexicographic
+  /// order, so that any process grid reads them back. Written to FILE.tmp, then renamed.
+  void save(const std::string& file) const;
+
+  /// @brief x ~ M^-1 b on level 0 (full fields of the fine shape, any precision).
+  void apply(ColorSpinorField& x, const ColorSpinorField& b);
+  VerifyReport verify();
+
+  int levels() const { return static_cast<int>(levels_.size()); }
+  LevelInfo info(int level) const;
+  const MultigridParam& param() const { return param_; }
+  double setup_seconds() const { return setup_seconds_; }
+  /// Iterations of the coarsest solves, K-cycle solves and smoother steps so far, per level.
+  std::vector<long> work(int level) const;
+
+  struct Level;
+
+ private:
+  void build_level(int l, const std::function<void(const std::string&)>& progress);
+  void find_null_vectors(int l, bool refine, const std::function<void(const std::string&)>& progress);
+  void cycle(int l, ColorSpinorField& x, const ColorSpinorField& b);
+  void smooth(int l, ColorSpinorField& x, const ColorSpinorField& r, int steps);
+  void coarse_solve(int l, ColorSpinorField& x, const ColorSpinorField& b);
+
+  MultigridParam param_;
+  LocalFactory local_;
+  std::vector<std::unique_ptr<Level>> levels_;
+  double setup_seconds_ = 0;
+};
+
+/// The cycle from level 0 as a Preconditioner (for Latke's GCR and the PETSc PC).
+class MultigridPreconditioner final : public Preconditioner {
+ public:
+  explicit MultigridPreconditioner(std::shared_ptr<Multigrid> mg) : mg_(std::move(mg)) {}
+  void apply(ColorSpinorField& out, const ColorSpinorField& in) override { mg_->apply(out, in); }
+  std::string describe() const override;
+  Multigrid& mg() { return *mg_; }
+
+ private:
+  std::shared_ptr<Multigrid> mg_;
+};
+
+}  // namespace latke::mg

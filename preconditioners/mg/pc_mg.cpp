@@ -1,0 +1,431 @@
+// Adaptive multigrid as a PETSc PC (-pc_type latke_mg, registered by LatkeInitialize), as a
+// PCSHELL (PCShellSetLatkeMG) and as the native GCR's preconditioner (-latke_solver_pc mg).
+// The hierarchy is built on the full operator of the preconditioning matrix; on the even-odd
+// form, K r_p = [K_full f]_p with f the full right-hand side of r_p (schur_rhs_to_full), an
+// approximation of Mhat^-1 as good as K_full is of M^-1.
+#include "preconditioners/mg/pc_mg.h"
+
+#include <petsc/private/pcimpl.h>
+
+#include <chrono>
+#include <sstream>
+
+#include "latke/core/error.h"
+#include "latke/core/options.h"
+#include "mat_shell.h"
+#include "preconditioners/schwarz/schwarz_options.h"
+
+namespace latke::mg {
+
+namespace {
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  std::stringstream s(text);
+  for (std::string item; std::getline(s, item, sep);) out.push_back(item);
+  return out;
+}
+
+/// "a,b,c" -> per level values, the last one repeated.
+std::vector<long> int_list(const std::string& text, const std::string& option, int n) {
+  std::vector<long> v;
+  for (const std::string& item : split(text, ',')) {
+    std::size_t used = 0;
+    long x = 0;
+    try {
+      x = std::stol(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    require(used > 0 && used == item.size(), option, " '", text, "': '", item, "' is not an integer");
+    v.push_back(x);
+  }
+  require(!v.empty(), option, " '", text, "': expected one or more comma-separated integers");
+  while (static_cast<int>(v.size()) < n) v.push_back(v.back());
+  return v;
+}
+
+/// The default level count: 3 when every local extent takes 4^4 and then 2^4 aggregates with
+/// even coarse extents (a multiple of 16), else 2.
+int auto_levels(const Lattice& lat) {
+  for (int mu = 0; mu < 4; ++mu)
+    if (lat.local()[mu] % 16 != 0) return 2;
+  return 3;
+}
+
+}  // namespace
+
+MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const Lattice& fine) {
+  const std::string prefix = prefix_c ? prefix_c : "";
+  MultigridOptions o;
+  MultigridParam& p = o.param;
+  long levels = 0, refine = 0, coarse_max = p.coarse_max_it, coarse_restart = p.coarse_restart, seed = 1;
+  std::string block, nvec, precision, transfer, setup_its, setup_solver, cycle;
+  double setup_tol = 1e-6;
+  read_options(comm, prefix, "Latke multigrid preconditioner options", [&](OptionGroup& g) {
+    levels =
+        g.integer("-pc_latke_mg_levels", 0, "Levels including the fine one (0: 3 when the lattice allows, else 2)");
+    block = g.string("-pc_latke_mg_block", "4,4,4,4:2,2,2,2",
+                     "Aggregate extents per level, X,Y,Z,T for level 0, then :X,Y,Z,T for level 1, ...");
+    nvec = g.string("-pc_latke_mg_nvec", "24,32", "Null vectors per level (comma list; the last repeats)");
+    transfer = g.string("-pc_latke_mg_transfer_precision", "single",
+                        "Storage of the null-space basis that P and R read: single or half (comma list per level)");
+    precision =
+        g.string("-pc_latke_mg_precision", "single",
+                 "Storage of the coarse levels' operators: double, single or half (comma list per coarse level)");
+    setup_its = g.string("-pc_latke_mg_setup_iterations", "100",
+                         "Inverse-iteration steps per null vector, per level (comma list)");
+    setup_tol =
+        g.real("-pc_latke_mg_setup_tol", setup_tol, "Stop a null vector's inverse iteration at this |M v|/|M v0|");
+    setup_solver =
+        g.string("-pc_latke_mg_setup_solver", "bicgstab", "Inverse-iteration solver: bicgstab, gcr, mr, cgnr or cgne");
+    refine = g.integer("-pc_latke_mg_setup_refine", 0, "Refinement passes: rerun the setup with the current hierarchy");
+    cycle = g.string("-pc_latke_mg_cycle", "kcycle", "kcycle (GCR on intermediate levels) or vcycle");
+    seed = g.integer("-pc_latke_mg_seed", 1, "Seed of the random starting vectors");
+    o.verify = g.flag("-pc_latke_mg_verify", false, "Check (1 - P P^dag) v = 0, R P = 1 and D_c = R M P after setup");
+    o.monitor = g.flag("-pc_latke_mg_monitor", false, "Print progress lines during the setup");
+    o.save = g.string("-pc_latke_mg_save", "", "Write the null vectors to this file after the setup");
+    o.load = g.string("-pc_latke_mg_load", "", "Read the null vectors from this file instead of computing them");
+  });
+  const std::string pre = "-" + prefix;
+  p.levels = levels == 0 ? auto_levels(fine) : static_cast<int>(levels);
+  require(p.levels >= 2 && p.levels <= 5, pre, "pc_latke_mg_levels ", p.levels, ": expected 2 to 5");
+  const int nt = p.levels - 1;
+  const std::vector<std::string> blocks = split(block, ':');
+  const std::vector<long> nv = int_list(nvec, pre + "pc_latke_mg_nvec", nt),
+                          its = int_list(setup_its, pre + "pc_latke_mg_setup_iterations", nt);
+  const std::vector<std::string> precs = split(precision, ','), tprecs = split(transfer, ',');
+  require(!tprecs.empty(), pre, "pc_latke_mg_transfer_precision '", transfer, "': expected single or half per level");
+  require(!precs.empty(), pre, "pc_latke_mg_precision '", precision,
+          "': expected double, single or half per coarse level");
+  const SolverType ss = parse_solver_type(setup_solver);
+  p.level.assign(nt, LevelParam{});
+  for (int l = 0; l < nt; ++l) {
+    LevelParam& q = p.level[l];
+    q.block =
+        l < static_cast<int>(blocks.size()) ? parse_coords(blocks[l], pre + "pc_latke_mg_block") : Coords{2, 2, 2, 2};
+    q.nvec = static_cast<int>(nv[l]);
+    q.setup_iterations = static_cast<int>(its[l]);
+    q.setup_tol = setup_tol;
+    q.setup_solver = ss;
+    q.coarse_precision = parse_precision(precs[std::min<std::size_t>(l, precs.size() - 1)]);
+    q.transfer_precision = parse_precision(tprecs[std::min<std::size_t>(l, tprecs.size() - 1)]);
+    require(q.transfer_precision != Precision::double_, pre, "pc_latke_mg_transfer_precision '", transfer,
+            "': expected single or half");
+    const std::string lp = prefix + "latke_mg_levels_" + std::to_string(l) + "_";
+    std::string smoother;
+    long pre_s = q.pre_smooth, post_s = q.post_smooth, kmax = q.ksp_max_it;
+    read_options(comm, lp, "Latke multigrid level " + std::to_string(l), [&](OptionGroup& g) {
+      smoother =
+          g.string("-smoother", "mr", "Smoother: mr, or schwarz (level 0; -pc_latke_schwarz_* under this prefix)");
+      pre_s = g.integer("-pre_smooth", q.pre_smooth, "Smoothing steps before the coarse correction");
+      post_s = g.integer("-post_smooth", q.post_smooth, "Smoothing steps after the coarse correction");
+      q.omega = g.real("-omega", q.omega, "MR relaxation weight in (0, 2)");
+      q.smooth_even_odd = g.flag("-smooth_even_odd", q.smooth_even_odd,
+                                 "MR smoothing on the level's even-odd system (else on the full operator)");
+      if (l > 0) {
+        kmax = g.integer("-ksp_max_it", q.ksp_max_it,
+                         "K-cycle: GCR iterations on this level per cycle of the level above");
+        q.ksp_rtol = g.real("-ksp_rtol", q.ksp_rtol, "K-cycle: GCR tolerance on this level");
+      }
+    });
+    q.smoother = parse_smoother_type(smoother);
+    q.pre_smooth = static_cast<int>(pre_s);
+    q.post_smooth = static_cast<int>(post_s);
+    q.ksp_max_it = static_cast<int>(kmax);
+    if (q.smoother == SmootherType::schwarz) {
+      SchwarzParam sp;
+      sp.block = Coords{4, 4, 4, 4};
+      q.schwarz = schwarz_param_from_options(comm, lp.c_str(), sp);
+    }
+  }
+  double ctol = p.coarse_tol;
+  bool ceo = p.coarse_even_odd;
+  read_options(comm, prefix + "latke_mg_coarse_", "Latke multigrid coarsest level", [&](OptionGroup& g) {
+    ctol = g.real("-ksp_rtol", p.coarse_tol, "GCR tolerance of the coarsest solve");
+    coarse_max = g.integer("-ksp_max_it", p.coarse_max_it, "GCR iterations of the coarsest solve at most");
+    coarse_restart = g.integer("-ksp_gcr_restart", p.coarse_restart, "GCR restart of the coarsest solve");
+    ceo = g.flag("-even_odd", p.coarse_even_odd, "Solve the coarsest level's even-odd system");
+  });
+  p.coarse_tol = ctol;
+  p.coarse_max_it = static_cast<int>(coarse_max);
+  p.coarse_restart = static_cast<int>(coarse_restart);
+  p.coarse_even_odd = ceo;
+  p.cycle = parse_cycle_type(cycle);
+  p.setup_refine = static_cast<int>(refine);
+  p.seed = static_cast<std::uint64_t>(seed);
+  check_param(p, fine);
+  return o;
+}
+
+}  // namespace latke::mg
+
+namespace latke::petsc {
+
+using mg::Multigrid;
+using mg::MultigridOptions;
+
+/// A multigrid preconditioner for a Latke matrix in its form (full or even-odd).
+class MatMultigrid final : public Preconditioner {
+ public:
+  MatMultigrid(MatContext& m, const MultigridOptions& o, const std::function<void(const std::string&)>& print)
+      : op_(m.op), form_(m.form), options_(o), print_(print) {
+    const Coords none{0, 0, 0, 0};
+    std::shared_ptr<LinearOperator> fine = op_->linear_operator(LATKE_OPERATOR_FULL, Precision::single, none);
+    auto schur = std::dynamic_pointer_cast<SchurOperator>(
+        op_->linear_operator(LATKE_OPERATOR_EVEN_ODD, Precision::single, none));
+    mg_ = std::make_shared<Multigrid>(
+        fine, o.param,
+        [op = op_](const Coords& block, Precision p) { return op->linear_operator(LATKE_OPERATOR_FULL, p, block); },
+        schur);
+    const auto progress = o.monitor ? print : std::function<void(const std::string&)>();
+    if (!o.load.empty())
+      mg_->load(o.load, progress);
+    else
+      mg_->setup(progress);
+    if (!o.save.empty()) mg_->save(o.save);
+    full_b_ = std::make_unique<ColorSpinorField>(fine->make_field());
+    full_x_ = std::make_unique<ColorSpinorField>(fine->make_field());
+    if (form_ == LATKE_OPERATOR_EVEN_ODD)
+      r_p_ = std::make_unique<ColorSpinorField>(op_->lattice(),
+                                                with_precision(op_->field_param(form_), Precision::single));
+    if (o.verify) report(mg_->verify(), print);
+  }
+
+  ~MatMultigrid() override {
+    if (!options_.monitor || !print_) return;
+    for (int l = 0; l < mg_->levels(); ++l) {  // what the cycles did, per level
+      const std::vector<long> w = mg_->work(l);
+      std::ostringstream s;
+      s << "level " << l << ": " << w[0] << " smoothing steps";
+      if (l > 0)
+        s << ", " << w[1] << " solves, " << (w[1] ? static_cast<double>(w[2]) / w[1] : 0.0) << " iterations each";
+      print_(s.str());
+    }
+  }
+
+  void apply(ColorSpinorField& out, const ColorSpinorField& in) override {
+    if (form_ == LATKE_OPERATOR_FULL) {
+      mg_->apply(out, in);
+      return;
+    }
+    r_p_->copy_from(in);
+    op_->schur_rhs_to_full(*full_b_, *r_p_);
+    mg_->apply(*full_x_, *full_b_);
+    out.copy_from(full_x_->parity(op_->parity()));
+  }
+  std::string describe() const override { return "Latke multigrid"; }
+  Multigrid& mg() { return *mg_; }
+
+  static void report(const mg::VerifyReport& r, const std::function<void(const std::string&)>& print) {
+    for (std::size_t l = 0; l < r.galerkin.size(); ++l) {
+      std::ostringstream s;
+      s << "verify level " << l << " -> " << l + 1 << ": max |(1 - P P^dag) v_k|/|v_k| = " << r.projector[l]
+        << ", |x - R P x|/|x| = " << r.restrict_prolong[l] << ", |D_c x - R M P x|/|D_c x| = " << r.galerkin[l];
+      print(s.str());
+    }
+    for (std::size_t i = 0; i < r.even_odd.size(); ++i) {
+      std::ostringstream s;
+      s << "verify coarsest even-odd: |b - D_c x|/|b| = " << r.even_odd[i]
+        << " for x from the even-odd solve (to 1e-5)";
+      print(s.str());
+    }
+  }
+
+ private:
+  static SpinorParam with_precision(SpinorParam p, Precision q) {
+    p.precision = q;
+    return p;
+  }
+  std::shared_ptr<ShellOperator> op_;
+  LatkeOperatorForm form_;
+  MultigridOptions options_;
+  std::function<void(const std::string&)> print_;
+  std::shared_ptr<Multigrid> mg_;
+  std::unique_ptr<ColorSpinorField> full_b_, full_x_, r_p_;
+};
+
+std::unique_ptr<Preconditioner> make_multigrid(Mat A, const char* prefix) {
+  MatContext& m = context_of(A);
+  const MPI_Comm comm = PetscObjectComm(reinterpret_cast<PetscObject>(A));
+  const MultigridOptions o = mg::multigrid_options(comm, prefix, *m.op->lattice());
+  return std::make_unique<MatMultigrid>(
+      m, o, [comm](const std::string& line) { PetscPrintf(comm, "Latke MG: %s\n", line.c_str()); });
+}
+
+namespace {
+
+struct MGContext {
+  std::unique_ptr<MatMultigrid> k;
+  std::shared_ptr<ShellOperator> op;
+  std::string prefix;
+  double setup_seconds = 0;
+  long applies = 0;
+};
+
+void set_up(MGContext& c, Mat pmat) {
+  const auto t0 = std::chrono::steady_clock::now();
+  c.k.reset();
+  MatContext& m = context_of(pmat);
+  c.op = m.op;
+  std::unique_ptr<Preconditioner> k = make_multigrid(pmat, c.prefix.c_str());
+  c.k.reset(static_cast<MatMultigrid*>(k.release()));
+  synchronize(c.op->backend());
+  c.setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void apply(MGContext& c, Vec x, Vec y) {
+  require(c.k != nullptr, "the Latke multigrid preconditioner is not set up");
+  VecField in(*c.op, x, Access::read, 0);
+  VecField out(*c.op, y, Access::write, 1);
+  c.k->apply(out.field(), in.field());
+  out.release();
+  in.release();
+  ++c.applies;
+}
+
+PetscErrorCode view(MGContext& c, PetscViewer viewer) {
+  PetscBool ascii = PETSC_FALSE;
+  PetscFunctionBeginUser;
+  PetscCall(PetscObjectTypeCompare(reinterpret_cast<PetscObject>(viewer), PETSCVIEWERASCII, &ascii));
+  if (!ascii) PetscFunctionReturn(0);
+  if (!c.k) {
+    PetscCall(PetscViewerASCIIPrintf(viewer, "Latke multigrid: not set up yet\n"));
+    PetscFunctionReturn(0);
+  }
+  Multigrid& mg = c.k->mg();
+  const mg::MultigridParam& p = mg.param();
+  PetscCall(PetscViewerASCIIPrintf(
+      viewer, "Latke multigrid: %d levels, %s, setup %.3f s (this PC's set-up %.3f s), %ld applications\n", p.levels,
+      to_string(p.cycle), mg.setup_seconds(), c.setup_seconds, c.applies));
+  PetscCall(PetscViewerASCIIPushTab(viewer));
+  for (int l = 0; l < mg.levels(); ++l) {
+    const mg::LevelInfo i = mg.info(l);
+    const std::vector<long> w = mg.work(l);
+    PetscCall(PetscViewerASCIIPrintf(
+        viewer, "level %d: lattice %dx%dx%dx%d (local %dx%dx%dx%d), %d components per site, %.1f MiB, setup %.3f s\n",
+        l, i.global[0], i.global[1], i.global[2], i.global[3], i.local[0], i.local[1], i.local[2], i.local[3],
+        i.components, i.bytes / 1048576.0, i.setup_seconds));
+    PetscCall(PetscViewerASCIIPushTab(viewer));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "operator: %s\n", i.op.c_str()));
+    if (l + 1 < mg.levels()) {
+      const mg::LevelParam& q = p.level[l];
+      PetscCall(PetscViewerASCIIPrintf(
+          viewer, "transfer: aggregates %dx%dx%dx%d, %d null vectors (%s, %d iterations, tol %g)\n", q.block[0],
+          q.block[1], q.block[2], q.block[3], q.nvec, to_string(q.setup_solver), q.setup_iterations, q.setup_tol));
+      if (q.smoother == mg::SmootherType::schwarz)
+        PetscCall(PetscViewerASCIIPrintf(
+            viewer, "smoother: Schwarz (%s, blocks %dx%dx%dx%d, %d MR steps, %s), %d pre, %d post; %ld applications\n",
+            to_string(q.schwarz.type), q.schwarz.block[0], q.schwarz.block[1], q.schwarz.block[2], q.schwarz.block[3],
+            q.schwarz.iterations, to_string(q.schwarz.precision), q.pre_smooth, q.post_smooth, w[0]));
+      else
+        PetscCall(PetscViewerASCIIPrintf(
+            viewer, "smoother: MR on the %s system, omega %g, %d pre, %d post steps; %ld steps so far\n",
+            q.smooth_even_odd ? "even-odd" : "full", q.omega, q.pre_smooth, q.post_smooth, w[0]));
+    }
+    if (l > 0 && l + 1 < mg.levels())
+      PetscCall(PetscViewerASCIIPrintf(
+          viewer, "K-cycle GCR: rtol %g, at most %d iterations; %ld solves, %.1f iterations each\n",
+          p.level[l].ksp_rtol, p.level[l].ksp_max_it, w[1], w[1] ? static_cast<double>(w[2]) / w[1] : 0.0));
+    if (l + 1 == mg.levels())
+      PetscCall(PetscViewerASCIIPrintf(viewer,
+                                       "coarsest solve: GCR(%d) on the %s system to rtol %g, at most %d iterations; "
+                                       "%ld solves, %.1f iterations each\n",
+                                       p.coarse_restart, p.coarse_even_odd ? "even-odd" : "full", p.coarse_tol,
+                                       p.coarse_max_it, w[1], w[1] ? static_cast<double>(w[2]) / w[1] : 0.0));
+    PetscCall(PetscViewerASCIIPopTab(viewer));
+  }
+  PetscCall(PetscViewerASCIIPopTab(viewer));
+  PetscFunctionReturn(0);
+}
+
+MGContext& ctx_of(PC pc) { return *static_cast<MGContext*>(pc->data); }
+MPI_Comm comm_of(PC pc) { return PetscObjectComm(reinterpret_cast<PetscObject>(pc)); }
+
+PetscErrorCode PCSetUp_LatkeMG(PC pc) {
+  PetscFunctionBeginUser;
+  const char* prefix = nullptr;
+  PetscCall(PCGetOptionsPrefix(pc, &prefix));
+  ctx_of(pc).prefix = prefix ? prefix : "";
+  PetscCall(guarded(comm_of(pc), [&] { set_up(ctx_of(pc), pc->pmat); }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode PCApply_LatkeMG(PC pc, Vec x, Vec y) {
+  PetscFunctionBeginUser;
+  PetscCall(guarded(comm_of(pc), [&] { apply(ctx_of(pc), x, y); }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode PCView_LatkeMG(PC pc, PetscViewer viewer) { return view(ctx_of(pc), viewer); }
+
+PetscErrorCode PCDestroy_LatkeMG(PC pc) {
+  PetscFunctionBeginUser;
+  delete static_cast<MGContext*>(pc->data);
+  pc->data = nullptr;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode shell_apply(PC pc, Vec x, Vec y) {
+  void* c = nullptr;
+  PetscFunctionBeginUser;
+  PetscCall(PCShellGetContext(pc, &c));
+  PetscCall(guarded(comm_of(pc), [&] { apply(*static_cast<MGContext*>(c), x, y); }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode shell_view(PC pc, PetscViewer viewer) {
+  void* c = nullptr;
+  PetscFunctionBeginUser;
+  PetscCall(PCShellGetContext(pc, &c));
+  PetscCall(view(*static_cast<MGContext*>(c), viewer));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode shell_destroy(PC pc) {
+  void* c = nullptr;
+  PetscFunctionBeginUser;
+  PetscCall(PCShellGetContext(pc, &c));
+  delete static_cast<MGContext*>(c);
+  PetscFunctionReturn(0);
+}
+
+}  // namespace
+}  // namespace latke::petsc
+
+using namespace latke::petsc;
+
+extern "C" {
+
+PetscErrorCode PCCreate_LatkeMG(PC pc) {
+  PetscFunctionBeginUser;
+  pc->data = new MGContext;
+  pc->ops->setup = PCSetUp_LatkeMG;
+  pc->ops->apply = PCApply_LatkeMG;
+  pc->ops->view = PCView_LatkeMG;
+  pc->ops->destroy = PCDestroy_LatkeMG;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode PCShellSetLatkeMG(PC pc, Mat A, const char prefix[]) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(pc);
+  LatkeCheckNull(A);
+  auto* c = new MGContext;
+  c->prefix = prefix ? prefix : "";
+  const PetscErrorCode ierr = guarded(comm_of(pc), [&] { set_up(*c, A); });
+  if (ierr) {
+    delete c;
+    PetscCall(ierr);
+  }
+  PetscCall(PCSetType(pc, PCSHELL));
+  PetscCall(PCSetOperators(pc, A, A));
+  PetscCall(PCShellSetContext(pc, c));
+  PetscCall(PCShellSetApply(pc, shell_apply));
+  PetscCall(PCShellSetView(pc, shell_view));
+  PetscCall(PCShellSetDestroy(pc, shell_destroy));
+  PetscCall(PCShellSetName(pc, "Latke multigrid"));
+  PetscFunctionReturn(0);
+}
+
+}  // extern "C"

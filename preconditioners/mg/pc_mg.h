@@ -1,0 +1,38 @@
+// The multigrid preconditioner's options and its preconditioner on a Latke matrix, shared by
+// the PETSc PC (-pc_type latke_mg, PCShellSetLatkeMG) and the native GCR (MatLatkeSolve with
+// -latke_solver_pc mg). Options, under the PC's (or the solve's) prefix:
+//   -pc_latke_mg_levels, _block, _nvec, _precision, _setup_iterations, _setup_tol,
+//   _setup_solver, _setup_refine, _cycle, _seed, _verify, _monitor, _save, _load;
+//   -latke_mg_levels_N_{smoother, pre_smooth, post_smooth, omega, ksp_max_it, ksp_rtol,
+//   pc_latke_schwarz_*} for level N (0: the fine level);
+//   -latke_mg_coarse_{ksp_rtol, ksp_max_it, ksp_gcr_restart, even_odd} for the coarsest.
+#pragma once
+
+#include <petscmat.h>
+
+#include <memory>
+#include <string>
+
+#include "preconditioners/mg/mg.h"
+
+namespace latke::mg {
+
+struct MultigridOptions {
+  MultigridParam param;
+  bool verify = false, monitor = false;
+  std::string save, load;
+};
+
+/// @brief Read the options above under prefix for a hierarchy on the fine lattice; bad values
+/// fail naming the option, the value and what was expected.
+MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix, const Lattice& fine);
+
+}  // namespace latke::mg
+
+namespace latke::petsc {
+
+/// @brief The multigrid preconditioner of Latke matrix A in its form, set up now (options
+/// under prefix); progress and verification lines go to PetscPrintf on A's communicator.
+std::unique_ptr<Preconditioner> make_multigrid(Mat A, const char* prefix);
+
+}  // namespace latke::petsc

@@ -1,0 +1,94 @@
+// Multigrid transfer between one level and the next coarser one: aggregates (blocks of fine
+// sites), the near-null basis (Nvec fine fields, each split by chirality, so 2 Nvec coarse
+// degrees of freedom per aggregate), prolongation P and restriction R = P^dag.
+//
+//   (P e)(x)_{s c}      = sum_k V_k(x)_{s c} e(a(x))_{chi(s), k}
+//   (R f)(a)_{chi, k}   = sum_{x in a} sum_{s in chi, c} conj(V_k(x)_{s c}) f(x)_{s c}
+//
+// with a(x) the aggregate of x and chi(s) = s / (Ns/2): the spins 0,1 and 2,3 of a Wilson
+// spinor are its two chiralities (gamma_5 = diag(1,1,-1,-1), conventions.h), and on a coarse
+// level its two spins are. A coarse field has 2 spins (chirality) and Nvec colors; its site
+// a is aggregate a, which covers the fine sites a * block + [0, block) of this rank. After
+// orthonormalize() the basis restricted to each (aggregate, chirality) is orthonormal, so
+// R P = 1 on the coarse space and P R is the projector onto the span of the basis.
+//
+// Every kernel is one functor source for both backends; fine fields may be in any shape
+// (Ns x Nc, full lattice) and in double or single precision (half may be read by R).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "latke/core/lattice.h"
+#include "latke/core/memory.h"
+#include "latke/fields/color_spinor_field.h"
+
+namespace latke::mg {
+
+/// @brief Check aggregates of the given extents on a fine lattice for level `level` (1 = the
+/// first coarse level): each extent at least 2 and dividing the local extent, and the
+/// coarse local extents even (Latke's even-odd layout needs them); fails naming the block,
+/// the dimension and the extents.
+void check_aggregates(const Lattice& fine, const Coords& block, int level);
+
+class Transfer {
+ public:
+  /// @param fine the fine lattice; fine_param: the fine fields' spins, colors, backend, and
+  ///        the basis storage precision (double or single).
+  /// @param nvec basis vectors (coarse colors); the coarse space has 2 nvec per aggregate.
+  /// @param packed precision of the basis as P and R read it (double, single or half).
+  Transfer(std::shared_ptr<const Lattice> fine, const SpinorParam& fine_param, const Coords& block, int nvec, int level,
+           Precision packed = Precision::single);
+
+  const std::shared_ptr<const Lattice>& fine_lattice() const { return fine_; }
+  const std::shared_ptr<const Lattice>& coarse_lattice() const { return coarse_; }
+  /// Shape of the fine fields (full lattice) in precision p.
+  SpinorParam fine_param(Precision p) const;
+  /// Shape of the coarse fields (2 chiralities x nvec, full lattice) in precision p.
+  SpinorParam coarse_param(Precision p) const;
+  int nvec() const { return nvec_; }
+  const Coords& block() const { return block_; }
+
+  /// The basis V_k, k < nvec (full fine fields in the basis precision, one allocation).
+  std::vector<ColorSpinorField>& vectors() { return v_; }
+  const std::vector<ColorSpinorField>& vectors() const { return v_; }
+
+  /// @brief Orthonormalize the basis within every (aggregate, chirality): modified
+  /// Gram-Schmidt, twice, with sums in double; then pack it for P and R (the packed basis is
+  /// what they read: per site and component, the nvec values contiguous, in the packed
+  /// precision). Fails when some vector vanishes on an aggregate (a basis that does not span
+  /// 2 nvec dimensions there).
+  void orthonormalize();
+
+  /// @brief fine = P coarse (fine overwritten; fine in single or double).
+  void prolongate(ColorSpinorField& fine, const ColorSpinorField& coarse) const;
+  /// @brief fine = P e with e the unit vector of coarse component col on the aggregates of
+  /// probe class cls (probe_classes.h) and zero elsewhere: a masked basis vector (galerkin.cpp).
+  void prolongate_unit(ColorSpinorField& fine, int col, int cls) const;
+  /// @brief coarse = R fine.
+  void restrict_to(ColorSpinorField& coarse, const ColorSpinorField& fine) const;
+  /// @brief R over only the fine sites on the last slice (into last) and the first slice
+  /// (into first) of their aggregate in dimension mu, in one pass: assembling the coarse
+  /// operator's hops (galerkin.cpp).
+  void restrict_faces(ColorSpinorField& last, ColorSpinorField& first, const ColorSpinorField& fine, int mu) const;
+
+  /// Bytes of the basis on the backend.
+  std::size_t bytes() const;
+
+ private:
+  void restrict_impl(ColorSpinorField& coarse, ColorSpinorField* first, const ColorSpinorField& fine, int mu) const;
+  void pack();
+  /// f(PackedBasis<S>) for the packed basis's storage type.
+  template <typename F>
+  void with_packed(F&& f) const;
+
+  std::shared_ptr<const Lattice> fine_, coarse_;
+  SpinorParam fine_param_;
+  Coords block_;
+  int nvec_;
+  std::vector<ColorSpinorField> v_;
+  Precision packed_precision_;
+  Buffer packed_, packed_scale_;
+};
+
+}  // namespace latke::mg

@@ -1,0 +1,293 @@
+// Adaptive multigrid, on every backend this machine has: the transfer (R P = 1, P R a
+// projector onto the basis), the Galerkin coarse operator against an explicit P^dag M P built
+// column by column on the host, the coarse operator's adjoint and even-odd forms, the
+// verify() identities, an MG-preconditioned GCR solve against the unpreconditioned one, and
+// bad input. Label mg.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <complex>
+#include <memory>
+
+#include "latke/core/error.h"
+#include "latke/fields/blas.h"
+#include "latke/fields/random.h"
+#include "preconditioners/mg/galerkin.h"
+#include "preconditioners/mg/mg.h"
+#include "wilson_clover/wilson_clover.h"
+#include "wilson_clover/wilson_clover_linear.h"
+
+namespace latke::mg {
+namespace {
+
+using blas::Cplx;
+
+std::vector<Backend> available_backends() {
+  std::vector<Backend> b{Backend::cpu};
+  if (cuda_device_count() > 0) b.push_back(Backend::cuda);
+  return b;
+}
+
+/// A Wilson-clover problem on one rank: random links, clover, a twisted boundary.
+struct Problem {
+  std::shared_ptr<const Lattice> lat;
+  std::shared_ptr<WilsonCloverOperator> op;
+  Backend backend;
+
+  Problem(Backend b, Precision p, Coords dims, double mass = 0.1, double spread = 0.3, MPI_Comm comm = MPI_COMM_SELF) {
+    activate_backend(b);
+    backend = b;
+    lat = std::make_shared<Lattice>(comm, dims);
+    WilsonCloverParam param;
+    param.mass = mass;
+    param.csw = 1.2;
+    param.boundary_phase = {Complex<double>(1), Complex<double>(1), Complex<double>(std::cos(0.3), std::sin(0.3)),
+                            Complex<double>(-1)};
+    param.precision = p;
+    param.backend = b;
+    op = std::make_shared<WilsonCloverOperator>(lat, random_gauge(*lat, 4321, spread), param);
+  }
+  std::shared_ptr<LinearOperator> full() {
+    return std::make_shared<WilsonCloverLinear>(op, false, SchurType::symmetric, 0);
+  }
+};
+
+double rel_diff(const ColorSpinorField& a, const ColorSpinorField& b) {
+  ColorSpinorField d = a.like(a.precision());
+  d.copy_from(a);
+  blas::caxpby(Cplx(-1), b, Cplx(1), d);
+  return std::sqrt(blas::cdot_norms(d, d).xx / blas::cdot_norms(a, a).xx);
+}
+
+void random_basis(Transfer& T, std::uint64_t seed) {
+  for (std::size_t k = 0; k < T.vectors().size(); ++k) fill_gaussian(T.vectors()[k], seed + k);
+  T.orthonormalize();
+}
+
+class MgBackend : public ::testing::TestWithParam<Backend> {};
+
+// R P = 1 on the coarse space and P R v = v for the basis vectors themselves.
+TEST_P(MgBackend, TransferIdentities) {
+  Problem pr(GetParam(), Precision::double_, {4, 4, 8, 8});
+  Transfer T(pr.lat, SpinorParam{4, 3, Precision::double_, Subset::full, pr.backend}, {2, 2, 4, 2}, 3, 1,
+             Precision::double_);
+  random_basis(T, 11);
+  ColorSpinorField c(T.coarse_lattice(), T.coarse_param(Precision::double_)), c2 = c.like(Precision::double_);
+  fill_gaussian(c, 5);
+  ColorSpinorField f(pr.lat, T.fine_param(Precision::double_));
+  T.prolongate(f, c);
+  T.restrict_to(c2, f);
+  EXPECT_LT(rel_diff(c, c2), 1e-13);
+  for (const ColorSpinorField& v : T.vectors()) {
+    T.restrict_to(c2, v);
+    T.prolongate(f, c2);
+    EXPECT_LT(rel_diff(v, f), 1e-13);
+  }
+  // A random fine vector is not in the span: P R is a projection, not the identity, and
+  // R (f - P R f) = 0.
+  ColorSpinorField g = f.like(Precision::double_), h = f.like(Precision::double_);
+  fill_gaussian(g, 9);
+  T.restrict_to(c, g);
+  T.prolongate(h, c);
+  EXPECT_GT(rel_diff(g, h), 0.5);
+  blas::caxpby(Cplx(1), g, Cplx(-1), h);
+  T.restrict_to(c2, h);
+  EXPECT_LT(std::sqrt(blas::cdot_norms(c2, c2).xx / blas::cdot_norms(c, c).xx), 1e-13);
+}
+
+// The coarse operator against P^dag M P assembled explicitly: each column M P e_j on the fine
+// lattice, then P^dag by host dot products with the basis, against D_c e_j.
+TEST_P(MgBackend, GalerkinAgainstExplicitProduct) {
+  Problem pr(GetParam(), Precision::double_, {4, 4, 4, 4});
+  const int nvec = 2;
+  Transfer T(pr.lat, SpinorParam{4, 3, Precision::double_, Subset::full, pr.backend}, {2, 2, 2, 2}, nvec, 1,
+             Precision::double_);
+  random_basis(T, 3);
+  auto M = pr.full();
+  std::shared_ptr<CoarseOperator> dc = galerkin(*M, T, Precision::double_, false);
+  const Lattice& cl = *T.coarse_lattice();
+  const int n = 2 * nvec;
+  const long csites = cl.volume(), fsites = pr.lat->volume();
+  // Host copies of the basis (lexicographic: site, spin, color).
+  std::vector<std::vector<Complex<double>>> v(nvec);
+  for (int k = 0; k < nvec; ++k) T.vectors()[k].to_lexicographic(v[k]);
+  auto coarse_of = [&](long fsite) {  // coarse lexicographic site of a fine one
+    const Coords c = pr.lat->coords_of(fsite);
+    return ((c[3] / 2 * cl.local()[2] + c[2] / 2) * cl.local()[1] + c[1] / 2) * cl.local()[0] + c[0] / 2;
+  };
+  ColorSpinorField e(T.coarse_lattice(), T.coarse_param(Precision::double_)), de = e.like(Precision::double_);
+  ColorSpinorField pe(pr.lat, T.fine_param(Precision::double_)), mpe = pe.like(Precision::double_);
+  std::vector<Complex<double>> unit(csites * n), host_mpe, host_de;
+  double worst = 0, scale = 0;
+  for (long a = 0; a < csites; ++a) {
+    for (int j = 0; j < n; ++j) {
+      std::fill(unit.begin(), unit.end(), Complex<double>());
+      unit[a * n + j] = Complex<double>(1);
+      e.from_lexicographic(unit);
+      T.prolongate(pe, e);
+      M->apply(mpe, pe);
+      mpe.to_lexicographic(host_mpe);
+      dc->apply(de, e);
+      de.to_lexicographic(host_de);
+      std::vector<Complex<double>> col(csites * n);
+      for (long x = 0; x < fsites; ++x)
+        for (int s = 0; s < 4; ++s)
+          for (int c = 0; c < 3; ++c)
+            for (int k = 0; k < nvec; ++k) {
+              const int i = (s / 2) * nvec + k;  // coarse component: chirality, vector
+              col[coarse_of(x) * n + i] += conj_mul(v[k][x * 12 + s * 3 + c], host_mpe[x * 12 + s * 3 + c]);
+            }
+      for (long i = 0; i < csites * n; ++i) {
+        worst = std::max(worst, std::sqrt(norm2(col[i] - host_de[i])));
+        scale = std::max(scale, std::sqrt(norm2(col[i])));
+      }
+    }
+  }
+  EXPECT_GT(scale, 0.1);
+  EXPECT_LT(worst / scale, 1e-12);
+}
+
+// D_c^dag = Gamma_5 D_c Gamma_5 is the adjoint: <x, D y> = <D^dag x, y>; and the even-odd
+// form solves the full system.
+TEST_P(MgBackend, CoarseAdjointAndEvenOdd) {
+  Problem pr(GetParam(), Precision::double_, {4, 4, 8, 8});
+  Transfer T(pr.lat, SpinorParam{4, 3, Precision::double_, Subset::full, pr.backend}, {2, 2, 2, 2}, 3, 1,
+             Precision::double_);
+  random_basis(T, 21);
+  auto dc = galerkin(*pr.full(), T, Precision::double_, true);
+  ColorSpinorField x(T.coarse_lattice(), T.coarse_param(Precision::double_)),
+      y = x.like(Precision::double_), dx = x.like(Precision::double_), dy = x.like(Precision::double_);
+  fill_gaussian(x, 1);
+  fill_gaussian(y, 2);
+  dc->apply(dy, y);
+  dc->apply(dx, x, true);
+  const Cplx lhs_dot = blas::cdot_norms(x, dy).dot, rhs_dot = blas::cdot_norms(dx, y).dot;
+  EXPECT_LT(std::sqrt(norm2(lhs_dot - rhs_dot) / norm2(lhs_dot)), 1e-13);
+  // The dagger is not the operator itself (the test could not fail otherwise).
+  dc->apply(dy, x);
+  EXPECT_GT(rel_diff(dx, dy), 1e-3);
+  // Even-odd: Mhat x_e = bhat with x_e the even part of the solution of D_c x = b.
+  ColorSpinorField b = x.like(Precision::double_), xs = x.like(Precision::double_);
+  fill_gaussian(xs, 3);
+  dc->apply(b, xs);
+  CoarseLinear schur(dc, true, 0, Precision::double_);
+  ColorSpinorField bh = schur.make_field(), lhs = schur.make_field(), xe = schur.make_field();
+  dc->prepare_source(bh, b);
+  xe.copy_from(xs.parity(0));
+  schur.apply(lhs, xe);
+  EXPECT_LT(rel_diff(bh, lhs), 1e-12);
+  ColorSpinorField rec = x.like(Precision::double_);
+  dc->reconstruct(rec, xe, b);
+  EXPECT_LT(rel_diff(xs, rec), 1e-12);
+}
+
+MultigridParam small_param(int levels) {
+  MultigridParam p;
+  p.levels = levels;
+  for (int l = 0; l + 1 < levels; ++l) {
+    LevelParam q;
+    q.block = {2, 2, 2, 2};
+    q.nvec = 6;
+    q.setup_iterations = 30;
+    p.level.push_back(q);
+  }
+  return p;
+}
+
+// verify(): the projector, R P = 1, D_c = R M P, and the coarse even-odd solve, on two and
+// three levels, in single precision (the cycle's).
+TEST_P(MgBackend, VerifyIdentities) {
+  Problem pr(GetParam(), Precision::single, {8, 8, 8, 8});
+  for (int levels : {2, 3}) {
+    auto mg = std::make_shared<Multigrid>(pr.full(), small_param(levels));
+    mg->setup();
+    const VerifyReport r = mg->verify();
+    ASSERT_EQ(static_cast<int>(r.galerkin.size()), levels - 1);
+    for (int l = 0; l + 1 < levels; ++l) {
+      EXPECT_LT(r.projector[l], 1e-5) << "level " << l;
+      EXPECT_LT(r.restrict_prolong[l], 1e-5) << "level " << l;
+      EXPECT_LT(r.galerkin[l], 1e-5) << "level " << l;
+    }
+    ASSERT_EQ(r.even_odd.size(), 1u);
+    EXPECT_LT(r.even_odd[0], 1e-4);
+  }
+}
+
+// GCR preconditioned by the multigrid cycle converges to the solution of BiCGstab without a
+// preconditioner, with far fewer operator applications, smoothing on the full and on the even-odd system;
+// the even-odd smoother (QUDA's choice) is the better one.
+TEST_P(MgBackend, PreconditionedSolve) {
+  Problem pr(GetParam(), Precision::double_, {8, 8, 8, 8}, -0.2, 0.25);
+  Problem ps(GetParam(), Precision::single, {8, 8, 8, 8}, -0.2, 0.25);
+  auto M = pr.full();
+  ColorSpinorField b = M->make_field(), x1 = M->make_field();
+  fill_gaussian(b, 8);
+  SolverParam bi;
+  bi.type = SolverType::bicgstab;
+  bi.tol = 1e-11;
+  const SolverStats plain = solve(*M, nullptr, nullptr, x1, b, bi);
+  ASSERT_TRUE(plain.converged);
+  int iterations[2];
+  for (int eo = 0; eo < 2; ++eo) {
+    auto schur = eo ? std::make_shared<WilsonCloverLinear>(ps.op, true, SchurType::symmetric, 0) : nullptr;
+    auto mg = std::make_shared<Multigrid>(ps.full(), small_param(2), nullptr, schur);
+    mg->setup();
+    MultigridPreconditioner K(mg);
+    ColorSpinorField x2 = M->make_field();
+    SolverParam sp;
+    sp.type = SolverType::gcr;
+    sp.tol = 1e-10;
+    sp.restart = 20;
+    const SolverStats pre = solve(*M, nullptr, &K, x2, b, sp);
+    ASSERT_TRUE(pre.converged) << (eo ? "even-odd" : "full") << " smoothing";
+    EXPECT_LT(rel_diff(x1, x2), 1e-8);
+    // Four times fewer outer operator applications than BiCGstab's.
+    EXPECT_LT(pre.outer_applications * 4, plain.outer_applications)
+        << "MG-GCR " << pre.outer_applications << ", BiCGstab " << plain.outer_applications
+        << (eo ? ", even-odd" : ", full");
+    iterations[eo] = pre.iterations;
+  }
+  EXPECT_LT(iterations[1], iterations[0]) << "even-odd smoothing should beat smoothing on the full operator";
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, MgBackend, ::testing::ValuesIn(available_backends()),
+                         [](const auto& info) { return std::string(to_string(info.param)); });
+
+TEST(MgBadInput, Aggregates) {
+  activate_backend(Backend::cpu);
+  auto lat = std::make_shared<Lattice>(MPI_COMM_SELF, Coords{8, 8, 8, 8});
+  const SpinorParam fp{4, 3, Precision::single, Subset::full, Backend::cpu};
+  try {
+    Transfer T(lat, fp, {3, 2, 2, 2}, 4, 1, Precision::double_);
+    FAIL() << "an aggregate not dividing the lattice was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("extent 3 in dimension 0, which must be at least 2 and divide the local extent 8"),
+        std::string::npos)
+        << e.what();
+  }
+  try {
+    Transfer T(lat, fp, {8, 2, 2, 2}, 4, 1, Precision::double_);
+    FAIL() << "an odd coarse extent was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("coarse local extent 1 in dimension 0"), std::string::npos) << e.what();
+  }
+  try {
+    Transfer T(lat, fp, {2, 2, 2, 2}, 0, 1, Precision::double_);
+    FAIL() << "zero null vectors were accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("0 null vectors; expected at least 1"), std::string::npos) << e.what();
+  }
+  MultigridParam p = small_param(4);  // 8^4 -> 4^4 -> 2^4 -> 1^4: too many levels
+  try {
+    check_param(p, *lat);
+    FAIL() << "four levels on 8^4 with 2^4 aggregates were accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("multigrid with 4 levels: level 2 aggregate 2,2,2,2 does not fit"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace latke::mg

@@ -1,0 +1,380 @@
+// Solves at many staggered masses, on every backend this machine has: the fused multi-shift
+// BLAS update against a host loop (every precision); multi-shift CG and the sequential
+// (heaviest first, extrapolated guesses) strategy in every sloppy precision: each mass's
+// residual, checked with an operator built at that mass (not through the shift), below the
+// tolerance; solutions equal to separate CG solves within the bound the tolerance implies;
+// converged shifts stopping at the iteration a separate CG needs; extrapolated guesses saving
+// iterations; bad input.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "latke/core/error.h"
+#include "latke/fields/blas.h"
+#include "latke/fields/random.h"
+#include "solvers/solvers.h"
+#include "staggered/staggered.h"
+#include "staggered/staggered_linear.h"
+
+namespace latke {
+namespace {
+
+std::vector<Backend> available_backends() {
+  std::vector<Backend> b{Backend::cpu};
+  if (cuda_device_count() > 0) b.push_back(Backend::cuda);
+  return b;
+}
+
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const std::vector<double> masses{0.02, 0.035, 0.06, 0.1, 0.17};
+constexpr double tol = 1e-10;
+
+std::shared_ptr<const Lattice> lattice(Backend be, const Coords& dims) {
+  activate_backend(be);
+  return std::make_shared<Lattice>(MPI_COMM_SELF, dims);
+}
+
+/// An asqtad problem on one rank: links fattened once, the operator of mass `op_mass` in
+/// double and in the sloppy precision (the masses are shifts of it), and a source.
+struct Problem {
+  std::shared_ptr<const Lattice> lat;
+  StaggeredLinks links;
+  StaggeredParam param;
+  std::shared_ptr<StaggeredOperator> dbl, low;
+  std::unique_ptr<StaggeredLinear> A, S;
+  ColorSpinorField b;
+
+  Problem(Backend be, Precision sloppy, double op_mass = 0.1, Coords dims = {4, 4, 4, 8})
+      : lat(lattice(be, dims)), b(lat, SpinorParam{1, 3, Precision::double_, Subset::even, be}) {
+    links = asqtad_links(*lat, random_gauge(*lat, 4242, 0.3), AsqtadCoefficients::asqtad(0.9), be);
+    param.mass = op_mass;
+    param.u0 = 0.9;
+    param.backend = be;
+    dbl = std::make_shared<StaggeredOperator>(lat, links, param);
+    A = std::make_unique<StaggeredLinear>(dbl, true, 0);
+    if (sloppy != Precision::double_) {
+      StaggeredParam q = param;
+      q.precision = sloppy;
+      low = std::make_shared<StaggeredOperator>(lat, links, q);
+      S = std::make_unique<StaggeredLinear>(low, true, 0);
+    }
+    b.from_lexicographic(random_spinor(*lat, 99, 1, 3));
+  }
+  LinearOperator* sloppy() { return S.get(); }
+  ColorSpinorField field() const { return b.like(Precision::double_); }
+
+  std::vector<ColorSpinorField> fields(std::size_t n) const {
+    std::vector<ColorSpinorField> f;
+    for (std::size_t i = 0; i < n; ++i) f.push_back(field());
+    return f;
+  }
+  static std::vector<ColorSpinorField*> pointers(std::vector<ColorSpinorField>& f) {
+    std::vector<ColorSpinorField*> p;
+    for (auto& x : f) p.push_back(&x);
+    return p;
+  }
+
+  /// |b - A_m x| with the normal operator of an operator built at mass m.
+  double residual_norm(double m, const ColorSpinorField& x) const {
+    StaggeredParam q = param;
+    q.mass = m;
+    StaggeredOperator op(lat, links, q);
+    ColorSpinorField r = field();
+    op.apply_normal(r, x);
+    axpy(-1.0, b, r);
+    return std::sqrt(norm2(r));
+  }
+
+  /// A separate double-precision CG at mass m (its own operator), from zero, to 1e-12.
+  SolverStats separate_cg(double m, ColorSpinorField& x) const {
+    StaggeredParam q = param;
+    q.mass = m;
+    StaggeredLinear a(std::make_shared<StaggeredOperator>(lat, links, q), true, 0);
+    SolverParam sp;
+    sp.type = SolverType::cg;
+    sp.tol = 1e-12;
+    x.zero();
+    return solve(a, nullptr, nullptr, x, b, sp);
+  }
+};
+
+double diff_norm(const ColorSpinorField& a, const ColorSpinorField& b) {
+  ColorSpinorField d = a.like(Precision::double_);
+  d.copy_from(a);
+  axpy(-1.0, b, d);
+  return std::sqrt(norm2(d));
+}
+
+// ---- the fused BLAS update ---------------------------------------------------------------
+
+class MultiShiftBlas : public ::testing::TestWithParam<std::tuple<Backend, Precision>> {};
+
+// x_k += alpha_k p_k; p_k = zeta_k r + beta_k p_k for 11 shifts (two launches: 8 and 3),
+// against the same arithmetic on the host from the stored (rounded) inputs.
+TEST_P(MultiShiftBlas, MatchesHostLoop) {
+  const auto [be, prec] = GetParam();
+  activate_backend(be);
+  auto lat = std::make_shared<Lattice>(MPI_COMM_SELF, Coords{6, 4, 2, 4});
+  const SpinorParam sp{1, 3, prec, Subset::odd, be};
+  const int n = 11;
+  ColorSpinorField r(lat, sp);
+  r.from_lexicographic(random_spinor(*lat, 1, 1, 3));
+  std::vector<ColorSpinorField> x, p;
+  std::vector<double> alpha, zeta, beta;
+  for (int k = 0; k < n; ++k) {
+    x.emplace_back(lat, sp);
+    p.emplace_back(lat, sp);
+    x.back().from_lexicographic(random_spinor(*lat, 10 + k, 1, 3));
+    p.back().from_lexicographic(random_spinor(*lat, 40 + k, 1, 3));
+    alpha.push_back(0.3 + 0.1 * k);
+    zeta.push_back(std::pow(0.5, k));
+    beta.push_back(0.9 - 0.05 * k);
+  }
+  auto host = [&](const ColorSpinorField& f) {
+    std::vector<Complex<double>> h;
+    f.to_lexicographic(h);
+    return h;
+  };
+  const std::vector<Complex<double>> hr = host(r);
+  std::vector<std::vector<Complex<double>>> hx, hp;
+  for (int k = 0; k < n; ++k) hx.push_back(host(x[k])), hp.push_back(host(p[k]));
+  blas::multishift_update(r, Problem::pointers(x), Problem::pointers(p), alpha, zeta, beta);
+  const double eps = prec == Precision::double_ ? 1e-15 : prec == Precision::single ? 1e-6 : 3e-4;
+  for (int k = 0; k < n; ++k) {
+    const std::vector<Complex<double>> gx = host(x[k]), gp = host(p[k]);
+    double ex = 0, ep = 0, nx = 0, np = 0;
+    for (long s = 0; s < lat->volume(); ++s) {
+      const Coords c = lat->coords_of(s);
+      if (((c[0] + c[1] + c[2] + c[3]) & 1) == 0) continue;  // odd sites only
+      for (int a = 0; a < 3; ++a) {
+        const std::size_t i = s * 3 + a;
+        const Complex<double> wx = hx[k][i] + hp[k][i] * alpha[k];
+        const Complex<double> wp = hr[i] * zeta[k] + hp[k][i] * beta[k];
+        ex += norm2(gx[i] - wx), nx += norm2(wx);
+        ep += norm2(gp[i] - wp), np += norm2(wp);
+      }
+    }
+    EXPECT_LT(std::sqrt(ex / nx), eps) << "x of shift " << k;
+    EXPECT_LT(std::sqrt(ep / np), eps) << "p of shift " << k;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Precisions, MultiShiftBlas,
+                         ::testing::Combine(::testing::ValuesIn(available_backends()),
+                                            ::testing::Values(Precision::double_, Precision::single, Precision::half)),
+                         [](const auto& i) {
+                           return std::string(to_string(std::get<0>(i.param))) + "_" + to_string(std::get<1>(i.param));
+                         });
+
+// ---- the two strategies ------------------------------------------------------------------
+
+using Case = std::tuple<Backend, Precision>;
+class MultiMass : public ::testing::TestWithParam<Case> {};
+
+std::string case_name(const ::testing::TestParamInfo<Case>& i) {
+  return std::string(to_string(std::get<0>(i.param))) + "_sloppy_" + to_string(std::get<1>(i.param));
+}
+
+/// Every mass's residual (with an operator built at that mass) meets the tolerance, and the
+/// solution equals a separate CG's: |x - x_cg| <= |A_m^-1| (|r| + |r_cg|) with
+/// |A_m^-1| <= 1/(4 m^2), since -D_pq D_qp = D_qp^dag D_qp >= 0.
+void check_solutions(const Problem& pb, const std::vector<ColorSpinorField>& x, const MultiShiftStats& st,
+                     const std::vector<ColorSpinorField>& ref, const std::string& what) {
+  const double bn = std::sqrt(norm2(pb.b));
+  ASSERT_EQ(st.shifts.size(), masses.size());
+  EXPECT_TRUE(st.converged) << what;
+  for (std::size_t i = 0; i < masses.size(); ++i) {
+    const double m = masses[i];
+    const double r = pb.residual_norm(m, x[i]), r_ref = pb.residual_norm(m, ref[i]);
+    EXPECT_TRUE(st.shifts[i].converged) << what << " mass " << m;
+    EXPECT_LE(r / bn, tol * 1.001) << what << " mass " << m;
+    EXPECT_NEAR(st.shifts[i].true_residual, r / bn, 1e-3 * tol) << what << " mass " << m << ": the solver's own figure";
+    EXPECT_NEAR(st.shifts[i].shift, 4 * (m * m - pb.param.mass * pb.param.mass), 1e-15);
+    const double bound = (r + r_ref) / (4 * m * m);
+    EXPECT_LE(diff_norm(x[i], ref[i]), 1.01 * bound)
+        << what << " mass " << m << " (|x| = " << std::sqrt(norm2(ref[i])) << ")";
+  }
+}
+
+TEST_P(MultiMass, MultiShiftSolvesEveryMass) {
+  const auto [be, sloppy] = GetParam();
+  Problem pb(be, sloppy);
+  const std::vector<double> shifts = staggered_mass_shifts(masses, pb.param.mass);
+  std::vector<ColorSpinorField> ref = pb.fields(masses.size());
+  std::vector<int> ref_its;
+  for (std::size_t i = 0; i < masses.size(); ++i) ref_its.push_back(pb.separate_cg(masses[i], ref[i]).iterations);
+
+  std::vector<ColorSpinorField> x = pb.fields(masses.size());
+  for (auto& f : x) f.copy_from(pb.b);  // what x holds on entry is ignored
+  MultiShiftParam p;
+  p.tol = {tol};
+  const MultiShiftStats st = solve_multishift(*pb.A, pb.sloppy(), shifts, Problem::pointers(x), pb.b, p);
+  check_solutions(pb, x, st, ref, "multishift");
+
+  // Converged shifts stop: a heavier mass stops no later than a lighter one and before the
+  // lightest, at about the iteration a separate CG at that mass needs (in double exactly so,
+  // up to rounding; in lower precision the residual estimates drift).
+  const int n = static_cast<int>(masses.size());
+  EXPECT_LT(st.shifts[n - 1].iterations, st.shifts[0].iterations);
+  for (int i = 1; i < n; ++i) EXPECT_LE(st.shifts[i].iterations, st.shifts[i - 1].iterations) << "mass " << masses[i];
+  // The multi-shift solutions are good before refinement, to what the sloppy precision allows.
+  const double floor = sloppy == Precision::double_ ? 10 * tol : sloppy == Precision::single ? 1e-4 : 3e-2;
+  for (int i = 0; i < n; ++i) EXPECT_LT(st.shifts[i].initial_residual, floor) << "mass " << masses[i];
+  if (sloppy == Precision::double_) {
+    for (int i = 0; i < n; ++i) {
+      // The separate CG ran to 1e-12: compare with the iterations it needed to reach tol.
+      EXPECT_LE(st.shifts[i].iterations, ref_its[i]) << "mass " << masses[i];
+      EXPECT_GE(st.shifts[i].iterations, ref_its[i] * 0.6) << "mass " << masses[i];
+      EXPECT_LE(st.shifts[i].refine_iterations, 3) << "mass " << masses[i];
+    }
+    EXPECT_EQ(st.sloppy_applications, 0);
+  } else {
+    EXPECT_GT(st.sloppy_applications, st.outer_applications);
+  }
+  EXPECT_EQ(st.iterations, st.shifts[0].iterations +
+                               std::accumulate(st.shifts.begin(), st.shifts.end(), 0,
+                                               [](int a, const ShiftStats& s) { return a + s.refine_iterations; }));
+  EXPECT_GT(st.flops, 0);
+}
+
+TEST_P(MultiMass, SequentialSolvesEveryMassAndGuessesSaveIterations) {
+  const auto [be, sloppy] = GetParam();
+  Problem pb(be, sloppy);
+  const std::vector<double> shifts = staggered_mass_shifts(masses, pb.param.mass);
+  std::vector<ColorSpinorField> ref = pb.fields(masses.size());
+  for (std::size_t i = 0; i < masses.size(); ++i) pb.separate_cg(masses[i], ref[i]);
+
+  MultiShiftParam p;
+  p.strategy = MultiShiftStrategy::sequential;
+  p.tol = {tol};
+  std::vector<ColorSpinorField> x = pb.fields(masses.size());
+  const MultiShiftStats st = solve_shifted(*pb.A, pb.sloppy(), shifts, Problem::pointers(x), pb.b, p);
+  check_solutions(pb, x, st, ref, "sequential");
+  const int n = static_cast<int>(masses.size());
+  EXPECT_NEAR(st.shifts[n - 1].initial_residual, 1.0, 1e-12) << "the heaviest mass starts from zero";
+  for (int i = 0; i < n - 1; ++i) EXPECT_LT(st.shifts[i].initial_residual, 1.0) << "mass " << masses[i];
+
+  // Zero guesses: more iterations in all, and extrapolation of every order in between helps.
+  p.extrapolation = 0;
+  std::vector<ColorSpinorField> z = pb.fields(masses.size());
+  const MultiShiftStats zero = solve_multimass(*pb.A, pb.sloppy(), shifts, Problem::pointers(z), pb.b, p);
+  check_solutions(pb, z, zero, ref, "sequential, zero guesses");
+  for (int i = 0; i < n; ++i) EXPECT_NEAR(zero.shifts[i].initial_residual, 1.0, 1e-12);
+  EXPECT_LT(st.iterations, zero.iterations);
+  for (int order : {1, 2}) {
+    p.extrapolation = order;
+    const MultiShiftStats o = solve_multimass(*pb.A, pb.sloppy(), shifts, Problem::pointers(z), pb.b, p);
+    EXPECT_TRUE(o.converged);
+    EXPECT_LT(o.iterations, zero.iterations) << "extrapolation from " << order << " solutions";
+  }
+}
+
+// The operator's own mass need not be one of the list: a matrix of mass 0.5 shifted down.
+TEST_P(MultiMass, ShiftsRelativeToAnyOperatorMass) {
+  const auto [be, sloppy] = GetParam();
+  Problem pb(be, sloppy, 0.5, {4, 4, 4, 4});
+  const std::vector<double> shifts = staggered_mass_shifts(masses, 0.5);
+  EXPECT_LT(shifts.front(), 0);
+  std::vector<ColorSpinorField> ref = pb.fields(masses.size());
+  for (std::size_t i = 0; i < masses.size(); ++i) pb.separate_cg(masses[i], ref[i]);
+  for (MultiShiftStrategy s : {MultiShiftStrategy::multishift, MultiShiftStrategy::sequential}) {
+    MultiShiftParam p;
+    p.strategy = s;
+    std::vector<ColorSpinorField> x = pb.fields(masses.size());
+    const MultiShiftStats st = solve_shifted(*pb.A, pb.sloppy(), shifts, Problem::pointers(x), pb.b, p);
+    check_solutions(pb, x, st, ref, to_string(s));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, MultiMass,
+                         ::testing::Combine(::testing::ValuesIn(available_backends()),
+                                            ::testing::Values(Precision::double_, Precision::single, Precision::half)),
+                         case_name);
+
+// ---- bad input ---------------------------------------------------------------------------
+
+TEST(MultiMassBadInput, MassListErrorsNameTheEntry) {
+  auto err = [](const std::vector<double>& m) { return error_of([&] { staggered_mass_shifts(m, 0.1); }); };
+  auto has = [](const std::string& e, const char* what) { return e.find(what) != std::string::npos; };
+  EXPECT_TRUE(has(err({}), "the mass list is empty")) << err({});
+  EXPECT_TRUE(has(err({0.01, 0.05, 0.03}), "mass list not in increasing order: 0.03 (entry 3) follows 0.05"))
+      << err({0.01, 0.05, 0.03});
+  EXPECT_TRUE(has(err({-0.1, 0.05}), "mass -0.1 (entry 1 of the mass list): expected a number > 0"))
+      << err({-0.1, 0.05});
+  EXPECT_TRUE(has(err({0.0, 0.05}), "mass 0 (entry 1 of the mass list): expected a number > 0 (the even-odd solve"))
+      << err({0.0, 0.05});
+  EXPECT_TRUE(has(err({0.01, 0.02, 0.02}), "mass 0.02 appears twice in the mass list (entries 2 and 3)"))
+      << err({0.01, 0.02, 0.02});
+  EXPECT_TRUE(has(err({0.01, std::nan("")}), "mass nan (entry 2")) << err({0.01, std::nan("")});
+  EXPECT_TRUE(has(error_of([] { staggered_mass_shifts({0.1}, -1); }), "staggered mass -1"));
+  const std::vector<double> s = staggered_mass_shifts({0.1, 0.2}, 0.1);
+  EXPECT_EQ(s[0], 0.0);
+  EXPECT_NEAR(s[1], 4 * (0.04 - 0.01), 1e-16);
+  EXPECT_TRUE(has(error_of([] { parse_multishift_strategy("multi"); }),
+                  "unknown multi-mass strategy 'multi': expected multishift or sequential"));
+}
+
+TEST(MultiMassBadInput, SolverArgumentsAreChecked) {
+  Problem pb(Backend::cpu, Precision::double_, 0.1, {4, 4, 4, 4});
+  std::vector<ColorSpinorField> x = pb.fields(3);
+  std::vector<ColorSpinorField*> px = Problem::pointers(x);
+  const std::vector<double> shifts{0.0, 0.01, 0.02};
+  MultiShiftParam p;
+  auto err = [&](const std::vector<double>& s, const std::vector<ColorSpinorField*>& f, const MultiShiftParam& q,
+                 const ColorSpinorField& b) {
+    std::string e1 = error_of([&] { solve_multishift(*pb.A, nullptr, s, f, b, q); });
+    std::string e2 = error_of([&] { solve_multimass(*pb.A, nullptr, s, f, b, q); });
+    EXPECT_EQ(e1, e2);
+    return e1;
+  };
+  auto has = [](const std::string& e, const char* what) { return e.find(what) != std::string::npos; };
+  EXPECT_TRUE(has(err({}, {}, p, pb.b), "the list of shifts is empty"));
+  EXPECT_TRUE(has(err({0.0, 0.02, 0.01}, px, p, pb.b), "shifts must increase strictly: shift 2 = 0.01 follows 0.02"));
+  EXPECT_TRUE(has(err({0.0, 0.01}, px, p, pb.b), "3 solution fields for 2 shifts"));
+  EXPECT_TRUE(has(err(shifts, {px[0], px[1], px[0]}, p, pb.b), "solution fields 0 and 2 are the same field"));
+  ColorSpinorField single = pb.b.like(Precision::single);
+  EXPECT_TRUE(has(err(shifts, {px[0], px[1], &single}, p, pb.b), "solution field 2 is in single precision"));
+  MultiShiftParam q = p;
+  q.tol = {1e-10, 1e-8};
+  EXPECT_TRUE(has(err(shifts, px, q, pb.b), "2 tolerances for 3 shifts"));
+  q.tol = {1.5};
+  EXPECT_TRUE(has(err(shifts, px, q, pb.b), "solver tolerance 1.5: expected a number in (0, 1)"));
+  q = p;
+  q.extrapolation = -1;
+  EXPECT_TRUE(has(err(shifts, px, q, pb.b), "extrapolation order -1"));
+  q = p;
+  q.delta = 0;
+  EXPECT_TRUE(has(err(shifts, px, q, pb.b), "reliable-update factor 0"));
+  ColorSpinorField zero = pb.field();
+  EXPECT_TRUE(has(err(shifts, px, p, zero), "the source is zero"));
+  // Per-shift tolerances are honoured.
+  q = p;
+  q.tol = {1e-6, 1e-9, 1e-11};
+  const MultiShiftStats st = solve_multishift(*pb.A, nullptr, shifts, px, pb.b, q);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_LE(st.shifts[i].true_residual, q.tol[i] * 1.001);
+    EXPECT_TRUE(st.shifts[i].converged);
+  }
+  // An iteration limit reached is reported, not thrown.
+  q = p;
+  q.max_iter = 3;
+  const MultiShiftStats lim = solve_multishift(*pb.A, nullptr, shifts, px, pb.b, q);
+  EXPECT_FALSE(lim.converged);
+}
+
+}  // namespace
+}  // namespace latke
