@@ -52,10 +52,12 @@
 #include "latke/fields/gauge_observables.h"
 #include "latke/fields/random.h"
 #include "latke/latke.h"
+#include "preconditioners/mg/pc_mg.h"
 #include "solvers/solvers.h"
 #include "staggered/staggered.h"
 #include "staggered/staggered_linear.h"
 #include "wilson_clover/wilson_clover.h"
+#include "wilson_clover/wilson_clover_linear.h"
 
 static const char help[] =
     "latke-bench dslash: Wilson-clover and staggered operator performance;\n"
@@ -112,17 +114,17 @@ void write_json(const std::string& path, const std::string& op, const Lattice& l
     std::ofstream f(tmp);
     require(f.good(), "-latke_json ", path, ": cannot open ", tmp, " for writing");
     const DeviceInfo d = device_info();
-    f << "{\n  \"benchmark\": \"dslash\",\n  \"operator\": \"" << op << "\",\n  \"lattice\": [" << lat.global()[0] << ", " << lat.global()[1] << ", "
-      << lat.global()[2] << ", " << lat.global()[3] << "],\n  \"grid\": [" << lat.grid()[0] << ", " << lat.grid()[1]
-      << ", " << lat.grid()[2] << ", " << lat.grid()[3] << "],\n  \"backend\": \"" << to_string(b)
-      << "\",\n  \"device\": \"" << (b == Backend::cuda ? d.name : "cpu") << "\",\n  \"copy_bandwidth_gbs\": "
-      << copy_gbs << ",\n  \"results\": [\n";
+    f << "{\n  \"benchmark\": \"dslash\",\n  \"operator\": \"" << op << "\",\n  \"lattice\": [" << lat.global()[0]
+      << ", " << lat.global()[1] << ", " << lat.global()[2] << ", " << lat.global()[3] << "],\n  \"grid\": ["
+      << lat.grid()[0] << ", " << lat.grid()[1] << ", " << lat.grid()[2] << ", " << lat.grid()[3]
+      << "],\n  \"backend\": \"" << to_string(b) << "\",\n  \"device\": \"" << (b == Backend::cuda ? d.name : "cpu")
+      << "\",\n  \"copy_bandwidth_gbs\": " << copy_gbs << ",\n  \"results\": [\n";
     for (std::size_t i = 0; i < rs.size(); ++i) {
       const Result& r = rs[i];
-      f << "    {\"form\": \"" << r.form << "\", \"precision\": \"" << r.precision << "\", \"reconstruct\": "
-        << r.reconstruct << ", \"time_us\": " << r.us << ", \"gflops\": " << r.gflops << ", \"gbs\": " << r.gbs
-        << ", \"ratio_to_copy\": " << r.gbs / copy_gbs << ", \"iterations\": " << r.iterations << "}"
-        << (i + 1 < rs.size() ? "," : "") << "\n";
+      f << "    {\"form\": \"" << r.form << "\", \"precision\": \"" << r.precision
+        << "\", \"reconstruct\": " << r.reconstruct << ", \"time_us\": " << r.us << ", \"gflops\": " << r.gflops
+        << ", \"gbs\": " << r.gbs << ", \"ratio_to_copy\": " << r.gbs / copy_gbs << ", \"iterations\": " << r.iterations
+        << "}" << (i + 1 < rs.size() ? "," : "") << "\n";
     }
     f << "  ]\n}\n";
     require(f.good(), "-latke_json ", path, ": writing ", tmp, " failed");
@@ -187,25 +189,29 @@ int bench_dslash() {
   const DeviceInfo dev = device_info();
   const double copy_gbs = measure_copy_bandwidth(run.backend, run.backend == Backend::cuda ? (1ul << 30) : (1ul << 27));
   if (root) {
-    const std::string what = !staggered ? "Wilson-clover" : sp.type == StaggeredType::asqtad ? "asqtad staggered"
-                                                                                              : "naive staggered";
+    const std::string what = !staggered                         ? "Wilson-clover"
+                             : sp.type == StaggeredType::asqtad ? "asqtad staggered"
+                                                                : "naive staggered";
     char coupling[64];
-    if (staggered) std::snprintf(coupling, sizeof coupling, "u0 %g", sp.u0);
-    else std::snprintf(coupling, sizeof coupling, "c_sw %g", wp.csw);
+    if (staggered)
+      std::snprintf(coupling, sizeof coupling, "u0 %g", sp.u0);
+    else
+      std::snprintf(coupling, sizeof coupling, "c_sw %g", wp.csw);
     std::printf("latke-bench dslash: %s, lattice %s, backend %s%s%s, mass %g, %s, %s\n", what.c_str(),
                 lat->describe().c_str(), to_string(run.backend), run.backend == Backend::cuda ? " (" : "",
                 run.backend == Backend::cuda ? (dev.name + ")").c_str() : "", staggered ? sp.mass : wp.mass, coupling,
                 dagger ? "dagger" : "no dagger");
     if (run.backend == Backend::cuda)
-      std::printf("device: %d SMs, %.0f MB L2, %.0f GB memory\n", dev.sm_count, dev.l2_bytes / 1e6, dev.global_bytes / 1e9);
+      std::printf("device: %d SMs, %.0f MB L2, %.0f GB memory\n", dev.sm_count, dev.l2_bytes / 1e6,
+                  dev.global_bytes / 1e9);
     std::printf("copy bandwidth (read + write) measured in this run: %.1f GB/s\n", copy_gbs);
   }
   const std::vector<Complex<double>> links = random_gauge(*lat, 20241022);
   std::vector<Result> results;
   // Times f (n applications, or about a second of work agreed over ranks), checks that it
   // produced a finite, nonzero result, and reports it.
-  auto measure = [&](const std::string& form, Precision p, Reconstruct r, const std::function<void()>& f,
-                     double flops, double bytes, const ColorSpinorField& out, const ColorSpinorField& in) {
+  auto measure = [&](const std::string& form, Precision p, Reconstruct r, const std::function<void()>& f, double flops,
+                     double bytes, const ColorSpinorField& out, const ColorSpinorField& in) {
     int n = static_cast<int>(iters_opt);
     if (n == 0) {
       const double ms = time_per_call(run.backend, 3, f);
@@ -216,7 +222,8 @@ int bench_dslash() {
     const double ms_local = time_per_call(run.backend, n, f);
     double ms = 0;
     MPI_Allreduce(&ms_local, &ms, 1, MPI_DOUBLE, MPI_MAX, lat->comm());
-    const Result res{form, to_string(p), to_string(r), ms * 1e3, flops / (ms * 1e-3) / 1e9, bytes / (ms * 1e-3) / 1e9, n};
+    const Result res{form, to_string(p), to_string(r), ms * 1e3, flops / (ms * 1e-3) / 1e9, bytes / (ms * 1e-3) / 1e9,
+                     n};
     const double check = norm2(out) / norm2(in);
     require(std::isfinite(check) && check > 0, "benchmark ", form, " produced ", check, " for |out|^2/|in|^2");
     results.push_back(res);
@@ -249,19 +256,21 @@ int bench_dslash() {
         ColorSpinorField in_e = in.parity(0), in_o = in.parity(1), out_e = out.parity(0);
         const bool improved = op.improved();
         const double d = op.dslash_flops_per_site();
-        const double links_bytes = improved ? 8.0 * (link_bytes(p, Reconstruct::r18) + link_bytes(p, r))
-                                            : 8.0 * link_bytes(p, r);
+        const double links_bytes =
+            improved ? 8.0 * (link_bytes(p, Reconstruct::r18) + link_bytes(p, r)) : 8.0 * link_bytes(p, r);
         const double kernel_bytes = links_bytes + (improved ? 16 : 8) * vector_bytes(p) + vector_bytes(p);
         for (const auto& form : forms) {
           if (form == "dslash")
-            measure(form, p, r, [&] { op.dslash(out_e, in_o, dagger ? -1.0 : 1.0); }, d * vcb, kernel_bytes * vcb,
-                    out, in);
+            measure(
+                form, p, r, [&] { op.dslash(out_e, in_o, dagger ? -1.0 : 1.0); }, d * vcb, kernel_bytes * vcb, out, in);
           else if (form == "matpc")
-            measure(form, p, r, [&] { op.apply_normal(out_e, in_e); }, (2 * d + 12) * vcb,
-                    (2 * kernel_bytes + vector_bytes(p)) * vcb, out, in);
+            measure(
+                form, p, r, [&] { op.apply_normal(out_e, in_e); }, (2 * d + 12) * vcb,
+                (2 * kernel_bytes + vector_bytes(p)) * vcb, out, in);
           else
-            measure(form, p, r, [&] { op.apply(out, in, dagger); }, 2 * (d + 12) * vcb,
-                    2 * (kernel_bytes + vector_bytes(p)) * vcb, out, in);
+            measure(
+                form, p, r, [&] { op.apply(out, in, dagger); }, 2 * (d + 12) * vcb,
+                2 * (kernel_bytes + vector_bytes(p)) * vcb, out, in);
         }
       }
   } else {
@@ -279,14 +288,17 @@ int bench_dslash() {
         const double kernel_bytes = 8.0 * (link_bytes(p, r) + spinor_bytes(p)) + clover_bytes(p) + spinor_bytes(p);
         for (const auto& form : forms) {
           if (form == "dslash")
-            measure(form, p, r, [&] { op.dslash(out_e, in_o, Epilogue::clover_inv, 1.0, nullptr, dagger); },
-                    1872 * vcb, kernel_bytes * vcb, out, in);
+            measure(
+                form, p, r, [&] { op.dslash(out_e, in_o, Epilogue::clover_inv, 1.0, nullptr, dagger); }, 1872 * vcb,
+                kernel_bytes * vcb, out, in);
           else if (form == "matpc")
-            measure(form, p, r, [&] { op.apply_schur(out_e, in_e, schur, dagger); }, 3792 * vcb,
-                    (2 * kernel_bytes + spinor_bytes(p)) * vcb, out, in);
+            measure(
+                form, p, r, [&] { op.apply_schur(out_e, in_e, schur, dagger); }, 3792 * vcb,
+                (2 * kernel_bytes + spinor_bytes(p)) * vcb, out, in);
           else
-            measure(form, p, r, [&] { op.apply(out, in, dagger); }, 2 * 1872 * vcb,
-                    2 * (kernel_bytes + spinor_bytes(p)) * vcb, out, in);
+            measure(
+                form, p, r, [&] { op.apply(out, in, dagger); }, 2 * 1872 * vcb,
+                2 * (kernel_bytes + spinor_bytes(p)) * vcb, out, in);
         }
       }
   }
@@ -516,6 +528,102 @@ int bench_multimass() {
 }  // namespace
 }  // namespace latke
 
+namespace latke {
+namespace {
+
+/// latke-bench mg: the multigrid kernels of each level on a random gauge field, after a
+/// setup with the -pc_latke_mg_* options of the preconditioner (a few setup iterations,
+/// e.g. -pc_latke_mg_setup_iterations 10, are enough to time kernels): restriction and
+/// prolongation (bytes: the packed basis, the fine and the coarse field), and the coarse
+/// operator, full and even-odd (bytes: the blocks read and the vectors).
+int bench_mg() {
+  const RunOptions run = setup_from_options();
+  std::string lattice;
+  double mass = -0.05, csw = 1.0;
+  long iters = 0;
+  read_options(PETSC_COMM_WORLD, "", "latke-bench mg options", [&](OptionGroup& o) {
+    lattice = o.string("-latke_lattice", "16,16,16,32", "Global lattice X,Y,Z,T");
+    mass = o.real("-latke_mass", mass, "Bare quark mass");
+    csw = o.real("-latke_csw", csw, "Clover coefficient");
+    iters = o.integer("-latke_iterations", 0, "Calls per timing (0: about 0.5 s of work)");
+  });
+  auto lat = std::make_shared<Lattice>(PETSC_COMM_WORLD, parse_coords(lattice, "-latke_lattice"), run.grid);
+  WilsonCloverParam wp;
+  wp.mass = mass;
+  wp.csw = csw;
+  wp.precision = Precision::single;
+  wp.backend = run.backend;
+  auto op = std::make_shared<WilsonCloverOperator>(lat, random_gauge(*lat, 7, 0.3), wp);
+  mg::MultigridOptions o = mg::multigrid_options(PETSC_COMM_WORLD, nullptr, *lat);
+  auto mgrid =
+      std::make_shared<mg::Multigrid>(std::make_shared<WilsonCloverLinear>(op, false, SchurType::symmetric, 0), o.param,
+                                      nullptr, std::make_shared<WilsonCloverLinear>(op, true, SchurType::symmetric, 0));
+  mgrid->setup();
+  const double copy_gbs = measure_copy_bandwidth(run.backend, run.backend == Backend::cuda ? (1ul << 30) : (1ul << 27));
+  const bool root = lat->rank() == 0;
+  if (root) {
+    std::printf("latke-bench mg: Wilson-clover, lattice %s, backend %s, %d levels, setup %.2f s\n",
+                lat->describe().c_str(), to_string(run.backend), mgrid->levels(), mgrid->setup_seconds());
+    std::printf("copy bandwidth (read + write) measured in this run: %.1f GB/s\n", copy_gbs);
+    std::printf("%-5s %-22s %10s %10s %10s %8s\n", "level", "kernel", "time/us", "GFLOPS", "GB/s", "vs copy");
+  }
+  auto report = [&](int l, const char* what, double ms, double flops, double bytes) {
+    double f = flops, by = bytes;
+    MPI_Allreduce(MPI_IN_PLACE, &f, 1, MPI_DOUBLE, MPI_SUM, lat->comm());
+    MPI_Allreduce(MPI_IN_PLACE, &by, 1, MPI_DOUBLE, MPI_SUM, lat->comm());
+    const double gbs = by / (ms * 1e-3) * 1e-9;
+    if (root)
+      std::printf("%-5d %-22s %10.1f %10.1f %10.1f %7.2fx\n", l, what, ms * 1e3, f / (ms * 1e-3) * 1e-9, gbs,
+                  gbs / copy_gbs);
+  };
+  auto calls = [&](double ms_guess) {
+    return iters > 0 ? static_cast<int>(iters) : std::max(3, static_cast<int>(500 / std::max(ms_guess, 1e-3)));
+  };
+  for (int l = 0; l + 1 < mgrid->levels(); ++l) {
+    const mg::Transfer& T = mgrid->transfer(l);
+    ColorSpinorField fine(T.fine_lattice(), T.fine_param(Precision::single));
+    ColorSpinorField coarse(T.coarse_lattice(), T.coarse_param(Precision::single));
+    fill_gaussian(fine, 3);
+    fill_gaussian(coarse, 4);
+    const double vol = static_cast<double>(T.fine_lattice()->volume());
+    const int comps = fine.site_reals() / 2;
+    const double basis = vol * comps * T.nvec() * 2 * real_bytes(o.param.level[l].transfer_precision);
+    const double fbytes = vol * fine.site_reals() * 4,
+                 cbytes = T.coarse_lattice()->volume() * coarse.site_reals() * 4.0;
+    const double flops = 8.0 * vol * comps * T.nvec();
+    double ms = time_per_call(run.backend, 3, [&] { T.restrict_to(coarse, fine); });
+    ms = time_per_call(run.backend, calls(ms), [&] { T.restrict_to(coarse, fine); });
+    report(l, "restrict", ms, flops, basis + fbytes + cbytes);
+    ms = time_per_call(run.backend, 3, [&] { T.prolongate(fine, coarse); });
+    ms = time_per_call(run.backend, calls(ms), [&] { T.prolongate(fine, coarse); });
+    report(l, "prolongate", ms, flops, basis + fbytes + cbytes);
+  }
+  for (int l = 1; l < mgrid->levels(); ++l) {
+    mg::CoarseOperator& D = mgrid->coarse_operator(l);
+    ColorSpinorField x(D.lattice(), D.field_param(Precision::single, Subset::full)), y = x.like(Precision::single);
+    fill_gaussian(x, 5);
+    const double sites = D.lattice()->volume(), n = D.n();
+    const double block = n * n * 2 * real_bytes(D.precision()) + (D.precision() == Precision::half ? 4 : 0);
+    double ms = time_per_call(run.backend, 3, [&] { D.apply(y, x); });
+    ms = time_per_call(run.backend, calls(ms), [&] { D.apply(y, x); });
+    report(l, "coarse operator", ms, D.flops(false), sites * (9 * block + 2 * n * 8));
+    if (D.even_odd()) {
+      // A non-owning handle: the hierarchy owns the operator.
+      mg::CoarseLinear schur(std::shared_ptr<mg::CoarseOperator>(std::shared_ptr<mg::CoarseOperator>(), &D), true, 0,
+                             Precision::single);
+      ColorSpinorField a = schur.make_field(), b = schur.make_field();
+      fill_gaussian(a, 6);
+      ms = time_per_call(run.backend, 3, [&] { schur.apply(b, a); });
+      ms = time_per_call(run.backend, calls(ms), [&] { schur.apply(b, a); });
+      report(l, "coarse even-odd", ms, D.flops(true), sites * (8 * block + 2 * n * 8));
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace latke
+
 int main(int argc, char** argv) {
   PetscCall(PetscInitialize(&argc, &argv, nullptr, help));
   int status = 0;
@@ -523,9 +631,11 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(PETSC_COMM_WORLD, &rank);
   try {
     const std::string command = argc > 1 && argv[1][0] != '-' ? argv[1] : "dslash";
-    latke::require(command == "dslash" || command == "multimass", "unknown benchmark '", command,
-                   "': expected dslash or multimass");
-    status = command == "dslash" ? latke::bench_dslash() : latke::bench_multimass();
+    latke::require(command == "dslash" || command == "multimass" || command == "mg", "unknown benchmark '", command,
+                   "': expected dslash, multimass or mg");
+    status = command == "dslash" ? latke::bench_dslash()
+             : command == "mg"   ? latke::bench_mg()
+                                 : latke::bench_multimass();
   } catch (const std::exception& e) {
     if (rank == 0) std::fprintf(stderr, "latke-bench: error: %s\n", e.what());
     status = 1;

@@ -410,8 +410,17 @@ PetscErrorCode run(int& status) {
     {
       PC pc;
       PetscCall(KSPGetPC(ksp, &pc));
-      // Wilson-clover: flexible GCR preconditioned by Latke's multigrid.
-      PetscCall(PCSetType(pc, staggered ? PCNONE : PCLATKEMG));
+      // Wilson-clover: flexible GCR preconditioned by Latke's multigrid, where the local
+      // lattice can be coarsened (every local extent a multiple of 4).
+      PetscInt local[4];
+      PetscCall(LatkeGaugeGetLattice(gauge, nullptr, local, nullptr));
+      bool coarsens = true;
+      for (int mu = 0; mu < 4; ++mu) coarsens = coarsens && local[mu] % 4 == 0;
+      if (!staggered && !coarsens)
+        PetscCall(PetscPrintf(PETSC_COMM_WORLD, "latke-solve: local lattice %dx%dx%dx%d too small to coarsen (extents "
+                                                "must be multiples of 4): no multigrid preconditioner by default\n",
+                              (int)local[0], (int)local[1], (int)local[2], (int)local[3]));
+      PetscCall(PCSetType(pc, staggered || !coarsens ? PCNONE : PCLATKEMG));
     }
     PetscCall(KSPSetFromOptions(ksp));
     PetscCall(KSPSetUp(ksp));

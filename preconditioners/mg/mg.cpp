@@ -468,6 +468,16 @@ LevelInfo Multigrid::info(int l) const {
   return i;
 }
 
+const Transfer& Multigrid::transfer(int l) const {
+  require(l >= 0 && l + 1 < levels() && levels_[l]->transfer, "multigrid: no transfer from level ", l);
+  return *levels_[l]->transfer;
+}
+
+CoarseOperator& Multigrid::coarse_operator(int l) {
+  require(l >= 1 && l < levels() && levels_[l]->coarse, "multigrid: no coarse operator on level ", l);
+  return *levels_[l]->coarse;
+}
+
 std::vector<long> Multigrid::work(int l) const {
   const Level& L = *levels_[l];
   return {L.smooth_steps, L.solves, L.solve_iterations};

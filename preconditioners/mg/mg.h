@@ -134,6 +134,10 @@ class Multigrid {
   double setup_seconds() const { return setup_seconds_; }
   /// Iterations of the coarsest solves, K-cycle solves and smoother steps so far, per level.
   std::vector<long> work(int level) const;
+  /// The transfer from level l to l + 1 (l < levels() - 1), after setup; for benchmarks.
+  const Transfer& transfer(int level) const;
+  /// The Galerkin operator of level l >= 1, after setup; for benchmarks.
+  CoarseOperator& coarse_operator(int level);
 
   struct Level;
 

@@ -45,12 +45,26 @@ std::vector<long> int_list(const std::string& text, const std::string& option, i
   return v;
 }
 
-/// The default level count: 3 when every local extent takes 4^4 and then 2^4 aggregates with
-/// even coarse extents (a multiple of 16), else 2.
-int auto_levels(const Lattice& lat) {
-  for (int mu = 0; mu < 4; ++mu)
-    if (lat.local()[mu] % 16 != 0) return 2;
-  return 3;
+/// Default aggregates: on level 0 extent 4 where the local extent is a multiple of 8, else 2
+/// (a multiple of 4); on coarser levels 2. Levels are added while every extent allows one,
+/// up to max_levels. Returns the aggregates of each level but the coarsest.
+std::vector<Coords> default_blocks(const Lattice& fine, int max_levels) {
+  std::vector<Coords> blocks;
+  Coords local = fine.local();
+  while (static_cast<int>(blocks.size()) + 1 < max_levels) {
+    Coords b;
+    for (int mu = 0; mu < 4; ++mu) {
+      if (blocks.empty() && local[mu] % 8 == 0)
+        b[mu] = 4;
+      else if (local[mu] % 4 == 0)
+        b[mu] = 2;
+      else
+        return blocks;
+    }
+    for (int mu = 0; mu < 4; ++mu) local[mu] /= b[mu];
+    blocks.push_back(b);
+  }
+  return blocks;
 }
 
 }  // namespace
@@ -63,10 +77,11 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
   std::string block, nvec, precision, transfer, setup_its, setup_solver, cycle;
   double setup_tol = 1e-6;
   read_options(comm, prefix, "Latke multigrid preconditioner options", [&](OptionGroup& g) {
-    levels =
-        g.integer("-pc_latke_mg_levels", 0, "Levels including the fine one (0: 3 when the lattice allows, else 2)");
-    block = g.string("-pc_latke_mg_block", "4,4,4,4:2,2,2,2",
-                     "Aggregate extents per level, X,Y,Z,T for level 0, then :X,Y,Z,T for level 1, ...");
+    levels = g.integer("-pc_latke_mg_levels", 0,
+                       "Levels including the fine one (0: as many as the default aggregates allow, at most 4)");
+    block = g.string("-pc_latke_mg_block", "",
+                     "Aggregate extents per level, X,Y,Z,T for level 0, then :X,Y,Z,T for level 1, ... "
+                     "(default: 4 where the local extent is a multiple of 8 on level 0, else 2)");
     nvec = g.string("-pc_latke_mg_nvec", "24,32", "Null vectors per level (comma list; the last repeats)");
     transfer = g.string("-pc_latke_mg_transfer_precision", "single",
                         "Storage of the null-space basis that P and R read: single or half (comma list per level)");
@@ -88,7 +103,11 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
     o.load = g.string("-pc_latke_mg_load", "", "Read the null vectors from this file instead of computing them");
   });
   const std::string pre = "-" + prefix;
-  p.levels = levels == 0 ? auto_levels(fine) : static_cast<int>(levels);
+  const std::vector<Coords> auto_blocks = default_blocks(fine, levels == 0 ? 4 : static_cast<int>(levels));
+  require(levels != 0 || !auto_blocks.empty(), "multigrid: the local lattice ", fine.local()[0], ",", fine.local()[1],
+          ",", fine.local()[2], ",", fine.local()[3],
+          " cannot be coarsened (every local extent must be a multiple of 4); give -pc_latke_mg_block");
+  p.levels = levels == 0 ? static_cast<int>(auto_blocks.size()) + 1 : static_cast<int>(levels);
   require(p.levels >= 2 && p.levels <= 5, pre, "pc_latke_mg_levels ", p.levels, ": expected 2 to 5");
   const int nt = p.levels - 1;
   const std::vector<std::string> blocks = split(block, ':');
@@ -102,8 +121,9 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
   p.level.assign(nt, LevelParam{});
   for (int l = 0; l < nt; ++l) {
     LevelParam& q = p.level[l];
-    q.block =
-        l < static_cast<int>(blocks.size()) ? parse_coords(blocks[l], pre + "pc_latke_mg_block") : Coords{2, 2, 2, 2};
+    q.block = l < static_cast<int>(blocks.size())
+                  ? parse_coords(blocks[l], pre + "pc_latke_mg_block")
+                  : (l < static_cast<int>(auto_blocks.size()) ? auto_blocks[l] : Coords{2, 2, 2, 2});
     q.nvec = static_cast<int>(nv[l]);
     q.setup_iterations = static_cast<int>(its[l]);
     q.setup_tol = setup_tol;

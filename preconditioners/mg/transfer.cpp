@@ -2,6 +2,7 @@
 // by nvcc in CUDA builds.
 #include "preconditioners/mg/transfer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "latke/core/error.h"
@@ -125,68 +126,78 @@ AggregateMap aggregate_map(const Lattice& fine, const Lattice& coarse, const Coo
   return m;
 }
 
-/// coarse(a)_{chi,k} = sum over the aggregate's (filtered) sites of <V_k, f> on chirality chi.
-/// One thread per (aggregate, k), both chiralities, k fastest: a warp reads consecutive words
-/// of the packed basis and one value of f for all its threads.
-template <typename SV, typename SF, typename SC>
-struct RestrictKernel {
+/// coarse(a)_{chi,k} = sum over the aggregate's sites (or over two slices of it) of <V_k, f>
+/// on chirality chi, in two passes so that every level keeps the device busy: one thread per
+/// (chunk of the aggregate's sites, aggregate, k), k fastest (a warp reads consecutive words
+/// of the packed basis and one value of f for all its threads), writes its partial sums; one
+/// thread per (aggregate, k) adds the chunks. Face mode (face_mu >= 0): the last slice in mu
+/// into side 0, the first into side 1.
+template <typename SV, typename SF>
+struct RestrictPartsKernel {
   AggregateMap map;
   PackedBasis<SV> basis;
-  RealArray<SF> fine[2];    ///< by parity
-  RealArray<SC> coarse[2];  ///< the parity block being written; [1]: the first slice (faces)
-  int nvec, fine_reals;
-  int parity;
-  int face_mu;  ///< -1: all sites into coarse[0]; mu: last slice in mu into [0], first into [1]
+  RealArray<SF> fine[2];   ///< by parity
+  Complex<double>* parts;  ///< [chunk][aggregate][k][side][chi]
+  int nvec, fine_reals, parity, face_mu, chunks;
 
-  /// Adds site fc's <V_k, f> per chirality to s.
-  LATKE_HOST_DEVICE LATKE_INLINE void add(const int (&fc)[4], int full, int k, double (&s)[2][2]) const {
-    const int fp = (fc[0] + fc[1] + fc[2] + fc[3]) & 1, fx = full >> 1, n_comp = fine_reals / 2;
-    for (int m = 0; m < n_comp; ++m) {
-      const Complex<double> v = basis.get(basis.slot(fp, fx, m), k);
-      const double fr = fine[fp].template get<double>(2 * m, fx), fi = fine[fp].template get<double>(2 * m + 1, fx);
-      const int chi = 2 * m >= n_comp;
-      s[chi][0] += v.re * fr + v.im * fi;
-      s[chi][1] += v.re * fi - v.im * fr;
+  /// Site j of the aggregate's list: all its sites, or those of one slice in face_mu.
+  LATKE_HOST_DEVICE LATKE_INLINE int site(int j, int side) const {
+    if (face_mu < 0) return j;
+    const int b = map.block[face_mu];
+    int i = 0, stride = 1;
+    for (int nu = 0; nu < 4; ++nu) {
+      const int c = nu == face_mu ? (side == 0 ? b - 1 : 0) : j % map.block[nu];
+      if (nu != face_mu) j /= map.block[nu];
+      i += c * stride;
+      stride *= map.block[nu];
     }
-  }
-  LATKE_HOST_DEVICE LATKE_INLINE void store(const RealArray<SC>& c, int cx, int k, const double (&s)[2][2]) const {
-    for (int chi = 0; chi < 2; ++chi) {
-      c.set(2 * (chi * nvec + k), cx, s[chi][0]);
-      c.set(2 * (chi * nvec + k) + 1, cx, s[chi][1]);
-    }
+    return i;
   }
   LATKE_HOST_DEVICE void operator()(int idx, int) const {
-    const int k = idx % nvec, cx = idx / nvec;
+    const int k = idx % nvec, rest = idx / nvec, vcb = map.coarse.volume_cb;
+    const int cx = rest % vcb, chunk = rest / vcb;
     int cc[4];
     map.coarse.coords(cx, parity, cc);
-    if (face_mu < 0) {
-      double s[2][2] = {{0, 0}, {0, 0}};
-      for (int i = 0; i < map.block_volume; ++i) {
+    const int sides = face_mu < 0 ? 1 : 2;
+    const int n_sites = face_mu < 0 ? map.block_volume : map.block_volume / map.block[face_mu];
+    const int begin = static_cast<int>(static_cast<long>(n_sites) * chunk / chunks);
+    const int end = static_cast<int>(static_cast<long>(n_sites) * (chunk + 1) / chunks);
+    const int n_comp = fine_reals / 2;
+    Complex<double>* out = parts + ((static_cast<long>(chunk) * vcb + cx) * nvec + k) * 4;
+    for (int side = 0; side < sides; ++side) {
+      Complex<double> s[2];
+      for (int j = begin; j < end; ++j) {
         int fc[4];
-        const int full = map.fine_site(cc, i, fc);
-        add(fc, full, k, s);
-      }
-      store(coarse[0], cx, k, s);
-      return;
-    }
-    const int b = map.block[face_mu], slice = map.block_volume / b;
-    for (int side = 0; side < 2; ++side) {  // last slice, then first
-      double s[2][2] = {{0, 0}, {0, 0}};
-      for (int j = 0; j < slice; ++j) {
-        // site j of the slice: the block's lexicographic index with coordinate mu fixed
-        int i = 0, rest = j, stride = 1;
-        for (int nu = 0; nu < 4; ++nu) {
-          const int c = nu == face_mu ? (side == 0 ? b - 1 : 0) : rest % map.block[nu];
-          if (nu != face_mu) rest /= map.block[nu];
-          i += c * stride;
-          stride *= map.block[nu];
+        const int full = map.fine_site(cc, site(j, side), fc);
+        const int fp = (fc[0] + fc[1] + fc[2] + fc[3]) & 1, fx = full >> 1;
+        for (int m = 0; m < n_comp; ++m) {
+          const Complex<double> v = basis.get(basis.slot(fp, fx, m), k);
+          const Complex<double> f(fine[fp].template get<double>(2 * m, fx),
+                                  fine[fp].template get<double>(2 * m + 1, fx));
+          s[2 * m >= n_comp] += conj_mul(v, f);
         }
-        int fc[4];
-        const int full = map.fine_site(cc, i, fc);
-        add(fc, full, k, s);
       }
-      store(coarse[side], cx, k, s);
+      out[2 * side] = s[0];
+      out[2 * side + 1] = s[1];
     }
+  }
+};
+
+template <typename SC>
+struct RestrictCombineKernel {
+  RealArray<SC> coarse[2];  ///< sides
+  const Complex<double>* parts;
+  int nvec, vcb, chunks, sides;
+  LATKE_HOST_DEVICE void operator()(int idx, int) const {
+    const int k = idx % nvec, cx = idx / nvec;
+    for (int side = 0; side < sides; ++side)
+      for (int chi = 0; chi < 2; ++chi) {
+        Complex<double> s;
+        for (int c = 0; c < chunks; ++c)
+          s += parts[((static_cast<long>(c) * vcb + cx) * nvec + k) * 4 + 2 * side + chi];
+        coarse[side].set(2 * (chi * nvec + k), cx, s.re);
+        coarse[side].set(2 * (chi * nvec + k) + 1, cx, s.im);
+      }
   }
 };
 
@@ -513,6 +524,14 @@ void Transfer::restrict_impl(ColorSpinorField& coarse, ColorSpinorField* first, 
                    c->lattice().volume_cb() == coarse_->volume_cb() && c->precision() == coarse.precision()),
             "restrict: a coarse field is not a full field of the coarse level's shape");
   const AggregateMap map = aggregate_map(*fine_, *coarse_, block_);
+  // Chunks of each aggregate's sites: enough threads for the device (about 2^20), each
+  // chunk at least 8 sites.
+  const int vcb = coarse_->volume_cb();
+  const int n_sites = mu < 0 ? map.block_volume : map.block_volume / block_[mu];
+  const int chunks = std::max(1, std::min(n_sites / 8, (1 << 20) / std::max(1, vcb * nvec_)));
+  const std::size_t part_bytes = static_cast<std::size_t>(chunks) * vcb * nvec_ * 4 * sizeof(Complex<double>);
+  if (parts_.bytes() < part_bytes) parts_ = Buffer(memory_for(fine.backend()), part_bytes);
+  auto* parts = static_cast<Complex<double>*>(parts_.data());
   with_packed([&](auto basis) {
     using SV = std::remove_pointer_t<decltype(basis.data)>;
     dispatch_precision(fine.precision(), [&](auto sf) {
@@ -520,16 +539,17 @@ void Transfer::restrict_impl(ColorSpinorField& coarse, ColorSpinorField* first, 
         using SF = decltype(sf);
         using SC = decltype(sc);
         for (int parity = 0; parity < 2; ++parity) {
-          RestrictKernel<SV, SF, SC> k{
-              map,
-              basis,
-              {real_array<SF>(fine, 0), real_array<SF>(fine, 1)},
-              {real_array<SC>(coarse, parity), real_array<SC>(first ? *first : coarse, parity)},
-              nvec_,
-              fine.site_reals(),
-              parity,
-              mu};
-          launch(fine.backend(), k, {coarse_->volume_cb() * nvec_});
+          RestrictPartsKernel<SV, SF> k{map,    basis, {real_array<SF>(fine, 0), real_array<SF>(fine, 1)},
+                                        parts,  nvec_, fine.site_reals(),
+                                        parity, mu,    chunks};
+          launch(fine.backend(), k, {chunks * vcb * nvec_}, compute_stream(), false);
+          RestrictCombineKernel<SC> c{{real_array<SC>(coarse, parity), real_array<SC>(first ? *first : coarse, parity)},
+                                      parts,
+                                      nvec_,
+                                      vcb,
+                                      chunks,
+                                      mu < 0 ? 1 : 2};
+          launch(fine.backend(), c, {vcb * nvec_}, compute_stream(), false);
         }
       });
     });

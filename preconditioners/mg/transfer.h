@@ -89,6 +89,7 @@ class Transfer {
   std::vector<ColorSpinorField> v_;
   Precision packed_precision_;
   Buffer packed_, packed_scale_;
+  mutable Buffer parts_;  ///< R's partial sums per chunk of an aggregate
 };
 
 }  // namespace latke::mg
