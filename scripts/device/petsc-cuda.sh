@@ -3,8 +3,8 @@
 # scripts/device/pack-petsc-cuda.sh (.gpu-petsc/: Latke built with CUDA against PETSc built
 # with CUDA by scripts/build-petsc-cuda.sh). Results and logs go under $OUT (default
 # ./gpu-out). Steps (default: tests bench):
-#   tests  every petsc-labelled test binary on 1 and 4 ranks (test_petsc_device on 1 and 2)
-#          and latke-solve / embed_in_petsc, all with -vec_type cuda
+#   tests  every petsc-labelled test binary on 1 and 4 ranks (test_petsc_device on 1 and 2),
+#          test_mg, and latke-solve / embed_in_petsc, all with -vec_type cuda
 #   bench  32^3x64 even-odd Wilson-clover to 1e-10: gcr and fgmres(20), with -pc_type
 #          latke_schwarz and none, device vectors; per outer iteration: operator, PC and
 #          PETSc's own work, from the event log (-log_view -log_view_gpu_time)
@@ -70,6 +70,7 @@ if [[ $steps == *" tests "* ]]; then
     run_test $np test_petsc_staggered
     run_test $np test_solvers
   done
+  run_test 1 test_mg  # the multigrid PC (label mg) on device vectors too
   solve() {  # name np args
     local name=$1 np=$2; shift 2
     (cd "$work" && mpirun -np "$np" "$bin/latke-solve" -vec_type cuda $cache "$@") > "$out/solve_$name.log" 2>&1
@@ -81,6 +82,8 @@ if [[ $steps == *" tests "* ]]; then
   solve asqtad 1 -latke_op asqtad -latke_lattice 4,4,4,8 -latke_u0 0.9
   solve asqtad_np4 4 -latke_op asqtad -latke_lattice 4,4,8,8 -latke_grid 1,1,2,2 -latke_source z2 -latke_precision single -ksp_rtol 1e-5
   solve staggered_full 1 -latke_op staggered -latke_form full -latke_lattice 4,4,4,4 -latke_mass 0.2
+  solve multimass 1 -latke_op asqtad -latke_lattice 4,4,4,8 -latke_masses 0.05,0.1,0.2
+  solve multimass_np4 4 -latke_op asqtad -latke_lattice 4,4,8,8 -latke_grid 1,1,2,2 -latke_masses 0.05,0.1,0.2 -latke_multimass sequential -latke_source z2
   "$bin/embed_in_petsc" -latke_lattice 8,8,8,16 -vec_type cuda > "$out/embed.log" 2>&1; rc=$?; status=$((status | rc))
   echo "embed_in_petsc: exit $rc, $(tail -1 "$out/embed.log")"
 fi

@@ -47,6 +47,9 @@ using ShellOperation = decltype(detail::third_argument(&MatShellSetOperation));
 template <typename T>
 T* destroyed_context(void* arg);
 
+/// The type of PetscErrorMessage()'s specific message: `char *` in 3.18, `const char *` in 3.26.
+using ErrorMessageText = std::remove_pointer_t<decltype(detail::third_argument(&PetscErrorMessage))>;
+
 /// @brief A MATSHELL operation as MatShellSetOperation() takes it.
 template <typename F>
 ShellOperation shell_operation(F* f) {
