@@ -29,5 +29,10 @@ set(latke_pc_mpi_libs "")
 foreach(lib ${MPI_C_LIBRARIES})
   string(APPEND latke_pc_mpi_libs " ${lib}")
 endforeach()
+# PETSc.pc carries no run path; a PETSc outside the loader's directories (one built with
+# scripts/build-petsc-cuda.sh) is found at run time through this one.
+if(NOT PETSC_LIBDIR IN_LIST CMAKE_C_IMPLICIT_LINK_DIRECTORIES)
+  string(APPEND latke_pc_mpi_libs " -Wl,-rpath,${PETSC_LIBDIR}")
+endif()
 configure_file(cmake/latke.pc.in ${CMAKE_CURRENT_BINARY_DIR}/latke.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/latke.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -23,3 +23,28 @@ if(NOT latke_petsc_complex)
                       "--with-scalar-type=complex.")
 endif()
 set(PETSC_SCALAR complex)
+
+# Which PETSc, its version and whether it has CUDA (PETSC_HAVE_CUDA in its petscconf.h).
+# From pkg_check_modules' cached answer, so that a reconfiguration without the environment
+# that found this PETSc (PKG_CONFIG_PATH, PETSC_DIR) still describes the same one.
+set(LATKE_PETSC_PREFIX "${PETSC_PREFIX}")
+set(LATKE_PETSC_PCFILEDIR "${PETSC_LIBDIR}/pkgconfig")  # where programs built against Latke find it
+file(STRINGS "${LATKE_PETSCCONF}" latke_petsc_cuda REGEX "^#define PETSC_HAVE_CUDA 1")
+if(latke_petsc_cuda)
+  set(PETSC_HAS_CUDA ON)
+else()
+  set(PETSC_HAS_CUDA OFF)
+endif()
+if(PETSC_HAS_CUDA AND LATKE_ENABLE_CUDA AND PETSC_VERSION VERSION_GREATER_EQUAL 3.26)
+  set(LATKE_PETSC_VECTORS "device vectors (VECCUDA) with the CUDA backend")
+elseif(PETSC_HAS_CUDA AND LATKE_ENABLE_CUDA)
+  set(LATKE_PETSC_VECTORS "host vectors staged (Latke's device path needs PETSc >= 3.26, this is ${PETSC_VERSION})")
+elseif(PETSC_HAS_CUDA)
+  set(LATKE_PETSC_VECTORS "host vectors (Latke is built without CUDA)")
+elseif(LATKE_ENABLE_CUDA)
+  set(LATKE_PETSC_VECTORS "host vectors staged to the GPU (this PETSc has no CUDA)")
+else()
+  set(LATKE_PETSC_VECTORS "host vectors")
+endif()
+message(STATUS "Latke: PETSc ${PETSC_VERSION} at ${LATKE_PETSC_PREFIX} (${PETSC_SCALAR} scalars, CUDA: ${PETSC_HAS_CUDA}); "
+               "Latke matrices use ${LATKE_PETSC_VECTORS}")

@@ -13,6 +13,12 @@
 // with the full operator, independently of the solver. Exit status 0 only when the solve
 // converged. -help lists every option.
 //
+// With PETSc logging on (-log_view), it also prints where the time of the KSP solve went, per
+// outer iteration: the operator (MatMult), the preconditioner (PCApply) and PETSc's own work
+// (the rest of KSPSolve: its Vec* kernels, orthogonalization included), and the CPU<->GPU
+// copies PETSc and Latke made during the solve. With device vectors, add -log_view_gpu_time
+// so that PETSc's asynchronous vector kernels are timed in their own events.
+//
 // With -latke_op staggered|asqtad -latke_masses m1,m2,... (lightest first) it solves the
 // even-odd normal systems (4 m_i^2 - D_pq D_qp) x_i = b_p at every mass, b_p the source's
 // part on the operator's parity (x_i then gives M_i^-1 b_p: x_p = 2 m_i x_i, x_q = -D_qp x_i),
@@ -122,6 +128,90 @@ SolveOptions read_solve_options() {
   return o;
 }
 
+/// Cumulative figures of PETSc's event log (and Latke's staging counters) at one moment.
+struct LogSnapshot {
+  double solve = 0, mat_mult = 0, latke_mat_mult = 0, pc_apply = 0, vec = 0;
+  int solves = 0, mat_mults = 0, pc_applies = 0;
+  double to_device = 0, to_host = 0, to_device_bytes = 0, to_host_bytes = 0;  ///< PETSc's copy counters
+  int offloads = 0;                                   ///< PETSc's whole-vector copies (VecCUDACopyTo/From)
+  PetscInt staged_to_device = 0, staged_to_host = 0;  ///< Latke's staging copies
+};
+
+/// PETSc's Vec events a Krylov method calls at its own level (VecNormalize is left out: it
+/// calls VecNorm and VecScale, which are counted).
+const char* const vec_events[] = {"VecDot",  "VecDotNorm2", "VecMDot", "VecTDot",    "VecMTDot", "VecNorm",
+                                  "VecScale", "VecCopy",     "VecSet",  "VecAXPY",    "VecAYPX",  "VecAXPBYCZ",
+                                  "VecWAXPY", "VecMAXPY",    "VecAXPBY", "VecConjugate"};
+
+PetscErrorCode event_info(const char* name, PetscEventPerfInfo* info) {
+  PetscLogEvent id = -1;
+  PetscFunctionBeginUser;
+  PetscCall(PetscMemzero(info, sizeof(*info)));
+  PetscCall(PetscLogEventGetId(name, &id));
+  if (id >= 0) PetscCall(PetscLogEventGetPerfInfo(PETSC_DETERMINE, id, info));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode log_snapshot(LogSnapshot* s) {
+  PetscEventPerfInfo i;
+  PetscFunctionBeginUser;
+  PetscCall(event_info("KSPSolve", &i));
+  s->solve = i.time, s->solves = i.count;
+#if defined(PETSC_HAVE_DEVICE)
+  s->to_device = i.CpuToGpuCount, s->to_host = i.GpuToCpuCount;
+  s->to_device_bytes = i.CpuToGpuSize, s->to_host_bytes = i.GpuToCpuSize;
+#endif
+  PetscCall(event_info("MatMult", &i));
+  s->mat_mult = i.time, s->mat_mults = i.count;
+  PetscCall(event_info("LatkeMatMult", &i));
+  s->latke_mat_mult = i.time;
+  PetscCall(event_info("PCApply", &i));
+  s->pc_apply = i.time, s->pc_applies = i.count;
+  s->vec = 0;
+  for (const char* name : vec_events) {
+    PetscCall(event_info(name, &i));
+    s->vec += i.time;
+  }
+#if defined(PETSC_HAVE_CUDA)
+  PetscCall(event_info("VecCUDACopyTo", &i));
+  s->offloads = i.count;
+  PetscCall(event_info("VecCUDACopyFrom", &i));
+  s->offloads += i.count;
+#endif
+  PetscCall(LatkeGetStagingCounts(&s->staged_to_device, &s->staged_to_host));
+  PetscFunctionReturn(0);
+}
+
+/// Where one KSPSolve's time went (the difference of two snapshots), per outer iteration.
+struct Split {
+  bool valid = false;
+  double op_ms = 0, latke_op_ms = 0, pc_ms = 0, own_ms = 0, vec_ms = 0, own_share = 0;
+  int mat_mults = 0, pc_applies = 0;
+  double to_device = 0, to_host = 0, to_device_mb = 0, to_host_mb = 0;
+  long staged = 0, offloads = 0;
+};
+
+Split split_of(const LogSnapshot& a, const LogSnapshot& b, PetscInt iterations) {
+  Split s;
+  const double its = iterations > 0 ? static_cast<double>(iterations) : 1.0;
+  const double solve = b.solve - a.solve;
+  s.valid = b.solves > a.solves;
+  s.op_ms = (b.mat_mult - a.mat_mult) / its * 1e3;
+  s.latke_op_ms = (b.latke_mat_mult - a.latke_mat_mult) / its * 1e3;
+  s.pc_ms = (b.pc_apply - a.pc_apply) / its * 1e3;
+  s.own_ms = solve / its * 1e3 - s.op_ms - s.pc_ms;
+  s.vec_ms = (b.vec - a.vec) / its * 1e3;
+  s.own_share = solve > 0 ? s.own_ms / (solve / its * 1e3) : 0;
+  s.mat_mults = b.mat_mults - a.mat_mults;
+  s.pc_applies = b.pc_applies - a.pc_applies;
+  s.to_device = b.to_device - a.to_device, s.to_host = b.to_host - a.to_host;
+  s.to_device_mb = (b.to_device_bytes - a.to_device_bytes) * 1e-6;
+  s.to_host_mb = (b.to_host_bytes - a.to_host_bytes) * 1e-6;
+  s.staged = static_cast<long>(b.staged_to_device - a.staged_to_device + b.staged_to_host - a.staged_to_host);
+  s.offloads = b.offloads - a.offloads;
+  return s;
+}
+
 /// One mass of a multi-mass solve: the solver's figures and the independent check.
 struct MassResult {
   LatkeMassStats stats;
@@ -129,10 +219,11 @@ struct MassResult {
 };
 
 struct Summary {
-  std::string ksp, pc, reason, lattice, backend, op, form;
+  std::string ksp, pc, reason, lattice, backend, op, form, vec_type;
   PetscInt iterations = 0, operator_applications = 0, sloppy_applications = 0;
   double true_residual = 0, solver_residual = 0, rtol = 0, setup_s = 0, solve_s = 0, gflops = 0;
   bool converged = false;
+  Split split;
   std::vector<MassResult> masses;  ///< -latke_masses
 };
 
@@ -147,7 +238,15 @@ void write_json(const std::string& path, const Summary& s) {
       << ",\n  \"reason\": \"" << s.reason << "\",\n  \"iterations\": " << s.iterations << ",\n  \"rtol\": " << s.rtol
       << ",\n  \"solver_residual\": " << s.solver_residual << ",\n  \"true_residual\": " << s.true_residual
       << ",\n  \"setup_seconds\": " << s.setup_s << ",\n  \"solve_seconds\": " << s.solve_s
-      << ",\n  \"gflops\": " << s.gflops;
+      << ",\n  \"gflops\": " << s.gflops << ",\n  \"vec_type\": \"" << s.vec_type << "\"";
+    if (s.split.valid)
+      f << ",\n  \"per_iteration_ms\": {\"operator\": " << s.split.op_ms << ", \"latke_operator\": "
+        << s.split.latke_op_ms << ", \"preconditioner\": " << s.split.pc_ms << ", \"petsc_own\": " << s.split.own_ms
+        << ", \"vec_events\": " << s.split.vec_ms << "},\n  \"petsc_own_share\": " << s.split.own_share
+        << ",\n  \"solve_copies\": {\"petsc_cpu_to_gpu\": " << s.split.to_device << ", \"petsc_gpu_to_cpu\": "
+        << s.split.to_host << ", \"petsc_cpu_to_gpu_mb\": " << s.split.to_device_mb << ", \"petsc_gpu_to_cpu_mb\": "
+        << s.split.to_host_mb << ", \"petsc_vector_copies\": " << s.split.offloads << ", \"latke_staged\": "
+        << s.split.staged << "}";
     if (!s.masses.empty()) {
       f << ",\n  \"masses\": [";
       for (std::size_t i = 0; i < s.masses.size(); ++i) {
@@ -263,6 +362,11 @@ PetscErrorCode run(int& status) {
   PetscCall(MatLatkeCreateFullVecs(A, &x, &b));
   PetscCall(VecDuplicate(b, &r));
   PetscCall(MatCreateVecs(A, &xhat, &bhat));
+  {
+    VecType vtype = nullptr;
+    PetscCall(VecGetType(xhat, &vtype));
+    sum.vec_type = vtype;
+  }
   PetscCall(PetscObjectSetName(reinterpret_cast<PetscObject>(x), "solution"));
 
   if (opt.source == "point") {
@@ -329,11 +433,16 @@ PetscErrorCode run(int& status) {
     }
     PetscCall(KSPSetFromOptions(ksp));
     PetscCall(KSPSetUp(ksp));
+    PetscBool logging = PETSC_FALSE;
+    LogSnapshot before, after;
+    PetscCall(PetscLogIsActive(&logging));
+    if (logging) PetscCall(log_snapshot(&before));
     PetscCall(PetscTime(&t1));
     PetscCall(PetscGetFlops(&f0));
     PetscCall(KSPSolve(ksp, bhat, xhat));
     PetscCall(PetscGetFlops(&f1));
     PetscCall(PetscTime(&t2));
+    if (logging) PetscCall(log_snapshot(&after));
 
     PetscReal rnorm, bnorm;
     KSPType ktype;
@@ -357,6 +466,7 @@ PetscErrorCode run(int& status) {
     sum.pc = ptype;
     sum.reason = KSPConvergedReasons[reason];
     PetscCall(MatLatkeGetApplications(A, &sum.operator_applications));
+    if (logging) sum.split = split_of(before, after, sum.iterations);
   }
 
   if (!multi) {
@@ -384,8 +494,9 @@ PetscErrorCode run(int& status) {
   sum.backend = backend;
   {
     PetscViewer out = PETSC_VIEWER_STDOUT_WORLD;
-    PetscCall(PetscViewerASCIIPrintf(out, "latke-solve: %s (%s) on %s, %s backend, %s source\n", sum.op.c_str(),
-                                     sum.form.c_str(), lat, backend, opt.source.c_str()));
+    PetscCall(PetscViewerASCIIPrintf(out, "latke-solve: %s (%s) on %s, %s backend, %s source, %s vectors\n",
+                                     sum.op.c_str(), sum.form.c_str(), lat, backend, opt.source.c_str(),
+                                     sum.vec_type.c_str()));
     PetscCall(PetscViewerASCIIPushTab(out));
     PetscCall(LatkeGaugeView(gauge, out));
     PetscCall(PetscViewerASCIIPopTab(out));
@@ -417,6 +528,20 @@ PetscErrorCode run(int& status) {
     }
     PetscCall(PetscViewerASCIIPrintf(out, "  time: setup %.3f s, solve %.3f s; %.2f GFLOPS in the solve\n", sum.setup_s,
                                      sum.solve_s, sum.gflops));
+    const Split& sp = sum.split;
+    if (sp.valid) {
+      PetscCall(PetscViewerASCIIPrintf(out,
+                                       "  per iteration: operator %.3f ms (MatMult, %d calls; LatkeMatMult %.3f ms), "
+                                       "preconditioner %.3f ms (PCApply, %d calls), PETSc's own work %.3f ms "
+                                       "(rest of KSPSolve; Vec events %.3f ms): %.1f%% of the iteration\n",
+                                       sp.op_ms, sp.mat_mults, sp.latke_op_ms, sp.pc_ms, sp.pc_applies, sp.own_ms,
+                                       sp.vec_ms, 100 * sp.own_share));
+      PetscCall(PetscViewerASCIIPrintf(out,
+                                       "  copies in the solve: whole vectors: PETSc %ld (VecCUDACopyTo/From), Latke "
+                                       "staging %ld; all of PETSc's, reduction results included: CPU->GPU %.0f "
+                                       "(%.3f MB), GPU->CPU %.0f (%.3f MB)\n",
+                                       sp.offloads, sp.staged, sp.to_device, sp.to_device_mb, sp.to_host, sp.to_host_mb));
+    }
   }
   if (!opt.save.empty()) {
     PetscViewer v;

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <sstream>
 
+#include "core/petsc_compat.h"
+#include "core/petsc_device.h"
 #include "latke/core/error.h"
 #include "latke/core/log.h"
 
@@ -147,25 +149,31 @@ VecField::VecField(ShellOperator& op, Vec v, Access access, int slot) : op_(op),
     case Access::read_write: check_petsc(VecGetArrayAndMemType(v, &array_, &mtype), "VecGetArrayAndMemType"); break;
   }
   device_memory_ = PetscMemTypeDevice(mtype);
-  const bool aligned = reinterpret_cast<std::uintptr_t>(array_) % 16 == 0;
-  const bool here = device_memory_ == (op.backend() == Backend::cuda);
   if (device_memory_ && op.backend() != Backend::cuda) {
     release();
     fail(op.name(), ": a vector in GPU memory was given to an operator on the CPU backend (use -latke_backend cuda "
          "or host vectors)");
   }
-  if (here && aligned) {
+  // PETSc's kernels on this vector run on PETSc's stream and may still be queued: Latke's
+  // kernels start after them (an event; the host does not wait).
+  if (device_memory_) compute_waits_for_petsc();
+  const bool aligned = reinterpret_cast<std::uintptr_t>(array_) % 16 == 0;
+  if (device_memory_ == (op.backend() == Backend::cuda) && aligned) {
     field_ = std::make_unique<ColorSpinorField>(ColorSpinorField::wrap(op.lattice(), param, array_));
     return;
   }
   staged_ = true;
   field_ = std::make_unique<ColorSpinorField>(op.stage_field(slot, full_));
-  if (access != Access::write) {
-    const std::size_t bytes = n * sizeof(PetscScalar);
-    const LogScope log(LogEvent::stage, 0, true);
-    op.stager().upload(field_->block_data(0), array_, bytes, compute_stream());
-    if (op.backend() == Backend::cuda) count_staging(true, static_cast<double>(bytes));
+  if (access == Access::write) return;
+  const std::size_t bytes = n * sizeof(PetscScalar);
+  if (device_memory_) {
+    // A device array not aligned for Latke's loads (a subvector): copied on the device.
+    copy_bytes(field_->block_data(0), array_, bytes, compute_stream());
+    return;
   }
+  const LogScope log(LogEvent::stage, 0, true);
+  op.stager().upload(field_->block_data(0), array_, bytes, compute_stream());
+  if (op.backend() == Backend::cuda) count_staging(true, static_cast<double>(bytes));
 }
 
 void VecField::release() {
@@ -174,13 +182,17 @@ void VecField::release() {
   if (staged_ && access_ != Access::read && field_) {
     const std::size_t bytes = static_cast<std::size_t>(field_->n_parity()) * field_->lattice().volume_cb() *
                               field_->site_reals() * sizeof(double);
-    const LogScope log(LogEvent::stage, 0, true);
-    op_.stager().download(array_, field_->block_data(0), bytes, compute_stream());
-    if (op_.backend() == Backend::cuda) count_staging(false, static_cast<double>(bytes));
-  } else if (device_memory_) {
-    // PETSc's own kernels run on its stream: finish ours before it touches the vector.
-    synchronize(compute_stream());
+    if (device_memory_) {
+      copy_bytes(array_, field_->block_data(0), bytes, compute_stream());
+    } else {
+      const LogScope log(LogEvent::stage, 0, true);
+      op_.stager().download(array_, field_->block_data(0), bytes, compute_stream());
+      if (op_.backend() == Backend::cuda) count_staging(false, static_cast<double>(bytes));
+    }
   }
+  // PETSc's next kernels on this vector (reading what Latke wrote, or overwriting what Latke
+  // still reads) start after Latke's: an event PETSc's stream waits on, no host wait.
+  if (device_memory_) petsc_waits_for_compute();
   PetscErrorCode ierr = 0;
   switch (access_) {
     case Access::read: {
@@ -269,11 +281,11 @@ PetscErrorCode MatGetDiagonal_Latke(Mat A, Vec d) {
 
 const char* vector_path(const ShellOperator& op) {
   if (op.backend() == Backend::cpu) return "host vectors used in place (CPU backend)";
-#if defined(PETSC_HAVE_CUDA)
-  return "device vectors (VECCUDA) used in place; host vectors staged through pinned buffers";
-#else
-  return "host vectors staged to the GPU through pinned buffers (this PETSc has no CUDA)";
-#endif
+  if (device_vectors(op.backend()))
+    return "device vectors (VECCUDA) used in place, ordered with PETSc's stream by CUDA events; host vectors "
+           "staged through pinned buffers";
+  if (device_path_compiled) return "host vectors staged to the GPU through pinned buffers (PETSc's device is not CUDA)";
+  return "host vectors staged to the GPU through pinned buffers (this PETSc or this Latke has no CUDA device path)";
 }
 
 PetscErrorCode MatView_Latke(Mat A, PetscViewer viewer) {
@@ -297,9 +309,26 @@ PetscErrorCode MatView_Latke(Mat A, PetscViewer viewer) {
   PetscFunctionReturn(0);
 }
 
+/// The type of the vectors MatCreateVecs gives: -vec_type (under the matrix's prefix) when
+/// given, else VECCUDA where the operator runs on the GPU and PETSc has CUDA (nothing then
+/// crosses PCIe), else VECSTANDARD.
+std::string vector_type(const ShellOperator& op, const char* prefix) {
+  char given[64] = "";
+  PetscBool set = PETSC_FALSE;
+  check_petsc(PetscOptionsGetString(nullptr, prefix, "-vec_type", given, sizeof given, &set), "PetscOptionsGetString");
+  const bool device = device_vectors(op.backend());
+  if (!set) return device ? VECCUDA : VECSTANDARD;
+  const std::string t = given;
+  const bool cuda_type = t == VECCUDA || t == VECSEQCUDA || t == VECMPICUDA;
+  require(!cuda_type || device, "-", prefix ? prefix : "", "vec_type ", t, ": ", op.name(), " runs on the ",
+          to_string(op.backend()), " backend", op.backend() == Backend::cuda ? " but PETSc's device is not that CUDA GPU" : "",
+          "; device vectors need -latke_backend cuda and a PETSc built with CUDA (scripts/build-petsc-cuda.sh)");
+  return t;
+}
+
 PetscErrorCode destroy_context(void* p) {
   PetscFunctionBeginUser;
-  delete static_cast<MatContext*>(p);
+  delete compat::destroyed_context<MatContext>(p);
   PetscFunctionReturn(0);
 }
 
@@ -319,20 +348,18 @@ Mat create_shell(std::shared_ptr<ShellOperator> op, LatkeOperatorForm form, cons
     check(ierr, "MatCreateShell");
   }
   check(MatShellSetContextDestroy(A, destroy_context), "MatShellSetContextDestroy");
-  check(MatShellSetOperation(A, MATOP_MULT, reinterpret_cast<void (*)(void)>(MatMult_Latke)), "MatShellSetOperation");
-  check(MatShellSetOperation(A, MATOP_MULT_TRANSPOSE, reinterpret_cast<void (*)(void)>(MatMultTranspose_Latke)),
+  check(MatShellSetOperation(A, MATOP_MULT, compat::shell_operation(MatMult_Latke)), "MatShellSetOperation");
+  check(MatShellSetOperation(A, MATOP_MULT_TRANSPOSE, compat::shell_operation(MatMultTranspose_Latke)),
         "MatShellSetOperation");
   check(MatShellSetOperation(A, MATOP_MULT_HERMITIAN_TRANSPOSE,
-                             reinterpret_cast<void (*)(void)>(MatMultHermitianTranspose_Latke)),
+                             compat::shell_operation(MatMultHermitianTranspose_Latke)),
         "MatShellSetOperation");
-  check(MatShellSetOperation(A, MATOP_VIEW, reinterpret_cast<void (*)(void)>(MatView_Latke)), "MatShellSetOperation");
+  check(MatShellSetOperation(A, MATOP_VIEW, compat::shell_operation(MatView_Latke)), "MatShellSetOperation");
   if (c->op->has_diagonal(form))
-    check(MatShellSetOperation(A, MATOP_GET_DIAGONAL, reinterpret_cast<void (*)(void)>(MatGetDiagonal_Latke)),
+    check(MatShellSetOperation(A, MATOP_GET_DIAGONAL, compat::shell_operation(MatGetDiagonal_Latke)),
           "MatShellSetOperation");
-#if defined(PETSC_HAVE_CUDA)
-  if (c->op->backend() == Backend::cuda) check(MatShellSetVecType(A, VECCUDA), "MatShellSetVecType");
-#endif
   if (prefix && *prefix) check(MatSetOptionsPrefix(A, prefix), "MatSetOptionsPrefix");
+  check(MatShellSetVecType(A, vector_type(*c->op, prefix).c_str()), "MatShellSetVecType");
   check(PetscObjectSetName(reinterpret_cast<PetscObject>(A), c->op->name()), "PetscObjectSetName");
   return A;
 }
@@ -354,13 +381,13 @@ extern "C" {
 
 PetscErrorCode MatIsLatke(Mat A, PetscBool* is_latke) {
   PetscBool shell = PETSC_FALSE;
-  void (*f)(void) = nullptr;
+  compat::ShellOperation f = nullptr;
   PetscFunctionBeginUser;
   LatkeCheckNull(A);
   LatkeCheckNull(is_latke);
   PetscCall(PetscObjectTypeCompare(reinterpret_cast<PetscObject>(A), MATSHELL, &shell));
   if (shell) PetscCall(MatShellGetOperation(A, MATOP_MULT, &f));
-  *is_latke = shell && f == reinterpret_cast<void (*)(void)>(MatMult_Latke) ? PETSC_TRUE : PETSC_FALSE;
+  *is_latke = shell && f == compat::shell_operation(MatMult_Latke) ? PETSC_TRUE : PETSC_FALSE;
   PetscFunctionReturn(0);
 }
 

@@ -3,8 +3,15 @@
 # toolchain, CMake, pkg-config, OpenMPI, Eigen, GoogleTest and PETSc with complex scalars.
 # CUDA is used when nvcc is already installed (it is not installed here). Idempotent: does
 # nothing when everything is present.
+#   install-deps.sh                 what Latke needs
+#   install-deps.sh --petsc-build   what scripts/build-petsc-cuda.sh needs (no Debian PETSc)
 set -euo pipefail
 packages=(g++ make cmake pkg-config openmpi-bin libopenmpi-dev libeigen3-dev libgtest-dev libpetsc-complex-dev)
+if [ "${1:-}" = --petsc-build ]; then
+  packages=(python3 make g++ openmpi-bin libopenmpi-dev libblas-dev liblapack-dev)
+elif [ $# -ne 0 ]; then
+  echo "usage: $0 [--petsc-build]" >&2; exit 2
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

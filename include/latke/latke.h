@@ -121,8 +121,10 @@ PetscErrorCode LatkeWilsonCloverParamsDefault(LatkeWilsonCloverParams *params);
 /* A MATSHELL that owns a Wilson-clover operator on the gauge field's lattice, in the given
  * form. params may be NULL (defaults); prefix (may be NULL) is the matrix's options prefix.
  * MatMult, MatMultTranspose, MatMultHermitianTranspose, MatGetDiagonal (full form),
- * MatView and MatCreateVecs are defined; the MATSHELL stages host vectors through pinned
- * buffers when the operator runs on a GPU and the vectors are on the host. */
+ * MatView and MatCreateVecs are defined. MatCreateVecs gives VECCUDA vectors when PETSc has
+ * CUDA and the operator runs on the GPU (used in place, ordered with PETSc's stream by CUDA
+ * events), host vectors otherwise (-vec_type under the prefix overrides); host vectors given
+ * to an operator on the GPU are staged through pinned buffers, counted in LatkeStage. */
 PetscErrorCode MatCreateLatkeWilsonClover(LatkeGauge gauge, LatkeOperatorForm form, const LatkeWilsonCloverParams *params,
                                           const char prefix[], Mat *A);
 

@@ -1,11 +1,13 @@
 // The Schwarz preconditioner as a PETSc PC (-pc_type latke_schwarz, registered by
 // LatkeInitialize) and as a PCSHELL (PCShellSetLatkeSchwarz). PCRegister'ed types fill the
-// PC's operation table, which lives in PETSc's private pcimpl.h (PETSc 3.18, as installed).
+// PC's operation table, which lives in PETSc's private pcimpl.h (the same fields in 3.18 and
+// 3.26). With device vectors the applies take them in place (VecField), like MatMult.
 #include <petsc/private/pcimpl.h>
 
 #include <chrono>
 #include <sstream>
 
+#include "core/petsc_compat.h"
 #include "latke/core/error.h"
 #include "latke/core/options.h"
 #include "mat_shell.h"
@@ -107,7 +109,7 @@ PetscErrorCode PCApply_LatkeSchwarz(PC pc, Vec x, Vec y) {
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode PCSetFromOptions_LatkeSchwarz(PC pc, PetscOptionItems*) {
+PetscErrorCode PCSetFromOptions_LatkeSchwarz(PC pc, compat::OptionItems) {
   const char* prefix = nullptr;
   PetscFunctionBeginUser;
   PetscCall(PCGetOptionsPrefix(pc, &prefix));

@@ -5,6 +5,8 @@
 
 #include <exception>
 
+#include "core/petsc_compat.h"
+#include "core/petsc_device.h"
 #include "latke/core/error.h"
 #include "latke/core/log.h"
 
@@ -23,7 +25,7 @@ void OptionGroup::note(const char* name, int set) {
 std::string OptionGroup::string(const char* name, const std::string& def, const char* help) {
   char buf[PETSC_MAX_PATH_LEN];
   PetscBool set = PETSC_FALSE;
-  check(PetscOptionsString_Private(static_cast<PetscOptionItems*>(items_), name, help, "None", def.c_str(), buf,
+  check(PetscOptionsString_Private(static_cast<petsc::compat::OptionItems>(items_), name, help, "None", def.c_str(), buf,
                                    sizeof(buf), &set),
         name);
   note(name, set);
@@ -33,7 +35,7 @@ std::string OptionGroup::string(const char* name, const std::string& def, const 
 long OptionGroup::integer(const char* name, long def, const char* help) {
   PetscInt v = static_cast<PetscInt>(def);
   PetscBool set = PETSC_FALSE;
-  check(PetscOptionsInt_Private(static_cast<PetscOptionItems*>(items_), name, help, "None", v, &v, &set,
+  check(PetscOptionsInt_Private(static_cast<petsc::compat::OptionItems>(items_), name, help, "None", v, &v, &set,
                                 PETSC_MIN_INT, PETSC_MAX_INT),
         name);
   note(name, set);
@@ -43,14 +45,14 @@ long OptionGroup::integer(const char* name, long def, const char* help) {
 double OptionGroup::real(const char* name, double def, const char* help) {
   PetscReal v = def;
   PetscBool set = PETSC_FALSE;
-  check(PetscOptionsReal_Private(static_cast<PetscOptionItems*>(items_), name, help, "None", v, &v, &set), name);
+  check(petsc::compat::options_real(static_cast<petsc::compat::OptionItems>(items_), name, help, "None", v, &v, &set), name);
   note(name, set);
   return v;
 }
 
 bool OptionGroup::flag(const char* name, bool def, const char* help) {
   PetscBool v = def ? PETSC_TRUE : PETSC_FALSE, set = PETSC_FALSE;
-  check(PetscOptionsBool_Private(static_cast<PetscOptionItems*>(items_), name, help, "None", v, &v, &set), name);
+  check(PetscOptionsBool_Private(static_cast<petsc::compat::OptionItems>(items_), name, help, "None", v, &v, &set), name);
   note(name, set);
   return v == PETSC_TRUE;
 }
@@ -98,7 +100,14 @@ RunOptions setup_from_options(MPI_Comm comm) {
   MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
   MPI_Comm_rank(node, &local_rank);
   MPI_Comm_free(&node);
-  activate_backend(o.backend, local_rank);
+  // With a PETSc built with CUDA, Latke runs on PETSc's GPU (which -device_select_cuda picks;
+  // by default PETSc's rank modulo the devices), so that PETSc's vectors are on Latke's device.
+  int device = local_rank;
+  if (o.backend == Backend::cuda && cuda_compiled()) {
+    const int petsc_device = petsc::adopt_petsc_cuda_device();
+    if (petsc_device >= 0) device = petsc_device;
+  }
+  activate_backend(o.backend, device);
   return o;
 }
 

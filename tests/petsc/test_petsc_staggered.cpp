@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/petsc_compat.h"
 #include "latke/conventions.h"
 #include "latke/latke.h"
 #include "mat_shell.h"
@@ -523,7 +524,7 @@ TEST(PetscStaggeredMultiMass, OptionsChooseTheStrategy) {
 /// The message of the last PETSc error.
 std::string last_error() {
   const char* text = nullptr;
-  char* specific = nullptr;
+  latke::petsc::compat::ErrorMessageText specific = nullptr;
   PetscErrorMessage(0, &text, &specific);
   return specific ? specific : "";
 }

@@ -24,8 +24,9 @@ int cuda_device_count();
 /// @brief CUDA when compiled in and a device exists, else CPU.
 Backend default_backend();
 
-/// @brief Make b usable in this process: for CUDA, select a device (rank-local round robin)
-/// and create streams. Fails clearly when CUDA is asked for and cannot be had.
+/// @brief Make b usable in this process: for CUDA, select device local_rank modulo the device
+/// count (the rank on its node: round robin; or the device a CUDA PETSc chose) and create
+/// streams. Fails clearly when CUDA is asked for and cannot be had.
 void activate_backend(Backend b, int local_rank = 0);
 
 /// An opaque CUDA stream (nullptr on the CPU backend).

@@ -5,6 +5,9 @@
 // preconditioner's phases (LatkeMG*). While PETSc logging is
 // active, an event that timed GPU work synchronizes the compute stream at its end, so its
 // time is the kernels' and not the launches'; without -log_view nothing is synchronized.
+// Flops of GPU work are GPU flops where PETSc has a device (-log_view's GPU columns); with
+// -log_view_gpu_time such an event also adds the GPU time its kernels took (CUDA events on
+// Latke's compute stream) to PETSc's GPU time, which -log_view then reports per event.
 #pragma once
 
 namespace latke {
@@ -42,6 +45,7 @@ class LogScope {
  private:
   int event_;
   bool gpu_work_;
+  bool gpu_timed_ = false;
 };
 
 /// Staging copies between host vectors and device fields since the start of the process.

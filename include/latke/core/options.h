@@ -47,7 +47,8 @@ struct RunOptions {
 
 /// @brief Read -latke_backend cpu|cuda (default: CUDA when a device exists) and
 /// -latke_grid a,b,c,d, register Latke's log events, and activate the backend (one device
-/// per rank of a node, round robin). PETSc must be initialized. Throws latke::Error.
+/// per rank of a node, round robin; with a PETSc built with CUDA, PETSc's device). PETSc must
+/// be initialized. Throws latke::Error.
 RunOptions setup_from_options(MPI_Comm comm = MPI_COMM_WORLD);
 
 }  // namespace latke
