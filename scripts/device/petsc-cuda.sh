@@ -8,6 +8,9 @@
 #   bench  32^3x64 even-odd Wilson-clover to 1e-10: gcr and fgmres(20), with -pc_type
 #          latke_schwarz and none, device vectors; per outer iteration: operator, PC and
 #          PETSc's own work, from the event log (-log_view -log_view_gpu_time)
+#   light  the same lattice near the critical kappa (LATKE_LIGHT_KAPPA, 0.1345; c_sw 1.769, the
+#          thermalized beta 6.0 configuration, Z2 source): gcr and fgmres with latke_mg, with
+#          latke_schwarz at 16^4 blocks x 8 MR steps and at the default, and with none
 #   host326  the same solves with host vectors (-vec_type standard: PETSc 3.26's vector work on
 #            the CPU, every vector staged over PCIe), bounded to LATKE_HOST_ITS iterations (20)
 #   host318  the same with Debian's PETSc 3.18 (host only), from the bundle scripts/device/pack.sh
@@ -138,6 +141,18 @@ if [[ $steps == *" bench "* ]]; then
   # The same without -log_view_gpu_time: -log_view then prints nan for the times of events
   # whose GPU work is asynchronous; latke-solve's split still comes from the event log.
   bench gcr_schwarz_cuda_nogputime "$bin/latke-solve" -ksp_type gcr -vec_type cuda -pc_type latke_schwarz $schwarz
+fi
+if [[ $steps == *" light "* ]]; then
+  kl=${LATKE_LIGHT_KAPPA:-0.1345}
+  light="-latke_gauge quenched -latke_gauge_sweeps 300 -latke_csw 1.769 -latke_kappa $kl -latke_source z2"
+  echo "== light: $L, kappa $kl, c_sw 1.769, device vectors"
+  for k in gcr fgmres; do
+    bench "${k}_mg_light" "$bin/latke-solve" -ksp_type $k -vec_type cuda $light -pc_type latke_mg
+    bench "${k}_schwarz16x8_light" "$bin/latke-solve" -ksp_type $k -vec_type cuda $light -pc_type latke_schwarz \
+      -pc_latke_schwarz_block 16,16,16,16 -pc_latke_schwarz_iterations 8
+    bench "${k}_schwarz_light" "$bin/latke-solve" -ksp_type $k -vec_type cuda $light -pc_type latke_schwarz $schwarz
+    bench "${k}_none_light" "$bin/latke-solve" -ksp_type $k -vec_type cuda $light -pc_type none -ksp_max_it 4000
+  done
 fi
 if [[ $steps == *" host326 "* ]]; then
   echo "== host326: host vectors (-vec_type standard) with PETSc 3.26, staged over PCIe at every operator and PC application, $its iterations"
