@@ -57,6 +57,14 @@ class Work {
       ++st_.outer_applications;
   }
   ColorSpinorField sloppy_field() { return s_.make_field(); }
+  /// The partial solution between reliable updates: sloppy, but at least single. In half its
+  /// rounding (about 3e-5 of each site) times the condition number exceeds the reliable-update
+  /// factor at light masses, and the true residual then stalls (as QUDA keeps its partial
+  /// accumulator above half).
+  ColorSpinorField accumulator_field() {
+    ColorSpinorField f = s_.make_field();
+    return f.precision() == Precision::half ? f.like(Precision::single) : f;
+  }
   ColorSpinorField outer_field() { return a_.make_field(); }
   /// r = b - A x (double); returns |r|^2.
   double true_residual(ColorSpinorField& r, const ColorSpinorField& x, const ColorSpinorField& b) {
@@ -81,7 +89,7 @@ void fold(ColorSpinorField& x, ColorSpinorField& xs, ColorSpinorField& tmp) {
 
 void cg(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const SolverParam& p, SolverStats& st) {
   ColorSpinorField r = w.outer_field(), tmp = w.outer_field();
-  ColorSpinorField rs = w.sloppy_field(), ps = w.sloppy_field(), aps = w.sloppy_field(), xs = w.sloppy_field();
+  ColorSpinorField rs = w.sloppy_field(), ps = w.sloppy_field(), aps = w.sloppy_field(), xs = w.accumulator_field();
   const double b2 = blas::cdot_norms(b, b).xx, target = p.tol * p.tol * b2;
   double r2 = w.true_residual(r, x, b);
   st.initial_residual = std::sqrt(r2 / b2);
@@ -93,7 +101,7 @@ void cg(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const SolverPar
     const double pap = blas::cdot_norms(ps, aps).dot.re;
     require(pap > 0, "CG: <p, A p> = ", pap, " is not positive: the operator is not Hermitian positive definite");
     const double alpha = r2 / pap;
-    blas::caxpby(Cplx(alpha), ps, Cplx(1), xs);
+    blas::caxpy_promote(Cplx(alpha), ps, xs);
     double r2new = blas::caxpby_norm(Cplx(-alpha), aps, Cplx(1), rs);
     ++st.iterations;
     const bool update = w.mixed() ? (std::sqrt(r2new) < p.delta * maxr || r2new <= target) : r2new <= target;
@@ -114,7 +122,7 @@ void cg(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const SolverPar
 void bicgstab(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const SolverParam& p, SolverStats& st) {
   ColorSpinorField r = w.outer_field(), tmp = w.outer_field();
   ColorSpinorField rs = w.sloppy_field(), rhat = w.sloppy_field(), ps = w.sloppy_field(), v = w.sloppy_field(),
-                   t = w.sloppy_field(), xs = w.sloppy_field();
+                   t = w.sloppy_field(), xs = w.accumulator_field();
   const double b2 = blas::cdot_norms(b, b).xx, target = p.tol * p.tol * b2;
   double r2 = w.true_residual(r, x, b);
   st.initial_residual = std::sqrt(r2 / b2);
@@ -139,7 +147,7 @@ void bicgstab(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const Sol
     w.apply_sloppy(t, rs);
     const blas::DotNorms ts = blas::cdot_norms(t, rs);
     omega = ts.xx > 0 ? ts.dot / Cplx(ts.xx) : Cplx(0);
-    blas::caxpbypcz(alpha, ps, omega, rs, Cplx(1), xs);
+    blas::caxpbypz_promote(alpha, ps, omega, rs, xs);
     double r2new = blas::caxpby_norm(-omega, t, Cplx(1), rs);
     rho = rho_new;
     ++st.iterations;

@@ -92,6 +92,29 @@ struct AsVoid {
   LATKE_HOST_DEVICE void operator()(int i, int p) const { (void)k(i, p); }
 };
 
+/// z += a x (+ b y), x and y stored in SX and z in SZ (at least as precise): the partial
+/// solution accumulators of the mixed-precision solvers. Arithmetic in z's compute type.
+template <typename SX, typename SZ, int NR, bool HasY>
+struct AxpyPromoteKernel {
+  using T = compute_t<SZ>;
+  SiteArray<SX, NR, 1> x, y;
+  SiteArray<SZ, NR, 1> z;
+  Complex<T> a, b;
+  LATKE_HOST_DEVICE void operator()(int i, int) const {
+    T u[NR], v[NR], w[NR];
+    x.load(u, i);
+    if constexpr (HasY) y.load(v, i);
+    z.load(w, i);
+    for (int k = 0; k < NR; k += 2) {
+      Complex<T> r = Complex<T>(w[k], w[k + 1]) + a * Complex<T>(u[k], u[k + 1]);
+      if constexpr (HasY) r += b * Complex<T>(v[k], v[k + 1]);
+      w[k] = r.re;
+      w[k + 1] = r.im;
+    }
+    z.save(w, i);
+  }
+};
+
 struct DotNormSum {
   double re = 0, im = 0, xx = 0, yy = 0;
   LATKE_HOST_DEVICE DotNormSum& operator+=(const DotNormSum& o) {
@@ -147,6 +170,63 @@ double axpbyz(Cplx a, const ColorSpinorField& x, Cplx b, const ColorSpinorField*
     return global;
   }
   return 0;
+}
+
+template <typename S>
+constexpr int precision_rank() {
+  return sizeof(S) == 8 ? 2 : sizeof(S) == 4 ? 1 : 0;
+}
+
+int precision_rank(Precision p) { return p == Precision::double_ ? 2 : p == Precision::single ? 1 : 0; }
+
+/// z may be stored more precisely than x, with the same shape, subset and backend (Wilson or
+/// staggered sites).
+void require_promotable(const ColorSpinorField& x, const ColorSpinorField& z, const char* what) {
+  require(x.site_reals() == z.site_reals() && x.n_parity() == z.n_parity() && x.backend() == z.backend() &&
+              x.lattice().volume_cb() == z.lattice().volume_cb(),
+          what, ": fields differ in shape, subset or backend");
+  require(precision_rank(z.precision()) >= precision_rank(x.precision()), what, ": the accumulator is in ",
+          to_string(z.precision()), ", below its update's ", to_string(x.precision()));
+  require(x.site_reals() == 24 || x.site_reals() == 6, what, ": fields with ", x.site_reals(),
+          " reals per site: expected Wilson (24) or staggered (6) sites");
+}
+
+template <bool HasY>
+void axpy_promote(Cplx a, const ColorSpinorField& x, Cplx b, const ColorSpinorField* y, ColorSpinorField& z) {
+  if (x.precision() == z.precision()) {
+    if constexpr (HasY)
+      axpbyz<true, false>(a, x, b, y, Cplx(1), z);
+    else
+      axpbyz<false, false>(a, x, Cplx(), nullptr, Cplx(1), z);
+    return;
+  }
+  require_promotable(x, z, HasY ? "caxpbypz_promote" : "caxpy_promote");
+  const int n = x.lattice().volume_cb();
+  dispatch_precision(x.precision(), [&](auto sx) {
+    dispatch_precision(z.precision(), [&](auto sz) {
+      using SX = decltype(sx);
+      using SZ = decltype(sz);
+      if constexpr (precision_rank<SZ>() > precision_rank<SX>()) {
+        using T = compute_t<SZ>;
+        auto run = [&](auto nr) {
+          constexpr int NR = decltype(nr)::value;
+          for (int blk = 0; blk < z.n_parity(); ++blk) {
+            AxpyPromoteKernel<SX, SZ, NR, HasY> k;
+            k.x = arr<SX, NR>(x, blk, n);
+            if constexpr (HasY) k.y = arr<SX, NR>(*y, blk, n);
+            k.z = arr<SZ, NR>(z, blk, n);
+            k.a = Complex<T>(static_cast<T>(a.re), static_cast<T>(a.im));
+            k.b = Complex<T>(static_cast<T>(b.re), static_cast<T>(b.im));
+            launch(z.backend(), k, {n}, compute_stream(), false);
+          }
+        };
+        if (x.site_reals() == 24)
+          run(std::integral_constant<int, 24>{});
+        else
+          run(std::integral_constant<int, 6>{});
+      }
+    });
+  });
 }
 
 template <int K>
@@ -209,17 +289,20 @@ struct MultiAxpyKernel {
 };
 
 /// x_k += alpha_k p_k; p_k = zeta_k r + beta_k p_k for k < n (n <= multishift_max).
-template <typename S, int NR>
+template <typename S, typename SX, int NR>
 struct MultiShiftKernel {
   using T = compute_t<S>;
-  SiteArray<S, NR, 1> r, x[multishift_max], p[multishift_max];
-  T alpha[multishift_max], zeta[multishift_max], beta[multishift_max];
+  SiteArray<S, NR, 1> r, p[multishift_max];
+  SiteArray<SX, NR, 1> x[multishift_max];
+  compute_t<SX> alpha[multishift_max];  // in the solutions' arithmetic
+  T zeta[multishift_max], beta[multishift_max];
   int n = 0;
   LATKE_HOST_DEVICE void operator()(int i, int) const {
     T rv[NR];
     r.load(rv, i);
     for (int k = 0; k < n; ++k) {
-      T xv[NR], pv[NR];
+      compute_t<SX> xv[NR];
+      T pv[NR];
       x[k].load(xv, i);
       p[k].load(pv, i);
       for (int j = 0; j < NR; ++j) {
@@ -287,28 +370,46 @@ void multishift_update(const ColorSpinorField& r, const std::vector<ColorSpinorF
           " coefficients");
   for (std::size_t k = 0; k < n; ++k) {
     require(x[k] && p[k] && x[k] != p[k], "multishift_update: shift ", k, " needs two distinct fields");
-    require_alike(r, *x[k], "multishift_update");
     require_alike(r, *p[k], "multishift_update");
+    require_promotable(r, *x[k], "multishift_update");
+    require(x[k]->precision() == x[0]->precision(), "multishift_update: the solutions differ in precision (",
+            to_string(x[0]->precision()), " and ", to_string(x[k]->precision()), ")");
   }
+  if (n == 0) return;
   dispatch(r, [&](auto s, auto nr, int sites) {
     using S = decltype(s);
     constexpr int NR = decltype(nr)::value;
     using T = compute_t<S>;
+    dispatch_precision(x[0]->precision(), [&](auto sx) {
+      using SX = decltype(sx);
+      if constexpr (precision_rank<SX>() < precision_rank<S>()) {
+        fail("multishift_update: solutions in ", to_string(x[0]->precision()), " below the directions' ",
+             to_string(r.precision()));
+      } else {
     for (std::size_t k0 = 0; k0 < n; k0 += multishift_max)
       for (int blk = 0; blk < r.n_parity(); ++blk) {
-        MultiShiftKernel<S, NR> k;
+        MultiShiftKernel<S, SX, NR> k;
         k.r = arr<S, NR>(r, blk, sites);
         k.n = static_cast<int>(std::min<std::size_t>(multishift_max, n - k0));
         for (int j = 0; j < k.n; ++j) {
-          k.x[j] = arr<S, NR>(*x[k0 + j], blk, sites);
+          k.x[j] = arr<SX, NR>(*x[k0 + j], blk, sites);
           k.p[j] = arr<S, NR>(*p[k0 + j], blk, sites);
-          k.alpha[j] = static_cast<T>(alpha[k0 + j]);
+          k.alpha[j] = static_cast<compute_t<SX>>(alpha[k0 + j]);
           k.zeta[j] = static_cast<T>(zeta[k0 + j]);
           k.beta[j] = static_cast<T>(beta[k0 + j]);
         }
         launch(r.backend(), k, {sites}, compute_stream(), false);
       }
+      }
+    });
   });
+}
+
+void caxpy_promote(Cplx a, const ColorSpinorField& x, ColorSpinorField& z) { axpy_promote<false>(a, x, Cplx(), nullptr, z); }
+
+void caxpbypz_promote(Cplx a, const ColorSpinorField& x, Cplx b, const ColorSpinorField& y, ColorSpinorField& z) {
+  require_alike(x, y, "caxpbypz_promote");
+  axpy_promote<true>(a, x, b, &y, z);
 }
 
 void caxpby(Cplx a, const ColorSpinorField& x, Cplx b, ColorSpinorField& y) {

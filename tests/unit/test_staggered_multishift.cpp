@@ -4,7 +4,8 @@
 // residual, checked with an operator built at that mass (not through the shift), below the
 // tolerance; solutions equal to separate CG solves within the bound the tolerance implies;
 // converged shifts stopping at the iteration a separate CG needs; extrapolated guesses saving
-// iterations; bad input.
+// iterations; the partial-solution accumulators (half updates into single or double) and
+// half-precision CG at a light mass converging like single; bad input.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -58,9 +59,9 @@ struct Problem {
   std::unique_ptr<StaggeredLinear> A, S;
   ColorSpinorField b;
 
-  Problem(Backend be, Precision sloppy, double op_mass = 0.1, Coords dims = {4, 4, 4, 8})
+  Problem(Backend be, Precision sloppy, double op_mass = 0.1, Coords dims = {4, 4, 4, 8}, double spread = 0.3)
       : lat(lattice(be, dims)), b(lat, SpinorParam{1, 3, Precision::double_, Subset::even, be}) {
-    links = asqtad_links(*lat, random_gauge(*lat, 4242, 0.3), AsqtadCoefficients::asqtad(0.9), be);
+    links = asqtad_links(*lat, random_gauge(*lat, 4242, spread), AsqtadCoefficients::asqtad(0.9), be);
     param.mass = op_mass;
     param.u0 = 0.9;
     param.backend = be;
@@ -179,6 +180,138 @@ INSTANTIATE_TEST_SUITE_P(Precisions, MultiShiftBlas,
                          [](const auto& i) {
                            return std::string(to_string(std::get<0>(i.param))) + "_" + to_string(std::get<1>(i.param));
                          });
+
+// ---- the partial-solution accumulators -------------------------------------------------------
+
+class AccumulatorBlas : public ::testing::TestWithParam<std::tuple<Backend, Precision, Precision, int>> {};
+
+// z += a x (+ b y) with x, y in one storage precision and z in a higher one, on staggered and
+// Wilson sites, against the host arithmetic from the stored inputs; the same call with a z
+// below x's precision is refused; multishift_update with its solutions above r and p.
+TEST_P(AccumulatorBlas, PromotedUpdatesMatchHostLoop) {
+  const auto [be, px, pz, nspin] = GetParam();
+  activate_backend(be);
+  auto lat = std::make_shared<Lattice>(MPI_COMM_SELF, Coords{4, 4, 2, 4});
+  const SpinorParam sx{nspin, 3, px, Subset::even, be}, sz{nspin, 3, pz, Subset::even, be};
+  ColorSpinorField x(lat, sx), y(lat, sx), z(lat, sz), z2(lat, sz);
+  x.from_lexicographic(random_spinor(*lat, 1, nspin, 3));
+  y.from_lexicographic(random_spinor(*lat, 2, nspin, 3));
+  z.from_lexicographic(random_spinor(*lat, 3, nspin, 3));
+  z2.copy_from(z);
+  auto host = [&](const ColorSpinorField& f) {
+    std::vector<Complex<double>> h;
+    f.to_lexicographic(h);
+    return h;
+  };
+  const auto hx = host(x), hy = host(y), hz = host(z);
+  const Complex<double> a(0.7, -0.2), b(-0.4, 0.9);
+  blas::caxpy_promote(blas::Cplx(a.re, a.im), x, z);
+  blas::caxpbypz_promote(blas::Cplx(a.re, a.im), x, blas::Cplx(b.re, b.im), y, z2);
+  const auto gz = host(z), gz2 = host(z2);
+  // Rounding of z's storage only: 1e-15 in double, 1e-6 in single (the inputs are exact).
+  const double eps = pz == Precision::double_ ? 1e-14 : 1e-6;
+  double e1 = 0, e2 = 0, n1 = 0, n2 = 0;
+  for (long s = 0; s < lat->volume(); ++s) {
+    const Coords c = lat->coords_of(s);
+    if ((c[0] + c[1] + c[2] + c[3]) & 1) continue;  // even sites only
+    for (int k = 0; k < nspin * 3; ++k) {
+      const std::size_t i = s * nspin * 3 + k;
+      const Complex<double> w1 = hz[i] + a * hx[i], w2 = w1 + b * hy[i];
+      e1 += norm2(gz[i] - w1), n1 += norm2(w1);
+      e2 += norm2(gz2[i] - w2), n2 += norm2(w2);
+    }
+  }
+  EXPECT_LT(std::sqrt(e1 / n1), eps);
+  EXPECT_LT(std::sqrt(e2 / n2), eps);
+  // The other way round is an error naming both precisions.
+  if (px != pz) {
+    const std::string e = error_of([&] { blas::caxpy_promote(blas::Cplx(1), z, x); });
+    EXPECT_NE(e.find("accumulator is in " + std::string(to_string(px))), std::string::npos) << e;
+    EXPECT_NE(e.find(to_string(pz)), std::string::npos) << e;
+  }
+
+  if (nspin != 1) return;
+  // multishift_update: r and p in x's precision, the solutions in z's.
+  const int n = 3;
+  std::vector<ColorSpinorField> xs, ps;
+  std::vector<double> alpha{0.5, -1.25, 2.0}, zeta{1.0, 0.5, 0.25}, beta{0.9, 0.8, 0.7};
+  for (int k = 0; k < n; ++k) {
+    xs.emplace_back(lat, sz);
+    ps.emplace_back(lat, sx);
+    xs.back().from_lexicographic(random_spinor(*lat, 20 + k, 1, 3));
+    ps.back().from_lexicographic(random_spinor(*lat, 30 + k, 1, 3));
+  }
+  std::vector<std::vector<Complex<double>>> hxs, hps;
+  for (int k = 0; k < n; ++k) hxs.push_back(host(xs[k])), hps.push_back(host(ps[k]));
+  blas::multishift_update(y, Problem::pointers(xs), Problem::pointers(ps), alpha, zeta, beta);
+  for (int k = 0; k < n; ++k) {
+    const auto g = host(xs[k]);
+    double ex = 0, nx = 0;
+    for (long s = 0; s < lat->volume(); ++s) {
+      const Coords c = lat->coords_of(s);
+      if ((c[0] + c[1] + c[2] + c[3]) & 1) continue;
+      for (int j = 0; j < 3; ++j) {
+        const std::size_t i = s * 3 + j;
+        const Complex<double> w = hxs[k][i] + hps[k][i] * alpha[k];
+        ex += norm2(g[i] - w), nx += norm2(w);
+      }
+    }
+    // (p is decoded from half in single arithmetic, the same as the directions' update uses.)
+    EXPECT_LT(std::sqrt(ex / nx), px == Precision::half ? 1e-6 : eps) << "solution of shift " << k;
+  }
+  if (px == pz) return;
+  std::vector<ColorSpinorField> low;
+  for (int k = 0; k < n; ++k) low.emplace_back(lat, SpinorParam{1, 3, px, Subset::even, be});
+  std::vector<ColorSpinorField> hi;
+  for (int k = 0; k < n; ++k) hi.emplace_back(lat, sz);
+  EXPECT_NE(error_of([&] {
+              blas::multishift_update(z, Problem::pointers(low), Problem::pointers(hi), alpha, zeta, beta);
+            }).find("multishift_update"),
+            std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Precisions, AccumulatorBlas,
+    ::testing::Combine(::testing::ValuesIn(available_backends()), ::testing::Values(Precision::half, Precision::single),
+                       ::testing::Values(Precision::single, Precision::double_), ::testing::Values(1, 4)),
+    [](const auto& i) {
+      return std::string(to_string(std::get<0>(i.param))) + "_" + to_string(std::get<1>(i.param)) + "_into_" +
+             to_string(std::get<2>(i.param)) + (std::get<3>(i.param) == 1 ? "_staggered" : "_wilson");
+    });
+
+// ---- mixed-precision CG at a light mass ----------------------------------------------------
+
+class LightMassCG : public ::testing::TestWithParam<Backend> {};
+
+// On a fully disordered gauge field at m = 0.01 (condition number of the normal operator
+// about 1e5) CG with half-precision iterations must still converge, and in about as many
+// iterations as with single: rounding the partial solution to half (3e-5 per site) times the
+// condition number would exceed the reliable-update factor and stall the true residual (it
+// took 4495 iterations against single's 1119 when the partial solution was kept in half).
+TEST_P(LightMassCG, HalfIterationsConvergeLikeSingle) {
+  const Backend be = GetParam();
+  int its[2] = {0, 0};
+  const Precision sloppy[2] = {Precision::single, Precision::half};
+  for (int k = 0; k < 2; ++k) {
+    Problem pb(be, sloppy[k], 0.01, {4, 4, 4, 8}, -1.0);
+    ColorSpinorField x = pb.field();
+    x.zero();
+    SolverParam sp;
+    sp.type = SolverType::cg;
+    sp.tol = tol;
+    sp.max_iter = 20000;
+    const SolverStats st = solve(*pb.A, pb.sloppy(), nullptr, x, pb.b, sp);
+    EXPECT_TRUE(st.converged) << to_string(sloppy[k]);
+    EXPECT_LE(pb.residual_norm(0.01, x) / std::sqrt(norm2(pb.b)), tol * 1.001) << to_string(sloppy[k]);
+    EXPECT_LE(st.outer_applications, 40) << to_string(sloppy[k]) << ": reliable updates";
+    its[k] = st.iterations;
+  }
+  EXPECT_GT(its[0], 300) << "the case is meant to be ill-conditioned";
+  EXPECT_LE(its[1], 1.5 * its[0]) << "half " << its[1] << " against single " << its[0] << " iterations";
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, LightMassCG, ::testing::ValuesIn(available_backends()),
+                         [](const auto& i) { return std::string(to_string(i.param)); });
 
 // ---- the two strategies ------------------------------------------------------------------
 

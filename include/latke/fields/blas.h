@@ -2,7 +2,8 @@
 // coefficients, updates fused with the norms the solvers need next, reductions summed in
 // double in a fixed order (deterministic run to run). All fields of one call have the same
 // shape and storage precision (double, single or half); arithmetic is in double for double
-// storage and in single otherwise. Mixed precision goes through ColorSpinorField::copy_from.
+// storage and in single otherwise. Mixed precision goes through ColorSpinorField::copy_from,
+// except for the accumulators (caxpy_promote, caxpbypz_promote, multishift_update's solutions).
 // Flops (per complex number, for reports): caxpby 8, caxpbypcz 14, with a norm +2, a dot 4;
 // the multi-vector forms 8 per vector (dot) and 8 per vector (axpy); multishift_update 10 per shift.
 #pragma once
@@ -22,6 +23,12 @@ void caxpby(Cplx a, const ColorSpinorField& x, Cplx b, ColorSpinorField& y);
 double caxpby_norm(Cplx a, const ColorSpinorField& x, Cplx b, ColorSpinorField& y);
 /// @brief z = a x + b y + c z.
 void caxpbypcz(Cplx a, const ColorSpinorField& x, Cplx b, const ColorSpinorField& y, Cplx c, ColorSpinorField& z);
+
+/// @brief z += a x, where z may be stored more precisely than x (same shape otherwise): the
+/// partial solution of a mixed-precision solver, kept in single when its updates are in half.
+void caxpy_promote(Cplx a, const ColorSpinorField& x, ColorSpinorField& z);
+/// @brief z += a x + b y, x and y in one precision and z in the same or a higher one.
+void caxpbypz_promote(Cplx a, const ColorSpinorField& x, Cplx b, const ColorSpinorField& y, ColorSpinorField& z);
 
 struct DotNorms {
   Cplx dot;        ///< <x, y> = sum conj(x) y
@@ -45,7 +52,8 @@ void caxpy_multi(const Cplx* a, const ColorSpinorField* const* x, int n, ColorSp
 inline constexpr int multishift_max = 8;
 /// @brief The multi-shift CG update of every shift k in one pass over r (r read once):
 /// x_k += alpha_k p_k, then p_k = zeta_k r + beta_k p_k, with real coefficients. All fields of
-/// one shape and precision; x and p hold one field per shift (distinct fields).
+/// one shape and precision, except that the solutions x may be stored more precisely (all in one
+/// precision); x and p hold one field per shift (distinct fields).
 void multishift_update(const ColorSpinorField& r, const std::vector<ColorSpinorField*>& x,
                        const std::vector<ColorSpinorField*>& p, const std::vector<double>& alpha,
                        const std::vector<double>& zeta, const std::vector<double>& beta);
