@@ -281,7 +281,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 // ---- mixed-precision CG at a light mass ----------------------------------------------------
 
-class LightMassCG : public ::testing::TestWithParam<Backend> {};
+class LightMassCG : public ::testing::TestWithParam<std::tuple<Backend, double>> {};
 
 // On a fully disordered gauge field at m = 0.01 (condition number of the normal operator
 // about 1e5) CG with half-precision iterations must still converge, and in about as many
@@ -289,11 +289,11 @@ class LightMassCG : public ::testing::TestWithParam<Backend> {};
 // condition number would exceed the reliable-update factor and stall the true residual (it
 // took 4495 iterations against single's 1119 when the partial solution was kept in half).
 TEST_P(LightMassCG, HalfIterationsConvergeLikeSingle) {
-  const Backend be = GetParam();
+  const auto [be, mass] = GetParam();
   int its[2] = {0, 0};
   const Precision sloppy[2] = {Precision::single, Precision::half};
   for (int k = 0; k < 2; ++k) {
-    Problem pb(be, sloppy[k], 0.01, {4, 4, 4, 8}, -1.0);
+    Problem pb(be, sloppy[k], mass, {4, 4, 4, 8}, -1.0);
     ColorSpinorField x = pb.field();
     x.zero();
     SolverParam sp;
@@ -302,16 +302,52 @@ TEST_P(LightMassCG, HalfIterationsConvergeLikeSingle) {
     sp.max_iter = 20000;
     const SolverStats st = solve(*pb.A, pb.sloppy(), nullptr, x, pb.b, sp);
     EXPECT_TRUE(st.converged) << to_string(sloppy[k]);
-    EXPECT_LE(pb.residual_norm(0.01, x) / std::sqrt(norm2(pb.b)), tol * 1.001) << to_string(sloppy[k]);
+    EXPECT_LE(pb.residual_norm(mass, x) / std::sqrt(norm2(pb.b)), tol * 1.001) << to_string(sloppy[k]);
     EXPECT_LE(st.outer_applications, 40) << to_string(sloppy[k]) << ": reliable updates";
     its[k] = st.iterations;
   }
   EXPECT_GT(its[0], 300) << "the case is meant to be ill-conditioned";
-  EXPECT_LE(its[1], 1.5 * its[0]) << "half " << its[1] << " against single " << its[0] << " iterations";
+  // At m = 0.01 half needs about as many iterations as single (1251 against 1119); at
+  // m = 0.005 (condition number about 4e5) 2.3 times as many (4765 against 2080): a guard
+  // against the stall, not a claim that half is as good there.
+  const double ratio = mass >= 0.01 ? 1.5 : 2.5;
+  EXPECT_LE(its[1], ratio * its[0]) << "half " << its[1] << " against single " << its[0] << " iterations";
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, LightMassCG, ::testing::ValuesIn(available_backends()),
-                         [](const auto& i) { return std::string(to_string(i.param)); });
+// The sequential strategy in half, from zero guesses, on the same disordered field: the
+// operator is built at m = 0.1 and shifted down to m = 0.005, so the solutions are dominated
+// by low modes: half must converge at every mass in at most twice single's iterations.
+TEST_P(LightMassCG, ShiftedHalfSolvesConverge) {
+  const auto [be, mass] = GetParam();
+  if (mass != 0.005) GTEST_SKIP() << "one case per backend";
+  const std::vector<double> ms{0.005, 0.01, 0.02, 0.05, 0.1};
+  int total[2] = {0, 0};
+  const Precision sloppy[2] = {Precision::single, Precision::half};
+  for (int k = 0; k < 2; ++k) {
+    Problem pb(be, sloppy[k], 0.1, {4, 4, 4, 8}, -1.0);
+    const std::vector<double> shifts = staggered_mass_shifts(ms, pb.param.mass);
+    std::vector<ColorSpinorField> x = pb.fields(ms.size());
+    MultiShiftParam p;
+    p.tol = {tol};
+    p.strategy = MultiShiftStrategy::sequential;
+    p.extrapolation = 0;
+    p.max_iter = 10000;
+    const MultiShiftStats st = solve_shifted(*pb.A, pb.sloppy(), shifts, Problem::pointers(x), pb.b, p);
+    EXPECT_TRUE(st.converged) << to_string(sloppy[k]);
+    for (std::size_t i = 0; i < ms.size(); ++i)
+      EXPECT_LE(pb.residual_norm(ms[i], x[i]) / std::sqrt(norm2(pb.b)), tol * 1.001)
+          << to_string(sloppy[k]) << " mass " << ms[i];
+    total[k] = st.iterations;
+  }
+  EXPECT_LE(total[1], 2 * total[0]) << "half " << total[1] << " against single " << total[0] << " iterations";
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, LightMassCG,
+                         ::testing::Combine(::testing::ValuesIn(available_backends()), ::testing::Values(0.01, 0.005)),
+                         [](const auto& i) {
+                           return std::string(to_string(std::get<0>(i.param))) +
+                                  (std::get<1>(i.param) == 0.01 ? "_m0p01" : "_m0p005");
+                         });
 
 // ---- the two strategies ------------------------------------------------------------------
 
