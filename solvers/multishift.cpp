@@ -129,14 +129,13 @@ MultiShiftStats solve_multishift(LinearOperator& A, LinearOperator* sloppy, cons
 
   // The iteration's fields in the sloppy precision: the residual of the lowest shift (the
   // others' are zeta_i r), one direction per shift and, when mixed, one partial solution per
-  // shift that reliable updates fold into the double solutions (kept at least in single: in
-  // half their rounding stalls the light shifts, as in cg()).
+  // shift that reliable updates fold into the double solutions (partial_solution_field).
   ColorSpinorField rs = S.make_field(), aps = S.make_field();
   std::vector<ColorSpinorField> ps, xs;
   for (int i = 0; i < n; ++i) {
     ps.push_back(S.make_field());
     ps.back().copy_from(b);
-    if (mixed) xs.push_back(rs.precision() == Precision::half ? rs.like(Precision::single) : S.make_field());
+    if (mixed) xs.push_back(partial_solution_field(S));
     x[i]->zero();
   }
   std::unique_ptr<ColorSpinorField> r, tmp, rt;  // double residual and scratch; the residual in sloppy

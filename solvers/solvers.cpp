@@ -36,6 +36,12 @@ SolverType parse_solver_type(const std::string& name) {
   fail("unknown solver '", name, "': expected cg, cgne, cgnr, bicgstab, gcr or mr");
 }
 
+ColorSpinorField partial_solution_field(const LinearOperator& sloppy) {
+  SpinorParam sp = sloppy.field_param();
+  if (sp.precision == Precision::half) sp.precision = Precision::single;
+  return ColorSpinorField(sloppy.lattice(), sp);
+}
+
 namespace {
 
 /// Counts applications of the two operators and keeps the double solution and residual.
@@ -57,14 +63,7 @@ class Work {
       ++st_.outer_applications;
   }
   ColorSpinorField sloppy_field() { return s_.make_field(); }
-  /// The partial solution between reliable updates: sloppy, but at least single. In half its
-  /// rounding (about 3e-5 of each site) times the condition number exceeds the reliable-update
-  /// factor at light masses, and the true residual then stalls (as QUDA keeps its partial
-  /// accumulator above half).
-  ColorSpinorField accumulator_field() {
-    ColorSpinorField f = s_.make_field();
-    return f.precision() == Precision::half ? f.like(Precision::single) : f;
-  }
+  ColorSpinorField accumulator_field() { return partial_solution_field(s_); }
   ColorSpinorField outer_field() { return a_.make_field(); }
   /// r = b - A x (double); returns |r|^2.
   double true_residual(ColorSpinorField& r, const ColorSpinorField& x, const ColorSpinorField& b) {

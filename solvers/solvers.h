@@ -51,6 +51,13 @@ class Preconditioner {
   virtual std::string describe() const = 0;
 };
 
+/// @brief A field for a mixed-precision solver's partial solution between reliable updates,
+/// for iterations with `sloppy`: its precision, but at least single. In half the rounding of
+/// the partial solution (about 3e-5 of each site) times the condition number exceeds the
+/// reliable-update factor at light masses and the true residual stalls (QUDA too keeps its
+/// partial accumulator above half).
+ColorSpinorField partial_solution_field(const LinearOperator& sloppy);
+
 /// @brief Solve A x = b. x holds the initial guess and receives the solution; x and b are
 /// fields of A's shape and precision (double for the outer solve; multigrid's setup solves
 /// in single). sloppy: the same operator in lower precision for the

@@ -179,28 +179,26 @@ constexpr int precision_rank() {
 
 int precision_rank(Precision p) { return p == Precision::double_ ? 2 : p == Precision::single ? 1 : 0; }
 
-/// z may be stored more precisely than x, with the same shape, subset and backend (Wilson or
-/// staggered sites).
-void require_promotable(const ColorSpinorField& x, const ColorSpinorField& z, const char* what) {
+/// z may be stored more precisely than x: of the same shape, subset and backend. In one
+/// precision any shape (as every kernel here); in two, Wilson or staggered sites.
+void require_accumulator(const ColorSpinorField& x, const ColorSpinorField& z, const char* what) {
+  if (x.precision() == z.precision()) return require_alike(x, z, what);
   require(x.site_reals() == z.site_reals() && x.n_parity() == z.n_parity() && x.backend() == z.backend() &&
               x.lattice().volume_cb() == z.lattice().volume_cb(),
           what, ": fields differ in shape, subset or backend");
   require(precision_rank(z.precision()) >= precision_rank(x.precision()), what, ": the accumulator is in ",
           to_string(z.precision()), ", below its update's ", to_string(x.precision()));
   require(x.site_reals() == 24 || x.site_reals() == 6, what, ": fields with ", x.site_reals(),
-          " reals per site: expected Wilson (24) or staggered (6) sites");
+          " reals per site in two precisions: expected Wilson (24) or staggered (6) sites");
 }
 
 template <bool HasY>
 void axpy_promote(Cplx a, const ColorSpinorField& x, Cplx b, const ColorSpinorField* y, ColorSpinorField& z) {
+  require_accumulator(x, z, HasY ? "caxpbypz_promote" : "caxpy_promote");
   if (x.precision() == z.precision()) {
-    if constexpr (HasY)
-      axpbyz<true, false>(a, x, b, y, Cplx(1), z);
-    else
-      axpbyz<false, false>(a, x, Cplx(), nullptr, Cplx(1), z);
+    axpbyz<HasY, false>(a, x, b, y, Cplx(1), z);
     return;
   }
-  require_promotable(x, z, HasY ? "caxpbypz_promote" : "caxpy_promote");
   const int n = x.lattice().volume_cb();
   dispatch_precision(x.precision(), [&](auto sx) {
     dispatch_precision(z.precision(), [&](auto sz) {
@@ -371,7 +369,7 @@ void multishift_update(const ColorSpinorField& r, const std::vector<ColorSpinorF
   for (std::size_t k = 0; k < n; ++k) {
     require(x[k] && p[k] && x[k] != p[k], "multishift_update: shift ", k, " needs two distinct fields");
     require_alike(r, *p[k], "multishift_update");
-    require_promotable(r, *x[k], "multishift_update");
+    require_accumulator(r, *x[k], "multishift_update");
     require(x[k]->precision() == x[0]->precision(), "multishift_update: the solutions differ in precision (",
             to_string(x[0]->precision()), " and ", to_string(x[k]->precision()), ")");
   }
@@ -382,24 +380,21 @@ void multishift_update(const ColorSpinorField& r, const std::vector<ColorSpinorF
     using T = compute_t<S>;
     dispatch_precision(x[0]->precision(), [&](auto sx) {
       using SX = decltype(sx);
-      if constexpr (precision_rank<SX>() < precision_rank<S>()) {
-        fail("multishift_update: solutions in ", to_string(x[0]->precision()), " below the directions' ",
-             to_string(r.precision()));
-      } else {
-    for (std::size_t k0 = 0; k0 < n; k0 += multishift_max)
-      for (int blk = 0; blk < r.n_parity(); ++blk) {
-        MultiShiftKernel<S, SX, NR> k;
-        k.r = arr<S, NR>(r, blk, sites);
-        k.n = static_cast<int>(std::min<std::size_t>(multishift_max, n - k0));
-        for (int j = 0; j < k.n; ++j) {
-          k.x[j] = arr<SX, NR>(*x[k0 + j], blk, sites);
-          k.p[j] = arr<S, NR>(*p[k0 + j], blk, sites);
-          k.alpha[j] = static_cast<compute_t<SX>>(alpha[k0 + j]);
-          k.zeta[j] = static_cast<T>(zeta[k0 + j]);
-          k.beta[j] = static_cast<T>(beta[k0 + j]);
-        }
-        launch(r.backend(), k, {sites}, compute_stream(), false);
-      }
+      if constexpr (precision_rank<SX>() >= precision_rank<S>()) {  // (checked above)
+        for (std::size_t k0 = 0; k0 < n; k0 += multishift_max)
+          for (int blk = 0; blk < r.n_parity(); ++blk) {
+            MultiShiftKernel<S, SX, NR> k;
+            k.r = arr<S, NR>(r, blk, sites);
+            k.n = static_cast<int>(std::min<std::size_t>(multishift_max, n - k0));
+            for (int j = 0; j < k.n; ++j) {
+              k.x[j] = arr<SX, NR>(*x[k0 + j], blk, sites);
+              k.p[j] = arr<S, NR>(*p[k0 + j], blk, sites);
+              k.alpha[j] = static_cast<compute_t<SX>>(alpha[k0 + j]);
+              k.zeta[j] = static_cast<T>(zeta[k0 + j]);
+              k.beta[j] = static_cast<T>(beta[k0 + j]);
+            }
+            launch(r.backend(), k, {sites}, compute_stream(), false);
+          }
       }
     });
   });

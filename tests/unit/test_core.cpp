@@ -10,25 +10,13 @@
 #include "latke/fields/color_spinor_field.h"
 #include "latke/fields/gauge_field.h"
 #include "latke/fields/random.h"
+#include "support/backends.h"
 
 namespace latke {
 namespace {
 
-std::vector<Backend> available_backends() {
-  std::vector<Backend> b{Backend::cpu};
-  if (cuda_device_count() > 0) b.push_back(Backend::cuda);
-  return b;
-}
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::available_backends;
+using test::error_of;
 
 TEST(Lattice, CheckerboardIndexRoundTrip) {
   Lattice lat(MPI_COMM_SELF, {6, 4, 2, 10});

@@ -22,17 +22,14 @@
 #include "latke/fields/gauge_generator.h"
 #include "latke/fields/philox.h"
 #include "latke/fields/random.h"
+#include "support/backends.h"
 
 namespace latke {
 namespace {
 
-using M3 = gauge::M3;
+using test::available_backends;
 
-std::vector<Backend> available_backends() {
-  std::vector<Backend> b{Backend::cpu};
-  if (cuda_device_count() > 0) b.push_back(Backend::cuda);
-  return b;
-}
+using M3 = gauge::M3;
 
 std::string backend_name(const ::testing::TestParamInfo<Backend>& i) { return to_string(i.param); }
 

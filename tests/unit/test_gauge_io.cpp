@@ -21,21 +21,14 @@
 #include "latke/fields/gauge_io.h"
 #include "latke/fields/gauge_observables.h"
 #include "latke/fields/random.h"
+#include "support/backends.h"
 
 namespace latke {
 namespace {
 
-namespace fs = std::filesystem;
+using test::error_of;
 
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+namespace fs = std::filesystem;
 
 std::string slurp(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

@@ -16,17 +16,14 @@
 #include "preconditioners/mg/mg.h"
 #include "wilson_clover/wilson_clover.h"
 #include "wilson_clover/wilson_clover_linear.h"
+#include "support/backends.h"
 
 namespace latke::mg {
 namespace {
 
-using blas::Cplx;
+using test::available_backends;
 
-std::vector<Backend> available_backends() {
-  std::vector<Backend> b{Backend::cpu};
-  if (cuda_device_count() > 0) b.push_back(Backend::cuda);
-  return b;
-}
+using blas::Cplx;
 
 /// A Wilson-clover problem on one rank: random links, clover, a twisted boundary.
 struct Problem {

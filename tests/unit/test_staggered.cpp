@@ -16,17 +16,15 @@
 #include "latke/fields/random.h"
 #include "staggered/staggered.h"
 #include "support/staggered_host.h"
+#include "support/backends.h"
 
 namespace latke {
 namespace {
 
-using test::cvec;
+using test::available_backends;
+using test::error_of;
 
-std::vector<Backend> available_backends() {
-  std::vector<Backend> b{Backend::cpu};
-  if (cuda_device_count() > 0) b.push_back(Backend::cuda);
-  return b;
-}
+using test::cvec;
 
 cvec to_std(const std::vector<Complex<double>>& v) {
   cvec r(v.size());
@@ -59,16 +57,6 @@ reference::FatteningCoefficients reference_coefficients(const AsqtadCoefficients
   r.lepage = c.lepage;
   r.naik = c.naik;
   return r;
-}
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 /// A single-rank problem: lattice, random thin links, operator parameters, host reference

@@ -13,17 +13,14 @@
 #include "latke/fields/random.h"
 #include "support/wilson_host.h"
 #include "wilson_clover/wilson_clover.h"
+#include "support/backends.h"
 
 namespace latke {
 namespace {
 
-using test::cvec;
+using test::available_backends;
 
-std::vector<Backend> available_backends() {
-  std::vector<Backend> b{Backend::cpu};
-  if (cuda_device_count() > 0) b.push_back(Backend::cuda);
-  return b;
-}
+using test::cvec;
 
 cvec to_std(const std::vector<Complex<double>>& v) {
   cvec r(v.size());
