@@ -19,6 +19,7 @@
 #pragma once
 
 #include "latke/core/algebra.h"
+#include "latke/core/faces.h"
 #include "latke/core/indexing.h"
 #include "latke/fields/accessors.h"
 #include "staggered/staggered.h"
@@ -42,8 +43,6 @@ LATKE_HOST_DEVICE LATKE_INLINE Vector3<T> times(const Complex<T>& z, const Vecto
   return r;
 }
 
-enum Mode : int { all_sites = 0, interior = 1, exterior = 2 };
-
 /// Where the faces are and which sites touch them (shared by packer and kernel).
 struct Faces {
   LocalGeometry geom;
@@ -54,28 +53,15 @@ struct Faces {
   int band_begin[5] = {};  ///< exclusive scan of band * face_cb over split dimensions
   int pack_begin[5] = {};  ///< exclusive scan of 2 * depth * face_cb over split dimensions
 
-  /// Index of the site's position on a slice of dimension MU (the other three coordinates,
-  /// checkerboarded): the same on the sending and the receiving rank.
+  /// Index of the site's position on a slice of dimension MU (slice_index).
   template <int MU>
   LATKE_HOST_DEVICE LATKE_INLINE int face_index(const int (&c)[4]) const {
-    int idx = 0;
-    LATKE_UNROLL for (int nu = 3; nu >= 0; --nu) if (nu != MU) idx = idx * geom.L[nu] + c[nu];
-    return idx >> 1;
+    return slice_index<MU>(geom, c);
   }
 
   /// Coordinates of the site of the given parity with face index f on slice `slice` of mu.
   LATKE_HOST_DEVICE LATKE_INLINE void slice_site(int mu, int slice, int f, int parity, int (&c)[4]) const {
-    int o[3], k = 0;
-    for (int nu = 0; nu < 4; ++nu)
-      if (nu != mu) o[k++] = nu;
-    const int la = geom.L[o[0]], lb = geom.L[o[1]];
-    const int full3 = 2 * f;
-    const int ca0 = full3 % la;
-    const int r = full3 / la;
-    c[o[1]] = r % lb;
-    c[o[2]] = r / lb;
-    c[mu] = slice;
-    c[o[0]] = ca0 + ((parity + ca0 + c[o[1]] + c[o[2]] + slice) & 1);
+    latke::slice_site(geom, mu, slice, f, parity, c);
   }
 
   LATKE_HOST_DEVICE LATKE_INLINE bool split(int mu) const { return (comm_mask >> mu) & 1; }

@@ -13,6 +13,32 @@ namespace latke {
 /// Which sites a hopping kernel launch covers when halos are exchanged.
 enum DslashMode : int { all_sites = 0, interior = 1, exterior = 2 };
 
+/// Index of a site's position on a slice of dimension MU (the other three coordinates,
+/// checkerboarded): the same on the sending and the receiving rank.
+template <int MU>
+LATKE_HOST_DEVICE LATKE_INLINE int slice_index(const LocalGeometry& geom, const int (&c)[4]) {
+  int idx = 0;
+  LATKE_UNROLL for (int nu = 3; nu >= 0; --nu) if (nu != MU) idx = idx * geom.L[nu] + c[nu];
+  return idx >> 1;
+}
+
+/// Coordinates of the site of the given parity with slice index f (slice_index) on slice
+/// `slice` of dimension mu.
+LATKE_HOST_DEVICE LATKE_INLINE void slice_site(const LocalGeometry& geom, int mu, int slice, int f, int parity,
+                                               int (&c)[4]) {
+  int o[3], k = 0;
+  for (int nu = 0; nu < 4; ++nu)
+    if (nu != mu) o[k++] = nu;
+  const int la = geom.L[o[0]], lb = geom.L[o[1]];
+  const int full3 = 2 * f;
+  const int ca0 = full3 % la;
+  const int r = full3 / la;
+  c[o[1]] = r % lb;
+  c[o[2]] = r / lb;
+  c[mu] = slice;
+  c[o[0]] = ca0 + ((parity + ca0 + c[o[1]] + c[o[2]] + slice) & 1);
+}
+
 /// Where the faces are and which sites touch them (shared by packer and exterior kernel).
 struct FaceGeometry {
   LocalGeometry geom;
@@ -27,28 +53,14 @@ struct FaceGeometry {
     while (idx >= face_begin[mu + 1]) ++mu;
     int rem = idx - face_begin[mu];
     side = rem >= face_cb[mu];
-    const int f = side ? rem - face_cb[mu] : rem;
-    int o[3], k = 0;
-    for (int nu = 0; nu < 4; ++nu)
-      if (nu != mu) o[k++] = nu;
-    const int la = geom.L[o[0]], lb = geom.L[o[1]];
-    const int full3 = 2 * f;
-    const int ca0 = full3 % la;
-    const int r = full3 / la;
-    c[o[1]] = r % lb;
-    c[o[2]] = r / lb;
-    c[mu] = side ? geom.L[mu] - 1 : 0;
-    c[o[0]] = ca0 + ((parity + ca0 + c[o[1]] + c[o[2]] + c[mu]) & 1);
+    slice_site(geom, mu, side ? geom.L[mu] - 1 : 0, side ? rem - face_cb[mu] : rem, parity, c);
     return true;
   }
 
-  /// Index of the site's position on a face of dimension mu (the other three coordinates,
-  /// checkerboarded): the same on the sending and the receiving rank.
+  /// Index of the site's position on a face of dimension MU (slice_index).
   template <int MU>
   LATKE_HOST_DEVICE LATKE_INLINE int face_index(const int (&c)[4]) const {
-    int idx = 0;
-    LATKE_UNROLL for (int nu = 3; nu >= 0; --nu) if (nu != MU) idx = idx * geom.L[nu] + c[nu];
-    return idx >> 1;
+    return slice_index<MU>(geom, c);
   }
 
   LATKE_HOST_DEVICE LATKE_INLINE bool on_split_face(int mu, const int (&c)[4]) const {
