@@ -221,6 +221,7 @@ struct MassResult {
 struct Summary {
   std::string ksp, pc, reason, lattice, backend, op, form, vec_type;
   PetscInt iterations = 0, operator_applications = 0, sloppy_applications = 0;
+  PetscInt fallback_at = -1;  ///< native CG: iteration at which half fell back to single
   double true_residual = 0, solver_residual = 0, rtol = 0, setup_s = 0, solve_s = 0, gflops = 0;
   bool converged = false;
   Split split;
@@ -239,6 +240,7 @@ void write_json(const std::string& path, const Summary& s) {
       << ",\n  \"solver_residual\": " << s.solver_residual << ",\n  \"true_residual\": " << s.true_residual
       << ",\n  \"setup_seconds\": " << s.setup_s << ",\n  \"solve_seconds\": " << s.solve_s
       << ",\n  \"gflops\": " << s.gflops << ",\n  \"vec_type\": \"" << s.vec_type << "\"";
+    if (s.fallback_at >= 0) f << ",\n  \"fallback_at\": " << s.fallback_at;
     if (s.split.valid)
       f << ",\n  \"per_iteration_ms\": {\"operator\": " << s.split.op_ms << ", \"latke_operator\": "
         << s.split.latke_op_ms << ", \"preconditioner\": " << s.split.pc_ms << ", \"petsc_own\": " << s.split.own_ms
@@ -254,6 +256,7 @@ void write_json(const std::string& path, const Summary& s) {
         f << (i ? ",\n" : "\n") << "    {\"mass\": " << m.mass << ", \"iterations\": " << m.iterations
           << ", \"refine_iterations\": " << m.refine_iterations << ", \"initial_residual\": " << m.initial_residual
           << ", \"true_residual\": " << m.true_residual << ", \"check_residual\": " << s.masses[i].check
+          << ", \"fallback_at\": " << m.fallback_at
           << ", \"converged\": " << (m.converged ? "true" : "false") << "}";
       }
       f << "\n  ]";
@@ -394,6 +397,7 @@ PetscErrorCode run(int& status) {
     sum.iterations = st.iterations;
     sum.operator_applications = st.outer_applications;
     sum.sloppy_applications = st.sloppy_applications;
+    sum.fallback_at = st.fallback_at;
     sum.solver_residual = st.true_residual;
     sum.rtol = 0;
     char type[64] = "bicgstab";
@@ -507,22 +511,29 @@ PetscErrorCode run(int& status) {
           sum.solver_residual, sum.rtol));
       PetscCall(PetscViewerASCIIPrintf(out, "  operator applications: %d double, %d sloppy\n",
                                        (int)sum.operator_applications, (int)sum.sloppy_applications));
-      PetscCall(PetscViewerASCIIPrintf(out, "  %10s %10s %10s %12s %12s %12s\n", "mass", "iterations", "refinement",
-                                       "start res", "true res", "MatMult res"));
-      for (const MassResult& m : sum.masses)
-        PetscCall(PetscViewerASCIIPrintf(out, "  %10g %10d %10d %12.3e %12.3e %12.3e%s\n", (double)m.stats.mass,
+      PetscCall(PetscViewerASCIIPrintf(out, "  %10s %10s %10s %12s %12s %12s %9s\n", "mass", "iterations",
+                                       "refinement", "start res", "true res", "MatMult res", "to single"));
+      for (const MassResult& m : sum.masses) {
+        char fell[16] = "-";
+        if (m.stats.fallback_at >= 0) std::snprintf(fell, sizeof fell, "%d", (int)m.stats.fallback_at);
+        PetscCall(PetscViewerASCIIPrintf(out, "  %10g %10d %10d %12.3e %12.3e %12.3e %9s%s\n", (double)m.stats.mass,
                                          (int)m.stats.iterations, (int)m.stats.refine_iterations,
                                          (double)m.stats.initial_residual, (double)m.stats.true_residual, m.check,
-                                         m.stats.converged ? "" : "  NOT converged"));
+                                         fell, m.stats.converged ? "" : "  NOT converged"));
+      }
       PetscCall(PetscViewerASCIIPrintf(out,
                                        "  (true res: the solver's |b_p - A_i x_i|/|b_p| in double; MatMult res: "
-                                       "the same with the matrix, independently)\n"));
+                                       "the same with the matrix, independently; to single: the CG iteration at "
+                                       "which half fell back to single)\n"));
     } else {
       PetscCall(PetscViewerASCIIPrintf(out, "  KSP %s, PC %s: %s in %d iterations (solver residual %.3e, rtol %.1e)\n",
                                        sum.ksp.c_str(), sum.pc.c_str(), sum.reason.c_str(), (int)sum.iterations,
                                        sum.solver_residual, sum.rtol));
       PetscCall(PetscViewerASCIIPrintf(out, "  operator applications: %d double, %d sloppy\n",
                                        (int)sum.operator_applications, (int)sum.sloppy_applications));
+      if (sum.fallback_at >= 0)
+        PetscCall(PetscViewerASCIIPrintf(out, "  CG fell back from half to single at iteration %d\n",
+                                         (int)sum.fallback_at));
       PetscCall(PetscViewerASCIIPrintf(
           out, "  true residual |b - M x|/|b| = %.3e (full operator, reconstructed solution)\n", sum.true_residual));
     }

@@ -3,6 +3,7 @@
 // (Wilson-clover in its full, even-odd and domain-local forms, staggered) implement it.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -87,6 +88,34 @@ class NormalOperator final : public LinearOperator {
   LinearOperator& a_;
   bool a_adag_;
   ColorSpinorField tmp_;
+};
+
+/// An operator built on first use: a mixed-precision solver's fallback precision, which most
+/// solves never need (it would hold a second copy of the links).
+class DeferredOperator final : public LinearOperator {
+ public:
+  explicit DeferredOperator(std::function<std::shared_ptr<LinearOperator>()> make) : make_(std::move(make)) {}
+  void apply(ColorSpinorField& out, const ColorSpinorField& in, bool dagger = false) override {
+    get().apply(out, in, dagger);
+  }
+  void apply_shifted(ColorSpinorField& out, const ColorSpinorField& in, double sigma) override {
+    get().apply_shifted(out, in, sigma);
+  }
+  double shift_flops() const override { return get().shift_flops(); }
+  SpinorParam field_param() const override { return get().field_param(); }
+  const std::shared_ptr<const Lattice>& lattice() const override { return get().lattice(); }
+  double flops() const override { return get().flops(); }
+  std::string describe() const override { return get().describe(); }
+  /// Whether the operator has been built.
+  bool built() const { return op_ != nullptr; }
+
+ private:
+  LinearOperator& get() const {
+    if (!op_) op_ = make_();
+    return *op_;
+  }
+  std::function<std::shared_ptr<LinearOperator>()> make_;
+  mutable std::shared_ptr<LinearOperator> op_;
 };
 
 }  // namespace latke

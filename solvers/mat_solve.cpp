@@ -1,5 +1,6 @@
 // MatLatkeSolve and MatLatkeSolveMultiMass (latke.h): the native solvers on a Latke matrix's
 // system, and on a staggered matrix's system at several masses, from C.
+#include <memory>
 #include <vector>
 
 #include "latke/core/error.h"
@@ -34,6 +35,13 @@ MultiShiftStrategy strategy_of(LatkeMultiMassStrategy s) {
   }
   fail("multi-mass strategy ", static_cast<int>(s),
        ": expected LATKE_MULTIMASS_MULTISHIFT or LATKE_MULTIMASS_SEQUENTIAL");
+}
+
+/// For iterations in half: the operator in single, built only if CG falls back to it.
+std::unique_ptr<DeferredOperator> half_fallback(const MatContext& c, Precision sloppy) {
+  if (sloppy != Precision::half) return nullptr;
+  return std::make_unique<DeferredOperator>(
+      [op = c.op, form = c.form] { return op->linear_operator(form, Precision::single, Coords{0, 0, 0, 0}); });
 }
 
 }  // namespace
@@ -97,6 +105,7 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams* param
     std::shared_ptr<LinearOperator> outer = c.op->linear_operator(c.form, Precision::double_, none);
     std::shared_ptr<LinearOperator> low;
     if (sloppy != Precision::double_) low = c.op->linear_operator(c.form, sloppy, none);
+    const std::unique_ptr<DeferredOperator> fallback = half_fallback(c, sloppy);
     std::unique_ptr<Preconditioner> k;
     if (pc == "mg") {
       require(p.type == SolverType::gcr, "-latke_solver_pc mg needs -latke_solver gcr (a flexible method)");
@@ -111,7 +120,7 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams* param
     }
     VecField fb(*c.op, b, Access::read, 0);
     VecField fx(*c.op, x, Access::read_write, 1);
-    const SolverStats st = solve(*outer, low.get(), k.get(), fx.field(), fb.field(), p);
+    const SolverStats st = solve(*outer, low.get(), k.get(), fx.field(), fb.field(), p, fallback.get());
     fx.release();
     fb.release();
     if (stats) {
@@ -119,6 +128,7 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams* param
       stats->reliable_updates = st.reliable_updates;
       stats->outer_applications = static_cast<PetscInt>(st.outer_applications);
       stats->sloppy_applications = static_cast<PetscInt>(st.sloppy_applications);
+      stats->fallback_at = st.fallback_at;
       stats->true_residual = st.true_residual;
       stats->seconds = st.seconds;
       stats->gflops = st.seconds > 0 ? st.flops / st.seconds * 1e-9 : 0;
@@ -196,6 +206,7 @@ PetscErrorCode MatLatkeSolveMultiMass(Mat A, PetscInt n, const PetscReal masses[
     std::shared_ptr<LinearOperator> outer = c.op->linear_operator(c.form, Precision::double_, none);
     std::shared_ptr<LinearOperator> low;
     if (sloppy != Precision::double_) low = c.op->linear_operator(c.form, sloppy, none);
+    const std::unique_ptr<DeferredOperator> fallback = half_fallback(c, sloppy);
     // The solutions in Latke's fields, copied out one by one (x[i] may be host vectors
     // staged through a few scratch fields).
     std::vector<ColorSpinorField> fields;
@@ -205,7 +216,7 @@ PetscErrorCode MatLatkeSolveMultiMass(Mat A, PetscInt n, const PetscReal masses[
     VecField fb(*c.op, b, Access::read, 0);
     require(!fb.full(), "MatLatkeSolveMultiMass: b is a vector of the whole lattice, expected one of the matrix's ",
             "parity (MatCreateVecs)");
-    const MultiShiftStats st = solve_shifted(*outer, low.get(), shifts, ptrs, fb.field(), p);
+    const MultiShiftStats st = solve_shifted(*outer, low.get(), shifts, ptrs, fb.field(), p, fallback.get());
     fb.release();
     for (PetscInt i = 0; i < n; ++i) {
       VecField fx(*c.op, x[i], Access::write, 1);
@@ -230,6 +241,7 @@ PetscErrorCode MatLatkeSolveMultiMass(Mat A, PetscInt n, const PetscReal masses[
         mass_stats[i].refine_iterations = s.refine_iterations;
         mass_stats[i].initial_residual = s.initial_residual;
         mass_stats[i].true_residual = s.true_residual;
+        mass_stats[i].fallback_at = s.fallback_at;
         mass_stats[i].converged = s.converged ? PETSC_TRUE : PETSC_FALSE;
       }
   }));

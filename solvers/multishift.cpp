@@ -99,6 +99,7 @@ void record(MultiShiftStats& st, ShiftStats& s, const SolverStats& cg, bool refi
   s.true_residual = cg.true_residual;
   s.converged = cg.converged;
   s.seconds = cg.seconds;
+  s.fallback_at = cg.fallback_at;
   st.iterations += cg.iterations;
   st.outer_applications += cg.outer_applications;
   st.sloppy_applications += cg.sloppy_applications;
@@ -115,7 +116,7 @@ void finish(MultiShiftStats& st, const LinearOperator& A, Clock::time_point t0) 
 
 MultiShiftStats solve_multishift(LinearOperator& A, LinearOperator* sloppy, const std::vector<double>& shifts,
                                  const std::vector<ColorSpinorField*>& x, const ColorSpinorField& b,
-                                 const MultiShiftParam& p) {
+                                 const MultiShiftParam& p, LinearOperator* fallback) {
   const std::vector<double> tol = checked_tolerances(shifts, x, b, p);
   const auto t0 = Clock::now();
   const int n = static_cast<int>(shifts.size());
@@ -244,7 +245,8 @@ MultiShiftStats solve_multishift(LinearOperator& A, LinearOperator* sloppy, cons
   // Refinement: each shift's true residual to its tolerance by mixed-precision CG.
   for (int i = 0; i < n; ++i) {
     ShiftedOperator ai(A, shifts[i]), si(S, shifts[i]);
-    const SolverStats cg = solve(ai, mixed ? &si : nullptr, nullptr, *x[i], b, cg_param(tol[i], p));
+    std::unique_ptr<ShiftedOperator> fi = fallback ? std::make_unique<ShiftedOperator>(*fallback, shifts[i]) : nullptr;
+    const SolverStats cg = solve(ai, mixed ? &si : nullptr, nullptr, *x[i], b, cg_param(tol[i], p), fi.get());
     record(st, st.shifts[i], cg, true);
   }
   finish(st, A, t0);
@@ -253,7 +255,7 @@ MultiShiftStats solve_multishift(LinearOperator& A, LinearOperator* sloppy, cons
 
 MultiShiftStats solve_multimass(LinearOperator& A, LinearOperator* sloppy, const std::vector<double>& shifts,
                                 const std::vector<ColorSpinorField*>& x, const ColorSpinorField& b,
-                                const MultiShiftParam& p) {
+                                const MultiShiftParam& p, LinearOperator* fallback) {
   const std::vector<double> tol = checked_tolerances(shifts, x, b, p);
   const auto t0 = Clock::now();
   const int n = static_cast<int>(shifts.size());
@@ -273,7 +275,8 @@ MultiShiftStats solve_multimass(LinearOperator& A, LinearOperator* sloppy, const
     }
     ShiftedOperator ak(A, shifts[k]);
     std::unique_ptr<ShiftedOperator> sk = mixed ? std::make_unique<ShiftedOperator>(*sloppy, shifts[k]) : nullptr;
-    const SolverStats cg = solve(ak, sk.get(), nullptr, *x[k], b, cg_param(tol[k], p));
+    std::unique_ptr<ShiftedOperator> fk = fallback ? std::make_unique<ShiftedOperator>(*fallback, shifts[k]) : nullptr;
+    const SolverStats cg = solve(ak, sk.get(), nullptr, *x[k], b, cg_param(tol[k], p), fk.get());
     record(st, st.shifts[k], cg, false);
   }
   finish(st, A, t0);
@@ -282,9 +285,9 @@ MultiShiftStats solve_multimass(LinearOperator& A, LinearOperator* sloppy, const
 
 MultiShiftStats solve_shifted(LinearOperator& A, LinearOperator* sloppy, const std::vector<double>& shifts,
                               const std::vector<ColorSpinorField*>& x, const ColorSpinorField& b,
-                              const MultiShiftParam& param) {
-  return param.strategy == MultiShiftStrategy::multishift ? solve_multishift(A, sloppy, shifts, x, b, param)
-                                                          : solve_multimass(A, sloppy, shifts, x, b, param);
+                              const MultiShiftParam& param, LinearOperator* fallback) {
+  return param.strategy == MultiShiftStrategy::multishift ? solve_multishift(A, sloppy, shifts, x, b, param, fallback)
+                                                          : solve_multimass(A, sloppy, shifts, x, b, param, fallback);
 }
 
 }  // namespace latke

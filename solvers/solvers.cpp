@@ -47,8 +47,9 @@ namespace {
 /// Counts applications of the two operators and keeps the double solution and residual.
 class Work {
  public:
-  Work(LinearOperator& a, LinearOperator* sloppy, SolverStats& st)
-      : a_(a), s_(sloppy ? *sloppy : a), st_(st), mixed_(sloppy && sloppy != &a) {}
+  Work(LinearOperator& a, LinearOperator* sloppy, SolverStats& st, LinearOperator* fallback = nullptr)
+      : a_(a), s_(sloppy ? sloppy : &a), fallback_(sloppy && sloppy != &a ? fallback : nullptr), st_(st),
+        mixed_(sloppy && sloppy != &a) {}
   LinearOperator& outer() { return a_; }
   bool mixed() const { return mixed_; }
   void apply_outer(ColorSpinorField& out, const ColorSpinorField& in) {
@@ -56,25 +57,34 @@ class Work {
     ++st_.outer_applications;
   }
   void apply_sloppy(ColorSpinorField& out, const ColorSpinorField& in) {
-    s_.apply(out, in);
+    s_->apply(out, in);
     if (mixed_)
       ++st_.sloppy_applications;
     else
       ++st_.outer_applications;
   }
-  ColorSpinorField sloppy_field() { return s_.make_field(); }
-  ColorSpinorField accumulator_field() { return partial_solution_field(s_); }
+  /// Iterate with the fallback operator from now on; false when there is none (left).
+  bool fall_back() {
+    if (!fallback_) return false;
+    s_ = fallback_;
+    fallback_ = nullptr;
+    st_.fallback_at = st_.iterations;
+    return true;
+  }
+  ColorSpinorField sloppy_field() { return s_->make_field(); }
+  ColorSpinorField accumulator_field() { return partial_solution_field(*s_); }
   ColorSpinorField outer_field() { return a_.make_field(); }
   /// r = b - A x (double); returns |r|^2.
   double true_residual(ColorSpinorField& r, const ColorSpinorField& x, const ColorSpinorField& b) {
     apply_outer(r, x);
     return blas::caxpby_norm(Cplx(1), b, Cplx(-1), r);
   }
-  double flops_per(bool outer) const { return outer ? a_.flops() : s_.flops(); }
+  double flops_per(bool outer) const { return outer ? a_.flops() : s_->flops(); }
 
  private:
   LinearOperator& a_;
-  LinearOperator& s_;
+  LinearOperator* s_;
+  LinearOperator* fallback_;
   SolverStats& st_;
   bool mixed_;
 };
@@ -95,6 +105,7 @@ void cg(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const SolverPar
   rs.copy_from(r);
   ps.copy_from(r);
   double maxr = std::sqrt(r2);
+  bool restart = false;
   while (r2 > target && st.iterations < p.max_iter) {
     w.apply_sloppy(aps, ps);
     const double pap = blas::cdot_norms(ps, aps).dot.re;
@@ -103,10 +114,20 @@ void cg(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const SolverPar
     blas::caxpy_promote(Cplx(alpha), ps, xs);
     double r2new = blas::caxpby_norm(Cplx(-alpha), aps, Cplx(1), rs);
     ++st.iterations;
-    const bool update = w.mixed() ? (std::sqrt(r2new) < p.delta * maxr || r2new <= target) : r2new <= target;
-    if (update) {
+    const bool by_delta = w.mixed() && std::sqrt(r2new) < p.delta * maxr;
+    if (by_delta || r2new <= target) {
       fold(x, xs, tmp);
+      const double iterated = r2new;
       r2new = w.true_residual(r, x, b);
+      // The true residual more than twice the iterated one: the sloppy operator's error is
+      // as large as the residual (solvers.h); leave its precision, and restart from r (the
+      // directions made in half are no use to the new precision).
+      if (by_delta && r2new > 4 * iterated && w.fall_back()) {
+        rs = w.sloppy_field();
+        aps = w.sloppy_field();
+        ps = w.sloppy_field();
+        restart = true;
+      }
       rs.copy_from(r);
       // Make p orthogonal to the new residual again (as QUDA does): the iterated residual it
       // was orthogonal to has drifted from the true one, and in half precision the lost
@@ -116,8 +137,12 @@ void cg(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const SolverPar
       maxr = std::sqrt(r2new);
       ++st.reliable_updates;
     }
-    const double beta = r2new / r2;
-    blas::caxpby(Cplx(1), rs, Cplx(beta), ps);
+    if (restart) {
+      ps.copy_from(rs);
+      restart = false;
+    } else {
+      blas::caxpby(Cplx(1), rs, Cplx(r2new / r2), ps);
+    }
     r2 = r2new;
   }
   fold(x, xs, tmp);
@@ -229,7 +254,7 @@ void mr(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const SolverPar
 }  // namespace
 
 SolverStats solve(LinearOperator& A, LinearOperator* sloppy, Preconditioner* K, ColorSpinorField& x,
-                  const ColorSpinorField& b, const SolverParam& p) {
+                  const ColorSpinorField& b, const SolverParam& p, LinearOperator* fallback) {
   require(p.tol > 0 && p.tol < 1, "solver tolerance ", p.tol, ": expected a number in (0, 1)");
   require(p.max_iter >= 1, "solver iteration limit ", p.max_iter, ": expected at least 1");
   require(p.delta > 0 && p.delta < 1, "reliable-update factor ", p.delta, ": expected a number in (0, 1)");
@@ -243,7 +268,7 @@ SolverStats solve(LinearOperator& A, LinearOperator* sloppy, Preconditioner* K, 
   require(b2 > 0, "solve: the source is zero");
   switch (p.type) {
     case SolverType::cg: {
-      Work w(A, sloppy, st);
+      Work w(A, sloppy, st, fallback);
       cg(w, x, b, p, st);
       break;
     }

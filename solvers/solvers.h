@@ -8,6 +8,15 @@
 // residual b - A x is recomputed with the double operator and the recurrence continues from
 // it (reliable updates, Sleijpen and van der Vorst; as in QUDA). Convergence is declared on
 // the true residual only: |b - A x| <= tol |b|.
+//
+// Fallback precision (CG): the iterated residual tracks the true one only while the sloppy
+// operator's own error, about 3e-5 of its norm in half (the links' rounding), times the
+// correction stays below the residual. A residual made of the lowest modes, as an
+// extrapolated guess at a light mass leaves, needs a correction |A^-1 r| ~ |r| / lambda_min,
+// and in half its error then exceeds r itself: the iterated residual falls by delta while the
+// true one hardly moves, and CG crawls. When a reliable update finds the true residual above
+// sqrt(delta) of the last one although the iterated one fell by delta, CG moves to the
+// fallback operator (the same operator in single) for the rest of the solve, if one is given.
 #pragma once
 
 #include <string>
@@ -40,6 +49,7 @@ struct SolverStats {
   double true_residual = 0;      ///< |b - A x| / |b| at the end, in double
   double seconds = 0;
   double flops = 0;              ///< operator flops (QUDA's counting), all ranks
+  int fallback_at = -1;          ///< CG: iteration at which it moved to the fallback precision (-1: never)
   bool converged = false;
 };
 
@@ -63,9 +73,11 @@ ColorSpinorField partial_solution_field(const LinearOperator& sloppy);
 /// in single). sloppy: the same operator in lower precision for the
 /// iteration (nullptr: A itself). K: a preconditioner for GCR (nullptr: none). CG needs A
 /// Hermitian positive definite; CGNE/CGNR solve A A^dag y = b, x = A^dag y / A^dag A x = A^dag b.
+/// fallback: the operator in a precision above sloppy's, which CG moves to when the sloppy
+/// iteration stops tracking the true residual (see above; nullptr: none).
 /// Fails on bad parameters; a solve that does not converge returns converged = false.
 SolverStats solve(LinearOperator& A, LinearOperator* sloppy, Preconditioner* K, ColorSpinorField& x,
-                  const ColorSpinorField& b, const SolverParam& param);
+                  const ColorSpinorField& b, const SolverParam& param, LinearOperator* fallback = nullptr);
 
 // ---- Shifted systems: (A + sigma_i) x_i = b for a list of shifts -------------------------------
 //
@@ -114,6 +126,7 @@ struct ShiftStats {
                                 ///< multi-shift solution before refinement
   double true_residual = 0;     ///< |b - (A + sigma) x| / |b| at the end, in double
   double seconds = 0;           ///< sequential: of its CG; multishift: of its refinement
+  int fallback_at = -1;         ///< its CG's SolverStats::fallback_at
   bool converged = false;
 };
 
@@ -130,18 +143,19 @@ struct MultiShiftStats {
 /// @brief Solve (A + shifts[i]) x[i] = b for every i, with the strategy param.strategy.
 /// shifts: strictly increasing. x[i]: double fields of A's shape that receive the solutions
 /// (what they hold on entry is ignored). sloppy: A in lower precision for the iterations
-/// (nullptr: A itself). A solve that does not converge returns converged = false.
+/// (nullptr: A itself); fallback: A in a precision above sloppy's for the CG solves (solve()).
+/// A solve that does not converge returns converged = false.
 MultiShiftStats solve_shifted(LinearOperator& A, LinearOperator* sloppy, const std::vector<double>& shifts,
                               const std::vector<ColorSpinorField*>& x, const ColorSpinorField& b,
-                              const MultiShiftParam& param);
+                              const MultiShiftParam& param, LinearOperator* fallback = nullptr);
 /// @brief solve_shifted with the multishift strategy.
 MultiShiftStats solve_multishift(LinearOperator& A, LinearOperator* sloppy, const std::vector<double>& shifts,
                                  const std::vector<ColorSpinorField*>& x, const ColorSpinorField& b,
-                                 const MultiShiftParam& param);
+                                 const MultiShiftParam& param, LinearOperator* fallback = nullptr);
 /// @brief solve_shifted with the sequential strategy (heaviest first, extrapolated guesses).
 MultiShiftStats solve_multimass(LinearOperator& A, LinearOperator* sloppy, const std::vector<double>& shifts,
                                 const std::vector<ColorSpinorField*>& x, const ColorSpinorField& b,
-                                const MultiShiftParam& param);
+                                const MultiShiftParam& param, LinearOperator* fallback = nullptr);
 
 /// @brief The shifts sigma_i = 4 (m_i^2 - m_A^2) that turn the staggered normal operator of
 /// mass m_A into those of masses m_i. Checks the list, naming the offending entry: not empty,

@@ -208,7 +208,10 @@ PetscErrorCode MatIsLatke(Mat A, PetscBool *is_latke);
  *   -latke_solver_delta 0.1 (reliable-update factor), -latke_solver_restart 16 (GCR)
  *   -latke_solver_pc none|schwarz|mg GCR preconditioned by the Schwarz or the multigrid
  *                                   preconditioner below (their -pc_latke_schwarz_* and
- *                                   -pc_latke_mg_* options), all on the device */
+ *                                   -pc_latke_mg_* options), all on the device
+ * CG iterating in half moves to single for the rest of the solve when a reliable update finds
+ * the true residual fell by less than sqrt(delta) while the iterated one fell by delta (half's
+ * error as large as the residual: low-mode residuals at light masses); fallback_at says when. */
 typedef enum {
   LATKE_SOLVER_CG,
   LATKE_SOLVER_CGNE,
@@ -232,6 +235,7 @@ typedef struct {
   PetscInt  reliable_updates;
   PetscInt  outer_applications;  /* of the double-precision operator */
   PetscInt  sloppy_applications; /* of the sloppy one */
+  PetscInt  fallback_at;         /* CG: iteration at which it left half for single (-1: never) */
   PetscReal true_residual;
   PetscReal seconds;
   PetscReal gflops;
@@ -281,6 +285,8 @@ typedef struct {
   PetscInt  refine_iterations; /* multishift: of the refining CG */
   PetscReal initial_residual;  /* of the multi-shift solution, or of the extrapolated guess */
   PetscReal true_residual;     /* |b - A_i x_i| / |b| at the end, in double */
+  PetscInt  fallback_at;       /* its CG's (refinement's) iteration at which it left half for
+                                  single, -1: never (see MatLatkeSolve) */
   PetscBool converged;
 } LatkeMassStats;
 
