@@ -65,7 +65,8 @@ double su3_deviation(const std::vector<Complex<double>>& h) {
 
 GaugeField::GaugeField(std::shared_ptr<const Lattice> lattice, const GaugeParam& param)
     : lattice_(std::move(lattice)), param_(param) {
-  bytes_ = 8ul * static_cast<int>(param.reconstruct) * lattice_->volume_cb() * real_bytes(param.precision);
+  const int rb = static_cast<int>(real_bytes(param.precision));
+  bytes_ = 8ul * gauge_block_reals(static_cast<int>(param.reconstruct), rb, lattice_->volume_cb()) * rb;
   data_ = std::make_shared<Buffer>(memory_for(param.backend), bytes_);
   zero_bytes(data_->data(), bytes_, memory_for(param.backend), compute_stream());
 }

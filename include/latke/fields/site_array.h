@@ -1,18 +1,26 @@
 // The coalesced parity-blocked layout and its accessor. A field stores, for each parity
-// block, NReal reals per site as NReal/V short vectors of V reals (16 bytes where the count
-// allows), with the site index fastest:
-//   word(v, x_cb) at  base + (v * stride + x_cb) * V
-// so that neighbouring threads (sites) read neighbouring 16-byte words. Half precision stores
-// 16-bit integers q with real = q * norm / 32767, where norm is the site's largest magnitude
-// within each of NGroup groups of reals (norm array: [group][x_cb]), or, with a fixed scale,
-// one number for the whole field (links, whose entries are bounded). q is kept in offset
-// binary (q + 32768 as an unsigned 16-bit word) so that the device decodes it with one byte
-// permute and one add, (2^23 + u) - (2^23 + 32768) exactly, instead of an integer-to-float
-// conversion, which runs at a quarter of the arithmetic rate and dominated half precision.
+// block, NReal reals per site cut into short vectors ("words") of up to 16 bytes, with the
+// site index fastest: the word of width W that starts at real r0 of the site lies at
+//   base + r0 * stride + x_cb * W      (in reals)
+// so that neighbouring threads (sites) read neighbouring words. Arrays with a norm per group
+// of reals (color spinors) use one width V, the largest that divides NReal (word v at
+// (v * stride + x_cb) * V; RealArray reads the same layout); fixed-scale arrays (links) put
+// the widest words first and narrower ones after (half 18 reals: 8 + 8 + 2, single 18:
+// 4 + 4 + 4 + 4 + 2), so that a thread loads a link in few wide instructions. Widths descend,
+// so each r0 is a multiple of its W and every word is aligned when the array's base is
+// aligned to 16 bytes (gauge blocks are padded to that: gauge_block_reals).
+// Half precision stores 16-bit integers q with real = q * norm / 32767, where norm is the
+// site's largest magnitude within each of NGroup groups of reals (norm array: [group][x_cb]),
+// or, with a fixed scale, one number for the whole field (links, whose entries are bounded). q
+// is kept in offset binary (q + 32768 as an unsigned 16-bit word) so that the device decodes
+// it with one byte permute and one add, (2^23 + u) - (2^23 + 32768) exactly, instead of an
+// integer-to-float conversion, which runs at a quarter of the arithmetic rate and dominated
+// half precision.
 #pragma once
 
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "latke/core/macros.h"
 
@@ -29,6 +37,42 @@ constexpr int vector_length(int n) {
 template <typename T, int V>
 struct alignas(sizeof(T) * V) Vector {
   T v[V];
+};
+
+/// How a site's NReal reals are cut into words (see the top of this file): Greedy, the widest
+/// words first (fixed-scale arrays); otherwise words of one width.
+template <typename Store, int NReal, bool Greedy>
+struct WordCut {
+  static constexpr int widest = vector_length<Store>(8);  // 16 bytes, at most 8 reals
+  static constexpr int width(int j) {
+    if (!Greedy) return vector_length<Store>(NReal);
+    int w = widest, left = NReal;
+    for (int k = 0; left > 0; ++k) {
+      while (w > left) w /= 2;
+      if (k == j) return w;
+      left -= w;
+    }
+    return 0;  // past the last word
+  }
+  static constexpr int count() {
+    int n = 0;
+    for (int r = 0; r < NReal; ++n) r += width(n);
+    return n;
+  }
+  static constexpr int first(int j) {
+    int r = 0;
+    for (int k = 0; k < j; ++k) r += width(k);
+    return r;
+  }
+  /// f(std::integral_constant<int, j>{}) for every word j, unrolled.
+  template <typename F, int... J>
+  LATKE_HOST_DEVICE LATKE_INLINE static void each_impl(F&& f, std::integer_sequence<int, J...>) {
+    (f(std::integral_constant<int, J>{}), ...);
+  }
+  template <typename F>
+  LATKE_HOST_DEVICE LATKE_INLINE static void each(F&& f) {
+    each_impl(f, std::make_integer_sequence<int, count()>{});
+  }
 };
 
 constexpr float fixed_max = 32767.0f;
@@ -66,38 +110,45 @@ template <typename Store, int NReal, int NGroup = 1>
 struct SiteArray {
   static constexpr bool is_half = sizeof(Store) == 2;
   static constexpr int group = NGroup > 0 ? NReal / NGroup : NReal;
-  static constexpr int V = vector_length<Store>(NReal);
-  static constexpr int n_vec = NReal / V;
-  static_assert(NReal % V == 0 && (NGroup == 0 || NReal % NGroup == 0), "reals must fill the vectors and groups");
+  using Cut = WordCut<Store, NReal, NGroup == 0>;
+  static_assert(NGroup == 0 || NReal % NGroup == 0, "reals must fill the groups");
 
   Store* data = nullptr;
   float* norm = nullptr;  ///< half with NGroup > 0
   float scale = 1.0f;     ///< half with NGroup == 0: largest magnitude in the field
   int stride = 0;         ///< sites per parity block
 
+  /// Word J of site x.
+  template <int J>
+  LATKE_HOST_DEVICE LATKE_INLINE Vector<Store, Cut::width(J)>* word(int x) const {
+    constexpr int W = Cut::width(J);
+    return reinterpret_cast<Vector<Store, W>*>(data + static_cast<long>(Cut::first(J)) * stride +
+                                               static_cast<long>(x) * W);
+  }
+
   /// The stored values without half precision's scaling: for half the integers q (as C),
   /// which the caller scales (by norm / 32767, or by unit() with a fixed scale), so that a
   /// kernel can scale a sum of products once instead of every element; else the reals.
   template <typename C>
   LATKE_HOST_DEVICE LATKE_INLINE void load_raw(C (&r)[NReal], int x) const {
-    const Vector<Store, V>* p = reinterpret_cast<const Vector<Store, V>*>(data);
-    LATKE_UNROLL for (int v = 0; v < n_vec; ++v) {
-      const Vector<Store, V> w = p[v * stride + x];
-      if constexpr (is_half && V % 2 == 0) {
-        Vector<unsigned, V / 2> u;
+    Cut::each([&](auto j) {
+      constexpr int J = decltype(j)::value, W = Cut::width(J), r0 = Cut::first(J);
+      const Vector<Store, W> w = *word<J>(x);
+      if constexpr (is_half && W % 2 == 0) {
+        Vector<unsigned, W / 2> u;
         memcpy(&u, &w, sizeof(u));
-        LATKE_UNROLL for (int i = 0; i < V / 2; ++i) {
+        LATKE_UNROLL for (int i = 0; i < W / 2; ++i) {
           float lo, hi;
           from_fixed2(u.v[i], lo, hi);
-          r[v * V + 2 * i] = static_cast<C>(lo);
-          r[v * V + 2 * i + 1] = static_cast<C>(hi);
+          r[r0 + 2 * i] = static_cast<C>(lo);
+          r[r0 + 2 * i + 1] = static_cast<C>(hi);
         }
       } else if constexpr (is_half) {
-        LATKE_UNROLL for (int i = 0; i < V; ++i) r[v * V + i] = static_cast<C>(from_fixed(w.v[i]));
+        LATKE_UNROLL for (int i = 0; i < W; ++i) r[r0 + i] = static_cast<C>(from_fixed(w.v[i]));
       } else {
-        LATKE_UNROLL for (int i = 0; i < V; ++i) r[v * V + i] = static_cast<C>(w.v[i]);
+        LATKE_UNROLL for (int i = 0; i < W; ++i) r[r0 + i] = static_cast<C>(w.v[i]);
       }
-    }
+    });
   }
 
   /// What a raw value of a fixed-scale array (NGroup == 0) is worth: scale / 32767 in half,
@@ -126,7 +177,6 @@ struct SiteArray {
 
   template <typename C>
   LATKE_HOST_DEVICE LATKE_INLINE void save(const C (&r)[NReal], int x) const {
-    Vector<Store, V>* p = reinterpret_cast<Vector<Store, V>*>(data);
     if constexpr (is_half) {
       C inv[NGroup > 0 ? NGroup : 1];
       if constexpr (NGroup > 0) {
@@ -139,20 +189,22 @@ struct SiteArray {
       } else {
         inv[0] = C(fixed_max) / static_cast<C>(scale);
       }
-      LATKE_UNROLL for (int v = 0; v < n_vec; ++v) {
-        Vector<Store, V> w;
-        LATKE_UNROLL for (int i = 0; i < V; ++i) {
-          const int k = v * V + i;
+      Cut::each([&](auto j) {
+        constexpr int J = decltype(j)::value, W = Cut::width(J), r0 = Cut::first(J);
+        Vector<Store, W> w;
+        LATKE_UNROLL for (int i = 0; i < W; ++i) {
+          const int k = r0 + i;
           w.v[i] = to_fixed(static_cast<float>(r[k] * inv[NGroup > 0 ? k / group : 0]));
         }
-        p[v * stride + x] = w;
-      }
+        *word<J>(x) = w;
+      });
     } else {
-      LATKE_UNROLL for (int v = 0; v < n_vec; ++v) {
-        Vector<Store, V> w;
-        LATKE_UNROLL for (int i = 0; i < V; ++i) w.v[i] = static_cast<Store>(r[v * V + i]);
-        p[v * stride + x] = w;
-      }
+      Cut::each([&](auto j) {
+        constexpr int J = decltype(j)::value, W = Cut::width(J), r0 = Cut::first(J);
+        Vector<Store, W> w;
+        LATKE_UNROLL for (int i = 0; i < W; ++i) w.v[i] = static_cast<Store>(r[r0 + i]);
+        *word<J>(x) = w;
+      });
     }
   }
 };
