@@ -70,8 +70,7 @@ Buffer encode_ghost(const Lattice& lat, const std::vector<Complex<double>>& slic
                     float scale, Backend backend) {
   const Coords L = lat.local();
   const int face_cb = lat.face_volume_cb(mu);
-  const std::size_t bytes =
-      static_cast<std::size_t>(2 * depth) * gauge_block_reals(static_cast<int>(R), sizeof(Store), face_cb) * sizeof(Store);
+  const std::size_t bytes = static_cast<std::size_t>(2 * depth) * face_cb * static_cast<int>(R) * sizeof(Store);
   Buffer host(MemoryKind::host, bytes);
   GaugeAccessor<Store, R, double> g;
   g.data = static_cast<Store*>(host.data());

@@ -65,8 +65,7 @@ double su3_deviation(const std::vector<Complex<double>>& h) {
 
 GaugeField::GaugeField(std::shared_ptr<const Lattice> lattice, const GaugeParam& param)
     : lattice_(std::move(lattice)), param_(param) {
-  const int rb = static_cast<int>(real_bytes(param.precision));
-  bytes_ = 8ul * gauge_block_reals(static_cast<int>(param.reconstruct), rb, lattice_->volume_cb()) * rb;
+  bytes_ = 8ul * static_cast<int>(param.reconstruct) * lattice_->volume_cb() * real_bytes(param.precision);
   data_ = std::make_shared<Buffer>(memory_for(param.backend), bytes_);
   zero_bytes(data_->data(), bytes_, memory_for(param.backend), compute_stream());
 }

@@ -34,14 +34,7 @@ struct SpinorAccessor {
   }
 };
 
-/// Reals from one block of links to the next: n_real * stride rounded up to 16 bytes, so that
-/// every block starts aligned for the widest words (site_array.h).
-LATKE_HOST_DEVICE LATKE_INLINE constexpr long gauge_block_reals(int n_real, int store_bytes, int stride) {
-  const long align = 16 / store_bytes;
-  return (static_cast<long>(n_real) * stride + align - 1) / align * align;
-}
-
-/// Gauge links: block (mu, parity) at base + (mu*2 + parity) * gauge_block_reals reals.
+/// Gauge links: block (mu, parity) at base + (mu*2 + parity) * n_real * stride reals.
 template <typename Store, Reconstruct R, typename Compute = typename compute_type<Store>::type>
 struct GaugeAccessor {
   static constexpr int n_real = static_cast<int>(R);
@@ -52,7 +45,7 @@ struct GaugeAccessor {
 
   LATKE_HOST_DEVICE LATKE_INLINE SiteArray<Store, n_real, 0> block(int mu, int parity) const {
     SiteArray<Store, n_real, 0> s;
-    s.data = data + (mu * 2 + parity) * gauge_block_reals(n_real, sizeof(Store), stride);
+    s.data = data + static_cast<long>(mu * 2 + parity) * n_real * stride;
     s.scale = scale;
     s.stride = stride;
     return s;

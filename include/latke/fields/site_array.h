@@ -6,9 +6,12 @@
 // of reals (color spinors) use one width V, the largest that divides NReal (word v at
 // (v * stride + x_cb) * V; RealArray reads the same layout); fixed-scale arrays (links) put
 // the widest words first and narrower ones after (half 18 reals: 8 + 8 + 2, single 18:
-// 4 + 4 + 4 + 4 + 2), so that a thread loads a link in few wide instructions. Widths descend,
-// so each r0 is a multiple of its W and every word is aligned when the array's base is
-// aligned to 16 bytes (gauge blocks are padded to that: gauge_block_reals).
+// 4 + 4 + 4 + 4 + 2), so that a thread loads a link in few wide instructions (cutting half
+// spinors of 6 reals as 4 + 2 was measured too, and gained nothing). Widths descend, so each
+// r0 is a multiple of its W, and every word is aligned when the array's base is aligned to
+// 16 bytes: every local extent is even (Lattice requires it), so a parity block holds a
+// multiple of 8 sites and a face slice a multiple of 4, and blocks of any number of reals laid
+// end to end all start on 16 bytes.
 // Half precision stores 16-bit integers q with real = q * norm / 32767, where norm is the
 // site's largest magnitude within each of NGroup groups of reals (norm array: [group][x_cb]),
 // or, with a fixed scale, one number for the whole field (links, whose entries are bounded). q
