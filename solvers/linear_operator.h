@@ -106,8 +106,6 @@ class DeferredOperator final : public LinearOperator {
   const std::shared_ptr<const Lattice>& lattice() const override { return get().lattice(); }
   double flops() const override { return get().flops(); }
   std::string describe() const override { return get().describe(); }
-  /// Whether the operator has been built.
-  bool built() const { return op_ != nullptr; }
 
  private:
   LinearOperator& get() const {

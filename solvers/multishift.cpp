@@ -83,6 +83,11 @@ std::vector<double> checked_tolerances(const std::vector<double>& shifts, const 
   return p.tol.size() == n ? p.tol : std::vector<double>(n, p.tol[0]);
 }
 
+/// op + sigma, or none without op.
+std::unique_ptr<ShiftedOperator> shifted(LinearOperator* op, double sigma) {
+  return op ? std::make_unique<ShiftedOperator>(*op, sigma) : nullptr;
+}
+
 SolverParam cg_param(double tol, const MultiShiftParam& p) {
   SolverParam q;
   q.type = SolverType::cg;
@@ -245,8 +250,8 @@ MultiShiftStats solve_multishift(LinearOperator& A, LinearOperator* sloppy, cons
   // Refinement: each shift's true residual to its tolerance by mixed-precision CG.
   for (int i = 0; i < n; ++i) {
     ShiftedOperator ai(A, shifts[i]), si(S, shifts[i]);
-    std::unique_ptr<ShiftedOperator> fi = fallback ? std::make_unique<ShiftedOperator>(*fallback, shifts[i]) : nullptr;
-    const SolverStats cg = solve(ai, mixed ? &si : nullptr, nullptr, *x[i], b, cg_param(tol[i], p), fi.get());
+    const SolverStats cg =
+        solve(ai, mixed ? &si : nullptr, nullptr, *x[i], b, cg_param(tol[i], p), shifted(fallback, shifts[i]).get());
     record(st, st.shifts[i], cg, true);
   }
   finish(st, A, t0);
@@ -274,8 +279,8 @@ MultiShiftStats solve_multimass(LinearOperator& A, LinearOperator* sloppy, const
       blas::caxpby(Cplx(c), *x[j], Cplx(1), *x[k]);
     }
     ShiftedOperator ak(A, shifts[k]);
-    std::unique_ptr<ShiftedOperator> sk = mixed ? std::make_unique<ShiftedOperator>(*sloppy, shifts[k]) : nullptr;
-    std::unique_ptr<ShiftedOperator> fk = fallback ? std::make_unique<ShiftedOperator>(*fallback, shifts[k]) : nullptr;
+    const std::unique_ptr<ShiftedOperator> sk = shifted(mixed ? sloppy : nullptr, shifts[k]),
+                                           fk = shifted(fallback, shifts[k]);
     const SolverStats cg = solve(ak, sk.get(), nullptr, *x[k], b, cg_param(tol[k], p), fk.get());
     record(st, st.shifts[k], cg, false);
   }

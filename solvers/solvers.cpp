@@ -132,8 +132,10 @@ void cg(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const SolverPar
       // Make p orthogonal to the new residual again (as QUDA does): the iterated residual it
       // was orthogonal to has drifted from the true one, and in half precision the lost
       // conjugacy stalls the solve when the solution lives in the low modes.
-      const blas::DotNorms rp = blas::cdot_norms(rs, ps);
-      if (rp.xx > 0) blas::caxpby(-(rp.dot / Cplx(rp.xx)), rs, Cplx(1), ps);
+      if (!restart) {
+        const blas::DotNorms rp = blas::cdot_norms(rs, ps);
+        if (rp.xx > 0) blas::caxpby(-(rp.dot / Cplx(rp.xx)), rs, Cplx(1), ps);
+      }
       maxr = std::sqrt(r2new);
       ++st.reliable_updates;
     }

@@ -34,12 +34,14 @@ Stream petsc_stream() {
   return Stream{*static_cast<cudaStream_t*>(handle)};
 }
 
-/// One event per direction, made once: a stream waits on the last record made before the wait
+/// Work queued later on `after` waits for the work queued so far on `before`, through one event
+/// per direction (`which`), made once: a stream waits on the last record made before the wait
 /// is queued, so an event can be recorded again right after.
-Event& order_event(int which) {
+void order(int which, Stream before, Stream after) {
   static std::unique_ptr<Event> e[2];
   if (!e[which]) e[which] = std::make_unique<Event>();
-  return *e[which];
+  e[which]->record(before);
+  e[which]->wait(after);
 }
 #endif
 
@@ -69,9 +71,7 @@ bool device_vectors(Backend b) { return device_path_compiled && b == Backend::cu
 // from the user: whole-device synchronization is then the order.
 void compute_waits_for_petsc() {
 #if LATKE_PETSC_DEVICE
-  Event& e = order_event(0);
-  e.record(petsc_stream());
-  e.wait(compute_stream());
+  order(0, petsc_stream(), compute_stream());
 #else
   synchronize(Backend::cuda);
 #endif
@@ -79,9 +79,7 @@ void compute_waits_for_petsc() {
 
 void petsc_waits_for_compute() {
 #if LATKE_PETSC_DEVICE
-  Event& e = order_event(1);
-  e.record(compute_stream());
-  e.wait(petsc_stream());
+  order(1, compute_stream(), petsc_stream());
 #else
   synchronize(Backend::cuda);
 #endif

@@ -23,8 +23,8 @@
 
 #include <cmath>
 #include <cstring>
-#include <utility>
 
+#include "latke/core/algebra.h"
 #include "latke/core/macros.h"
 
 namespace latke {
@@ -66,15 +66,6 @@ struct WordCut {
     int r = 0;
     for (int k = 0; k < j; ++k) r += width(k);
     return r;
-  }
-  /// f(std::integral_constant<int, j>{}) for every word j, unrolled.
-  template <typename F, int... J>
-  LATKE_HOST_DEVICE LATKE_INLINE static void each_impl(F&& f, std::integer_sequence<int, J...>) {
-    (f(std::integral_constant<int, J>{}), ...);
-  }
-  template <typename F>
-  LATKE_HOST_DEVICE LATKE_INLINE static void each(F&& f) {
-    each_impl(f, std::make_integer_sequence<int, count()>{});
   }
 };
 
@@ -134,7 +125,7 @@ struct SiteArray {
   /// kernel can scale a sum of products once instead of every element; else the reals.
   template <typename C>
   LATKE_HOST_DEVICE LATKE_INLINE void load_raw(C (&r)[NReal], int x) const {
-    Cut::each([&](auto j) {
+    static_for<Cut::count()>([&](auto j) {
       constexpr int J = decltype(j)::value, W = Cut::width(J), r0 = Cut::first(J);
       const Vector<Store, W> w = *word<J>(x);
       if constexpr (is_half && W % 2 == 0) {
@@ -192,7 +183,7 @@ struct SiteArray {
       } else {
         inv[0] = C(fixed_max) / static_cast<C>(scale);
       }
-      Cut::each([&](auto j) {
+      static_for<Cut::count()>([&](auto j) {
         constexpr int J = decltype(j)::value, W = Cut::width(J), r0 = Cut::first(J);
         Vector<Store, W> w;
         LATKE_UNROLL for (int i = 0; i < W; ++i) {
@@ -202,7 +193,7 @@ struct SiteArray {
         *word<J>(x) = w;
       });
     } else {
-      Cut::each([&](auto j) {
+      static_for<Cut::count()>([&](auto j) {
         constexpr int J = decltype(j)::value, W = Cut::width(J), r0 = Cut::first(J);
         Vector<Store, W> w;
         LATKE_UNROLL for (int i = 0; i < W; ++i) w.v[i] = static_cast<Store>(r[r0 + i]);
