@@ -105,8 +105,8 @@ void cg(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const SolverPar
   rs.copy_from(r);
   ps.copy_from(r);
   double maxr = std::sqrt(r2);
-  bool restart = false;
   while (r2 > target && st.iterations < p.max_iter) {
+    bool restart = false;
     w.apply_sloppy(aps, ps);
     const double pap = blas::cdot_norms(ps, aps).dot.re;
     require(pap > 0, "CG: <p, A p> = ", pap, " is not positive: the operator is not Hermitian positive definite");
@@ -139,12 +139,7 @@ void cg(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const SolverPar
       maxr = std::sqrt(r2new);
       ++st.reliable_updates;
     }
-    if (restart) {
-      ps.copy_from(rs);
-      restart = false;
-    } else {
-      blas::caxpby(Cplx(1), rs, Cplx(r2new / r2), ps);
-    }
+    blas::caxpby(Cplx(1), rs, Cplx(restart ? 0.0 : r2new / r2), ps);  // after a restart ps is zero: p = r
     r2 = r2new;
   }
   fold(x, xs, tmp);

@@ -14,9 +14,9 @@
 // correction stays below the residual. A residual made of the lowest modes, as an
 // extrapolated guess at a light mass leaves, needs a correction |A^-1 r| ~ |r| / lambda_min,
 // and in half its error then exceeds r itself: the iterated residual falls by delta while the
-// true one hardly moves, and CG crawls. When a reliable update finds the true residual above
-// sqrt(delta) of the last one although the iterated one fell by delta, CG moves to the
-// fallback operator (the same operator in single) for the rest of the solve, if one is given.
+// true one hardly moves, and CG crawls. When a reliable update finds the true residual more
+// than twice the iterated one, CG moves to the fallback operator (the same operator in
+// single) for the rest of the solve, if one is given, and restarts its directions from r.
 #pragma once
 
 #include <string>

@@ -210,8 +210,8 @@ PetscErrorCode MatIsLatke(Mat A, PetscBool *is_latke);
  *                                   preconditioner below (their -pc_latke_schwarz_* and
  *                                   -pc_latke_mg_* options), all on the device
  * CG iterating in half moves to single for the rest of the solve when a reliable update finds
- * the true residual fell by less than sqrt(delta) while the iterated one fell by delta (half's
- * error as large as the residual: low-mode residuals at light masses); fallback_at says when. */
+ * the true residual more than twice the iterated one (half's error as large as the residual:
+ * low-mode residuals at light masses); fallback_at says when. */
 typedef enum {
   LATKE_SOLVER_CG,
   LATKE_SOLVER_CGNE,
