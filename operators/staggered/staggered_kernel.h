@@ -21,6 +21,7 @@
 #include "latke/core/algebra.h"
 #include "latke/core/faces.h"
 #include "latke/core/indexing.h"
+#include "latke/core/launch.h"
 #include "latke/fields/accessors.h"
 #include "staggered/staggered.h"
 
@@ -124,6 +125,11 @@ struct DslashArg {
 template <typename Store, Reconstruct RF, Reconstruct RL, bool Improved, bool Xpay>
 struct DslashKernel {
   using T = typename compute_type<Store>::type;
+  /// Naive in half needs 48 registers, which leaves 5 blocks of 256 threads per SM (62.5%
+  /// occupancy) for a latency-bound kernel; capped at 40 it fits 6, at the cost of a few
+  /// spilled words.
+  static constexpr LaunchBounds launch_bounds =
+      std::is_same_v<Store, short> && !Improved ? LaunchBounds{256, 6} : LaunchBounds{};
   DslashArg<Store, RF, RL> arg;
 
   /// A received neighbour: slot k of the face from behind (dir 0) or ahead (dir 1).

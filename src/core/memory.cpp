@@ -162,7 +162,7 @@ namespace latke::detail {
 
 namespace {
 struct Scratch {
-  Buffer device, host;
+  Buffer device, host, segmented;
 };
 Scratch& scratch() {
   static Scratch s;
@@ -172,6 +172,12 @@ Scratch& scratch() {
 
 void* reduce_scratch_device(std::size_t bytes) {
   Buffer& b = scratch().device;
+  if (b.bytes() < bytes) b = Buffer(MemoryKind::device, std::max<std::size_t>(bytes, 1 << 16));
+  return b.data();
+}
+
+void* segmented_scratch_device(std::size_t bytes) {
+  Buffer& b = scratch().segmented;
   if (b.bytes() < bytes) b = Buffer(MemoryKind::device, std::max<std::size_t>(bytes, 1 << 16));
   return b.data();
 }

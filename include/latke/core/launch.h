@@ -1,7 +1,11 @@
 // One kernel source, two backends. A kernel is a trivially copyable functor with
 //   LATKE_HOST_DEVICE void operator()(int x_cb, int parity) const;
 // launch() runs it over x_cb in [0, n) and the given parities: as a CUDA kernel (one thread
-// per site, block size autotuned per functor type and size) or as an OpenMP loop.
+// per site, block size autotuned per functor type and size) or as an OpenMP loop. A functor
+// may bound its kernel's registers, trading spills for occupancy, by declaring
+//   static constexpr LaunchBounds launch_bounds{max_threads, min_blocks_per_sm};
+// (__launch_bounds__); min_blocks_per_sm == 0 means unbounded. The tuner then tries no block
+// larger than max_threads.
 // launch_reduce() is the same for a functor returning a value to be summed; the sum is
 // accumulated in the functor's type (double-based) in a fixed order, so it is the same run
 // to run on a given backend and size. launch_segmented_reduce() sums f(segment, i) over i
@@ -15,6 +19,7 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <typeinfo>
 #include <vector>
 
@@ -36,12 +41,32 @@ struct LaunchRange {
   int n_parity = 1;
 };
 
+/// __launch_bounds__ of a functor's kernel (see the file comment).
+struct LaunchBounds {
+  int max_threads = 0;
+  int min_blocks = 0;
+};
+
 namespace detail {
+template <typename F, typename = void>
+struct bounds_of {
+  static constexpr LaunchBounds value{};
+};
+template <typename F>
+struct bounds_of<F, std::void_t<decltype(F::launch_bounds)>> {
+  static constexpr LaunchBounds value = F::launch_bounds;
+};
+
 /// Scratch space for reduction partials (device and pinned host), grown on demand.
 void* reduce_scratch_device(std::size_t bytes);
 void* reduce_scratch_host(std::size_t bytes);
 inline constexpr int reduce_block = 256;
 inline constexpr int reduce_max_blocks = 1024;
+/// Segmented reductions use at least this many CUDA blocks when the segments are long enough.
+inline constexpr int segmented_min_blocks = 512;
+/// Scratch for the chunk sums of segmented reductions, grown on demand; shared by all of them,
+/// which must therefore run in one stream.
+void* segmented_scratch_device(std::size_t bytes);
 }  // namespace detail
 
 #ifdef __CUDACC__
@@ -49,6 +74,22 @@ template <typename F>
 __global__ void launch_kernel(const F f, int n, int parity_begin) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) f(i, parity_begin + static_cast<int>(blockIdx.y));
+}
+
+template <typename F, int MaxThreads, int MinBlocks>
+__global__ void __launch_bounds__(MaxThreads, MinBlocks) bounded_launch_kernel(const F f, int n, int parity_begin) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) f(i, parity_begin + static_cast<int>(blockIdx.y));
+}
+
+/// The kernel that runs F: bounded when F declares launch bounds.
+template <typename F>
+constexpr auto kernel_for() {
+  constexpr LaunchBounds lb = detail::bounds_of<F>::value;
+  if constexpr (lb.min_blocks > 0)
+    return &bounded_launch_kernel<F, lb.max_threads, lb.min_blocks>;
+  else
+    return &launch_kernel<F>;
 }
 
 template <typename T, typename F>
@@ -67,12 +108,16 @@ __global__ void __launch_bounds__(detail::reduce_block) reduce_kernel(const F f,
   if (threadIdx.x == 0) partial[blockIdx.x] = smem[0];
 }
 
+/// CUDA block k reduces chunk k % split of segment k / split into out[k].
 template <typename T, typename F>
-__global__ void __launch_bounds__(detail::reduce_block) segmented_reduce_kernel(const F f, int length, T* out) {
+__global__ void __launch_bounds__(detail::reduce_block) segmented_reduce_kernel(const F f, int length, int split, T* out) {
   __shared__ unsigned char smem_raw[detail::reduce_block * sizeof(T)];
   T* smem = reinterpret_cast<T*>(smem_raw);
+  const int seg = static_cast<int>(blockIdx.x) / split, chunk = static_cast<int>(blockIdx.x) % split;
+  const int begin = static_cast<int>(static_cast<long long>(length) * chunk / split);
+  const int end = static_cast<int>(static_cast<long long>(length) * (chunk + 1) / split);
   T acc{};
-  for (int i = threadIdx.x; i < length; i += blockDim.x) acc += f(static_cast<int>(blockIdx.x), i);
+  for (int i = begin + threadIdx.x; i < end; i += blockDim.x) acc += f(seg, i);
   smem[threadIdx.x] = acc;
   __syncthreads();
   for (int w = detail::reduce_block / 2; w > 0; w /= 2) {
@@ -80,6 +125,16 @@ __global__ void __launch_bounds__(detail::reduce_block) segmented_reduce_kernel(
     __syncthreads();
   }
   if (threadIdx.x == 0) out[blockIdx.x] = smem[0];
+}
+
+/// out[seg] = the sum of partial[seg * split + 0 .. split - 1], in that order.
+template <typename T>
+__global__ void sum_chunks_kernel(const T* partial, int split, int n_segments, T* out) {
+  const int seg = blockIdx.x * blockDim.x + threadIdx.x;
+  if (seg >= n_segments) return;
+  T acc{};
+  for (int c = 0; c < split; ++c) acc += partial[seg * split + c];
+  out[seg] = acc;
 }
 #endif
 
@@ -103,7 +158,7 @@ void launch(Backend b, const F& f, LaunchRange r, Stream s = compute_stream(), b
   const cudaStream_t stream = static_cast<cudaStream_t>(s.handle);
   auto run = [&](int block) {
     const dim3 grid((r.n + block - 1) / block, r.n_parity);
-    launch_kernel<F><<<grid, block, 0, stream>>>(f, r.n, r.parity_begin);
+    kernel_for<F>()<<<grid, block, 0, stream>>>(f, r.n, r.parity_begin);
   };
   static std::map<long long, int> chosen;  // per functor type: size -> block
   const long long size_key = static_cast<long long>(r.n) * 4 + r.n_parity;
@@ -111,7 +166,7 @@ void launch(Backend b, const F& f, LaunchRange r, Stream s = compute_stream(), b
   int block = it == chosen.end() ? 0 : it->second;
   if (block == 0) {
     cudaFuncAttributes attr;
-    LATKE_CUDA_CALL(cudaFuncGetAttributes(&attr, launch_kernel<F>));
+    LATKE_CUDA_CALL(cudaFuncGetAttributes(&attr, kernel_for<F>()));
     block = std::min(128, attr.maxThreadsPerBlock);
     double best = -1;
     if (tunable && tuning_enabled()) {
@@ -199,7 +254,18 @@ void launch_segmented_reduce(Backend b, const F& f, int n_segments, int length, 
     return;
   }
 #ifdef __CUDACC__
-  segmented_reduce_kernel<T, F><<<n_segments, detail::reduce_block, 0, static_cast<cudaStream_t>(s.handle)>>>(f, length, out);
+  // A few long segments (large Schwarz blocks) would leave most SMs idle: cut each into
+  // chunks reduced by one CUDA block each, then add each segment's chunks in a second pass.
+  const cudaStream_t stream = static_cast<cudaStream_t>(s.handle);
+  const int split = std::max(1, std::min((detail::segmented_min_blocks + n_segments - 1) / n_segments,
+                                         length / (4 * detail::reduce_block)));
+  if (split == 1) {
+    segmented_reduce_kernel<T, F><<<n_segments, detail::reduce_block, 0, stream>>>(f, length, 1, out);
+  } else {
+    T* partial = static_cast<T*>(detail::segmented_scratch_device(sizeof(T) * n_segments * split));
+    segmented_reduce_kernel<T, F><<<n_segments * split, detail::reduce_block, 0, stream>>>(f, length, split, partial);
+    sum_chunks_kernel<T><<<(n_segments + 127) / 128, 128, 0, stream>>>(partial, split, n_segments, out);
+  }
   LATKE_CUDA_CALL(cudaGetLastError());
 #else
   (void)s, (void)length, (void)out;
