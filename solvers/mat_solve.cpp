@@ -114,7 +114,7 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams* param
       require(p.type == SolverType::gcr, "-latke_solver_pc schwarz needs -latke_solver gcr (a flexible method)");
       const SchwarzParam sp = schwarz_param_from_options(comm, prefix, SchwarzParam{});
       std::shared_ptr<LinearOperator> full;
-      if (sp.type == SchwarzType::multiplicative) full = c.op->linear_operator(c.form, sp.precision, none);
+      if (schwarz_needs_full_operator(sp)) full = c.op->linear_operator(c.form, sp.precision, none);
       k = std::make_unique<SchwarzPreconditioner>(c.op->linear_operator(c.form, sp.precision, sp.block),
                                                   std::move(full), sp);
     }

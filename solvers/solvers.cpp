@@ -193,9 +193,12 @@ void bicgstab(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const Sol
 void gcr(Work& w, Preconditioner* K, ColorSpinorField& x, const ColorSpinorField& b, const SolverParam& p,
          SolverStats& st) {
   require(p.restart >= 1, "GCR restart ", p.restart, ": expected at least 1");
-  ColorSpinorField r = w.outer_field();
-  std::vector<ColorSpinorField> z = ColorSpinorField::make_set(r.lattice_ptr(), r.param(), p.restart),
-                                az = ColorSpinorField::make_set(r.lattice_ptr(), r.param(), p.restart);
+  // Each cycle of `restart` directions runs in the sloppy precision from the true residual;
+  // its partial solution is folded into x and the residual recomputed in double at the end.
+  ColorSpinorField r = w.outer_field(), tmp = w.outer_field();
+  ColorSpinorField rs = w.sloppy_field(), xs = w.accumulator_field();
+  std::vector<ColorSpinorField> z = ColorSpinorField::make_set(rs.lattice_ptr(), rs.param(), p.restart),
+                                az = ColorSpinorField::make_set(rs.lattice_ptr(), rs.param(), p.restart);
   std::vector<const ColorSpinorField*> zp, azp;
   for (int i = 0; i < p.restart; ++i) {
     zp.push_back(&z[i]);
@@ -207,26 +210,28 @@ void gcr(Work& w, Preconditioner* K, ColorSpinorField& x, const ColorSpinorField
   double r2 = w.true_residual(r, x, b);
   st.initial_residual = std::sqrt(r2 / b2);
   while (r2 > target && st.iterations < p.max_iter) {
+    rs.copy_from(r);
     for (int j = 0; j < p.restart && r2 > target && st.iterations < p.max_iter; ++j) {
       if (K)
-        K->apply(z[j], r);
+        K->apply(z[j], rs);
       else
-        z[j].copy_from(r);
-      w.apply_outer(az[j], z[j]);
+        z[j].copy_from(rs);
+      w.apply_sloppy(az[j], z[j]);
       if (j > 0) {  // classical Gram-Schmidt of A z_j against the earlier A z_i: one fused reduction
         blas::cdot_multi(azp.data(), j, az[j], c.data());
         for (int i = 0; i < j; ++i) c[i] = Cplx(-c[i].re / n2[i], -c[i].im / n2[i]);
         blas::caxpy_multi(c.data(), azp.data(), j, az[j]);
         blas::caxpy_multi(c.data(), zp.data(), j, z[j]);
       }
-      const blas::DotNorms d = blas::cdot_norms(az[j], r);
+      const blas::DotNorms d = blas::cdot_norms(az[j], rs);
       require(d.xx > 0, "GCR: the operator maps a search direction to zero");
       n2[j] = d.xx;
       const Cplx a(d.dot.re / d.xx, d.dot.im / d.xx);
-      blas::caxpby(a, z[j], Cplx(1), x);
-      r2 = blas::caxpby_norm(Cplx(-a.re, -a.im), az[j], Cplx(1), r);
+      blas::caxpy_promote(a, z[j], xs);
+      r2 = blas::caxpby_norm(Cplx(-a.re, -a.im), az[j], Cplx(1), rs);
       ++st.iterations;
     }
+    fold(x, xs, tmp);
     r2 = w.true_residual(r, x, b);  // restart from the true residual
     ++st.reliable_updates;
   }
@@ -314,7 +319,7 @@ SolverStats solve(LinearOperator& A, LinearOperator* sloppy, Preconditioner* K, 
       break;
     }
     case SolverType::gcr: {
-      Work w(A, nullptr, st);
+      Work w(A, sloppy, st);
       gcr(w, K, x, b, p, st);
       break;
     }

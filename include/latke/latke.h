@@ -199,7 +199,8 @@ PetscErrorCode MatIsLatke(Mat A, PetscBool *is_latke);
 
 /* Latke's own device-resident Krylov solvers on a Latke matrix's system (solvers/solvers.h):
  * mixed precision by reliable updates (the iteration in the sloppy precision, the solution
- * accumulated and the residual recomputed in double), converged when the true residual
+ * accumulated and the residual recomputed in double; GCR: each cycle of `restart` directions
+ * in the sloppy precision, the residual recomputed in double at every restart), converged when the true residual
  * |b - A x| <= tol |b|. CG needs a Hermitian positive definite matrix; CGNE/CGNR solve the
  * normal equations. Options under the prefix override the parameters:
  *   -latke_solver cg|cgne|cgnr|bicgstab|gcr|mr   (bicgstab)
@@ -312,7 +313,9 @@ PetscErrorCode MatLatkeSolveMultiMass(Mat A, PetscInt n, const PetscReal masses[
  *   -pc_latke_schwarz_iterations 4          MR steps per block per application
  *   -pc_latke_schwarz_precision half        double|single|half storage of the block solves
  *   -pc_latke_schwarz_type additive         additive|multiplicative (red-black SAP)
- *   -pc_latke_schwarz_omega 1.0             relaxation weight
+ *   -pc_latke_schwarz_omega 1.0             relaxation weight on each correction
+ *   -pc_latke_schwarz_cycles 1              cycles per application, each from the residual
+ *                                           of the earlier ones (with communication)
  * Registered by LatkeInitialize; use it under a flexible method (-ksp_type fgmres or gcr). */
 #define PCLATKESCHWARZ "latke_schwarz"
 PETSC_EXTERN PetscErrorCode PCCreate_LatkeSchwarz(PC pc);

@@ -157,6 +157,9 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
       SchwarzParam sp;
       sp.block = Coords{4, 4, 4, 4};
       q.schwarz = schwarz_param_from_options(comm, lp.c_str(), sp);
+      require(!schwarz_needs_full_operator(q.schwarz), "-", lp, "pc_latke_schwarz_type ", to_string(q.schwarz.type),
+              " with ", q.schwarz.cycles, " cycle(s): the multigrid smoother is one additive Schwarz cycle per "
+              "smoothing step (more steps: _pre_smooth, _post_smooth)");
     }
   }
   double ctol = p.coarse_tol;

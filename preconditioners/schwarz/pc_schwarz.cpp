@@ -17,7 +17,7 @@
 namespace latke {
 SchwarzParam schwarz_param_from_options(MPI_Comm comm, const char* prefix, SchwarzParam p) {
   std::string block, precision, type;
-  long iterations = p.iterations;
+  long iterations = p.iterations, cycles = p.cycles;
   double omega = p.omega;
   std::ostringstream def;
   def << p.block[0] << "," << p.block[1] << "," << p.block[2] << "," << p.block[3];
@@ -26,7 +26,9 @@ SchwarzParam schwarz_param_from_options(MPI_Comm comm, const char* prefix, Schwa
     iterations = o.integer("-pc_latke_schwarz_iterations", p.iterations, "MR steps per block per application");
     precision = o.string("-pc_latke_schwarz_precision", to_string(p.precision), "Block solve storage: double, single or half");
     type = o.string("-pc_latke_schwarz_type", to_string(p.type), "additive or multiplicative (red-black SAP)");
-    omega = o.real("-pc_latke_schwarz_omega", p.omega, "Relaxation weight on the result, in (0, 2)");
+    omega = o.real("-pc_latke_schwarz_omega", p.omega, "Relaxation weight on each correction, in (0, 2)");
+    cycles = o.integer("-pc_latke_schwarz_cycles", p.cycles,
+                       "Schwarz cycles per application (each from the residual of the earlier ones)");
   });
   p.block = parse_coords(block, std::string("-") + (prefix ? prefix : "") + "pc_latke_schwarz_block");
   require(iterations >= 1, "-", prefix ? prefix : "", "pc_latke_schwarz_iterations ", iterations,
@@ -37,6 +39,8 @@ SchwarzParam schwarz_param_from_options(MPI_Comm comm, const char* prefix, Schwa
   require(omega > 0 && omega < 2, "-", prefix ? prefix : "", "pc_latke_schwarz_omega ", omega,
           ": expected a number in (0, 2)");
   p.omega = omega;
+  require(cycles >= 1, "-", prefix ? prefix : "", "pc_latke_schwarz_cycles ", cycles, ": expected at least 1");
+  p.cycles = static_cast<int>(cycles);
   return p;
 }
 }  // namespace latke
@@ -62,7 +66,7 @@ void set_up(SchwarzContext& c, Mat pmat) {
   c.op = m.op;
   c.form = m.form;
   std::shared_ptr<LinearOperator> full;
-  if (c.param.type == SchwarzType::multiplicative) full = c.op->linear_operator(c.form, c.param.precision, Coords{0, 0, 0, 0});
+  if (schwarz_needs_full_operator(c.param)) full = c.op->linear_operator(c.form, c.param.precision, Coords{0, 0, 0, 0});
   c.k = std::make_unique<SchwarzPreconditioner>(c.op->linear_operator(c.form, c.param.precision, c.param.block),
                                                 std::move(full), c.param);
   synchronize(c.op->backend());
@@ -85,9 +89,10 @@ PetscErrorCode view(SchwarzContext& c, PetscViewer viewer) {
   PetscCall(PetscObjectTypeCompare(reinterpret_cast<PetscObject>(viewer), PETSCVIEWERASCII, &ascii));
   if (!ascii) PetscFunctionReturn(0);
   const SchwarzParam& p = c.param;
-  PetscCall(PetscViewerASCIIPrintf(viewer, "Latke Schwarz: %s, blocks %dx%dx%dx%d, %d MR steps, %s precision, omega %g\n",
-                                   to_string(p.type), p.block[0], p.block[1], p.block[2], p.block[3], p.iterations,
-                                   to_string(p.precision), p.omega));
+  PetscCall(PetscViewerASCIIPrintf(viewer,
+                                   "Latke Schwarz: %s, blocks %dx%dx%dx%d, %d cycle(s) of %d MR steps, %s precision, omega %g\n",
+                                   to_string(p.type), p.block[0], p.block[1], p.block[2], p.block[3], p.cycles,
+                                   p.iterations, to_string(p.precision), p.omega));
   if (c.k)
     PetscCall(PetscViewerASCIIPrintf(viewer, "  %d blocks per rank; block operator: %s; set up in %.3f s; %ld applications\n",
                                      c.k->block_count(), c.k->block_operator().c_str(), c.setup_seconds, c.applies));

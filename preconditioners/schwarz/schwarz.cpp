@@ -3,6 +3,7 @@
 #include "preconditioners/schwarz/schwarz.h"
 
 #include <sstream>
+#include <vector>
 
 #include "latke/core/error.h"
 #include "latke/core/indexing.h"
@@ -188,8 +189,9 @@ SchwarzPreconditioner::SchwarzPreconditioner(std::shared_ptr<LinearOperator> loc
   check_schwarz_block(*local_->lattice(), param.block);
   require(param.iterations >= 1, "Schwarz iterations ", param.iterations, ": expected at least 1");
   require(param.omega > 0 && param.omega < 2, "Schwarz relaxation weight ", param.omega, ": expected a number in (0, 2)");
-  require(param.type == SchwarzType::additive || full_,
-          "multiplicative Schwarz needs the operator with communication to update residuals");
+  require(param.cycles >= 1, "Schwarz cycles ", param.cycles, ": expected at least 1");
+  require(!schwarz_needs_full_operator(param) || full_,
+          "multiplicative Schwarz and more than one cycle need the operator with communication to update residuals");
   require(local_->field_param().precision == param.precision, "Schwarz: the block operator is in ",
           to_string(local_->field_param().precision), " precision, the preconditioner in ", to_string(param.precision));
   n_blocks_ = 1;
@@ -227,37 +229,48 @@ void SchwarzPreconditioner::block_mr(int colour) {
 
 void SchwarzPreconditioner::apply(ColorSpinorField& out, const ColorSpinorField& in) {
   require(in.nspin() == 4 && in.ncolor() == 3, "Schwarz preconditioner: only Wilson fields are instantiated");
-  if (param_.type == SchwarzType::additive) {
+  const blas::Cplx omega(param_.omega);
+  if (param_.type == SchwarzType::additive && param_.cycles == 1) {
     r_.copy_from(in);
     block_mr(-1);
+    if (param_.omega != 1.0) blas::caxpby(blas::Cplx(0), x_, omega, x_);
     out.copy_from(x_);
-  } else {
-    const BlockGeometry g = block_geometry(r_, param_.block);
-    acc_.zero();
-    for (int colour = 0; colour < 2; ++colour) {
-      // r = in - A acc, restricted to this colour's blocks
-      full_->apply(ar_, acc_);
-      r_.copy_from(in);
-      blas::caxpby(blas::Cplx(-1), ar_, blas::Cplx(1), r_);
-      dispatch_precision(r_.precision(), [&](auto s) {
-        using S = decltype(s);
-        for (int b = 0; b < r_.n_parity(); ++b)
-          launch(r_.backend(), ColourMaskKernel<S, 24>{g, arr<S, 24>(r_, b), r_.block_parity(b), colour},
-                 {r_.lattice().volume_cb()}, compute_stream(), false);
-      });
-      block_mr(colour);
-      blas::caxpby(blas::Cplx(1), x_, blas::Cplx(1), acc_);
-    }
-    out.copy_from(acc_);
+    return;
   }
-  if (param_.omega != 1.0) blas::caxpby(blas::Cplx(0), out, blas::Cplx(param_.omega), out);
+  const BlockGeometry g = block_geometry(r_, param_.block);
+  // r = in - A acc (acc = 0: r = in), restricted to the blocks of `colour` (-1: all).
+  auto residual = [&](bool first, int colour) {
+    r_.copy_from(in);
+    if (!first) {
+      full_->apply(ar_, acc_);
+      blas::caxpby(blas::Cplx(-1), ar_, blas::Cplx(1), r_);
+    }
+    if (colour < 0) return;
+    dispatch_precision(r_.precision(), [&](auto s) {
+      using S = decltype(s);
+      for (int b = 0; b < r_.n_parity(); ++b)
+        launch(r_.backend(), ColourMaskKernel<S, 24>{g, arr<S, 24>(r_, b), r_.block_parity(b), colour},
+               {r_.lattice().volume_cb()}, compute_stream(), false);
+    });
+  };
+  acc_.zero();
+  bool first = true;
+  for (int cycle = 0; cycle < param_.cycles; ++cycle) {
+    for (int colour : param_.type == SchwarzType::additive ? std::vector<int>{-1} : std::vector<int>{0, 1}) {
+      residual(first, colour);
+      block_mr(colour);
+      blas::caxpby(omega, x_, blas::Cplx(1), acc_);
+      first = false;
+    }
+  }
+  out.copy_from(acc_);
 }
 
 std::string SchwarzPreconditioner::describe() const {
   std::ostringstream s;
   s << to_string(param_.type) << " Schwarz, blocks " << param_.block[0] << "x" << param_.block[1] << "x"
-    << param_.block[2] << "x" << param_.block[3] << " (" << n_blocks_ << " per rank), " << param_.iterations
-    << " MR steps, " << to_string(param_.precision) << " precision, omega " << param_.omega << "; block operator: "
+    << param_.block[2] << "x" << param_.block[3] << " (" << n_blocks_ << " per rank), " << param_.cycles
+    << (param_.cycles == 1 ? " cycle, " : " cycles, ") << param_.iterations << " MR steps, " << to_string(param_.precision) << " precision, omega " << param_.omega << "; block operator: "
     << local_->describe();
   return s.str();
 }

@@ -11,6 +11,11 @@
 // coordinates; for each colour in turn the residual is recomputed with the operator with
 // communication, restricted to that colour's blocks, and their MR updates added (Luscher's
 // Schwarz alternating procedure). Additive applies to all blocks at once from r = b.
+//
+// Cycles (Luscher's n_cy): the application repeats, each cycle from the residual
+// b - A x of the sum x of the earlier cycles' corrections (the operator with communication),
+// i.e. a Richardson iteration preconditioned by one cycle; every correction is weighted by
+// omega.
 #pragma once
 
 #include <memory>
@@ -32,14 +37,21 @@ struct SchwarzParam {
   int iterations = 4;  ///< MR steps per block per application (per colour for multiplicative)
   Precision precision = Precision::half;
   SchwarzType type = SchwarzType::additive;
-  double omega = 1.0;  ///< relaxation weight on the result
+  double omega = 1.0;  ///< relaxation weight on each correction
+  int cycles = 1;      ///< Schwarz cycles per application
 };
+
+/// @brief Whether the preconditioner needs the operator with communication (the `full` of
+/// the constructor): multiplicative, or more than one cycle.
+inline bool schwarz_needs_full_operator(const SchwarzParam& p) {
+  return p.type == SchwarzType::multiplicative || p.cycles > 1;
+}
 
 class SchwarzPreconditioner final : public Preconditioner {
  public:
   /// @param local the domain-local operator (blocks of param.block) in param.precision.
-  /// @param full the same operator with communication in param.precision (multiplicative
-  ///        only; may be null for additive).
+  /// @param full the same operator with communication in param.precision (needed when
+  ///        schwarz_needs_full_operator(param); may be null otherwise).
   SchwarzPreconditioner(std::shared_ptr<LinearOperator> local, std::shared_ptr<LinearOperator> full,
                         const SchwarzParam& param);
   ~SchwarzPreconditioner() override;

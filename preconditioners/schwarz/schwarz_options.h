@@ -8,7 +8,7 @@
 
 namespace latke {
 
-/// @brief p overridden by -<prefix>pc_latke_schwarz_{block,iterations,precision,type,omega};
+/// @brief p overridden by -<prefix>pc_latke_schwarz_{block,iterations,precision,type,omega,cycles};
 /// bad values fail naming the option.
 SchwarzParam schwarz_param_from_options(MPI_Comm comm, const char* prefix, SchwarzParam p);
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs on a GPU host (binaries from scripts/device/pack.sh): time to solution of the native
-# mixed-precision BiCGstab against device-resident GCR + Schwarz, on 1 and 2 GPUs (one rank
-# each, the lattice split in t), on a thermalized quenched configuration near the critical
-# kappa. Results under $OUT.  Environment: LATKE_DD_LATTICE (32,32,32,64), LATKE_DD_GAUGE.
+# mixed-precision BiCGstab against device-resident GCR + Schwarz (GCR's cycles in single or
+# double, blocks in half; additive and SAP, one or more Schwarz cycles), on 1 and 2 GPUs (one
+# rank each, the lattice split in t), on a thermalized quenched configuration near the
+# critical kappa. Results under $OUT.  Environment: LATKE_DD_LATTICE (32,32,32,64),
+# LATKE_DD_GAUGE, LATKE_DD_CASES (a grep pattern on the case names; default all).
 set -uo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${LATKE_GPU_BIN:-$here/.gpu/bin}
@@ -19,6 +21,7 @@ for np in 1 $ngpu; do
   grid=""; [ "$np" -gt 1 ] && grid="-latke_grid 1,1,1,$np"
   while read -r name opts; do
     [ -z "$name" ] && continue
+    [[ $name =~ ${LATKE_DD_CASES:-.} ]] || continue
     OMP_NUM_THREADS=4 mpirun -np $np "$bin/latke-solve" -latke_lattice $L $gauge $grid -latke_source z2 -latke_native $opts \
       -latke_json "$out/dd_np${np}_$name.json" < /dev/null > "$out/dd_np${np}_$name.log" 2>&1; rc=$?; status=$((status | rc))
     printf 'np=%d %-22s exit %d | %s | %s | %s\n' $np "$name" $rc "$(grep -E '^  KSP' "$out/dd_np${np}_$name.log" | sed 's/^ *KSP //')" \
@@ -26,9 +29,13 @@ for np in 1 $ngpu; do
   done <<'CASES'
 bicgstab_single -latke_solver bicgstab -latke_solver_sloppy single
 bicgstab_half -latke_solver bicgstab -latke_solver_sloppy half
-gcr_sap8_8 -latke_solver gcr -latke_solver_pc schwarz -pc_latke_schwarz_block 8,8,8,8 -pc_latke_schwarz_iterations 8
-gcr_sap16_8 -latke_solver gcr -latke_solver_pc schwarz -pc_latke_schwarz_block 16,16,16,16 -pc_latke_schwarz_iterations 8
-gcr_msap8_4 -latke_solver gcr -latke_solver_pc schwarz -pc_latke_schwarz_block 8,8,8,8 -pc_latke_schwarz_type multiplicative
+gcr_single -latke_solver gcr -latke_solver_sloppy single
+gcr_double_dd16_8 -latke_solver gcr -latke_solver_sloppy double -latke_solver_pc schwarz -pc_latke_schwarz_block 16,16,16,16 -pc_latke_schwarz_iterations 8
+gcr_dd16_8 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 16,16,16,16 -pc_latke_schwarz_iterations 8
+gcr_dd8_4 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 8,8,8,8 -pc_latke_schwarz_iterations 4
+gcr_dd16_4x2 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 16,16,16,16 -pc_latke_schwarz_iterations 4 -pc_latke_schwarz_cycles 2
+gcr_sap8_4x2 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 8,8,8,8 -pc_latke_schwarz_type multiplicative -pc_latke_schwarz_cycles 2
+gcr_sap16_4x4 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 16,16,16,16 -pc_latke_schwarz_type multiplicative -pc_latke_schwarz_cycles 4
 CASES
 done
 exit $status

@@ -88,6 +88,75 @@ TEST(DomainLocal, EqualsFullOperatorOnAnIsolatedBlock) {
   EXPECT_GT(outside_full, 1e-2 * inside_norm);
 }
 
+// With one block covering the rank, the preconditioner is MR on the domain-local operator:
+// it equals the native MR solver's iterates on that operator. (On CUDA the block sums of so
+// long a segment are reduced in chunks, launch_segmented_reduce.)
+TEST(Schwarz, OneBlockEqualsMrOnTheLocalOperator) {
+  auto lat = std::make_shared<const Lattice>(PETSC_COMM_SELF, Coords{8, 8, 8, 16});
+  const cvec links = random_gauge(*lat, 5);
+  const Coords block{8, 8, 8, 16};
+  auto op = std::make_shared<WilsonCloverOperator>(lat, links, wilson(Precision::double_, block));
+  WilsonCloverLinear A(op, true, SchurType::symmetric, 0);
+  SchwarzParam sp;
+  sp.block = block;
+  sp.iterations = 6;
+  sp.precision = Precision::double_;
+  SchwarzPreconditioner k(std::make_unique<WilsonCloverLinear>(op, true, SchurType::symmetric, 0), nullptr, sp);
+  ColorSpinorField b = A.make_field(), x = A.make_field(), y = A.make_field();
+  b.from_lexicographic(random_spinor(*lat, 9));
+  k.apply(x, b);
+  SolverParam p;
+  p.type = SolverType::mr;
+  p.tol = 1e-14;
+  p.max_iter = sp.iterations;
+  y.zero();
+  const SolverStats st = solve(A, nullptr, nullptr, y, b, p);
+  ASSERT_EQ(st.iterations, sp.iterations);
+  cvec fx, fy;
+  x.to_lexicographic(fx);
+  y.to_lexicographic(fy);
+  EXPECT_LT(rel(fx, fy), 1e-12);
+  EXPECT_GT(st.true_residual, 1e-5);  // six steps are far from the solution: x is not trivially A^-1 b
+}
+
+// Two cycles are one cycle K followed by K on the residual left: K2 b = K b + K (b - A K b),
+// additive and multiplicative (the second cycle's residual computed with communication).
+TEST(Schwarz, SecondCycleCorrectsTheFirstCyclesResidual) {
+  auto lat = std::make_shared<const Lattice>(PETSC_COMM_SELF, Coords{8, 8, 8, 8});
+  const cvec links = random_gauge(*lat, 6);
+  const Coords block{4, 4, 4, 4};
+  auto local = std::make_shared<WilsonCloverOperator>(lat, links, wilson(Precision::double_, block));
+  auto full = std::make_shared<WilsonCloverOperator>(lat, links, wilson(Precision::double_));
+  auto linear = [](const std::shared_ptr<WilsonCloverOperator>& o) {
+    return std::make_shared<WilsonCloverLinear>(o, true, SchurType::symmetric, 0);
+  };
+  std::shared_ptr<WilsonCloverLinear> A = linear(full);
+  for (SchwarzType type : {SchwarzType::additive, SchwarzType::multiplicative}) {
+    SchwarzParam one;
+    one.block = block;
+    one.precision = Precision::double_;
+    one.type = type;
+    SchwarzParam two = one;
+    two.cycles = 2;
+    SchwarzPreconditioner k1(linear(local), linear(full), one), k2(linear(local), linear(full), two);
+    ColorSpinorField b = A->make_field(), x1 = A->make_field(), r = A->make_field(), c = A->make_field(),
+                     x2 = A->make_field();
+    b.from_lexicographic(random_spinor(*lat, 10));
+    k1.apply(x1, b);
+    A->apply(r, x1);
+    blas::caxpby(blas::Cplx(1), b, blas::Cplx(-1), r);
+    k1.apply(c, r);
+    blas::caxpby(blas::Cplx(1), x1, blas::Cplx(1), c);  // c = K b + K (b - A K b)
+    k2.apply(x2, b);
+    cvec f2, fc, f1;
+    x2.to_lexicographic(f2);
+    c.to_lexicographic(fc);
+    x1.to_lexicographic(f1);
+    EXPECT_LT(rel(f2, fc), 1e-12) << to_string(type);
+    EXPECT_GT(rel(f1, fc), 1e-3) << to_string(type);  // the second cycle changes the result
+  }
+}
+
 // Enough MR steps on a block reach the block's exact solution (dense LU of the block's
 // even-odd operator, built column by column).
 TEST(Schwarz, MrConvergesToTheDenseBlockSolution) {
@@ -293,7 +362,8 @@ TEST(NativeSolvers, MixedPrecisionReachesTheTolerance) {
   };
   for (const Case c : {Case{LATKE_SOLVER_BICGSTAB, LATKE_PRECISION_SINGLE}, Case{LATKE_SOLVER_BICGSTAB, LATKE_PRECISION_HALF},
                        Case{LATKE_SOLVER_CGNR, LATKE_PRECISION_SINGLE}, Case{LATKE_SOLVER_CGNE, LATKE_PRECISION_HALF},
-                       Case{LATKE_SOLVER_GCR, LATKE_PRECISION_DOUBLE}, Case{LATKE_SOLVER_MR, LATKE_PRECISION_DOUBLE},
+                       Case{LATKE_SOLVER_GCR, LATKE_PRECISION_DOUBLE}, Case{LATKE_SOLVER_GCR, LATKE_PRECISION_SINGLE},
+                       Case{LATKE_SOLVER_GCR, LATKE_PRECISION_HALF}, Case{LATKE_SOLVER_MR, LATKE_PRECISION_DOUBLE},
                        Case{LATKE_SOLVER_BICGSTAB, LATKE_PRECISION_DOUBLE}}) {
     LatkeSolverParams p;
     LatkeSolverParamsDefault(&p);
@@ -324,6 +394,40 @@ TEST(NativeSolvers, MixedPrecisionReachesTheTolerance) {
     EXPECT_LT(rel_world(pr.lex(x), ref), 1e-8);
     VecDestroy(&r), VecDestroy(&b), VecDestroy(&x);
   }
+}
+
+// Native GCR with the Schwarz preconditioner, its cycles in single (the GCR-DD arrangement:
+// Krylov space in single, blocks in half, restarts in double), reaches the tolerance and
+// PETSc's solution, with fewer iterations than without the preconditioner.
+TEST(NativeSolvers, MixedGcrWithSchwarzReachesTheTolerance) {
+  Problem pr(PETSC_COMM_WORLD, nullptr, 7, 0.2);
+  KSPConvergedReason reason;
+  const cvec ref = ksp_solve(pr, KSPGCR, PCNONE, "additive", &reason);
+  ASSERT_GT(reason, 0);
+  Vec b, x;
+  MatCreateVecs(pr.A, &x, &b);
+  LatkeVecSetNoiseSource(pr.A, b, LATKE_NOISE_Z2, 11);
+  LatkeSolverParams p;
+  LatkeSolverParamsDefault(&p);
+  p.type = LATKE_SOLVER_GCR;
+  p.sloppy = LATKE_PRECISION_SINGLE;
+  p.tol = 1e-10;
+  LatkeSolverStats plain, dd;
+  VecSet(x, 0.0);
+  ASSERT_EQ(MatLatkeSolve(pr.A, b, x, &p, nullptr, &plain), 0);
+  EXPECT_TRUE(plain.converged);
+  PetscOptionsSetValue(nullptr, "-dd_latke_solver_pc", "schwarz");
+  PetscOptionsSetValue(nullptr, "-dd_pc_latke_schwarz_block", "4,4,4,4");
+  VecSet(x, 0.0);
+  ASSERT_EQ(MatLatkeSolve(pr.A, b, x, &p, "dd_", &dd), 0);
+  PetscOptionsClearValue(nullptr, "-dd_latke_solver_pc");
+  PetscOptionsClearValue(nullptr, "-dd_pc_latke_schwarz_block");
+  EXPECT_TRUE(dd.converged);
+  EXPECT_LE(dd.true_residual, 1e-10);
+  EXPECT_GT(dd.sloppy_applications, 0);
+  EXPECT_LT(dd.iterations, plain.iterations);
+  EXPECT_LT(rel_world(pr.lex(x), ref), 1e-8);
+  VecDestroy(&b), VecDestroy(&x);
 }
 
 // PETSc's CG on the asqtad normal operator and the native mixed-precision CG agree.
