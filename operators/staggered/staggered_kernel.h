@@ -21,7 +21,6 @@
 #include "latke/core/algebra.h"
 #include "latke/core/faces.h"
 #include "latke/core/indexing.h"
-#include "latke/core/launch.h"
 #include "latke/fields/accessors.h"
 #include "staggered/staggered.h"
 
@@ -122,14 +121,11 @@ struct DslashArg {
   int mode = all_sites;
 };
 
-template <typename Store, Reconstruct RF, Reconstruct RL, bool Improved, bool Xpay>
+/// Comm: false when no dimension is split (a single rank's lattice): the halo branches and
+/// the ghost reads are compiled out (used for naive; see run_dslash).
+template <typename Store, Reconstruct RF, Reconstruct RL, bool Improved, bool Xpay, bool Comm>
 struct DslashKernel {
   using T = typename compute_type<Store>::type;
-  /// Naive in half needs 48 registers, which leaves 5 blocks of 256 threads per SM (62.5%
-  /// occupancy) for a latency-bound kernel; capped at 40 it fits 6, at the cost of a few
-  /// spilled words.
-  static constexpr LaunchBounds launch_bounds =
-      std::is_same_v<Store, short> && !Improved ? LaunchBounds{256, 6} : LaunchBounds{};
   DslashArg<Store, RF, RL> arg;
 
   /// A received neighbour: slot k of the face from behind (dir 0) or ahead (dir 1).
@@ -143,7 +139,7 @@ struct DslashKernel {
     const int parity = arg.parity, q = 1 - parity;
     int c[4];
     int x_cb, full;
-    if (arg.mode == exterior) {
+    if (Comm && arg.mode == exterior) {
       int mu0;
       if (!arg.faces.exterior_site(idx, parity, mu0, c)) return;
       for (int nu = 0; nu < mu0; ++nu)
@@ -153,7 +149,7 @@ struct DslashKernel {
     } else {
       x_cb = idx;
       full = arg.faces.geom.coords(x_cb, parity, c);
-      if (arg.mode == interior)
+      if (Comm && arg.mode == interior)
         for (int nu = 0; nu < 4; ++nu)
           if (arg.faces.near_boundary(nu, c)) return;
     }
@@ -166,7 +162,7 @@ struct DslashKernel {
     int stride = 1, eta_sum = 0;
     static_for<4>([&](auto mu_) {
       constexpr int mu = decltype(mu_)::value;
-      const bool split = arg.faces.split(mu);
+      const bool split = Comm && arg.faces.split(mu);
       const T eta = (eta_sum & 1) ? T(-1) : T(1);
       const bool phased = (arg.phase_mask >> mu) & 1;
       const int g = c[mu] + arg.offset[mu];  // global coordinate

@@ -1,11 +1,7 @@
 // One kernel source, two backends. A kernel is a trivially copyable functor with
 //   LATKE_HOST_DEVICE void operator()(int x_cb, int parity) const;
 // launch() runs it over x_cb in [0, n) and the given parities: as a CUDA kernel (one thread
-// per site, block size autotuned per functor type and size) or as an OpenMP loop. A functor
-// may bound its kernel's registers, trading spills for occupancy, by declaring
-//   static constexpr LaunchBounds launch_bounds{max_threads, min_blocks_per_sm};
-// (__launch_bounds__); min_blocks_per_sm == 0 means unbounded. The tuner then tries no block
-// larger than max_threads.
+// per site, block size autotuned per functor type and size) or as an OpenMP loop.
 // launch_reduce() is the same for a functor returning a value to be summed; the sum is
 // accumulated in the functor's type (double-based) in a fixed order, so it is the same run
 // to run on a given backend and size. launch_segmented_reduce() sums f(segment, i) over i
@@ -19,7 +15,6 @@
 #include <algorithm>
 #include <map>
 #include <string>
-#include <type_traits>
 #include <typeinfo>
 #include <vector>
 
@@ -41,22 +36,7 @@ struct LaunchRange {
   int n_parity = 1;
 };
 
-/// __launch_bounds__ of a functor's kernel (see the file comment).
-struct LaunchBounds {
-  int max_threads = 0;
-  int min_blocks = 0;
-};
-
 namespace detail {
-template <typename F, typename = void>
-struct bounds_of {
-  static constexpr LaunchBounds value{};
-};
-template <typename F>
-struct bounds_of<F, std::void_t<decltype(F::launch_bounds)>> {
-  static constexpr LaunchBounds value = F::launch_bounds;
-};
-
 /// Scratch space for reduction partials (device and pinned host), grown on demand.
 void* reduce_scratch_device(std::size_t bytes);
 void* reduce_scratch_host(std::size_t bytes);
@@ -74,22 +54,6 @@ template <typename F>
 __global__ void launch_kernel(const F f, int n, int parity_begin) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) f(i, parity_begin + static_cast<int>(blockIdx.y));
-}
-
-template <typename F, int MaxThreads, int MinBlocks>
-__global__ void __launch_bounds__(MaxThreads, MinBlocks) bounded_launch_kernel(const F f, int n, int parity_begin) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) f(i, parity_begin + static_cast<int>(blockIdx.y));
-}
-
-/// The kernel that runs F: bounded when F declares launch bounds.
-template <typename F>
-constexpr auto kernel_for() {
-  constexpr LaunchBounds lb = detail::bounds_of<F>::value;
-  if constexpr (lb.min_blocks > 0)
-    return &bounded_launch_kernel<F, lb.max_threads, lb.min_blocks>;
-  else
-    return &launch_kernel<F>;
 }
 
 template <typename T, typename F>
@@ -158,7 +122,7 @@ void launch(Backend b, const F& f, LaunchRange r, Stream s = compute_stream(), b
   const cudaStream_t stream = static_cast<cudaStream_t>(s.handle);
   auto run = [&](int block) {
     const dim3 grid((r.n + block - 1) / block, r.n_parity);
-    kernel_for<F>()<<<grid, block, 0, stream>>>(f, r.n, r.parity_begin);
+    launch_kernel<F><<<grid, block, 0, stream>>>(f, r.n, r.parity_begin);
   };
   static std::map<long long, int> chosen;  // per functor type: size -> block
   const long long size_key = static_cast<long long>(r.n) * 4 + r.n_parity;
@@ -166,7 +130,7 @@ void launch(Backend b, const F& f, LaunchRange r, Stream s = compute_stream(), b
   int block = it == chosen.end() ? 0 : it->second;
   if (block == 0) {
     cudaFuncAttributes attr;
-    LATKE_CUDA_CALL(cudaFuncGetAttributes(&attr, kernel_for<F>()));
+    LATKE_CUDA_CALL(cudaFuncGetAttributes(&attr, launch_kernel<F>));
     block = std::min(128, attr.maxThreadsPerBlock);
     double best = -1;
     if (tunable && tuning_enabled()) {
