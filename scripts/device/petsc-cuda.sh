@@ -11,6 +11,8 @@
 #   light  the same lattice near the critical kappa (LATKE_LIGHT_KAPPA, 0.1345; c_sw 1.769, the
 #          thermalized beta 6.0 configuration, Z2 source): gcr and fgmres with latke_mg, with
 #          latke_schwarz at 16^4 blocks x 8 MR steps and at the default, and with none
+#   dd     issue 5's (b) PETSc bcgs and (c) fgmres/gcr + latke_schwarz (LATKE_DD_SCHWARZ: lines
+#          'name options') near the critical kappa on 1 GPU and on all GPUs (one rank each)
 #   host326  the same solves with host vectors (-vec_type standard: PETSc 3.26's vector work on
 #            the CPU, every vector staged over PCIe), bounded to LATKE_HOST_ITS iterations (20)
 #   host318  the same with Debian's PETSc 3.18 (host only), from the bundle scripts/device/pack.sh
@@ -141,6 +143,31 @@ if [[ $steps == *" bench "* ]]; then
   # The same without -log_view_gpu_time: -log_view then prints nan for the times of events
   # whose GPU work is asynchronous; latke-solve's split still comes from the event log.
   bench gcr_schwarz_cuda_nogputime "$bin/latke-solve" -ksp_type gcr -vec_type cuda -pc_type latke_schwarz $schwarz
+fi
+if [[ $steps == *" dd "* ]]; then
+  # Issue 5's comparison on 1 GPU and on every GPU of the host (one rank each, the lattice split
+  # in t), near the critical kappa, device vectors: (b) PETSc bcgs and (c) PETSc fgmres and gcr
+  # + latke_schwarz at the block sizes, MR steps, types and cycles of LATKE_DD_SCHWARZ (the
+  # native solvers (a) are timed by dd-scaling.sh on the same problem).
+  kl=${LATKE_LIGHT_KAPPA:-0.1345}
+  light="-latke_gauge quenched -latke_gauge_sweeps 300 -latke_csw 1.769 -latke_kappa $kl -latke_source z2"
+  ngpu=$(nvidia-smi -L | wc -l)
+  for np in $(echo 1 $ngpu | tr ' ' '\n' | sort -un); do
+    grid=""; [ "$np" -gt 1 ] && grid="-latke_grid 1,1,1,$np"
+    echo "== dd: $L, kappa $kl, $np GPU(s), device vectors"
+    while read -r name opts; do
+      [ -z "$name" ] && continue
+      (cd "$work" && OMP_NUM_THREADS=4 mpirun -np $np "$bin/latke-solve" -latke_lattice "$L" $cache $light $grid -vec_type cuda \
+        -ksp_rtol 1e-10 -ksp_gmres_restart 20 -ksp_gcr_restart 20 $opts -latke_json "$out/dd_np${np}_$name.json") \
+        < /dev/null > "$out/dd_np${np}_$name.log" 2>&1; rc=$?; status=$((status | rc))
+      printf 'np=%d %-26s exit %d | %s | %s | %s\n' $np "$name" $rc "$(grep -E '^  KSP' "$out/dd_np${np}_$name.log" | sed 's/^ *KSP //')" \
+        "$(grep -E 'operator applications' "$out/dd_np${np}_$name.log" | sed 's/^ *//')" "$(grep -E '^  time' "$out/dd_np${np}_$name.log" | sed 's/^ *time: //')"
+    done <<< "${LATKE_DD_SCHWARZ:-bcgs -ksp_type bcgs
+fgmres_16_8 -ksp_type fgmres -pc_type latke_schwarz -pc_latke_schwarz_block 16,16,16,16 -pc_latke_schwarz_iterations 8
+fgmres_16_4x2 -ksp_type fgmres -pc_type latke_schwarz -pc_latke_schwarz_block 16,16,16,16 -pc_latke_schwarz_iterations 4 -pc_latke_schwarz_cycles 2
+fgmres_sap16_4x4 -ksp_type fgmres -pc_type latke_schwarz -pc_latke_schwarz_block 16,16,16,16 -pc_latke_schwarz_iterations 4 -pc_latke_schwarz_type multiplicative -pc_latke_schwarz_cycles 4
+gcr_sap16_4x4 -ksp_type gcr -pc_type latke_schwarz -pc_latke_schwarz_block 16,16,16,16 -pc_latke_schwarz_iterations 4 -pc_latke_schwarz_type multiplicative -pc_latke_schwarz_cycles 4}"
+  done
 fi
 if [[ $steps == *" light "* ]]; then
   kl=${LATKE_LIGHT_KAPPA:-0.1345}
