@@ -253,10 +253,12 @@ void SchwarzPreconditioner::apply(ColorSpinorField& out, const ColorSpinorField&
                {r_.lattice().volume_cb()}, compute_stream(), false);
     });
   };
+  const std::vector<int> colours =
+      param_.type == SchwarzType::additive ? std::vector<int>{-1} : std::vector<int>{0, 1};
   acc_.zero();
   bool first = true;
   for (int cycle = 0; cycle < param_.cycles; ++cycle) {
-    for (int colour : param_.type == SchwarzType::additive ? std::vector<int>{-1} : std::vector<int>{0, 1}) {
+    for (int colour : colours) {
       residual(first, colour);
       block_mr(colour);
       blas::caxpby(omega, x_, blas::Cplx(1), acc_);
@@ -270,8 +272,8 @@ std::string SchwarzPreconditioner::describe() const {
   std::ostringstream s;
   s << to_string(param_.type) << " Schwarz, blocks " << param_.block[0] << "x" << param_.block[1] << "x"
     << param_.block[2] << "x" << param_.block[3] << " (" << n_blocks_ << " per rank), " << param_.cycles
-    << (param_.cycles == 1 ? " cycle, " : " cycles, ") << param_.iterations << " MR steps, " << to_string(param_.precision) << " precision, omega " << param_.omega << "; block operator: "
-    << local_->describe();
+    << (param_.cycles == 1 ? " cycle, " : " cycles, ") << param_.iterations << " MR steps, "
+    << to_string(param_.precision) << " precision, omega " << param_.omega << "; block operator: " << local_->describe();
   return s.str();
 }
 
