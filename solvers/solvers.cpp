@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "latke/core/error.h"
@@ -193,10 +194,18 @@ void bicgstab(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const Sol
 void gcr(Work& w, Preconditioner* K, ColorSpinorField& x, const ColorSpinorField& b, const SolverParam& p,
          SolverStats& st) {
   require(p.restart >= 1, "GCR restart ", p.restart, ": expected at least 1");
-  // Each cycle of `restart` directions runs in the sloppy precision from the true residual;
-  // its partial solution is folded into x and the residual recomputed in double at the end.
-  ColorSpinorField r = w.outer_field(), tmp = w.outer_field();
-  ColorSpinorField rs = w.sloppy_field(), xs = w.accumulator_field();
+  // Mixed: each cycle of `restart` directions runs in the sloppy precision from the true
+  // residual; its partial solution is folded into x and the residual recomputed in double at
+  // the end. Otherwise the cycle works on r and x themselves.
+  ColorSpinorField r = w.outer_field();
+  std::optional<ColorSpinorField> rs_mixed, xs_mixed, tmp;
+  if (w.mixed()) {
+    rs_mixed.emplace(w.sloppy_field());
+    xs_mixed.emplace(w.accumulator_field());
+    tmp.emplace(w.outer_field());
+  }
+  ColorSpinorField& rs = w.mixed() ? *rs_mixed : r;
+  ColorSpinorField& xs = w.mixed() ? *xs_mixed : x;
   std::vector<ColorSpinorField> z = ColorSpinorField::make_set(rs.lattice_ptr(), rs.param(), p.restart),
                                 az = ColorSpinorField::make_set(rs.lattice_ptr(), rs.param(), p.restart);
   std::vector<const ColorSpinorField*> zp, azp;
@@ -210,7 +219,7 @@ void gcr(Work& w, Preconditioner* K, ColorSpinorField& x, const ColorSpinorField
   double r2 = w.true_residual(r, x, b);
   st.initial_residual = std::sqrt(r2 / b2);
   while (r2 > target && st.iterations < p.max_iter) {
-    rs.copy_from(r);
+    if (w.mixed()) rs.copy_from(r);
     for (int j = 0; j < p.restart && r2 > target && st.iterations < p.max_iter; ++j) {
       if (K)
         K->apply(z[j], rs);
@@ -231,7 +240,7 @@ void gcr(Work& w, Preconditioner* K, ColorSpinorField& x, const ColorSpinorField
       r2 = blas::caxpby_norm(Cplx(-a.re, -a.im), az[j], Cplx(1), rs);
       ++st.iterations;
     }
-    fold(x, xs, tmp);
+    if (w.mixed()) fold(x, xs, *tmp);
     r2 = w.true_residual(r, x, b);  // restart from the true residual
     ++st.reliable_updates;
   }

@@ -48,6 +48,28 @@ double rel(const cvec& a, const cvec& b) {
   return std::sqrt(d / n);
 }
 
+/// A Wilson-clover operator on a random gauge field of one rank, domain-local on `block`, and
+/// its even-odd system, which the Schwarz tests precondition.
+struct BlockProblem {
+  std::shared_ptr<const Lattice> lat;
+  cvec links;
+  std::shared_ptr<WilsonCloverOperator> op;
+  BlockProblem(const Coords& dims, std::uint64_t seed, const Coords& block)
+      : lat(std::make_shared<const Lattice>(PETSC_COMM_SELF, dims)), links(random_gauge(*lat, seed)),
+        op(std::make_shared<WilsonCloverOperator>(lat, links, wilson(Precision::double_, block))) {}
+  std::shared_ptr<WilsonCloverLinear> linear() const {
+    return std::make_shared<WilsonCloverLinear>(op, true, SchurType::symmetric, 0);
+  }
+};
+
+SchwarzParam schwarz_double(const Coords& block, int iterations) {
+  SchwarzParam sp;
+  sp.block = block;
+  sp.iterations = iterations;
+  sp.precision = Precision::double_;
+  return sp;
+}
+
 // Inside a block, the domain-local operator equals the full one on a field that vanishes
 // outside the block; outside, it is exactly zero while the full operator leaks.
 TEST(DomainLocal, EqualsFullOperatorOnAnIsolatedBlock) {
@@ -92,25 +114,20 @@ TEST(DomainLocal, EqualsFullOperatorOnAnIsolatedBlock) {
 // it equals the native MR solver's iterates on that operator. (On CUDA the block sums of so
 // long a segment are reduced in chunks, launch_segmented_reduce.)
 TEST(Schwarz, OneBlockEqualsMrOnTheLocalOperator) {
-  auto lat = std::make_shared<const Lattice>(PETSC_COMM_SELF, Coords{8, 8, 8, 16});
-  const cvec links = random_gauge(*lat, 5);
   const Coords block{8, 8, 8, 16};
-  auto op = std::make_shared<WilsonCloverOperator>(lat, links, wilson(Precision::double_, block));
-  WilsonCloverLinear A(op, true, SchurType::symmetric, 0);
-  SchwarzParam sp;
-  sp.block = block;
-  sp.iterations = 6;
-  sp.precision = Precision::double_;
-  SchwarzPreconditioner k(std::make_unique<WilsonCloverLinear>(op, true, SchurType::symmetric, 0), nullptr, sp);
-  ColorSpinorField b = A.make_field(), x = A.make_field(), y = A.make_field();
-  b.from_lexicographic(random_spinor(*lat, 9));
+  const BlockProblem pr(block, 5, block);
+  const std::shared_ptr<WilsonCloverLinear> A = pr.linear();
+  const SchwarzParam sp = schwarz_double(block, 6);
+  SchwarzPreconditioner k(pr.linear(), nullptr, sp);
+  ColorSpinorField b = A->make_field(), x = A->make_field(), y = A->make_field();
+  b.from_lexicographic(random_spinor(*pr.lat, 9));
   k.apply(x, b);
   SolverParam p;
   p.type = SolverType::mr;
   p.tol = 1e-14;
   p.max_iter = sp.iterations;
   y.zero();
-  const SolverStats st = solve(A, nullptr, nullptr, y, b, p);
+  const SolverStats st = solve(*A, nullptr, nullptr, y, b, p);
   ASSERT_EQ(st.iterations, sp.iterations);
   cvec fx, fy;
   x.to_lexicographic(fx);
@@ -122,26 +139,20 @@ TEST(Schwarz, OneBlockEqualsMrOnTheLocalOperator) {
 // Two cycles are one cycle K followed by K on the residual left: K2 b = K b + K (b - A K b),
 // additive and multiplicative (the second cycle's residual computed with communication).
 TEST(Schwarz, SecondCycleCorrectsTheFirstCyclesResidual) {
-  auto lat = std::make_shared<const Lattice>(PETSC_COMM_SELF, Coords{8, 8, 8, 8});
-  const cvec links = random_gauge(*lat, 6);
   const Coords block{4, 4, 4, 4};
-  auto local = std::make_shared<WilsonCloverOperator>(lat, links, wilson(Precision::double_, block));
-  auto full = std::make_shared<WilsonCloverOperator>(lat, links, wilson(Precision::double_));
-  auto linear = [](const std::shared_ptr<WilsonCloverOperator>& o) {
-    return std::make_shared<WilsonCloverLinear>(o, true, SchurType::symmetric, 0);
-  };
-  std::shared_ptr<WilsonCloverLinear> A = linear(full);
+  const BlockProblem pr({8, 8, 8, 8}, 6, block);
+  auto full_op = std::make_shared<WilsonCloverOperator>(pr.lat, pr.links, wilson(Precision::double_));
+  auto full = [&] { return std::make_shared<WilsonCloverLinear>(full_op, true, SchurType::symmetric, 0); };
+  const std::shared_ptr<WilsonCloverLinear> A = full();
   for (SchwarzType type : {SchwarzType::additive, SchwarzType::multiplicative}) {
-    SchwarzParam one;
-    one.block = block;
-    one.precision = Precision::double_;
+    SchwarzParam one = schwarz_double(block, SchwarzParam{}.iterations);
     one.type = type;
     SchwarzParam two = one;
     two.cycles = 2;
-    SchwarzPreconditioner k1(linear(local), linear(full), one), k2(linear(local), linear(full), two);
+    SchwarzPreconditioner k1(pr.linear(), full(), one), k2(pr.linear(), full(), two);
     ColorSpinorField b = A->make_field(), x1 = A->make_field(), r = A->make_field(), c = A->make_field(),
                      x2 = A->make_field();
-    b.from_lexicographic(random_spinor(*lat, 10));
+    b.from_lexicographic(random_spinor(*pr.lat, 10));
     k1.apply(x1, b);
     A->apply(r, x1);
     blas::caxpby(blas::Cplx(1), b, blas::Cplx(-1), r);
@@ -160,11 +171,10 @@ TEST(Schwarz, SecondCycleCorrectsTheFirstCyclesResidual) {
 // Enough MR steps on a block reach the block's exact solution (dense LU of the block's
 // even-odd operator, built column by column).
 TEST(Schwarz, MrConvergesToTheDenseBlockSolution) {
-  auto lat = std::make_shared<const Lattice>(PETSC_COMM_SELF, Coords{4, 4, 4, 4});
-  const cvec links = random_gauge(*lat, 5);
   const Coords block{2, 2, 2, 2};
-  auto op = std::make_shared<WilsonCloverOperator>(lat, links, wilson(Precision::double_, block));
-  WilsonCloverLinear A(op, true, SchurType::symmetric, 0);
+  const BlockProblem pr({4, 4, 4, 4}, 5, block);
+  const std::shared_ptr<const Lattice>& lat = pr.lat;
+  WilsonCloverLinear A(pr.op, true, SchurType::symmetric, 0);
   // Block 0 (origin), even sites: their lexicographic indices.
   std::vector<long> sites;
   for (long s = 0; s < lat->volume(); ++s) {
@@ -194,11 +204,8 @@ TEST(Schwarz, MrConvergesToTheDenseBlockSolution) {
     rhs(i) = {rnd[at].re, rnd[at].im};
   }
   const Eigen::VectorXcd exact = dense.partialPivLu().solve(rhs);
-  SchwarzParam sp;
-  sp.block = block;
-  sp.iterations = 200;
-  sp.precision = Precision::double_;
-  SchwarzPreconditioner k(std::make_unique<WilsonCloverLinear>(op, true, SchurType::symmetric, 0), nullptr, sp);
+  const SchwarzParam sp = schwarz_double(block, 200);
+  SchwarzPreconditioner k(pr.linear(), nullptr, sp);
   ColorSpinorField b = A.make_field(), x = A.make_field();
   b.from_lexicographic(host);
   k.apply(x, b);
@@ -218,7 +225,7 @@ TEST(Schwarz, MrConvergesToTheDenseBlockSolution) {
   // Few steps are not the solution: the check above can fail.
   SchwarzParam few = sp;
   few.iterations = 2;
-  SchwarzPreconditioner k2(std::make_unique<WilsonCloverLinear>(op, true, SchurType::symmetric, 0), nullptr, few);
+  SchwarzPreconditioner k2(pr.linear(), nullptr, few);
   k2.apply(x, b);
   out.clear();
   x.to_lexicographic(out);
