@@ -17,7 +17,7 @@ L=${LATKE_DD_LATTICE:-32,32,32,64}
 gauge=${LATKE_DD_GAUGE:--latke_gauge quenched -latke_gauge_sweeps 300 -latke_gauge_cache /tmp/latke-cache -latke_kappa 0.1345 -latke_csw 1.769}
 status=0
 ngpu=$(nvidia-smi -L | wc -l)
-for np in 1 $ngpu; do
+for np in $(echo 1 $ngpu | tr " " "\n" | sort -un); do  # 1 and all GPUs, once each
   grid=""; [ "$np" -gt 1 ] && grid="-latke_grid 1,1,1,$np"
   while read -r name opts; do
     [ -z "$name" ] && continue
