@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <type_traits>
 
 #include "latke/core/error.h"
 #include "latke/core/indexing.h"
@@ -67,26 +69,50 @@ struct BasisView {
   }
 };
 
-/// The basis packed for the transfers: per parity, site and fine component m the nvec values
-/// V_k(x)_m contiguous ([parity][x][m][k] complex), so that threads of consecutive k read
-/// consecutive words (R) and a thread reads one component of every vector in one sweep (P).
-/// Half storage scales each (site, m) by its largest |re| or |im| over k.
+/// The basis packed for the transfers: per parity, site and vector k one record of the site's
+/// n_comp complex values ([parity][x][k][m] complex), so that threads of consecutive k (R) or
+/// of consecutive m (P) read consecutive words, and a thread of R reads its record in 16-byte
+/// vectors. Half storage scales each record (site, k) by its largest |re| or |im|.
 template <typename S>
 struct PackedBasis {
+  static constexpr int W = 16 / static_cast<int>(sizeof(S));  ///< reals per 16-byte word
   S* data = nullptr;
   float* scale = nullptr;
   int vcb = 0, n_comp = 0, nvec = 0;
+  bool words = false;  ///< records are whole 16-byte words (2 n_comp sizeof(S) % 16 == 0)
 
-  LATKE_HOST_DEVICE LATKE_INLINE long slot(int parity, int x, int m) const {
-    return (static_cast<long>(parity) * vcb + x) * n_comp + m;
+  LATKE_HOST_DEVICE LATKE_INLINE long record(int parity, int x, int k) const {
+    return (static_cast<long>(parity) * vcb + x) * nvec + k;
   }
-  LATKE_HOST_DEVICE LATKE_INLINE Complex<double> get(long sl, int k) const {
-    const long i = 2 * (sl * nvec + k);
+  LATKE_HOST_DEVICE LATKE_INLINE double unit(long rec) const {
+    if constexpr (sizeof(S) == 2) return static_cast<double>(scale[rec]) / fixed_max;
+    else return 1.0;
+  }
+  /// Value m of record rec.
+  LATKE_HOST_DEVICE LATKE_INLINE Complex<double> get(long rec, int m) const {
+    const long i = rec * 2 * n_comp + 2 * m;
     if constexpr (sizeof(S) == 2) {
-      const double u = static_cast<double>(scale[sl]) / fixed_max;
+      const double u = unit(rec);
       return Complex<double>(from_fixed(data[i]) * u, from_fixed(data[i + 1]) * u);
     } else {
       return Complex<double>(data[i], data[i + 1]);
+    }
+  }
+  /// Reals [w W, (w + 1) W) of record rec as stored (half: the integers, unscaled); needs words.
+  template <typename C>
+  LATKE_HOST_DEVICE LATKE_INLINE void load_word(long rec, int w, C (&r)[W]) const {
+    const Vector<S, W> v = reinterpret_cast<const Vector<S, W>*>(data + rec * 2 * n_comp)[w];
+    if constexpr (sizeof(S) == 2) {
+      Vector<unsigned, W / 2> u;
+      memcpy(&u, &v, sizeof(u));
+      LATKE_UNROLL for (int i = 0; i < W / 2; ++i) {
+        float lo, hi;
+        from_fixed2(u.v[i], lo, hi);
+        r[2 * i] = static_cast<C>(lo);
+        r[2 * i + 1] = static_cast<C>(hi);
+      }
+    } else {
+      LATKE_UNROLL for (int i = 0; i < W; ++i) r[i] = static_cast<C>(v.v[i]);
     }
   }
 };
@@ -111,6 +137,7 @@ PackedBasis<S> packed_view(const Buffer& data, const Buffer& scale, int vcb, int
   p.vcb = vcb;
   p.n_comp = n_comp;
   p.nvec = nvec;
+  p.words = (2L * n_comp * static_cast<long>(sizeof(S))) % 16 == 0;
   return p;
 }
 
@@ -128,15 +155,21 @@ AggregateMap aggregate_map(const Lattice& fine, const Lattice& coarse, const Coo
 
 /// coarse(a)_{chi,k} = sum over the aggregate's sites (or over two slices of it) of <V_k, f>
 /// on chirality chi, in two passes so that every level keeps the device busy: one thread per
-/// (chunk of the aggregate's sites, aggregate, k), k fastest (a warp reads consecutive words
-/// of the packed basis and one value of f for all its threads), writes its partial sums; one
-/// thread per (aggregate, k) adds the chunks. Face mode (face_mu >= 0): the last slice in mu
-/// into side 0, the first into side 1.
-template <typename SV, typename SF>
+/// (chunk of the aggregate's sites, aggregate, k), k fastest, so that a warp reads the packed
+/// records of consecutive k (contiguous, in 16-byte words) and one value of f for all its
+/// threads; it writes its partial sums, and one thread per (aggregate, k) adds the chunks.
+/// Each site's products are summed in T (float unless the basis or f is double), the sites
+/// in double. Face mode (face_mu >= 0): the last slice in mu into side 0, the first into side 1.
+/// NR > 0: fine fields of that many reals per site (Wilson: 24), each site of f read whole
+/// in vector loads (fsite); NR = 0: any shape, f read by components (fine).
+template <typename SV, typename SF, int NR = 0>
 struct RestrictPartsKernel {
+  using T = std::conditional_t<sizeof(SV) == 8 || sizeof(SF) == 8, double, float>;
+  static constexpr int W = PackedBasis<SV>::W;
   AggregateMap map;
   PackedBasis<SV> basis;
-  RealArray<SF> fine[2];   ///< by parity
+  RealArray<SF> fine[2];  ///< by parity
+  SiteArray<SF, (NR > 0 ? NR : 2), 1> fsite[2];  ///< by parity, when NR > 0
   Complex<double>* parts;  ///< [chunk][aggregate][k][side][chi]
   int nvec, fine_reals, parity, face_mu, chunks;
 
@@ -153,6 +186,51 @@ struct RestrictPartsKernel {
     }
     return i;
   }
+  /// <V_k(x), f(x)> on each chirality, into s[0], s[1] (added).
+  LATKE_HOST_DEVICE LATKE_INLINE void site_dot(long rec, int fp, int fx, Complex<double> (&s)[2]) const {
+    const RealArray<SF>& f = fine[fp];
+    const int n_real = fine_reals, half = fine_reals / 2;
+    T a[4] = {};  // re, im of chirality 0, then of chirality 1
+    if constexpr (NR > 0) {
+      static_assert(NR % W == 0, "records of whole words");
+      T fv[NR];
+      fsite[fp].load(fv, fx);
+      LATKE_UNROLL for (int w = 0; w < NR / W; ++w) {
+        T v[W];
+        basis.load_word(rec, w, v);
+        LATKE_UNROLL for (int i = 0; i < W; i += 2) {
+          const int r = w * W + i, c = r >= NR / 2 ? 2 : 0;
+          a[c] += v[i] * fv[r] + v[i + 1] * fv[r + 1];
+          a[c + 1] += v[i] * fv[r + 1] - v[i + 1] * fv[r];
+        }
+      }
+    } else if (basis.words) {
+      for (int w = 0; w < n_real / W; ++w) {
+        T v[W];
+        basis.load_word(rec, w, v);
+        LATKE_UNROLL for (int i = 0; i < W; i += 2) {
+          const int r = w * W + i;
+          const T fr = f.template get<T>(r, fx), fi = f.template get<T>(r + 1, fx);
+          const int c = r >= half ? 2 : 0;
+          a[c] += v[i] * fr + v[i + 1] * fi;
+          a[c + 1] += v[i] * fi - v[i + 1] * fr;
+        }
+      }
+    } else {
+      for (int m = 0; m < n_real / 2; ++m) {
+        const long i = rec * n_real + 2 * m;
+        const T vr = sizeof(SV) == 2 ? from_fixed(basis.data[i]) : static_cast<T>(basis.data[i]);
+        const T vi = sizeof(SV) == 2 ? from_fixed(basis.data[i + 1]) : static_cast<T>(basis.data[i + 1]);
+        const T fr = f.template get<T>(2 * m, fx), fi = f.template get<T>(2 * m + 1, fx);
+        const int c = 2 * m >= half ? 2 : 0;
+        a[c] += vr * fr + vi * fi;
+        a[c + 1] += vr * fi - vi * fr;
+      }
+    }
+    const double u = basis.unit(rec);
+    s[0] += Complex<double>(a[0] * u, a[1] * u);
+    s[1] += Complex<double>(a[2] * u, a[3] * u);
+  }
   LATKE_HOST_DEVICE void operator()(int idx, int) const {
     const int k = idx % nvec, rest = idx / nvec, vcb = map.coarse.volume_cb;
     const int cx = rest % vcb, chunk = rest / vcb;
@@ -162,7 +240,6 @@ struct RestrictPartsKernel {
     const int n_sites = face_mu < 0 ? map.block_volume : map.block_volume / map.block[face_mu];
     const int begin = static_cast<int>(static_cast<long>(n_sites) * chunk / chunks);
     const int end = static_cast<int>(static_cast<long>(n_sites) * (chunk + 1) / chunks);
-    const int n_comp = fine_reals / 2;
     Complex<double>* out = parts + ((static_cast<long>(chunk) * vcb + cx) * nvec + k) * 4;
     for (int side = 0; side < sides; ++side) {
       Complex<double> s[2];
@@ -170,12 +247,7 @@ struct RestrictPartsKernel {
         int fc[4];
         const int full = map.fine_site(cc, site(j, side), fc);
         const int fp = (fc[0] + fc[1] + fc[2] + fc[3]) & 1, fx = full >> 1;
-        for (int m = 0; m < n_comp; ++m) {
-          const Complex<double> v = basis.get(basis.slot(fp, fx, m), k);
-          const Complex<double> f(fine[fp].template get<double>(2 * m, fx),
-                                  fine[fp].template get<double>(2 * m + 1, fx));
-          s[2 * m >= n_comp] += conj_mul(v, f);
-        }
+        site_dot(basis.record(fp, fx, k), fp, fx, s);
       }
       out[2 * side] = s[0];
       out[2 * side + 1] = s[1];
@@ -202,7 +274,7 @@ struct RestrictCombineKernel {
 };
 
 /// fine(x)_m = sum_k V_k(x)_m e(a(x))_{chi(m), k}; one thread per (fine site, component) of
-/// one parity, sites fastest (coalesced writes; each thread sweeps its own nvec values).
+/// one parity, components fastest (a warp reads consecutive values of each packed record).
 template <typename SV, typename SC, typename SF>
 struct ProlongKernel {
   AggregateMap map;
@@ -212,23 +284,62 @@ struct ProlongKernel {
   int nvec, n_comp;
   int parity;
   LATKE_HOST_DEVICE void operator()(int idx, int) const {
-    const int x_cb = idx % map.fine.volume_cb, m = idx / map.fine.volume_cb;
+    const int m = idx % n_comp, x_cb = idx / n_comp;
     int fc[4];
     map.fine.coords(x_cb, parity, fc);
     int cp;
     const int cx = map.coarse_site(fc, cp);
     const RealArray<SC>& e = coarse[cp];
     const int c0 = 2 * (2 * m >= n_comp ? nvec : 0);
-    const long sl = basis.slot(parity, x_cb, m);
     double ar = 0, ai = 0;
     for (int k = 0; k < nvec; ++k) {
-      const Complex<double> v = basis.get(sl, k);
+      const Complex<double> v = basis.get(basis.record(parity, x_cb, k), m);
       const double er = e.template get<double>(c0 + 2 * k, cx), ei = e.template get<double>(c0 + 2 * k + 1, cx);
       ar += v.re * er - v.im * ei;
       ai += v.re * ei + v.im * er;
     }
     fine.set(2 * m, x_cb, ar);
     fine.set(2 * m + 1, x_cb, ai);
+  }
+};
+
+/// P onto fine fields of a compile-time shape (Wilson: 24 reals) from the packed basis: one
+/// thread per fine site, reading its record of each vector in 16-byte words and keeping the
+/// site's components in registers (the half-precision basis: half the bytes of the vectors).
+template <typename SV, typename SC, typename SF, int NR>
+struct ProlongPackedSiteKernel {
+  static constexpr int W = PackedBasis<SV>::W;
+  static_assert(NR % W == 0, "records of whole words");
+  AggregateMap map;
+  PackedBasis<SV> basis;
+  RealArray<SC> coarse[2];    ///< by parity
+  SiteArray<SF, NR, 1> fine;  ///< the parity block being written
+  int nvec, parity;
+  LATKE_HOST_DEVICE void operator()(int x_cb, int) const {
+    using T = std::conditional_t<sizeof(SV) == 8 || sizeof(SF) == 8, double, float>;
+    int fc[4];
+    map.fine.coords(x_cb, parity, fc);
+    int cp;
+    const int cx = map.coarse_site(fc, cp);
+    const RealArray<SC>& e = coarse[cp];
+    T acc[NR] = {};
+    for (int k = 0; k < nvec; ++k) {
+      const long rec = basis.record(parity, x_cb, k);
+      const T u = static_cast<T>(basis.unit(rec));
+      const T e0r = e.template get<T>(2 * k, cx) * u, e0i = e.template get<T>(2 * k + 1, cx) * u;
+      const T e1r = e.template get<T>(2 * (nvec + k), cx) * u, e1i = e.template get<T>(2 * (nvec + k) + 1, cx) * u;
+      LATKE_UNROLL for (int w = 0; w < NR / W; ++w) {
+        T v[W];
+        basis.load_word(rec, w, v);
+        LATKE_UNROLL for (int i = 0; i < W; i += 2) {
+          const int r = w * W + i;
+          const T er = r < NR / 2 ? e0r : e1r, ei = r < NR / 2 ? e0i : e1i;
+          acc[r] += v[i] * er - v[i + 1] * ei;
+          acc[r + 1] += v[i] * ei + v[i + 1] * er;
+        }
+      }
+    }
+    fine.save(acc, x_cb);
   }
 };
 
@@ -269,35 +380,25 @@ struct ProlongSiteKernel {
   }
 };
 
-/// The packed basis from the vectors: one thread per (site, component) of one parity.
+/// The packed basis from the vectors: one thread per (site, vector) of one parity.
 template <typename SV, typename SP>
 struct PackKernel {
   BasisView<SV> basis;
   PackedBasis<SP> packed;
   int parity;
   LATKE_HOST_DEVICE void operator()(int idx, int) const {
-    const int m = idx % packed.n_comp, x = idx / packed.n_comp;
-    const long sl = packed.slot(parity, x, m);
-    double mx = 0;
+    const int k = idx % packed.nvec, x = idx / packed.nvec, n_real = 2 * packed.n_comp;
+    const long rec = packed.record(parity, x, k);
+    const RealArray<SV> v = basis.at(k, parity);
+    SP* d = packed.data + rec * n_real;
     if constexpr (sizeof(SP) == 2) {
-      for (int k = 0; k < packed.nvec; ++k) {
-        const RealArray<SV> v = basis.at(k, parity);
-        mx = fmax(mx, fmax(fabs(v.template get<double>(2 * m, x)), fabs(v.template get<double>(2 * m + 1, x))));
-      }
-      packed.scale[sl] = static_cast<float>(mx);
-    }
-    for (int k = 0; k < packed.nvec; ++k) {
-      const RealArray<SV> v = basis.at(k, parity);
-      const double re = v.template get<double>(2 * m, x), im = v.template get<double>(2 * m + 1, x);
-      SP* d = packed.data + 2 * (sl * packed.nvec + k);
-      if constexpr (sizeof(SP) == 2) {
-        const double inv = mx > 0 ? fixed_max / mx : 0.0;
-        d[0] = to_fixed(static_cast<float>(re * inv));
-        d[1] = to_fixed(static_cast<float>(im * inv));
-      } else {
-        d[0] = static_cast<SP>(re);
-        d[1] = static_cast<SP>(im);
-      }
+      double mx = 0;
+      for (int r = 0; r < n_real; ++r) mx = fmax(mx, fabs(v.template get<double>(r, x)));
+      packed.scale[rec] = static_cast<float>(mx);
+      const double inv = mx > 0 ? fixed_max / mx : 0.0;
+      for (int r = 0; r < n_real; ++r) d[r] = to_fixed(static_cast<float>(v.template get<double>(r, x) * inv));
+    } else {
+      for (int r = 0; r < n_real; ++r) d[r] = static_cast<SP>(v.template get<double>(r, x));
     }
   }
 };
@@ -454,11 +555,11 @@ void Transfer::orthonormalize() {
 
 void Transfer::pack() {
   const int vcb = fine_->volume_cb(), n_comp = fine_param_.nspin * fine_param_.ncolor;
-  const std::size_t slots = static_cast<std::size_t>(2) * vcb * n_comp;
+  const std::size_t records = static_cast<std::size_t>(2) * vcb * nvec_;
   const MemoryKind mk = memory_for(fine_param_.backend);
   if (!packed_.data()) {
-    packed_ = Buffer(mk, slots * nvec_ * 2 * real_bytes(packed_precision_));
-    if (packed_precision_ == Precision::half) packed_scale_ = Buffer(mk, slots * sizeof(float));
+    packed_ = Buffer(mk, records * n_comp * 2 * real_bytes(packed_precision_));
+    if (packed_precision_ == Precision::half) packed_scale_ = Buffer(mk, records * sizeof(float));
   }
   dispatch_full(fine_param_.precision, "multigrid basis", [&](auto sv) {
     using SV = decltype(sv);
@@ -468,7 +569,7 @@ void Transfer::pack() {
         launch(
             fine_param_.backend,
             PackKernel<SV, SP>{basis_view<SV>(v_), packed_view<SP>(packed_, packed_scale_, vcb, n_comp, nvec_), parity},
-            {vcb * n_comp}, compute_stream(), false);
+            {vcb * nvec_}, compute_stream(), false);
     };
     switch (packed_precision_) {
       case Precision::double_:
@@ -501,7 +602,32 @@ void Transfer::prolongate(ColorSpinorField& fine, const ColorSpinorField& coarse
               coarse.lattice().volume_cb() == coarse_->volume_cb(),
           "prolongate: the coarse field is not a full field of the coarse level's shape");
   const AggregateMap map = aggregate_map(*fine_, *coarse_, block_);
-  if (fine.site_reals() == 24) {  // the Wilson fine level: whole sites from the basis vectors
+  // The Wilson fine level: one thread per site, from the basis vectors (double or single) or
+  // from the packed half-precision records, which are half the bytes.
+  if (fine.site_reals() == 24 && packed_precision_ == Precision::half) {
+    with_packed([&](auto basis) {
+      using SV = std::remove_pointer_t<decltype(basis.data)>;
+      if constexpr (sizeof(SV) == 2) {
+        dispatch_full(coarse.precision(), "prolongate (coarse field)", [&](auto sc) {
+          dispatch_full(fine.precision(), "prolongate (fine field)", [&](auto sf) {
+            using SC = decltype(sc);
+            using SF = decltype(sf);
+            for (int parity = 0; parity < 2; ++parity) {
+              ProlongPackedSiteKernel<SV, SC, SF, 24> k{map,
+                                                        basis,
+                                                        {real_array<SC>(coarse, 0), real_array<SC>(coarse, 1)},
+                                                        fine.accessor<SF, 3, 4>(parity).a,
+                                                        nvec_,
+                                                        parity};
+              launch(fine.backend(), k, {fine_->volume_cb()});
+            }
+          });
+        });
+      }
+    });
+    return;
+  }
+  if (fine.site_reals() == 24) {
     dispatch_full(fine_param_.precision, "multigrid basis", [&](auto sv) {
       dispatch_full(coarse.precision(), "prolongate (coarse field)", [&](auto sc) {
         dispatch_full(fine.precision(), "prolongate (fine field)", [&](auto sf) {
@@ -536,7 +662,7 @@ void Transfer::prolongate(ColorSpinorField& fine, const ColorSpinorField& coarse
                                       nvec_,
                                       fine.site_reals() / 2,
                                       parity};
-          launch(fine.backend(), k, {fine_->volume_cb() * (fine.site_reals() / 2)});
+          launch(fine.backend(), k, {fine_->volume_cb() * (fine.site_reals() / 2)});  // components fastest
         }
       });
     });
@@ -597,10 +723,15 @@ void Transfer::restrict_impl(ColorSpinorField& coarse, ColorSpinorField* first, 
         using SF = decltype(sf);
         using SC = decltype(sc);
         for (int parity = 0; parity < 2; ++parity) {
-          RestrictPartsKernel<SV, SF> k{map,    basis, {real_array<SF>(fine, 0), real_array<SF>(fine, 1)},
-                                        parts,  nvec_, fine.site_reals(),
-                                        parity, mu,    chunks};
-          launch(fine.backend(), k, {chunks * vcb * nvec_}, compute_stream(), false);
+          const RealArray<SF> fr[2] = {real_array<SF>(fine, 0), real_array<SF>(fine, 1)};
+          if (fine.site_reals() == 24 && basis.words) {  // the Wilson fine level: whole sites of f
+            RestrictPartsKernel<SV, SF, 24> k{map,    basis, {fr[0], fr[1]}, {fine.accessor<SF, 3, 4>(0).a, fine.accessor<SF, 3, 4>(1).a},
+                                              parts,  nvec_, fine.site_reals(), parity, mu, chunks};
+            launch(fine.backend(), k, {chunks * vcb * nvec_}, compute_stream(), false);
+          } else {
+            RestrictPartsKernel<SV, SF> k{map, basis, {fr[0], fr[1]}, {}, parts, nvec_, fine.site_reals(), parity, mu, chunks};
+            launch(fine.backend(), k, {chunks * vcb * nvec_}, compute_stream(), false);
+          }
           RestrictCombineKernel<SC> c{{real_array<SC>(coarse, parity), real_array<SC>(first ? *first : coarse, parity)},
                                       parts,
                                       nvec_,

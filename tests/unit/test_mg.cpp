@@ -63,33 +63,48 @@ void random_basis(Transfer& T, std::uint64_t seed) {
 
 class MgBackend : public ::testing::TestWithParam<Backend> {};
 
-// R P = 1 on the coarse space and P R v = v for the basis vectors themselves.
+// R P = 1 on the coarse space and P R v = v for the basis vectors themselves, for a Wilson
+// fine level (4 spins, 3 colors: P by whole sites) and a coarse one (2 spins, nvec colors:
+// P by components; 3 colors make half-precision records that are not whole 16-byte words),
+// with the basis packed in double, single and half precision.
 TEST_P(MgBackend, TransferIdentities) {
   Problem pr(GetParam(), Precision::double_, {4, 4, 8, 8});
-  Transfer T(pr.lat, SpinorParam{4, 3, Precision::double_, Subset::full, pr.backend}, {2, 2, 4, 2}, 3, 1,
-             Precision::double_);
-  random_basis(T, 11);
-  ColorSpinorField c(T.coarse_lattice(), T.coarse_param(Precision::double_)), c2 = c.like(Precision::double_);
-  fill_gaussian(c, 5);
-  ColorSpinorField f(pr.lat, T.fine_param(Precision::double_));
-  T.prolongate(f, c);
-  T.restrict_to(c2, f);
-  EXPECT_LT(rel_diff(c, c2), 1e-13);
-  for (const ColorSpinorField& v : T.vectors()) {
-    T.restrict_to(c2, v);
-    T.prolongate(f, c2);
-    EXPECT_LT(rel_diff(v, f), 1e-13);
+  struct Case {
+    int nspin, ncolor;
+    Precision packed;
+    double tol;
+  };
+  for (const Case& cs : {Case{4, 3, Precision::double_, 1e-13}, Case{4, 3, Precision::single, 1e-6},
+                         Case{4, 3, Precision::half, 3e-4}, Case{2, 3, Precision::double_, 1e-13},
+                         Case{2, 3, Precision::half, 3e-4}, Case{2, 4, Precision::single, 1e-6},
+                         Case{2, 4, Precision::half, 3e-4}}) {
+    SCOPED_TRACE(::testing::Message() << cs.nspin << " spins, " << cs.ncolor << " colors, basis packed in "
+                                      << to_string(cs.packed));
+    Transfer T(pr.lat, SpinorParam{cs.nspin, cs.ncolor, Precision::double_, Subset::full, pr.backend}, {2, 2, 4, 2}, 3,
+               1, cs.packed);
+    random_basis(T, 11);
+    ColorSpinorField c(T.coarse_lattice(), T.coarse_param(Precision::double_)), c2 = c.like(Precision::double_);
+    fill_gaussian(c, 5);
+    ColorSpinorField f(pr.lat, T.fine_param(Precision::double_));
+    T.prolongate(f, c);
+    T.restrict_to(c2, f);
+    EXPECT_LT(rel_diff(c, c2), cs.tol);
+    for (const ColorSpinorField& v : T.vectors()) {
+      T.restrict_to(c2, v);
+      T.prolongate(f, c2);
+      EXPECT_LT(rel_diff(v, f), cs.tol);
+    }
+    // A random fine vector is not in the span: P R is a projection, not the identity, and
+    // R (f - P R f) = 0.
+    ColorSpinorField g = f.like(Precision::double_), h = f.like(Precision::double_);
+    fill_gaussian(g, 9);
+    T.restrict_to(c, g);
+    T.prolongate(h, c);
+    EXPECT_GT(rel_diff(g, h), 0.5);
+    blas::caxpby(Cplx(1), g, Cplx(-1), h);
+    T.restrict_to(c2, h);
+    EXPECT_LT(std::sqrt(blas::cdot_norms(c2, c2).xx / blas::cdot_norms(c, c).xx), cs.tol);
   }
-  // A random fine vector is not in the span: P R is a projection, not the identity, and
-  // R (f - P R f) = 0.
-  ColorSpinorField g = f.like(Precision::double_), h = f.like(Precision::double_);
-  fill_gaussian(g, 9);
-  T.restrict_to(c, g);
-  T.prolongate(h, c);
-  EXPECT_GT(rel_diff(g, h), 0.5);
-  blas::caxpby(Cplx(1), g, Cplx(-1), h);
-  T.restrict_to(c2, h);
-  EXPECT_LT(std::sqrt(blas::cdot_norms(c2, c2).xx / blas::cdot_norms(c, c).xx), 1e-13);
 }
 
 // The coarse operator against P^dag M P assembled explicitly: each column M P e_j on the fine
