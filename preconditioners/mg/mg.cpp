@@ -62,6 +62,11 @@ void check_param(const MultigridParam& p, const Lattice& fine) {
             ": expected a number in (0, 2)");
     require(q.smoother == SmootherType::mr || l == 0, "multigrid level ", l,
             ": the Schwarz smoother exists on the fine level (0) only");
+    require(q.smoother_precision == Precision::single ||
+                (l == 0 && q.smoother_precision == Precision::half && q.smoother == SmootherType::mr &&
+                 q.smooth_even_odd),
+            "multigrid level ", l, ": smoother precision ", to_string(q.smoother_precision),
+            ": expected single, or half for MR on the even-odd system of the fine level (0)");
     require(q.ksp_max_it >= 1 && q.ksp_rtol > 0 && q.ksp_rtol < 1, "multigrid level ", l + 1, ": K-cycle GCR with ",
             q.ksp_max_it, " iterations to ", q.ksp_rtol, ": expected at least 1 iteration and a tolerance in (0, 1)");
     require(q.setup_solver != SolverType::cg,
@@ -80,6 +85,8 @@ struct Multigrid::Level {
   std::shared_ptr<CoarseOperator> coarse;            ///< behind op on coarse levels
   std::shared_ptr<SchurOperator> schur;              ///< even-odd form (smoothing; the coarsest solve)
   std::unique_ptr<ColorSpinorField> hb, hx, hr, ha;  ///< even-odd smoothing: bhat, xhat, MR r, M r
+  std::shared_ptr<SchurOperator> schur_low;          ///< the even-odd form in a lower smoother precision
+  std::unique_ptr<ColorSpinorField> lx, lr, la;      ///< its MR x, r, M r
   std::unique_ptr<Transfer> transfer;                ///< to level l + 1
   std::unique_ptr<SchwarzPreconditioner> schwarz;
   std::unique_ptr<ColorSpinorField> x, b, r, t, e, sr, sa;  ///< x, b: this level's solve
@@ -96,6 +103,8 @@ struct Multigrid::Level {
   void allocate_even_odd() {
     const SpinorParam p = schur->field_param();
     for (auto* f : {&hb, &hx, &hr, &ha}) f->reset(new ColorSpinorField(op->lattice(), p));
+    if (schur_low)
+      for (auto* f : {&lx, &lr, &la}) f->reset(new ColorSpinorField(op->lattice(), schur_low->field_param()));
   }
 };
 
@@ -178,7 +187,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 Multigrid::Multigrid(std::shared_ptr<LinearOperator> fine, const MultigridParam& param, LocalFactory local,
-                     std::shared_ptr<SchurOperator> fine_schur)
+                     std::shared_ptr<SchurOperator> fine_schur, std::shared_ptr<SchurOperator> fine_smoother)
     : param_(param), local_(std::move(local)) {
   check_param(param_, *fine->lattice());
   const SpinorParam fp = fine->field_param();
@@ -193,6 +202,16 @@ Multigrid::Multigrid(std::shared_ptr<LinearOperator> fine, const MultigridParam&
     require(sp.subset != Subset::full && sp.precision == Precision::single && sp.nspin == fp.nspin &&
                 sp.ncolor == fp.ncolor,
             "multigrid: the fine even-odd operator must act on one parity of the fine fields, in single precision");
+  }
+  const Precision smp = param_.level[0].smoother_precision;
+  if (smp != Precision::single) {
+    require(fine_schur && fine_smoother, "multigrid: smoothing in ", to_string(smp),
+            " precision needs the fine even-odd operator in single and in ", to_string(smp));
+    const SpinorParam sp = fine_smoother->field_param(), ss = fine_schur->field_param();
+    require(sp.precision == smp && sp.subset == ss.subset && sp.nspin == fp.nspin && sp.ncolor == fp.ncolor,
+            "multigrid: the fine smoother's even-odd operator acts on ", to_string(sp.precision),
+            " fields; expected one parity of the fine fields in ", to_string(smp));
+    levels_[0]->schur_low = std::move(fine_smoother);
   }
   levels_[0]->op = std::move(fine);
   levels_[0]->schur = std::move(fine_schur);
@@ -323,16 +342,22 @@ void Multigrid::smooth(int l, ColorSpinorField& x, const ColorSpinorField& r, in
     return;
   }
   // MR steps from zero, on the even-odd system when the level smooths there (x_p from
-  // Mhat x_p = rhat, then x_q from the reconstruction), else on M itself.
+  // Mhat x_p = rhat, then x_q from the reconstruction), else on M itself; with a lower
+  // smoother precision, rhat is converted for the steps and x_p back after them.
   const bool eo = q.smooth_even_odd && L.schur;
-  LinearOperator& A = eo ? static_cast<LinearOperator&>(*L.schur) : *L.op;
-  ColorSpinorField& xs = eo ? *L.hx : x;
-  ColorSpinorField& rs = eo ? *L.hr : *L.sr;
-  ColorSpinorField& as = eo ? *L.ha : *L.sa;
-  if (eo)
-    L.schur->prepare(rs, r);
-  else
+  const bool low = eo && L.schur_low;
+  LinearOperator& A = low ? static_cast<LinearOperator&>(*L.schur_low)
+                      : eo ? static_cast<LinearOperator&>(*L.schur)
+                           : *L.op;
+  ColorSpinorField& xs = low ? *L.lx : eo ? *L.hx : x;
+  ColorSpinorField& rs = low ? *L.lr : eo ? *L.hr : *L.sr;
+  ColorSpinorField& as = low ? *L.la : eo ? *L.ha : *L.sa;
+  if (eo) {
+    L.schur->prepare(*L.hr, r);
+    if (low) rs.copy_from(*L.hr);
+  } else {
     rs.copy_from(r);
+  }
   xs.zero();
   for (int s = 0; s < steps; ++s) {  // x += omega alpha r, r -= omega alpha A r
     A.apply(as, rs);
@@ -343,7 +368,8 @@ void Multigrid::smooth(int l, ColorSpinorField& x, const ColorSpinorField& r, in
     blas::caxpby(Cplx(-a.re, -a.im), as, Cplx(1), rs);
     ++L.smooth_steps;
   }
-  if (eo) L.schur->reconstruct(x, xs, r);
+  if (low) L.hx->copy_from(xs);
+  if (eo) L.schur->reconstruct(x, *L.hx, r);
 }
 
 void Multigrid::coarse_solve(int l, ColorSpinorField& x, const ColorSpinorField& b) {

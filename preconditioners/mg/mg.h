@@ -8,8 +8,8 @@
 //     iteration (setup_iterations steps of setup_solver on M_l v = 0 from a Gaussian random
 //     v), split by chirality and orthonormalized over aggregates of `block` sites,
 //   - a smoother: MR steps on M_l's even-odd system (as QUDA smooths; source prepared and
-//     solution reconstructed around them) or on M_l itself, or (level 0) the Schwarz blocks
-//     of latke_schwarz.
+//     solution reconstructed around them; on level 0 optionally with vectors and operator in
+//     half precision) or on M_l itself, or (level 0) the Schwarz blocks of latke_schwarz.
 // Setup refinement passes rerun the inverse iteration of every level with the current
 // hierarchy as preconditioner (GCR(8) preconditioned by the cycle from that level) and
 // rebuild the levels below.
@@ -61,6 +61,9 @@ struct LevelParam {
   int pre_smooth = 0, post_smooth = 4;  ///< MR steps (Schwarz: applications)
   double omega = 1.0;                   ///< relaxation of MR steps
   bool smooth_even_odd = true;          ///< MR on the level's even-odd system (when it has one)
+  /// Storage precision of the MR smoother's vectors and operator (level 0, even-odd MR only:
+  /// single or half; arithmetic in single), as QUDA smooths in half.
+  Precision smoother_precision = Precision::single;
   SchwarzParam schwarz;                 ///< level 0 with the Schwarz smoother
   int ksp_max_it = 8;                   ///< K-cycle GCR solving this level (levels 1 .. L-2)
   double ksp_rtol = 0.25;
@@ -110,8 +113,10 @@ class Multigrid {
   /// @param fine the full fine operator on single-precision fields (the cycle precision).
   /// @param fine_schur its even-odd form (single precision), for smoothing on the even-odd
   ///        system; may be null (smoothing on the full system).
+  /// @param fine_smoother the even-odd form on fields of level 0's smoother_precision, when
+  ///        that is not single (required then).
   Multigrid(std::shared_ptr<LinearOperator> fine, const MultigridParam& param, LocalFactory local = nullptr,
-            std::shared_ptr<SchurOperator> fine_schur = nullptr);
+            std::shared_ptr<SchurOperator> fine_schur = nullptr, std::shared_ptr<SchurOperator> fine_smoother = nullptr);
   ~Multigrid();
 
   /// @brief Build the hierarchy: null vectors (unless loaded), transfers, coarse operators,

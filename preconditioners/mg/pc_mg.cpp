@@ -133,7 +133,7 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
     require(q.transfer_precision != Precision::double_, pre, "pc_latke_mg_transfer_precision '", transfer,
             "': expected single or half");
     const std::string lp = prefix + "latke_mg_levels_" + std::to_string(l) + "_";
-    std::string smoother;
+    std::string smoother, smoother_prec = "single";
     long pre_s = q.pre_smooth, post_s = q.post_smooth, kmax = q.ksp_max_it;
     read_options(comm, lp, "Latke multigrid level " + std::to_string(l), [&](OptionGroup& g) {
       smoother =
@@ -143,6 +143,9 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
       q.omega = g.real("-omega", q.omega, "MR relaxation weight in (0, 2)");
       q.smooth_even_odd = g.flag("-smooth_even_odd", q.smooth_even_odd,
                                  "MR smoothing on the level's even-odd system (else on the full operator)");
+      if (l == 0)
+        smoother_prec = g.string("-smoother_precision", "single",
+                                 "MR smoother's vectors and operator: single, or half (on the even-odd system)");
       if (l > 0) {
         kmax = g.integer("-ksp_max_it", q.ksp_max_it,
                          "K-cycle: GCR iterations on this level per cycle of the level above");
@@ -150,6 +153,7 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
       }
     });
     q.smoother = parse_smoother_type(smoother);
+    q.smoother_precision = parse_precision(smoother_prec);
     q.pre_smooth = static_cast<int>(pre_s);
     q.post_smooth = static_cast<int>(post_s);
     q.ksp_max_it = static_cast<int>(kmax);
@@ -197,10 +201,14 @@ class MatMultigrid final : public Preconditioner {
     std::shared_ptr<LinearOperator> fine = op_->linear_operator(LATKE_OPERATOR_FULL, Precision::single, none);
     auto schur = std::dynamic_pointer_cast<SchurOperator>(
         op_->linear_operator(LATKE_OPERATOR_EVEN_ODD, Precision::single, none));
+    const Precision smp = o.param.level[0].smoother_precision;
+    auto smoother = smp == Precision::single ? nullptr
+                                             : std::dynamic_pointer_cast<SchurOperator>(
+                                                   op_->linear_operator(LATKE_OPERATOR_EVEN_ODD, smp, none));
     mg_ = std::make_shared<Multigrid>(
         fine, o.param,
         [op = op_](const Coords& block, Precision p) { return op->linear_operator(LATKE_OPERATOR_FULL, p, block); },
-        schur);
+        schur, smoother);
     const auto progress = o.monitor ? print : std::function<void(const std::string&)>();
     if (!o.load.empty())
       mg_->load(o.load, progress);
@@ -343,8 +351,9 @@ PetscErrorCode view(MGContext& c, PetscViewer viewer) {
             q.schwarz.iterations, to_string(q.schwarz.precision), q.pre_smooth, q.post_smooth, w[0]));
       else
         PetscCall(PetscViewerASCIIPrintf(
-            viewer, "smoother: MR on the %s system, omega %g, %d pre, %d post steps; %ld steps so far\n",
-            q.smooth_even_odd ? "even-odd" : "full", q.omega, q.pre_smooth, q.post_smooth, w[0]));
+            viewer, "smoother: MR on the %s system in %s, omega %g, %d pre, %d post steps; %ld steps so far\n",
+            q.smooth_even_odd ? "even-odd" : "full", to_string(q.smoother_precision), q.omega, q.pre_smooth,
+            q.post_smooth, w[0]));
     }
     if (l > 0 && l + 1 < mg.levels())
       PetscCall(PetscViewerASCIIPrintf(

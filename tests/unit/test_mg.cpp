@@ -262,6 +262,39 @@ TEST_P(MgBackend, PreconditionedSolve) {
   EXPECT_LT(iterations[1], iterations[0]) << "even-odd smoothing should beat smoothing on the full operator";
 }
 
+// The fine smoother in half precision (vectors and even-odd operator; QUDA's choice):
+// MG-GCR still reaches the solution of the single-precision smoother, in about as many
+// iterations.
+TEST_P(MgBackend, HalfPrecisionSmoother) {
+  Problem pr(GetParam(), Precision::double_, {8, 8, 8, 8}, -0.2, 0.25);
+  Problem ps(GetParam(), Precision::single, {8, 8, 8, 8}, -0.2, 0.25);
+  Problem ph(GetParam(), Precision::half, {8, 8, 8, 8}, -0.2, 0.25);
+  auto M = pr.full();
+  ColorSpinorField b = M->make_field();
+  fill_gaussian(b, 8);
+  int iterations[2];
+  ColorSpinorField x[2] = {M->make_field(), M->make_field()};
+  for (int half = 0; half < 2; ++half) {
+    MultigridParam p = small_param(2);
+    if (half) p.level[0].smoother_precision = Precision::half;
+    auto schur = std::make_shared<WilsonCloverLinear>(ps.op, true, SchurType::symmetric, 0);
+    auto low = half ? std::make_shared<WilsonCloverLinear>(ph.op, true, SchurType::symmetric, 0) : nullptr;
+    auto mg = std::make_shared<Multigrid>(ps.full(), p, nullptr, schur, low);
+    mg->setup();
+    MultigridPreconditioner K(mg);
+    SolverParam sp;
+    sp.type = SolverType::gcr;
+    sp.tol = 1e-10;
+    sp.restart = 20;
+    const SolverStats st = solve(*M, nullptr, &K, x[half], b, sp);
+    ASSERT_TRUE(st.converged) << (half ? "half" : "single") << " smoother";
+    iterations[half] = st.iterations;
+    EXPECT_GT(mg->work(0)[0], 0);
+  }
+  EXPECT_LT(rel_diff(x[0], x[1]), 1e-8);
+  EXPECT_LE(iterations[1], iterations[0] + 3) << "half smoother " << iterations[1] << ", single " << iterations[0];
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, MgBackend, ::testing::ValuesIn(available_backends()),
                          [](const auto& info) { return std::string(to_string(info.param)); });
 
@@ -289,6 +322,29 @@ TEST(MgBadInput, Aggregates) {
     FAIL() << "zero null vectors were accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("0 null vectors; expected at least 1"), std::string::npos) << e.what();
+  }
+  MultigridParam h = small_param(3);  // half smoothing on a coarse level, or without its operator
+  h.level[1].smoother_precision = Precision::half;
+  try {
+    check_param(h, *lat);
+    FAIL() << "a half-precision smoother on level 1 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("multigrid level 1: smoother precision half: expected single, or half for MR "
+                                         "on the even-odd system of the fine level (0)"),
+              std::string::npos)
+        << e.what();
+  }
+  h = small_param(2);
+  h.level[0].smoother_precision = Precision::half;
+  try {
+    Problem ps(Backend::cpu, Precision::single, {8, 8, 8, 8});
+    Multigrid mg(ps.full(), h, nullptr, std::make_shared<WilsonCloverLinear>(ps.op, true, SchurType::symmetric, 0));
+    FAIL() << "a half-precision smoother without its operator was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("smoothing in half precision needs the fine even-odd operator in single and "
+                                         "in half"),
+              std::string::npos)
+        << e.what();
   }
   MultigridParam p = small_param(4);  // 8^4 -> 4^4 -> 2^4 -> 1^4: too many levels
   try {
