@@ -55,10 +55,10 @@ class Transfer {
 
   /// @brief Orthonormalize the basis within every (aggregate, chirality): modified
   /// Gram-Schmidt, twice, with sums in double; then pack it for P and R (the packed basis is
-  /// what R reads, and P except on a Wilson fine level with a double or single basis, where
-  /// it reads the vectors: per site and vector one record of the site's values, in the
-  /// packed precision, half with a scale per record). Fails when some vector vanishes on an
-  /// aggregate (a basis that does not span 2 nvec dimensions there).
+  /// what R reads, and P except on a Wilson fine level, where it reads the vectors: per site
+  /// and vector one record of the site's values, in the packed precision, half with a scale
+  /// per record). Fails when some vector vanishes on an aggregate (a basis that does not span
+  /// 2 nvec dimensions there).
   void orthonormalize();
 
   /// @brief fine = P coarse (fine overwritten; fine in single or double).
