@@ -67,6 +67,9 @@ void check_param(const MultigridParam& p, const Lattice& fine) {
                  q.smooth_even_odd),
             "multigrid level ", l, ": smoother precision ", to_string(q.smoother_precision),
             ": expected single, or half for MR on the even-odd system of the fine level (0)");
+    require(q.setup_precision == Precision::single || (l == 0 && q.setup_precision == Precision::half),
+            "multigrid level ", l, ": setup precision ", to_string(q.setup_precision),
+            ": expected single, or half on the fine level (0)");
     require(q.ksp_max_it >= 1 && q.ksp_rtol > 0 && q.ksp_rtol < 1, "multigrid level ", l + 1, ": K-cycle GCR with ",
             q.ksp_max_it, " iterations to ", q.ksp_rtol, ": expected at least 1 iteration and a tolerance in (0, 1)");
     require(q.setup_solver != SolverType::cg,
@@ -86,6 +89,7 @@ struct Multigrid::Level {
   std::shared_ptr<SchurOperator> schur;              ///< even-odd form (smoothing; the coarsest solve)
   std::unique_ptr<ColorSpinorField> hb, hx, hr, ha;  ///< even-odd smoothing: bhat, xhat, MR r, M r
   std::shared_ptr<SchurOperator> schur_low;          ///< the even-odd form in a lower smoother precision
+  std::shared_ptr<LinearOperator> setup_low;         ///< M_l in a lower precision for the setup's steps
   std::unique_ptr<ColorSpinorField> lx, lr, la;      ///< its MR x, r, M r
   std::unique_ptr<Transfer> transfer;                ///< to level l + 1
   std::unique_ptr<SchwarzPreconditioner> schwarz;
@@ -187,7 +191,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 Multigrid::Multigrid(std::shared_ptr<LinearOperator> fine, const MultigridParam& param, LocalFactory local,
-                     std::shared_ptr<SchurOperator> fine_schur, std::shared_ptr<SchurOperator> fine_smoother)
+                     std::shared_ptr<SchurOperator> fine_schur, std::shared_ptr<SchurOperator> fine_smoother,
+                     std::shared_ptr<LinearOperator> fine_setup)
     : param_(param), local_(std::move(local)) {
   check_param(param_, *fine->lattice());
   const SpinorParam fp = fine->field_param();
@@ -213,6 +218,16 @@ Multigrid::Multigrid(std::shared_ptr<LinearOperator> fine, const MultigridParam&
             " fields; expected one parity of the fine fields in ", to_string(smp));
     levels_[0]->schur_low = std::move(fine_smoother);
   }
+  const Precision stp = param_.level[0].setup_precision;
+  if (stp != Precision::single) {
+    require(fine_setup != nullptr, "multigrid: a setup in ", to_string(stp), " precision needs the fine operator in ",
+            to_string(stp));
+    const SpinorParam sp = fine_setup->field_param();
+    require(sp.precision == stp && sp.subset == Subset::full && sp.nspin == fp.nspin && sp.ncolor == fp.ncolor,
+            "multigrid: the fine setup operator acts on ", to_string(sp.precision),
+            " fields; expected full fine fields in ", to_string(stp));
+    levels_[0]->setup_low = std::move(fine_setup);
+  }
   levels_[0]->op = std::move(fine);
   levels_[0]->schur = std::move(fine_schur);
 }
@@ -236,12 +251,13 @@ void Multigrid::find_null_vectors(int l, bool refine, const std::function<void(c
     sp.max_iter = q.setup_iterations;
   }
   for (int k = 0; k < q.nvec; ++k) {
+    const auto tk = std::chrono::steady_clock::now();
     if (!refine) fill_gaussian(v[k], param_.seed * 1000003ull + 1009ull * l + k);
     // Inverse iteration: M x = 0 from x = v, i.e. v + e with M e = -M v.
     L.op->apply(mv, v[k]);
     blas::caxpby(Cplx(0), mv, Cplx(-1), mv);
     e.zero();
-    const SolverStats st = solve(*L.op, nullptr, refine ? &K : nullptr, e, mv, sp);
+    const SolverStats st = solve(*L.op, refine ? nullptr : L.setup_low.get(), refine ? &K : nullptr, e, mv, sp);
     blas::caxpby(Cplx(1), e, Cplx(1), v[k]);
     const double n = std::sqrt(blas::cdot_norms(v[k], v[k]).xx);
     require(n > 0, "multigrid level ", l, ": null vector ", k, " vanished in the setup");
@@ -250,7 +266,7 @@ void Multigrid::find_null_vectors(int l, bool refine, const std::function<void(c
       std::ostringstream s;
       s << "level " << l << ": " << (refine ? "refined" : "found") << " null vector " << k + 1 << "/" << q.nvec << " ("
         << st.iterations << " " << to_string(sp.type) << (refine ? "+cycle" : "") << " iterations reduced |M v| by "
-        << st.true_residual << ")";
+        << st.true_residual << ", " << seconds_since(tk) << " s)";
       progress(s.str());
     }
   }

@@ -57,6 +57,9 @@ struct LevelParam {
   SolverType setup_solver = SolverType::bicgstab;    ///< inverse iteration
   int setup_iterations = 100;                        ///< steps per null vector (or fewer at setup_tol)
   double setup_tol = 1e-6;                           ///< relative residual of M v = 0 to stop early
+  /// Level 0: precision of the inverse iteration's steps (half: mixed precision with reliable
+  /// updates in single); single elsewhere.
+  Precision setup_precision = Precision::single;
   SmootherType smoother = SmootherType::mr;
   int pre_smooth = 0, post_smooth = 4;  ///< MR steps (Schwarz: applications)
   double omega = 1.0;                   ///< relaxation of MR steps
@@ -115,8 +118,11 @@ class Multigrid {
   ///        system; may be null (smoothing on the full system).
   /// @param fine_smoother the even-odd form on fields of level 0's smoother_precision, when
   ///        that is not single (required then).
+  /// @param fine_setup the full fine operator on fields of level 0's setup_precision, when that
+  ///        is not single (required then).
   Multigrid(std::shared_ptr<LinearOperator> fine, const MultigridParam& param, LocalFactory local = nullptr,
-            std::shared_ptr<SchurOperator> fine_schur = nullptr, std::shared_ptr<SchurOperator> fine_smoother = nullptr);
+            std::shared_ptr<SchurOperator> fine_schur = nullptr, std::shared_ptr<SchurOperator> fine_smoother = nullptr,
+            std::shared_ptr<LinearOperator> fine_setup = nullptr);
   ~Multigrid();
 
   /// @brief Build the hierarchy: null vectors (unless loaded), transfers, coarse operators,

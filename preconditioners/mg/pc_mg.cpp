@@ -74,7 +74,7 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
   MultigridOptions o;
   MultigridParam& p = o.param;
   long levels = 0, refine = 0, coarse_max = p.coarse_max_it, coarse_restart = p.coarse_restart, seed = 1;
-  std::string block, nvec, precision, transfer, setup_its, setup_solver, cycle;
+  std::string block, nvec, precision, transfer, setup_its, setup_solver, setup_prec, cycle;
   double setup_tol = 1e-6;
   read_options(comm, prefix, "Latke multigrid preconditioner options", [&](OptionGroup& g) {
     levels = g.integer("-pc_latke_mg_levels", 0,
@@ -94,6 +94,8 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
         g.real("-pc_latke_mg_setup_tol", setup_tol, "Stop a null vector's inverse iteration at this |M v|/|M v0|");
     setup_solver =
         g.string("-pc_latke_mg_setup_solver", "bicgstab", "Inverse-iteration solver: bicgstab, gcr, mr, cgnr or cgne");
+    setup_prec = g.string("-pc_latke_mg_setup_precision", "single",
+                          "Fine level's inverse-iteration steps: single, or half (reliable updates in single)");
     refine = g.integer("-pc_latke_mg_setup_refine", 0, "Refinement passes: rerun the setup with the current hierarchy");
     cycle = g.string("-pc_latke_mg_cycle", "kcycle", "kcycle (GCR on intermediate levels) or vcycle");
     seed = g.integer("-pc_latke_mg_seed", 1, "Seed of the random starting vectors");
@@ -128,6 +130,7 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
     q.setup_iterations = static_cast<int>(its[l]);
     q.setup_tol = setup_tol;
     q.setup_solver = ss;
+    if (l == 0) q.setup_precision = parse_precision(setup_prec);
     q.coarse_precision = parse_precision(precs[std::min<std::size_t>(l, precs.size() - 1)]);
     q.transfer_precision = parse_precision(tprecs[std::min<std::size_t>(l, tprecs.size() - 1)]);
     require(q.transfer_precision != Precision::double_, pre, "pc_latke_mg_transfer_precision '", transfer,
@@ -201,14 +204,15 @@ class MatMultigrid final : public Preconditioner {
     std::shared_ptr<LinearOperator> fine = op_->linear_operator(LATKE_OPERATOR_FULL, Precision::single, none);
     auto schur = std::dynamic_pointer_cast<SchurOperator>(
         op_->linear_operator(LATKE_OPERATOR_EVEN_ODD, Precision::single, none));
-    const Precision smp = o.param.level[0].smoother_precision;
+    const Precision smp = o.param.level[0].smoother_precision, stp = o.param.level[0].setup_precision;
     auto smoother = smp == Precision::single ? nullptr
                                              : std::dynamic_pointer_cast<SchurOperator>(
                                                    op_->linear_operator(LATKE_OPERATOR_EVEN_ODD, smp, none));
+    auto setup = stp == Precision::single ? nullptr : op_->linear_operator(LATKE_OPERATOR_FULL, stp, none);
     mg_ = std::make_shared<Multigrid>(
         fine, o.param,
         [op = op_](const Coords& block, Precision p) { return op->linear_operator(LATKE_OPERATOR_FULL, p, block); },
-        schur, smoother);
+        schur, smoother, setup);
     const auto progress = o.monitor ? print : std::function<void(const std::string&)>();
     if (!o.load.empty())
       mg_->load(o.load, progress);
@@ -342,8 +346,9 @@ PetscErrorCode view(MGContext& c, PetscViewer viewer) {
     if (l + 1 < mg.levels()) {
       const mg::LevelParam& q = p.level[l];
       PetscCall(PetscViewerASCIIPrintf(
-          viewer, "transfer: aggregates %dx%dx%dx%d, %d null vectors (%s, %d iterations, tol %g)\n", q.block[0],
-          q.block[1], q.block[2], q.block[3], q.nvec, to_string(q.setup_solver), q.setup_iterations, q.setup_tol));
+          viewer, "transfer: aggregates %dx%dx%dx%d, %d null vectors (%s in %s, %d iterations, tol %g)\n", q.block[0],
+          q.block[1], q.block[2], q.block[3], q.nvec, to_string(q.setup_solver), to_string(q.setup_precision),
+          q.setup_iterations, q.setup_tol));
       if (q.smoother == mg::SmootherType::schwarz)
         PetscCall(PetscViewerASCIIPrintf(
             viewer, "smoother: Schwarz (%s, blocks %dx%dx%dx%d, %d MR steps, %s), %d pre, %d post; %ld applications\n",
