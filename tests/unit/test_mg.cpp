@@ -303,74 +303,51 @@ TEST_P(MgBackend, HalfPrecisionSmootherAndSetup) {
 INSTANTIATE_TEST_SUITE_P(Backends, MgBackend, ::testing::ValuesIn(available_backends()),
                          [](const auto& info) { return std::string(to_string(info.param)); });
 
+/// f() must fail with an Error whose message holds `what`; `accepted` names the bad input.
+template <typename F>
+void expect_error(F&& f, const std::string& what, const char* accepted) {
+  try {
+    f();
+    ADD_FAILURE() << accepted << " was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+  }
+}
+
 TEST(MgBadInput, Aggregates) {
   activate_backend(Backend::cpu);
   auto lat = std::make_shared<Lattice>(MPI_COMM_SELF, Coords{8, 8, 8, 8});
   const SpinorParam fp{4, 3, Precision::single, Subset::full, Backend::cpu};
-  try {
-    Transfer T(lat, fp, {3, 2, 2, 2}, 4, 1, Precision::double_);
-    FAIL() << "an aggregate not dividing the lattice was accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(
-        std::string(e.what()).find("extent 3 in dimension 0, which must be at least 2 and divide the local extent 8"),
-        std::string::npos)
-        << e.what();
-  }
-  try {
-    Transfer T(lat, fp, {8, 2, 2, 2}, 4, 1, Precision::double_);
-    FAIL() << "an odd coarse extent was accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("coarse local extent 1 in dimension 0"), std::string::npos) << e.what();
-  }
-  try {
-    Transfer T(lat, fp, {2, 2, 2, 2}, 0, 1, Precision::double_);
-    FAIL() << "zero null vectors were accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("0 null vectors; expected at least 1"), std::string::npos) << e.what();
-  }
-  MultigridParam h = small_param(3);  // half smoothing on a coarse level, or without its operator
+  expect_error([&] { Transfer T(lat, fp, {3, 2, 2, 2}, 4, 1, Precision::double_); },
+               "extent 3 in dimension 0, which must be at least 2 and divide the local extent 8",
+               "an aggregate not dividing the lattice");
+  expect_error([&] { Transfer T(lat, fp, {8, 2, 2, 2}, 4, 1, Precision::double_); },
+               "coarse local extent 1 in dimension 0", "an odd coarse extent");
+  expect_error([&] { Transfer T(lat, fp, {2, 2, 2, 2}, 0, 1, Precision::double_); },
+               "0 null vectors; expected at least 1", "zero null vectors");
+  MultigridParam h = small_param(3);  // half smoothing or setup on a coarse level, or without its operator
   h.level[1].smoother_precision = Precision::half;
-  try {
-    check_param(h, *lat);
-    FAIL() << "a half-precision smoother on level 1 was accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("multigrid level 1: smoother precision half: expected single, or half for MR "
-                                         "on the even-odd system of the fine level (0)"),
-              std::string::npos)
-        << e.what();
-  }
-  h = small_param(2);
-  h.level[0].smoother_precision = Precision::half;
-  try {
-    Problem ps(Backend::cpu, Precision::single, {8, 8, 8, 8});
-    Multigrid mg(ps.full(), h, nullptr, std::make_shared<WilsonCloverLinear>(ps.op, true, SchurType::symmetric, 0));
-    FAIL() << "a half-precision smoother without its operator was accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("smoothing in half precision needs the fine even-odd operator in single and "
-                                         "in half"),
-              std::string::npos)
-        << e.what();
-  }
+  expect_error([&] { check_param(h, *lat); },
+               "multigrid level 1: smoother precision half: expected single, or half for MR on the even-odd system of "
+               "the fine level (0)",
+               "a half-precision smoother on level 1");
   h = small_param(3);
   h.level[1].setup_precision = Precision::half;
-  try {
-    check_param(h, *lat);
-    FAIL() << "a half-precision setup on level 1 was accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("multigrid level 1: setup precision half: expected single, or half on the "
-                                         "fine level (0)"),
-              std::string::npos)
-        << e.what();
-  }
+  expect_error([&] { check_param(h, *lat); },
+               "multigrid level 1: setup precision half: expected single, or half on the fine level (0)",
+               "a half-precision setup on level 1");
+  h = small_param(2);
+  h.level[0].smoother_precision = Precision::half;
+  expect_error(
+      [&] {
+        Problem ps(Backend::cpu, Precision::single, {8, 8, 8, 8});
+        Multigrid mg(ps.full(), h, nullptr, std::make_shared<WilsonCloverLinear>(ps.op, true, SchurType::symmetric, 0));
+      },
+      "smoothing in half precision needs the fine even-odd operator in single and in half",
+      "a half-precision smoother without its operator");
   MultigridParam p = small_param(4);  // 8^4 -> 4^4 -> 2^4 -> 1^4: too many levels
-  try {
-    check_param(p, *lat);
-    FAIL() << "four levels on 8^4 with 2^4 aggregates were accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("multigrid with 4 levels: level 2 aggregate 2,2,2,2 does not fit"),
-              std::string::npos)
-        << e.what();
-  }
+  expect_error([&] { check_param(p, *lat); }, "multigrid with 4 levels: level 2 aggregate 2,2,2,2 does not fit",
+               "four levels on 8^4 with 2^4 aggregates");
 }
 
 }  // namespace
