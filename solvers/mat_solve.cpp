@@ -103,8 +103,8 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams* param
     sloppy = parse_precision(sl);
     const Coords none{0, 0, 0, 0};
     std::shared_ptr<LinearOperator> outer = c.op->linear_operator(c.form, Precision::double_, none);
-    std::shared_ptr<LinearOperator> low;
-    if (sloppy != Precision::double_) low = c.op->linear_operator(c.form, sloppy, none);
+    std::shared_ptr<LinearOperator> low;  // MR iterates in double only
+    if (sloppy != Precision::double_ && p.type != SolverType::mr) low = c.op->linear_operator(c.form, sloppy, none);
     const std::unique_ptr<DeferredOperator> fallback = half_fallback(c, sloppy);
     std::unique_ptr<Preconditioner> k;
     if (pc == "mg") {

@@ -333,6 +333,7 @@ SolverStats solve(LinearOperator& A, LinearOperator* sloppy, Preconditioner* K, 
       break;
     }
     case SolverType::mr: {
+      require(!sloppy, "solve: MR iterates in the operator's precision only; it takes no sloppy operator");
       Work w(A, nullptr, st);
       mr(w, x, b, p, st);
       break;

@@ -75,7 +75,8 @@ ColorSpinorField partial_solution_field(const LinearOperator& sloppy);
 /// Hermitian positive definite; CGNE/CGNR solve A A^dag y = b, x = A^dag y / A^dag A x = A^dag b.
 /// Mixed precision: CG and BiCGstab iterate in sloppy's precision with reliable updates in
 /// double (delta); GCR runs each cycle of `restart` directions (and its preconditioner's input
-/// and output) in sloppy's precision and recomputes the residual in double at every restart.
+/// and output) in sloppy's precision and recomputes the residual in double at every restart;
+/// MR has no mixed form and refuses a sloppy operator.
 /// fallback: the operator in a precision above sloppy's, which CG moves to when the sloppy
 /// iteration stops tracking the true residual (see above; nullptr: none).
 /// Fails on bad parameters; a solve that does not converge returns converged = false.

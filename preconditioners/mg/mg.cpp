@@ -67,9 +67,11 @@ void check_param(const MultigridParam& p, const Lattice& fine) {
                  q.smooth_even_odd),
             "multigrid level ", l, ": smoother precision ", to_string(q.smoother_precision),
             ": expected single, or half for MR on the even-odd system of the fine level (0)");
-    require(q.setup_precision == Precision::single || (l == 0 && q.setup_precision == Precision::half),
+    require(q.setup_precision == Precision::single ||
+                (l == 0 && q.setup_precision == Precision::half && q.setup_solver != SolverType::mr),
             "multigrid level ", l, ": setup precision ", to_string(q.setup_precision),
-            ": expected single, or half on the fine level (0)");
+            ": expected single, or half on the fine level (0) with a setup solver other than mr (which has no "
+            "mixed-precision form)");
     require(q.ksp_max_it >= 1 && q.ksp_rtol > 0 && q.ksp_rtol < 1, "multigrid level ", l + 1, ": K-cycle GCR with ",
             q.ksp_max_it, " iterations to ", q.ksp_rtol, ": expected at least 1 iteration and a tolerance in (0, 1)");
     require(q.setup_solver != SolverType::cg,
@@ -208,26 +210,23 @@ Multigrid::Multigrid(std::shared_ptr<LinearOperator> fine, const MultigridParam&
                 sp.ncolor == fp.ncolor,
             "multigrid: the fine even-odd operator must act on one parity of the fine fields, in single precision");
   }
-  const Precision smp = param_.level[0].smoother_precision;
-  if (smp != Precision::single) {
-    require(fine_schur && fine_smoother, "multigrid: smoothing in ", to_string(smp),
-            " precision needs the fine even-odd operator in single and in ", to_string(smp));
-    const SpinorParam sp = fine_smoother->field_param(), ss = fine_schur->field_param();
-    require(sp.precision == smp && sp.subset == ss.subset && sp.nspin == fp.nspin && sp.ncolor == fp.ncolor,
-            "multigrid: the fine smoother's even-odd operator acts on ", to_string(sp.precision),
-            " fields; expected one parity of the fine fields in ", to_string(smp));
-    levels_[0]->schur_low = std::move(fine_smoother);
-  }
-  const Precision stp = param_.level[0].setup_precision;
-  if (stp != Precision::single) {
-    require(fine_setup != nullptr, "multigrid: a setup in ", to_string(stp), " precision needs the fine operator in ",
-            to_string(stp));
-    const SpinorParam sp = fine_setup->field_param();
-    require(sp.precision == stp && sp.subset == Subset::full && sp.nspin == fp.nspin && sp.ncolor == fp.ncolor,
-            "multigrid: the fine setup operator acts on ", to_string(sp.precision),
-            " fields; expected full fine fields in ", to_string(stp));
-    levels_[0]->setup_low = std::move(fine_setup);
-  }
+  // The fine operators in a lower precision that the smoother and the setup ask for: given
+  // exactly when the precision is not single, on the fine fields of the expected subset.
+  auto check_low = [&](const LinearOperator* op, Precision want, Subset subset, const char* what, const char* needs) {
+    if (want == Precision::single) return;
+    require(op != nullptr, "multigrid: ", what, " in ", to_string(want), " precision needs the fine ", needs, " in ",
+            to_string(want));
+    const SpinorParam sp = op->field_param();
+    require(sp.precision == want && sp.subset == subset && sp.nspin == fp.nspin && sp.ncolor == fp.ncolor, "multigrid: ",
+            what, ": the fine operator given acts on ", to_string(sp.precision), " fields; expected ",
+            subset == Subset::full ? "full fine fields" : "one parity of the fine fields", " in ", to_string(want));
+  };
+  const LevelParam& q0 = param_.level[0];
+  check_low(fine_schur ? fine_smoother.get() : nullptr, q0.smoother_precision,
+            fine_schur ? fine_schur->field_param().subset : Subset::full, "smoothing", "even-odd operator in single and");
+  check_low(fine_setup.get(), q0.setup_precision, Subset::full, "a setup", "operator");
+  if (q0.smoother_precision != Precision::single) levels_[0]->schur_low = std::move(fine_smoother);
+  if (q0.setup_precision != Precision::single) levels_[0]->setup_low = std::move(fine_setup);
   levels_[0]->op = std::move(fine);
   levels_[0]->schur = std::move(fine_schur);
 }

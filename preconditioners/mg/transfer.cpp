@@ -189,43 +189,33 @@ struct RestrictPartsKernel {
   /// <V_k(x), f(x)> on each chirality, into s[0], s[1] (added).
   LATKE_HOST_DEVICE LATKE_INLINE void site_dot(long rec, int fp, int fx, Complex<double> (&s)[2]) const {
     const RealArray<SF>& f = fine[fp];
-    const int n_real = fine_reals, half = fine_reals / 2;
+    if (!basis.words) {  // records that are not whole words (half, odd nvec on a coarse level)
+      for (int m = 0; m < fine_reals / 2; ++m) {
+        const Complex<double> v = basis.get(rec, m), fm(f.template get<double>(2 * m, fx), f.template get<double>(2 * m + 1, fx));
+        s[2 * m >= fine_reals / 2] += conj_mul(v, fm);
+      }
+      return;
+    }
+    const int half = NR > 0 ? NR / 2 : fine_reals / 2;
     T a[4] = {};  // re, im of chirality 0, then of chirality 1
+    // Word w of the record against f's reals from fget(r).
+    auto word_dot = [&](int w, auto&& fget) {
+      T v[W];
+      basis.load_word(rec, w, v);
+      LATKE_UNROLL for (int i = 0; i < W; i += 2) {
+        const int r = w * W + i, c = r >= half ? 2 : 0;
+        const T fr = fget(r), fi = fget(r + 1);
+        a[c] += v[i] * fr + v[i + 1] * fi;
+        a[c + 1] += v[i] * fi - v[i + 1] * fr;
+      }
+    };
     if constexpr (NR > 0) {
       static_assert(NR % W == 0, "records of whole words");
       T fv[NR];
       fsite[fp].load(fv, fx);
-      LATKE_UNROLL for (int w = 0; w < NR / W; ++w) {
-        T v[W];
-        basis.load_word(rec, w, v);
-        LATKE_UNROLL for (int i = 0; i < W; i += 2) {
-          const int r = w * W + i, c = r >= NR / 2 ? 2 : 0;
-          a[c] += v[i] * fv[r] + v[i + 1] * fv[r + 1];
-          a[c + 1] += v[i] * fv[r + 1] - v[i + 1] * fv[r];
-        }
-      }
-    } else if (basis.words) {
-      for (int w = 0; w < n_real / W; ++w) {
-        T v[W];
-        basis.load_word(rec, w, v);
-        LATKE_UNROLL for (int i = 0; i < W; i += 2) {
-          const int r = w * W + i;
-          const T fr = f.template get<T>(r, fx), fi = f.template get<T>(r + 1, fx);
-          const int c = r >= half ? 2 : 0;
-          a[c] += v[i] * fr + v[i + 1] * fi;
-          a[c + 1] += v[i] * fi - v[i + 1] * fr;
-        }
-      }
+      LATKE_UNROLL for (int w = 0; w < NR / W; ++w) word_dot(w, [&](int r) { return fv[r]; });
     } else {
-      for (int m = 0; m < n_real / 2; ++m) {
-        const long i = rec * n_real + 2 * m;
-        const T vr = sizeof(SV) == 2 ? from_fixed(basis.data[i]) : static_cast<T>(basis.data[i]);
-        const T vi = sizeof(SV) == 2 ? from_fixed(basis.data[i + 1]) : static_cast<T>(basis.data[i + 1]);
-        const T fr = f.template get<T>(2 * m, fx), fi = f.template get<T>(2 * m + 1, fx);
-        const int c = 2 * m >= half ? 2 : 0;
-        a[c] += vr * fr + vi * fi;
-        a[c + 1] += vr * fi - vi * fr;
-      }
+      for (int w = 0; w < fine_reals / W; ++w) word_dot(w, [&](int r) { return f.template get<T>(r, fx); });
     }
     const double u = basis.unit(rec);
     s[0] += Complex<double>(a[0] * u, a[1] * u);

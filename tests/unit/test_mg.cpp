@@ -336,6 +336,21 @@ TEST(MgBadInput, Aggregates) {
   expect_error([&] { check_param(h, *lat); },
                "multigrid level 1: setup precision half: expected single, or half on the fine level (0)",
                "a half-precision setup on level 1");
+  h = small_param(2);  // MR has no mixed-precision form: a half setup with it is refused, as is
+  h.level[0].setup_solver = SolverType::mr;  // a sloppy operator given to MR
+  h.level[0].setup_precision = Precision::half;
+  expect_error([&] { check_param(h, *lat); }, "with a setup solver other than mr", "a half-precision MR setup");
+  expect_error(
+      [&] {
+        Problem ps(Backend::cpu, Precision::single, {4, 4, 4, 4}), ph(Backend::cpu, Precision::half, {4, 4, 4, 4});
+        auto A = ps.full(), low = ph.full();
+        ColorSpinorField b = A->make_field(), x = A->make_field();
+        fill_gaussian(b, 3);
+        SolverParam sp;
+        sp.type = SolverType::mr;
+        solve(*A, low.get(), nullptr, x, b, sp);
+      },
+      "MR iterates in the operator's precision only; it takes no sloppy operator", "MR with a sloppy operator");
   h = small_param(2);
   h.level[0].smoother_precision = Precision::half;
   expect_error(
