@@ -13,6 +13,7 @@
 #include "latke/core/error.h"
 #include "latke/core/log.h"
 #include "latke/fields/blas.h"
+#include "preconditioners/mg/dense_inverse.h"
 #include "preconditioners/mg/galerkin.h"
 
 namespace latke::mg {
@@ -32,6 +33,17 @@ SmootherType parse_smoother_type(const std::string& name) {
   if (name == "mr") return SmootherType::mr;
   if (name == "schwarz") return SmootherType::schwarz;
   fail("unknown multigrid smoother '", name, "': expected mr or schwarz");
+}
+
+const char* to_string(CoarseSolverType t) {
+  return t == CoarseSolverType::gcr ? "gcr" : t == CoarseSolverType::direct ? "direct" : "auto";
+}
+
+CoarseSolverType parse_coarse_solver_type(const std::string& name) {
+  if (name == "auto") return CoarseSolverType::automatic;
+  if (name == "gcr") return CoarseSolverType::gcr;
+  if (name == "direct") return CoarseSolverType::direct;
+  fail("unknown multigrid coarsest solver '", name, "': expected auto, gcr or direct");
 }
 
 void check_param(const MultigridParam& p, const Lattice& fine) {
@@ -91,10 +103,11 @@ struct Multigrid::Level {
   std::shared_ptr<SchurOperator> schur;              ///< even-odd form (smoothing; the coarsest solve)
   std::unique_ptr<ColorSpinorField> hb, hx, hr, ha;  ///< even-odd smoothing: bhat, xhat, MR r, M r
   std::shared_ptr<SchurOperator> schur_low;          ///< the even-odd form in a lower smoother precision
-  std::shared_ptr<LinearOperator> setup_low;         ///< M_l in a lower precision for the setup's steps
+  std::shared_ptr<LinearOperator> setup_low;         ///< M_l (or Mhat_l) in a lower precision for the setup
   std::unique_ptr<ColorSpinorField> lx, lr, la;      ///< its MR x, r, M r
   std::unique_ptr<Transfer> transfer;                ///< to level l + 1
   std::unique_ptr<SchwarzPreconditioner> schwarz;
+  std::unique_ptr<DenseInverse> direct;  ///< coarsest level solved directly
   std::unique_ptr<ColorSpinorField> x, b, r, t, e, sr, sa;  ///< x, b: this level's solve
   // GCR workspace for solves on this level (K-cycle or coarsest): full or one parity.
   std::unique_ptr<ColorSpinorField> bhat, xhat, gr;
@@ -224,7 +237,9 @@ Multigrid::Multigrid(std::shared_ptr<LinearOperator> fine, const MultigridParam&
   const LevelParam& q0 = param_.level[0];
   check_low(fine_schur ? fine_smoother.get() : nullptr, q0.smoother_precision,
             fine_schur ? fine_schur->field_param().subset : Subset::full, "smoothing", "even-odd operator in single and");
-  check_low(fine_setup.get(), q0.setup_precision, Subset::full, "a setup", "operator");
+  const bool setup_eo = fine_schur && param_.setup_even_odd;
+  check_low(fine_setup.get(), q0.setup_precision, setup_eo ? fine_schur->field_param().subset : Subset::full,
+            "a setup", setup_eo ? "even-odd operator" : "operator");
   if (q0.smoother_precision != Precision::single) levels_[0]->schur_low = std::move(fine_smoother);
   if (q0.setup_precision != Precision::single) levels_[0]->setup_low = std::move(fine_setup);
   levels_[0]->op = std::move(fine);
@@ -238,6 +253,14 @@ void Multigrid::find_null_vectors(int l, bool refine, const std::function<void(c
   const LevelParam& q = param_.level[l];
   std::vector<ColorSpinorField>& v = L.transfer->vectors();
   ColorSpinorField e = L.op->make_field(), mv = L.op->make_field();
+  // The first pass solves the even-odd system where the level has one; refinement passes
+  // solve M itself, which the cycle preconditions.
+  const bool eo = !refine && param_.setup_even_odd && L.schur;
+  std::unique_ptr<ColorSpinorField> bh, eh;
+  if (eo) {
+    bh = std::make_unique<ColorSpinorField>(L.schur->make_field());
+    eh = std::make_unique<ColorSpinorField>(L.schur->make_field());
+  }
   SolverParam sp;
   sp.tol = q.setup_tol;
   LevelPreconditioner K([this, l](ColorSpinorField& o, const ColorSpinorField& i) { cycle(l, o, i); }, "cycle");
@@ -255,17 +278,38 @@ void Multigrid::find_null_vectors(int l, bool refine, const std::function<void(c
     // Inverse iteration: M x = 0 from x = v, i.e. v + e with M e = -M v.
     L.op->apply(mv, v[k]);
     blas::caxpby(Cplx(0), mv, Cplx(-1), mv);
-    e.zero();
-    const SolverStats st = solve(*L.op, refine ? nullptr : L.setup_low.get(), refine ? &K : nullptr, e, mv, sp);
+    SolverStats st;
+    if (eo) {
+      L.schur->prepare(*bh, mv);
+      eh->zero();
+      st = solve(*L.schur, L.setup_low.get(), nullptr, *eh, *bh, sp);
+      L.schur->reconstruct(e, *eh, mv);
+    } else {
+      e.zero();
+      st = solve(*L.op, refine ? nullptr : L.setup_low.get(), refine ? &K : nullptr, e, mv, sp);
+    }
     blas::caxpby(Cplx(1), e, Cplx(1), v[k]);
+    // Gram-Schmidt (twice) against the vectors before it, as QUDA's setup does: inverse
+    // iteration drives every vector towards the lowest modes, and close to kappa_c towards
+    // the same isolated few, which would leave the aggregates' bases nearly degenerate.
+    if (k > 0) {
+      std::vector<const ColorSpinorField*> prev(k);
+      std::vector<Cplx> c(k);
+      for (int j = 0; j < k; ++j) prev[j] = &v[j];
+      for (int pass = 0; pass < 2; ++pass) {
+        blas::cdot_multi(prev.data(), k, v[k], c.data());
+        for (Cplx& a : c) a = Cplx(-a.re, -a.im);
+        blas::caxpy_multi(c.data(), prev.data(), k, v[k]);
+      }
+    }
     const double n = std::sqrt(blas::cdot_norms(v[k], v[k]).xx);
     require(n > 0, "multigrid level ", l, ": null vector ", k, " vanished in the setup");
     blas::caxpby(Cplx(0), v[k], Cplx(1 / n), v[k]);
     if (progress) {
       std::ostringstream s;
       s << "level " << l << ": " << (refine ? "refined" : "found") << " null vector " << k + 1 << "/" << q.nvec << " ("
-        << st.iterations << " " << to_string(sp.type) << (refine ? "+cycle" : "") << " iterations reduced |M v| by "
-        << st.true_residual << ", " << seconds_since(tk) << " s)";
+        << st.iterations << " " << to_string(sp.type) << (refine ? "+cycle" : eo ? " even-odd" : "")
+        << " iterations reduced |M v| by " << st.true_residual << ", " << seconds_since(tk) << " s)";
       progress(s.str());
     }
   }
@@ -294,6 +338,26 @@ void Multigrid::build_level(int l, const std::function<void(const std::string&)>
     C.xhat = std::make_unique<ColorSpinorField>(C.op->lattice(), wp);
   }
   if (!coarsest && C.schur) C.allocate_even_odd();
+  C.direct.reset();
+  if (coarsest) {
+    LinearOperator& A = C.schur ? static_cast<LinearOperator&>(*C.schur) : *C.op;
+    const SpinorParam ap = A.field_param();
+    const long unknowns = (ap.subset == Subset::full ? 2L : 1L) * C.op->lattice()->volume_cb() * ap.nspin * ap.ncolor;
+    const bool direct = param_.coarse_solver == CoarseSolverType::direct ||
+                        (param_.coarse_solver == CoarseSolverType::automatic && C.op->lattice()->size() == 1 &&
+                         unknowns <= 4096);
+    if (direct) {
+      const auto td = std::chrono::steady_clock::now();
+      C.direct = std::make_unique<DenseInverse>(A);
+      if (progress) {
+        std::ostringstream s;
+        s << "level " << l + 1 << ": direct coarsest solve: dense inverse of the " << (C.schur ? "even-odd" : "full")
+          << " system, " << C.direct->n() << " unknowns, 1-norm condition number " << C.direct->condition()
+          << ", built in " << seconds_since(td) << " s";
+        progress(s.str());
+      }
+    }
+  }
   synchronize(C.op->field_param().backend);
   L.setup_seconds += seconds_since(t0);
   if (progress) {
@@ -391,7 +455,13 @@ void Multigrid::coarse_solve(int l, ColorSpinorField& x, const ColorSpinorField&
   Level& C = *levels_[l];
   const LogScope log(LogEvent::mg_coarse_solve, 0, true);
   int it = 0;
-  if (C.schur) {
+  if (C.direct && C.schur) {
+    C.schur->prepare(*C.bhat, b);
+    C.direct->apply(*C.xhat, *C.bhat);
+    C.schur->reconstruct(x, *C.xhat, b);
+  } else if (C.direct) {
+    C.direct->apply(x, b);
+  } else if (C.schur) {
     C.schur->prepare(*C.bhat, b);
     it = fgcr(*C.schur, nullptr, *C.xhat, *C.bhat, param_.coarse_tol, param_.coarse_max_it, param_.coarse_restart,
               *C.gr, C.z, C.az);
@@ -486,7 +556,10 @@ VerifyReport Multigrid::verify() {
                        xh = C.schur->make_field();
       fill_gaussian(bb, 91 + l);
       C.schur->prepare(bh, bb);
-      fgcr(*C.schur, nullptr, xh, bh, 1e-5, 2000, param_.coarse_restart, *C.gr, C.z, C.az);
+      if (C.direct)
+        C.direct->apply(xh, bh);
+      else
+        fgcr(*C.schur, nullptr, xh, bh, 1e-5, 2000, param_.coarse_restart, *C.gr, C.z, C.az);
       C.schur->reconstruct(xx, xh, bb);
       C.op->apply(c2, xx);
       blas::caxpby(Cplx(1), bb, Cplx(-1), c2);
@@ -522,6 +595,12 @@ CoarseOperator& Multigrid::coarse_operator(int l) {
 std::vector<long> Multigrid::work(int l) const {
   const Level& L = *levels_[l];
   return {L.smooth_steps, L.solves, L.solve_iterations};
+}
+
+bool Multigrid::coarse_direct() const { return levels_.back()->direct != nullptr; }
+
+double Multigrid::coarse_condition() const {
+  return levels_.back()->direct ? levels_.back()->direct->condition() : 0.0;
 }
 
 // ---- null-space files -----------------------------------------------------------------------

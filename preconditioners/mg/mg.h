@@ -6,7 +6,8 @@
 //     the Galerkin coarse operator D_l = R M_{l-1} P, coarse_operator.h),
 //   - the transfer T_l to level l+1 (transfer.h): nvec_l near-null vectors found by inverse
 //     iteration (setup_iterations steps of setup_solver on M_l v = 0 from a Gaussian random
-//     v), split by chirality and orthonormalized over aggregates of `block` sites,
+//     v; on M_l's even-odd system where the level has one; each vector Gram-Schmidt
+//     orthogonalized against the earlier ones), split by chirality and orthonormalized over aggregates of `block` sites,
 //   - a smoother: MR steps on M_l's even-odd system (as QUDA smooths; source prepared and
 //     solution reconstructed around them; on level 0 optionally with vectors and operator in
 //     half precision) or on M_l itself, or (level 0) the Schwarz blocks of latke_schwarz.
@@ -17,7 +18,7 @@
 // The cycle at level l applied to b (x ~ M_l^-1 b, from x = 0):
 //   x = S_pre(b);  r = b - M_l x;  x += P_l e with e ~ M_{l+1}^-1 R_l r;  x += S_post(b - M_l x)
 // where e is, for the coarsest level, a GCR solve of its even-odd (or full) system to the
-// coarse tolerance; otherwise, in a K-cycle, flexible GCR on M_{l+1} preconditioned by the
+// coarse tolerance or a direct solve (its dense inverse, when it is small and on one rank); otherwise, in a K-cycle, flexible GCR on M_{l+1} preconditioned by the
 // cycle of level l+1, to ksp_rtol in at most ksp_max_it iterations; in a V-cycle one
 // application of the cycle of level l+1.
 //
@@ -41,8 +42,14 @@ namespace latke::mg {
 
 enum class CycleType { kcycle, vcycle };
 enum class SmootherType { mr, schwarz };
+/// The coarsest solve: GCR to coarse_tol, a dense direct solve (dense_inverse.h), or `automatic`:
+/// direct when the coarsest level lies on one rank with at most 4096 unknowns to invert, else GCR.
+enum class CoarseSolverType { automatic, gcr, direct };
 const char* to_string(CycleType t);
 const char* to_string(SmootherType t);
+const char* to_string(CoarseSolverType t);
+/// @brief auto, gcr or direct; anything else is an error naming the value.
+CoarseSolverType parse_coarse_solver_type(const std::string& name);
 /// @brief kcycle or vcycle; anything else is an error naming the value.
 CycleType parse_cycle_type(const std::string& name);
 /// @brief mr or schwarz; anything else is an error naming the value.
@@ -80,7 +87,12 @@ struct MultigridParam {
   int coarse_max_it = 100;
   int coarse_restart = 16;
   bool coarse_even_odd = true;  ///< solve the coarsest level's even-odd system
+  CoarseSolverType coarse_solver = CoarseSolverType::automatic;
   int setup_refine = 0;         ///< refinement passes after the first setup
+  /// Inverse iteration on each level's even-odd system where the level has one (prepare,
+  /// solve Mhat e_p = bhat, reconstruct): the Schur complement is better conditioned, so the
+  /// same steps take the low modes further down. Refinement passes stay on the full system.
+  bool setup_even_odd = true;
   std::uint64_t seed = 1;       ///< of the random starting vectors
 };
 
@@ -105,7 +117,8 @@ struct VerifyReport {
   std::vector<double> restrict_prolong;  ///< per transfer: |x - R P x| / |x|, random coarse x
   std::vector<double> galerkin;          ///< per coarse level: |D_c x - R M P x| / |D_c x|
   std::vector<double> even_odd;          ///< per coarse level with even-odd: |x - x'| / |x| for a solve
-                                         ///< of D_c x = b through Mhat (prepare, GCR, reconstruct) checked by D_c
+                                         ///< of D_c x = b through Mhat (prepare, the coarsest solver: direct or
+                                         ///< GCR to 1e-5, reconstruct) checked by D_c
 };
 
 class Multigrid {
@@ -118,8 +131,9 @@ class Multigrid {
   ///        system; may be null (smoothing on the full system).
   /// @param fine_smoother the even-odd form on fields of level 0's smoother_precision, when
   ///        that is not single (required then).
-  /// @param fine_setup the full fine operator on fields of level 0's setup_precision, when that
-  ///        is not single (required then).
+  /// @param fine_setup the fine operator on fields of level 0's setup_precision, when that is
+  ///        not single (required then), in the form the setup solves: even-odd (one parity, as
+  ///        fine_schur) when fine_schur is given and param.setup_even_odd, else full.
   Multigrid(std::shared_ptr<LinearOperator> fine, const MultigridParam& param, LocalFactory local = nullptr,
             std::shared_ptr<SchurOperator> fine_schur = nullptr, std::shared_ptr<SchurOperator> fine_smoother = nullptr,
             std::shared_ptr<LinearOperator> fine_setup = nullptr);
@@ -145,6 +159,10 @@ class Multigrid {
   double setup_seconds() const { return setup_seconds_; }
   /// Iterations of the coarsest solves, K-cycle solves and smoother steps so far, per level.
   std::vector<long> work(int level) const;
+  /// Whether the coarsest level is solved directly (after setup), and the 1-norm condition
+  /// number of the system it inverts.
+  bool coarse_direct() const;
+  double coarse_condition() const;
   /// The transfer from level l to l + 1 (l < levels() - 1), after setup; for benchmarks.
   const Transfer& transfer(int level) const;
   /// The Galerkin operator of level l >= 1, after setup; for benchmarks.

@@ -76,6 +76,7 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
   long levels = 0, refine = 0, coarse_max = p.coarse_max_it, coarse_restart = p.coarse_restart, seed = 1;
   std::string block, nvec, precision, transfer, setup_its, setup_solver, setup_prec, cycle;
   double setup_tol = 1e-6;
+  bool setup_eo = p.setup_even_odd;
   read_options(comm, prefix, "Latke multigrid preconditioner options", [&](OptionGroup& g) {
     levels = g.integer("-pc_latke_mg_levels", 0,
                        "Levels including the fine one (0: as many as the default aggregates allow, at most 4)");
@@ -96,6 +97,8 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
         g.string("-pc_latke_mg_setup_solver", "bicgstab", "Inverse-iteration solver: bicgstab, gcr, mr, cgnr or cgne");
     setup_prec = g.string("-pc_latke_mg_setup_precision", "single",
                           "Fine level's inverse-iteration steps: single, or half (reliable updates in single)");
+    setup_eo = g.flag("-pc_latke_mg_setup_even_odd", p.setup_even_odd,
+                      "Inverse iteration on each level's even-odd system (else on the full operator)");
     refine = g.integer("-pc_latke_mg_setup_refine", 0, "Refinement passes: rerun the setup with the current hierarchy");
     cycle = g.string("-pc_latke_mg_cycle", "kcycle", "kcycle (GCR on intermediate levels) or vcycle");
     seed = g.integer("-pc_latke_mg_seed", 1, "Seed of the random starting vectors");
@@ -171,18 +174,24 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
   }
   double ctol = p.coarse_tol;
   bool ceo = p.coarse_even_odd;
+  std::string csolver;
   read_options(comm, prefix + "latke_mg_coarse_", "Latke multigrid coarsest level", [&](OptionGroup& g) {
     ctol = g.real("-ksp_rtol", p.coarse_tol, "GCR tolerance of the coarsest solve");
     coarse_max = g.integer("-ksp_max_it", p.coarse_max_it, "GCR iterations of the coarsest solve at most");
     coarse_restart = g.integer("-ksp_gcr_restart", p.coarse_restart, "GCR restart of the coarsest solve");
     ceo = g.flag("-even_odd", p.coarse_even_odd, "Solve the coarsest level's even-odd system");
+    csolver = g.string("-solver", "auto",
+                       "Coarsest solve: gcr (to -ksp_rtol), direct (dense inverse; one rank), or auto (direct "
+                       "when on one rank with at most 4096 unknowns)");
   });
   p.coarse_tol = ctol;
   p.coarse_max_it = static_cast<int>(coarse_max);
   p.coarse_restart = static_cast<int>(coarse_restart);
   p.coarse_even_odd = ceo;
+  p.coarse_solver = parse_coarse_solver_type(csolver);
   p.cycle = parse_cycle_type(cycle);
   p.setup_refine = static_cast<int>(refine);
+  p.setup_even_odd = setup_eo;
   p.seed = static_cast<std::uint64_t>(seed);
   check_param(p, fine);
   return o;
@@ -208,7 +217,10 @@ class MatMultigrid final : public Preconditioner {
     auto smoother = smp == Precision::single ? nullptr
                                              : std::dynamic_pointer_cast<SchurOperator>(
                                                    op_->linear_operator(LATKE_OPERATOR_EVEN_ODD, smp, none));
-    auto setup = stp == Precision::single ? nullptr : op_->linear_operator(LATKE_OPERATOR_FULL, stp, none);
+    auto setup = stp == Precision::single
+                     ? nullptr
+                     : op_->linear_operator(o.param.setup_even_odd ? LATKE_OPERATOR_EVEN_ODD : LATKE_OPERATOR_FULL,
+                                            stp, none);
     mg_ = std::make_shared<Multigrid>(
         fine, o.param,
         [op = op_](const Coords& block, Precision p) { return op->linear_operator(LATKE_OPERATOR_FULL, p, block); },
@@ -262,7 +274,7 @@ class MatMultigrid final : public Preconditioner {
     for (std::size_t i = 0; i < r.even_odd.size(); ++i) {
       std::ostringstream s;
       s << "verify coarsest even-odd: |b - D_c x|/|b| = " << r.even_odd[i]
-        << " for x from the even-odd solve (to 1e-5)";
+        << " for x from the even-odd system's coarsest solver (direct; GCR to 1e-5)";
       print(s.str());
     }
   }
@@ -346,8 +358,9 @@ PetscErrorCode view(MGContext& c, PetscViewer viewer) {
     if (l + 1 < mg.levels()) {
       const mg::LevelParam& q = p.level[l];
       PetscCall(PetscViewerASCIIPrintf(
-          viewer, "transfer: aggregates %dx%dx%dx%d, %d null vectors (%s in %s, %d iterations, tol %g)\n", q.block[0],
-          q.block[1], q.block[2], q.block[3], q.nvec, to_string(q.setup_solver), to_string(q.setup_precision),
+          viewer, "transfer: aggregates %dx%dx%dx%d, %d null vectors (%s on the %s system in %s, %d iterations, tol %g)\n",
+          q.block[0], q.block[1], q.block[2], q.block[3], q.nvec, to_string(q.setup_solver),
+          p.setup_even_odd && (l == 0 || q.smooth_even_odd) ? "even-odd" : "full", to_string(q.setup_precision),
           q.setup_iterations, q.setup_tol));
       if (q.smoother == mg::SmootherType::schwarz)
         PetscCall(PetscViewerASCIIPrintf(
@@ -364,7 +377,12 @@ PetscErrorCode view(MGContext& c, PetscViewer viewer) {
       PetscCall(PetscViewerASCIIPrintf(
           viewer, "K-cycle GCR: rtol %g, at most %d iterations; %ld solves, %.1f iterations each\n",
           p.level[l].ksp_rtol, p.level[l].ksp_max_it, w[1], w[1] ? static_cast<double>(w[2]) / w[1] : 0.0));
-    if (l + 1 == mg.levels())
+    if (l + 1 == mg.levels() && mg.coarse_direct())
+      PetscCall(PetscViewerASCIIPrintf(viewer,
+                                       "coarsest solve: direct (dense inverse of the %s system, 1-norm condition "
+                                       "number %.3g); %ld solves\n",
+                                       p.coarse_even_odd ? "even-odd" : "full", mg.coarse_condition(), w[1]));
+    else if (l + 1 == mg.levels())
       PetscCall(PetscViewerASCIIPrintf(viewer,
                                        "coarsest solve: GCR(%d) on the %s system to rtol %g, at most %d iterations; "
                                        "%ld solves, %.1f iterations each\n",

@@ -4,7 +4,8 @@
 # BiCGstab on a thermalized quenched configuration at several kappa (issue 7's benchmark).
 # Results and logs under $OUT. Environment: LATKE_MG_LATTICE (32,32,32,64), LATKE_MG_KAPPAS
 # ("0.1340 0.1345 0.1349"), LATKE_MG_OPTIONS (extra multigrid options), LATKE_MG_VARIANTS
-# (lines "name options..." of further multigrid runs), LATKE_MG_STEPS ("tests bench").
+# (lines "name options..." of further multigrid runs), LATKE_MG_STEPS ("tests bench"),
+# LATKE_MG_BICGSTAB (1; 0 skips the BiCGstab runs).
 set -uo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${LATKE_GPU_BIN:-$here/.gpu/bin}
@@ -35,7 +36,7 @@ if [[ $steps == *bench* ]]; then
       printf 'kappa %s %-14s exit %d | %s | %s | %s\n' "$k" "$name" $rc "$(grep -E '^  KSP' "$out/mg_${k}_$name.log" | sed 's/^ *KSP //')" \
         "$(grep -E 'operator applications' "$out/mg_${k}_$name.log" | sed 's/^ *//')" "$(grep -E '^  time' "$out/mg_${k}_$name.log" | sed 's/^ *time: //')"
     }
-    run bicgstab -latke_native -latke_solver bicgstab -latke_solver_sloppy single
+    [[ ${LATKE_MG_BICGSTAB:-1} == 1 ]] && run bicgstab -latke_native -latke_solver bicgstab -latke_solver_sloppy single
     run mg_gcr -latke_native -latke_solver gcr -latke_solver_pc mg -pc_latke_mg_monitor -pc_latke_mg_verify ${LATKE_MG_OPTIONS:-}
     grep -E "Latke MG: level .: coarse|verify" "$out/mg_${k}_mg_gcr.log"
     while read -r name opts; do  # variants, named after what they change

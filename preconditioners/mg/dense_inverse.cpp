@@ -1,0 +1,60 @@
+// The coarsest level's dense inverse (dense_inverse.h): probing and inversion, on the host.
+// The product that applies it is in dense_inverse_apply.cpp (a kernel source).
+#include "preconditioners/mg/dense_inverse.h"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "latke/core/complex.h"
+#include "latke/core/error.h"
+
+namespace latke::mg {
+
+DenseInverse::DenseInverse(LinearOperator& A) : param_(A.field_param()) {
+  const Lattice& lat = *A.lattice();
+  require(lat.size() == 1, "multigrid direct coarsest solve: the coarsest lattice is spread over ", lat.size(),
+          " ranks; it needs one (use the gcr coarsest solver)");
+  require(param_.precision == Precision::single, "multigrid direct coarsest solve: fields in ",
+          to_string(param_.precision), "; expected single");
+  ColorSpinorField e = A.make_field(), y = A.make_field();
+  const int blocks = e.n_parity();
+  per_block_ = lat.volume_cb() * e.site_reals() / 2;
+  n_ = blocks * per_block_;
+  require(n_ <= 16384, "multigrid direct coarsest solve: ", n_, " unknowns; at most 16384 are inverted densely");
+  // Probe: column j of A is A e_j, e_j the unit vector at storage position j.
+  Eigen::MatrixXcd M(n_, n_);
+  std::vector<Complex<float>> col(n_);
+  const Complex<float> one(1, 0), zero(0, 0);
+  e.zero();
+  synchronize(param_.backend);
+  for (int j = 0; j < n_; ++j) {
+    auto* pj = static_cast<Complex<float>*>(e.block_data(j / per_block_)) + j % per_block_;
+    copy_bytes(pj, &one, sizeof one);
+    A.apply(y, e);
+    synchronize(param_.backend);
+    for (int b = 0; b < blocks; ++b)
+      copy_bytes(col.data() + static_cast<long>(b) * per_block_, y.block_data(b), y.block_bytes());
+    copy_bytes(pj, &zero, sizeof zero);
+    for (int i = 0; i < n_; ++i) M(i, j) = std::complex<double>(col[i].re, col[i].im);
+  }
+  const Eigen::PartialPivLU<Eigen::MatrixXcd> lu(M);
+  const Eigen::MatrixXcd inv = lu.inverse();
+  require(inv.allFinite(), "multigrid direct coarsest solve: the ", n_, "-dimensional coarsest operator is singular");
+  const double norm_a = M.cwiseAbs().colwise().sum().maxCoeff(), norm_i = inv.cwiseAbs().colwise().sum().maxCoeff();
+  condition_ = norm_a * norm_i;
+  require(std::isfinite(condition_) && condition_ < 1e12, "multigrid direct coarsest solve: the ", n_,
+          "-dimensional coarsest operator is singular (1-norm condition number ", condition_, ")");
+  std::vector<Complex<float>> host(static_cast<std::size_t>(n_) * n_);
+  for (int j = 0; j < n_; ++j)
+    for (int i = 0; i < n_; ++i)
+      host[static_cast<std::size_t>(j) * n_ + i] =
+          Complex<float>(static_cast<float>(inv(i, j).real()), static_cast<float>(inv(i, j).imag()));
+  inv_ = Buffer(memory_for(param_.backend), host.size() * sizeof(Complex<float>));
+  copy_bytes(inv_.data(), host.data(), inv_.bytes());
+  chunks_ = std::max(1, std::min(64, (1 << 16) / std::max(1, n_)));
+  parts_ = Buffer(memory_for(param_.backend), static_cast<std::size_t>(chunks_) * n_ * sizeof(Complex<float>));
+}
+
+}  // namespace latke::mg
