@@ -193,6 +193,32 @@ TEST_P(MgBackend, CoarseAdjointAndEvenOdd) {
   EXPECT_LT(rel_diff(xs, rec), 1e-12);
 }
 
+/// The light-quark solve the preconditioned-solve tests share: 8^4, mass -0.2, the operator in
+/// double (M) and single (ps, for the hierarchy), a Gaussian source.
+struct LightProblem {
+  Problem pr, ps;
+  std::shared_ptr<LinearOperator> M;
+  ColorSpinorField b;
+  explicit LightProblem(Backend be)
+      : pr(be, Precision::double_, {8, 8, 8, 8}, -0.2, 0.25),
+        ps(be, Precision::single, {8, 8, 8, 8}, -0.2, 0.25),
+        M(pr.full()),
+        b(M->make_field()) {
+    fill_gaussian(b, 8);
+  }
+};
+
+/// GCR(20) to 1e-10 preconditioned by the multigrid cycle.
+SolverStats mg_gcr(const std::shared_ptr<Multigrid>& mg, LinearOperator& M, ColorSpinorField& x,
+                   const ColorSpinorField& b) {
+  MultigridPreconditioner K(mg);
+  SolverParam sp;
+  sp.type = SolverType::gcr;
+  sp.tol = 1e-10;
+  sp.restart = 20;
+  return solve(M, nullptr, &K, x, b, sp);
+}
+
 // GCR on the coarsest level: the direct solve (the default on one rank) is tested on its own
 // below, where inverting the 2-level hierarchy's coarsest level would cost seconds per setup.
 MultigridParam small_param(int levels) {
@@ -247,13 +273,8 @@ TEST_P(MgBackend, PreconditionedSolve) {
     auto schur = eo ? std::make_shared<WilsonCloverLinear>(ps.op, true, SchurType::symmetric, 0) : nullptr;
     auto mg = std::make_shared<Multigrid>(ps.full(), small_param(2), nullptr, schur);
     mg->setup();
-    MultigridPreconditioner K(mg);
     ColorSpinorField x2 = M->make_field();
-    SolverParam sp;
-    sp.type = SolverType::gcr;
-    sp.tol = 1e-10;
-    sp.restart = 20;
-    const SolverStats pre = solve(*M, nullptr, &K, x2, b, sp);
+    const SolverStats pre = mg_gcr(mg, *M, x2, b);
     ASSERT_TRUE(pre.converged) << (eo ? "even-odd" : "full") << " smoothing";
     EXPECT_LT(rel_diff(x1, x2), 1e-8);
     // Four times fewer outer operator applications than BiCGstab's.
@@ -269,11 +290,10 @@ TEST_P(MgBackend, PreconditionedSolve) {
 // the verify check of the coarsest even-odd solve is exact to single precision, MG-GCR
 // reaches the same solution in no more iterations.
 TEST_P(MgBackend, DirectCoarsestSolve) {
-  Problem pr(GetParam(), Precision::double_, {8, 8, 8, 8}, -0.2, 0.25);
-  Problem ps(GetParam(), Precision::single, {8, 8, 8, 8}, -0.2, 0.25);
-  auto M = pr.full();
-  ColorSpinorField b = M->make_field();
-  fill_gaussian(b, 8);
+  LightProblem lp(GetParam());
+  Problem& ps = lp.ps;
+  auto& M = lp.M;
+  const ColorSpinorField& b = lp.b;
   int iterations[2];
   ColorSpinorField x[2] = {M->make_field(), M->make_field()};
   for (int direct = 0; direct < 2; ++direct) {
@@ -288,12 +308,7 @@ TEST_P(MgBackend, DirectCoarsestSolve) {
     ASSERT_EQ(r.even_odd.size(), 1u);
     EXPECT_LT(r.even_odd[0], direct ? 1e-5 : 2e-5);
     if (direct) EXPECT_GT(mg->coarse_condition(), 1.0);
-    MultigridPreconditioner K(mg);
-    SolverParam sp;
-    sp.type = SolverType::gcr;
-    sp.tol = 1e-10;
-    sp.restart = 20;
-    const SolverStats st = solve(*M, nullptr, &K, x[direct], b, sp);
+    const SolverStats st = mg_gcr(mg, *M, x[direct], b);
     ASSERT_TRUE(st.converged);
     iterations[direct] = st.iterations;
     if (direct)
@@ -312,11 +327,10 @@ TEST_P(MgBackend, DirectCoarsestSolve) {
 // further down, so the hierarchy built from few steps preconditions better (on this 8^4
 // problem with 3 steps: 15 MG-GCR iterations against 17).
 TEST_P(MgBackend, EvenOddSetup) {
-  Problem pr(GetParam(), Precision::double_, {8, 8, 8, 8}, -0.2, 0.25);
-  Problem ps(GetParam(), Precision::single, {8, 8, 8, 8}, -0.2, 0.25);
-  auto M = pr.full();
-  ColorSpinorField b = M->make_field();
-  fill_gaussian(b, 8);
+  LightProblem lp(GetParam());
+  Problem& ps = lp.ps;
+  auto& M = lp.M;
+  const ColorSpinorField& b = lp.b;
   int iterations[2];
   ColorSpinorField x[2] = {M->make_field(), M->make_field()};
   for (int eo = 0; eo < 2; ++eo) {
@@ -329,12 +343,7 @@ TEST_P(MgBackend, EvenOddSetup) {
     mg->setup();
     const VerifyReport r = mg->verify();
     EXPECT_LT(r.galerkin[0], 1e-5);
-    MultigridPreconditioner K(mg);
-    SolverParam sp;
-    sp.type = SolverType::gcr;
-    sp.tol = 1e-10;
-    sp.restart = 20;
-    const SolverStats st = solve(*M, nullptr, &K, x[eo], b, sp);
+    const SolverStats st = mg_gcr(mg, *M, x[eo], b);
     ASSERT_TRUE(st.converged);
     iterations[eo] = st.iterations;
   }
@@ -370,12 +379,7 @@ TEST_P(MgBackend, HalfPrecisionSmootherAndSetup) {
     auto setup = c >= 2 ? std::make_shared<WilsonCloverLinear>(ph.op, c == 2, SchurType::symmetric, 0) : nullptr;
     auto mg = std::make_shared<Multigrid>(ps.full(), p, nullptr, schur, low, setup);
     mg->setup();
-    MultigridPreconditioner K(mg);
-    SolverParam sp;
-    sp.type = SolverType::gcr;
-    sp.tol = 1e-10;
-    sp.restart = 20;
-    const SolverStats st = solve(*M, nullptr, &K, x[c], b, sp);
+    const SolverStats st = mg_gcr(mg, *M, x[c], b);
     ASSERT_TRUE(st.converged);
     iterations[c] = st.iterations;
     EXPECT_GT(mg->work(0)[0], 0);
