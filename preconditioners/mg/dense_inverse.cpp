@@ -19,24 +19,21 @@ DenseInverse::DenseInverse(LinearOperator& A) : param_(A.field_param()) {
   require(param_.precision == Precision::single, "multigrid direct coarsest solve: fields in ",
           to_string(param_.precision), "; expected single");
   ColorSpinorField e = A.make_field(), y = A.make_field();
-  const int blocks = e.n_parity();
-  per_block_ = lat.volume_cb() * e.site_reals() / 2;
-  n_ = blocks * per_block_;
+  n_ = static_cast<int>(e.bytes() / sizeof(Complex<float>));
   require(n_ <= 16384, "multigrid direct coarsest solve: ", n_, " unknowns; at most 16384 are inverted densely");
   // Probe: column j of A is A e_j, e_j the unit vector at storage position j.
   Eigen::MatrixXcd M(n_, n_);
   std::vector<Complex<float>> col(n_);
   const Complex<float> one(1, 0), zero(0, 0);
+  auto* e0 = static_cast<Complex<float>*>(e.block_data(0));
   e.zero();
   synchronize(param_.backend);
   for (int j = 0; j < n_; ++j) {
-    auto* pj = static_cast<Complex<float>*>(e.block_data(j / per_block_)) + j % per_block_;
-    copy_bytes(pj, &one, sizeof one);
+    copy_bytes(e0 + j, &one, sizeof one);
     A.apply(y, e);
     synchronize(param_.backend);
-    for (int b = 0; b < blocks; ++b)
-      copy_bytes(col.data() + static_cast<long>(b) * per_block_, y.block_data(b), y.block_bytes());
-    copy_bytes(pj, &zero, sizeof zero);
+    copy_bytes(col.data(), y.block_data(0), y.bytes());
+    copy_bytes(e0 + j, &zero, sizeof zero);
     for (int i = 0; i < n_; ++i) M(i, j) = std::complex<double>(col[i].re, col[i].im);
   }
   const Eigen::PartialPivLU<Eigen::MatrixXcd> lu(M);
@@ -47,14 +44,12 @@ DenseInverse::DenseInverse(LinearOperator& A) : param_(A.field_param()) {
   require(std::isfinite(condition_) && condition_ < 1e12, "multigrid direct coarsest solve: the ", n_,
           "-dimensional coarsest operator is singular (1-norm condition number ", condition_, ")");
   std::vector<Complex<float>> host(static_cast<std::size_t>(n_) * n_);
-  for (int j = 0; j < n_; ++j)
-    for (int i = 0; i < n_; ++i)
-      host[static_cast<std::size_t>(j) * n_ + i] =
+  for (int i = 0; i < n_; ++i)
+    for (int j = 0; j < n_; ++j)
+      host[static_cast<std::size_t>(i) * n_ + j] =
           Complex<float>(static_cast<float>(inv(i, j).real()), static_cast<float>(inv(i, j).imag()));
   inv_ = Buffer(memory_for(param_.backend), host.size() * sizeof(Complex<float>));
   copy_bytes(inv_.data(), host.data(), inv_.bytes());
-  chunks_ = std::max(1, std::min(64, (1 << 16) / std::max(1, n_)));
-  parts_ = Buffer(memory_for(param_.backend), static_cast<std::size_t>(chunks_) * n_ * sizeof(Complex<float>));
 }
 
 }  // namespace latke::mg

@@ -7,8 +7,9 @@
 // it; the direct solve is exact (to single precision) whatever its condition, and costs one
 // pass over n^2 complex numbers (8 MB for the 2^3 x 4 x 64 even-odd system, n = 1024).
 //
-// The matrix acts on the field's storage order (parity blocks of the coalesced layout, whose
-// words keep each complex number's two reals together), so no reordering is needed.
+// The matrix acts on the field's storage order: a field's parity blocks lie end to end and
+// the words of the coalesced layout keep each complex number's two reals together, so the
+// storage is one array of n complex numbers and no reordering is needed.
 #pragma once
 
 #include <cstddef>
@@ -32,10 +33,9 @@ class DenseInverse {
 
  private:
   SpinorParam param_;
-  int n_ = 0, per_block_ = 0, chunks_ = 1;
+  int n_ = 0;
   double condition_ = 0;
-  Buffer inv_;  ///< column-major n x n, Complex<float>
-  mutable Buffer parts_;
+  Buffer inv_;  ///< row-major n x n, Complex<float> (a row is one reduction's coalesced reads)
 };
 
 }  // namespace latke::mg

@@ -451,23 +451,26 @@ void Multigrid::smooth(int l, ColorSpinorField& x, const ColorSpinorField& r, in
   if (eo) L.schur->reconstruct(x, *L.hx, r);
 }
 
+int Multigrid::coarsest_system_solve(int l, LinearOperator& A, ColorSpinorField& x, const ColorSpinorField& b,
+                                     double tol, int max_it) {
+  Level& C = *levels_[l];
+  if (C.direct) {
+    C.direct->apply(x, b);
+    return 0;
+  }
+  return fgcr(A, nullptr, x, b, tol, max_it, param_.coarse_restart, *C.gr, C.z, C.az);
+}
+
 void Multigrid::coarse_solve(int l, ColorSpinorField& x, const ColorSpinorField& b) {
   Level& C = *levels_[l];
   const LogScope log(LogEvent::mg_coarse_solve, 0, true);
   int it = 0;
-  if (C.direct && C.schur) {
+  if (C.schur) {
     C.schur->prepare(*C.bhat, b);
-    C.direct->apply(*C.xhat, *C.bhat);
-    C.schur->reconstruct(x, *C.xhat, b);
-  } else if (C.direct) {
-    C.direct->apply(x, b);
-  } else if (C.schur) {
-    C.schur->prepare(*C.bhat, b);
-    it = fgcr(*C.schur, nullptr, *C.xhat, *C.bhat, param_.coarse_tol, param_.coarse_max_it, param_.coarse_restart,
-              *C.gr, C.z, C.az);
+    it = coarsest_system_solve(l, *C.schur, *C.xhat, *C.bhat, param_.coarse_tol, param_.coarse_max_it);
     C.schur->reconstruct(x, *C.xhat, b);
   } else {
-    it = fgcr(*C.op, nullptr, x, b, param_.coarse_tol, param_.coarse_max_it, param_.coarse_restart, *C.gr, C.z, C.az);
+    it = coarsest_system_solve(l, *C.op, x, b, param_.coarse_tol, param_.coarse_max_it);
   }
   C.solve_iterations += it;
   ++C.solves;
@@ -556,10 +559,7 @@ VerifyReport Multigrid::verify() {
                        xh = C.schur->make_field();
       fill_gaussian(bb, 91 + l);
       C.schur->prepare(bh, bb);
-      if (C.direct)
-        C.direct->apply(xh, bh);
-      else
-        fgcr(*C.schur, nullptr, xh, bh, 1e-5, 2000, param_.coarse_restart, *C.gr, C.z, C.az);
+      coarsest_system_solve(l + 1, *C.schur, xh, bh, 1e-5, 2000);
       C.schur->reconstruct(xx, xh, bb);
       C.op->apply(c2, xx);
       blas::caxpby(Cplx(1), bb, Cplx(-1), c2);
@@ -579,6 +579,9 @@ LevelInfo Multigrid::info(int l) const {
   i.bytes = (L.coarse ? L.coarse->bytes() : 0) + (L.transfer ? L.transfer->bytes() : 0);
   i.setup_seconds = L.setup_seconds;
   i.op = L.op->describe();
+  i.setup_even_odd = L.transfer && param_.setup_even_odd && L.schur;
+  i.direct = L.direct != nullptr;
+  i.condition = L.direct ? L.direct->condition() : 0.0;
   return i;
 }
 
@@ -597,11 +600,6 @@ std::vector<long> Multigrid::work(int l) const {
   return {L.smooth_steps, L.solves, L.solve_iterations};
 }
 
-bool Multigrid::coarse_direct() const { return levels_.back()->direct != nullptr; }
-
-double Multigrid::coarse_condition() const {
-  return levels_.back()->direct ? levels_.back()->direct->condition() : 0.0;
-}
 
 // ---- null-space files -----------------------------------------------------------------------
 //

@@ -108,7 +108,10 @@ struct LevelInfo {
   int nvec = 0;           ///< of the transfer below (0 on the coarsest)
   std::size_t bytes = 0;  ///< operator blocks (coarse levels) and basis, on this rank
   double setup_seconds = 0;
-  std::string op;  ///< the operator's description
+  std::string op;               ///< the operator's description
+  bool setup_even_odd = false;  ///< the null vectors were found on the level's even-odd system
+  bool direct = false;          ///< (coarsest) solved directly, by its dense inverse
+  double condition = 0;         ///< (direct) 1-norm condition number of the inverted system
 };
 
 /// Deviations found by verify().
@@ -159,10 +162,6 @@ class Multigrid {
   double setup_seconds() const { return setup_seconds_; }
   /// Iterations of the coarsest solves, K-cycle solves and smoother steps so far, per level.
   std::vector<long> work(int level) const;
-  /// Whether the coarsest level is solved directly (after setup), and the 1-norm condition
-  /// number of the system it inverts.
-  bool coarse_direct() const;
-  double coarse_condition() const;
   /// The transfer from level l to l + 1 (l < levels() - 1), after setup; for benchmarks.
   const Transfer& transfer(int level) const;
   /// The Galerkin operator of level l >= 1, after setup; for benchmarks.
@@ -176,6 +175,10 @@ class Multigrid {
   void cycle(int l, ColorSpinorField& x, const ColorSpinorField& b);
   void smooth(int l, ColorSpinorField& x, const ColorSpinorField& r, int steps);
   void coarse_solve(int l, ColorSpinorField& x, const ColorSpinorField& b);
+  /// A x = b on the coarsest level l (A: its even-odd or full operator): by the dense inverse
+  /// when it has one, else GCR to tol; returns the GCR iterations (0 when direct).
+  int coarsest_system_solve(int l, LinearOperator& A, ColorSpinorField& x, const ColorSpinorField& b, double tol,
+                            int max_it);
 
   MultigridParam param_;
   LocalFactory local_;

@@ -360,7 +360,7 @@ PetscErrorCode view(MGContext& c, PetscViewer viewer) {
       PetscCall(PetscViewerASCIIPrintf(
           viewer, "transfer: aggregates %dx%dx%dx%d, %d null vectors (%s on the %s system in %s, %d iterations, tol %g)\n",
           q.block[0], q.block[1], q.block[2], q.block[3], q.nvec, to_string(q.setup_solver),
-          p.setup_even_odd && (l == 0 || q.smooth_even_odd) ? "even-odd" : "full", to_string(q.setup_precision),
+          i.setup_even_odd ? "even-odd" : "full", to_string(q.setup_precision),
           q.setup_iterations, q.setup_tol));
       if (q.smoother == mg::SmootherType::schwarz)
         PetscCall(PetscViewerASCIIPrintf(
@@ -377,11 +377,11 @@ PetscErrorCode view(MGContext& c, PetscViewer viewer) {
       PetscCall(PetscViewerASCIIPrintf(
           viewer, "K-cycle GCR: rtol %g, at most %d iterations; %ld solves, %.1f iterations each\n",
           p.level[l].ksp_rtol, p.level[l].ksp_max_it, w[1], w[1] ? static_cast<double>(w[2]) / w[1] : 0.0));
-    if (l + 1 == mg.levels() && mg.coarse_direct())
+    if (l + 1 == mg.levels() && i.direct)
       PetscCall(PetscViewerASCIIPrintf(viewer,
                                        "coarsest solve: direct (dense inverse of the %s system, 1-norm condition "
                                        "number %.3g); %ld solves\n",
-                                       p.coarse_even_odd ? "even-odd" : "full", mg.coarse_condition(), w[1]));
+                                       p.coarse_even_odd ? "even-odd" : "full", i.condition, w[1]));
     else if (l + 1 == mg.levels())
       PetscCall(PetscViewerASCIIPrintf(viewer,
                                        "coarsest solve: GCR(%d) on the %s system to rtol %g, at most %d iterations; "

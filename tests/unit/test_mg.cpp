@@ -206,6 +206,13 @@ struct LightProblem {
         b(M->make_field()) {
     fill_gaussian(b, 8);
   }
+  /// The hierarchy with parameters p on the single-precision operator and its even-odd form, set up.
+  std::shared_ptr<Multigrid> hierarchy(const MultigridParam& p) {
+    auto mg = std::make_shared<Multigrid>(ps.full(), p, nullptr,
+                                          std::make_shared<WilsonCloverLinear>(ps.op, true, SchurType::symmetric, 0));
+    mg->setup();
+    return mg;
+  }
 };
 
 /// GCR(20) to 1e-10 preconditioned by the multigrid cycle.
@@ -291,7 +298,6 @@ TEST_P(MgBackend, PreconditionedSolve) {
 // reaches the same solution in no more iterations.
 TEST_P(MgBackend, DirectCoarsestSolve) {
   LightProblem lp(GetParam());
-  Problem& ps = lp.ps;
   auto& M = lp.M;
   const ColorSpinorField& b = lp.b;
   int iterations[2];
@@ -300,14 +306,12 @@ TEST_P(MgBackend, DirectCoarsestSolve) {
     SCOPED_TRACE(direct ? "direct coarsest solve" : "GCR coarsest solve");
     MultigridParam p = small_param(3);  // 8^4 -> 4^4 -> 2^4: 96 unknowns on the coarsest even-odd system
     p.coarse_solver = direct ? CoarseSolverType::direct : CoarseSolverType::gcr;
-    auto schur = std::make_shared<WilsonCloverLinear>(ps.op, true, SchurType::symmetric, 0);
-    auto mg = std::make_shared<Multigrid>(ps.full(), p, nullptr, schur);
-    mg->setup();
-    EXPECT_EQ(mg->coarse_direct(), direct == 1);
+    auto mg = lp.hierarchy(p);
+    EXPECT_EQ(mg->info(2).direct, direct == 1);
     const VerifyReport r = mg->verify();
     ASSERT_EQ(r.even_odd.size(), 1u);
     EXPECT_LT(r.even_odd[0], direct ? 1e-5 : 2e-5);
-    if (direct) EXPECT_GT(mg->coarse_condition(), 1.0);
+    if (direct) EXPECT_GT(mg->info(2).condition, 1.0);
     const SolverStats st = mg_gcr(mg, *M, x[direct], b);
     ASSERT_TRUE(st.converged);
     iterations[direct] = st.iterations;
@@ -328,7 +332,6 @@ TEST_P(MgBackend, DirectCoarsestSolve) {
 // problem with 3 steps: 15 MG-GCR iterations against 17).
 TEST_P(MgBackend, EvenOddSetup) {
   LightProblem lp(GetParam());
-  Problem& ps = lp.ps;
   auto& M = lp.M;
   const ColorSpinorField& b = lp.b;
   int iterations[2];
@@ -338,9 +341,8 @@ TEST_P(MgBackend, EvenOddSetup) {
     MultigridParam p = small_param(2);
     p.setup_even_odd = eo == 1;
     p.level[0].setup_iterations = 3;
-    auto schur = std::make_shared<WilsonCloverLinear>(ps.op, true, SchurType::symmetric, 0);
-    auto mg = std::make_shared<Multigrid>(ps.full(), p, nullptr, schur);
-    mg->setup();
+    auto mg = lp.hierarchy(p);
+    EXPECT_EQ(mg->info(0).setup_even_odd, eo == 1);
     const VerifyReport r = mg->verify();
     EXPECT_LT(r.galerkin[0], 1e-5);
     const SolverStats st = mg_gcr(mg, *M, x[eo], b);
