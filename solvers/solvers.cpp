@@ -152,9 +152,12 @@ void cg(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const SolverPar
 /// unit roundoff, about 3e-5, restarted too often to converge).
 double biorthogonality_floor(Precision sloppy) {
   switch (sloppy) {
-    case Precision::half: return 1e-6;
-    case Precision::single: return 6e-8;
-    default: return 0;
+    case Precision::half:
+      return 1e-6;
+    case Precision::single:
+      return 6e-8;
+    default:
+      return 0;
   }
 }
 
@@ -166,9 +169,10 @@ double biorthogonality_floor(Precision sloppy) {
 // it never does. On the 32^3x64 quenched configuration of notes/solvers.md this let single-
 // precision BiCGstab converge at kappa = 0.1350 and 0.1351, where it had diverged, for 18%
 // more iterations at 0.1349 and none at 0.1345. A breakdown (<rhat, r> or <rhat, A p> zero,
-// omega zero, a non-finite coefficient) restarts from the iterated residual too, and an
-// iterated residual that overflows drops the sloppy partial solution since the last reliable
-// update; a breakdown right after a restart ends the solve.
+// omega zero, a non-finite coefficient) restarts from the iterated residual too (one test at
+// the top of the iteration: omega enters through the next beta), and an iterated residual
+// that overflows drops the sloppy partial solution since the last reliable update; a
+// breakdown right after a restart ends the solve.
 void bicgstab(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const SolverParam& p, SolverStats& st) {
   ColorSpinorField r = w.outer_field(), tmp = w.outer_field();
   ColorSpinorField rs = w.sloppy_field(), rhat = w.sloppy_field(), ps = w.sloppy_field(), v = w.sloppy_field(),
@@ -191,27 +195,23 @@ void bicgstab(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const Sol
   restart();
   double maxr = std::sqrt(r2);
   while (r2 > target && st.iterations < p.max_iter) {
+    // rho below the floor (in double: zero) or a non-finite or zero beta (omega was zero) or
+    // alpha (<rhat, A p> zero): no step to take from here.
     const blas::DotNorms rr = blas::cdot_norms(rhat, rs);
-    const Cplx rho_new = rr.dot;
-    if (!fresh && !(norm2(rho_new) > floor * floor * rr.xx * rr.yy)) {
-      restart();
-      ++st.restarts;
-      continue;
-    }
-    const Cplx beta = (rho_new / rho) * (alpha / omega);
-    Cplx rv;
-    if (usable(rho_new) && usable(beta)) {
+    const Cplx rho_new = rr.dot, beta = (rho_new / rho) * (alpha / omega);
+    bool ok = norm2(rho_new) > floor * floor * rr.xx * rr.yy && usable(beta);
+    if (ok) {
       blas::caxpbypcz(Cplx(1), rs, -(beta * omega), v, beta, ps);
       w.apply_sloppy(v, ps);
-      rv = blas::cdot_norms(rhat, v).dot;
+      alpha = rho_new / blas::cdot_norms(rhat, v).dot;
+      ok = usable(alpha);
     }
-    if (!usable(rho_new) || !usable(beta) || !usable(rv) || !usable(rho_new / rv)) {
+    if (!ok) {
       if (fresh) break;  // a breakdown right after a restart: BiCGstab cannot go on
       restart();
       ++st.restarts;
       continue;
     }
-    alpha = rho_new / rv;
     blas::caxpby(-alpha, v, Cplx(1), rs);  // s
     w.apply_sloppy(t, rs);
     const blas::DotNorms ts = blas::cdot_norms(t, rs);
@@ -234,10 +234,6 @@ void bicgstab(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const Sol
         restart();
         ++st.restarts;
       }
-    }
-    if (!usable(omega) && !fresh) {  // r = s: the next beta would divide by zero
-      restart();
-      ++st.restarts;
     }
     r2 = r2new;
   }

@@ -43,7 +43,7 @@ struct SolverParam {
 struct SolverStats {
   int iterations = 0;
   int reliable_updates = 0;
-  int restarts = 0;  ///< BiCGstab: fresh starts (lost biorthogonality in a sloppy precision; breakdowns)
+  int restarts = 0;              ///< BiCGstab: fresh starts (lost biorthogonality in a sloppy precision; breakdowns)
   long outer_applications = 0;   ///< of the double-precision operator
   long sloppy_applications = 0;  ///< of the sloppy operator (0 when it is the double one)
   double initial_residual = 0;   ///< |b - A x| / |b| of the initial guess (CGNR: of A^dag A x = A^dag b)

@@ -12,6 +12,11 @@
 
 namespace latke::mg {
 
+long DenseInverse::unknowns(const LinearOperator& A) {
+  const SpinorParam p = A.field_param();
+  return (p.subset == Subset::full ? 2L : 1L) * A.lattice()->volume_cb() * p.nspin * p.ncolor;
+}
+
 DenseInverse::DenseInverse(LinearOperator& A) : param_(A.field_param()) {
   const Lattice& lat = *A.lattice();
   require(lat.size() == 1, "multigrid direct coarsest solve: the coarsest lattice is spread over ", lat.size(),
@@ -19,8 +24,11 @@ DenseInverse::DenseInverse(LinearOperator& A) : param_(A.field_param()) {
   require(param_.precision == Precision::single, "multigrid direct coarsest solve: fields in ",
           to_string(param_.precision), "; expected single");
   ColorSpinorField e = A.make_field(), y = A.make_field();
-  n_ = static_cast<int>(e.bytes() / sizeof(Complex<float>));
-  require(n_ <= 16384, "multigrid direct coarsest solve: ", n_, " unknowns; at most 16384 are inverted densely");
+  require(unknowns(A) <= 16384, "multigrid direct coarsest solve: ", unknowns(A),
+          " unknowns; at most 16384 are inverted densely");
+  n_ = static_cast<int>(unknowns(A));
+  require(e.bytes() == static_cast<std::size_t>(n_) * sizeof(Complex<float>),
+          "multigrid direct coarsest solve: a field is not stored as its ", n_, " complex numbers end to end");
   // Probe: column j of A is A e_j, e_j the unit vector at storage position j.
   Eigen::MatrixXcd M(n_, n_);
   std::vector<Complex<float>> col(n_);

@@ -24,6 +24,8 @@ class DenseInverse {
   /// @brief Probe A (single-precision fields, its lattice on one rank) and invert it. Fails
   /// naming the size when A is singular to working precision.
   explicit DenseInverse(LinearOperator& A);
+  /// The unknowns of A's system on this rank: the order of the matrix it inverts.
+  static long unknowns(const LinearOperator& A);
   /// @brief x = A^-1 b (fields of A's shape).
   void apply(ColorSpinorField& x, const ColorSpinorField& b) const;
   int n() const { return n_; }

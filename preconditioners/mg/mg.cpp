@@ -107,7 +107,7 @@ struct Multigrid::Level {
   std::unique_ptr<ColorSpinorField> lx, lr, la;      ///< its MR x, r, M r
   std::unique_ptr<Transfer> transfer;                ///< to level l + 1
   std::unique_ptr<SchwarzPreconditioner> schwarz;
-  std::unique_ptr<DenseInverse> direct;  ///< coarsest level solved directly
+  std::unique_ptr<DenseInverse> direct;                     ///< coarsest level solved directly
   std::unique_ptr<ColorSpinorField> x, b, r, t, e, sr, sa;  ///< x, b: this level's solve
   // GCR workspace for solves on this level (K-cycle or coarsest): full or one parity.
   std::unique_ptr<ColorSpinorField> bhat, xhat, gr;
@@ -230,16 +230,17 @@ Multigrid::Multigrid(std::shared_ptr<LinearOperator> fine, const MultigridParam&
     require(op != nullptr, "multigrid: ", what, " in ", to_string(want), " precision needs the fine ", needs, " in ",
             to_string(want));
     const SpinorParam sp = op->field_param();
-    require(sp.precision == want && sp.subset == subset && sp.nspin == fp.nspin && sp.ncolor == fp.ncolor, "multigrid: ",
-            what, ": the fine operator given acts on ", to_string(sp.precision), " fields; expected ",
+    require(sp.precision == want && sp.subset == subset && sp.nspin == fp.nspin && sp.ncolor == fp.ncolor,
+            "multigrid: ", what, ": the fine operator given acts on ", to_string(sp.precision), " fields; expected ",
             subset == Subset::full ? "full fine fields" : "one parity of the fine fields", " in ", to_string(want));
   };
   const LevelParam& q0 = param_.level[0];
   check_low(fine_schur ? fine_smoother.get() : nullptr, q0.smoother_precision,
-            fine_schur ? fine_schur->field_param().subset : Subset::full, "smoothing", "even-odd operator in single and");
+            fine_schur ? fine_schur->field_param().subset : Subset::full, "smoothing",
+            "even-odd operator in single and");
   const bool setup_eo = fine_schur && param_.setup_even_odd;
-  check_low(fine_setup.get(), q0.setup_precision, setup_eo ? fine_schur->field_param().subset : Subset::full,
-            "a setup", setup_eo ? "even-odd operator" : "operator");
+  check_low(fine_setup.get(), q0.setup_precision, setup_eo ? fine_schur->field_param().subset : Subset::full, "a setup",
+            setup_eo ? "even-odd operator" : "operator");
   if (q0.smoother_precision != Precision::single) levels_[0]->schur_low = std::move(fine_smoother);
   if (q0.setup_precision != Precision::single) levels_[0]->setup_low = std::move(fine_setup);
   levels_[0]->op = std::move(fine);
@@ -298,7 +299,7 @@ void Multigrid::find_null_vectors(int l, bool refine, const std::function<void(c
       for (int j = 0; j < k; ++j) prev[j] = &v[j];
       for (int pass = 0; pass < 2; ++pass) {
         blas::cdot_multi(prev.data(), k, v[k], c.data());
-        for (Cplx& a : c) a = Cplx(-a.re, -a.im);
+        for (Cplx& a : c) a = -a;
         blas::caxpy_multi(c.data(), prev.data(), k, v[k]);
       }
     }
@@ -306,10 +307,11 @@ void Multigrid::find_null_vectors(int l, bool refine, const std::function<void(c
     require(n > 0, "multigrid level ", l, ": null vector ", k, " vanished in the setup");
     blas::caxpby(Cplx(0), v[k], Cplx(1 / n), v[k]);
     if (progress) {
+      const char* how = refine ? "+cycle" : eo ? " even-odd" : "";
       std::ostringstream s;
       s << "level " << l << ": " << (refine ? "refined" : "found") << " null vector " << k + 1 << "/" << q.nvec << " ("
-        << st.iterations << " " << to_string(sp.type) << (refine ? "+cycle" : eo ? " even-odd" : "")
-        << " iterations reduced |M v| by " << st.true_residual << ", " << seconds_since(tk) << " s)";
+        << st.iterations << " " << to_string(sp.type) << how << " iterations reduced |M v| by " << st.true_residual
+        << ", " << seconds_since(tk) << " s)";
       progress(s.str());
     }
   }
@@ -341,11 +343,9 @@ void Multigrid::build_level(int l, const std::function<void(const std::string&)>
   C.direct.reset();
   if (coarsest) {
     LinearOperator& A = C.schur ? static_cast<LinearOperator&>(*C.schur) : *C.op;
-    const SpinorParam ap = A.field_param();
-    const long unknowns = (ap.subset == Subset::full ? 2L : 1L) * C.op->lattice()->volume_cb() * ap.nspin * ap.ncolor;
     const bool direct = param_.coarse_solver == CoarseSolverType::direct ||
                         (param_.coarse_solver == CoarseSolverType::automatic && C.op->lattice()->size() == 1 &&
-                         unknowns <= 4096);
+                         DenseInverse::unknowns(A) <= 4096);
     if (direct) {
       const auto td = std::chrono::steady_clock::now();
       C.direct = std::make_unique<DenseInverse>(A);
@@ -599,7 +599,6 @@ std::vector<long> Multigrid::work(int l) const {
   const Level& L = *levels_[l];
   return {L.smooth_steps, L.solves, L.solve_iterations};
 }
-
 
 // ---- null-space files -----------------------------------------------------------------------
 //

@@ -7,7 +7,8 @@
 //   - the transfer T_l to level l+1 (transfer.h): nvec_l near-null vectors found by inverse
 //     iteration (setup_iterations steps of setup_solver on M_l v = 0 from a Gaussian random
 //     v; on M_l's even-odd system where the level has one; each vector Gram-Schmidt
-//     orthogonalized against the earlier ones), split by chirality and orthonormalized over aggregates of `block` sites,
+//     orthogonalized against the earlier ones), split by chirality and orthonormalized over
+//     aggregates of `block` sites,
 //   - a smoother: MR steps on M_l's even-odd system (as QUDA smooths; source prepared and
 //     solution reconstructed around them; on level 0 optionally with vectors and operator in
 //     half precision) or on M_l itself, or (level 0) the Schwarz blocks of latke_schwarz.
@@ -18,9 +19,10 @@
 // The cycle at level l applied to b (x ~ M_l^-1 b, from x = 0):
 //   x = S_pre(b);  r = b - M_l x;  x += P_l e with e ~ M_{l+1}^-1 R_l r;  x += S_post(b - M_l x)
 // where e is, for the coarsest level, a GCR solve of its even-odd (or full) system to the
-// coarse tolerance or a direct solve (its dense inverse, when it is small and on one rank); otherwise, in a K-cycle, flexible GCR on M_{l+1} preconditioned by the
-// cycle of level l+1, to ksp_rtol in at most ksp_max_it iterations; in a V-cycle one
-// application of the cycle of level l+1.
+// coarse tolerance, or a direct solve (its dense inverse, when it is small and on one rank);
+// otherwise, in a K-cycle, flexible GCR on M_{l+1} preconditioned by the cycle of level l+1,
+// to ksp_rtol in at most ksp_max_it iterations; in a V-cycle one application of the cycle of
+// level l+1.
 //
 // All vectors of the cycle are single precision (the fine operator at level 0 too); the
 // outer solver (PETSc's FGMRES/GCR, or Latke's GCR) runs in double and is flexible.

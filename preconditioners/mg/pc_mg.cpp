@@ -217,10 +217,10 @@ class MatMultigrid final : public Preconditioner {
     auto smoother = smp == Precision::single ? nullptr
                                              : std::dynamic_pointer_cast<SchurOperator>(
                                                    op_->linear_operator(LATKE_OPERATOR_EVEN_ODD, smp, none));
-    auto setup = stp == Precision::single
-                     ? nullptr
-                     : op_->linear_operator(o.param.setup_even_odd ? LATKE_OPERATOR_EVEN_ODD : LATKE_OPERATOR_FULL,
-                                            stp, none);
+    auto setup =
+        stp == Precision::single
+            ? nullptr
+            : op_->linear_operator(o.param.setup_even_odd ? LATKE_OPERATOR_EVEN_ODD : LATKE_OPERATOR_FULL, stp, none);
     mg_ = std::make_shared<Multigrid>(
         fine, o.param,
         [op = op_](const Coords& block, Precision p) { return op->linear_operator(LATKE_OPERATOR_FULL, p, block); },
@@ -358,10 +358,10 @@ PetscErrorCode view(MGContext& c, PetscViewer viewer) {
     if (l + 1 < mg.levels()) {
       const mg::LevelParam& q = p.level[l];
       PetscCall(PetscViewerASCIIPrintf(
-          viewer, "transfer: aggregates %dx%dx%dx%d, %d null vectors (%s on the %s system in %s, %d iterations, tol %g)\n",
+          viewer,
+          "transfer: aggregates %dx%dx%dx%d, %d null vectors (%s on the %s system in %s, %d iterations, tol %g)\n",
           q.block[0], q.block[1], q.block[2], q.block[3], q.nvec, to_string(q.setup_solver),
-          i.setup_even_odd ? "even-odd" : "full", to_string(q.setup_precision),
-          q.setup_iterations, q.setup_tol));
+          i.setup_even_odd ? "even-odd" : "full", to_string(q.setup_precision), q.setup_iterations, q.setup_tol));
       if (q.smoother == mg::SmootherType::schwarz)
         PetscCall(PetscViewerASCIIPrintf(
             viewer, "smoother: Schwarz (%s, blocks %dx%dx%dx%d, %d MR steps, %s), %d pre, %d post; %ld applications\n",

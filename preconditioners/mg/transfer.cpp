@@ -191,7 +191,8 @@ struct RestrictPartsKernel {
     const RealArray<SF>& f = fine[fp];
     if (!basis.words) {  // records that are not whole words (half, odd nvec on a coarse level)
       for (int m = 0; m < fine_reals / 2; ++m) {
-        const Complex<double> v = basis.get(rec, m), fm(f.template get<double>(2 * m, fx), f.template get<double>(2 * m + 1, fx));
+        const Complex<double> v = basis.get(rec, m),
+                              fm(f.template get<double>(2 * m, fx), f.template get<double>(2 * m + 1, fx));
         s[2 * m >= fine_reals / 2] += conj_mul(v, fm);
       }
       return;

@@ -322,8 +322,8 @@ TEST_P(MgBackend, DirectCoarsestSolve) {
     EXPECT_GT(mg->work(2)[1], 0);
   }
   EXPECT_LT(rel_diff(x[0], x[1]), 1e-8);
-  EXPECT_LE(iterations[1], iterations[0]) << "direct coarsest solve: " << iterations[1]
-                                          << " MG-GCR iterations; GCR to 0.25: " << iterations[0];
+  EXPECT_LE(iterations[1], iterations[0])
+      << "direct coarsest solve: " << iterations[1] << " MG-GCR iterations; GCR to 0.25: " << iterations[0];
 }
 
 // The fine level's inverse iteration on the even-odd system (the default) against the same
@@ -428,7 +428,7 @@ TEST(MgBadInput, Aggregates) {
   expect_error([&] { check_param(h, *lat); },
                "multigrid level 1: setup precision half: expected single, or half on the fine level (0)",
                "a half-precision setup on level 1");
-  h = small_param(2);  // MR has no mixed-precision form: a half setup with it is refused, as is
+  h = small_param(2);                        // MR has no mixed-precision form: a half setup with it is refused, as is
   h.level[0].setup_solver = SolverType::mr;  // a sloppy operator given to MR
   h.level[0].setup_precision = Precision::half;
   expect_error([&] { check_param(h, *lat); }, "with a setup solver other than mr", "a half-precision MR setup");
@@ -462,8 +462,8 @@ TEST(MgBadInput, Aggregates) {
       },
       "a setup: the fine operator given acts on half fields; expected one parity of the fine fields in half",
       "a full half-precision operator for the even-odd setup");
-  expect_error([&] { parse_coarse_solver_type("lu"); }, "unknown multigrid coarsest solver 'lu': expected auto, gcr or direct",
-               "an unknown coarsest solver");
+  expect_error([&] { parse_coarse_solver_type("lu"); },
+               "unknown multigrid coarsest solver 'lu': expected auto, gcr or direct", "an unknown coarsest solver");
   MultigridParam p = small_param(4);  // 8^4 -> 4^4 -> 2^4 -> 1^4: too many levels
   expect_error([&] { check_param(p, *lat); }, "multigrid with 4 levels: level 2 aggregate 2,2,2,2 does not fit",
                "four levels on 8^4 with 2^4 aggregates");
