@@ -18,9 +18,10 @@
 //
 // Storage: blocks in double, single or half (16-bit with one scale per block), layout per
 // parity [site][d][column][row] with d = 2 mu + (0: forward, 1: backward) and d = 8 the site
-// block, so that the threads of one site (one per row) read consecutive words. Vectors in
-// double or single. The stencil runs in two passes: one thread per (site, block, row) for
-// the block products, then one per (site, row) summing them (coarse lattices are small).
+// block, so that R consecutive rows of a column are one aligned word. Vectors in double or
+// single. The stencil runs in two passes: one thread per (site, block, R rows; R = 4 when 4
+// divides N, else 2) for the block products, then one per (site, row) summing them (coarse
+// lattices are small).
 //
 // Flops (for reports): 8 N^2 per site for each block applied.
 #pragma once

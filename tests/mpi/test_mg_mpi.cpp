@@ -155,7 +155,7 @@ TEST(MgMpi, VerifyAndSolveOnTheGrid) {
   sp.type = SolverType::gcr;
   sp.tol = 1e-10;
   const SolverStats st = solve(*Mp, nullptr, &K, x, b, sp);
-  EXPECT_TRUE(st.converged);
+  EXPECT_TRUE(st.converged) << st.iterations << " " << st.true_residual;
   SolverParam bi;
   bi.type = SolverType::bicgstab;
   bi.tol = 1e-11;

@@ -193,6 +193,58 @@ TEST_P(MgBackend, CoarseAdjointAndEvenOdd) {
   EXPECT_LT(rel_diff(xs, rec), 1e-12);
 }
 
+// The coarse operator stored in single and half precision against the one in double, with
+// double and single vectors, full (and its dagger) and even-odd (Mhat, the prepared source,
+// the reconstruction): for N = 6 and N = 8, where the stencil kernel gives each thread two and
+// four rows of a block.
+TEST_P(MgBackend, CoarseStoragePrecisions) {
+  Problem pr(GetParam(), Precision::double_, {4, 4, 8, 8});
+  auto M = pr.full();
+  for (int nvec : {3, 4}) {
+    Transfer T(pr.lat, SpinorParam{4, 3, Precision::double_, Subset::full, pr.backend}, {2, 2, 2, 2}, nvec, 1,
+               Precision::double_);
+    random_basis(T, 31);
+    auto ref = galerkin(*M, T, Precision::double_, true);
+    ColorSpinorField x(T.coarse_lattice(), T.coarse_param(Precision::double_));
+    ColorSpinorField want = x.like(Precision::double_), got = x.like(Precision::double_);
+    fill_gaussian(x, 4);
+    CoarseLinear sref(ref, true, 0, Precision::double_);
+    ColorSpinorField xe = sref.make_field(), want_e = sref.make_field(), got_e = sref.make_field();
+    xe.copy_from(x.parity(0));
+    for (Precision store : {Precision::single, Precision::half}) {
+      auto dc = galerkin(*M, T, store, true);
+      const double tol = store == Precision::single ? 1e-6 : 2e-4;
+      for (Precision vec : {Precision::double_, Precision::single}) {
+        SCOPED_TRACE(::testing::Message()
+                     << "N = " << 2 * nvec << ", blocks in " << to_string(store) << ", vectors in " << to_string(vec));
+        ColorSpinorField xv = x.like(vec), out = x.like(vec);
+        xv.copy_from(x);
+        for (bool dagger : {false, true}) {
+          ref->apply(want, x, dagger);
+          dc->apply(out, xv, dagger);
+          got.copy_from(out);
+          EXPECT_LT(rel_diff(want, got), tol) << (dagger ? "dagger" : "operator");
+        }
+        CoarseLinear s(dc, true, 0, vec);
+        ColorSpinorField ev = s.make_field(), oe = s.make_field();
+        ev.copy_from(xe);
+        sref.apply(want_e, xe);
+        s.apply(oe, ev);
+        got_e.copy_from(oe);
+        EXPECT_LT(rel_diff(want_e, got_e), tol) << "even-odd operator";
+        ref->prepare_source(want_e, x);
+        dc->prepare_source(oe, xv);
+        got_e.copy_from(oe);
+        EXPECT_LT(rel_diff(want_e, got_e), tol) << "prepared source";
+        ref->reconstruct(want, xe, x);
+        dc->reconstruct(out, ev, xv);
+        got.copy_from(out);
+        EXPECT_LT(rel_diff(want, got), tol) << "reconstruction";
+      }
+    }
+  }
+}
+
 /// The light-quark solve the preconditioned-solve tests share: 8^4, mass -0.2, the operator in
 /// double (M) and single (ps, for the hierarchy), a Gaussian source.
 struct LightProblem {
