@@ -7,10 +7,38 @@
 #include <cmath>
 #include <vector>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "latke/core/complex.h"
 #include "latke/core/error.h"
 
 namespace latke::mg {
+
+namespace {
+
+/// A^-1 from its factorization, solving for the columns of the identity in chunks across the
+/// host's OpenMP threads: Eigen's inverse() solves all n right-hand sides on one thread (1.3 s
+/// of triangular solves for n = 1024 on a 2-core build host, against 0.3 s for the
+/// factorization, which is parallel already), and this runs once per setup on every rank.
+Eigen::MatrixXcd inverse_by_columns(const Eigen::PartialPivLU<Eigen::MatrixXcd>& lu, int n) {
+  Eigen::MatrixXcd inv(n, n);
+  int threads = 1;
+#ifdef _OPENMP
+  threads = omp_get_max_threads();
+#endif
+  const int chunks = std::max(1, std::min(4 * threads, n / 32));
+#pragma omp parallel for schedule(dynamic)
+  for (int c = 0; c < chunks; ++c) {
+    const int j0 = static_cast<int>(static_cast<long>(n) * c / chunks);
+    const int j1 = static_cast<int>(static_cast<long>(n) * (c + 1) / chunks);
+    inv.middleCols(j0, j1 - j0) = lu.solve(Eigen::MatrixXcd::Identity(n, n).middleCols(j0, j1 - j0));
+  }
+  return inv;
+}
+
+}  // namespace
 
 long DenseInverse::unknowns(const LinearOperator& A) {
   const SpinorParam p = A.field_param();
@@ -45,7 +73,7 @@ DenseInverse::DenseInverse(LinearOperator& A) : param_(A.field_param()) {
     for (int i = 0; i < n_; ++i) M(i, j) = std::complex<double>(col[i].re, col[i].im);
   }
   const Eigen::PartialPivLU<Eigen::MatrixXcd> lu(M);
-  const Eigen::MatrixXcd inv = lu.inverse();
+  const Eigen::MatrixXcd inv = inverse_by_columns(lu, n_);
   require(inv.allFinite(), "multigrid direct coarsest solve: the ", n_, "-dimensional coarsest operator is singular");
   const double norm_a = M.cwiseAbs().colwise().sum().maxCoeff(), norm_i = inv.cwiseAbs().colwise().sum().maxCoeff();
   condition_ = norm_a * norm_i;
