@@ -368,17 +368,21 @@ void Multigrid::build_level(int l, const std::function<void(const std::string&)>
   }
 }
 
-void Multigrid::setup(const std::function<void(const std::string&)>& progress) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const LogScope log(LogEvent::mg_setup, 0, true);
+void Multigrid::prepare_fine_level() {
   Level& F = *levels_[0];
   F.allocate(F.op->field_param());
   if (F.schur) F.allocate_even_odd();
   if (param_.level[0].smoother == SmootherType::schwarz) {
     const SchwarzParam& sp = param_.level[0].schwarz;
-    std::shared_ptr<LinearOperator> local = local_(sp.block, sp.precision);
-    F.schwarz = std::make_unique<SchwarzPreconditioner>(local, nullptr, sp);
+    F.schwarz = std::make_unique<SchwarzPreconditioner>(local_(sp.block, sp.precision), nullptr, sp);
   }
+}
+
+void Multigrid::setup(const std::function<void(const std::string&)>& progress) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const LogScope log(LogEvent::mg_setup, 0, true);
+  Level& F = *levels_[0];
+  prepare_fine_level();
   for (int l = 0; l + 1 < param_.levels; ++l) {
     const auto tl = std::chrono::steady_clock::now();
     Level& L = *levels_[l];
@@ -674,12 +678,7 @@ void Multigrid::load(const std::string& file, const std::function<void(const std
           ": not a Latke null-space file (expected the header 'LATKE-NULLSPACE 1')");
   require(n_levels == levels(), file, ": holds a hierarchy of ", n_levels, " levels, the preconditioner has ",
           levels());
-  F.allocate(F.op->field_param());
-  if (F.schur) F.allocate_even_odd();
-  if (param_.level[0].smoother == SmootherType::schwarz) {
-    const SchwarzParam& sp = param_.level[0].schwarz;
-    F.schwarz = std::make_unique<SchwarzPreconditioner>(local_(sp.block, sp.precision), nullptr, sp);
-  }
+  prepare_fine_level();
   std::uint64_t offset = header_bytes;
   for (int l = 0; l + 1 < levels(); ++l) {
     Level& L = *levels_[l];

@@ -172,6 +172,8 @@ class Multigrid {
   struct Level;
 
  private:
+  /// The fine level's fields (and even-odd fields) and, with the Schwarz smoother, its blocks.
+  void prepare_fine_level();
   void build_level(int l, const std::function<void(const std::string&)>& progress);
   void find_null_vectors(int l, bool refine, const std::function<void(const std::string&)>& progress);
   void cycle(int l, ColorSpinorField& x, const ColorSpinorField& b);

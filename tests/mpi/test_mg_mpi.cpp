@@ -1,19 +1,22 @@
 // Tier 4 for multigrid: on process grids splitting each direction (coarse halos included),
 // the Galerkin coarse operator, its even-odd form and the transfers equal the single-rank
 // ones (every rank also builds the whole lattice on MPI_COMM_SELF and compares its part);
-// verify() holds on the split lattice; and an MG-preconditioned GCR solve there reaches the
-// single-rank solution. Labels mg, mpi.
+// verify() holds on the split lattice; an MG-preconditioned GCR solve there reaches the
+// single-rank solution; and null vectors saved on the grid load on one rank. Labels mg, mpi.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <cmath>
+#include <cstdio>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "latke/fields/blas.h"
 #include "latke/fields/random.h"
 #include "preconditioners/mg/galerkin.h"
 #include "preconditioners/mg/mg.h"
+#include "support/expect_error.h"
 #include "support/mpi_compare.h"
 #include "wilson_clover/wilson_clover.h"
 #include "wilson_clover/wilson_clover_linear.h"
@@ -164,6 +167,72 @@ TEST(MgMpi, VerifyAndSolveOnTheGrid) {
   x.to_lexicographic(a);
   xw.to_lexicographic(w);
   EXPECT_LT(global_rel_diff(a, local_part(*dbl.part, w, 12)), 1e-8);
+}
+
+// The null vectors saved from the hierarchy on the grid (-pc_latke_mg_save) and loaded into
+// one on the whole lattice of a single rank (-pc_latke_mg_load) give the same transfer and
+// coarse operator as the saved hierarchy, as does loading them back onto the grid; a file of
+// another hierarchy, another format or none fails naming what differs.
+TEST(MgMpi, NullVectorsSavedOnTheGridLoadOnOneRank) {
+  int size = 1, rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const Coords grid = grids_for(size).back();
+  Split s(grid, Precision::single, -0.1);
+  const std::string file = ::testing::TempDir() + "latke_mg_null_np" + std::to_string(size) + ".bin";
+  auto saved = std::make_shared<Multigrid>(s.full(true), param(2));
+  saved->setup();
+  saved->save(file);
+  auto whole = std::make_shared<Multigrid>(s.full(false), param(2));  // every rank reads the file alone
+  whole->load(file);
+  auto again = std::make_shared<Multigrid>(s.full(true), param(2));
+  again->load(file);
+  const Transfer& tp = saved->transfer(0);
+  ColorSpinorField xp(tp.coarse_lattice(), tp.coarse_param(Precision::single)), yp = xp.like(Precision::single),
+                                                                                ya = xp.like(Precision::single);
+  ColorSpinorField xw(whole->transfer(0).coarse_lattice(), whole->transfer(0).coarse_param(Precision::single)),
+      yw = xw.like(Precision::single);
+  fill_gaussian(xp, 12);
+  fill_gaussian(xw, 12);
+  saved->coarse_operator(1).apply(yp, xp);
+  whole->coarse_operator(1).apply(yw, xw);
+  again->coarse_operator(1).apply(ya, xp);
+  EXPECT_LT(coarse_diff(yp, yw), 1e-5) << "coarse operator, loaded on one rank";
+  std::vector<Complex<double>> hp, ha;
+  yp.to_lexicographic(hp);
+  ya.to_lexicographic(ha);
+  EXPECT_LT(global_rel_diff(hp, ha), 1e-6) << "coarse operator, loaded on the grid";
+  ColorSpinorField fp(s.part, tp.fine_param(Precision::single)), fw(s.whole, tp.fine_param(Precision::single));
+  tp.prolongate(fp, xp);
+  whole->transfer(0).prolongate(fw, xw);
+  std::vector<Complex<double>> a, b;
+  fp.to_lexicographic(a);
+  fw.to_lexicographic(b);
+  EXPECT_LT(global_rel_diff(a, local_part(*s.part, b, 12)), 1e-6) << "prolongation, loaded on one rank";
+  // Bad files: another null-vector count, another number of levels, not a null-space file, none.
+  MultigridParam other = param(2);
+  other.level[0].nvec = 4;
+  test::expect_error([&] { Multigrid(s.full(true), other).load(file); },
+                     "(same lattice, aggregates and null-vector counts needed)", "a file of 6 null vectors for 4");
+  test::expect_error([&] { Multigrid(s.full(false), param(3)).load(file); },
+                     "holds a hierarchy of 2 levels, the preconditioner has 3", "a file of 2 levels for 3");
+  const std::string wrong = ::testing::TempDir() + "latke_mg_not_null_np" + std::to_string(size) + ".txt";
+  if (rank == 0) {
+    std::FILE* f = std::fopen(wrong.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("not a null space\n", f);
+    std::fclose(f);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  test::expect_error([&] { Multigrid(s.full(true), param(2)).load(wrong); }, "not a Latke null-space file",
+                     "a text file");
+  test::expect_error([&] { Multigrid(s.full(true), param(2)).load(file + ".missing"); },
+                     "cannot read a multigrid null-space file there", "a missing file");
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) {
+    std::remove(file.c_str());
+    std::remove(wrong.c_str());
+  }
 }
 
 }  // namespace

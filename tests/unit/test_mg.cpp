@@ -14,20 +14,24 @@
 #include "latke/fields/random.h"
 #include "preconditioners/mg/galerkin.h"
 #include "preconditioners/mg/mg.h"
+#include "support/backends.h"
+#include "support/expect_error.h"
 #include "wilson_clover/wilson_clover.h"
 #include "wilson_clover/wilson_clover_linear.h"
-#include "support/backends.h"
 
 namespace latke::mg {
 namespace {
 
 using test::available_backends;
+using test::expect_error;
 
 using blas::Cplx;
 
 /// A Wilson-clover problem on one rank: random links, clover, a twisted boundary.
 struct Problem {
   std::shared_ptr<const Lattice> lat;
+  std::vector<Complex<double>> links;
+  WilsonCloverParam param;
   std::shared_ptr<WilsonCloverOperator> op;
   Backend backend;
 
@@ -35,17 +39,26 @@ struct Problem {
     activate_backend(b);
     backend = b;
     lat = std::make_shared<Lattice>(comm, dims);
-    WilsonCloverParam param;
+    links = random_gauge(*lat, 4321, spread);
     param.mass = mass;
     param.csw = 1.2;
     param.boundary_phase = {Complex<double>(1), Complex<double>(1), Complex<double>(std::cos(0.3), std::sin(0.3)),
                             Complex<double>(-1)};
     param.precision = p;
     param.backend = b;
-    op = std::make_shared<WilsonCloverOperator>(lat, random_gauge(*lat, 4321, spread), param);
+    op = std::make_shared<WilsonCloverOperator>(lat, links, param);
   }
   std::shared_ptr<LinearOperator> full() {
     return std::make_shared<WilsonCloverLinear>(op, false, SchurType::symmetric, 0);
+  }
+  /// The full operator restricted to Dirichlet blocks of `block`, in precision q (what the
+  /// Schwarz smoother's factory makes).
+  std::shared_ptr<LinearOperator> local(const Coords& block, Precision q) const {
+    WilsonCloverParam w = param;
+    w.block = block;
+    w.precision = q;
+    return std::make_shared<WilsonCloverLinear>(std::make_shared<WilsonCloverOperator>(lat, links, w), false,
+                                                SchurType::symmetric, 0);
   }
 };
 
@@ -444,19 +457,38 @@ TEST_P(MgBackend, HalfPrecisionSmootherAndSetup) {
   }
 }
 
+// The Schwarz smoother on the fine level (latke_schwarz's additive Dirichlet blocks of 4^4,
+// MR steps in half precision): MG-GCR converges to the solution of the hierarchy smoothed by
+// MR on the even-odd system, the smoother runs, and it smooths: with one MR step per block
+// instead of six the solve needs more iterations.
+TEST_P(MgBackend, SchwarzSmoother) {
+  LightProblem lp(GetParam());
+  ColorSpinorField x0 = lp.M->make_field();
+  const SolverStats mr = mg_gcr(lp.hierarchy(small_param(2)), *lp.M, x0, lp.b);
+  ASSERT_TRUE(mr.converged);
+  int iterations[2];
+  for (int c = 0; c < 2; ++c) {
+    MultigridParam p = small_param(2);
+    p.level[0].smoother = SmootherType::schwarz;
+    p.level[0].schwarz.block = {4, 4, 4, 4};
+    p.level[0].schwarz.iterations = c == 0 ? 6 : 1;
+    auto mg = std::make_shared<Multigrid>(lp.ps.full(), p,
+                                          [&lp](const Coords& block, Precision q) { return lp.ps.local(block, q); });
+    mg->setup();
+    ColorSpinorField x = lp.M->make_field();
+    const SolverStats st = mg_gcr(mg, *lp.M, x, lp.b);
+    ASSERT_TRUE(st.converged) << p.level[0].schwarz.iterations << " MR steps per block";
+    EXPECT_LT(rel_diff(x0, x), 1e-8);
+    EXPECT_GT(mg->work(0)[0], 0);
+    iterations[c] = st.iterations;
+  }
+  EXPECT_LT(iterations[0], iterations[1])
+      << "Schwarz smoother with 6 MR steps per block: " << iterations[0] << " iterations, with 1: " << iterations[1]
+      << " (MR smoother " << mr.iterations << ")";
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, MgBackend, ::testing::ValuesIn(available_backends()),
                          [](const auto& info) { return std::string(to_string(info.param)); });
-
-/// f() must fail with an Error whose message holds `what`; `accepted` names the bad input.
-template <typename F>
-void expect_error(F&& f, const std::string& what, const char* accepted) {
-  try {
-    f();
-    ADD_FAILURE() << accepted << " was accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
-  }
-}
 
 TEST(MgBadInput, Aggregates) {
   activate_backend(Backend::cpu);
