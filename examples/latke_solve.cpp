@@ -222,6 +222,7 @@ struct Summary {
   std::string ksp, pc, reason, lattice, backend, op, form, vec_type;
   PetscInt iterations = 0, operator_applications = 0, sloppy_applications = 0;
   PetscInt fallback_at = -1;  ///< native CG: iteration at which half fell back to single
+  PetscInt restarts = 0;      ///< native BiCGstab: fresh starts
   double true_residual = 0, solver_residual = 0, rtol = 0, setup_s = 0, solve_s = 0, gflops = 0;
   bool converged = false;
   Split split;
@@ -241,6 +242,7 @@ void write_json(const std::string& path, const Summary& s) {
       << ",\n  \"setup_seconds\": " << s.setup_s << ",\n  \"solve_seconds\": " << s.solve_s
       << ",\n  \"gflops\": " << s.gflops << ",\n  \"vec_type\": \"" << s.vec_type << "\"";
     if (s.fallback_at >= 0) f << ",\n  \"fallback_at\": " << s.fallback_at;
+    if (s.restarts > 0) f << ",\n  \"restarts\": " << s.restarts;
     if (s.split.valid)
       f << ",\n  \"per_iteration_ms\": {\"operator\": " << s.split.op_ms << ", \"latke_operator\": "
         << s.split.latke_op_ms << ", \"preconditioner\": " << s.split.pc_ms << ", \"petsc_own\": " << s.split.own_ms
@@ -398,6 +400,7 @@ PetscErrorCode run(int& status) {
     sum.operator_applications = st.outer_applications;
     sum.sloppy_applications = st.sloppy_applications;
     sum.fallback_at = st.fallback_at;
+    sum.restarts = st.restarts;
     sum.solver_residual = st.true_residual;
     sum.rtol = 0;
     char type[64] = "bicgstab";
@@ -534,6 +537,11 @@ PetscErrorCode run(int& status) {
       if (sum.fallback_at >= 0)
         PetscCall(PetscViewerASCIIPrintf(out, "  CG fell back from half to single at iteration %d\n",
                                          (int)sum.fallback_at));
+      if (sum.restarts > 0)
+        PetscCall(PetscViewerASCIIPrintf(out,
+                                         "  BiCGstab restarted %d times (biorthogonality lost in the sloppy "
+                                         "precision, or a breakdown)\n",
+                                         (int)sum.restarts));
       PetscCall(PetscViewerASCIIPrintf(
           out, "  true residual |b - M x|/|b| = %.3e (full operator, reconstructed solution)\n", sum.true_residual));
     }

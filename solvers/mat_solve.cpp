@@ -85,6 +85,7 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams* param
     Precision sloppy = precision_of(in.sloppy);
     std::string type, sl, pc;
     long max_it = p.max_iter, restart = p.restart;
+    bool monitor = false;
     read_options(comm, prefix ? prefix : "", "Latke native solver options", [&](OptionGroup& o) {
       type = o.string("-latke_solver", to_string(p.type), "Native solver: cg, cgne, cgnr, bicgstab, gcr or mr");
       p.tol = o.real("-latke_solver_tol", p.tol, "Relative tolerance on the true residual");
@@ -94,6 +95,7 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams* param
       restart = o.integer("-latke_solver_restart", p.restart, "GCR: directions before a restart");
       pc = o.string("-latke_solver_pc", "none",
                     "GCR's preconditioner: none, schwarz (-pc_latke_schwarz_* options) or mg (-pc_latke_mg_* options)");
+      monitor = o.flag("-latke_solver_monitor", false, "Print the iterated relative residual at every iteration");
     });
     require(pc == "none" || pc == "schwarz" || pc == "mg", "-", prefix ? prefix : "", "latke_solver_pc '", pc,
             "': expected none, schwarz or mg");
@@ -101,6 +103,12 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams* param
     p.max_iter = static_cast<int>(max_it);
     p.restart = static_cast<int>(restart);
     sloppy = parse_precision(sl);
+    if (monitor) {
+      const std::string name = to_string(p.type);
+      p.monitor = [comm, name](int it, double res) {
+        PetscPrintf(comm, "  %4d Latke %s residual |r|/|b| %.12e\n", it, name.c_str(), res);
+      };
+    }
     const Coords none{0, 0, 0, 0};
     std::shared_ptr<LinearOperator> outer = c.op->linear_operator(c.form, Precision::double_, none);
     std::shared_ptr<LinearOperator> low;  // MR iterates in double only
@@ -129,6 +137,7 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams* param
       stats->outer_applications = static_cast<PetscInt>(st.outer_applications);
       stats->sloppy_applications = static_cast<PetscInt>(st.sloppy_applications);
       stats->fallback_at = st.fallback_at;
+      stats->restarts = st.restarts;
       stats->true_residual = st.true_residual;
       stats->seconds = st.seconds;
       stats->gflops = st.seconds > 0 ? st.flops / st.seconds * 1e-9 : 0;

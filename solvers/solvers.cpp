@@ -90,6 +90,11 @@ class Work {
   bool mixed_;
 };
 
+/// The monitor's call (SolverParam::monitor), if there is one: |r|^2 and |b|^2 given.
+void report(const SolverParam& p, int iteration, double r2, double b2) {
+  if (p.monitor) p.monitor(iteration, std::sqrt(r2 / b2));
+}
+
 /// x += xs (xs sloppy), then xs = 0.
 void fold(ColorSpinorField& x, ColorSpinorField& xs, ColorSpinorField& tmp) {
   tmp.copy_from(xs);
@@ -103,6 +108,7 @@ void cg(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const SolverPar
   const double b2 = blas::cdot_norms(b, b).xx, target = p.tol * p.tol * b2;
   double r2 = w.true_residual(r, x, b);
   st.initial_residual = std::sqrt(r2 / b2);
+  if (st.iterations == 0) report(p, 0, r2, b2);  // CGNR calls cg again to tighten
   rs.copy_from(r);
   ps.copy_from(r);
   double maxr = std::sqrt(r2);
@@ -142,6 +148,7 @@ void cg(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const SolverPar
     }
     blas::caxpby(Cplx(1), rs, Cplx(restart ? 0.0 : r2new / r2), ps);  // after a restart ps is zero: p = r
     r2 = r2new;
+    report(p, st.iterations, r2, b2);
   }
   fold(x, xs, tmp);
 }
@@ -181,6 +188,7 @@ void bicgstab(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const Sol
   const double floor = w.mixed() ? biorthogonality_floor(rs.precision()) : 0.0;
   double r2 = w.true_residual(r, x, b);
   st.initial_residual = std::sqrt(r2 / b2);
+  report(p, st.iterations, r2, b2);
   rs.copy_from(r);
   Cplx rho, alpha, omega;
   bool fresh = true;  // no iteration since the last restart
@@ -236,6 +244,7 @@ void bicgstab(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const Sol
       }
     }
     r2 = r2new;
+    report(p, st.iterations, r2, b2);
   }
   fold(x, xs, tmp);
 }
@@ -267,6 +276,7 @@ void gcr(Work& w, Preconditioner* K, ColorSpinorField& x, const ColorSpinorField
   const double b2 = blas::cdot_norms(b, b).xx, target = p.tol * p.tol * b2;
   double r2 = w.true_residual(r, x, b);
   st.initial_residual = std::sqrt(r2 / b2);
+  report(p, st.iterations, r2, b2);
   while (r2 > target && st.iterations < p.max_iter) {
     if (w.mixed()) rs.copy_from(r);
     for (int j = 0; j < p.restart && r2 > target && st.iterations < p.max_iter; ++j) {
@@ -288,6 +298,7 @@ void gcr(Work& w, Preconditioner* K, ColorSpinorField& x, const ColorSpinorField
       blas::caxpy_promote(a, z[j], xs);
       r2 = blas::caxpby_norm(Cplx(-a.re, -a.im), az[j], Cplx(1), rs);
       ++st.iterations;
+      report(p, st.iterations, r2, b2);
     }
     if (w.mixed()) fold(x, xs, *tmp);
     r2 = w.true_residual(r, x, b);  // restart from the true residual
@@ -300,6 +311,7 @@ void mr(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const SolverPar
   const double b2 = blas::cdot_norms(b, b).xx, target = p.tol * p.tol * b2;
   double r2 = w.true_residual(r, x, b);
   st.initial_residual = std::sqrt(r2 / b2);
+  report(p, st.iterations, r2, b2);
   while (r2 > target && st.iterations < p.max_iter) {
     w.apply_outer(ar, r);
     const blas::DotNorms d = blas::cdot_norms(ar, r);
@@ -308,6 +320,7 @@ void mr(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const SolverPar
     blas::caxpby(alpha, r, Cplx(1), x);
     r2 = blas::caxpby_norm(-alpha, ar, Cplx(1), r);
     ++st.iterations;
+    report(p, st.iterations, r2, b2);
   }
 }
 

@@ -19,6 +19,7 @@
 // single) for the rest of the solve, if one is given, and restarts its directions from r.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,10 @@ struct SolverParam {
   int max_iter = 10000;  ///< iterations (sloppy operator applications for the Krylov methods)
   double delta = 0.1;    ///< reliable update when the residual fell by this factor
   int restart = 16;      ///< GCR(k): directions kept before a restart
+  /// Called with 0 and the initial |r|/|b|, then after every iteration with the iterated
+  /// relative residual of the system the method iterates on (the true one after a reliable
+  /// update; CGNR: of the normal equations). Null: none.
+  std::function<void(int iteration, double residual)> monitor;
 };
 
 struct SolverStats {

@@ -210,6 +210,8 @@ PetscErrorCode MatIsLatke(Mat A, PetscBool *is_latke);
  *   -latke_solver_pc none|schwarz|mg GCR preconditioned by the Schwarz or the multigrid
  *                                   preconditioner below (their -pc_latke_schwarz_* and
  *                                   -pc_latke_mg_* options), all on the device
+ *   -latke_solver_monitor           print the iterated relative residual |r|/|b| at every
+ *                                   iteration (rank 0 of A's communicator), as -ksp_monitor does
  * CG iterating in half moves to single for the rest of the solve when a reliable update finds
  * the true residual more than twice the iterated one (half's error as large as the residual:
  * low-mode residuals at light masses); fallback_at says when. */
@@ -237,6 +239,7 @@ typedef struct {
   PetscInt  outer_applications;  /* of the double-precision operator */
   PetscInt  sloppy_applications; /* of the sloppy one */
   PetscInt  fallback_at;         /* CG: iteration at which it left half for single (-1: never) */
+  PetscInt restarts;             /* BiCGstab: fresh starts (biorthogonality lost in the sloppy precision, breakdowns) */
   PetscReal true_residual;
   PetscReal seconds;
   PetscReal gflops;

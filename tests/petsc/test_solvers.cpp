@@ -7,6 +7,8 @@
 #include <Eigen/Dense>
 #include <cmath>
 #include <complex>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "latke/fields/blas.h"
@@ -401,6 +403,52 @@ TEST(NativeSolvers, MixedPrecisionReachesTheTolerance) {
     EXPECT_LT(rel_world(pr.lex(x), ref), 1e-8);
     VecDestroy(&r), VecDestroy(&b), VecDestroy(&x);
   }
+}
+
+// The monitor (SolverParam::monitor, -latke_solver_monitor) sees the initial residual, then
+// every iteration once and in order, ending at the tolerance; through the C API it prints one
+// line per call, on rank 0.
+TEST(NativeSolvers, MonitorSeesEveryIteration) {
+  const BlockProblem pr({4, 4, 4, 8}, 3, {0, 0, 0, 0});
+  const auto A = pr.linear();
+  ColorSpinorField b = A->make_field(), x = A->make_field();
+  fill_gaussian(b, 2);
+  for (SolverType t : {SolverType::bicgstab, SolverType::gcr, SolverType::mr, SolverType::cgnr, SolverType::cgne}) {
+    SolverParam p;
+    p.type = t;
+    p.tol = 1e-10;
+    std::vector<std::pair<int, double>> seen;
+    p.monitor = [&seen](int it, double res) { seen.emplace_back(it, res); };
+    x.zero();
+    const SolverStats st = solve(*A, nullptr, nullptr, x, b, p);
+    ASSERT_TRUE(st.converged) << to_string(t);
+    ASSERT_EQ(static_cast<int>(seen.size()), st.iterations + 1) << to_string(t);
+    for (int i = 0; i <= st.iterations; ++i) EXPECT_EQ(seen[i].first, i) << to_string(t);
+    if (t == SolverType::bicgstab || t == SolverType::gcr || t == SolverType::mr) {
+      EXPECT_DOUBLE_EQ(seen[0].second, st.initial_residual) << to_string(t);
+      EXPECT_LE(seen.back().second, 1.01e-10) << to_string(t);
+    }
+  }
+  Problem cp(PETSC_COMM_WORLD, nullptr, 7, 0.2);
+  Vec cb, cx;
+  MatCreateVecs(cp.A, &cx, &cb);
+  LatkeVecSetNoiseSource(cp.A, cb, LATKE_NOISE_Z2, 11);
+  VecSet(cx, 0.0);
+  PetscOptionsSetValue(nullptr, "-monitored_latke_solver_monitor", nullptr);
+  LatkeSolverStats st;
+  ::testing::internal::CaptureStdout();
+  const PetscErrorCode ierr = MatLatkeSolve(cp.A, cb, cx, nullptr, "monitored_", &st);
+  const std::string printed = ::testing::internal::GetCapturedStdout();
+  PetscOptionsClearValue(nullptr, "-monitored_latke_solver_monitor");
+  ASSERT_EQ(ierr, 0);
+  EXPECT_TRUE(st.converged);
+  int rank = 0, lines = 0;
+  MPI_Comm_rank(PETSC_COMM_WORLD, &rank);
+  for (std::size_t at = printed.find("Latke bicgstab residual |r|/|b|"); at != std::string::npos;
+       at = printed.find("Latke bicgstab residual |r|/|b|", at + 1))
+    ++lines;
+  EXPECT_EQ(lines, rank == 0 ? st.iterations + 1 : 0) << printed;
+  VecDestroy(&cb), VecDestroy(&cx);
 }
 
 // Near the critical mass, mixed-precision BiCGstab keeps pace with BiCGstab in double. In a
