@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <sstream>
+#include <type_traits>
 #include <vector>
 
 #include "latke/core/error.h"
@@ -164,6 +165,43 @@ struct StencilCombineKernel {
     if (xpay) r += c * Complex<T>(z.template get<T>(2 * row, x), z.template get<T>(2 * row + 1, x));
     out.set(2 * row, x, r.re);
     out.set(2 * row + 1, x, r.im);
+  }
+};
+
+/// The parts of the full operator split for the next level's Galerkin product (apply_split):
+/// with aggregates of extents `block`, site(x) = L_8 in(x) + the hops that stay in x's
+/// aggregate, face[mu](x) = the forward hop in mu on the aggregate's last slice plus the
+/// backward hop on its first slice (the slices differ: extents are at least 2).
+template <typename SV, typename T>
+struct SplitCombineKernel {
+  RealArray<SV> site, face[4];
+  const Complex<T>* parts;
+  LocalGeometry geom;
+  int block[4];
+  int parity, n;
+  LATKE_HOST_DEVICE void operator()(int idx, int) const {
+    const int row = idx % n, x = idx / n;
+    int c[4];
+    geom.coords(x, parity, c);
+    const Complex<T>* p = parts + static_cast<long>(x) * CoarseOperator::n_blocks * n + row;
+    Complex<T> s = p[8 * n];
+    for (int mu = 0; mu < 4; ++mu) {
+      const int within = c[mu] % block[mu];
+      const Complex<T> fwd = p[2 * mu * n], bwd = p[(2 * mu + 1) * n];
+      Complex<T> f;
+      if (within == block[mu] - 1)
+        f += fwd;
+      else
+        s += fwd;
+      if (within == 0)
+        f += bwd;
+      else
+        s += bwd;
+      face[mu].set(2 * row, x, f.re);
+      face[mu].set(2 * row + 1, x, f.im);
+    }
+    site.set(2 * row, x, s.re);
+    site.set(2 * row + 1, x, s.im);
   }
 };
 
@@ -400,20 +438,20 @@ void CoarseOperator::require_field(const ColorSpinorField& f, const char* what, 
 
 namespace {
 
-/// One output parity: out_p = a sum L_d in_q(nbr) + b L_8 in_p + c z_p; parts: scratch of
-/// volume_cb x 9 x n complex doubles.
+/// The first pass for one output parity: the block products L_d in_q(nbr) (d < 8, when in_q)
+/// and L_8 in_p (when in_p) into `parts` (volume_cb x 9 x n complex numbers), after the halo
+/// exchange of in_q's faces. Returns the parts per site.
 template <typename SL, typename SV, int R>
-void run_stencil_rows(const Lattice& lat, Backend be, HaloExchange* halo, BlockView<SL> links, const RealArray<SV>& out,
-                      const RealArray<SV>* in_q, const RealArray<SV>* in_p, const RealArray<SV>* z, int parity, int n,
-                      double a, double b, double c, bool dagger, void* parts_memory) {
-  using T = typename compute_type<SL>::type;
-  auto* parts = static_cast<Complex<T>*>(parts_memory);
+int stencil_parts(const Lattice& lat, Backend be, HaloExchange* halo, BlockView<SL> links, const RealArray<SV>* in_q,
+                  const RealArray<SV>* in_p, int parity, int n, bool dagger, void* parts) {
+  for (const RealArray<SV>* f : {in_q, in_p})
+    require(!f || f->lv >= 1, "coarse operator: a field's words split complex numbers");
   StencilPartsKernel<SL, SV, R> k;
   k.links = links;
   if (in_q) k.in_q = *in_q;
   if (in_p) k.in_p = *in_p;
   k.faces = face_geometry(lat);
-  k.parts = parts;
+  k.parts = static_cast<Complex<typename compute_type<SL>::type>*>(parts);
   k.parity = parity;
   k.n = n;
   k.hop = in_q != nullptr;
@@ -439,13 +477,36 @@ void run_stencil_rows(const Lattice& lat, Backend be, HaloExchange* halo, BlockV
   }
   launch(be, k, {lat.volume_cb() * k.n_parts * (n / R)}, compute_stream(), false);
   if (exchange) halo->end();
+  return k.n_parts;
+}
+
+/// f(std::integral_constant<int, R>) with the stencil's rows per thread: 4 when they divide N
+/// (N = 2 Nvec is even), else 2.
+template <typename F>
+void dispatch_rows(int n, F&& f) {
+  if (n % 4 == 0)
+    f(std::integral_constant<int, 4>{});
+  else
+    f(std::integral_constant<int, 2>{});
+}
+
+/// One output parity: out_p = a sum L_d in_q(nbr) + b L_8 in_p + c z_p.
+template <typename SL, typename SV>
+void run_stencil(const Lattice& lat, Backend be, HaloExchange* halo, BlockView<SL> links, const RealArray<SV>& out,
+                 const RealArray<SV>* in_q, const RealArray<SV>* in_p, const RealArray<SV>* z, int parity, int n,
+                 double a, double b, double c, bool dagger, void* parts) {
+  using T = typename compute_type<SL>::type;
+  int n_parts = 0;
+  dispatch_rows(n, [&](auto r) {
+    n_parts = stencil_parts<SL, SV, decltype(r)::value>(lat, be, halo, links, in_q, in_p, parity, n, dagger, parts);
+  });
   StencilCombineKernel<SV, T> cmb;
   cmb.out = out;
   if (z) cmb.z = *z;
-  cmb.parts = parts;
+  cmb.parts = static_cast<const Complex<T>*>(parts);
   cmb.n = n;
-  cmb.n_parts = k.n_parts;
-  cmb.hop = k.hop;
+  cmb.n_parts = n_parts;
+  cmb.hop = in_q != nullptr;
   cmb.site = in_p != nullptr;
   cmb.xpay = z != nullptr;
   cmb.dagger = dagger;
@@ -453,19 +514,6 @@ void run_stencil_rows(const Lattice& lat, Backend be, HaloExchange* halo, BlockV
   cmb.b = b;
   cmb.c = c;
   launch(be, cmb, {lat.volume_cb() * n}, compute_stream(), false);
-}
-
-/// run_stencil_rows with R = 4 rows per thread when N allows it (N = 2 Nvec is even).
-template <typename SL, typename SV>
-void run_stencil(const Lattice& lat, Backend be, HaloExchange* halo, BlockView<SL> links, const RealArray<SV>& out,
-                 const RealArray<SV>* in_q, const RealArray<SV>* in_p, const RealArray<SV>* z, int parity, int n,
-                 double a, double b, double c, bool dagger, void* parts_memory) {
-  for (const RealArray<SV>* f : {in_q, in_p})
-    require(!f || f->lv >= 1, "coarse operator: a field's words split complex numbers");
-  if (n % 4 == 0)
-    run_stencil_rows<SL, SV, 4>(lat, be, halo, links, out, in_q, in_p, z, parity, n, a, b, c, dagger, parts_memory);
-  else
-    run_stencil_rows<SL, SV, 2>(lat, be, halo, links, out, in_q, in_p, z, parity, n, a, b, c, dagger, parts_memory);
 }
 
 }  // namespace
@@ -479,18 +527,65 @@ void CoarseOperator::apply(ColorSpinorField& out, const ColorSpinorField& in, bo
   dispatch_vector(in.precision(), [&](auto sv) {
     using SV = decltype(sv);
     const int hv = sizeof(SV) == 8 ? 0 : 1;
-    if (!halo_[hv] && lattice_->size() > 1)
-      halo_[hv] = std::make_unique<HaloExchange>(*lattice_, backend_, 2 * n() * sizeof(SV));
+    HaloExchange* halo = halo_for(hv, sizeof(SV));
     dispatch_precision(precision_, [&](auto sl) {
       using SL = decltype(sl);
       const BlockView<SL> lv = view<SL>(links_.data, links_.scale, n(), lattice_->volume_cb());
       for (int p = 0; p < 2; ++p) {
         const RealArray<SV> q = real_array<SV>(in, 1 - p), s = real_array<SV>(in, p);
-        run_stencil<SL, SV>(*lattice_, backend_, halo_[hv].get(), lv, real_array<SV>(out, p), &q, &s, nullptr, p, n(),
-                            1.0, 1.0, 0.0, dagger, parts());
+        run_stencil<SL, SV>(*lattice_, backend_, halo, lv, real_array<SV>(out, p), &q, &s, nullptr, p, n(), 1.0, 1.0,
+                            0.0, dagger, parts());
       }
     });
   });
+}
+
+void CoarseOperator::apply_split(ColorSpinorField& site, ColorSpinorField* const faces[4], const ColorSpinorField& in,
+                                 const Coords& block) {
+  require(!assembly_.data.data(), "coarse operator applied before finalize");
+  const LogScope log(LogEvent::mg_coarse_op, flops(false), true);
+  require_field(in, "apply_split", true);
+  require_field(site, "apply_split", true);
+  for (int mu = 0; mu < 4; ++mu) {
+    require_field(*faces[mu], "apply_split", true);
+    require(faces[mu]->precision() == in.precision(), "coarse operator (apply_split): precisions differ");
+    require(block[mu] >= 2 && lattice_->local()[mu] % block[mu] == 0,
+            "coarse operator (apply_split): aggregate extent ", block[mu], " in dimension ", mu,
+            " does not divide the local extent ", lattice_->local()[mu]);
+  }
+  require(site.precision() == in.precision(), "coarse operator (apply_split): precisions differ");
+  dispatch_vector(in.precision(), [&](auto sv) {
+    using SV = decltype(sv);
+    HaloExchange* halo = halo_for(sizeof(SV) == 8 ? 0 : 1, sizeof(SV));
+    dispatch_precision(precision_, [&](auto sl) {
+      using SL = decltype(sl);
+      using T = typename compute_type<SL>::type;
+      const BlockView<SL> lv = view<SL>(links_.data, links_.scale, n(), lattice_->volume_cb());
+      for (int p = 0; p < 2; ++p) {
+        const RealArray<SV> q = real_array<SV>(in, 1 - p), s = real_array<SV>(in, p);
+        dispatch_rows(n(), [&](auto r) {
+          stencil_parts<SL, SV, decltype(r)::value>(*lattice_, backend_, halo, lv, &q, &s, p, n(), false, parts());
+        });
+        SplitCombineKernel<SV, T> k;
+        k.site = real_array<SV>(site, p);
+        for (int mu = 0; mu < 4; ++mu) {
+          k.face[mu] = real_array<SV>(*faces[mu], p);
+          k.block[mu] = block[mu];
+        }
+        k.parts = static_cast<const Complex<T>*>(parts());
+        k.geom = LocalGeometry::of(*lattice_);
+        k.parity = p;
+        k.n = n();
+        launch(backend_, k, {lattice_->volume_cb() * n()}, compute_stream(), false);
+      }
+    });
+  });
+}
+
+HaloExchange* CoarseOperator::halo_for(int slot, std::size_t real_bytes) {
+  if (!halo_[slot] && lattice_->size() > 1)
+    halo_[slot] = std::make_unique<HaloExchange>(*lattice_, backend_, 2 * n() * real_bytes);
+  return halo_[slot].get();
 }
 
 void CoarseOperator::apply_schur(ColorSpinorField& out, const ColorSpinorField& in) {
@@ -504,17 +599,16 @@ void CoarseOperator::apply_schur(ColorSpinorField& out, const ColorSpinorField& 
   dispatch_vector(in.precision(), [&](auto sv) {
     using SV = decltype(sv);
     const int hv = sizeof(SV) == 8 ? 0 : 1;
-    if (!halo_[hv] && lattice_->size() > 1)
-      halo_[hv] = std::make_unique<HaloExchange>(*lattice_, backend_, 2 * n() * sizeof(SV));
+    HaloExchange* halo = halo_for(hv, sizeof(SV));
     ColorSpinorField& tmp = scratch(hv, in.precision(), q == 0 ? Subset::even : Subset::odd);
     dispatch_precision(precision_, [&](auto sl) {
       using SL = decltype(sl);
       const BlockView<SL> hv_ = view<SL>(hat_.data, hat_.scale, n(), lattice_->volume_cb());
       const RealArray<SV> ip = real_array<SV>(in, 0), t = real_array<SV>(tmp, 0);
-      run_stencil<SL, SV>(*lattice_, backend_, halo_[hv].get(), hv_, t, &ip, nullptr, nullptr, q, n(), 1.0, 0.0, 0.0,
-                          false, parts());
-      run_stencil<SL, SV>(*lattice_, backend_, halo_[hv].get(), hv_, real_array<SV>(out, 0), &t, nullptr, &ip, p, n(),
-                          -1.0, 0.0, 1.0, false, parts());
+      run_stencil<SL, SV>(*lattice_, backend_, halo, hv_, t, &ip, nullptr, nullptr, q, n(), 1.0, 0.0, 0.0, false,
+                          parts());
+      run_stencil<SL, SV>(*lattice_, backend_, halo, hv_, real_array<SV>(out, 0), &t, nullptr, &ip, p, n(), -1.0, 0.0,
+                          1.0, false, parts());
     });
   });
 }
@@ -528,8 +622,7 @@ void CoarseOperator::prepare_source(ColorSpinorField& bhat, const ColorSpinorFie
     using SV = decltype(sv);
     const int hv = sizeof(SV) == 8 ? 0 : 1;
     ColorSpinorField& t = scratch(hv, b.precision(), Subset::full);
-    if (!halo_[hv] && lattice_->size() > 1)
-      halo_[hv] = std::make_unique<HaloExchange>(*lattice_, backend_, 2 * n() * sizeof(SV));
+    HaloExchange* halo = halo_for(hv, sizeof(SV));
     dispatch_precision(precision_, [&](auto sl) {
       using SL = decltype(sl);
       const BlockView<SL> hv_ = view<SL>(hat_.data, hat_.scale, n(), lattice_->volume_cb());
@@ -539,8 +632,8 @@ void CoarseOperator::prepare_source(ColorSpinorField& bhat, const ColorSpinorFie
                             1.0, 0.0, false, parts());
       }
       const RealArray<SV> tq = real_array<SV>(t, q), tp = real_array<SV>(t, p);
-      run_stencil<SL, SV>(*lattice_, backend_, halo_[hv].get(), hv_, real_array<SV>(bhat, 0), &tq, nullptr, &tp, p, n(),
-                          -1.0, 0.0, 1.0, false, parts());
+      run_stencil<SL, SV>(*lattice_, backend_, halo, hv_, real_array<SV>(bhat, 0), &tq, nullptr, &tp, p, n(), -1.0, 0.0,
+                          1.0, false, parts());
     });
   });
 }
@@ -557,16 +650,15 @@ void CoarseOperator::reconstruct(ColorSpinorField& x, const ColorSpinorField& x_
     using SV = decltype(sv);
     const int hv = sizeof(SV) == 8 ? 0 : 1;
     ColorSpinorField& t = scratch(hv, b.precision(), q == 0 ? Subset::even : Subset::odd);
-    if (!halo_[hv] && lattice_->size() > 1)
-      halo_[hv] = std::make_unique<HaloExchange>(*lattice_, backend_, 2 * n() * sizeof(SV));
+    HaloExchange* halo = halo_for(hv, sizeof(SV));
     dispatch_precision(precision_, [&](auto sl) {
       using SL = decltype(sl);
       const BlockView<SL> hv_ = view<SL>(hat_.data, hat_.scale, n(), lattice_->volume_cb());
       const RealArray<SV> bq = real_array<SV>(b, q), tt = real_array<SV>(t, 0), xpa = real_array<SV>(x_p, 0);
       run_stencil<SL, SV>(*lattice_, backend_, nullptr, hv_, tt, nullptr, &bq, nullptr, q, n(), 0.0, 1.0, 0.0, false,
                           parts());
-      run_stencil<SL, SV>(*lattice_, backend_, halo_[hv].get(), hv_, real_array<SV>(xq, 0), &xpa, nullptr, &tt, q, n(),
-                          -1.0, 0.0, 1.0, false, parts());
+      run_stencil<SL, SV>(*lattice_, backend_, halo, hv_, real_array<SV>(xq, 0), &xpa, nullptr, &tt, q, n(), -1.0, 0.0,
+                          1.0, false, parts());
     });
   });
 }

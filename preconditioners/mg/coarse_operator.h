@@ -55,6 +55,13 @@ class CoarseOperator {
 
   /// @brief out = D_c in, or D_c^dag in (full fields, double or single).
   void apply(ColorSpinorField& out, const ColorSpinorField& in, bool dagger = false);
+  /// @brief The operator on `in` split for the Galerkin product of the next level (galerkin.h),
+  /// with aggregates of extents `block` on this lattice: site(x) = X(x) in(x) plus the hops
+  /// into x from its own aggregate, and faces[mu](x) = Y_{+mu}(x) in(x + mu) on the last slice
+  /// of x's aggregate in mu plus Y_{-mu}(x) in(x - mu) on its first slice, zero elsewhere. So
+  /// site + sum_mu faces[mu] = D_c in. Full fields, double or single.
+  void apply_split(ColorSpinorField& site, ColorSpinorField* const faces[4], const ColorSpinorField& in,
+                   const Coords& block);
   /// @brief out_p = Mhat in_p on fields of one parity; needs prepare_even_odd().
   void apply_schur(ColorSpinorField& out, const ColorSpinorField& in);
   /// @brief bhat (parity p, the field's) from the full source b; needs prepare_even_odd().
@@ -82,6 +89,8 @@ class CoarseOperator {
   struct Links {
     Buffer data, scale;
   };
+  /// The halo exchange for vectors of real_bytes per real (slot 0 double, 1 single); null on one rank.
+  HaloExchange* halo_for(int slot, std::size_t real_bytes);
   /// Scratch for the stencil's per-block parts (volume_cb x 9 x n complex numbers, room for doubles).
   void* parts();
   /// A scratch field per vector precision (slot 0 double, 1 single) and subset.

@@ -1,7 +1,11 @@
-// Assembling the Galerkin coarse operator by probing (galerkin.h).
+// Assembling the Galerkin coarse operator (galerkin.h): by probing, and on coarse levels from
+// the split stencil.
 #include "preconditioners/mg/galerkin.h"
 
+#include <vector>
+
 #include "latke/core/error.h"
+#include "preconditioners/mg/probe_classes.h"
 
 namespace latke::mg {
 
@@ -35,6 +39,34 @@ std::shared_ptr<CoarseOperator> galerkin(LinearOperator& fine, const Transfer& T
         op->set_column(2 * mu, col, rc, target);
         op->set_column(2 * mu + 1, col, rc2, target);
       }
+    }
+  }
+  op->finalize(even_odd);
+  return op;
+}
+
+std::shared_ptr<CoarseOperator> galerkin(CoarseOperator& fine, Precision vectors, const Transfer& T,
+                                         Precision precision, bool even_odd) {
+  require(vectors != Precision::half,
+          "multigrid: the coarse operator is assembled with double or single precision vectors, not half");
+  const SpinorParam tp = T.fine_param(vectors);
+  require(fine.lattice()->local() == T.fine_lattice()->local() && tp.nspin == 2 && tp.ncolor == fine.nvec(),
+          "multigrid: the coarse operator of the level above does not act on the transfer's fine fields");
+  auto op = std::make_shared<CoarseOperator>(T.coarse_lattice(), T.nvec(), precision, fine.backend());
+  ColorSpinorField rc(T.coarse_lattice(), T.coarse_param(vectors)), rc2(T.coarse_lattice(), T.coarse_param(vectors));
+  const SpinorParam fp = fine.field_param(vectors, Subset::full);
+  ColorSpinorField u(fine.lattice(), fp), site(fine.lattice(), fp);
+  std::vector<ColorSpinorField> face = ColorSpinorField::make_set(fine.lattice(), fp, 4);
+  ColorSpinorField* const faces[4] = {&face[0], &face[1], &face[2], &face[3]};
+  for (int col = 0; col < op->n(); ++col) {
+    T.prolongate_unit(u, col, probe_all);
+    fine.apply_split(site, faces, u, T.block());
+    T.restrict_to(rc, site);
+    op->set_column(8, col, rc, probe_all);
+    for (int mu = 0; mu < 4; ++mu) {
+      T.restrict_faces(rc, rc2, face[mu], mu);
+      op->set_column(2 * mu, col, rc, probe_all);
+      op->set_column(2 * mu + 1, col, rc2, probe_all);
     }
   }
   op->finalize(even_odd);

@@ -600,8 +600,8 @@ void Transfer::prolongate(ColorSpinorField& fine, const ColorSpinorField& coarse
 void Transfer::prolongate_unit(ColorSpinorField& fine, int col, int cls) const {
   require(fine.nspin() == fine_param_.nspin && fine.ncolor() == fine_param_.ncolor && fine.n_parity() == 2,
           "prolongate_unit: the fine field is not a full field of the level's shape");
-  require(col >= 0 && col < 2 * nvec_ && cls >= 0 && cls < n_probe_classes, "prolongate_unit: column ", col,
-          " or class ", cls, " out of range");
+  require(col >= 0 && col < 2 * nvec_ && (cls == probe_all || (cls >= 0 && cls < n_probe_classes)),
+          "prolongate_unit: column ", col, " or class ", cls, " out of range");
   const AggregateMap map = aggregate_map(*fine_, *coarse_, block_);
   dispatch_full(fine_param_.precision, "multigrid basis", [&](auto sv) {
     dispatch_full(fine.precision(), "prolongate_unit (fine field)", [&](auto sf) {

@@ -64,7 +64,8 @@ class Transfer {
   /// @brief fine = P coarse (fine overwritten; fine in single or double).
   void prolongate(ColorSpinorField& fine, const ColorSpinorField& coarse) const;
   /// @brief fine = P e with e the unit vector of coarse component col on the aggregates of
-  /// probe class cls (probe_classes.h) and zero elsewhere: a masked basis vector (galerkin.cpp).
+  /// probe class cls (probe_classes.h; probe_all: on every aggregate) and zero elsewhere: a
+  /// masked basis vector (galerkin.cpp).
   void prolongate_unit(ColorSpinorField& fine, int col, int cls) const;
   /// @brief coarse = R fine.
   void restrict_to(ColorSpinorField& coarse, const ColorSpinorField& fine) const;

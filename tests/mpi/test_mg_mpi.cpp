@@ -112,6 +112,21 @@ TEST(MgMpi, CoarseOperatorAndTransfersEqualOneRank) {
     sw.apply(ow, hw);
     sp.apply(op, hp);
     EXPECT_LT(coarse_diff(op, ow), 1e-13) << "even-odd operator";
+    // The split stencil a coarse level's Galerkin product is built from (galerkin.h), whose
+    // hops cross ranks like the operator's.
+    {
+      const SpinorParam cw = dw->field_param(Precision::double_, Subset::full);
+      const SpinorParam cp = dp->field_param(Precision::double_, Subset::full);
+      ColorSpinorField sw(tw.coarse_lattice(), cw), sp_(tp.coarse_lattice(), cp);
+      std::vector<ColorSpinorField> fw = ColorSpinorField::make_set(tw.coarse_lattice(), cw, 4),
+                                    fp_ = ColorSpinorField::make_set(tp.coarse_lattice(), cp, 4);
+      ColorSpinorField* const faces_w[4] = {&fw[0], &fw[1], &fw[2], &fw[3]};
+      ColorSpinorField* const faces_p[4] = {&fp_[0], &fp_[1], &fp_[2], &fp_[3]};
+      dw->apply_split(sw, faces_w, xw, {2, 2, 2, 2});
+      dp->apply_split(sp_, faces_p, xp, {2, 2, 2, 2});
+      EXPECT_LT(coarse_diff(sp_, sw), 1e-13) << "split stencil: site";
+      for (int mu = 0; mu < 4; ++mu) EXPECT_LT(coarse_diff(fp_[mu], fw[mu]), 1e-13) << "split stencil: face " << mu;
+    }
     // Prolongation across the split lattice.
     ColorSpinorField fw(s.whole, fp), fpart(s.part, fp);
     tw.prolongate(fw, xw);

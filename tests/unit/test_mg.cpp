@@ -206,6 +206,51 @@ TEST_P(MgBackend, CoarseAdjointAndEvenOdd) {
   EXPECT_LT(rel_diff(xs, rec), 1e-12);
 }
 
+// A coarse level's Galerkin product from its split stencil (2 Nvec applications) equals the
+// one by probing (10 x 2 Nvec): the operator, its dagger and even-odd form, for N = 6 and 8;
+// and the split fields add up to the operator.
+TEST_P(MgBackend, CoarseGalerkinFromTheSplitStencil) {
+  Problem pr(GetParam(), Precision::double_, {8, 8, 8, 8});
+  Transfer T0(pr.lat, SpinorParam{4, 3, Precision::double_, Subset::full, pr.backend}, {2, 2, 2, 2}, 4, 1,
+              Precision::double_);
+  random_basis(T0, 41);
+  auto d1 = galerkin(*pr.full(), T0, Precision::double_, false);
+  CoarseLinear d1_full(d1, false, 0, Precision::double_);
+  const SpinorParam p1 = d1->field_param(Precision::double_, Subset::full);
+  // The split fields: site + sum of the faces = D_1 x.
+  ColorSpinorField x(d1->lattice(), p1), site(d1->lattice(), p1), want(d1->lattice(), p1);
+  std::vector<ColorSpinorField> face = ColorSpinorField::make_set(d1->lattice(), p1, 4);
+  ColorSpinorField* const faces[4] = {&face[0], &face[1], &face[2], &face[3]};
+  fill_gaussian(x, 6);
+  d1->apply_split(site, faces, x, {2, 2, 2, 2});
+  d1->apply(want, x);
+  for (int mu = 0; mu < 4; ++mu) {
+    EXPECT_GT(std::sqrt(blas::cdot_norms(face[mu], face[mu]).xx), 1e-3) << "face " << mu << " is empty";
+    blas::caxpby(Cplx(1), face[mu], Cplx(1), site);
+  }
+  EXPECT_LT(rel_diff(want, site), 1e-13);
+  for (int nvec : {3, 4}) {
+    Transfer T1(d1->lattice(), p1, {2, 2, 2, 2}, nvec, 2, Precision::double_);
+    random_basis(T1, 43 + nvec);
+    auto probed = galerkin(d1_full, T1, Precision::double_, true);
+    auto split = galerkin(*d1, Precision::double_, T1, Precision::double_, true);
+    ColorSpinorField y(T1.coarse_lattice(), T1.coarse_param(Precision::double_)), a = y.like(Precision::double_),
+                                                                                  b = y.like(Precision::double_);
+    fill_gaussian(y, 8);
+    for (bool dagger : {false, true}) {
+      probed->apply(a, y, dagger);
+      split->apply(b, y, dagger);
+      EXPECT_LT(rel_diff(a, b), 1e-12) << "N = " << 2 * nvec << (dagger ? ", dagger" : "");
+    }
+    CoarseLinear sp(probed, true, 0, Precision::double_), ss(split, true, 0, Precision::double_);
+    ColorSpinorField ye = sp.make_field(), ae = sp.make_field(), be = sp.make_field();
+    ye.copy_from(y.parity(0));
+    sp.apply(ae, ye);
+    ss.apply(be, ye);
+    EXPECT_LT(rel_diff(ae, be), 1e-12) << "N = " << 2 * nvec << ", even-odd";
+  }
+}
+
 // The coarse operator stored in single and half precision against the one in double, with
 // double and single vectors, full (and its dagger) and even-odd (Mhat, the prepared source,
 // the reconstruction): for N = 6 and N = 8, where the stencil kernel gives each thread two and
