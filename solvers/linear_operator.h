@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "latke/core/error.h"
 #include "latke/fields/blas.h"
 #include "latke/fields/color_spinor_field.h"
 
@@ -33,6 +34,18 @@ class LinearOperator {
   virtual void apply_shifted(ColorSpinorField& out, const ColorSpinorField& in, double sigma) {
     apply(out, in);
     if (sigma != 0) blas::caxpby(blas::Cplx(sigma), in, blas::Cplx(1), out);
+  }
+  /// Whether apply_split works: a nearest-neighbour stencil on full fields that can hand out
+  /// its hops sorted by blocks (multigrid's Galerkin product, preconditioners/mg/galerkin.h).
+  virtual bool splits() const { return false; }
+  /// @brief A in split by blocks of extents `block` (each at least 2, dividing the local
+  /// extents): site = the site term and the hops that stay inside a block; faces[mu] = the
+  /// hops across the block boundaries in mu (forward on a block's last slice, backward on its
+  /// first), zero elsewhere; so site + sum_mu faces[mu] = A in. Only when splits().
+  virtual void apply_split(ColorSpinorField& site, ColorSpinorField* const faces[4], const ColorSpinorField& in,
+                           const Coords& block) {
+    (void)site, (void)faces, (void)in, (void)block;
+    fail("apply_split: ", describe(), " cannot split its stencil");
   }
   /// Flops that a non-zero shift adds to one application on this rank (0 when it is fused).
   virtual double shift_flops() const {

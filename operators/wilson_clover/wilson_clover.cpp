@@ -109,6 +109,11 @@ void WilsonCloverOperator::require_field(const ColorSpinorField& f, const char* 
 
 void WilsonCloverOperator::dslash(ColorSpinorField& out, const ColorSpinorField& in, Epilogue e, double a,
                                   const ColorSpinorField* x, bool dagger) {
+  dslash_split(out, in, e, a, x, dagger, nullptr, -1);
+}
+
+void WilsonCloverOperator::dslash_split(ColorSpinorField& out, const ColorSpinorField& in, Epilogue e, double a,
+                                        const ColorSpinorField* x, bool dagger, const int* split_block, int split_dim) {
   require_field(out, "output");
   require_field(in, "input");
   require(out.n_parity() == 1 && in.n_parity() == 1, "dslash takes parity fields");
@@ -123,7 +128,8 @@ void WilsonCloverOperator::dslash(ColorSpinorField& out, const ColorSpinorField&
   if (e == Epilogue::clover_xpay) c = &clover_;
   const double site_flops = 1320.0 + (c ? 504.0 : 0.0) + (needs_x ? 48.0 : 0.0);
   const LogScope log(LogEvent::dslash, site_flops * lattice_->volume_cb());
-  const wilson::DslashRequest rq{&out, &in, x, &gauge_, c, halo_.get(), &param_, e, a, dagger};
+  HaloExchange* halo = split_block && split_dim < 0 ? nullptr : halo_.get();  // hops inside blocks stay on the rank
+  const wilson::DslashRequest rq{&out, &in, x, &gauge_, c, halo, &param_, e, a, dagger, split_block, split_dim};
   dispatch_precision(param_.precision, [&](auto s) { wilson::launch_dslash<decltype(s)>(rq); });
 }
 
@@ -133,6 +139,27 @@ void WilsonCloverOperator::apply(ColorSpinorField& out, const ColorSpinorField& 
     ColorSpinorField o = out.parity(p);
     const ColorSpinorField i_p = in.parity(p), i_q = in.parity(1 - p);
     dslash(o, i_q, Epilogue::clover_xpay, -hop(), &i_p, dagger);
+  }
+}
+
+void WilsonCloverOperator::apply_split(ColorSpinorField& site, ColorSpinorField* const faces[4],
+                                       const ColorSpinorField& in, const Coords& block) {
+  require(!domain_local(), "apply_split: the operator is the domain-local form");
+  require(site.n_parity() == 2 && in.n_parity() == 2, "apply_split takes full fields");
+  for (int mu = 0; mu < 4; ++mu) {
+    require(faces[mu] && faces[mu]->n_parity() == 2, "apply_split takes full fields");
+    require(block[mu] >= 2 && lattice_->local()[mu] % block[mu] == 0, "apply_split: block extent ", block[mu],
+            " in dimension ", mu, ": expected at least 2 and dividing the local extent ", lattice_->local()[mu]);
+  }
+  const int b[4] = {block[0], block[1], block[2], block[3]};
+  for (int p = 0; p < 2; ++p) {
+    ColorSpinorField o = site.parity(p);
+    const ColorSpinorField i_p = in.parity(p), i_q = in.parity(1 - p);
+    dslash_split(o, i_q, Epilogue::clover_xpay, -hop(), &i_p, false, b, -1);
+    for (int mu = 0; mu < 4; ++mu) {
+      ColorSpinorField f = faces[mu]->parity(p);
+      dslash_split(f, i_q, Epilogue::plain, -hop(), nullptr, false, b, mu);
+    }
   }
 }
 

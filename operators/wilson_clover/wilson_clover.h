@@ -118,6 +118,14 @@ class WilsonCloverOperator {
   void dslash(ColorSpinorField& out, const ColorSpinorField& in, Epilogue e, double a,
               const ColorSpinorField* x, bool dagger);
 
+  /// @brief M in split by blocks of extents `block` (multigrid aggregates; each at least 2 and
+  /// dividing the local extent), for the Galerkin product (preconditioners/mg/galerkin.h):
+  /// site = A in + the hops that stay inside a block, and faces[mu] = the hops across the
+  /// block boundaries in mu (forward on a block's last slice, backward on its first), zero
+  /// elsewhere; site + sum_mu faces[mu] = M in. Full fields; not for the domain-local form.
+  void apply_split(ColorSpinorField& site, ColorSpinorField* const faces[4], const ColorSpinorField& in,
+                   const Coords& block);
+
   /// kappa = 1/(2m + 8) of this operator's mass.
   double kappa() const;
   /// Whether this is the domain-local (blocked, Dirichlet, no communication) form.
@@ -134,6 +142,9 @@ class WilsonCloverOperator {
   /// The hopping coefficient (1/2 or kappa) and the factor on A (1 or 2 kappa).
   double hop() const;
   double site_scale() const;
+  /// dslash() restricted to the hops of a split (DslashRequest::split_block, split_dim).
+  void dslash_split(ColorSpinorField& out, const ColorSpinorField& in, Epilogue e, double a, const ColorSpinorField* x,
+                    bool dagger, const int* split_block, int split_dim);
 
   std::shared_ptr<const Lattice> lattice_;
   WilsonCloverParam param_;

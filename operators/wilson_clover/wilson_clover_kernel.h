@@ -113,6 +113,7 @@ struct DslashArg {
   T sign = -1;           ///< forward projector 1 + sign gamma: -1, or +1 for the dagger
   int mode = all_sites;
   int cut_mask = 0;      ///< bit mu: hops across block boundaries in mu are dropped (domain-local)
+  int inner_mask = 0;    ///< bit mu: hops in mu that stay inside a block are dropped (apply_split)
   int block[4] = {1, 1, 1, 1};
 };
 
@@ -147,8 +148,14 @@ struct DslashKernel {
     static_for<4>([&](auto mu_) {
       constexpr int mu = decltype(mu_)::value;
       const bool split = (arg.faces.comm_mask >> mu) & 1;
-      const bool cut = (arg.cut_mask >> mu) & 1;
-      if (!(cut && c[mu] % arg.block[mu] == arg.block[mu] - 1)) {  // forward: (1 + s gamma_mu) U_mu(x) psi(x + mu)
+      bool forward = true, backward = true;  // whether each hop counts: always, unless blocks mask hops in mu
+      if (((arg.cut_mask | arg.inner_mask) >> mu) & 1) {
+        const int w = c[mu] % arg.block[mu];
+        const bool cut = (arg.cut_mask >> mu) & 1, inner = (arg.inner_mask >> mu) & 1;
+        forward = w == arg.block[mu] - 1 ? !cut : !inner;
+        backward = w == 0 ? !cut : !inner;
+      }
+      if (forward) {  // forward: (1 + s gamma_mu) U_mu(x) psi(x + mu)
         ColorSpinor<T, 3, 2> h;
         if (split && c[mu] == L[mu] - 1) {
           T r[12];
@@ -162,7 +169,7 @@ struct DslashKernel {
         if (((arg.phase_mask >> mu) & 1) && c[mu] == arg.last_slice[mu]) uh = scale_phase(uh, arg.phase[mu]);
         accumulate<mu>(acc, uh, s);
       }
-      if (!(cut && c[mu] % arg.block[mu] == 0)) {  // backward: (1 - s gamma_mu) U_mu(x - mu)^dag psi(x - mu)
+      if (backward) {  // backward: (1 - s gamma_mu) U_mu(x - mu)^dag psi(x - mu)
         ColorSpinor<T, 3, 2> uh;
         if (split && c[mu] == 0) {
           T r[12];

@@ -23,6 +23,11 @@ struct DslashRequest {
   Epilogue epilogue;
   double a;
   bool dagger;
+  /// The stencil split by blocks of these extents (WilsonCloverOperator::apply_split): with
+  /// split_dim < 0 only the hops that stay inside a block, else only those that cross a block
+  /// boundary in split_dim. nullptr: the whole stencil.
+  const int* split_block = nullptr;
+  int split_dim = -1;
 };
 
 template <typename Store>
@@ -61,6 +66,16 @@ void run_dslash(const DslashRequest& rq) {
     for (int mu = 0; mu < 4; ++mu) {
       arg.block[mu] = rq.param->block[mu];
       if (rq.param->block[mu] < lat.global()[mu]) arg.cut_mask |= 1 << mu;
+    }
+  }
+  if (rq.split_block) {
+    for (int mu = 0; mu < 4; ++mu) arg.block[mu] = rq.split_block[mu];
+    if (rq.split_dim < 0) {  // inside blocks: no hop crosses a rank (blocks tile it)
+      arg.faces.comm_mask = 0;
+      arg.cut_mask = 15;
+    } else {
+      arg.inner_mask = 15;
+      arg.cut_mask = 15 & ~(1 << rq.split_dim);
     }
   }
   for (int mu = 0; mu < 4; ++mu) {

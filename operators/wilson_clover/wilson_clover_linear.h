@@ -50,6 +50,12 @@ class WilsonCloverLinear final : public SchurOperator {
     require(even_odd_, "reconstruct: the full Wilson-clover operator has no even-odd solution");
     op_->reconstruct(x, x_p, b);
   }
+  bool splits() const override { return !even_odd_ && !op_->domain_local(); }
+  void apply_split(ColorSpinorField& site, ColorSpinorField* const faces[4], const ColorSpinorField& in,
+                   const Coords& block) override {
+    require(splits(), "apply_split: ", describe(), " cannot split its stencil (expected the full operator)");
+    op_->apply_split(site, faces, in, block);
+  }
   WilsonCloverOperator& op() { return *op_; }
 
  private:

@@ -709,6 +709,14 @@ void CoarseLinear::apply(ColorSpinorField& out, const ColorSpinorField& in, bool
   }
 }
 
+void CoarseLinear::apply_split(ColorSpinorField& site, ColorSpinorField* const faces[4], const ColorSpinorField& in,
+                               const Coords& block) {
+  require(splits(), "apply_split: the even-odd coarse operator cannot split its stencil (expected the full one)");
+  require(in.precision() == vectors_, "coarse operator (apply_split): vectors in ", to_string(in.precision()),
+          ", expected ", to_string(vectors_));
+  op_->apply_split(site, faces, in, block);
+}
+
 SpinorParam CoarseLinear::field_param() const {
   return op_->field_param(vectors_, even_odd_ ? (parity_ == 0 ? Subset::even : Subset::odd) : Subset::full);
 }

@@ -125,6 +125,9 @@ class CoarseLinear final : public SchurOperator {
   void reconstruct(ColorSpinorField& x, const ColorSpinorField& x_p, const ColorSpinorField& b) override {
     op_->reconstruct(x, x_p, b);
   }
+  bool splits() const override { return !even_odd_; }
+  void apply_split(ColorSpinorField& site, ColorSpinorField* const faces[4], const ColorSpinorField& in,
+                   const Coords& block) override;
   CoarseOperator& op() { return *op_; }
 
  private:

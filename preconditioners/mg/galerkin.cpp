@@ -1,5 +1,5 @@
-// Assembling the Galerkin coarse operator (galerkin.h): by probing, and on coarse levels from
-// the split stencil.
+// Assembling the Galerkin coarse operator (galerkin.h): from the operator's split stencil, or
+// by probing.
 #include "preconditioners/mg/galerkin.h"
 
 #include <vector>
@@ -9,7 +9,8 @@
 
 namespace latke::mg {
 
-std::shared_ptr<CoarseOperator> galerkin(LinearOperator& fine, const Transfer& T, Precision precision, bool even_odd) {
+std::shared_ptr<CoarseOperator> galerkin(LinearOperator& fine, const Transfer& T, Precision precision, bool even_odd,
+                                         GalerkinAssembly how) {
   const SpinorParam fp = fine.field_param();
   require(fp.subset == Subset::full,
           "multigrid: the coarse operator is built from the full operator of the level above");
@@ -20,6 +21,23 @@ std::shared_ptr<CoarseOperator> galerkin(LinearOperator& fine, const Transfer& T
   auto op = std::make_shared<CoarseOperator>(T.coarse_lattice(), T.nvec(), precision, fp.backend);
   ColorSpinorField rc(T.coarse_lattice(), T.coarse_param(vp)), rc2(T.coarse_lattice(), T.coarse_param(vp));
   ColorSpinorField f = fine.make_field(), g = fine.make_field();
+  if (how == GalerkinAssembly::automatic && fine.splits()) {
+    std::vector<ColorSpinorField> face = ColorSpinorField::make_set(fine.lattice(), fp, 4);
+    ColorSpinorField* const faces[4] = {&face[0], &face[1], &face[2], &face[3]};
+    for (int col = 0; col < op->n(); ++col) {
+      T.prolongate_unit(f, col, probe_all);
+      fine.apply_split(g, faces, f, T.block());
+      T.restrict_to(rc, g);
+      op->set_column(8, col, rc, probe_all);
+      for (int mu = 0; mu < 4; ++mu) {
+        T.restrict_faces(rc, rc2, face[mu], mu);
+        op->set_column(2 * mu, col, rc, probe_all);
+        op->set_column(2 * mu + 1, col, rc2, probe_all);
+      }
+    }
+    op->finalize(even_odd);
+    return op;
+  }
   auto probe = [&](int col, int cls) {
     T.prolongate_unit(f, col, cls);
     fine.apply(g, f);
@@ -39,34 +57,6 @@ std::shared_ptr<CoarseOperator> galerkin(LinearOperator& fine, const Transfer& T
         op->set_column(2 * mu, col, rc, target);
         op->set_column(2 * mu + 1, col, rc2, target);
       }
-    }
-  }
-  op->finalize(even_odd);
-  return op;
-}
-
-std::shared_ptr<CoarseOperator> galerkin(CoarseOperator& fine, Precision vectors, const Transfer& T,
-                                         Precision precision, bool even_odd) {
-  require(vectors != Precision::half,
-          "multigrid: the coarse operator is assembled with double or single precision vectors, not half");
-  const SpinorParam tp = T.fine_param(vectors);
-  require(fine.lattice()->local() == T.fine_lattice()->local() && tp.nspin == 2 && tp.ncolor == fine.nvec(),
-          "multigrid: the coarse operator of the level above does not act on the transfer's fine fields");
-  auto op = std::make_shared<CoarseOperator>(T.coarse_lattice(), T.nvec(), precision, fine.backend());
-  ColorSpinorField rc(T.coarse_lattice(), T.coarse_param(vectors)), rc2(T.coarse_lattice(), T.coarse_param(vectors));
-  const SpinorParam fp = fine.field_param(vectors, Subset::full);
-  ColorSpinorField u(fine.lattice(), fp), site(fine.lattice(), fp);
-  std::vector<ColorSpinorField> face = ColorSpinorField::make_set(fine.lattice(), fp, 4);
-  ColorSpinorField* const faces[4] = {&face[0], &face[1], &face[2], &face[3]};
-  for (int col = 0; col < op->n(); ++col) {
-    T.prolongate_unit(u, col, probe_all);
-    fine.apply_split(site, faces, u, T.block());
-    T.restrict_to(rc, site);
-    op->set_column(8, col, rc, probe_all);
-    for (int mu = 0; mu < 4; ++mu) {
-      T.restrict_faces(rc, rc2, face[mu], mu);
-      op->set_column(2 * mu, col, rc, probe_all);
-      op->set_column(2 * mu + 1, col, rc2, probe_all);
     }
   }
   op->finalize(even_odd);

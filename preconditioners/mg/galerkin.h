@@ -13,13 +13,14 @@
 // and coarse extents that are even (aggregates at least 2 wide, so the two slices differ):
 // 10 x 2 Nvec applications of M.
 //
-// On a coarse level the operator's stencil is Latke's own, and it can hand out its block
-// products split by where they land (CoarseOperator::apply_split): with the input P e_j on
-// every aggregate at once, the hops that stay inside an aggregate and the site block go to
-// one field, and each direction's hops that leave it to a field of its own (forward hops on
-// an aggregate's last slice, backward on its first). R of the first gives column j of X, R
-// over the slices of the others column j of Y_{+mu} and Y_{-mu}: 2 Nvec applications instead
-// of 10 x 2 Nvec, and the same blocks (the sums are the same products, added in another order).
+// Latke's own operators (Wilson-clover full, coarse full) can instead hand out their hops
+// sorted by where they land (LinearOperator::apply_split): with the input P e_j on every
+// aggregate at once, the site term and the hops that stay inside an aggregate go to one field,
+// and each direction's hops that leave it to a field of its own (forward hops on an
+// aggregate's last slice, backward on its first). R of the first gives column j of X, R over
+// the slices of the others column j of Y_{+mu} and Y_{-mu}: 2 Nvec split applications (the
+// Wilson-clover one is five masked hopping kernels, the coarse one one stencil) instead of
+// 10 x 2 Nvec probes, and the same blocks (the same products, added in another order).
 #pragma once
 
 #include <memory>
@@ -30,15 +31,14 @@
 
 namespace latke::mg {
 
+/// How galerkin() assembles: from the split stencil when the operator splits, else by probing
+/// (automatic); or by probing whatever the operator (for tests that compare the two).
+enum class GalerkinAssembly { automatic, probing };
+
 /// @brief D_c = R M P with M the full operator `fine` (on fields of T's fine shape), stored in
 /// `precision`; even_odd: also prepare the even-odd form. Probe vectors are in the fine
 /// operator's precision (double or single).
-std::shared_ptr<CoarseOperator> galerkin(LinearOperator& fine, const Transfer& T, Precision precision, bool even_odd);
-
-/// @brief The same product for a coarse level: D_c = R D P with D the level's own coarse
-/// operator, its vectors (the probes) in `vectors` precision (double or single), by the split
-/// stencil described above.
-std::shared_ptr<CoarseOperator> galerkin(CoarseOperator& fine, Precision vectors, const Transfer& T,
-                                         Precision precision, bool even_odd);
+std::shared_ptr<CoarseOperator> galerkin(LinearOperator& fine, const Transfer& T, Precision precision, bool even_odd,
+                                         GalerkinAssembly how = GalerkinAssembly::automatic);
 
 }  // namespace latke::mg

@@ -325,9 +325,7 @@ void Multigrid::build_level(int l, const std::function<void(const std::string&)>
   L.transfer->orthonormalize();
   const bool coarsest = l + 1 == param_.levels - 1;
   const bool even_odd = coarsest ? param_.coarse_even_odd : param_.level[l + 1].smooth_even_odd;
-  // Level 0 probes the fine operator; a coarse level splits its own stencil (galerkin.h).
-  C.coarse = l == 0 ? galerkin(*L.op, *L.transfer, q.coarse_precision, even_odd)
-                    : galerkin(*L.coarse, L.op->field_param().precision, *L.transfer, q.coarse_precision, even_odd);
+  C.coarse = galerkin(*L.op, *L.transfer, q.coarse_precision, even_odd);
   C.op = std::make_shared<CoarseLinear>(C.coarse, false, 0, Precision::single);
   C.schur.reset();
   if (even_odd) C.schur = std::make_shared<CoarseLinear>(C.coarse, true, 0, Precision::single);

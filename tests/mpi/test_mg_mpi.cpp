@@ -127,6 +127,26 @@ TEST(MgMpi, CoarseOperatorAndTransfersEqualOneRank) {
       EXPECT_LT(coarse_diff(sp_, sw), 1e-13) << "split stencil: site";
       for (int mu = 0; mu < 4; ++mu) EXPECT_LT(coarse_diff(fp_[mu], fw[mu]), 1e-13) << "split stencil: face " << mu;
     }
+    {  // and the fine Wilson-clover operator's (the level-0 Galerkin product)
+      auto mw = s.full(false), mp = s.full(true);
+      ColorSpinorField in_w = mw->make_field(), in_p = mp->make_field(), sw = mw->make_field(), sp_ = mp->make_field();
+      std::vector<ColorSpinorField> fw = ColorSpinorField::make_set(s.whole, mw->field_param(), 4),
+                                    fp_ = ColorSpinorField::make_set(s.part, mp->field_param(), 4);
+      ColorSpinorField* const faces_w[4] = {&fw[0], &fw[1], &fw[2], &fw[3]};
+      ColorSpinorField* const faces_p[4] = {&fp_[0], &fp_[1], &fp_[2], &fp_[3]};
+      fill_gaussian(in_w, 17);
+      fill_gaussian(in_p, 17);
+      mw->apply_split(sw, faces_w, in_w, {2, 2, 2, 2});
+      mp->apply_split(sp_, faces_p, in_p, {2, 2, 2, 2});
+      auto fine_diff = [&](const ColorSpinorField& part, const ColorSpinorField& whole) {
+        std::vector<Complex<double>> a, b;
+        part.to_lexicographic(a);
+        whole.to_lexicographic(b);
+        return global_rel_diff(a, local_part(*s.part, b, 12));
+      };
+      EXPECT_LT(fine_diff(sp_, sw), 1e-13) << "Wilson-clover split: site";
+      for (int mu = 0; mu < 4; ++mu) EXPECT_LT(fine_diff(fp_[mu], fw[mu]), 1e-13) << "Wilson-clover split: face " << mu;
+    }
     // Prolongation across the split lattice.
     ColorSpinorField fw(s.whole, fp), fpart(s.part, fp);
     tw.prolongate(fw, xw);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <complex>
 #include <memory>
+#include <string>
 
 #include "latke/core/error.h"
 #include "latke/fields/blas.h"
@@ -206,48 +207,58 @@ TEST_P(MgBackend, CoarseAdjointAndEvenOdd) {
   EXPECT_LT(rel_diff(xs, rec), 1e-12);
 }
 
-// A coarse level's Galerkin product from its split stencil (2 Nvec applications) equals the
-// one by probing (10 x 2 Nvec): the operator, its dagger and even-odd form, for N = 6 and 8;
-// and the split fields add up to the operator.
-TEST_P(MgBackend, CoarseGalerkinFromTheSplitStencil) {
+// The Galerkin product from the operator's split stencil (2 Nvec applications) equals the one
+// by probing (10 x 2 Nvec), on the fine Wilson-clover level and on a coarse level: the
+// operator, its dagger and even-odd form, for N = 6 and 8. The split fields add up to the
+// operator and none is empty.
+TEST_P(MgBackend, GalerkinFromTheSplitStencil) {
   Problem pr(GetParam(), Precision::double_, {8, 8, 8, 8});
+  auto M = pr.full();
+  auto split_adds_up = [](LinearOperator& A, const Coords& block) {
+    ASSERT_TRUE(A.splits()) << A.describe();
+    ColorSpinorField x = A.make_field(), site = A.make_field(), want = A.make_field();
+    std::vector<ColorSpinorField> face = ColorSpinorField::make_set(A.lattice(), A.field_param(), 4);
+    ColorSpinorField* const faces[4] = {&face[0], &face[1], &face[2], &face[3]};
+    fill_gaussian(x, 6);
+    A.apply_split(site, faces, x, block);
+    A.apply(want, x);
+    for (int mu = 0; mu < 4; ++mu) {
+      EXPECT_GT(std::sqrt(blas::cdot_norms(face[mu], face[mu]).xx), 1e-3) << A.describe() << ": face " << mu;
+      blas::caxpby(Cplx(1), face[mu], Cplx(1), site);
+    }
+    EXPECT_LT(rel_diff(want, site), 1e-13) << A.describe();
+  };
+  auto same_operator = [](CoarseOperator& a, CoarseOperator& b, const std::string& what) {
+    ColorSpinorField y(a.lattice(), a.field_param(Precision::double_, Subset::full)), u = y.like(Precision::double_),
+                                                                                      v = y.like(Precision::double_);
+    fill_gaussian(y, 8);
+    for (bool dagger : {false, true}) {
+      a.apply(u, y, dagger);
+      b.apply(v, y, dagger);
+      EXPECT_LT(rel_diff(u, v), 1e-12) << what << (dagger ? ", dagger" : "");
+    }
+    ColorSpinorField ye(a.lattice(), a.field_param(Precision::double_, Subset::even)), ue = ye.like(Precision::double_),
+                                                                                       ve = ye.like(Precision::double_);
+    ye.copy_from(y.parity(0));
+    a.apply_schur(ue, ye);
+    b.apply_schur(ve, ye);
+    EXPECT_LT(rel_diff(ue, ve), 1e-12) << what << ", even-odd";
+  };
+  split_adds_up(*M, {2, 2, 2, 2});
   Transfer T0(pr.lat, SpinorParam{4, 3, Precision::double_, Subset::full, pr.backend}, {2, 2, 2, 2}, 4, 1,
               Precision::double_);
   random_basis(T0, 41);
-  auto d1 = galerkin(*pr.full(), T0, Precision::double_, false);
+  auto d1 = galerkin(*M, T0, Precision::double_, true);
+  same_operator(*d1, *galerkin(*M, T0, Precision::double_, true, GalerkinAssembly::probing), "level 0 -> 1");
   CoarseLinear d1_full(d1, false, 0, Precision::double_);
-  const SpinorParam p1 = d1->field_param(Precision::double_, Subset::full);
-  // The split fields: site + sum of the faces = D_1 x.
-  ColorSpinorField x(d1->lattice(), p1), site(d1->lattice(), p1), want(d1->lattice(), p1);
-  std::vector<ColorSpinorField> face = ColorSpinorField::make_set(d1->lattice(), p1, 4);
-  ColorSpinorField* const faces[4] = {&face[0], &face[1], &face[2], &face[3]};
-  fill_gaussian(x, 6);
-  d1->apply_split(site, faces, x, {2, 2, 2, 2});
-  d1->apply(want, x);
-  for (int mu = 0; mu < 4; ++mu) {
-    EXPECT_GT(std::sqrt(blas::cdot_norms(face[mu], face[mu]).xx), 1e-3) << "face " << mu << " is empty";
-    blas::caxpby(Cplx(1), face[mu], Cplx(1), site);
-  }
-  EXPECT_LT(rel_diff(want, site), 1e-13);
+  split_adds_up(d1_full, {2, 2, 2, 2});
   for (int nvec : {3, 4}) {
-    Transfer T1(d1->lattice(), p1, {2, 2, 2, 2}, nvec, 2, Precision::double_);
+    Transfer T1(d1->lattice(), d1->field_param(Precision::double_, Subset::full), {2, 2, 2, 2}, nvec, 2,
+                Precision::double_);
     random_basis(T1, 43 + nvec);
-    auto probed = galerkin(d1_full, T1, Precision::double_, true);
-    auto split = galerkin(*d1, Precision::double_, T1, Precision::double_, true);
-    ColorSpinorField y(T1.coarse_lattice(), T1.coarse_param(Precision::double_)), a = y.like(Precision::double_),
-                                                                                  b = y.like(Precision::double_);
-    fill_gaussian(y, 8);
-    for (bool dagger : {false, true}) {
-      probed->apply(a, y, dagger);
-      split->apply(b, y, dagger);
-      EXPECT_LT(rel_diff(a, b), 1e-12) << "N = " << 2 * nvec << (dagger ? ", dagger" : "");
-    }
-    CoarseLinear sp(probed, true, 0, Precision::double_), ss(split, true, 0, Precision::double_);
-    ColorSpinorField ye = sp.make_field(), ae = sp.make_field(), be = sp.make_field();
-    ye.copy_from(y.parity(0));
-    sp.apply(ae, ye);
-    ss.apply(be, ye);
-    EXPECT_LT(rel_diff(ae, be), 1e-12) << "N = " << 2 * nvec << ", even-odd";
+    same_operator(*galerkin(d1_full, T1, Precision::double_, true),
+                  *galerkin(d1_full, T1, Precision::double_, true, GalerkinAssembly::probing),
+                  "level 1 -> 2, N = " + std::to_string(2 * nvec));
   }
 }
 
