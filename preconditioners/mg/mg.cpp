@@ -101,7 +101,8 @@ struct Multigrid::Level {
   std::shared_ptr<LinearOperator> op;                ///< M_l, full, single vectors
   std::shared_ptr<CoarseOperator> coarse;            ///< behind op on coarse levels
   std::shared_ptr<SchurOperator> schur;              ///< even-odd form (smoothing; the coarsest solve)
-  std::unique_ptr<ColorSpinorField> hb, hx, hr, ha;  ///< even-odd smoothing: bhat, xhat, MR r, M r
+  std::unique_ptr<ColorSpinorField> hb, hx, hr,
+      ha;  ///< even-odd smoothing: bhat, xhat, MR r, M r (ha: not with schur_low)
   std::shared_ptr<SchurOperator> schur_low;          ///< the even-odd form in a lower smoother precision
   std::shared_ptr<LinearOperator> setup_low;         ///< M_l (or Mhat_l) in a lower precision for the setup
   std::unique_ptr<ColorSpinorField> lx, lr, la;      ///< its MR x, r, M r
@@ -121,9 +122,11 @@ struct Multigrid::Level {
   }
   void allocate_even_odd() {
     const SpinorParam p = schur->field_param();
-    for (auto* f : {&hb, &hx, &hr, &ha}) f->reset(new ColorSpinorField(op->lattice(), p));
-    if (schur_low)
+    for (auto* f : {&hb, &hx, &hr}) f->reset(new ColorSpinorField(op->lattice(), p));
+    if (schur_low)  // MR runs on lx, lr, la instead of hx, hr, ha
       for (auto* f : {&lx, &lr, &la}) f->reset(new ColorSpinorField(op->lattice(), schur_low->field_param()));
+    else
+      ha = std::make_unique<ColorSpinorField>(op->lattice(), p);
   }
 };
 
@@ -249,6 +252,8 @@ Multigrid::Multigrid(std::shared_ptr<LinearOperator> fine, const MultigridParam&
 
 Multigrid::~Multigrid() = default;
 
+bool Multigrid::setup_on_even_odd(int l) const { return param_.setup_even_odd && levels_[l]->schur; }
+
 void Multigrid::find_null_vectors(int l, bool refine, const std::function<void(const std::string&)>& progress) {
   Level& L = *levels_[l];
   const LevelParam& q = param_.level[l];
@@ -256,7 +261,7 @@ void Multigrid::find_null_vectors(int l, bool refine, const std::function<void(c
   ColorSpinorField e = L.op->make_field(), mv = L.op->make_field();
   // The first pass solves the even-odd system where the level has one; refinement passes
   // solve M itself, which the cycle preconditions.
-  const bool eo = !refine && param_.setup_even_odd && L.schur;
+  const bool eo = !refine && setup_on_even_odd(l);
   std::unique_ptr<ColorSpinorField> bh, eh;
   if (eo) {
     bh = std::make_unique<ColorSpinorField>(L.schur->make_field());
@@ -583,7 +588,7 @@ LevelInfo Multigrid::info(int l) const {
   i.bytes = (L.coarse ? L.coarse->bytes() : 0) + (L.transfer ? L.transfer->bytes() : 0);
   i.setup_seconds = L.setup_seconds;
   i.op = L.op->describe();
-  i.setup_even_odd = L.transfer && param_.setup_even_odd && L.schur;
+  i.setup_even_odd = L.transfer && setup_on_even_odd(l);
   i.direct = L.direct != nullptr;
   i.condition = L.direct ? L.direct->condition() : 0.0;
   return i;

@@ -175,6 +175,9 @@ class Multigrid {
   /// The fine level's fields (and even-odd fields) and, with the Schwarz smoother, its blocks.
   void prepare_fine_level();
   void build_level(int l, const std::function<void(const std::string&)>& progress);
+  /// Whether the first setup pass of level l solves its even-odd system (it has one and the
+  /// parameters ask for it).
+  bool setup_on_even_odd(int l) const;
   void find_null_vectors(int l, bool refine, const std::function<void(const std::string&)>& progress);
   void cycle(int l, ColorSpinorField& x, const ColorSpinorField& b);
   void smooth(int l, ColorSpinorField& x, const ColorSpinorField& r, int steps);
