@@ -221,7 +221,7 @@ struct MassResult {
 struct Summary {
   std::string ksp, pc, reason, lattice, backend, op, form, vec_type;
   PetscInt iterations = 0, operator_applications = 0, sloppy_applications = 0;
-  PetscInt fallback_at = -1;  ///< native CG: iteration at which half fell back to single
+  PetscInt fallback_at = -1;  ///< native CG, BiCGstab: iteration at which half fell back to single
   PetscInt restarts = 0;      ///< native BiCGstab: fresh starts
   double true_residual = 0, solver_residual = 0, rtol = 0, setup_s = 0, solve_s = 0, gflops = 0;
   bool converged = false;
@@ -535,7 +535,7 @@ PetscErrorCode run(int& status) {
       PetscCall(PetscViewerASCIIPrintf(out, "  operator applications: %d double, %d sloppy\n",
                                        (int)sum.operator_applications, (int)sum.sloppy_applications));
       if (sum.fallback_at >= 0)
-        PetscCall(PetscViewerASCIIPrintf(out, "  CG fell back from half to single at iteration %d\n",
+        PetscCall(PetscViewerASCIIPrintf(out, "  the iteration fell back from half to single at iteration %d\n",
                                          (int)sum.fallback_at));
       if (sum.restarts > 0)
         PetscCall(PetscViewerASCIIPrintf(out,

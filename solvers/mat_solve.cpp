@@ -37,7 +37,7 @@ MultiShiftStrategy strategy_of(LatkeMultiMassStrategy s) {
        ": expected LATKE_MULTIMASS_MULTISHIFT or LATKE_MULTIMASS_SEQUENTIAL");
 }
 
-/// For iterations in half: the operator in single, built only if CG falls back to it.
+/// For iterations in half: the operator in single, built only if CG or BiCGstab falls back to it.
 std::unique_ptr<DeferredOperator> half_fallback(const MatContext& c, Precision sloppy) {
   if (sloppy != Precision::half) return nullptr;
   return std::make_unique<DeferredOperator>(

@@ -168,6 +168,11 @@ double biorthogonality_floor(Precision sloppy) {
   }
 }
 
+/// Mixed-precision BiCGstab gives up a sloppy segment whose iterated residual grew this many
+/// times past the true residual of the last reliable update (BiCGstab's residual is not
+/// monotonic: single precision near kappa_c spikes by 10^3 and still converges).
+constexpr double divergence = 1e4;
+
 // BiCGstab with reliable updates. In a sloppy precision, <rhat, r> falls to the rounding level
 // of the iteration once r has become (nearly) orthogonal to the shadow residual rhat; from
 // then on rho, alpha and beta are noise and near kappa_c the iteration wanders (residual
@@ -178,20 +183,26 @@ double biorthogonality_floor(Precision sloppy) {
 // more iterations at 0.1349 and none at 0.1345. A breakdown (<rhat, r> or <rhat, A p> zero,
 // omega zero, a non-finite coefficient) restarts from the iterated residual too (one test at
 // the top of the iteration: omega enters through the next beta), and an iterated residual
-// that overflows drops the sloppy partial solution since the last reliable update; a
-// breakdown right after a restart ends the solve.
+// that overflows or grows `divergence` times past the last true one drops the sloppy partial
+// solution since the last reliable update; both that and a breakdown right after a restart
+// move a half-precision iteration to single (the fallback operator) where there is one, and
+// otherwise the breakdown ends the solve. Half precision needs this: on an 8^4 quenched
+// configuration near kappa_c (kappa = 0.140) it diverged to a residual of 10^19 where single
+// converged.
 void bicgstab(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const SolverParam& p, SolverStats& st) {
   ColorSpinorField r = w.outer_field(), tmp = w.outer_field();
   ColorSpinorField rs = w.sloppy_field(), rhat = w.sloppy_field(), ps = w.sloppy_field(), v = w.sloppy_field(),
                    t = w.sloppy_field(), xs = w.accumulator_field();
   const double b2 = blas::cdot_norms(b, b).xx, target = p.tol * p.tol * b2;
-  const double floor = w.mixed() ? biorthogonality_floor(rs.precision()) : 0.0;
+  double floor = w.mixed() ? biorthogonality_floor(rs.precision()) : 0.0;
   double r2 = w.true_residual(r, x, b);
   st.initial_residual = std::sqrt(r2 / b2);
   report(p, st.iterations, r2, b2);
   rs.copy_from(r);
   Cplx rho, alpha, omega;
-  bool fresh = true;  // no iteration since the last restart
+  bool fresh = true;     // no iteration since the last restart
+  bool pending = false;  // iterations since the last reliable update
+  double maxr = std::sqrt(r2);
   const auto restart = [&] {
     rhat.copy_from(rs);
     ps.zero();
@@ -199,9 +210,26 @@ void bicgstab(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const Sol
     rho = alpha = omega = Cplx(1);
     fresh = true;
   };
+  // x += xs (or drop xs), the residual recomputed in double; returns |r|^2.
+  const auto reliable_update = [&](bool drop) {
+    if (drop) xs.zero();
+    fold(x, xs, tmp);
+    const double r2t = w.true_residual(r, x, b);
+    rs.copy_from(r);
+    maxr = std::sqrt(r2t);
+    ++st.reliable_updates;
+    pending = false;
+    return r2t;
+  };
+  // Leave a sloppy precision that failed for the fallback operator, when there is one.
+  const auto fall_back = [&] {
+    if (!w.fall_back()) return false;
+    for (ColorSpinorField* f : {&rs, &rhat, &ps, &v, &t}) *f = w.sloppy_field();
+    floor = biorthogonality_floor(rs.precision());
+    return true;
+  };
   const auto usable = [](Cplx c) { return std::isfinite(c.re) && std::isfinite(c.im) && norm2(c) > 0; };
   restart();
-  double maxr = std::sqrt(r2);
   while (r2 > target && st.iterations < p.max_iter) {
     // rho below the floor (in double: zero) or a non-finite or zero beta (omega was zero) or
     // alpha (<rhat, A p> zero): no step to take from here.
@@ -215,7 +243,10 @@ void bicgstab(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const Sol
       ok = usable(alpha);
     }
     if (!ok) {
-      if (fresh) break;  // a breakdown right after a restart: BiCGstab cannot go on
+      if (fresh) {  // a breakdown right after a restart: this precision cannot go on
+        if (!fall_back()) break;
+        r2 = reliable_update(false);
+      }
       restart();
       ++st.restarts;
       continue;
@@ -228,16 +259,16 @@ void bicgstab(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const Sol
     double r2new = blas::caxpby_norm(-omega, t, Cplx(1), rs);
     rho = rho_new;
     fresh = false;
+    pending = true;
     ++st.iterations;
-    const bool lost = !std::isfinite(r2new);  // overflow in the sloppy precision: drop this segment
+    // Overflow, or (mixed) growth far past the residual of the last reliable update: the
+    // sloppy iteration diverged. Its partial solution is dropped and it restarts, in the
+    // fallback precision when there is one (half diverges near kappa_c where single does not).
+    const bool lost = !std::isfinite(r2new) || (w.mixed() && r2new > divergence * divergence * maxr * maxr);
     const bool update = w.mixed() ? (std::sqrt(r2new) < p.delta * maxr || r2new <= target) : r2new <= target;
+    if (lost) fall_back();
     if (update || lost) {
-      if (lost) xs.zero();
-      fold(x, xs, tmp);
-      r2new = w.true_residual(r, x, b);
-      rs.copy_from(r);
-      maxr = std::sqrt(r2new);
-      ++st.reliable_updates;
+      r2new = reliable_update(lost);
       if (lost) {
         restart();
         ++st.restarts;
@@ -246,7 +277,13 @@ void bicgstab(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const Sol
     r2 = r2new;
     report(p, st.iterations, r2, b2);
   }
-  fold(x, xs, tmp);
+  // Iterations since the last reliable update (the limit reached, or a final breakdown) count
+  // only if they lower the true residual: a wandering sloppy iteration must not spoil x.
+  if (pending) {
+    tmp.copy_from(xs);
+    blas::caxpby(Cplx(1), x, Cplx(1), tmp);
+    if (w.true_residual(r, tmp, b) < maxr * maxr) x.copy_from(tmp);
+  }
 }
 
 void gcr(Work& w, Preconditioner* K, ColorSpinorField& x, const ColorSpinorField& b, const SolverParam& p,
@@ -385,7 +422,7 @@ SolverStats solve(LinearOperator& A, LinearOperator* sloppy, Preconditioner* K, 
       break;
     }
     case SolverType::bicgstab: {
-      Work w(A, sloppy, st);
+      Work w(A, sloppy, st, fallback);
       bicgstab(w, x, b, p, st);
       break;
     }

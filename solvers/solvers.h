@@ -55,7 +55,7 @@ struct SolverStats {
   double true_residual = 0;      ///< |b - A x| / |b| at the end, in double
   double seconds = 0;
   double flops = 0;              ///< operator flops (QUDA's counting), all ranks
-  int fallback_at = -1;          ///< CG: iteration at which it moved to the fallback precision (-1: never)
+  int fallback_at = -1;          ///< CG, BiCGstab: iteration at which it moved to the fallback precision (-1: never)
   bool converged = false;
 };
 
@@ -84,7 +84,8 @@ ColorSpinorField partial_solution_field(const LinearOperator& sloppy);
 /// and output) in sloppy's precision and recomputes the residual in double at every restart;
 /// MR has no mixed form and refuses a sloppy operator.
 /// fallback: the operator in a precision above sloppy's, which CG moves to when the sloppy
-/// iteration stops tracking the true residual (see above; nullptr: none).
+/// iteration stops tracking the true residual (see above) and BiCGstab when the sloppy
+/// iteration diverges or breaks down right after a restart (nullptr: none).
 /// Fails on bad parameters; a solve that does not converge returns converged = false.
 SolverStats solve(LinearOperator& A, LinearOperator* sloppy, Preconditioner* K, ColorSpinorField& x,
                   const ColorSpinorField& b, const SolverParam& param, LinearOperator* fallback = nullptr);

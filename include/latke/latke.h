@@ -214,7 +214,9 @@ PetscErrorCode MatIsLatke(Mat A, PetscBool *is_latke);
  *                                   iteration (rank 0 of A's communicator), as -ksp_monitor does
  * CG iterating in half moves to single for the rest of the solve when a reliable update finds
  * the true residual more than twice the iterated one (half's error as large as the residual:
- * low-mode residuals at light masses); fallback_at says when. */
+ * low-mode residuals at light masses); BiCGstab in half does when its iterated residual grows
+ * 10^4 times past the last true one (dropping that segment) or it breaks down right after a
+ * restart; fallback_at says when. */
 typedef enum {
   LATKE_SOLVER_CG,
   LATKE_SOLVER_CGNE,
@@ -238,7 +240,7 @@ typedef struct {
   PetscInt  reliable_updates;
   PetscInt  outer_applications;  /* of the double-precision operator */
   PetscInt  sloppy_applications; /* of the sloppy one */
-  PetscInt  fallback_at;         /* CG: iteration at which it left half for single (-1: never) */
+  PetscInt fallback_at;          /* CG, BiCGstab: iteration at which it left half for single (-1: never) */
   PetscInt restarts;             /* BiCGstab: fresh starts (biorthogonality lost in the sloppy precision, breakdowns) */
   PetscReal true_residual;
   PetscReal seconds;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "latke/fields/blas.h"
+#include "latke/fields/gauge_generator.h"
 #include "latke/fields/random.h"
 #include "latke/latke.h"
 #include "mat_shell.h"
@@ -484,6 +485,44 @@ TEST(NativeSolvers, MixedBiCGstabNearTheCriticalMass) {
     EXPECT_LE(s.iterations, 1.2 * d.iterations) << to_string(sp) << " against " << d.iterations << " in double";
     EXPECT_GT(s.restarts, 0) << to_string(sp) << ": the case no longer loses biorthogonality";
   }
+}
+
+// On a thermalized 8^4 configuration near kappa_c (quenched beta = 6, kappa = 0.140)
+// half-precision BiCGstab diverged (a residual of 10^19) where single converges. When its
+// iterated residual grows far past the last true one it now drops that segment and moves to
+// single (the fallback operator), and converges; without a fallback it restarts instead, and a
+// solve stopped while half wanders leaves x no worse than it found it.
+TEST(NativeSolvers, HalfBiCGstabFallsBackToSingleNearTheCriticalMass) {
+  if (world_size() > 1) GTEST_SKIP() << "a one-rank case (each rank would repeat it)";
+  const auto lat = std::make_shared<const Lattice>(PETSC_COMM_SELF, Coords{8, 8, 8, 8});
+  QuenchedGenerator gen(lat, default_backend(), HeatbathParam{});
+  gen.start(GaugeStart::hot);
+  gen.sweep(100);
+  const cvec links = gen.links();
+  auto even_odd = [&](Precision p) {
+    WilsonCloverParam w = wilson(p);
+    w.mass = mass_from_kappa(0.140);
+    w.csw = 1.769;
+    return std::make_shared<WilsonCloverLinear>(std::make_shared<WilsonCloverOperator>(lat, links, w), true,
+                                                SchurType::symmetric, 0);
+  };
+  const auto A = even_odd(Precision::double_), Ah = even_odd(Precision::half), As = even_odd(Precision::single);
+  ColorSpinorField b = A->make_field(), x = A->make_field();
+  fill_gaussian(b, 5);
+  SolverParam p;
+  p.type = SolverType::bicgstab;
+  p.tol = 1e-6;  // enough to show it converges, in CI time
+  p.max_iter = 8000;
+  const SolverStats s = solve(*A, Ah.get(), nullptr, x, b, p, As.get());
+  EXPECT_TRUE(s.converged) << s.iterations << " iterations, residual " << s.true_residual;
+  EXPECT_GE(s.fallback_at, 0) << "half no longer diverges here: the case tests nothing";
+  // Half alone, stopped after 400 iterations (it diverged from about 50 on before the guard).
+  p.max_iter = 400;
+  x.zero();
+  const SolverStats h = solve(*A, Ah.get(), nullptr, x, b, p);
+  EXPECT_FALSE(h.converged);
+  EXPECT_GT(h.restarts, 0);
+  EXPECT_LT(h.true_residual, 1.0) << "x = 0 had residual 1";
 }
 
 // Native GCR with the Schwarz preconditioner, its cycles in single (the GCR-DD arrangement:
