@@ -4,7 +4,8 @@
 # BiCGstab on a thermalized quenched configuration at several kappa (issue 7's benchmark).
 # Results and logs under $OUT. Environment: LATKE_MG_LATTICE (32,32,32,64), LATKE_MG_KAPPAS
 # ("0.1340 0.1345 0.1349"), LATKE_MG_OPTIONS (extra multigrid options), LATKE_MG_VARIANTS
-# (lines "name options..." of further multigrid runs), LATKE_MG_STEPS ("tests bench"),
+# (lines "name options..." of further multigrid runs), LATKE_MG_STEPS ("tests bench"; add
+# "kernels" for latke-bench mg with the coarse operators in single and in half),
 # LATKE_MG_BICGSTAB (1; 0 skips the BiCGstab runs).
 set -uo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -16,6 +17,14 @@ export LD_LIBRARY_PATH=/tmp/rt/lib:${LD_LIBRARY_PATH:-}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 steps=${LATKE_MG_STEPS:-tests bench}
 status=0
+if [[ $steps == *kernels* ]]; then
+  for p in single half; do
+    "$bin/latke-bench" mg -latke_backend cuda -latke_lattice "${LATKE_MG_LATTICE:-32,32,32,64}" \
+      -pc_latke_mg_setup_iterations 10 -pc_latke_mg_precision $p > "$out/bench_mg_$p.log" 2>&1; rc=$?
+    status=$((status | rc)); echo "latke-bench mg, coarse operators in $p: exit $rc"
+    grep -E "copy|coarse|restrict|prolong|setup" "$out/bench_mg_$p.log"
+  done
+fi
 if [[ $steps == *tests* ]]; then
   "$bin/test_mg" --gtest_brief=1 > "$out/test_mg.log" 2>&1; rc=$?; status=$((status | rc))
   echo "test_mg (CPU and CUDA): exit $rc, $(grep -E 'PASSED|FAILED' "$out/test_mg.log" | tr '\n' ' ')"
