@@ -85,7 +85,7 @@ ColorSpinorField partial_solution_field(const LinearOperator& sloppy);
 /// MR has no mixed form and refuses a sloppy operator.
 /// fallback: the operator in a precision above sloppy's, which CG moves to when the sloppy
 /// iteration stops tracking the true residual (see above) and BiCGstab when the sloppy
-/// iteration diverges or breaks down right after a restart (nullptr: none).
+/// iteration diverges or stagnates, or breaks down right after a restart (nullptr: none).
 /// Fails on bad parameters; a solve that does not converge returns converged = false.
 SolverStats solve(LinearOperator& A, LinearOperator* sloppy, Preconditioner* K, ColorSpinorField& x,
                   const ColorSpinorField& b, const SolverParam& param, LinearOperator* fallback = nullptr);

@@ -215,8 +215,9 @@ PetscErrorCode MatIsLatke(Mat A, PetscBool *is_latke);
  * CG iterating in half moves to single for the rest of the solve when a reliable update finds
  * the true residual more than twice the iterated one (half's error as large as the residual:
  * low-mode residuals at light masses); BiCGstab in half does when its iterated residual grows
- * 10^4 times past the last true one (dropping that segment) or it breaks down right after a
- * restart; fallback_at says when. */
+ * 10^4 times past the last true one, or 500 iterations without a reliable update did not lower
+ * the true residual (dropping that segment), or it breaks down right after a restart;
+ * fallback_at says when. */
 typedef enum {
   LATKE_SOLVER_CG,
   LATKE_SOLVER_CGNE,

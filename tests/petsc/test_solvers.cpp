@@ -514,7 +514,9 @@ TEST(NativeSolvers, HalfBiCGstabFallsBackToSingleNearTheCriticalMass) {
   p.tol = 1e-6;  // enough to show it converges, in CI time
   p.max_iter = 8000;
   const SolverStats s = solve(*A, Ah.get(), nullptr, x, b, p, As.get());
-  EXPECT_TRUE(s.converged) << s.iterations << " iterations, residual " << s.true_residual;
+  EXPECT_TRUE(s.converged) << s.iterations << " iterations, residual " << s.true_residual << ", fell back at "
+                           << s.fallback_at << ", " << s.restarts << " restarts, " << s.reliable_updates
+                           << " reliable updates";
   EXPECT_GE(s.fallback_at, 0) << "half no longer diverges here: the case tests nothing";
   // Half alone, stopped after 400 iterations (it diverged from about 50 on before the guard).
   p.max_iter = 400;
