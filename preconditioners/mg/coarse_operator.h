@@ -78,6 +78,8 @@ class CoarseOperator {
   /// some X(a) is singular.
   void finalize(bool even_odd);
   bool even_odd() const { return even_odd_; }
+  /// Seconds finalize took (the even-odd blocks and the storage conversion), device work included.
+  double finalize_seconds() const { return finalize_seconds_; }
 
   /// Flops of one application on this rank: full operator or Mhat.
   double flops(bool schur) const;
@@ -102,6 +104,7 @@ class CoarseOperator {
   Precision precision_;
   Backend backend_;
   bool even_odd_ = false;
+  double finalize_seconds_ = 0;
   Links assembly_;  ///< double or single blocks while assembling (freed by finalize unless used)
   Precision assembly_precision_;
   Links links_;                            ///< Y and X in precision_

@@ -255,6 +255,7 @@ Multigrid::~Multigrid() = default;
 bool Multigrid::setup_on_even_odd(int l) const { return param_.setup_even_odd && levels_[l]->schur; }
 
 void Multigrid::find_null_vectors(int l, bool refine, const std::function<void(const std::string&)>& progress) {
+  const LogScope log(LogEvent::mg_null_vectors, 0, true);
   Level& L = *levels_[l];
   const LevelParam& q = param_.level[l];
   std::vector<ColorSpinorField>& v = L.transfer->vectors();
@@ -327,10 +328,16 @@ void Multigrid::build_level(int l, const std::function<void(const std::string&)>
   Level& L = *levels_[l];
   Level& C = *levels_[l + 1];
   const LevelParam& q = param_.level[l];
-  L.transfer->orthonormalize();
+  L.transfer->orthonormalize();  // synchronizes (it checks for vanishing aggregates)
+  const double t_orth = seconds_since(t0);
   const bool coarsest = l + 1 == param_.levels - 1;
   const bool even_odd = coarsest ? param_.coarse_even_odd : param_.level[l + 1].smooth_even_odd;
-  C.coarse = galerkin(*L.op, *L.transfer, q.coarse_precision, even_odd);
+  const auto tg = std::chrono::steady_clock::now();
+  {
+    const LogScope log(LogEvent::mg_galerkin, 0, true);
+    C.coarse = galerkin(*L.op, *L.transfer, q.coarse_precision, even_odd);
+  }
+  const double t_galerkin = seconds_since(tg);  // finalize synchronized
   C.op = std::make_shared<CoarseLinear>(C.coarse, false, 0, Precision::single);
   C.schur.reset();
   if (even_odd) C.schur = std::make_shared<CoarseLinear>(C.coarse, true, 0, Precision::single);
@@ -368,7 +375,9 @@ void Multigrid::build_level(int l, const std::function<void(const std::string&)>
   if (progress) {
     std::ostringstream s;
     s << "level " << l + 1 << ": coarse operator " << dims(C.op->lattice()->global()) << " x " << C.coarse->n()
-      << " built in " << seconds_since(t0) << " s (" << C.coarse->bytes() / 1048576.0 << " MiB per rank)";
+      << " built in " << seconds_since(t0) << " s (orthonormalization " << t_orth << " s, Galerkin products "
+      << t_galerkin - C.coarse->finalize_seconds() << " s, " << (even_odd ? "even-odd blocks and " : "") << "storage "
+      << C.coarse->finalize_seconds() << " s; " << C.coarse->bytes() / 1048576.0 << " MiB per rank)";
     progress(s.str());
   }
 }

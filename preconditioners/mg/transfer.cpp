@@ -375,65 +375,106 @@ struct ProlongUnitKernel {
   }
 };
 
-/// Modified Gram-Schmidt (twice) of the basis within one (aggregate, chirality): one thread
-/// each. bad[thread] = 1 when some vector vanished there.
+/// Gram-Schmidt of the basis within every (aggregate, chirality) at once: for each vector k,
+/// twice, the dots <V_j, V_k> (j < k) over each aggregate's half-sites as segmented
+/// reductions, then V_k -= sum_j <V_j, V_k> V_j with one thread per fine site and complex
+/// component; then each part's norm (another segmented reduction) and the scaling. Classical
+/// Gram-Schmidt applied twice is as orthogonal as the modified one, and unlike it runs in
+/// parallel over j. A segment is (j, aggregate, chirality), aggregate = coarse parity x
+/// coarse volume_cb + x_cb, chirality fastest.
 template <typename SV>
-struct OrthonormalizeKernel {
+struct OrthoGeometry {
   AggregateMap map;
   BasisView<SV> basis;
-  int nvec, fine_reals;
-  int parity;
-  int* bad;
-  template <typename F>
-  LATKE_HOST_DEVICE LATKE_INLINE void for_each(const int (&cc)[4], int chi, F&& f) const {
-    const int half = fine_reals / 2;
-    for (int i = 0; i < map.block_volume; ++i) {
-      int fc[4];
-      const int full = map.fine_site(cc, i, fc);
-      const int fp = (fc[0] + fc[1] + fc[2] + fc[3]) & 1;
-      for (int r = chi * half; r < (chi + 1) * half; r += 2) f(fp, full >> 1, r);
-    }
+  int n_agg;  ///< aggregates on this rank (the coarse local volume)
+  int cpx;    ///< complex components per chirality (fine_reals / 4)
+
+  /// Fine site and real index of element i of aggregate a's chirality chi.
+  LATKE_HOST_DEVICE LATKE_INLINE void element(int a, int chi, int i, int& fp, int& x, int& r) const {
+    const int cp = a >= map.coarse.volume_cb ? 1 : 0;
+    int cc[4], fc[4];
+    map.coarse.coords(a - cp * map.coarse.volume_cb, cp, cc);
+    const int full = map.fine_site(cc, i / cpx, fc);
+    fp = (fc[0] + fc[1] + fc[2] + fc[3]) & 1;
+    x = full >> 1;
+    r = 2 * (chi * cpx + i % cpx);
   }
+  /// The aggregate (as above) of fine site x_cb of parity fp.
+  LATKE_HOST_DEVICE LATKE_INLINE int aggregate(int x_cb, int fp) const {
+    int fc[4], cp;
+    map.fine.coords(x_cb, fp, fc);
+    const int cx = map.coarse_site(fc, cp);
+    return cp * map.coarse.volume_cb + cx;
+  }
+};
+
+/// <V_j, V_k> on segment (j, a, chi), element i.
+template <typename SV>
+struct OrthoDotTerm {
+  OrthoGeometry<SV> g;
+  int k;
+  LATKE_HOST_DEVICE Complex<double> operator()(int seg, int i) const {
+    const int chi = seg & 1, a = (seg >> 1) % g.n_agg, j = (seg >> 1) / g.n_agg;
+    int fp, x, r;
+    g.element(a, chi, i, fp, x, r);
+    const RealArray<SV> va = g.basis.at(j, fp), vb = g.basis.at(k, fp);
+    const double ar = va.template get<double>(r, x), ai = va.template get<double>(r + 1, x);
+    const double br = vb.template get<double>(r, x), bi = vb.template get<double>(r + 1, x);
+    return Complex<double>(ar * br + ai * bi, ar * bi - ai * br);
+  }
+};
+
+/// |V_k|^2 on segment (a, chi), element i.
+template <typename SV>
+struct OrthoNormTerm {
+  OrthoGeometry<SV> g;
+  int k;
+  LATKE_HOST_DEVICE double operator()(int seg, int i) const {
+    int fp, x, r;
+    g.element(seg >> 1, seg & 1, i, fp, x, r);
+    const RealArray<SV> v = g.basis.at(k, fp);
+    const double br = v.template get<double>(r, x), bi = v.template get<double>(r + 1, x);
+    return br * br + bi * bi;
+  }
+};
+
+/// V_k -= sum_{j<k} dots(j, a, chi) V_j (project), or V_k /= |V_k| on its (a, chi) (scale):
+/// one thread per (fine site of parity fp, complex component).
+template <typename SV>
+struct OrthoUpdateKernel {
+  OrthoGeometry<SV> g;
+  const Complex<double>* dots;  ///< project: k x n_agg x 2
+  const double* norms;          ///< scale: n_agg x 2
+  int k, fp;
   LATKE_HOST_DEVICE void operator()(int idx, int) const {
-    const int chi = idx & 1, cx = idx >> 1;
-    int cc[4];
-    map.coarse.coords(cx, parity, cc);
-    for (int k = 0; k < nvec; ++k) {
-      for (int pass = 0; pass < 2; ++pass) {
-        for (int j = 0; j < k; ++j) {
-          double dr = 0, di = 0;  // <V_j, V_k>
-          for_each(cc, chi, [&](int fp, int x, int r) {
-            const RealArray<SV> a = basis.at(j, fp), b = basis.at(k, fp);
-            const double ar = a.template get<double>(r, x), ai = a.template get<double>(r + 1, x);
-            const double br = b.template get<double>(r, x), bi = b.template get<double>(r + 1, x);
-            dr += ar * br + ai * bi;
-            di += ar * bi - ai * br;
-          });
-          for_each(cc, chi, [&](int fp, int x, int r) {
-            const RealArray<SV> a = basis.at(j, fp), b = basis.at(k, fp);
-            const double ar = a.template get<double>(r, x), ai = a.template get<double>(r + 1, x);
-            b.set(r, x, b.template get<double>(r, x) - (dr * ar - di * ai));
-            b.set(r + 1, x, b.template get<double>(r + 1, x) - (dr * ai + di * ar));
-          });
-        }
+    const int x = idx / (2 * g.cpx), c = idx % (2 * g.cpx), chi = c / g.cpx, r = 2 * c;
+    const int seg = g.aggregate(x, fp) * 2 + chi;
+    const RealArray<SV> vk = g.basis.at(k, fp);
+    double br = vk.template get<double>(r, x), bi = vk.template get<double>(r + 1, x);
+    if (norms) {
+      const double n = norms[seg], inv = n > 0 ? 1.0 / sqrt(n) : 1.0;
+      br *= inv;
+      bi *= inv;
+    } else {
+      for (int j = 0; j < k; ++j) {
+        const Complex<double> d = dots[static_cast<long>(j) * g.n_agg * 2 + seg];
+        const RealArray<SV> vj = g.basis.at(j, fp);
+        const double ar = vj.template get<double>(r, x), ai = vj.template get<double>(r + 1, x);
+        br -= d.re * ar - d.im * ai;
+        bi -= d.re * ai + d.im * ar;
       }
-      double n = 0;
-      for_each(cc, chi, [&](int fp, int x, int r) {
-        const RealArray<SV> b = basis.at(k, fp);
-        const double br = b.template get<double>(r, x), bi = b.template get<double>(r + 1, x);
-        n += br * br + bi * bi;
-      });
-      if (!(n > 0)) {
-        bad[idx] = 1;
-        n = 1;
-      }
-      const double inv = 1.0 / sqrt(n);
-      for_each(cc, chi, [&](int fp, int x, int r) {
-        const RealArray<SV> b = basis.at(k, fp);
-        b.set(r, x, b.template get<double>(r, x) * inv);
-        b.set(r + 1, x, b.template get<double>(r + 1, x) * inv);
-      });
     }
+    vk.set(r, x, br);
+    vk.set(r + 1, x, bi);
+  }
+};
+
+/// bad[seg] += 1 where the norm of V_k on (a, chi) vanished.
+struct OrthoFlagKernel {
+  const double* norms;
+  int* bad;
+  LATKE_HOST_DEVICE void operator()(int seg, int) const {
+    if (!(norms[seg] > 0)) bad[seg] += 1;
   }
 };
 
@@ -482,25 +523,38 @@ std::size_t Transfer::bytes() const { return nvec_ * v_.front().bytes() + packed
 void Transfer::orthonormalize() {
   const AggregateMap map = aggregate_map(*fine_, *coarse_, block_);
   const Backend be = fine_param_.backend;
-  const int n = coarse_->volume_cb() * 2;
-  Buffer bad(memory_for(be), n * sizeof(int));
-  zero_bytes(bad.data(), n * sizeof(int), memory_for(be), compute_stream());
+  const MemoryKind mk = memory_for(be);
+  const int n_agg = coarse_->volume_cb() * 2, n_seg = n_agg * 2;
+  const int fine_reals = v_.front().site_reals(), cpx = fine_reals / 4;
+  const int length = map.block_volume * cpx;
+  Buffer dots(mk, static_cast<std::size_t>(std::max(1, nvec_ - 1)) * n_seg * sizeof(Complex<double>));
+  Buffer norms(mk, n_seg * sizeof(double)), bad(mk, n_seg * sizeof(int));
+  zero_bytes(bad.data(), bad.bytes(), mk, compute_stream());
+  auto* d = static_cast<Complex<double>*>(dots.data());
+  auto* nrm = static_cast<double*>(norms.data());
   dispatch_full(fine_param_.precision, "multigrid basis", [&](auto s) {
     using S = decltype(s);
-    for (int parity = 0; parity < 2; ++parity) {
-      OrthonormalizeKernel<S> k{
-          map, basis_view<S>(v_), nvec_, v_.front().site_reals(), parity, static_cast<int*>(bad.data())};
-      launch(be, k, {n}, compute_stream(), false);
-      // The flags of both parities share the buffer: count after each.
-      std::vector<int> host(n);
-      synchronize(be);
-      copy_bytes(host.data(), bad.data(), n * sizeof(int));
-      int count = 0;
-      for (int f : host) count += f;
-      require(count == 0, "multigrid: the null-space basis vanishes on ", count,
-              " (aggregate, chirality) pairs of this rank; the ", nvec_, " vectors do not span the coarse space there");
+    const OrthoGeometry<S> g{map, basis_view<S>(v_), n_agg, cpx};
+    const int threads = fine_->volume_cb() * 2 * cpx;
+    for (int k = 0; k < nvec_; ++k) {
+      for (int pass = 0; k > 0 && pass < 2; ++pass) {
+        launch_segmented_reduce(be, OrthoDotTerm<S>{g, k}, k * n_seg, length, d, compute_stream());
+        for (int fp = 0; fp < 2; ++fp)
+          launch(be, OrthoUpdateKernel<S>{g, d, nullptr, k, fp}, {threads}, compute_stream(), false);
+      }
+      launch_segmented_reduce(be, OrthoNormTerm<S>{g, k}, n_seg, length, nrm, compute_stream());
+      launch(be, OrthoFlagKernel{nrm, static_cast<int*>(bad.data())}, {n_seg}, compute_stream(), false);
+      for (int fp = 0; fp < 2; ++fp)
+        launch(be, OrthoUpdateKernel<S>{g, nullptr, nrm, k, fp}, {threads}, compute_stream(), false);
     }
   });
+  std::vector<int> host(n_seg);
+  synchronize(be);
+  copy_bytes(host.data(), bad.data(), bad.bytes());
+  int count = 0;
+  for (int f : host) count += f > 0;
+  require(count == 0, "multigrid: the null-space basis vanishes on ", count,
+          " (aggregate, chirality) pairs of this rank; the ", nvec_, " vectors do not span the coarse space there");
   pack();
 }
 

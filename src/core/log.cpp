@@ -56,10 +56,10 @@ void register_log_events() {
   Events& e = events();
   if (e.registered) return;
   PetscClassId cls = 0;
-  const char* names[] = {"LatkeMatMult",   "LatkeDslash",    "LatkeClover",     "LatkeHalo",
-                         "LatkeStage",     "LatkeMGSetup",   "LatkeMGApply",    "LatkeMGSmooth0",
-                         "LatkeMGSmooth1", "LatkeMGSmooth2", "LatkeMGSmooth3",  "LatkeMGTransfer",
-                         "LatkeMGCoarseOp", "LatkeMGCoarseSolve"};
+  const char* names[] = {"LatkeMatMult",    "LatkeDslash",        "LatkeClover",        "LatkeHalo",
+                         "LatkeStage",      "LatkeMGSetup",       "LatkeMGApply",       "LatkeMGSmooth0",
+                         "LatkeMGSmooth1",  "LatkeMGSmooth2",     "LatkeMGSmooth3",     "LatkeMGTransfer",
+                         "LatkeMGCoarseOp", "LatkeMGCoarseSolve", "LatkeMGNullVectors", "LatkeMGGalerkin"};
   static_assert(sizeof(names) / sizeof(names[0]) == static_cast<int>(LogEvent::count_), "a name per event");
   require(PetscClassIdRegister("Latke", &cls) == 0, "registering Latke's PETSc class id failed");
   for (int i = 0; i < static_cast<int>(LogEvent::count_); ++i)

@@ -18,15 +18,17 @@ enum class LogEvent {
   clover,
   halo,
   stage,
-  mg_setup,         ///< LatkeMGSetup: the whole multigrid setup
-  mg_apply,         ///< LatkeMGApply: one multigrid cycle from the fine level
-  mg_smooth0,       ///< LatkeMGSmooth0..3: the smoother of level 0..3
+  mg_setup,    ///< LatkeMGSetup: the whole multigrid setup
+  mg_apply,    ///< LatkeMGApply: one multigrid cycle from the fine level
+  mg_smooth0,  ///< LatkeMGSmooth0..3: the smoother of level 0..3
   mg_smooth1,
   mg_smooth2,
   mg_smooth3,
   mg_transfer,      ///< LatkeMGTransfer: prolongation and restriction
   mg_coarse_op,     ///< LatkeMGCoarseOp: coarse-operator applications (with their flops)
   mg_coarse_solve,  ///< LatkeMGCoarseSolve: the coarsest level's solves
+  mg_null_vectors,  ///< LatkeMGNullVectors: the setup's inverse iterations (inside LatkeMGSetup)
+  mg_galerkin,      ///< LatkeMGGalerkin: assembling the coarse operators (inside LatkeMGSetup)
   count_
 };
 
