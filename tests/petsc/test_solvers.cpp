@@ -488,10 +488,13 @@ TEST(NativeSolvers, MixedBiCGstabNearTheCriticalMass) {
 }
 
 // On a thermalized 8^4 configuration near kappa_c (quenched beta = 6, kappa = 0.140)
-// half-precision BiCGstab diverged (a residual of 10^19) where single converges. When its
-// iterated residual grows far past the last true one it now drops that segment and moves to
-// single (the fallback operator), and converges; without a fallback it restarts instead, and a
-// solve stopped while half wanders leaves x no worse than it found it.
+// half-precision BiCGstab diverged (a residual of 10^19). When its iterated residual grows far
+// past the last true one, or it goes 500 iterations without lowering the true residual, it now
+// drops that segment and moves to single (the fallback operator), and converges wherever single
+// does; without a fallback it restarts instead, and a solve stopped while half wanders leaves x
+// no worse than it found it. Single itself converges here on the CPU but not on an H200 (this
+// kappa is that close to kappa_c; BiCGstab's path depends on the order of its sums), so the
+// convergence of the fallback is asserted where single alone converges.
 TEST(NativeSolvers, HalfBiCGstabFallsBackToSingleNearTheCriticalMass) {
   if (world_size() > 1) GTEST_SKIP() << "a one-rank case (each rank would repeat it)";
   const auto lat = std::make_shared<const Lattice>(PETSC_COMM_SELF, Coords{8, 8, 8, 8});
@@ -513,10 +516,14 @@ TEST(NativeSolvers, HalfBiCGstabFallsBackToSingleNearTheCriticalMass) {
   p.type = SolverType::bicgstab;
   p.tol = 1e-6;  // enough to show it converges, in CI time
   p.max_iter = 8000;
+  const SolverStats single = solve(*A, As.get(), nullptr, x, b, p);
+  x.zero();
   const SolverStats s = solve(*A, Ah.get(), nullptr, x, b, p, As.get());
-  EXPECT_TRUE(s.converged) << s.iterations << " iterations, residual " << s.true_residual << ", fell back at "
-                           << s.fallback_at << ", " << s.restarts << " restarts, " << s.reliable_updates
-                           << " reliable updates";
+  if (single.converged)
+    EXPECT_TRUE(s.converged) << s.iterations << " iterations, residual " << s.true_residual << ", fell back at "
+                             << s.fallback_at << ", " << s.restarts << " restarts (single alone: " << single.iterations
+                             << " iterations)";
+  EXPECT_LT(s.true_residual, 1.0) << "x = 0 had residual 1";
   EXPECT_GE(s.fallback_at, 0) << "half no longer diverges here: the case tests nothing";
   // Half alone, stopped after 400 iterations (it diverged from about 50 on before the guard).
   p.max_iter = 400;
