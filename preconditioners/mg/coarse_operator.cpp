@@ -403,7 +403,38 @@ CoarseOperator::CoarseOperator(std::shared_ptr<const Lattice> lattice, int nvec,
   zero_bytes(assembly_.data.data(), bytes, memory_for(backend), compute_stream());
 }
 
+CoarseOperator::CoarseOperator(std::shared_ptr<const Lattice> lattice, int nvec, Precision precision, Backend backend,
+                               Unassembled)
+    : lattice_(std::move(lattice)), nvec_(nvec), precision_(precision), backend_(backend) {
+  assembly_precision_ = precision == Precision::double_ ? Precision::double_ : Precision::single;
+}
+
 CoarseOperator::~CoarseOperator() = default;
+
+std::shared_ptr<CoarseOperator> CoarseOperator::in_half() const {
+  require(assembly_.data.data() == nullptr, "coarse operator: converted to half before finalize");
+  require(precision_ != Precision::half, "coarse operator: converted to half, but its blocks are half already");
+  std::shared_ptr<CoarseOperator> h(new CoarseOperator(lattice_, nvec_, Precision::half, backend_, Unassembled{}));
+  h->even_odd_ = even_odd_;
+  const int vcb = lattice_->volume_cb();
+  const std::size_t blocks = static_cast<std::size_t>(lattice_->volume()) * n_blocks;
+  const MemoryKind mk = memory_for(backend_);
+  auto convert = [&](const Links& src, Links& dst) {
+    dst.data = Buffer(mk, blocks * n() * n() * 2 * sizeof(short));
+    dst.scale = Buffer(mk, blocks * sizeof(float));
+    const BlockView<short> out = view<short>(dst.data, dst.scale, n(), vcb);
+    dispatch_precision(precision_, [&](auto sa) {
+      using SA = decltype(sa);
+      if constexpr (sizeof(SA) != 2)
+        launch(backend_, ToHalfKernel<SA>{view<SA>(src.data, src.scale, n(), vcb), out}, {static_cast<int>(blocks)},
+               compute_stream(), false);
+    });
+  };
+  convert(links_, h->links_);
+  if (even_odd_) convert(hat_, h->hat_);
+  synchronize(backend_);
+  return h;
+}
 
 SpinorParam CoarseOperator::field_param(Precision p, Subset subset) const {
   return SpinorParam{2, nvec_, p, subset, backend_};

@@ -45,6 +45,11 @@ class CoarseOperator {
   CoarseOperator(std::shared_ptr<const Lattice> lattice, int nvec, Precision precision, Backend backend);
   ~CoarseOperator();
 
+  /// @brief A copy of this finalized operator with its blocks stored in half (the setup's
+  /// inverse iteration on coarse levels runs on it, its reliable updates on this one). Fails
+  /// unless this operator is finalized and stored in double or single.
+  std::shared_ptr<CoarseOperator> in_half() const;
+
   const std::shared_ptr<const Lattice>& lattice() const { return lattice_; }
   int nvec() const { return nvec_; }
   int n() const { return 2 * nvec_; }
@@ -91,6 +96,9 @@ class CoarseOperator {
   struct Links {
     Buffer data, scale;
   };
+  struct Unassembled {};
+  /// An operator with no blocks yet and no assembly buffer (in_half fills it).
+  CoarseOperator(std::shared_ptr<const Lattice> lattice, int nvec, Precision precision, Backend backend, Unassembled);
   /// The halo exchange for vectors of real_bytes per real (slot 0 double, 1 single); null on one rank.
   HaloExchange* halo_for(int slot, std::size_t real_bytes);
   /// Scratch for the stencil's per-block parts (volume_cb x 9 x n complex numbers, room for doubles).

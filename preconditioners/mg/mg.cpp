@@ -80,10 +80,9 @@ void check_param(const MultigridParam& p, const Lattice& fine) {
             "multigrid level ", l, ": smoother precision ", to_string(q.smoother_precision),
             ": expected single, or half for MR on the even-odd system of the fine level (0)");
     require(q.setup_precision == Precision::single ||
-                (l == 0 && q.setup_precision == Precision::half && q.setup_solver != SolverType::mr),
+                (q.setup_precision == Precision::half && q.setup_solver != SolverType::mr),
             "multigrid level ", l, ": setup precision ", to_string(q.setup_precision),
-            ": expected single, or half on the fine level (0) with a setup solver other than mr (which has no "
-            "mixed-precision form)");
+            ": expected single, or half with a setup solver other than mr (which has no mixed-precision form)");
     require(q.ksp_max_it >= 1 && q.ksp_rtol > 0 && q.ksp_rtol < 1, "multigrid level ", l + 1, ": K-cycle GCR with ",
             q.ksp_max_it, " iterations to ", q.ksp_rtol, ": expected at least 1 iteration and a tolerance in (0, 1)");
     require(q.setup_solver != SolverType::cg,
@@ -268,6 +267,11 @@ void Multigrid::find_null_vectors(int l, bool refine, const std::function<void(c
     bh = std::make_unique<ColorSpinorField>(L.schur->make_field());
     eh = std::make_unique<ColorSpinorField>(L.schur->make_field());
   }
+  // The inverse iteration's steps in half: on level 0 the fine operator given in half; on a
+  // coarse level a copy of its operator with the blocks in half (unless they are already).
+  std::shared_ptr<LinearOperator> low = L.setup_low;
+  if (l > 0 && q.setup_precision == Precision::half && !refine && L.coarse->precision() != Precision::half)
+    low = std::make_shared<CoarseLinear>(L.coarse->in_half(), eo, 0, Precision::single);
   SolverParam sp;
   sp.tol = q.setup_tol;
   LevelPreconditioner K([this, l](ColorSpinorField& o, const ColorSpinorField& i) { cycle(l, o, i); }, "cycle");
@@ -289,11 +293,11 @@ void Multigrid::find_null_vectors(int l, bool refine, const std::function<void(c
     if (eo) {
       L.schur->prepare(*bh, mv);
       eh->zero();
-      st = solve(*L.schur, L.setup_low.get(), nullptr, *eh, *bh, sp);
+      st = solve(*L.schur, low.get(), nullptr, *eh, *bh, sp);
       L.schur->reconstruct(e, *eh, mv);
     } else {
       e.zero();
-      st = solve(*L.op, refine ? nullptr : L.setup_low.get(), refine ? &K : nullptr, e, mv, sp);
+      st = solve(*L.op, refine ? nullptr : low.get(), refine ? &K : nullptr, e, mv, sp);
     }
     blas::caxpby(Cplx(1), e, Cplx(1), v[k]);
     // Gram-Schmidt (twice) against the vectors before it, as QUDA's setup does: inverse

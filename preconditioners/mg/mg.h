@@ -66,8 +66,9 @@ struct LevelParam {
   SolverType setup_solver = SolverType::bicgstab;    ///< inverse iteration
   int setup_iterations = 100;                        ///< steps per null vector (or fewer at setup_tol)
   double setup_tol = 1e-6;                           ///< relative residual of M v = 0 to stop early
-  /// Level 0: precision of the inverse iteration's steps (half: mixed precision with reliable
-  /// updates in single); single elsewhere.
+  /// Precision of the inverse iteration's steps (half: mixed precision with reliable updates in
+  /// single). Level 0: the fine operator given in half; coarse levels: a copy of the level's
+  /// operator with its blocks in half, made for the setup (vectors stay single).
   Precision setup_precision = Precision::single;
   SmootherType smoother = SmootherType::mr;
   int pre_smooth = 0, post_smooth = 4;  ///< MR steps (Schwarz: applications)

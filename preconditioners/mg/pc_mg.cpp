@@ -95,8 +95,9 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
         g.real("-pc_latke_mg_setup_tol", setup_tol, "Stop a null vector's inverse iteration at this |M v|/|M v0|");
     setup_solver =
         g.string("-pc_latke_mg_setup_solver", "bicgstab", "Inverse-iteration solver: bicgstab, gcr, mr, cgnr or cgne");
-    setup_prec = g.string("-pc_latke_mg_setup_precision", "single",
-                          "Fine level's inverse-iteration steps: single, or half (reliable updates in single)");
+    setup_prec =
+        g.string("-pc_latke_mg_setup_precision", "single",
+                 "Inverse-iteration steps: single, or half (reliable updates in single); comma list per level");
     setup_eo = g.flag("-pc_latke_mg_setup_even_odd", p.setup_even_odd,
                       "Inverse iteration on each level's even-odd system (else on the full operator)");
     refine = g.integer("-pc_latke_mg_setup_refine", 0, "Refinement passes: rerun the setup with the current hierarchy");
@@ -118,7 +119,9 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
   const std::vector<std::string> blocks = split(block, ':');
   const std::vector<long> nv = int_list(nvec, pre + "pc_latke_mg_nvec", nt),
                           its = int_list(setup_its, pre + "pc_latke_mg_setup_iterations", nt);
-  const std::vector<std::string> precs = split(precision, ','), tprecs = split(transfer, ',');
+  const std::vector<std::string> precs = split(precision, ','), tprecs = split(transfer, ','),
+                                 sprecs = split(setup_prec, ',');
+  require(!sprecs.empty(), pre, "pc_latke_mg_setup_precision '", setup_prec, "': expected single or half per level");
   require(!tprecs.empty(), pre, "pc_latke_mg_transfer_precision '", transfer, "': expected single or half per level");
   require(!precs.empty(), pre, "pc_latke_mg_precision '", precision,
           "': expected double, single or half per coarse level");
@@ -133,7 +136,7 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
     q.setup_iterations = static_cast<int>(its[l]);
     q.setup_tol = setup_tol;
     q.setup_solver = ss;
-    if (l == 0) q.setup_precision = parse_precision(setup_prec);
+    q.setup_precision = parse_precision(sprecs[std::min<std::size_t>(l, sprecs.size() - 1)]);
     q.coarse_precision = parse_precision(precs[std::min<std::size_t>(l, precs.size() - 1)]);
     q.transfer_precision = parse_precision(tprecs[std::min<std::size_t>(l, tprecs.size() - 1)]);
     require(q.transfer_precision != Precision::double_, pre, "pc_latke_mg_transfer_precision '", transfer,

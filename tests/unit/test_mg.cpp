@@ -311,6 +311,31 @@ TEST_P(MgBackend, CoarseStoragePrecisions) {
         EXPECT_LT(rel_diff(want, got), tol) << "reconstruction";
       }
     }
+    // in_half(): a finalized single operator copied to half blocks (the coarse levels' half
+    // setup) acts as the half operator assembled directly; the original is left as it was.
+    SCOPED_TRACE(::testing::Message() << "N = " << 2 * nvec << ", in_half()");
+    auto single = galerkin(*M, T, Precision::single, true);
+    auto half = single->in_half();
+    EXPECT_EQ(half->precision(), Precision::half);
+    ColorSpinorField xs = x.like(Precision::single), out = x.like(Precision::single);
+    xs.copy_from(x);
+    ref->apply(want, x);
+    half->apply(out, xs);
+    got.copy_from(out);
+    const double e_half = rel_diff(want, got);
+    EXPECT_LT(e_half, 2e-4) << "operator";
+    single->apply(out, xs);
+    got.copy_from(out);
+    EXPECT_LT(rel_diff(want, got), 1e-6) << "the single original";
+    EXPECT_GT(e_half, 10 * rel_diff(want, got)) << "the copy is not in half";
+    CoarseLinear sh(half, true, 0, Precision::single);
+    ColorSpinorField ev = sh.make_field(), oe = sh.make_field();
+    ev.copy_from(xe);
+    sref.apply(want_e, xe);
+    sh.apply(oe, ev);
+    got_e.copy_from(oe);
+    EXPECT_LT(rel_diff(want_e, got_e), 2e-4) << "even-odd operator";
+    EXPECT_THROW(half->in_half(), Error);
   }
 }
 
@@ -513,6 +538,26 @@ TEST_P(MgBackend, HalfPrecisionSmootherAndSetup) {
   }
 }
 
+// The inverse iteration of a coarse level in half (a copy of its blocks in half, reliable
+// updates with the level's single operator): same solution, and a hierarchy as good within a
+// few iterations as the one set up in single, on three levels.
+TEST_P(MgBackend, CoarseLevelSetupInHalf) {
+  LightProblem lp(GetParam());
+  int iterations[2];
+  ColorSpinorField x[2] = {lp.M->make_field(), lp.M->make_field()};
+  for (int c = 0; c < 2; ++c) {
+    SCOPED_TRACE(c == 0 ? "single setup" : "level 1 set up in half");
+    MultigridParam p = small_param(3);
+    if (c == 1) p.level[1].setup_precision = Precision::half;
+    const SolverStats st = mg_gcr(lp.hierarchy(p), *lp.M, x[c], lp.b);
+    ASSERT_TRUE(st.converged);
+    iterations[c] = st.iterations;
+  }
+  EXPECT_LT(rel_diff(x[0], x[1]), 1e-8);
+  EXPECT_GT(rel_diff(x[0], x[1]), 0) << "the same hierarchy: the half setup did not run";
+  EXPECT_LE(iterations[1], iterations[0] + 3) << iterations[1] << " iterations, single setup " << iterations[0];
+}
+
 // The Schwarz smoother on the fine level (latke_schwarz's additive Dirichlet blocks of 4^4,
 // MR steps in half precision): MG-GCR converges to the solution of the hierarchy smoothed by
 // MR on the even-odd system, the smoother runs, and it smooths: with one MR step per block
@@ -565,9 +610,10 @@ TEST(MgBadInput, Aggregates) {
                "a half-precision smoother on level 1");
   h = small_param(3);
   h.level[1].setup_precision = Precision::half;
+  h.level[1].setup_solver = SolverType::mr;
   expect_error([&] { check_param(h, *lat); },
-               "multigrid level 1: setup precision half: expected single, or half on the fine level (0)",
-               "a half-precision setup on level 1");
+               "multigrid level 1: setup precision half: expected single, or half with a setup solver other than mr",
+               "a half-precision MR setup on level 1");
   h = small_param(2);                        // MR has no mixed-precision form: a half setup with it is refused, as is
   h.level[0].setup_solver = SolverType::mr;  // a sloppy operator given to MR
   h.level[0].setup_precision = Precision::half;
