@@ -84,7 +84,7 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
                      "Aggregate extents per level, X,Y,Z,T for level 0, then :X,Y,Z,T for level 1, ... "
                      "(default: 4 where the local extent is a multiple of 8 on level 0, else 2)");
     nvec = g.string("-pc_latke_mg_nvec", "24,32", "Null vectors per level (comma list; the last repeats)");
-    transfer = g.string("-pc_latke_mg_transfer_precision", "single",
+    transfer = g.string("-pc_latke_mg_transfer_precision", "half",
                         "Storage of the null-space basis that P and R read: single or half (comma list per level)");
     precision =
         g.string("-pc_latke_mg_precision", "single",
@@ -96,7 +96,7 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
     setup_solver =
         g.string("-pc_latke_mg_setup_solver", "bicgstab", "Inverse-iteration solver: bicgstab, gcr, mr, cgnr or cgne");
     setup_prec =
-        g.string("-pc_latke_mg_setup_precision", "single",
+        g.string("-pc_latke_mg_setup_precision", setup_solver == "mr" ? "single" : "half",
                  "Inverse-iteration steps: single, or half (reliable updates in single); comma list per level");
     setup_eo = g.flag("-pc_latke_mg_setup_even_odd", p.setup_even_odd,
                       "Inverse iteration on each level's even-odd system (else on the full operator)");
@@ -152,8 +152,9 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
       q.omega = g.real("-omega", q.omega, "MR relaxation weight in (0, 2)");
       q.smooth_even_odd = g.flag("-smooth_even_odd", q.smooth_even_odd,
                                  "MR smoothing on the level's even-odd system (else on the full operator)");
+      // Half by default where it is possible: MR on the fine level's even-odd system.
       if (l == 0)
-        smoother_prec = g.string("-smoother_precision", "single",
+        smoother_prec = g.string("-smoother_precision", smoother == "mr" && q.smooth_even_odd ? "half" : "single",
                                  "MR smoother's vectors and operator: single, or half (on the even-odd system)");
       if (l > 0) {
         kmax = g.integer("-ksp_max_it", q.ksp_max_it,
@@ -362,9 +363,11 @@ PetscErrorCode view(MGContext& c, PetscViewer viewer) {
       const mg::LevelParam& q = p.level[l];
       PetscCall(PetscViewerASCIIPrintf(
           viewer,
-          "transfer: aggregates %dx%dx%dx%d, %d null vectors (%s on the %s system in %s, %d iterations, tol %g)\n",
+          "transfer: aggregates %dx%dx%dx%d, %d null vectors (%s on the %s system in %s, %d iterations, tol %g), "
+          "basis read in %s\n",
           q.block[0], q.block[1], q.block[2], q.block[3], q.nvec, to_string(q.setup_solver),
-          i.setup_even_odd ? "even-odd" : "full", to_string(q.setup_precision), q.setup_iterations, q.setup_tol));
+          i.setup_even_odd ? "even-odd" : "full", to_string(q.setup_precision), q.setup_iterations, q.setup_tol,
+          to_string(q.transfer_precision)));
       if (q.smoother == mg::SmootherType::schwarz)
         PetscCall(PetscViewerASCIIPrintf(
             viewer, "smoother: Schwarz (%s, blocks %dx%dx%dx%d, %d MR steps, %s), %d pre, %d post; %ld applications\n",
