@@ -90,7 +90,24 @@ ColorSpinorField partial_solution_field(const LinearOperator& sloppy);
 SolverStats solve(LinearOperator& A, LinearOperator* sloppy, Preconditioner* K, ColorSpinorField& x,
                   const ColorSpinorField& b, const SolverParam& param, LinearOperator* fallback = nullptr);
 
-// ---- Shifted systems: (A + sigma_i) x_i = b for a list of shifts -------------------------------
+// ---- Sets of systems: A x_k = b_k for many right-hand sides at once ----------------------------
+
+/// Applies one operator to every field of a set (ColorSpinorField::make_set) at once: out[k] =
+/// A in[k]. E.g. mg::CoarseOperator::apply_set, which reads the operator once for the set.
+using SetOperator = std::function<void(std::vector<ColorSpinorField>& out, const std::vector<ColorSpinorField>& in)>;
+
+/// @brief BiCGstab on A x_k = b_k for every field k of the sets x and b (make_set, of A's
+/// shape; at most blas::set_max fields), one application of A per step for all of them and one
+/// host synchronisation per reduction: each system has its own coefficients and stops at
+/// param.tol of |b_k| (on its iterated residual), at a breakdown, or at param.max_iter; the
+/// others go on. In the fields' precision (no mixed precision; param.delta is not used). x
+/// holds the initial guesses. Returns per system: iterations, initial and true residual (in
+/// the fields' precision), converged. The multigrid setup solves a level's null vectors so.
+std::vector<SolverStats> bicgstab_set(const SetOperator& A, std::vector<ColorSpinorField>& x,
+                                      const std::vector<ColorSpinorField>& b, const SolverParam& param);
+
+// ---- Shifted systems// ---- Shifted systems: (A + sigma_i) x_i = b for a list of shifts
+// -------------------------------
 //
 // For the staggered even-odd normal operator at masses m_i, A_i = 4 m_i^2 - D_pq D_qp is the
 // normal operator of any mass m_A plus sigma_i = 4 (m_i^2 - m_A^2) (staggered_mass_shifts).

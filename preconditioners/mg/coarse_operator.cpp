@@ -206,6 +206,146 @@ struct SplitCombineKernel {
   }
 };
 
+/// The stencil over a set of fields (CoarseOperator::apply_set): out_k(x) = a sum_{d<8}
+/// L_d(x) in_q,k(x + hop_d) + L_8(x) in_p,k(x) + c z_k(x) for the fields k of a set, in one
+/// pass. One thread per (site, R consecutive rows, KT consecutive fields) loops over the nine
+/// blocks and their columns: each word of a block it loads (R rows of one column) feeds R x KT
+/// complex multiply-adds, and the threads of one site's other fields, in the same warp or the
+/// next, find the same words in cache. So the blocks, which are the bytes of the one-field
+/// stencil, are read about once for the whole set. Field k of a set starts `stride` reals after
+/// field k - 1 (make_set); ghost sites hold every field: [face site][k][2n reals].
+template <typename SL, typename SV, int R, int KT>
+struct SetStencilKernel {
+  using T = typename compute_type<SL>::type;
+  using Word = Vector<SL, 2 * R>;
+  BlockView<SL> links;
+  RealArray<SV> in_q, in_p, z, out;  ///< field 0 of each set, at the block of its parity
+  long stride;
+  const SV* ghost[4][2];
+  FaceGeometry faces;
+  int parity, n, count;
+  bool hop, site, xpay;
+  T a, c;
+
+  /// acc += L_blk in_k for the fields k0 .. k0 + kn - 1; in(k, col) is field k's components
+  /// col and col + 1 (col even: one 16-byte word of a single-precision field), so that one load
+  /// feeds two columns.
+  template <typename Input>
+  LATKE_HOST_DEVICE LATKE_INLINE void block(long blk, int row0, int k0, int kn, const Input& in,
+                                            Complex<T> (&acc)[KT][R]) const {
+    const SL* base = links.data + 2 * (blk * n * n + row0);
+    auto sum = [&](Complex<T>(&dst)[KT][R]) {
+      for (int col = 0; col < n; col += 2) {
+        const Word w0 = *reinterpret_cast<const Word*>(base + 2L * col * n);
+        const Word w1 = *reinterpret_cast<const Word*>(base + 2L * (col + 1) * n);
+        Complex<T> m0[R], m1[R];
+        LATKE_UNROLL for (int r = 0; r < R; ++r) {
+          if constexpr (sizeof(SL) == 2) {
+            m0[r] = Complex<T>(static_cast<T>(from_fixed(w0.v[2 * r])), static_cast<T>(from_fixed(w0.v[2 * r + 1])));
+            m1[r] = Complex<T>(static_cast<T>(from_fixed(w1.v[2 * r])), static_cast<T>(from_fixed(w1.v[2 * r + 1])));
+          } else {
+            m0[r] = Complex<T>(static_cast<T>(w0.v[2 * r]), static_cast<T>(w0.v[2 * r + 1]));
+            m1[r] = Complex<T>(static_cast<T>(w1.v[2 * r]), static_cast<T>(w1.v[2 * r + 1]));
+          }
+        }
+        LATKE_UNROLL for (int j = 0; j < KT; ++j) {
+          if (j < kn) {
+            const Vector<SV, 4> v = in(k0 + j, col);
+            const Complex<T> u0(static_cast<T>(v.v[0]), static_cast<T>(v.v[1]));
+            const Complex<T> u1(static_cast<T>(v.v[2]), static_cast<T>(v.v[3]));
+            LATKE_UNROLL for (int r = 0; r < R; ++r) dst[j][r] += m0[r] * u0 + m1[r] * u1;
+          }
+        }
+      }
+    };
+    if constexpr (sizeof(SL) == 2) {  // half: each block's own scale, after its sums
+      Complex<T> t[KT][R];
+      sum(t);
+      const T s = static_cast<T>(links.scale[blk]) * (T(1) / T(fixed_max));
+      LATKE_UNROLL for (int j = 0; j < KT; ++j) LATKE_UNROLL for (int r = 0; r < R; ++r) acc[j][r] += t[j][r] * s;
+    } else {
+      sum(acc);
+    }
+  }
+
+  struct GhostInput {
+    const SV* g;  ///< the face site's first field
+    int n2;
+    LATKE_HOST_DEVICE LATKE_INLINE Vector<SV, 4> operator()(int k, int col) const {
+      return *reinterpret_cast<const Vector<SV, 4>*>(g + static_cast<long>(k) * n2 + 2 * col);
+    }
+  };
+  struct FieldInput {
+    RealArray<SV> a;
+    long stride;
+    int x;
+    LATKE_HOST_DEVICE LATKE_INLINE Vector<SV, 4> operator()(int k, int col) const {
+      return *reinterpret_cast<const Vector<SV, 4>*>(a.data + k * stride + a.offset(2 * col, x));
+    }
+  };
+
+  LATKE_HOST_DEVICE void operator()(int idx, int) const {
+    const int groups = n / R, chunks = (count + KT - 1) / KT;
+    const int row0 = (idx % groups) * R, k0 = ((idx / groups) % chunks) * KT, x = idx / (groups * chunks);
+    const int kn = count - k0 < KT ? count - k0 : KT;
+    Complex<T> acc[KT][R];
+    if (hop) {
+      int cc[4];
+      faces.geom.coords(x, parity, cc);
+      const int* L = faces.geom.L;
+      for (int d = 0; d < 8; ++d) {
+        const int mu = d >> 1, back = d & 1;
+        const long blk = links.block(parity, x, d);
+        const bool edge = back ? cc[mu] == 0 : cc[mu] == L[mu] - 1;
+        if (((faces.comm_mask >> mu) & 1) && edge) {
+          const SV* g = ghost[mu][back ? 0 : 1] + static_cast<long>(face_position(faces.geom, mu, cc)) * count * 2 * n;
+          block(blk, row0, k0, kn, GhostInput{g, 2 * n}, acc);
+        } else {
+          int y[4] = {cc[0], cc[1], cc[2], cc[3]};
+          y[mu] = back ? (cc[mu] == 0 ? L[mu] - 1 : cc[mu] - 1) : (cc[mu] == L[mu] - 1 ? 0 : cc[mu] + 1);
+          block(blk, row0, k0, kn, FieldInput{in_q, stride, faces.geom.full_index(y) >> 1}, acc);
+        }
+      }
+      LATKE_UNROLL for (int j = 0; j < KT; ++j) LATKE_UNROLL for (int r = 0; r < R; ++r) acc[j][r] = acc[j][r] * a;
+    }
+    if (site) block(links.block(parity, x, 8), row0, k0, kn, FieldInput{in_p, stride, x}, acc);
+    LATKE_UNROLL for (int j = 0; j < KT; ++j) {
+      if (j < kn) {
+        const long off = (k0 + j) * stride;
+        LATKE_UNROLL for (int r = 0; r < R; ++r) {
+          Complex<T> v = acc[j][r];
+          const int row = row0 + r;
+          if (xpay) {
+            const SV* zp = z.data + off;
+            v += c * Complex<T>(static_cast<T>(zp[z.offset(2 * row, x)]), static_cast<T>(zp[z.offset(2 * row + 1, x)]));
+          }
+          SV* op = out.data + off;
+          op[out.offset(2 * row, x)] = static_cast<SV>(v.re);
+          op[out.offset(2 * row + 1, x)] = static_cast<SV>(v.im);
+        }
+      }
+    }
+  }
+};
+
+/// Copies the face sites of every field of a set into the send buffers ([face site][k][2n]).
+template <typename SV>
+struct SetPackKernel {
+  RealArray<SV> in;  ///< field 0
+  long stride;
+  SV* send[4][2];
+  FaceGeometry faces;
+  int parity, n2, count;
+  LATKE_HOST_DEVICE void operator()(int idx, int) const {
+    int mu, side, c[4];
+    if (!faces.face_site(idx, parity, mu, side, c)) return;
+    const int x = faces.geom.full_index(c) >> 1;
+    SV* dst = send[mu][side] + static_cast<long>(face_position(faces.geom, mu, c)) * count * n2;
+    for (int k = 0; k < count; ++k)
+      for (int r = 0; r < n2; ++r) dst[k * n2 + r] = in.data[k * stride + in.offset(r, x)];
+  }
+};
+
 /// Copies the face sites of the input parity into the send buffers (whole sites).
 template <typename SV>
 struct PackKernel {
@@ -612,6 +752,57 @@ void run_stencil(const Lattice& lat, Backend be, HaloExchange* halo, BlockView<S
   launch(be, cmb, {lat.volume_cb() * n}, compute_stream(), false);
 }
 
+/// One output parity of the set stencil (SetStencilKernel): out_k = a sum L_d in_q,k(nbr) +
+/// L_8 in_p,k + c z_k for the `count` fields of the sets, after the halo exchange of in_q's
+/// faces (all fields in one message per face).
+template <typename SL, typename SV>
+void run_set_stencil(const Lattice& lat, Backend be, HaloExchange* halo, BlockView<SL> links, const RealArray<SV>& out,
+                     const RealArray<SV>* in_q, const RealArray<SV>* in_p, const RealArray<SV>* z, long stride,
+                     int count, int parity, int n, double a, double c) {
+  constexpr int KT = 4;
+  dispatch_rows(n, [&](auto rows) {
+    constexpr int R = decltype(rows)::value;
+    SetStencilKernel<SL, SV, R, KT> k;
+    k.links = links;
+    k.out = out;
+    if (in_q) k.in_q = *in_q;
+    if (in_p) k.in_p = *in_p;
+    if (z) k.z = *z;
+    k.stride = stride;
+    k.faces = face_geometry(lat);
+    k.parity = parity;
+    k.n = n;
+    k.count = count;
+    k.hop = in_q != nullptr;
+    k.site = in_p != nullptr;
+    k.xpay = z != nullptr;
+    k.a = static_cast<typename decltype(k)::T>(a);
+    k.c = static_cast<typename decltype(k)::T>(c);
+    for (int mu = 0; mu < 4; ++mu) k.ghost[mu][0] = k.ghost[mu][1] = nullptr;
+    const bool exchange = halo && in_q && k.faces.comm_mask;
+    if (exchange) {
+      halo->begin();
+      SetPackKernel<SV> pack;
+      pack.in = *in_q;
+      pack.stride = stride;
+      pack.faces = k.faces;
+      pack.parity = 1 - parity;
+      pack.n2 = 2 * n;
+      pack.count = count;
+      for (int mu = 0; mu < 4; ++mu)
+        for (int side = 0; side < 2; ++side) {
+          pack.send[mu][side] = lat.partitioned(mu) ? static_cast<SV*>(halo->send_face(mu, side)) : nullptr;
+          k.ghost[mu][side] =
+              lat.partitioned(mu) ? static_cast<const SV*>(halo->recv_face(mu, side ? +1 : -1)) : nullptr;
+        }
+      launch(be, pack, {k.faces.face_begin[4]}, comm_stream(), false);
+      halo->finish();
+    }
+    launch(be, k, {lat.volume_cb() * ((count + KT - 1) / KT) * (n / R)}, compute_stream(), false);
+    if (exchange) halo->end();
+  });
+}
+
 }  // namespace
 
 void CoarseOperator::apply(ColorSpinorField& out, const ColorSpinorField& in, bool dagger) {
@@ -675,6 +866,62 @@ void CoarseOperator::apply_split(ColorSpinorField& site, ColorSpinorField* const
         launch(backend_, k, {lattice_->volume_cb() * n()}, compute_stream(), false);
       }
     });
+  });
+}
+
+void CoarseOperator::require_set(const std::vector<ColorSpinorField>& set, const char* what, bool full) const {
+  require(!set.empty(), "coarse operator (", what, "): an empty set of fields");
+  const ColorSpinorField& f0 = set[0];
+  for (std::size_t k = 0; k < set.size(); ++k) {
+    require_field(set[k], what, full);
+    require(set[k].precision() == Precision::single && set[k].param().subset == f0.param().subset, "coarse operator (",
+            what, "): field ", k, " of the set is ", to_string(set[k].precision()),
+            "; expected single-precision fields of one subset");
+    require(static_cast<const char*>(set[k].block_data(0)) ==
+                static_cast<const char*>(f0.block_data(0)) + k * f0.n_parity() * f0.block_bytes(),
+            "coarse operator (", what, "): field ", k, " is not where a set made by make_set would hold it");
+  }
+}
+
+void CoarseOperator::apply_set(std::vector<ColorSpinorField>& out, const std::vector<ColorSpinorField>& in) {
+  require(!assembly_.data.data(), "coarse operator applied before finalize");
+  require(!in.empty() && out.size() == in.size(), "coarse operator (apply_set): sets of ", in.size(), " and ",
+          out.size(), " fields; expected equal, non-empty sets");
+  const bool full = in[0].n_parity() == 2;
+  require(full || even_odd_, "coarse operator: the even-odd form was not prepared (finalize(true))");
+  require_set(in, "apply_set", full);
+  require_set(out, "apply_set", full);
+  require(out[0].param().subset == in[0].param().subset, "coarse operator (apply_set): the sets differ in parity");
+  const int count = static_cast<int>(in.size());
+  const LogScope log(LogEvent::mg_coarse_op, count * flops(!full), true);
+  const long stride = static_cast<long>(in[0].n_parity()) * lattice_->volume_cb() * 2 * n();
+  if (lattice_->size() > 1 && (!set_halo_ || set_halo_count_ != count)) {
+    set_halo_ = std::make_unique<HaloExchange>(*lattice_, backend_, count * 2 * n() * sizeof(float));
+    set_halo_count_ = count;
+  }
+  HaloExchange* halo = set_halo_.get();
+  dispatch_precision(precision_, [&](auto sl) {
+    using SL = decltype(sl);
+    if (full) {
+      const BlockView<SL> lv = view<SL>(links_.data, links_.scale, n(), lattice_->volume_cb());
+      for (int p = 0; p < 2; ++p) {
+        const RealArray<float> q = real_array<float>(in[0], 1 - p), s = real_array<float>(in[0], p);
+        run_set_stencil<SL, float>(*lattice_, backend_, halo, lv, real_array<float>(out[0], p), &q, &s, nullptr, stride,
+                                   count, p, n(), 1.0, 0.0);
+      }
+      return;
+    }
+    // Mhat_pp = 1 - Yhat_pq Yhat_qp, through a set of parity-q fields.
+    const int p = in[0].block_parity(0), q = 1 - p;
+    const Subset sq = q == 0 ? Subset::even : Subset::odd;
+    if (set_scratch_.size() != in.size() || set_scratch_[0].param().subset != sq)
+      set_scratch_ = ColorSpinorField::make_set(lattice_, field_param(Precision::single, sq), count);
+    const BlockView<SL> hv = view<SL>(hat_.data, hat_.scale, n(), lattice_->volume_cb());
+    const RealArray<float> ip = real_array<float>(in[0], 0), t = real_array<float>(set_scratch_[0], 0);
+    run_set_stencil<SL, float>(*lattice_, backend_, halo, hv, t, &ip, nullptr, nullptr, stride, count, q, n(), 1.0,
+                               0.0);
+    run_set_stencil<SL, float>(*lattice_, backend_, halo, hv, real_array<float>(out[0], 0), &t, nullptr, &ip, stride,
+                               count, p, n(), -1.0, 1.0);
   });
 }
 

@@ -21,13 +21,16 @@
 // block, so that R consecutive rows of a column are one aligned word. Vectors in double or
 // single. The stencil runs in two passes: one thread per (site, block, R rows; R = 4 when 4
 // divides N, else 2) for the block products, then one per (site, row) summing them (coarse
-// lattices are small).
+// lattices are small). Over a set of fields (apply_set) it runs in one pass instead: one
+// thread per (site, R rows, 4 fields) through all nine blocks, so that a block is read about
+// once for the whole set (the multigrid setup's null vectors, solved together).
 //
 // Flops (for reports): 8 N^2 per site for each block applied.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "latke/core/halo.h"
 #include "latke/core/lattice.h"
@@ -67,6 +70,12 @@ class CoarseOperator {
   /// site + sum_mu faces[mu] = D_c in. Full fields, double or single.
   void apply_split(ColorSpinorField& site, ColorSpinorField* const faces[4], const ColorSpinorField& in,
                    const Coords& block);
+  /// @brief out[k] = D_c in[k] (full fields) or Mhat in[k] (fields of one parity; needs
+  /// finalize(true)) for every k, on two sets of single-precision fields made by
+  /// ColorSpinorField::make_set, of equal size: one pass over the blocks (per parity) for the
+  /// whole set, each block read about once rather than once per field. The multigrid setup
+  /// solves a level's null vectors together through it.
+  void apply_set(std::vector<ColorSpinorField>& out, const std::vector<ColorSpinorField>& in);
   /// @brief out_p = Mhat in_p on fields of one parity; needs prepare_even_odd().
   void apply_schur(ColorSpinorField& out, const ColorSpinorField& in);
   /// @brief bhat (parity p, the field's) from the full source b; needs prepare_even_odd().
@@ -106,6 +115,8 @@ class CoarseOperator {
   /// A scratch field per vector precision (slot 0 double, 1 single) and subset.
   ColorSpinorField& scratch(int slot, Precision p, Subset subset);
   void require_field(const ColorSpinorField& f, const char* what, bool full) const;
+  /// Fields of a set: single precision, one subset, laid out as make_set lays them out.
+  void require_set(const std::vector<ColorSpinorField>& set, const char* what, bool full) const;
 
   std::shared_ptr<const Lattice> lattice_;
   int nvec_;
@@ -120,6 +131,9 @@ class CoarseOperator {
   std::unique_ptr<HaloExchange> halo_[2];  ///< by vector precision: double, single
   std::unique_ptr<ColorSpinorField> scratch_[2][3];
   Buffer parts_;
+  std::unique_ptr<HaloExchange> set_halo_;  ///< apply_set's, for set_halo_count_ fields
+  int set_halo_count_ = 0;
+  std::vector<ColorSpinorField> set_scratch_;  ///< apply_set's parity-q fields (even-odd)
 };
 
 /// The coarse operator as a LinearOperator: D_c on full fields or Mhat on one parity, with

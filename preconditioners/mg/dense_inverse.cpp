@@ -13,6 +13,7 @@
 
 #include "latke/core/complex.h"
 #include "latke/core/error.h"
+#include "latke/fields/blas.h"
 
 namespace latke::mg {
 
@@ -45,32 +46,44 @@ long DenseInverse::unknowns(const LinearOperator& A) {
   return (p.subset == Subset::full ? 2L : 1L) * A.lattice()->volume_cb() * p.nspin * p.ncolor;
 }
 
-DenseInverse::DenseInverse(LinearOperator& A) : param_(A.field_param()) {
+DenseInverse::DenseInverse(LinearOperator& A, const SetOperator& set) : param_(A.field_param()) {
   const Lattice& lat = *A.lattice();
   require(lat.size() == 1, "multigrid direct coarsest solve: the coarsest lattice is spread over ", lat.size(),
           " ranks; it needs one (use the gcr coarsest solver)");
   require(param_.precision == Precision::single, "multigrid direct coarsest solve: fields in ",
           to_string(param_.precision), "; expected single");
-  ColorSpinorField e = A.make_field(), y = A.make_field();
+  const ColorSpinorField e = A.make_field();
   require(unknowns(A) <= 16384, "multigrid direct coarsest solve: ", unknowns(A),
           " unknowns; at most 16384 are inverted densely");
   n_ = static_cast<int>(unknowns(A));
   require(e.bytes() == static_cast<std::size_t>(n_) * sizeof(Complex<float>),
           "multigrid direct coarsest solve: a field is not stored as its ", n_, " complex numbers end to end");
-  // Probe: column j of A is A e_j, e_j the unit vector at storage position j.
+  // Probe: column j of A is A e_j, e_j the unit vector at storage position j; with a set
+  // operator, blas::set_max columns per application (field k of the set holds e_{j0 + k}).
   Eigen::MatrixXcd M(n_, n_);
-  std::vector<Complex<float>> col(n_);
   const Complex<float> one(1, 0), zero(0, 0);
-  auto* e0 = static_cast<Complex<float>*>(e.block_data(0));
-  e.zero();
+  const int per = set ? std::min(blas::set_max, n_) : 1;
+  std::vector<ColorSpinorField> es = ColorSpinorField::make_set(A.lattice(), param_, per),
+                                ys = ColorSpinorField::make_set(A.lattice(), param_, per);
+  std::vector<Complex<float>> cols(static_cast<std::size_t>(n_) * per);
+  auto* e0 = static_cast<Complex<float>*>(es[0].block_data(0));
   synchronize(param_.backend);
-  for (int j = 0; j < n_; ++j) {
-    copy_bytes(e0 + j, &one, sizeof one);
-    A.apply(y, e);
+  for (int j0 = 0; j0 < n_; j0 += per) {
+    const int m = std::min(per, n_ - j0);
+    for (int k = 0; k < m; ++k) copy_bytes(e0 + static_cast<std::size_t>(k) * n_ + j0 + k, &one, sizeof one);
+    if (set)
+      set(ys, es);
+    else
+      A.apply(ys[0], es[0]);
     synchronize(param_.backend);
-    copy_bytes(col.data(), y.block_data(0), y.bytes());
-    copy_bytes(e0 + j, &zero, sizeof zero);
-    for (int i = 0; i < n_; ++i) M(i, j) = std::complex<double>(col[i].re, col[i].im);
+    copy_bytes(cols.data(), ys[0].block_data(0), static_cast<std::size_t>(m) * n_ * sizeof(Complex<float>));
+    for (int k = 0; k < m; ++k) {
+      copy_bytes(e0 + static_cast<std::size_t>(k) * n_ + j0 + k, &zero, sizeof zero);
+      for (int i = 0; i < n_; ++i) {
+        const Complex<float> c = cols[static_cast<std::size_t>(k) * n_ + i];
+        M(i, j0 + k) = std::complex<double>(c.re, c.im);
+      }
+    }
   }
   const Eigen::PartialPivLU<Eigen::MatrixXcd> lu(M);
   const Eigen::MatrixXcd inv = inverse_by_columns(lu, n_);

@@ -16,14 +16,17 @@
 
 #include "latke/core/memory.h"
 #include "solvers/linear_operator.h"
+#include "solvers/solvers.h"
 
 namespace latke::mg {
 
 class DenseInverse {
  public:
   /// @brief Probe A (single-precision fields, its lattice on one rank) and invert it. Fails
-  /// naming the size when A is singular to working precision.
-  explicit DenseInverse(LinearOperator& A);
+  /// naming the size when A is singular to working precision. set: A over a set of fields
+  /// (e.g. CoarseOperator::apply_set), which probes blas::set_max columns at once; empty:
+  /// one column per application of A.
+  explicit DenseInverse(LinearOperator& A, const SetOperator& set = nullptr);
   /// The unknowns of A's system on this rank: the order of the matrix it inverts.
   static long unknowns(const LinearOperator& A);
   /// @brief x = A^-1 b (fields of A's shape).

@@ -4,6 +4,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -94,6 +95,8 @@ void check_param(const MultigridParam& p, const Lattice& fine) {
   require(p.coarse_max_it >= 1 && p.coarse_restart >= 1, "multigrid coarse solver: ", p.coarse_max_it,
           " iterations, restart ", p.coarse_restart, ": expected at least 1 each");
   require(p.setup_refine >= 0, "multigrid setup refinement passes ", p.setup_refine, ": expected 0 or more");
+  require(p.setup_batch >= 1 && p.setup_batch <= blas::set_max, "multigrid setup batch ", p.setup_batch,
+          ": expected 1 to ", blas::set_max, " null vectors solved together");
 }
 
 struct Multigrid::Level {
@@ -269,8 +272,14 @@ void Multigrid::find_null_vectors(int l, bool refine, const std::function<void(c
   }
   // The inverse iteration's steps in half: on level 0 the fine operator given in half; on a
   // coarse level a copy of its operator with the blocks in half (unless they are already).
+  // On coarse levels the first pass solves up to setup_batch vectors together: one BiCGstab
+  // over the set, whose operator reads each block once for all of them (apply_set). The
+  // vectors' solves are independent, so this is the same inverse iteration as one at a time,
+  // in the level's own precision (single) rather than with half-precision steps.
+  const bool batched = !refine && l > 0 && q.setup_solver == SolverType::bicgstab && param_.setup_batch > 1;
+  const int batch = batched ? std::min({param_.setup_batch, q.nvec, blas::set_max}) : 1;
   std::shared_ptr<LinearOperator> low = L.setup_low;
-  if (l > 0 && q.setup_precision == Precision::half && !refine && L.coarse->precision() != Precision::half)
+  if (l > 0 && q.setup_precision == Precision::half && !refine && !batched && L.coarse->precision() != Precision::half)
     low = std::make_shared<CoarseLinear>(L.coarse->in_half(), eo, 0, Precision::single);
   SolverParam sp;
   sp.tol = q.setup_tol;
@@ -283,23 +292,61 @@ void Multigrid::find_null_vectors(int l, bool refine, const std::function<void(c
     sp.type = q.setup_solver;
     sp.max_iter = q.setup_iterations;
   }
+  std::vector<SolverStats> batch_stats;
+  double batch_seconds = 0;
   for (int k = 0; k < q.nvec; ++k) {
-    const auto tk = std::chrono::steady_clock::now();
-    if (!refine) fill_gaussian(v[k], param_.seed * 1000003ull + 1009ull * l + k);
-    // Inverse iteration: M x = 0 from x = v, i.e. v + e with M e = -M v.
-    L.op->apply(mv, v[k]);
-    blas::caxpby(Cplx(0), mv, Cplx(-1), mv);
+    auto tk = std::chrono::steady_clock::now();
     SolverStats st;
-    if (eo) {
-      L.schur->prepare(*bh, mv);
-      eh->zero();
-      st = solve(*L.schur, low.get(), nullptr, *eh, *bh, sp);
-      L.schur->reconstruct(e, *eh, mv);
+    if (batched) {
+      if (k % batch == 0) {
+        const int nb = std::min(batch, q.nvec - k);
+        const SpinorParam fp = eo ? L.schur->field_param() : L.op->field_param();
+        std::vector<ColorSpinorField> bs = ColorSpinorField::make_set(L.op->lattice(), fp, nb);
+        std::vector<ColorSpinorField> es = ColorSpinorField::make_set(L.op->lattice(), fp, nb);
+        // The right-hand sides -M v (prepared for the even-odd system), as below.
+        for (int j = 0; j < nb; ++j) {
+          fill_gaussian(v[k + j], param_.seed * 1000003ull + 1009ull * l + k + j);
+          L.op->apply(mv, v[k + j]);
+          blas::caxpby(Cplx(0), mv, Cplx(-1), mv);
+          if (eo)
+            L.schur->prepare(bs[j], mv);
+          else
+            bs[j].copy_from(mv);
+        }
+        CoarseOperator& C = *L.coarse;
+        batch_stats = bicgstab_set(
+            [&C](std::vector<ColorSpinorField>& o, const std::vector<ColorSpinorField>& i) { C.apply_set(o, i); }, es,
+            bs, sp);
+        for (int j = 0; j < nb; ++j) {
+          if (eo) {
+            L.op->apply(mv, v[k + j]);
+            blas::caxpby(Cplx(0), mv, Cplx(-1), mv);
+            L.schur->reconstruct(e, es[j], mv);
+          } else {
+            e.copy_from(es[j]);
+          }
+          blas::caxpby(Cplx(1), e, Cplx(1), v[k + j]);
+        }
+        synchronize(e.backend());
+        batch_seconds = seconds_since(tk);
+      }
+      st = batch_stats[k % batch];
     } else {
-      e.zero();
-      st = solve(*L.op, refine ? nullptr : low.get(), refine ? &K : nullptr, e, mv, sp);
+      if (!refine) fill_gaussian(v[k], param_.seed * 1000003ull + 1009ull * l + k);
+      // Inverse iteration: M x = 0 from x = v, i.e. v + e with M e = -M v.
+      L.op->apply(mv, v[k]);
+      blas::caxpby(Cplx(0), mv, Cplx(-1), mv);
+      if (eo) {
+        L.schur->prepare(*bh, mv);
+        eh->zero();
+        st = solve(*L.schur, low.get(), nullptr, *eh, *bh, sp);
+        L.schur->reconstruct(e, *eh, mv);
+      } else {
+        e.zero();
+        st = solve(*L.op, refine ? nullptr : low.get(), refine ? &K : nullptr, e, mv, sp);
+      }
+      blas::caxpby(Cplx(1), e, Cplx(1), v[k]);
     }
-    blas::caxpby(Cplx(1), e, Cplx(1), v[k]);
     // Gram-Schmidt (twice) against the vectors before it, as QUDA's setup does: inverse
     // iteration drives every vector towards the lowest modes, and close to kappa_c towards
     // the same isolated few, which would leave the aggregates' bases nearly degenerate.
@@ -320,8 +367,12 @@ void Multigrid::find_null_vectors(int l, bool refine, const std::function<void(c
       const char* how = refine ? "+cycle" : eo ? " even-odd" : "";
       std::ostringstream s;
       s << "level " << l << ": " << (refine ? "refined" : "found") << " null vector " << k + 1 << "/" << q.nvec << " ("
-        << st.iterations << " " << to_string(sp.type) << how << " iterations reduced |M v| by " << st.true_residual
-        << ", " << seconds_since(tk) << " s)";
+        << st.iterations << " " << to_string(sp.type) << how << " iterations reduced |M v| by " << st.true_residual;
+      if (batched)
+        s << ", solved with " << std::min(batch, q.nvec - k / batch * batch) - 1 << " others in " << batch_seconds
+          << " s)";
+      else
+        s << ", " << seconds_since(tk) << " s)";
       progress(s.str());
     }
   }
@@ -364,7 +415,10 @@ void Multigrid::build_level(int l, const std::function<void(const std::string&)>
                          DenseInverse::unknowns(A) <= 4096);
     if (direct) {
       const auto td = std::chrono::steady_clock::now();
-      C.direct = std::make_unique<DenseInverse>(A);
+      // Probed 32 columns at a time through the operator over a set of fields.
+      CoarseOperator& D = *C.coarse;
+      C.direct = std::make_unique<DenseInverse>(
+          A, [&D](std::vector<ColorSpinorField>& o, const std::vector<ColorSpinorField>& i) { D.apply_set(o, i); });
       if (progress) {
         std::ostringstream s;
         s << "level " << l + 1 << ": direct coarsest solve: dense inverse of the " << (C.schur ? "even-odd" : "full")

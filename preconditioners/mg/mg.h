@@ -96,6 +96,10 @@ struct MultigridParam {
   /// solve Mhat e_p = bhat, reconstruct): the Schur complement is better conditioned, so the
   /// same steps take the low modes further down. Refinement passes stay on the full system.
   bool setup_even_odd = true;
+  /// Null vectors of a coarse level solved together in the first pass (BiCGstab over a set,
+  /// CoarseOperator::apply_set; at most blas::set_max), in the level's precision; 1: one at a
+  /// time, with the level's setup_precision. The fine level solves one at a time.
+  int setup_batch = 32;
   std::uint64_t seed = 1;       ///< of the random starting vectors
 };
 

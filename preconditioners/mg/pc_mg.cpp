@@ -7,6 +7,7 @@
 
 #include <petsc/private/pcimpl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <sstream>
 
@@ -73,7 +74,8 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
   const std::string prefix = prefix_c ? prefix_c : "";
   MultigridOptions o;
   MultigridParam& p = o.param;
-  long levels = 0, refine = 0, coarse_max = p.coarse_max_it, coarse_restart = p.coarse_restart, seed = 1;
+  long levels = 0, refine = 0, batch = p.setup_batch, coarse_max = p.coarse_max_it, coarse_restart = p.coarse_restart,
+       seed = 1;
   std::string block, nvec, precision, transfer, setup_its, setup_solver, setup_prec, cycle;
   double setup_tol = 1e-6;
   bool setup_eo = p.setup_even_odd;
@@ -101,6 +103,8 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
     setup_eo = g.flag("-pc_latke_mg_setup_even_odd", p.setup_even_odd,
                       "Inverse iteration on each level's even-odd system (else on the full operator)");
     refine = g.integer("-pc_latke_mg_setup_refine", 0, "Refinement passes: rerun the setup with the current hierarchy");
+    batch = g.integer("-pc_latke_mg_setup_batch", batch,
+                      "Coarse levels: null vectors solved together by one BiCGstab over the set (1: one at a time)");
     cycle = g.string("-pc_latke_mg_cycle", "kcycle", "kcycle (GCR on intermediate levels) or vcycle");
     seed = g.integer("-pc_latke_mg_seed", 1, "Seed of the random starting vectors");
     o.verify = g.flag("-pc_latke_mg_verify", false, "Check (1 - P P^dag) v = 0, R P = 1 and D_c = R M P after setup");
@@ -195,6 +199,7 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
   p.coarse_solver = parse_coarse_solver_type(csolver);
   p.cycle = parse_cycle_type(cycle);
   p.setup_refine = static_cast<int>(refine);
+  p.setup_batch = static_cast<int>(batch);
   p.setup_even_odd = setup_eo;
   p.seed = static_cast<std::uint64_t>(seed);
   check_param(p, fine);
@@ -361,12 +366,17 @@ PetscErrorCode view(MGContext& c, PetscViewer viewer) {
     PetscCall(PetscViewerASCIIPrintf(viewer, "operator: %s\n", i.op.c_str()));
     if (l + 1 < mg.levels()) {
       const mg::LevelParam& q = p.level[l];
+      // Coarse levels solve their null vectors in sets (in the level's precision) unless batch is 1.
+      std::string how = to_string(q.setup_precision);
+      if (l > 0 && p.setup_batch > 1 && q.setup_solver == SolverType::bicgstab)
+        how = std::string(to_string(p.level[l - 1].coarse_precision)) + ", " +
+              std::to_string(std::min(p.setup_batch, q.nvec)) + " at once";
       PetscCall(PetscViewerASCIIPrintf(
           viewer,
           "transfer: aggregates %dx%dx%dx%d, %d null vectors (%s on the %s system in %s, %d iterations, tol %g), "
           "basis read in %s\n",
           q.block[0], q.block[1], q.block[2], q.block[3], q.nvec, to_string(q.setup_solver),
-          i.setup_even_odd ? "even-odd" : "full", to_string(q.setup_precision), q.setup_iterations, q.setup_tol,
+          i.setup_even_odd ? "even-odd" : "full", how.c_str(), q.setup_iterations, q.setup_tol,
           to_string(q.transfer_precision)));
       if (q.smoother == mg::SmootherType::schwarz)
         PetscCall(PetscViewerASCIIPrintf(

@@ -2,7 +2,8 @@
 // the PETSc PC (-pc_type latke_mg, PCShellSetLatkeMG) and the native GCR (MatLatkeSolve with
 // -latke_solver_pc mg). Options, under the PC's (or the solve's) prefix:
 //   -pc_latke_mg_levels, _block, _nvec, _precision, _setup_iterations, _setup_tol,
-//   _setup_solver, _setup_refine, _cycle, _seed, _verify, _monitor, _save, _load;
+//   _setup_solver, _setup_precision, _setup_even_odd, _setup_batch, _setup_refine, _cycle,
+//   _seed, _verify, _monitor, _save, _load;
 //   -latke_mg_levels_N_{smoother, pre_smooth, post_smooth, omega, ksp_max_it, ksp_rtol,
 //   pc_latke_schwarz_*} for level N (0: the fine level);
 //   -latke_mg_coarse_{ksp_rtol, ksp_max_it, ksp_gcr_restart, even_odd} for the coarsest.

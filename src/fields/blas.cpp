@@ -313,6 +313,108 @@ struct MultiShiftKernel {
   }
 };
 
+/// A set of fields (make_set) as one flat array of words of V reals: field k's n_words words
+/// start at data + k n_words V. Elementwise arithmetic and sums do not depend on the layout of
+/// sites inside a field, and all fields of one call share it.
+template <typename S>
+struct FlatSet {
+  static constexpr int V = 16 / sizeof(S);
+  S* data = nullptr;
+  int n_words = 0;
+  LATKE_HOST_DEVICE LATKE_INLINE Vector<S, V>& word(int k, int i) const {
+    return reinterpret_cast<Vector<S, V>*>(data)[static_cast<long>(k) * n_words + i];
+  }
+};
+
+/// z_k = a_k x_k + b_k y_k + c_k z_k on word i of field k; returns its |z|^2 (Norm).
+template <typename S, bool HasY, bool Norm>
+struct SetAxpbyzTerm {
+  using T = compute_t<S>;
+  static constexpr int V = FlatSet<S>::V;
+  FlatSet<S> x, y, z;
+  Complex<T> a[set_max], b[set_max], c[set_max];
+  LATKE_HOST_DEVICE double operator()(int k, int i) const {
+    const Vector<S, V> u = x.word(k, i);
+    Vector<S, V>& w = z.word(k, i);
+    Vector<S, V> v{};
+    if constexpr (HasY) v = y.word(k, i);
+    double n = 0;
+    Vector<S, V> out;
+    LATKE_UNROLL for (int j = 0; j < V; j += 2) {
+      Complex<T> r = a[k] * Complex<T>(u.v[j], u.v[j + 1]) + c[k] * Complex<T>(w.v[j], w.v[j + 1]);
+      if constexpr (HasY) r += b[k] * Complex<T>(v.v[j], v.v[j + 1]);
+      out.v[j] = static_cast<S>(r.re);
+      out.v[j + 1] = static_cast<S>(r.im);
+      if constexpr (Norm) n += static_cast<double>(r.re) * r.re + static_cast<double>(r.im) * r.im;
+    }
+    w = out;
+    return n;
+  }
+};
+
+template <typename Term>
+struct SetAsKernel {
+  Term t;
+  int n_words;
+  LATKE_HOST_DEVICE void operator()(int idx, int) const { (void)t(idx / n_words, idx % n_words); }
+};
+
+template <typename S>
+struct SetDotNormTerm {
+  static constexpr int V = FlatSet<S>::V;
+  FlatSet<S> x, y;
+  LATKE_HOST_DEVICE DotNormSum operator()(int k, int i) const {
+    const Vector<S, V> u = x.word(k, i), v = y.word(k, i);
+    DotNormSum s;
+    LATKE_UNROLL for (int j = 0; j < V; j += 2) {
+      const double xr = u.v[j], xi = u.v[j + 1], yr = v.v[j], yi = v.v[j + 1];
+      s.re += xr * yr + xi * yi;
+      s.im += xr * yi - xi * yr;
+      s.xx += xr * xr + xi * xi;
+      s.yy += yr * yr + yi * yi;
+    }
+    return s;
+  }
+};
+
+/// The sets' shape checked (one shape, single or double, make_set's layout, at most set_max
+/// fields) and field 0 as a flat set.
+template <typename S>
+FlatSet<S> flat(const std::vector<ColorSpinorField>& set, const std::vector<ColorSpinorField>& like, const char* what) {
+  require(!set.empty() && set.size() == like.size() && set.size() <= static_cast<std::size_t>(set_max), what,
+          ": sets of ", set.size(), " and ", like.size(), " fields; expected equal sizes from 1 to ", set_max);
+  const ColorSpinorField& f0 = set[0];
+  const std::size_t field_bytes = f0.n_parity() * f0.block_bytes();
+  require(field_bytes % 16 == 0, what, ": fields of ", field_bytes, " bytes; expected a multiple of 16");
+  for (std::size_t k = 0; k < set.size(); ++k) {
+    require_alike(set[k], like[0], what);
+    require(
+        static_cast<const char*>(set[k].block_data(0)) == static_cast<const char*>(f0.block_data(0)) + k * field_bytes,
+        what, ": field ", k, " is not where a set made by make_set would hold it");
+  }
+  FlatSet<S> f;
+  f.data = static_cast<S*>(f0.block_data(0));
+  f.n_words = static_cast<int>(field_bytes / 16);
+  return f;
+}
+
+/// Device (or host) memory for the per-field sums of the set reductions, grown on demand.
+void* set_sums(Backend b, std::size_t bytes) {
+  static Buffer buf[2];
+  Buffer& u = buf[b == Backend::cpu ? 0 : 1];
+  if (u.bytes() < bytes) u = Buffer(memory_for(b), std::max<std::size_t>(bytes, 4096));
+  return u.data();
+}
+
+template <typename F>
+void dispatch_set(const ColorSpinorField& f, const char* what, F&& fn) {
+  require(f.precision() != Precision::half, what, ": half-precision sets; expected single or double");
+  if (f.precision() == Precision::double_)
+    fn(double{});
+  else
+    fn(float{});
+}
+
 }  // namespace
 
 void cdot_multi(const ColorSpinorField* const* x, int n, const ColorSpinorField& y, Cplx* out) {
@@ -436,6 +538,65 @@ DotNorms cdot_norms(const ColorSpinorField& x, const ColorSpinorField& y) {
   double in[4] = {local.re, local.im, local.xx, local.yy}, out[4];
   MPI_Allreduce(in, out, 4, MPI_DOUBLE, MPI_SUM, x.lattice().comm());
   return {Cplx(out[0], out[1]), out[2], out[3]};
+}
+
+void caxpbypcz_set(const Cplx* a, const std::vector<ColorSpinorField>& x, const Cplx* b,
+                   const std::vector<ColorSpinorField>* y, const Cplx* c, std::vector<ColorSpinorField>& z,
+                   double* norms) {
+  const int n = static_cast<int>(z.size());
+  dispatch_set(z[0], "caxpbypcz_set", [&](auto s) {
+    using S = decltype(s);
+    using T = compute_t<S>;
+    auto run = [&](auto has_y, auto norm) {
+      constexpr bool HasY = decltype(has_y)::value, Norm = decltype(norm)::value;
+      SetAxpbyzTerm<S, HasY, Norm> t;
+      t.z = flat<S>(z, z, "caxpbypcz_set");
+      t.x = flat<S>(x, z, "caxpbypcz_set");
+      if constexpr (HasY) t.y = flat<S>(*y, z, "caxpbypcz_set");
+      for (int k = 0; k < n; ++k) {
+        t.a[k] = Complex<T>(static_cast<T>(a[k].re), static_cast<T>(a[k].im));
+        t.b[k] = HasY ? Complex<T>(static_cast<T>(b[k].re), static_cast<T>(b[k].im)) : Complex<T>();
+        t.c[k] = Complex<T>(static_cast<T>(c[k].re), static_cast<T>(c[k].im));
+      }
+      const Backend be = z[0].backend();
+      if constexpr (Norm) {
+        double* d = static_cast<double*>(set_sums(be, n * sizeof(double)));
+        launch_segmented_reduce<double>(be, t, n, t.z.n_words, d);
+        std::vector<double> local(n);
+        synchronize(be);
+        copy_bytes(local.data(), d, n * sizeof(double));
+        MPI_Allreduce(local.data(), norms, n, MPI_DOUBLE, MPI_SUM, z[0].lattice().comm());
+      } else {
+        launch(be, SetAsKernel<decltype(t)>{t, t.z.n_words}, {n * t.z.n_words}, compute_stream(), false);
+      }
+    };
+    using F = std::false_type;
+    using Tr = std::true_type;
+    if (y && norms)
+      run(Tr{}, Tr{});
+    else if (y)
+      run(Tr{}, F{});
+    else if (norms)
+      run(F{}, Tr{});
+    else
+      run(F{}, F{});
+  });
+}
+
+void cdot_norms_set(const std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& y, DotNorms* out) {
+  const int n = static_cast<int>(x.size());
+  std::vector<double> local(4 * n), global(4 * n);
+  dispatch_set(x[0], "cdot_norms_set", [&](auto s) {
+    using S = decltype(s);
+    const SetDotNormTerm<S> t{flat<S>(x, x, "cdot_norms_set"), flat<S>(y, x, "cdot_norms_set")};
+    const Backend be = x[0].backend();
+    DotNormSum* d = static_cast<DotNormSum*>(set_sums(be, n * sizeof(DotNormSum)));
+    launch_segmented_reduce<DotNormSum>(be, t, n, t.x.n_words, d);
+    synchronize(be);
+    copy_bytes(local.data(), d, n * sizeof(DotNormSum));
+  });
+  MPI_Allreduce(local.data(), global.data(), 4 * n, MPI_DOUBLE, MPI_SUM, x[0].lattice().comm());
+  for (int k = 0; k < n; ++k) out[k] = {Cplx(global[4 * k], global[4 * k + 1]), global[4 * k + 2], global[4 * k + 3]};
 }
 
 }  // namespace latke::blas

@@ -1,6 +1,7 @@
 // Tier 4 for multigrid: on process grids splitting each direction (coarse halos included),
 // the Galerkin coarse operator, its even-odd form and the transfers equal the single-rank
-// ones (every rank also builds the whole lattice on MPI_COMM_SELF and compares its part);
+// ones, also applied to a set of fields at once (every rank also builds the whole lattice on
+// MPI_COMM_SELF and compares its part);
 // verify() holds on the split lattice; an MG-preconditioned GCR solve there reaches the
 // single-rank solution; and null vectors saved on the grid load on one rank. Labels mg, mpi.
 #include <gtest/gtest.h>
@@ -112,6 +113,30 @@ TEST(MgMpi, CoarseOperatorAndTransfersEqualOneRank) {
     sw.apply(ow, hw);
     sp.apply(op, hp);
     EXPECT_LT(coarse_diff(op, ow), 1e-13) << "even-odd operator";
+    // The operator over a set of fields (the setup's null vectors solved together): one halo
+    // message per face for all fields; full and even-odd, against the whole lattice's.
+    for (bool full : {true, false}) {
+      const Subset sub = full ? Subset::full : Subset::even;
+      const int count = 3;
+      std::vector<ColorSpinorField> iw = ColorSpinorField::make_set(tw.coarse_lattice(),
+                                                                    dw->field_param(Precision::single, sub), count),
+                                    ow_ = ColorSpinorField::make_set(tw.coarse_lattice(),
+                                                                     dw->field_param(Precision::single, sub), count),
+                                    ip = ColorSpinorField::make_set(tp.coarse_lattice(),
+                                                                    dp->field_param(Precision::single, sub), count),
+                                    op_ = ColorSpinorField::make_set(tp.coarse_lattice(),
+                                                                     dp->field_param(Precision::single, sub), count);
+      for (int k = 0; k < count; ++k) {
+        fill_gaussian(iw[k], 60 + k);
+        fill_gaussian(ip[k], 60 + k);
+      }
+      dw->apply_set(ow_, iw);
+      dp->apply_set(op_, ip);
+      for (int k = 0; k < count; ++k)
+        EXPECT_LT(coarse_diff(op_[k], ow_[k]), 1e-6) << (full ? "full" : "even-odd") << " operator on a set, field "
+                                                     << k << ", grid " << grid[0] << grid[1] << grid[2] << grid[3];
+      EXPECT_GT(coarse_diff(op_[0], iw[0]), 1e-3) << "the operator on a set changed nothing";
+    }
     // The split stencil a coarse level's Galerkin product is built from (galerkin.h), whose
     // hops cross ranks like the operator's.
     {

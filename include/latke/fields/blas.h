@@ -5,7 +5,8 @@
 // storage and in single otherwise. Mixed precision goes through ColorSpinorField::copy_from,
 // except for the accumulators (caxpy_promote, caxpbypz_promote, multishift_update's solutions).
 // Flops (per complex number, for reports): caxpby 8, caxpbypcz 14, with a norm +2, a dot 4;
-// the multi-vector forms 8 per vector (dot) and 8 per vector (axpy); multishift_update 10 per shift.
+// the multi-vector forms 8 per vector (dot) and 8 per vector (axpy); multishift_update 10 per shift;
+// the set forms as their one-field forms, per field.
 #pragma once
 
 #include <vector>
@@ -47,6 +48,18 @@ void cdot_multi(const ColorSpinorField* const* x, int n, const ColorSpinorField&
 /// @brief y += sum_i a[i] x[i] for i < n, in one pass over y per multi_chunk vectors.
 void caxpy_multi(const Cplx* a, const ColorSpinorField* const* x, int n, ColorSpinorField& y);
 
+/// Fields per call of the set forms below.
+inline constexpr int set_max = 32;
+/// @brief Multi-right-hand-side form: for every field k of sets made by
+/// ColorSpinorField::make_set (one shape, single or double storage, at most set_max fields),
+/// z_k = a[k] x_k + b[k] y_k + c[k] z_k (no y term when y is null), in one pass over the sets;
+/// with norms non-null, norms[k] = |z_k|^2 summed over all ranks (one host synchronisation).
+void caxpbypcz_set(const Cplx* a, const std::vector<ColorSpinorField>& x, const Cplx* b,
+                   const std::vector<ColorSpinorField>* y, const Cplx* c, std::vector<ColorSpinorField>& z,
+                   double* norms = nullptr);
+/// @brief out[k] = <x_k, y_k>, |x_k|^2, |y_k|^2 for the fields of two sets (as caxpbypcz_set),
+/// summed over all ranks: one pass and one host synchronisation for the whole set.
+void cdot_norms_set(const std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& y, DotNorms* out);
 
 /// Shifts one multishift_update kernel handles; more are done in several passes.
 inline constexpr int multishift_max = 8;

@@ -1,0 +1,107 @@
+// Solvers over sets of right-hand sides (solvers.h, "Sets of systems").
+#include <chrono>
+#include <cmath>
+#include <vector>
+
+#include "latke/core/error.h"
+#include "latke/fields/blas.h"
+#include "solvers/solvers.h"
+
+namespace latke {
+
+using blas::Cplx;
+
+// Each system k runs the BiCGstab recurrences of solvers.cpp (without reliable updates or
+// restarts) with its own rho, alpha, omega; the set operations update every field with its
+// own coefficients in one pass. A system that has converged, broken down (rho or <rhat, A p>
+// zero, a non-finite coefficient) or reached max_iter is frozen: its coefficients are zero from
+// then on, so its fields keep their values while the set goes on being applied as a whole.
+std::vector<SolverStats> bicgstab_set(const SetOperator& A, std::vector<ColorSpinorField>& x,
+                                      const std::vector<ColorSpinorField>& b, const SolverParam& p) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const int n = static_cast<int>(b.size());
+  require(n >= 1 && n <= blas::set_max && static_cast<int>(x.size()) == n, "bicgstab_set: ", x.size(),
+          " solutions and ", n, " right-hand sides; expected equal counts from 1 to ", blas::set_max);
+  require(p.tol > 0 && p.max_iter >= 0, "bicgstab_set: tolerance ", p.tol, " and ", p.max_iter,
+          " iterations: expected a positive tolerance and a non-negative count");
+  auto make = [&] { return ColorSpinorField::make_set(b[0].lattice_ptr(), b[0].param(), n); };
+  std::vector<ColorSpinorField> r = make(), rhat = make(), ps = make(), v = make(), t = make();
+  std::vector<SolverStats> st(n);
+  std::vector<Cplx> one(n, Cplx(1)), minus(n, Cplx(-1)), ca(n), cb(n), cc(n);
+  std::vector<double> b2(n), r2(n);
+  std::vector<blas::DotNorms> dn(n);
+  // r = b - A x, rhat = r.
+  A(r, x);
+  blas::caxpbypcz_set(one.data(), b, nullptr, nullptr, minus.data(), r, r2.data());
+  blas::cdot_norms_set(b, b, dn.data());
+  std::vector<bool> active(n);
+  for (int k = 0; k < n; ++k) {
+    b2[k] = dn[k].xx;
+    st[k].initial_residual = b2[k] > 0 ? std::sqrt(r2[k] / b2[k]) : 0;
+    active[k] = b2[k] > 0 && r2[k] > p.tol * p.tol * b2[k];
+    rhat[k].copy_from(r[k]);
+  }
+  std::vector<Cplx> rho(n, Cplx(1)), alpha(n, Cplx(1)), omega(n, Cplx(1));
+  const auto usable = [](Cplx c) { return std::isfinite(c.re) && std::isfinite(c.im) && norm2(c) > 0; };
+  auto any = [&] {
+    for (int k = 0; k < n; ++k)
+      if (active[k]) return true;
+    return false;
+  };
+  for (int it = 0; it < p.max_iter && any(); ++it) {
+    // p = r + beta (p - omega v)
+    blas::cdot_norms_set(rhat, r, dn.data());
+    std::vector<Cplx> rho_new(n);
+    for (int k = 0; k < n; ++k) {
+      rho_new[k] = dn[k].dot;
+      const Cplx beta = (rho_new[k] / rho[k]) * (alpha[k] / omega[k]);
+      if (active[k] && !(norm2(rho_new[k]) > 0 && usable(beta))) active[k] = false;
+      ca[k] = active[k] ? Cplx(1) : Cplx(0);
+      cb[k] = active[k] ? -(beta * omega[k]) : Cplx(0);
+      cc[k] = active[k] ? beta : Cplx(1);
+    }
+    blas::caxpbypcz_set(ca.data(), r, cb.data(), &v, cc.data(), ps);
+    A(v, ps);
+    blas::cdot_norms_set(rhat, v, dn.data());
+    for (int k = 0; k < n; ++k) {
+      const Cplx a = rho_new[k] / dn[k].dot;
+      if (active[k] && !usable(a)) active[k] = false;
+      alpha[k] = active[k] ? a : alpha[k];
+      ca[k] = active[k] ? -alpha[k] : Cplx(0);
+    }
+    blas::caxpbypcz_set(ca.data(), v, nullptr, nullptr, one.data(), r);  // s = r - alpha v
+    A(t, r);
+    blas::cdot_norms_set(t, r, dn.data());
+    for (int k = 0; k < n; ++k) {
+      if (active[k]) {
+        omega[k] = dn[k].xx > 0 ? dn[k].dot / Cplx(dn[k].xx) : Cplx(0);
+        rho[k] = rho_new[k];
+        if (!std::isfinite(omega[k].re) || !std::isfinite(omega[k].im)) active[k] = false;  // t overflowed
+      }
+      ca[k] = active[k] ? alpha[k] : Cplx(0);
+      cb[k] = active[k] ? omega[k] : Cplx(0);
+      cc[k] = active[k] ? -omega[k] : Cplx(0);
+    }
+    blas::caxpbypcz_set(ca.data(), ps, cb.data(), &r, one.data(), x);               // x += alpha p + omega s
+    blas::caxpbypcz_set(cc.data(), t, nullptr, nullptr, one.data(), r, r2.data());  // r = s - omega t
+    for (int k = 0; k < n; ++k) {
+      if (!active[k]) continue;
+      ++st[k].iterations;
+      if (!std::isfinite(r2[k]) || r2[k] <= p.tol * p.tol * b2[k] || !usable(omega[k])) active[k] = false;
+    }
+  }
+  // The true residuals, in the fields' precision.
+  A(r, x);
+  blas::caxpbypcz_set(one.data(), b, nullptr, nullptr, minus.data(), r, r2.data());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (int k = 0; k < n; ++k) {
+    st[k].true_residual = b2[k] > 0 ? std::sqrt(r2[k] / b2[k]) : 0;
+    st[k].converged = st[k].true_residual <= p.tol;
+    st[k].sloppy_applications = 0;
+    st[k].outer_applications = 2L * st[k].iterations + 2;
+    st[k].seconds = seconds;
+  }
+  return st;
+}
+
+}  // namespace latke
