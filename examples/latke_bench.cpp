@@ -49,6 +49,7 @@
 #include "latke/core/error.h"
 #include "latke/core/options.h"
 #include "latke/core/tune.h"
+#include "latke/fields/blas.h"
 #include "latke/fields/gauge_observables.h"
 #include "latke/fields/random.h"
 #include "latke/latke.h"
@@ -546,29 +547,44 @@ namespace {
 /// setup with the -pc_latke_mg_* options of the preconditioner (a few setup iterations,
 /// e.g. -pc_latke_mg_setup_iterations 10, are enough to time kernels): restriction and
 /// prolongation (bytes: the basis as read, the fine and the coarse field), and the coarse
-/// operator, full and even-odd (bytes: the blocks read and the vectors).
+/// operator, full and even-odd (bytes: the blocks read and the vectors), and over a set of
+/// -latke_set fields (bytes: the blocks once and every field's vectors).
 int bench_mg() {
   const RunOptions run = setup_from_options();
   std::string lattice;
   double mass = -0.05, csw = 1.0;
-  long iters = 0;
+  long iters = 0, set_count = 32;
   read_options(PETSC_COMM_WORLD, "", "latke-bench mg options", [&](OptionGroup& o) {
     lattice = o.string("-latke_lattice", "16,16,16,32", "Global lattice X,Y,Z,T");
     mass = o.real("-latke_mass", mass, "Bare quark mass");
     csw = o.real("-latke_csw", csw, "Clover coefficient");
     iters = o.integer("-latke_iterations", 0, "Calls per timing (0: about 0.5 s of work)");
+    set_count = o.integer("-latke_set", set_count,
+                          "Fields of the coarse operator over a set (apply_set; 0: not timed, at most 32)");
   });
+  require(set_count >= 0 && set_count <= blas::set_max, "-latke_set ", set_count, ": expected 0 to ", blas::set_max);
   auto lat = std::make_shared<Lattice>(PETSC_COMM_WORLD, parse_coords(lattice, "-latke_lattice"), run.grid);
   WilsonCloverParam wp;
   wp.mass = mass;
   wp.csw = csw;
   wp.precision = Precision::single;
   wp.backend = run.backend;
-  auto op = std::make_shared<WilsonCloverOperator>(lat, random_gauge(*lat, 7, 0.3), wp);
+  const std::vector<Complex<double>> links = random_gauge(*lat, 7, 0.3);
+  auto op = std::make_shared<WilsonCloverOperator>(lat, links, wp);
   mg::MultigridOptions o = mg::multigrid_options(PETSC_COMM_WORLD, nullptr, *lat);
-  auto mgrid =
-      std::make_shared<mg::Multigrid>(std::make_shared<WilsonCloverLinear>(op, false, SchurType::symmetric, 0), o.param,
-                                      nullptr, std::make_shared<WilsonCloverLinear>(op, true, SchurType::symmetric, 0));
+  // The fine operator in the smoother's and the setup's precisions where they are not single
+  // (half by default), as the PETSc preconditioner makes them.
+  auto in = [&](Precision p, bool even_odd) -> std::shared_ptr<WilsonCloverLinear> {
+    if (p == Precision::single) return nullptr;
+    WilsonCloverParam q = wp;
+    q.precision = p;
+    return std::make_shared<WilsonCloverLinear>(std::make_shared<WilsonCloverOperator>(lat, links, q), even_odd,
+                                                SchurType::symmetric, 0);
+  };
+  auto mgrid = std::make_shared<mg::Multigrid>(
+      std::make_shared<WilsonCloverLinear>(op, false, SchurType::symmetric, 0), o.param, nullptr,
+      std::make_shared<WilsonCloverLinear>(op, true, SchurType::symmetric, 0),
+      in(o.param.level[0].smoother_precision, true), in(o.param.level[0].setup_precision, o.param.setup_even_odd));
   mgrid->setup();
   const double copy_gbs = measure_copy_bandwidth(run.backend, run.backend == Backend::cuda ? (1ul << 30) : (1ul << 27));
   const bool root = lat->rank() == 0;
@@ -629,6 +645,21 @@ int bench_mg() {
       ms = time_per_call(run.backend, 3, [&] { schur.apply(b, a); });
       ms = time_per_call(run.backend, calls(ms), [&] { schur.apply(b, a); });
       report(l, "coarse even-odd", ms, D.flops(true), sites * (8 * block + 2 * n * 8));
+    }
+    // The operator over a set of set_count fields (the setup's null vectors solved together):
+    // per field, against the one-field time above; bytes: the blocks once, every field's vectors.
+    if (set_count > 0) {
+      const SpinorParam sp = D.field_param(Precision::single, D.even_odd() ? Subset::even : Subset::full);
+      std::vector<ColorSpinorField> in = ColorSpinorField::make_set(D.lattice(), sp, set_count),
+                                    out = ColorSpinorField::make_set(D.lattice(), sp, set_count);
+      for (int k = 0; k < set_count; ++k) fill_gaussian(in[k], 10 + k);
+      ms = time_per_call(run.backend, 3, [&] { D.apply_set(out, in); });
+      ms = time_per_call(run.backend, calls(ms), [&] { D.apply_set(out, in); });
+      const bool eo = D.even_odd();
+      char what[64];
+      std::snprintf(what, sizeof what, "%s x %d", eo ? "even-odd set" : "operator set", set_count);
+      report(l, what, ms, set_count * D.flops(eo), sites * ((eo ? 8 : 9) * block + set_count * 2 * n * 8));
+      if (root) std::printf("%-5d %-22s %10.1f us per field\n", l, "", ms * 1e3 / set_count);
     }
   }
   return 0;
