@@ -22,7 +22,7 @@
 // single. The stencil runs in two passes: one thread per (site, block, R rows; R = 4 when 4
 // divides N, else 2) for the block products, then one per (site, row) summing them (coarse
 // lattices are small). Over a set of fields (apply_set) it runs in one pass instead: one
-// thread per (site, R rows, 4 fields) through all nine blocks, so that a block is read about
+// thread per (site, R rows, 1 or 2 fields) through all nine blocks, so that a block is read about
 // once for the whole set (the multigrid setup's null vectors, solved together).
 //
 // Flops (for reports): 8 N^2 per site for each block applied.
