@@ -106,8 +106,7 @@ using SetOperator = std::function<void(std::vector<ColorSpinorField>& out, const
 std::vector<SolverStats> bicgstab_set(const SetOperator& A, std::vector<ColorSpinorField>& x,
                                       const std::vector<ColorSpinorField>& b, const SolverParam& param);
 
-// ---- Shifted systems// ---- Shifted systems: (A + sigma_i) x_i = b for a list of shifts
-// -------------------------------
+// ---- Shifted systems: (A + sigma_i) x_i = b for a list of shifts -------------------------------
 //
 // For the staggered even-odd normal operator at masses m_i, A_i = 4 m_i^2 - D_pq D_qp is the
 // normal operator of any mass m_A plus sigma_i = 4 (m_i^2 - m_A^2) (staggered_mass_shifts).

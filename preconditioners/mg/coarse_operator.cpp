@@ -328,9 +328,10 @@ struct SetStencilKernel {
   }
 };
 
-/// Copies the face sites of every field of a set into the send buffers ([face site][k][2n]).
+/// Copies the face sites of the input parity into the send buffers, whole sites of each of
+/// `count` fields (field k `stride` reals after field 0): [face site][k][2n reals].
 template <typename SV>
-struct SetPackKernel {
+struct PackKernel {
   RealArray<SV> in;  ///< field 0
   long stride;
   SV* send[4][2];
@@ -343,22 +344,6 @@ struct SetPackKernel {
     SV* dst = send[mu][side] + static_cast<long>(face_position(faces.geom, mu, c)) * count * n2;
     for (int k = 0; k < count; ++k)
       for (int r = 0; r < n2; ++r) dst[k * n2 + r] = in.data[k * stride + in.offset(r, x)];
-  }
-};
-
-/// Copies the face sites of the input parity into the send buffers (whole sites).
-template <typename SV>
-struct PackKernel {
-  RealArray<SV> in;
-  SV* send[4][2];
-  FaceGeometry faces;
-  int parity, n2;
-  LATKE_HOST_DEVICE void operator()(int idx, int) const {
-    int mu, side, c[4];
-    if (!faces.face_site(idx, parity, mu, side, c)) return;
-    const int x = faces.geom.full_index(c) >> 1;
-    SV* dst = send[mu][side] + static_cast<long>(face_position(faces.geom, mu, c)) * n2;
-    for (int r = 0; r < n2; ++r) dst[r] = in.template get<SV>(r, x);
   }
 };
 
@@ -556,24 +541,28 @@ std::shared_ptr<CoarseOperator> CoarseOperator::in_half() const {
   require(precision_ != Precision::half, "coarse operator: converted to half, but its blocks are half already");
   std::shared_ptr<CoarseOperator> h(new CoarseOperator(lattice_, nvec_, Precision::half, backend_, Unassembled{}));
   h->even_odd_ = even_odd_;
+  h->links_ = half_copy(links_, precision_);
+  if (even_odd_) h->hat_ = half_copy(hat_, precision_);
+  synchronize(backend_);
+  return h;
+}
+
+CoarseOperator::Links CoarseOperator::half_copy(const Links& src, Precision from) const {
   const int vcb = lattice_->volume_cb();
   const std::size_t blocks = static_cast<std::size_t>(lattice_->volume()) * n_blocks;
   const MemoryKind mk = memory_for(backend_);
-  auto convert = [&](const Links& src, Links& dst) {
-    dst.data = Buffer(mk, blocks * n() * n() * 2 * sizeof(short));
-    dst.scale = Buffer(mk, blocks * sizeof(float));
-    const BlockView<short> out = view<short>(dst.data, dst.scale, n(), vcb);
-    dispatch_precision(precision_, [&](auto sa) {
-      using SA = decltype(sa);
-      if constexpr (sizeof(SA) != 2)
-        launch(backend_, ToHalfKernel<SA>{view<SA>(src.data, src.scale, n(), vcb), out}, {static_cast<int>(blocks)},
-               compute_stream(), false);
-    });
-  };
-  convert(links_, h->links_);
-  if (even_odd_) convert(hat_, h->hat_);
-  synchronize(backend_);
-  return h;
+  Links dst;
+  dst.data = Buffer(mk, blocks * n() * n() * 2 * sizeof(short));
+  dst.scale = Buffer(mk, blocks * sizeof(float));
+  const BlockView<short> out = view<short>(dst.data, dst.scale, n(), vcb);
+  dispatch_precision(from, [&](auto sa) {
+    using SA = decltype(sa);
+    require(sizeof(SA) != 2, "coarse operator: half blocks copied to half");
+    if constexpr (sizeof(SA) != 2)
+      launch(backend_, ToHalfKernel<SA>{view<SA>(src.data, src.scale, n(), vcb), out}, {static_cast<int>(blocks)},
+             compute_stream(), false);
+  });
+  return dst;
 }
 
 SpinorParam CoarseOperator::field_param(Precision p, Subset subset) const {
@@ -605,7 +594,6 @@ void CoarseOperator::finalize(bool even_odd) {
   const auto t0 = std::chrono::steady_clock::now();
   even_odd_ = even_odd;
   const int vcb = lattice_->volume_cb();
-  const std::size_t blocks = static_cast<std::size_t>(lattice_->volume()) * n_blocks;
   const MemoryKind mk = memory_for(backend_);
   Links hat;
   if (even_odd) {
@@ -650,11 +638,7 @@ void CoarseOperator::finalize(bool even_odd) {
       dst = std::move(src);
       return;
     }
-    dst.data = Buffer(mk, blocks * n() * n() * 2 * sizeof(short));
-    dst.scale = Buffer(mk, blocks * sizeof(float));
-    const BlockView<short> out = view<short>(dst.data, dst.scale, n(), vcb);
-    launch(backend_, ToHalfKernel<float>{view<float>(src.data, src.scale, n(), vcb), out}, {static_cast<int>(blocks)},
-           compute_stream(), false);
+    dst = half_copy(src, assembly_precision_);
     synchronize(backend_);
     src = Links{};
   };
@@ -673,6 +657,34 @@ void CoarseOperator::require_field(const ColorSpinorField& f, const char* what, 
 }
 
 namespace {
+
+/// For a stencil of output parity `parity`: when there is an exchange to do (a halo, hops and
+/// a partitioned direction), starts it with in_q's face sites of `count` fields (field k
+/// `stride` reals after field 0) and points ghost[mu][0: from behind, 1: from ahead] at the
+/// received faces; otherwise clears ghost. Returns whether it started one (end it after the
+/// stencil's launch with halo->end()).
+template <typename SV>
+bool begin_exchange(const Lattice& lat, Backend be, HaloExchange* halo, const FaceGeometry& faces,
+                    const RealArray<SV>* in_q, long stride, int count, int parity, int n, const SV* (&ghost)[4][2]) {
+  for (int mu = 0; mu < 4; ++mu) ghost[mu][0] = ghost[mu][1] = nullptr;
+  if (!halo || !in_q || !faces.comm_mask) return false;
+  halo->begin();
+  PackKernel<SV> pack;
+  pack.in = *in_q;
+  pack.stride = stride;
+  pack.faces = faces;
+  pack.parity = 1 - parity;
+  pack.n2 = 2 * n;
+  pack.count = count;
+  for (int mu = 0; mu < 4; ++mu)
+    for (int side = 0; side < 2; ++side) {
+      pack.send[mu][side] = lat.partitioned(mu) ? static_cast<SV*>(halo->send_face(mu, side)) : nullptr;
+      ghost[mu][side] = lat.partitioned(mu) ? static_cast<const SV*>(halo->recv_face(mu, side ? +1 : -1)) : nullptr;
+    }
+  launch(be, pack, {faces.face_begin[4]}, comm_stream(), false);
+  halo->finish();
+  return true;
+}
 
 /// The first pass for one output parity: the block products L_d in_q(nbr) (d < 8, when in_q)
 /// and L_8 in_p (when in_p) into `parts` (volume_cb x 9 x n complex numbers), after the halo
@@ -693,24 +705,7 @@ int stencil_parts(const Lattice& lat, Backend be, HaloExchange* halo, BlockView<
   k.hop = in_q != nullptr;
   k.n_parts = (k.hop ? 8 : 0) + (in_p ? 1 : 0);
   k.dagger = dagger;
-  for (int mu = 0; mu < 4; ++mu) k.ghost[mu][0] = k.ghost[mu][1] = nullptr;
-  const bool exchange = halo && in_q && k.faces.comm_mask;
-  if (exchange) {
-    halo->begin();
-    PackKernel<SV> pack;
-    pack.in = *in_q;
-    pack.faces = k.faces;
-    pack.parity = 1 - parity;
-    pack.n2 = 2 * n;
-    for (int mu = 0; mu < 4; ++mu) {
-      for (int side = 0; side < 2; ++side) {
-        pack.send[mu][side] = lat.partitioned(mu) ? static_cast<SV*>(halo->send_face(mu, side)) : nullptr;
-        k.ghost[mu][side] = lat.partitioned(mu) ? static_cast<const SV*>(halo->recv_face(mu, side ? +1 : -1)) : nullptr;
-      }
-    }
-    launch(be, pack, {k.faces.face_begin[4]}, comm_stream(), false);
-    halo->finish();
-  }
+  const bool exchange = begin_exchange(lat, be, halo, k.faces, in_q, 0, 1, parity, n, k.ghost);
   launch(be, k, {lat.volume_cb() * k.n_parts * (n / R)}, compute_stream(), false);
   if (exchange) halo->end();
   return k.n_parts;
@@ -784,26 +779,7 @@ void run_set_stencil(const Lattice& lat, Backend be, HaloExchange* halo, BlockVi
       k.xpay = z != nullptr;
       k.a = static_cast<typename decltype(k)::T>(a);
       k.c = static_cast<typename decltype(k)::T>(c);
-      for (int mu = 0; mu < 4; ++mu) k.ghost[mu][0] = k.ghost[mu][1] = nullptr;
-      const bool exchange = halo && in_q && k.faces.comm_mask;
-      if (exchange) {
-        halo->begin();
-        SetPackKernel<SV> pack;
-        pack.in = *in_q;
-        pack.stride = stride;
-        pack.faces = k.faces;
-        pack.parity = 1 - parity;
-        pack.n2 = 2 * n;
-        pack.count = count;
-        for (int mu = 0; mu < 4; ++mu)
-          for (int side = 0; side < 2; ++side) {
-            pack.send[mu][side] = lat.partitioned(mu) ? static_cast<SV*>(halo->send_face(mu, side)) : nullptr;
-            k.ghost[mu][side] =
-                lat.partitioned(mu) ? static_cast<const SV*>(halo->recv_face(mu, side ? +1 : -1)) : nullptr;
-          }
-        launch(be, pack, {k.faces.face_begin[4]}, comm_stream(), false);
-        halo->finish();
-      }
+      const bool exchange = begin_exchange(lat, be, halo, k.faces, in_q, stride, count, parity, n, k.ghost);
       launch(be, k, {lat.volume_cb() * ((count + KT - 1) / KT) * (n / R)}, compute_stream(), false);
       if (exchange) halo->end();
     });

@@ -108,6 +108,9 @@ class CoarseOperator {
   struct Unassembled {};
   /// An operator with no blocks yet and no assembly buffer (in_half fills it).
   CoarseOperator(std::shared_ptr<const Lattice> lattice, int nvec, Precision precision, Backend backend, Unassembled);
+  /// Blocks `src` stored in `from` (double or single) copied to half, one scale per block;
+  /// queued, not waited for.
+  Links half_copy(const Links& src, Precision from) const;
   /// The halo exchange for vectors of real_bytes per real (slot 0 double, 1 single); null on one rank.
   HaloExchange* halo_for(int slot, std::size_t real_bytes);
   /// Scratch for the stencil's per-block parts (volume_cb x 9 x n complex numbers, room for doubles).

@@ -52,19 +52,18 @@ DenseInverse::DenseInverse(LinearOperator& A, const SetOperator& set) : param_(A
           " ranks; it needs one (use the gcr coarsest solver)");
   require(param_.precision == Precision::single, "multigrid direct coarsest solve: fields in ",
           to_string(param_.precision), "; expected single");
-  const ColorSpinorField e = A.make_field();
   require(unknowns(A) <= 16384, "multigrid direct coarsest solve: ", unknowns(A),
           " unknowns; at most 16384 are inverted densely");
   n_ = static_cast<int>(unknowns(A));
-  require(e.bytes() == static_cast<std::size_t>(n_) * sizeof(Complex<float>),
-          "multigrid direct coarsest solve: a field is not stored as its ", n_, " complex numbers end to end");
   // Probe: column j of A is A e_j, e_j the unit vector at storage position j; with a set
   // operator, blas::set_max columns per application (field k of the set holds e_{j0 + k}).
-  Eigen::MatrixXcd M(n_, n_);
-  const Complex<float> one(1, 0), zero(0, 0);
   const int per = set ? std::min(blas::set_max, n_) : 1;
   std::vector<ColorSpinorField> es = ColorSpinorField::make_set(A.lattice(), param_, per),
                                 ys = ColorSpinorField::make_set(A.lattice(), param_, per);
+  require(es[0].bytes() == static_cast<std::size_t>(n_) * sizeof(Complex<float>),
+          "multigrid direct coarsest solve: a field is not stored as its ", n_, " complex numbers end to end");
+  Eigen::MatrixXcd M(n_, n_);
+  const Complex<float> one(1, 0), zero(0, 0);
   std::vector<Complex<float>> cols(static_cast<std::size_t>(n_) * per);
   auto* e0 = static_cast<Complex<float>*>(es[0].block_data(0));
   synchronize(param_.backend);

@@ -256,34 +256,72 @@ Multigrid::~Multigrid() = default;
 
 bool Multigrid::setup_on_even_odd(int l) const { return param_.setup_even_odd && levels_[l]->schur; }
 
+int Multigrid::setup_batch(int l) const {
+  const LevelParam& q = param_.level[l];
+  return l > 0 && q.setup_solver == SolverType::bicgstab ? std::min(param_.setup_batch, q.nvec) : 1;
+}
+
+std::vector<SolverStats> Multigrid::solve_null_vectors(int l, int k0, int count, bool refine, const SolverParam& sp,
+                                                       LinearOperator* low, NullVectorFields& f) {
+  Level& L = *levels_[l];
+  std::vector<ColorSpinorField>& v = L.transfer->vectors();
+  const bool eo = !refine && setup_on_even_odd(l);
+  if (static_cast<int>(f.mv.size()) != count) {  // allocated once per pass (and for a shorter last set)
+    f.mv = ColorSpinorField::make_set(L.op->lattice(), L.op->field_param(), count);
+    f.e = ColorSpinorField::make_set(L.op->lattice(), L.op->field_param(), count);
+    if (eo) {
+      f.bh = ColorSpinorField::make_set(L.op->lattice(), L.schur->field_param(), count);
+      f.eh = ColorSpinorField::make_set(L.op->lattice(), L.schur->field_param(), count);
+    }
+  }
+  std::vector<ColorSpinorField>&mv = f.mv, &e = f.e, &bh = f.bh, &eh = f.eh;
+  // Inverse iteration: M x = 0 from x = v, i.e. v + e with M e = -M v (first pass: v random).
+  for (int j = 0; j < count; ++j) {
+    if (!refine) fill_gaussian(v[k0 + j], param_.seed * 1000003ull + 1009ull * l + k0 + j);
+    L.op->apply(mv[j], v[k0 + j]);
+    blas::caxpby(Cplx(0), mv[j], Cplx(-1), mv[j]);
+    (eo ? eh[j] : e[j]).zero();
+    if (eo) L.schur->prepare(bh[j], mv[j]);  // the even-odd system: bhat from -M v, e from e_p
+  }
+  std::vector<SolverStats> st;
+  if (count > 1) {  // together: one BiCGstab over the set, the operator reading each block once for all
+    CoarseOperator& C = *L.coarse;
+    st = bicgstab_set(
+        [&C](std::vector<ColorSpinorField>& o, const std::vector<ColorSpinorField>& i) { C.apply_set(o, i); },
+        eo ? eh : e, eo ? bh : mv, sp);
+  } else if (eo) {
+    st = {solve(*L.schur, low, nullptr, eh[0], bh[0], sp)};
+  } else {
+    LevelPreconditioner K([this, l](ColorSpinorField& o, const ColorSpinorField& i) { cycle(l, o, i); }, "cycle");
+    st = {solve(*L.op, refine ? nullptr : low, refine ? &K : nullptr, e[0], mv[0], sp)};
+  }
+  for (int j = 0; j < count; ++j) {
+    if (eo) L.schur->reconstruct(e[j], eh[j], mv[j]);
+    blas::caxpby(Cplx(1), e[j], Cplx(1), v[k0 + j]);
+  }
+  return st;
+}
+
 void Multigrid::find_null_vectors(int l, bool refine, const std::function<void(const std::string&)>& progress) {
   const LogScope log(LogEvent::mg_null_vectors, 0, true);
   Level& L = *levels_[l];
   const LevelParam& q = param_.level[l];
   std::vector<ColorSpinorField>& v = L.transfer->vectors();
-  ColorSpinorField e = L.op->make_field(), mv = L.op->make_field();
   // The first pass solves the even-odd system where the level has one; refinement passes
-  // solve M itself, which the cycle preconditions.
+  // solve M itself, which the cycle preconditions. On coarse levels the first pass solves up
+  // to setup_batch vectors together (setup_batch(l)): their solves are independent, so this is
+  // the same inverse iteration as one at a time, in the level's own precision rather than
+  // with half-precision steps.
   const bool eo = !refine && setup_on_even_odd(l);
-  std::unique_ptr<ColorSpinorField> bh, eh;
-  if (eo) {
-    bh = std::make_unique<ColorSpinorField>(L.schur->make_field());
-    eh = std::make_unique<ColorSpinorField>(L.schur->make_field());
-  }
-  // The inverse iteration's steps in half: on level 0 the fine operator given in half; on a
-  // coarse level a copy of its operator with the blocks in half (unless they are already).
-  // On coarse levels the first pass solves up to setup_batch vectors together: one BiCGstab
-  // over the set, whose operator reads each block once for all of them (apply_set). The
-  // vectors' solves are independent, so this is the same inverse iteration as one at a time,
-  // in the level's own precision (single) rather than with half-precision steps.
-  const bool batched = !refine && l > 0 && q.setup_solver == SolverType::bicgstab && param_.setup_batch > 1;
-  const int batch = batched ? std::min({param_.setup_batch, q.nvec, blas::set_max}) : 1;
+  const int batch = refine ? 1 : setup_batch(l);
+  // The steps in half: on level 0 the fine operator given in half; on a coarse level solving
+  // one vector at a time, a copy of its operator with the blocks in half (unless they are already).
   std::shared_ptr<LinearOperator> low = L.setup_low;
-  if (l > 0 && q.setup_precision == Precision::half && !refine && !batched && L.coarse->precision() != Precision::half)
+  if (l > 0 && q.setup_precision == Precision::half && !refine && batch == 1 &&
+      L.coarse->precision() != Precision::half)
     low = std::make_shared<CoarseLinear>(L.coarse->in_half(), eo, 0, Precision::single);
   SolverParam sp;
   sp.tol = q.setup_tol;
-  LevelPreconditioner K([this, l](ColorSpinorField& o, const ColorSpinorField& i) { cycle(l, o, i); }, "cycle");
   if (refine) {
     sp.type = SolverType::gcr;
     sp.max_iter = std::max(1, q.setup_iterations / 10);
@@ -292,61 +330,17 @@ void Multigrid::find_null_vectors(int l, bool refine, const std::function<void(c
     sp.type = q.setup_solver;
     sp.max_iter = q.setup_iterations;
   }
-  std::vector<SolverStats> batch_stats;
-  double batch_seconds = 0;
+  NullVectorFields fields;
+  std::vector<SolverStats> stats;
+  double seconds = 0;
   for (int k = 0; k < q.nvec; ++k) {
-    auto tk = std::chrono::steady_clock::now();
-    SolverStats st;
-    if (batched) {
-      if (k % batch == 0) {
-        const int nb = std::min(batch, q.nvec - k);
-        const SpinorParam fp = eo ? L.schur->field_param() : L.op->field_param();
-        std::vector<ColorSpinorField> bs = ColorSpinorField::make_set(L.op->lattice(), fp, nb);
-        std::vector<ColorSpinorField> es = ColorSpinorField::make_set(L.op->lattice(), fp, nb);
-        // The right-hand sides -M v (prepared for the even-odd system), as below.
-        for (int j = 0; j < nb; ++j) {
-          fill_gaussian(v[k + j], param_.seed * 1000003ull + 1009ull * l + k + j);
-          L.op->apply(mv, v[k + j]);
-          blas::caxpby(Cplx(0), mv, Cplx(-1), mv);
-          if (eo)
-            L.schur->prepare(bs[j], mv);
-          else
-            bs[j].copy_from(mv);
-        }
-        CoarseOperator& C = *L.coarse;
-        batch_stats = bicgstab_set(
-            [&C](std::vector<ColorSpinorField>& o, const std::vector<ColorSpinorField>& i) { C.apply_set(o, i); }, es,
-            bs, sp);
-        for (int j = 0; j < nb; ++j) {
-          if (eo) {
-            L.op->apply(mv, v[k + j]);
-            blas::caxpby(Cplx(0), mv, Cplx(-1), mv);
-            L.schur->reconstruct(e, es[j], mv);
-          } else {
-            e.copy_from(es[j]);
-          }
-          blas::caxpby(Cplx(1), e, Cplx(1), v[k + j]);
-        }
-        synchronize(e.backend());
-        batch_seconds = seconds_since(tk);
-      }
-      st = batch_stats[k % batch];
-    } else {
-      if (!refine) fill_gaussian(v[k], param_.seed * 1000003ull + 1009ull * l + k);
-      // Inverse iteration: M x = 0 from x = v, i.e. v + e with M e = -M v.
-      L.op->apply(mv, v[k]);
-      blas::caxpby(Cplx(0), mv, Cplx(-1), mv);
-      if (eo) {
-        L.schur->prepare(*bh, mv);
-        eh->zero();
-        st = solve(*L.schur, low.get(), nullptr, *eh, *bh, sp);
-        L.schur->reconstruct(e, *eh, mv);
-      } else {
-        e.zero();
-        st = solve(*L.op, refine ? nullptr : low.get(), refine ? &K : nullptr, e, mv, sp);
-      }
-      blas::caxpby(Cplx(1), e, Cplx(1), v[k]);
+    if (k % batch == 0) {
+      const auto t0 = std::chrono::steady_clock::now();
+      stats = solve_null_vectors(l, k, std::min(batch, q.nvec - k), refine, sp, low.get(), fields);
+      synchronize(v[k].backend());
+      seconds = seconds_since(t0);
     }
+    const SolverStats& st = stats[k % batch];
     // Gram-Schmidt (twice) against the vectors before it, as QUDA's setup does: inverse
     // iteration drives every vector towards the lowest modes, and close to kappa_c towards
     // the same isolated few, which would leave the aggregates' bases nearly degenerate.
@@ -368,11 +362,10 @@ void Multigrid::find_null_vectors(int l, bool refine, const std::function<void(c
       std::ostringstream s;
       s << "level " << l << ": " << (refine ? "refined" : "found") << " null vector " << k + 1 << "/" << q.nvec << " ("
         << st.iterations << " " << to_string(sp.type) << how << " iterations reduced |M v| by " << st.true_residual;
-      if (batched)
-        s << ", solved with " << std::min(batch, q.nvec - k / batch * batch) - 1 << " others in " << batch_seconds
-          << " s)";
+      if (stats.size() > 1)
+        s << ", solved with " << stats.size() - 1 << " others in " << seconds << " s)";
       else
-        s << ", " << seconds_since(tk) << " s)";
+        s << ", " << seconds << " s)";
       progress(s.str());
     }
   }
@@ -656,6 +649,7 @@ LevelInfo Multigrid::info(int l) const {
   i.setup_seconds = L.setup_seconds;
   i.op = L.op->describe();
   i.setup_even_odd = L.transfer && setup_on_even_odd(l);
+  i.setup_batch = L.transfer ? setup_batch(l) : 0;
   i.direct = L.direct != nullptr;
   i.condition = L.direct ? L.direct->condition() : 0.0;
   return i;

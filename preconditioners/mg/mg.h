@@ -117,6 +117,7 @@ struct LevelInfo {
   double setup_seconds = 0;
   std::string op;               ///< the operator's description
   bool setup_even_odd = false;  ///< the null vectors were found on the level's even-odd system
+  int setup_batch = 0;          ///< null vectors the first setup pass solved together (1: one at a time)
   bool direct = false;          ///< (coarsest) solved directly, by its dense inverse
   double condition = 0;         ///< (direct) 1-norm condition number of the inverted system
 };
@@ -184,6 +185,19 @@ class Multigrid {
   /// parameters ask for it).
   bool setup_on_even_odd(int l) const;
   void find_null_vectors(int l, bool refine, const std::function<void(const std::string&)>& progress);
+  /// Null vectors of level l that the first setup pass solves together (1: one at a time).
+  int setup_batch(int l) const;
+  /// The fields of the setup's inverse iteration for a set of vectors: -M v and e (full),
+  /// bhat and e_p (even-odd), made for `count` vectors and reused while the count stays.
+  struct NullVectorFields {
+    std::vector<ColorSpinorField> mv, e, bh, eh;
+  };
+  /// One inverse-iteration step for null vectors k0 .. k0 + count - 1 of level l (v += e with
+  /// M e = -M v; the first pass fills v with random vectors first): one at a time (count 1, by
+  /// solve() with the sloppy operator low or, refining, the cycle) or together (bicgstab_set
+  /// over the coarse operator's apply_set). Returns each vector's solver statistics.
+  std::vector<SolverStats> solve_null_vectors(int l, int k0, int count, bool refine, const SolverParam& sp,
+                                              LinearOperator* low, NullVectorFields& f);
   void cycle(int l, ColorSpinorField& x, const ColorSpinorField& b);
   void smooth(int l, ColorSpinorField& x, const ColorSpinorField& r, int steps);
   void coarse_solve(int l, ColorSpinorField& x, const ColorSpinorField& b);

@@ -366,11 +366,11 @@ PetscErrorCode view(MGContext& c, PetscViewer viewer) {
     PetscCall(PetscViewerASCIIPrintf(viewer, "operator: %s\n", i.op.c_str()));
     if (l + 1 < mg.levels()) {
       const mg::LevelParam& q = p.level[l];
-      // Coarse levels solve their null vectors in sets (in the level's precision) unless batch is 1.
+      // Null vectors solved together run in the level's own precision.
       std::string how = to_string(q.setup_precision);
-      if (l > 0 && p.setup_batch > 1 && q.setup_solver == SolverType::bicgstab)
-        how = std::string(to_string(p.level[l - 1].coarse_precision)) + ", " +
-              std::to_string(std::min(p.setup_batch, q.nvec)) + " at once";
+      if (i.setup_batch > 1)
+        how =
+            std::string(to_string(p.level[l - 1].coarse_precision)) + ", " + std::to_string(i.setup_batch) + " at once";
       PetscCall(PetscViewerASCIIPrintf(
           viewer,
           "transfer: aggregates %dx%dx%dx%d, %d null vectors (%s on the %s system in %s, %d iterations, tol %g), "

@@ -398,14 +398,6 @@ FlatSet<S> flat(const std::vector<ColorSpinorField>& set, const std::vector<Colo
   return f;
 }
 
-/// Device (or host) memory for the per-field sums of the set reductions, grown on demand.
-void* set_sums(Backend b, std::size_t bytes) {
-  static Buffer buf[2];
-  Buffer& u = buf[b == Backend::cpu ? 0 : 1];
-  if (u.bytes() < bytes) u = Buffer(memory_for(b), std::max<std::size_t>(bytes, 4096));
-  return u.data();
-}
-
 template <typename F>
 void dispatch_set(const ColorSpinorField& f, const char* what, F&& fn) {
   require(f.precision() != Precision::half, what, ": half-precision sets; expected single or double");
@@ -560,11 +552,8 @@ void caxpbypcz_set(const Cplx* a, const std::vector<ColorSpinorField>& x, const 
       }
       const Backend be = z[0].backend();
       if constexpr (Norm) {
-        double* d = static_cast<double*>(set_sums(be, n * sizeof(double)));
-        launch_segmented_reduce<double>(be, t, n, t.z.n_words, d);
         std::vector<double> local(n);
-        synchronize(be);
-        copy_bytes(local.data(), d, n * sizeof(double));
+        launch_segmented_reduce_host<double>(be, t, n, t.z.n_words, local.data());
         MPI_Allreduce(local.data(), norms, n, MPI_DOUBLE, MPI_SUM, z[0].lattice().comm());
       } else {
         launch(be, SetAsKernel<decltype(t)>{t, t.z.n_words}, {n * t.z.n_words}, compute_stream(), false);
@@ -585,16 +574,14 @@ void caxpbypcz_set(const Cplx* a, const std::vector<ColorSpinorField>& x, const 
 
 void cdot_norms_set(const std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& y, DotNorms* out) {
   const int n = static_cast<int>(x.size());
-  std::vector<double> local(4 * n), global(4 * n);
+  std::vector<DotNormSum> local(n);
+  std::vector<double> global(4 * n);
   dispatch_set(x[0], "cdot_norms_set", [&](auto s) {
     using S = decltype(s);
     const SetDotNormTerm<S> t{flat<S>(x, x, "cdot_norms_set"), flat<S>(y, x, "cdot_norms_set")};
-    const Backend be = x[0].backend();
-    DotNormSum* d = static_cast<DotNormSum*>(set_sums(be, n * sizeof(DotNormSum)));
-    launch_segmented_reduce<DotNormSum>(be, t, n, t.x.n_words, d);
-    synchronize(be);
-    copy_bytes(local.data(), d, n * sizeof(DotNormSum));
+    launch_segmented_reduce_host<DotNormSum>(x[0].backend(), t, n, t.x.n_words, local.data());
   });
+  static_assert(sizeof(DotNormSum) == 4 * sizeof(double), "DotNormSum is four doubles");
   MPI_Allreduce(local.data(), global.data(), 4 * n, MPI_DOUBLE, MPI_SUM, x[0].lattice().comm());
   for (int k = 0; k < n; ++k) out[k] = {Cplx(global[4 * k], global[4 * k + 1]), global[4 * k + 2], global[4 * k + 3]};
 }

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <complex>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -432,11 +433,13 @@ struct LightProblem {
         b(M->make_field()) {
     fill_gaussian(b, 8);
   }
-  /// The hierarchy with parameters p on the single-precision operator and its even-odd form, set up.
-  std::shared_ptr<Multigrid> hierarchy(const MultigridParam& p) {
+  /// The hierarchy with parameters p on the single-precision operator and its even-odd form,
+  /// set up (progress receives the setup's lines).
+  std::shared_ptr<Multigrid> hierarchy(const MultigridParam& p,
+                                       const std::function<void(const std::string&)>& progress = nullptr) {
     auto mg = std::make_shared<Multigrid>(ps.full(), p, nullptr,
                                           std::make_shared<WilsonCloverLinear>(ps.op, true, SchurType::symmetric, 0));
-    mg->setup();
+    mg->setup(progress);
     return mg;
   }
 };
@@ -716,11 +719,12 @@ TEST_P(MgBackend, CoarseNullVectorsSolvedTogether) {
     SCOPED_TRACE(c == 0 ? "one at a time" : "together");
     MultigridParam p = small_param(3);
     p.setup_batch = c == 0 ? 1 : 32;
-    auto mg = std::make_shared<Multigrid>(
-        lp.ps.full(), p, nullptr, std::make_shared<WilsonCloverLinear>(lp.ps.op, true, SchurType::symmetric, 0));
     int together = 0;
-    mg->setup([&](const std::string& line) { together += line.find("solved with 5 others") != std::string::npos; });
+    auto mg = lp.hierarchy(
+        p, [&](const std::string& line) { together += line.find("solved with 5 others") != std::string::npos; });
     EXPECT_EQ(together, c == 0 ? 0 : 6) << "level 1's 6 null vectors";
+    EXPECT_EQ(mg->info(1).setup_batch, c == 0 ? 1 : 6);
+    EXPECT_EQ(mg->info(0).setup_batch, 1) << "the fine level solves one at a time";
     const SolverStats st = mg_gcr(mg, *lp.M, x[c], lp.b);
     ASSERT_TRUE(st.converged);
     iterations[c] = st.iterations;

@@ -6,7 +6,8 @@
 // accumulated in the functor's type (double-based) in a fixed order, so it is the same run
 // to run on a given backend and size. launch_segmented_reduce() sums f(segment, i) over i
 // for every segment at once (e.g. per Schwarz block) into an array on the backend, without
-// synchronizing the host, also in a fixed order.
+// synchronizing the host, also in a fixed order; launch_segmented_reduce_host returns them to
+// the host.
 //
 // Files that launch kernels are compiled by nvcc in CUDA builds (CMake sets LANGUAGE CUDA on
 // them); elsewhere only the CPU path exists.
@@ -233,6 +234,26 @@ void launch_segmented_reduce(Backend b, const F& f, int n_segments, int length, 
   LATKE_CUDA_CALL(cudaGetLastError());
 #else
   (void)s, (void)length, (void)out;
+  fail("reduction ", typeid(F).name(), " asked to run on CUDA, but its file was compiled without CUDA");
+#endif
+}
+
+/// @brief launch_segmented_reduce into host memory: out[seg] (host) for every segment;
+/// blocks until the sums are known (one copy and one stream synchronisation for all segments,
+/// as launch_reduce does for one sum).
+template <typename T, typename F>
+void launch_segmented_reduce_host(Backend b, const F& f, int n_segments, int length, T* out,
+                                  Stream s = compute_stream()) {
+  if (b == Backend::cpu || n_segments <= 0) return launch_segmented_reduce<T>(b, f, n_segments, length, out, s);
+#ifdef __CUDACC__
+  const cudaStream_t stream = static_cast<cudaStream_t>(s.handle);
+  T* d = static_cast<T*>(detail::reduce_scratch_device(n_segments * sizeof(T)));
+  T* h = static_cast<T*>(detail::reduce_scratch_host(n_segments * sizeof(T)));
+  launch_segmented_reduce<T>(b, f, n_segments, length, d, s);
+  LATKE_CUDA_CALL(cudaMemcpyAsync(h, d, n_segments * sizeof(T), cudaMemcpyDeviceToHost, stream));
+  LATKE_CUDA_CALL(cudaStreamSynchronize(stream));
+  std::copy(h, h + n_segments, out);
+#else
   fail("reduction ", typeid(F).name(), " asked to run on CUDA, but its file was compiled without CUDA");
 #endif
 }
