@@ -137,7 +137,7 @@ int bench_dslash() {
   const RunOptions run = setup_from_options();
   std::string lattice, precision_list, recon_list, form_list, schur_name, json;
   bool dagger = false, tune_report_wanted = false, mass_given = false, kappa_given = false;
-  long iters_opt = 0;
+  long iters_opt = 0, set_count = 0;
   double mass = 0.1, kappa = 0, csw = 1.0, u0 = 1.0;
   std::string op_name;
   read_options(PETSC_COMM_WORLD, "", "latke-bench options", [&](OptionGroup& o) {
@@ -156,6 +156,9 @@ int bench_dslash() {
     iters_opt = o.integer("-latke_iterations", 0, "Applications per timing (0: about 1 s of work)");
     json = o.string("-latke_json", "", "Also write the results as JSON to this file");
     tune_report_wanted = o.flag("-latke_tune_report", false, "Print the autotuned launch sizes");
+    set_count = o.integer("-latke_set", 0,
+                          "Wilson-clover: also time the even-odd operator over a set of this many fields "
+                          "(single and double; also the time per field)");
     mass_given = o.given("-latke_mass");
     kappa_given = o.given("-latke_kappa");
   });
@@ -170,6 +173,7 @@ int bench_dslash() {
     require(f == "dslash" || f == "matpc" || f == "full", "-latke_form '", f, "': expected dslash, matpc or full");
   const SchurType schur = parse_schur_type(schur_name);
   require(iters_opt >= 0, "-latke_iterations ", iters_opt, ": expected a positive count");
+  require(set_count >= 0 && set_count <= blas::set_max, "-latke_set ", set_count, ": expected 0 to ", blas::set_max);
   require(!(mass_given && kappa_given), "-latke_mass ", mass, " and -latke_kappa ", kappa,
           " are both given: give one of them (kappa = 1/(2m + 8))");
   require(op_name == "wilson" || op_name == "staggered" || op_name == "asqtad", "-latke_op '", op_name,
@@ -300,6 +304,24 @@ int bench_dslash() {
             measure(
                 form, p, r, [&] { op.apply(out, in, dagger); }, 2 * 1872 * vcb,
                 2 * (kernel_bytes + spinor_bytes(p)) * vcb, out, in);
+        }
+        if (set_count > 0 && op.applies_sets()) {
+          // The even-odd operator over a set, reported per field: links and clover read once per
+          // set, every field's neighbours, output and xpay input once per field.
+          const SpinorParam sp{4, 3, p, Subset::even, run.backend};
+          std::vector<ColorSpinorField> set_in = ColorSpinorField::make_set(lat, sp, static_cast<int>(set_count));
+          std::vector<ColorSpinorField> set_out = ColorSpinorField::make_set(lat, sp, static_cast<int>(set_count));
+          for (auto& f : set_in) f.copy_from(in_e);
+          const double n = static_cast<double>(set_count);
+          const double per_field =
+              (2 * (8.0 * link_bytes(p, r) + clover_bytes(p)) / n + 2 * 9.0 * spinor_bytes(p) + spinor_bytes(p)) * vcb;
+          const std::size_t before = results.size();
+          measure(
+              "set", p, r, [&] { op.apply_schur_set(set_out, set_in, schur); }, 3792 * vcb * n, per_field * n,
+              set_out[0], set_in[0]);
+          Result& res = results[before];  // per field
+          res.us /= n;
+          if (root) std::printf("  (matpc over a set of %ld: %.1f us per field)\n", set_count, res.us);
         }
       }
   }

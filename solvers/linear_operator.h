@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "latke/core/error.h"
 #include "latke/fields/blas.h"
@@ -35,6 +36,19 @@ class LinearOperator {
     apply(out, in);
     if (sigma != 0) blas::caxpby(blas::Cplx(sigma), in, blas::Cplx(1), out);
   }
+  /// @brief out_k = A in_k for every field of two sets made by ColorSpinorField::make_set (of
+  /// the operator's shape): field by field here; operators that read their coefficients once
+  /// for the whole set override it (and applies_sets()).
+  virtual void apply_set(std::vector<ColorSpinorField>& out, const std::vector<ColorSpinorField>& in) {
+    require(out.size() == in.size(), "apply_set: sets of ", in.size(), " and ", out.size(),
+            " fields; expected equal sizes");
+    for (std::size_t k = 0; k < in.size(); ++k) apply(out[k], in[k]);
+  }
+  /// Whether apply_set runs in one pass over the operator for the whole set (so solving a set
+  /// of systems together saves work rather than only moving it).
+  virtual bool applies_sets() const { return false; }
+  /// @brief Free the scratch fields that apply_set keeps between calls.
+  virtual void release_set_scratch() {}
   /// Whether apply_split works: a nearest-neighbour stencil on full fields that can hand out
   /// its hops sorted by blocks (multigrid's Galerkin product, preconditioners/mg/galerkin.h).
   virtual bool splits() const { return false; }

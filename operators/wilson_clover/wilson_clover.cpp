@@ -182,6 +182,42 @@ void WilsonCloverOperator::apply_schur(ColorSpinorField& out, const ColorSpinorF
   }
 }
 
+void WilsonCloverOperator::apply_schur_set(std::vector<ColorSpinorField>& out, const std::vector<ColorSpinorField>& in,
+                                           SchurType type) {
+  require(!in.empty() && out.size() == in.size(), "Wilson-clover operator (apply_schur_set): sets of ", in.size(),
+          " and ", out.size(), " fields; expected equal, non-empty sets");
+  const int count = static_cast<int>(in.size());
+  if (!applies_sets() || count == 1) {
+    for (int k = 0; k < count; ++k) apply_schur(out[k], in[k], type);
+    return;
+  }
+  for (const auto* set : {&in, static_cast<const std::vector<ColorSpinorField>*>(&out)}) {
+    require(is_set(*set), "Wilson-clover operator (apply_schur_set): the fields are not a set made by make_set");
+    require_field((*set)[0], "a field of the set");
+  }
+  require(in[0].n_parity() == 1 && out[0].param().subset == in[0].param().subset,
+          "apply_schur_set takes two sets of fields of the same parity");
+  const int p = in[0].block_parity(0), q = 1 - p;
+  const Subset sq = q == 0 ? Subset::even : Subset::odd;
+  if (set_tmp_.size() != in.size() || set_tmp_[0].param().subset != sq) {
+    set_tmp_.clear();  // before the new set is made: it may be large
+    SpinorParam sp = in[0].param();
+    sp.subset = sq;
+    set_tmp_ = ColorSpinorField::make_set(lattice_, sp, count);
+  }
+  const double site_flops = 2 * (1320.0 + 504.0) + 48.0;
+  const LogScope log(LogEvent::dslash, site_flops * lattice_->volume_cb() * count);
+  auto run = [&](ColorSpinorField& o, const ColorSpinorField& i, Epilogue e, double a, const ColorSpinorField* x) {
+    const CloverField* c = e == Epilogue::clover_xpay ? &clover_ : &clover_inv_;
+    wilson::DslashRequest rq{&o, &i, x, &gauge_, c, nullptr, &param_, e, a, false};
+    rq.count = count;
+    dispatch_precision(param_.precision, [&](auto s) { wilson::launch_dslash<decltype(s)>(rq); });
+  };
+  run(set_tmp_[0], in[0], Epilogue::clover_inv, 1.0, nullptr);
+  run(out[0], set_tmp_[0], type == SchurType::asymmetric ? Epilogue::clover_xpay : Epilogue::clover_inv_xpay,
+      -hop() * hop(), &in[0]);
+}
+
 void WilsonCloverOperator::prepare_source(ColorSpinorField& bhat, const ColorSpinorField& b, SchurType type) {
   require(bhat.n_parity() == 1 && b.n_parity() == 2, "prepare_source: expected a parity field and a full source");
   const int p = bhat.block_parity(0), q = 1 - p;

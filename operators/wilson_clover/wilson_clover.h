@@ -38,6 +38,7 @@
 
 #include <array>
 #include <memory>
+#include <vector>
 
 #include "latke/core/complex.h"
 #include "latke/core/halo.h"
@@ -103,6 +104,16 @@ class WilsonCloverOperator {
   void apply(ColorSpinorField& out, const ColorSpinorField& in, bool dagger = false);
   /// @brief out_p = Mhat in_p (or its dagger) on fields of parity p (the fields' subset).
   void apply_schur(ColorSpinorField& out, const ColorSpinorField& in, SchurType type, bool dagger = false);
+  /// @brief out_k = Mhat in_k (not daggered) for two sets of parity-p fields made by
+  /// ColorSpinorField::make_set, in single or double precision, in one kernel per hopping term
+  /// for the whole set (a warp reads each link and clover word once for 4 fields). On a lattice
+  /// split over ranks, or in half precision, field by field. Keeps a scratch set
+  /// (release_set_scratch).
+  void apply_schur_set(std::vector<ColorSpinorField>& out, const std::vector<ColorSpinorField>& in, SchurType type);
+  /// Whether apply_schur_set runs in one pass (nothing split, single or double precision).
+  bool applies_sets() const { return !halo_ && param_.precision != Precision::half; }
+  /// @brief Free apply_schur_set's scratch set.
+  void release_set_scratch() { set_tmp_.clear(); }
   /// @brief bhat (parity p) from the full source b.
   void prepare_source(ColorSpinorField& bhat, const ColorSpinorField& b, SchurType type);
   /// @brief The full solution x from x_p (parity p) and the full source b.
@@ -152,6 +163,7 @@ class WilsonCloverOperator {
   CloverField clover_, clover_inv_;
   std::unique_ptr<HaloExchange> halo_;
   std::unique_ptr<ColorSpinorField> tmp_[2];  // parity scratch
+  std::vector<ColorSpinorField> set_tmp_;     // apply_schur_set's parity-q set
 };
 
 }  // namespace latke

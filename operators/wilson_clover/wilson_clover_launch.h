@@ -4,6 +4,7 @@
 // so that CMake's list of those files is the list of precisions built.
 #pragma once
 
+#include "latke/core/error.h"
 #include "latke/core/halo.h"
 #include "latke/core/launch.h"
 #include "wilson_clover/wilson_clover.h"
@@ -28,6 +29,9 @@ struct DslashRequest {
   /// boundary in split_dim. nullptr: the whole stencil.
   const int* split_block = nullptr;
   int split_dim = -1;
+  /// A set of this many fields (ColorSpinorField::make_set; out, in and x are field 0 of
+  /// theirs), applied in one pass over the links and clover; only without a halo.
+  int count = 1;
 };
 
 template <typename Store>
@@ -48,10 +52,10 @@ SiteArray<Store, 12, 1> face_array(void* region, int face_cb) {
 template <typename Store>
 constexpr std::size_t face_site_bytes() { return 12 * sizeof(Store) + (sizeof(Store) == 2 ? sizeof(float) : 0); }
 
-template <typename Store, Reconstruct R, Epilogue E>
-void run_dslash(const DslashRequest& rq) {
+/// The kernel argument of a request (all modes; field 0 of a set).
+template <typename Store, Reconstruct R>
+DslashArg<Store, R> make_arg(const DslashRequest& rq) {
   const Lattice& lat = rq.out->lattice();
-  const Backend b = rq.out->backend();
   using T = typename compute_type<Store>::type;
   DslashArg<Store, R> arg;
   arg.out = rq.out->accessor<Store, 3, 4>();
@@ -88,7 +92,40 @@ void run_dslash(const DslashRequest& rq) {
   }
   arg.a = static_cast<T>(rq.a);
   arg.sign = rq.dagger ? T(1) : T(-1);
+  return arg;
+}
+
+template <typename Store, Reconstruct R, Epilogue E>
+void run_dslash_set(const DslashRequest& rq, DslashArg<Store, R> arg) {
+  using K = DslashSetKernel<Store, R, E>;
+  K k;
+  k.arg = arg;
+  k.count = rq.count;
+  k.quads = (rq.count + K::fields_per_warp - 1) / K::fields_per_warp;
+  k.vcb = rq.out->lattice().volume_cb();
+  k.step = static_cast<long>(rq.out->n_parity() * rq.out->block_bytes() / sizeof(Store));  // make_set's layout
+  k.step_norm = sizeof(Store) == 2 ? rq.out->lattice().volume_cb() : 0;
+  const long threads = static_cast<long>((k.vcb + K::sites_per_warp - 1) / K::sites_per_warp) * k.quads * 32;
+  require(threads < (1L << 31), "Wilson-clover dslash over a set: ", rq.count, " fields of ", k.vcb,
+          " sites need more threads than one launch takes");
+  launch(rq.out->backend(), k, {static_cast<int>(threads)});
+}
+
+template <typename Store, Reconstruct R, Epilogue E>
+void run_dslash(const DslashRequest& rq) {
+  const Lattice& lat = rq.out->lattice();
+  const Backend b = rq.out->backend();
+  DslashArg<Store, R> arg = make_arg<Store, R>(rq);
   const int vcb = lat.volume_cb();
+  if (rq.count > 1) {
+    // Sets: the even-odd operator's epilogues, in single and double (what the set solvers run).
+    constexpr bool set_kernel = sizeof(Store) > 2 && (E == Epilogue::clover_inv || E == Epilogue::clover_inv_xpay ||
+                                                      E == Epilogue::clover_xpay);
+    require(set_kernel, "Wilson-clover dslash over a set: only the even-odd operator's clover epilogues in single or ",
+            "double precision are built for sets");
+    require(!rq.halo, "Wilson-clover dslash over a set: the lattice is split over ranks (apply the fields one by one)");
+    if constexpr (set_kernel) return run_dslash_set<Store, R, E>(rq, arg);
+  }
 
   if (!rq.halo) {
     arg.mode = all_sites;

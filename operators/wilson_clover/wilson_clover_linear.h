@@ -41,6 +41,12 @@ class WilsonCloverLinear final : public SchurOperator {
         << op_->param().block[2] << "x" << op_->param().block[3];
     return s.str();
   }
+  void apply_set(std::vector<ColorSpinorField>& out, const std::vector<ColorSpinorField>& in) override {
+    if (even_odd_) return op_->apply_schur_set(out, in, schur_);
+    LinearOperator::apply_set(out, in);
+  }
+  bool applies_sets() const override { return even_odd_ && op_->applies_sets(); }
+  void release_set_scratch() override { op_->release_set_scratch(); }
   /// Even-odd form only (the Schur complement's maps, wilson_clover.h).
   void prepare(ColorSpinorField& bhat, const ColorSpinorField& b) override {
     require(even_odd_, "prepare: the full Wilson-clover operator has no even-odd source");

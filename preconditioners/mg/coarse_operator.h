@@ -153,6 +153,11 @@ class CoarseLinear final : public SchurOperator {
   void reconstruct(ColorSpinorField& x, const ColorSpinorField& x_p, const ColorSpinorField& b) override {
     op_->reconstruct(x, x_p, b);
   }
+  /// The coarse operator's apply_set (single-precision vectors).
+  void apply_set(std::vector<ColorSpinorField>& out, const std::vector<ColorSpinorField>& in) override {
+    op_->apply_set(out, in);
+  }
+  bool applies_sets() const override { return vectors_ == Precision::single; }
   bool splits() const override { return !even_odd_; }
   void apply_split(ColorSpinorField& site, ColorSpinorField* const faces[4], const ColorSpinorField& in,
                    const Coords& block) override;

@@ -1,10 +1,12 @@
-// The coarsest level's dense inverse (dense_inverse.h): probing and inversion, on the host.
-// The product that applies it is in dense_inverse_apply.cpp (a kernel source).
+// The coarsest level's dense inverse (dense_inverse.h): probing and inversion (host code; the
+// kernels, Gauss-Jordan's and the product that applies the inverse, are in
+// dense_inverse_kernels.cpp).
 #include "preconditioners/mg/dense_inverse.h"
 
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <vector>
 
 #ifdef _OPENMP
@@ -62,42 +64,40 @@ DenseInverse::DenseInverse(LinearOperator& A, const SetOperator& set) : param_(A
                                 ys = ColorSpinorField::make_set(A.lattice(), param_, per);
   require(es[0].bytes() == static_cast<std::size_t>(n_) * sizeof(Complex<float>),
           "multigrid direct coarsest solve: a field is not stored as its ", n_, " complex numbers end to end");
-  Eigen::MatrixXcd M(n_, n_);
+  // The matrix, column-major in double precision on the backend.
+  Buffer m(memory_for(param_.backend), static_cast<std::size_t>(n_) * n_ * sizeof(Complex<double>));
+  auto* md = static_cast<Complex<double>*>(m.data());
   const Complex<float> one(1, 0), zero(0, 0);
-  std::vector<Complex<float>> cols(static_cast<std::size_t>(n_) * per);
   auto* e0 = static_cast<Complex<float>*>(es[0].block_data(0));
   synchronize(param_.backend);
   for (int j0 = 0; j0 < n_; j0 += per) {
-    const int m = std::min(per, n_ - j0);
-    for (int k = 0; k < m; ++k) copy_bytes(e0 + static_cast<std::size_t>(k) * n_ + j0 + k, &one, sizeof one);
+    const int count = std::min(per, n_ - j0);
+    for (int k = 0; k < count; ++k) copy_bytes(e0 + static_cast<std::size_t>(k) * n_ + j0 + k, &one, sizeof one);
+    synchronize(param_.backend);
     if (set)
       set(ys, es);
     else
       A.apply(ys[0], es[0]);
+    store_columns(param_.backend, md, n_, j0, static_cast<const Complex<float>*>(ys[0].block_data(0)), count);
     synchronize(param_.backend);
-    copy_bytes(cols.data(), ys[0].block_data(0), static_cast<std::size_t>(m) * n_ * sizeof(Complex<float>));
-    for (int k = 0; k < m; ++k) {
-      copy_bytes(e0 + static_cast<std::size_t>(k) * n_ + j0 + k, &zero, sizeof zero);
-      for (int i = 0; i < n_; ++i) {
-        const Complex<float> c = cols[static_cast<std::size_t>(k) * n_ + i];
-        M(i, j0 + k) = std::complex<double>(c.re, c.im);
-      }
-    }
+    for (int k = 0; k < count; ++k) copy_bytes(e0 + static_cast<std::size_t>(k) * n_ + j0 + k, &zero, sizeof zero);
   }
-  const Eigen::PartialPivLU<Eigen::MatrixXcd> lu(M);
-  const Eigen::MatrixXcd inv = inverse_by_columns(lu, n_);
-  require(inv.allFinite(), "multigrid direct coarsest solve: the ", n_, "-dimensional coarsest operator is singular");
-  const double norm_a = M.cwiseAbs().colwise().sum().maxCoeff(), norm_i = inv.cwiseAbs().colwise().sum().maxCoeff();
+  synchronize(param_.backend);
+  const double norm_a = norm1(param_.backend, md, n_);
+  if (param_.backend == Backend::cuda) {
+    gauss_jordan_inverse(param_.backend, md, n_);
+  } else {
+    Eigen::Map<Eigen::MatrixXcd> M(reinterpret_cast<std::complex<double>*>(md), n_, n_);
+    const Eigen::PartialPivLU<Eigen::MatrixXcd> lu(M);
+    M = inverse_by_columns(lu, n_);
+  }
+  const double norm_i = norm1(param_.backend, md, n_);
   condition_ = norm_a * norm_i;
   require(std::isfinite(condition_) && condition_ < 1e12, "multigrid direct coarsest solve: the ", n_,
           "-dimensional coarsest operator is singular (1-norm condition number ", condition_, ")");
-  std::vector<Complex<float>> host(static_cast<std::size_t>(n_) * n_);
-  for (int i = 0; i < n_; ++i)
-    for (int j = 0; j < n_; ++j)
-      host[static_cast<std::size_t>(i) * n_ + j] =
-          Complex<float>(static_cast<float>(inv(i, j).real()), static_cast<float>(inv(i, j).imag()));
-  inv_ = Buffer(memory_for(param_.backend), host.size() * sizeof(Complex<float>));
-  copy_bytes(inv_.data(), host.data(), inv_.bytes());
+  inv_ = Buffer(memory_for(param_.backend), static_cast<std::size_t>(n_) * n_ * sizeof(Complex<float>));
+  to_row_major_single(param_.backend, md, n_, static_cast<Complex<float>*>(inv_.data()));
+  synchronize(param_.backend);  // before m goes
 }
 
 }  // namespace latke::mg

@@ -117,6 +117,7 @@ struct Multigrid::Level {
   std::vector<ColorSpinorField> z, az;
   long smooth_steps = 0, solve_iterations = 0, solves = 0;
   double setup_seconds = 0;
+  int setup_batch = 1;  ///< null vectors the last first-pass setup solved together
 
   void allocate(const SpinorParam& p) {
     const auto lat = op->lattice();
@@ -258,7 +259,24 @@ bool Multigrid::setup_on_even_odd(int l) const { return param_.setup_even_odd &&
 
 int Multigrid::setup_batch(int l) const {
   const LevelParam& q = param_.level[l];
-  return l > 0 && q.setup_solver == SolverType::bicgstab ? std::min(param_.setup_batch, q.nvec) : 1;
+  const Level& L = *levels_[l];
+  const LinearOperator* A = setup_on_even_odd(l) ? static_cast<const LinearOperator*>(L.schur.get()) : L.op.get();
+  if (q.setup_solver != SolverType::bicgstab || !A || !A->applies_sets()) return 1;
+  long batch = std::min(param_.setup_batch, q.nvec);
+  if (l == 0) {
+    // Sets run in single precision. On the fine level half-precision steps one vector at a time
+    // are faster (measured on an H200, notes/multigrid.md): sets only where the setup asks for single.
+    if (q.setup_precision != Precision::single) return 1;
+    // The fine level's sets are large: per vector -M v and e (full fields), bhat and e_p,
+    // BiCGstab's five fields and the operator's scratch field (one parity each, or full ones
+    // without even-odd). As many as half the free memory holds.
+    const SpinorParam fp = A->field_param();
+    const std::size_t full =
+        2 * A->lattice()->volume_cb() * static_cast<std::size_t>(fp.nspin * fp.ncolor * 2) * real_bytes(fp.precision);
+    const std::size_t per = 2 * full + 8 * (fp.subset == Subset::full ? full : full / 2);
+    batch = std::min<long>(batch, std::max<long>(1, static_cast<long>(free_memory(fp.backend) / 2 / per)));
+  }
+  return static_cast<int>(batch);
 }
 
 std::vector<SolverStats> Multigrid::solve_null_vectors(int l, int k0, int count, bool refine, const SolverParam& sp,
@@ -284,10 +302,10 @@ std::vector<SolverStats> Multigrid::solve_null_vectors(int l, int k0, int count,
     if (eo) L.schur->prepare(bh[j], mv[j]);  // the even-odd system: bhat from -M v, e from e_p
   }
   std::vector<SolverStats> st;
-  if (count > 1) {  // together: one BiCGstab over the set, the operator reading each block once for all
-    CoarseOperator& C = *L.coarse;
+  if (count > 1) {  // together: one BiCGstab over the set, the operator reading its coefficients once for all
+    LinearOperator& A = eo ? *L.schur : *L.op;
     st = bicgstab_set(
-        [&C](std::vector<ColorSpinorField>& o, const std::vector<ColorSpinorField>& i) { C.apply_set(o, i); },
+        [&A](std::vector<ColorSpinorField>& o, const std::vector<ColorSpinorField>& i) { A.apply_set(o, i); },
         eo ? eh : e, eo ? bh : mv, sp);
   } else if (eo) {
     st = {solve(*L.schur, low, nullptr, eh[0], bh[0], sp)};
@@ -311,9 +329,12 @@ void Multigrid::find_null_vectors(int l, bool refine, const std::function<void(c
   // solve M itself, which the cycle preconditions. On coarse levels the first pass solves up
   // to setup_batch vectors together (setup_batch(l)): their solves are independent, so this is
   // the same inverse iteration as one at a time, in the level's own precision rather than
-  // with half-precision steps.
+  // with half-precision steps. The fine level does too when its even-odd operator applies a
+  // set in one pass (Wilson-clover on one rank) and its setup precision is single, as many as
+  // half the free memory holds.
   const bool eo = !refine && setup_on_even_odd(l);
   const int batch = refine ? 1 : setup_batch(l);
+  if (!refine) L.setup_batch = batch;
   // The steps in half: on level 0 the fine operator given in half; on a coarse level solving
   // one vector at a time, a copy of its operator with the blocks in half (unless they are already).
   std::shared_ptr<LinearOperator> low = L.setup_low;
@@ -369,6 +390,7 @@ void Multigrid::find_null_vectors(int l, bool refine, const std::function<void(c
       progress(s.str());
     }
   }
+  if (batch > 1) (eo ? static_cast<LinearOperator&>(*L.schur) : *L.op).release_set_scratch();
 }
 
 void Multigrid::build_level(int l, const std::function<void(const std::string&)>& progress) {
@@ -649,7 +671,7 @@ LevelInfo Multigrid::info(int l) const {
   i.setup_seconds = L.setup_seconds;
   i.op = L.op->describe();
   i.setup_even_odd = L.transfer && setup_on_even_odd(l);
-  i.setup_batch = L.transfer ? setup_batch(l) : 0;
+  i.setup_batch = L.transfer ? L.setup_batch : 0;
   i.direct = L.direct != nullptr;
   i.condition = L.direct ? L.direct->condition() : 0.0;
   return i;

@@ -96,9 +96,12 @@ struct MultigridParam {
   /// solve Mhat e_p = bhat, reconstruct): the Schur complement is better conditioned, so the
   /// same steps take the low modes further down. Refinement passes stay on the full system.
   bool setup_even_odd = true;
-  /// Null vectors of a coarse level solved together in the first pass (BiCGstab over a set,
-  /// CoarseOperator::apply_set; at most blas::set_max), in the level's precision; 1: one at a
-  /// time, with the level's setup_precision. The fine level solves one at a time.
+  /// Null vectors of a level solved together in the first pass (BiCGstab over a set, the
+  /// operator's apply_set; at most blas::set_max), in the level's precision (single); 1: one
+  /// at a time, with the level's setup_precision. The fine level solves together only when its
+  /// even-odd operator applies a set in one pass (Wilson-clover on one rank) and its
+  /// setup_precision is single (its half steps one at a time are faster than a set in single),
+  /// and at most as many as half the free memory holds.
   int setup_batch = 32;
   std::uint64_t seed = 1;       ///< of the random starting vectors
 };

@@ -104,7 +104,7 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
                       "Inverse iteration on each level's even-odd system (else on the full operator)");
     refine = g.integer("-pc_latke_mg_setup_refine", 0, "Refinement passes: rerun the setup with the current hierarchy");
     batch = g.integer("-pc_latke_mg_setup_batch", batch,
-                      "Coarse levels: null vectors solved together by one BiCGstab over the set (1: one at a time)");
+                      "Null vectors solved together by one BiCGstab over the set (1: one at a time)");
     cycle = g.string("-pc_latke_mg_cycle", "kcycle", "kcycle (GCR on intermediate levels) or vcycle");
     seed = g.integer("-pc_latke_mg_seed", 1, "Seed of the random starting vectors");
     o.verify = g.flag("-pc_latke_mg_verify", false, "Check (1 - P P^dag) v = 0, R P = 1 and D_c = R M P after setup");
@@ -366,11 +366,11 @@ PetscErrorCode view(MGContext& c, PetscViewer viewer) {
     PetscCall(PetscViewerASCIIPrintf(viewer, "operator: %s\n", i.op.c_str()));
     if (l + 1 < mg.levels()) {
       const mg::LevelParam& q = p.level[l];
-      // Null vectors solved together run in the level's own precision.
+      // Null vectors solved together run in the level's own precision (the fine level: single).
       std::string how = to_string(q.setup_precision);
       if (i.setup_batch > 1)
-        how =
-            std::string(to_string(p.level[l - 1].coarse_precision)) + ", " + std::to_string(i.setup_batch) + " at once";
+        how = std::string(to_string(l == 0 ? Precision::single : p.level[l - 1].coarse_precision)) + ", " +
+              std::to_string(i.setup_batch) + " at once";
       PetscCall(PetscViewerASCIIPrintf(
           viewer,
           "transfer: aggregates %dx%dx%dx%d, %d null vectors (%s on the %s system in %s, %d iterations, tol %g), "

@@ -2,6 +2,8 @@
 // no kernels here, so this file is ordinary C++ in every build.
 #include "latke/core/backend.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 
 #include "latke/core/error.h"
@@ -100,6 +102,20 @@ void activate_backend(Backend b, int local_rank) {
 Stream compute_stream() { return Stream{cuda_state().compute}; }
 Stream comm_stream() { return Stream{cuda_state().comm}; }
 DeviceInfo device_info() { return cuda_state().info; }
+
+std::size_t free_memory(Backend b) {
+#ifdef LATKE_HAVE_CUDA
+  if (b == Backend::cuda) {
+    std::size_t free_b = 0, total_b = 0;
+    LATKE_CUDA_CALL(cudaMemGetInfo(&free_b, &total_b));
+    return free_b;
+  }
+#else
+  (void)b;
+#endif
+  const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) : 0;
+}
 
 void synchronize(Backend b) {
 #ifdef LATKE_HAVE_CUDA

@@ -270,6 +270,24 @@ std::vector<ColorSpinorField> ColorSpinorField::make_set(std::shared_ptr<const L
   return set;
 }
 
+bool is_set(const std::vector<ColorSpinorField>& set) {
+  if (set.empty()) return false;
+  const ColorSpinorField& f0 = set[0];
+  const SpinorParam& p0 = f0.param();
+  const std::size_t step = f0.n_parity() * f0.block_bytes();
+  const std::size_t norm_step = static_cast<std::size_t>(f0.n_parity()) * f0.lattice().volume_cb();
+  for (std::size_t k = 0; k < set.size(); ++k) {
+    const SpinorParam& p = set[k].param();
+    if (p.nspin != p0.nspin || p.ncolor != p0.ncolor || p.precision != p0.precision || p.subset != p0.subset ||
+        p.backend != p0.backend || set[k].lattice().local() != f0.lattice().local())
+      return false;
+    if (static_cast<const char*>(set[k].block_data(0)) != static_cast<const char*>(f0.block_data(0)) + k * step)
+      return false;
+    if (p0.precision == Precision::half && set[k].block_norm(0) != f0.block_norm(0) + k * norm_step) return false;
+  }
+  return true;
+}
+
 std::size_t ColorSpinorField::block_bytes() const {
   return static_cast<std::size_t>(site_reals()) * lattice_->volume_cb() * real_bytes(param_.precision);
 }

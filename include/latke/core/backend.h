@@ -72,6 +72,9 @@ struct DeviceInfo {
 
 /// @brief Properties of the active CUDA device (empty name on the CPU backend).
 DeviceInfo device_info();
+/// @brief Bytes free for new allocations on backend b: device memory on CUDA, available
+/// physical memory on the CPU (0 when unknown).
+std::size_t free_memory(Backend b);
 
 /// @brief Throw latke::Error naming the CUDA call when err is not success.
 void check_cuda(int err, const char* call, const char* file, int line);

@@ -100,6 +100,10 @@ class ColorSpinorField {
   std::size_t block_offset_ = 0;  ///< in blocks, for parity views
 };
 
+/// @brief Whether the fields lie as ColorSpinorField::make_set lays them out: a non-empty set
+/// of one shape, subset, precision and backend, field k's storage right after field k-1's.
+bool is_set(const std::vector<ColorSpinorField>& set);
+
 /// @brief Block `block` of f as a run-time shaped view (any spin x color count).
 template <typename Store>
 RealArray<Store> real_array(const ColorSpinorField& f, int block) {
