@@ -858,16 +858,10 @@ void CoarseOperator::apply_split(ColorSpinorField& site, ColorSpinorField* const
 
 void CoarseOperator::require_set(const std::vector<ColorSpinorField>& set, const char* what, bool full) const {
   require(!set.empty(), "coarse operator (", what, "): an empty set of fields");
-  const ColorSpinorField& f0 = set[0];
-  for (std::size_t k = 0; k < set.size(); ++k) {
-    require_field(set[k], what, full);
-    require(set[k].precision() == Precision::single && set[k].param().subset == f0.param().subset, "coarse operator (",
-            what, "): field ", k, " of the set is ", to_string(set[k].precision()),
-            "; expected single-precision fields of one subset");
-    require(static_cast<const char*>(set[k].block_data(0)) ==
-                static_cast<const char*>(f0.block_data(0)) + k * f0.n_parity() * f0.block_bytes(),
-            "coarse operator (", what, "): field ", k, " is not where a set made by make_set would hold it");
-  }
+  require_field(set[0], what, full);
+  require(set[0].precision() == Precision::single, "coarse operator (", what, "): a set of ",
+          to_string(set[0].precision()), " fields; expected single precision");
+  require(is_set(set), "coarse operator (", what, "): the fields are not a set made by make_set");
 }
 
 void CoarseOperator::apply_set(std::vector<ColorSpinorField>& out, const std::vector<ColorSpinorField>& in) {

@@ -48,7 +48,7 @@ long DenseInverse::unknowns(const LinearOperator& A) {
   return (p.subset == Subset::full ? 2L : 1L) * A.lattice()->volume_cb() * p.nspin * p.ncolor;
 }
 
-DenseInverse::DenseInverse(LinearOperator& A, const SetOperator& set) : param_(A.field_param()) {
+DenseInverse::DenseInverse(LinearOperator& A) : param_(A.field_param()) {
   const Lattice& lat = *A.lattice();
   require(lat.size() == 1, "multigrid direct coarsest solve: the coarsest lattice is spread over ", lat.size(),
           " ranks; it needs one (use the gcr coarsest solver)");
@@ -57,9 +57,9 @@ DenseInverse::DenseInverse(LinearOperator& A, const SetOperator& set) : param_(A
   require(unknowns(A) <= 16384, "multigrid direct coarsest solve: ", unknowns(A),
           " unknowns; at most 16384 are inverted densely");
   n_ = static_cast<int>(unknowns(A));
-  // Probe: column j of A is A e_j, e_j the unit vector at storage position j; with a set
-  // operator, blas::set_max columns per application (field k of the set holds e_{j0 + k}).
-  const int per = set ? std::min(blas::set_max, n_) : 1;
+  // Probe: column j of A is A e_j, e_j the unit vector at storage position j; blas::set_max
+  // columns per apply_set (field k of the set holds e_{j0 + k}).
+  const int per = std::min(blas::set_max, n_);
   std::vector<ColorSpinorField> es = ColorSpinorField::make_set(A.lattice(), param_, per),
                                 ys = ColorSpinorField::make_set(A.lattice(), param_, per);
   require(es[0].bytes() == static_cast<std::size_t>(n_) * sizeof(Complex<float>),
@@ -74,15 +74,11 @@ DenseInverse::DenseInverse(LinearOperator& A, const SetOperator& set) : param_(A
     const int count = std::min(per, n_ - j0);
     for (int k = 0; k < count; ++k) copy_bytes(e0 + static_cast<std::size_t>(k) * n_ + j0 + k, &one, sizeof one);
     synchronize(param_.backend);
-    if (set)
-      set(ys, es);
-    else
-      A.apply(ys[0], es[0]);
+    A.apply_set(ys, es);  // fields past count are zero: their columns are not stored
     store_columns(param_.backend, md, n_, j0, static_cast<const Complex<float>*>(ys[0].block_data(0)), count);
     synchronize(param_.backend);
     for (int k = 0; k < count; ++k) copy_bytes(e0 + static_cast<std::size_t>(k) * n_ + j0 + k, &zero, sizeof zero);
   }
-  synchronize(param_.backend);
   const double norm_a = norm1(param_.backend, md, n_);
   if (param_.backend == Backend::cuda) {
     gauss_jordan_inverse(param_.backend, md, n_);

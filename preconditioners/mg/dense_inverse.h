@@ -1,6 +1,6 @@
 // The coarsest level's direct solve: the dense inverse of a small operator (the coarsest
 // Galerkin operator or its even-odd form, on one rank), found by probing the operator with
-// unit vectors (blas::set_max columns per application of a set operator) and inverting the
+// unit vectors (blas::set_max columns per LinearOperator::apply_set) and inverting the
 // matrix in double precision where it lies: on CUDA by Gauss-Jordan elimination with partial
 // pivoting on the device (a few milliseconds for n = 1024, where the host's LU took 0.4 s);
 // on the CPU through Eigen's blocked LU factorization, faster there than the same kernels.
@@ -20,7 +20,6 @@
 #include "latke/core/complex.h"
 #include "latke/core/memory.h"
 #include "solvers/linear_operator.h"
-#include "solvers/solvers.h"
 
 namespace latke::mg {
 
@@ -41,10 +40,10 @@ void to_row_major_single(Backend b, const Complex<double>* a, int n, Complex<flo
 class DenseInverse {
  public:
   /// @brief Probe A (single-precision fields, its lattice on one rank) and invert it. Fails
-  /// naming the size when A is singular to working precision. set: A over a set of fields
-  /// (e.g. CoarseOperator::apply_set), which probes blas::set_max columns at once; empty:
-  /// one column per application of A.
-  explicit DenseInverse(LinearOperator& A, const SetOperator& set = nullptr);
+  /// naming the size when A is singular to working precision. Probes blas::set_max columns per
+  /// A.apply_set (one pass over the coarse operator's blocks for all of them where A
+  /// applies_sets(), else column by column).
+  explicit DenseInverse(LinearOperator& A);
   /// The unknowns of A's system on this rank: the order of the matrix it inverts.
   static long unknowns(const LinearOperator& A);
   /// @brief x = A^-1 b (fields of A's shape).

@@ -430,10 +430,7 @@ void Multigrid::build_level(int l, const std::function<void(const std::string&)>
                          DenseInverse::unknowns(A) <= 4096);
     if (direct) {
       const auto td = std::chrono::steady_clock::now();
-      // Probed 32 columns at a time through the operator over a set of fields.
-      CoarseOperator& D = *C.coarse;
-      C.direct = std::make_unique<DenseInverse>(
-          A, [&D](std::vector<ColorSpinorField>& o, const std::vector<ColorSpinorField>& i) { D.apply_set(o, i); });
+      C.direct = std::make_unique<DenseInverse>(A);  // probed 32 columns per apply_set
       if (progress) {
         std::ostringstream s;
         s << "level " << l + 1 << ": direct coarsest solve: dense inverse of the " << (C.schur ? "even-odd" : "full")

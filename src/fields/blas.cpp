@@ -386,12 +386,8 @@ FlatSet<S> flat(const std::vector<ColorSpinorField>& set, const std::vector<Colo
   const ColorSpinorField& f0 = set[0];
   const std::size_t field_bytes = f0.n_parity() * f0.block_bytes();
   require(field_bytes % 16 == 0, what, ": fields of ", field_bytes, " bytes; expected a multiple of 16");
-  for (std::size_t k = 0; k < set.size(); ++k) {
-    require_alike(set[k], like[0], what);
-    require(
-        static_cast<const char*>(set[k].block_data(0)) == static_cast<const char*>(f0.block_data(0)) + k * field_bytes,
-        what, ": field ", k, " is not where a set made by make_set would hold it");
-  }
+  require_alike(f0, like[0], what);
+  require(is_set(set), what, ": the fields are not a set made by make_set");
   FlatSet<S> f;
   f.data = static_cast<S*>(f0.block_data(0));
   f.n_words = static_cast<int>(field_bytes / 16);
