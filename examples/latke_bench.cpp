@@ -53,6 +53,7 @@
 #include "latke/fields/gauge_observables.h"
 #include "latke/fields/random.h"
 #include "latke/latke.h"
+#include "preconditioners/mg/galerkin.h"
 #include "preconditioners/mg/pc_mg.h"
 #include "solvers/solvers.h"
 #include "staggered/staggered.h"
@@ -648,6 +649,39 @@ int bench_mg() {
     // P onto the Wilson fine level reads the basis vectors (single) rather than the packed basis.
     const double pbasis = comps == 12 ? vol * comps * T.nvec() * 2 * 4.0 : basis;
     report(l, "prolongate", ms, flops, pbasis + fbytes + cbytes);
+    // The setup's pieces for the next level: the block orthonormalization (of a copy of the
+    // basis, already orthonormal: the same work; bytes: two passes, each reading the single
+    // basis twice and writing it once), the whole Galerkin product, and per column
+    // its steps (the unit prolongation, the split operator, R of the site term and of one
+    // direction's faces: a column takes one R and four R faces).
+    mg::Transfer T2(T.fine_lattice(), T.fine_param(Precision::single), T.block(), T.nvec(), l + 1,
+                    o.param.level[l].transfer_precision);
+    for (int k = 0; k < T.nvec(); ++k) T2.vectors()[k].copy_from(T.vectors()[k]);
+    ms = time_per_call(run.backend, 3, [&] { T2.orthonormalize(); });
+    report(l, "orthonormalize", ms, 0, 2 * 3 * vol * comps * T.nvec() * 2 * 4.0);
+    std::shared_ptr<LinearOperator> M;
+    if (l == 0)
+      M = std::make_shared<WilsonCloverLinear>(op, false, SchurType::symmetric, 0);
+    else
+      M = std::make_shared<mg::CoarseLinear>(
+          std::shared_ptr<mg::CoarseOperator>(std::shared_ptr<mg::CoarseOperator>(), &mgrid->coarse_operator(l)), false,
+          0, Precision::single);
+    const Precision cp = o.param.level[l].coarse_precision;
+    const bool ceo = mgrid->coarse_operator(l + 1).even_odd();
+    ms = time_per_call(run.backend, 1, [&] { mg::galerkin(*M, T, cp, ceo); });
+    report(l, "galerkin (whole)", ms, 0, 0);
+    ColorSpinorField u = M->make_field(), g = M->make_field();
+    std::vector<ColorSpinorField> face = ColorSpinorField::make_set(T.fine_lattice(), u.param(), 4);
+    ColorSpinorField last(T.coarse_lattice(), coarse.param()), first(T.coarse_lattice(), coarse.param());
+    ColorSpinorField* const faces[4] = {&face[0], &face[1], &face[2], &face[3]};
+    ms = time_per_call(run.backend, calls(1), [&] { T.prolongate_unit(u, 0, -1); });
+    report(l, "galerkin: unit P", ms, 0, 0);
+    ms = time_per_call(run.backend, calls(1), [&] { M->apply_split(g, faces, u, T.block()); });
+    report(l, "galerkin: split op", ms, 0, 0);
+    ms = time_per_call(run.backend, calls(1), [&] { T.restrict_faces(last, first, g, 0); });
+    report(l, "galerkin: R faces", ms, 0, 0);
+    ms = time_per_call(run.backend, calls(1), [&] { T.restrict_to(last, g); });
+    report(l, "galerkin: R", ms, 0, 0);
   }
   for (int l = 1; l < mgrid->levels(); ++l) {
     mg::CoarseOperator& D = mgrid->coarse_operator(l);

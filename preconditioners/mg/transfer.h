@@ -53,12 +53,14 @@ class Transfer {
   std::vector<ColorSpinorField>& vectors() { return v_; }
   const std::vector<ColorSpinorField>& vectors() const { return v_; }
 
-  /// @brief Orthonormalize the basis within every (aggregate, chirality): modified
-  /// Gram-Schmidt, twice, with sums in double; then pack it for P and R (the packed basis is
-  /// what R reads, and P except on a Wilson fine level, where it reads the vectors: per site
-  /// and vector one record of the site's values, in the packed precision, half with a scale
-  /// per record). Fails when some vector vanishes on an aggregate (a basis that does not span
-  /// 2 nvec dimensions there).
+  /// @brief Orthonormalize the basis within every (aggregate, chirality), in the order of the
+  /// vectors (the Gram-Schmidt result), by a Cholesky QR applied twice with sums in double
+  /// (transfer.cpp); then pack it for P and R (the packed basis is what R reads, and P except
+  /// on a Wilson fine level, where it reads the vectors: per site and vector one record of
+  /// the site's values, in the packed precision, half with a scale per record). Fails when
+  /// the basis is not of full rank on some (aggregate, chirality): a vector vanishes there or
+  /// lies in the span of the others to within 1e-6 of its norm (it would not span 2 nvec
+  /// dimensions there).
   void orthonormalize();
 
   /// @brief fine = P coarse (fine overwritten; fine in single or double).

@@ -123,6 +123,76 @@ TEST_P(MgBackend, TransferIdentities) {
   }
 }
 
+// orthonormalize() is Gram-Schmidt within every (aggregate, chirality): against modified
+// Gram-Schmidt (twice, in double) on the host, for a Wilson fine level and a coarse-shaped one
+// (2 spins, 5 colors), with more vectors than one tile and one output chunk of the kernels,
+// and a single-precision basis. A basis that is not of full rank on its aggregates (a vector
+// that vanishes, or repeats another) is refused, naming how many (aggregate, chirality) pairs.
+TEST_P(MgBackend, OrthonormalizeIsGramSchmidt) {
+  Problem pr(GetParam(), Precision::double_, {4, 4, 4, 8});
+  const Coords block{2, 2, 2, 4};
+  struct Case {
+    int nspin, ncolor, nvec;
+    Precision p;
+    double tol;
+  };
+  for (const Case& cs : {Case{4, 3, 10, Precision::double_, 1e-12}, Case{2, 5, 9, Precision::double_, 1e-12},
+                         Case{4, 3, 10, Precision::single, 2e-5}}) {
+    SCOPED_TRACE(::testing::Message() << cs.nspin << " spins, " << cs.ncolor << " colors, " << cs.nvec << " vectors in "
+                                      << to_string(cs.p));
+    Transfer T(pr.lat, SpinorParam{cs.nspin, cs.ncolor, cs.p, Subset::full, pr.backend}, block, cs.nvec, 1, cs.p);
+    const int nv = cs.nvec, nc = cs.nspin * cs.ncolor;
+    std::vector<std::vector<Complex<double>>> v(nv), got(nv);
+    for (int k = 0; k < nv; ++k) {
+      fill_gaussian(T.vectors()[k], 40 + k);
+      T.vectors()[k].to_lexicographic(v[k]);
+    }
+    T.orthonormalize();
+    for (int k = 0; k < nv; ++k) T.vectors()[k].to_lexicographic(got[k]);
+    // The elements (site x nc + component) of each (aggregate, chirality).
+    const Lattice& cl = *T.coarse_lattice();
+    std::vector<std::vector<long>> seg(2 * cl.volume());
+    for (long x = 0; x < pr.lat->volume(); ++x) {
+      const Coords c = pr.lat->coords_of(x);
+      long a = 0;
+      for (int mu = 3; mu >= 0; --mu) a = a * cl.local()[mu] + c[mu] / block[mu];
+      for (int m = 0; m < nc; ++m) seg[2 * a + (m >= nc / 2)].push_back(x * nc + m);
+    }
+    double worst = 0;
+    for (const std::vector<long>& el : seg) {
+      std::vector<std::vector<Complex<double>>> q(nv, std::vector<Complex<double>>(el.size()));
+      for (int k = 0; k < nv; ++k)
+        for (std::size_t i = 0; i < el.size(); ++i) q[k][i] = v[k][el[i]];
+      for (int pass = 0; pass < 2; ++pass)
+        for (int k = 0; k < nv; ++k) {
+          for (int j = 0; j < k; ++j) {
+            Complex<double> d;
+            for (std::size_t i = 0; i < el.size(); ++i) d += conj_mul(q[j][i], q[k][i]);
+            for (std::size_t i = 0; i < el.size(); ++i) q[k][i] -= d * q[j][i];
+          }
+          double n = 0;
+          for (const Complex<double>& z : q[k]) n += norm2(z);
+          for (Complex<double>& z : q[k]) z *= 1 / std::sqrt(n);
+        }
+      for (int k = 0; k < nv; ++k)
+        for (std::size_t i = 0; i < el.size(); ++i) worst = std::max(worst, std::sqrt(norm2(q[k][i] - got[k][el[i]])));
+    }
+    EXPECT_LT(worst, cs.tol);  // the vectors have norm 1 on each (aggregate, chirality)
+  }
+  const int pairs = 2 * static_cast<int>(pr.lat->volume() / (block[0] * block[1] * block[2] * block[3]));
+  for (const bool vanishes : {true, false}) {
+    Transfer T(pr.lat, SpinorParam{4, 3, Precision::single, Subset::full, pr.backend}, block, 3, 1);
+    for (int k = 0; k < 3; ++k) fill_gaussian(T.vectors()[k], 60 + k);
+    if (vanishes)
+      T.vectors()[1].zero();
+    else
+      T.vectors()[2].copy_from(T.vectors()[0]);
+    expect_error([&] { T.orthonormalize(); },
+                 "not of full rank on " + std::to_string(pairs) + " (aggregate, chirality) pairs",
+                 vanishes ? "a basis with a vanishing vector" : "a basis with a repeated vector");
+  }
+}
+
 // The coarse operator against P^dag M P assembled explicitly: each column M P e_j on the fine
 // lattice, then P^dag by host dot products with the basis, against D_c e_j.
 TEST_P(MgBackend, GalerkinAgainstExplicitProduct) {
