@@ -117,17 +117,18 @@ struct DslashArg {
   int block[4] = {1, 1, 1, 1};
 };
 
-/// The hopping sum at one site for KT fields at once (no faces: nothing split): acc[f] = D_hop
-/// in_f (x) for f < nf, where load(f, y) is field f's spinor at site y; each link is loaded and
-/// decoded once for all of them. The same hops as DslashKernel's, which keeps its own loop:
-/// written for one field, it holds 8 fewer registers in half precision.
-template <int KT, typename Store, Reconstruct R, typename Load, typename T = typename compute_type<Store>::type>
-LATKE_HOST_DEVICE LATKE_INLINE void hop_sum(const DslashArg<Store, R>& arg, const Load& load, int nf, int x_cb,
-                                            int full, const int (&c)[4], ColorSpinor<T, 3, 4> (&acc)[KT]) {
+/// The hopping sum D_hop in (x) at one site with no faces (nothing split), for the set kernel.
+/// The same hops as DslashKernel's, which keeps its own loop (with the halo's faces): sharing
+/// this one cost it 8 registers in half precision (ptxas, notes/multigrid.md).
+template <typename Store, Reconstruct R, typename T = typename compute_type<Store>::type>
+LATKE_HOST_DEVICE LATKE_INLINE ColorSpinor<T, 3, 4> hop_sum(const DslashArg<Store, R>& arg,
+                                                            const SpinorAccessor<Store, 3, 4>& in, int x_cb, int full,
+                                                            const int (&c)[4]) {
   const int parity = arg.parity;
   const int* L = arg.faces.geom.L;
   const T s = arg.sign;
-  LATKE_UNROLL for (int f = 0; f < KT; ++f) acc[f].zero();
+  ColorSpinor<T, 3, 4> acc;
+  acc.zero();
   int stride = 1;
   static_for<4>([&](auto mu_) {
     constexpr int mu = decltype(mu_)::value;
@@ -140,29 +141,23 @@ LATKE_HOST_DEVICE LATKE_INLINE void hop_sum(const DslashArg<Store, R>& arg, cons
     }
     if (forward) {  // forward: (1 + s gamma_mu) U_mu(x) psi(x + mu)
       const int nb = c[mu] == L[mu] - 1 ? full - (L[mu] - 1) * stride : full + stride;
-      const auto U = arg.gauge.load(mu, x_cb, parity);
-      LATKE_UNROLL for (int f = 0; f < KT; ++f) {
-        if (f >= nf) break;
-        ColorSpinor<T, 3, 2> uh = U * project<mu>(load(f, nb >> 1), s);
-        if (((arg.phase_mask >> mu) & 1) && c[mu] == arg.last_slice[mu]) uh = scale_phase(uh, arg.phase[mu]);
-        accumulate<mu>(acc[f], uh, s);
-      }
+      ColorSpinor<T, 3, 2> uh = arg.gauge.load(mu, x_cb, parity) * project<mu>(in.load(nb >> 1), s);
+      if (((arg.phase_mask >> mu) & 1) && c[mu] == arg.last_slice[mu]) uh = scale_phase(uh, arg.phase[mu]);
+      accumulate<mu>(acc, uh, s);
     }
     if (backward) {  // backward: (1 - s gamma_mu) U_mu(x - mu)^dag psi(x - mu)
       const int nb = c[mu] == 0 ? full + (L[mu] - 1) * stride : full - stride;
-      const auto U = arg.gauge.load(mu, nb >> 1, 1 - parity);
-      LATKE_UNROLL for (int f = 0; f < KT; ++f) {
-        if (f >= nf) break;
-        ColorSpinor<T, 3, 2> uh = adj_mul(U, project<mu>(load(f, nb >> 1), -s));
-        if (((arg.phase_mask >> mu) & 1) && c[mu] == arg.first_slice[mu]) uh = scale_phase(uh, conj(arg.phase[mu]));
-        accumulate<mu>(acc[f], uh, -s);
-      }
+      ColorSpinor<T, 3, 2> uh = adj_mul(arg.gauge.load(mu, nb >> 1, 1 - parity), project<mu>(in.load(nb >> 1), -s));
+      if (((arg.phase_mask >> mu) & 1) && c[mu] == arg.first_slice[mu]) uh = scale_phase(uh, conj(arg.phase[mu]));
+      accumulate<mu>(acc, uh, -s);
     }
     stride *= L[mu];
   });
+  return acc;
 }
 
-/// The epilogue E of the hopping sum acc at site x_cb (x: the xpay input at that site's field).
+/// The epilogue E of the hopping sum acc at site x_cb (x: the xpay input at that site's field),
+/// for DslashKernel and DslashSetKernel.
 template <Epilogue E, typename Store, Reconstruct R, typename T>
 LATKE_HOST_DEVICE LATKE_INLINE ColorSpinor<T, 3, 4> epilogue(const DslashArg<Store, R>& arg,
                                                              const ColorSpinor<T, 3, 4>& acc,
@@ -249,20 +244,7 @@ struct DslashKernel {
       stride *= L[mu];
     });
 
-    ColorSpinor<T, 3, 4> result;
-    if constexpr (E == Epilogue::plain) {
-      result = axpy(arg.a, acc, ColorSpinor<T, 3, 4>{});
-    } else if constexpr (E == Epilogue::clover_inv) {
-      const ColorSpinor<T, 3, 4> t = arg.clover.apply(acc, x_cb);
-      result = axpy(arg.a, t, ColorSpinor<T, 3, 4>{});
-    } else if constexpr (E == Epilogue::clover_xpay) {
-      result = axpy(arg.a, acc, arg.clover.apply(arg.x.load(x_cb), x_cb));
-    } else if constexpr (E == Epilogue::clover_inv_xpay) {
-      result = axpy(arg.a, arg.clover.apply(acc, x_cb), arg.x.load(x_cb));
-    } else {
-      result = axpy(arg.a, acc, arg.x.load(x_cb));
-    }
-    arg.out.save(result, x_cb);
+    arg.out.save(epilogue<E>(arg, acc, arg.x, x_cb), x_cb);
   }
 };
 
@@ -285,7 +267,6 @@ LATKE_HOST_DEVICE LATKE_INLINE SpinorAccessor<Store, 3, 4> set_field(SpinorAcces
 template <typename Store, Reconstruct R, Epilogue E>
 struct DslashSetKernel {
   static constexpr int sites_per_warp = 8, fields_per_warp = 32 / sites_per_warp;
-  using T = typename compute_type<Store>::type;
   DslashArg<Store, R> arg;            ///< field 0's accessors
   int count = 1, quads = 1, vcb = 0;  ///< quads: warps per site window (fields_per_warp fields each)
   long step = 0, step_norm = 0;
@@ -298,11 +279,8 @@ struct DslashSetKernel {
     int c[4];
     const int full = arg.faces.geom.coords(x_cb, arg.parity, c);
     const SpinorAccessor<Store, 3, 4> in = set_field(arg.in, k, step, step_norm);
-    ColorSpinor<T, 3, 4> acc[1];
-    hop_sum<1>(
-        arg, [&](int, int y) { return in.load(y); }, 1, x_cb, full, c, acc);
     set_field(arg.out, k, step, step_norm)
-        .save(epilogue<E>(arg, acc[0], set_field(arg.x, k, step, step_norm), x_cb), x_cb);
+        .save(epilogue<E>(arg, hop_sum(arg, in, x_cb, full, c), set_field(arg.x, k, step, step_norm), x_cb), x_cb);
   }
 };
 

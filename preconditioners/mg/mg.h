@@ -198,7 +198,7 @@ class Multigrid {
   /// One inverse-iteration step for null vectors k0 .. k0 + count - 1 of level l (v += e with
   /// M e = -M v; the first pass fills v with random vectors first): one at a time (count 1, by
   /// solve() with the sloppy operator low or, refining, the cycle) or together (bicgstab_set
-  /// over the coarse operator's apply_set). Returns each vector's solver statistics.
+  /// over the level operator's apply_set). Returns each vector's solver statistics.
   std::vector<SolverStats> solve_null_vectors(int l, int k0, int count, bool refine, const SolverParam& sp,
                                               LinearOperator* low, NullVectorFields& f);
   void cycle(int l, ColorSpinorField& x, const ColorSpinorField& b);
