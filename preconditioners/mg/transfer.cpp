@@ -153,6 +153,62 @@ AggregateMap aggregate_map(const Lattice& fine, const Lattice& coarse, const Coo
   return m;
 }
 
+/// <V_k(x), f(x)> on each chirality, added into s0 and s1: record rec of the packed basis
+/// against site fx of f (fs: the same field read as whole sites, when NR > 0). The record's
+/// products are summed in T, the sites in double.
+template <typename T, int NR, typename SV, typename SF>
+LATKE_HOST_DEVICE LATKE_INLINE void record_dot(const PackedBasis<SV>& basis, const RealArray<SF>& f,
+                                               const SiteArray<SF, (NR > 0 ? NR : 2), 1>& fs, int fine_reals, long rec,
+                                               int fx, Complex<double>& s0, Complex<double>& s1) {
+  constexpr int W = PackedBasis<SV>::W;
+  if (!basis.words) {  // records that are not whole words (half, odd nvec on a coarse level)
+    for (int m = 0; m < fine_reals / 2; ++m) {
+      const Complex<double> v = basis.get(rec, m),
+                            fm(f.template get<double>(2 * m, fx), f.template get<double>(2 * m + 1, fx));
+      if (2 * m >= fine_reals / 2)
+        s1 += conj_mul(v, fm);
+      else
+        s0 += conj_mul(v, fm);
+    }
+    return;
+  }
+  const int half = NR > 0 ? NR / 2 : fine_reals / 2;
+  T a[4] = {};  // re, im of chirality 0, then of chirality 1
+  // Word w of the record against f's reals from fget(r).
+  auto word_dot = [&](int w, auto&& fget) {
+    T v[W];
+    basis.load_word(rec, w, v);
+    LATKE_UNROLL for (int i = 0; i < W; i += 2) {
+      const int r = w * W + i;
+      const T fr = fget(r), fi = fget(r + 1);
+      if (r >= half) {
+        a[2] += v[i] * fr + v[i + 1] * fi;
+        a[3] += v[i] * fi - v[i + 1] * fr;
+      } else {
+        a[0] += v[i] * fr + v[i + 1] * fi;
+        a[1] += v[i] * fi - v[i + 1] * fr;
+      }
+    }
+  };
+  if constexpr (NR > 0) {
+    static_assert(NR % W == 0, "records of whole words");
+    T fv[NR];
+    fs.load(fv, fx);
+    LATKE_UNROLL for (int w = 0; w < NR / W; ++w) word_dot(w, [&](int r) { return fv[r]; });
+  } else {
+    for (int w = 0; w < fine_reals / W; ++w) word_dot(w, [&](int r) { return f.template get<T>(r, fx); });
+  }
+  const double u = basis.unit(rec);
+  s0 += Complex<double>(a[0] * u, a[1] * u);
+  s1 += Complex<double>(a[2] * u, a[3] * u);
+}
+
+/// Chunk `chunk` of `chunks` of n sites: [begin, end).
+LATKE_HOST_DEVICE LATKE_INLINE void chunk_range(int n, int chunk, int chunks, int& begin, int& end) {
+  begin = static_cast<int>(static_cast<long>(n) * chunk / chunks);
+  end = static_cast<int>(static_cast<long>(n) * (chunk + 1) / chunks);
+}
+
 /// coarse(a)_{chi,k} = sum over the aggregate's sites (or over two slices of it) of <V_k, f>
 /// on chirality chi, in two passes so that every level keeps the device busy: one thread per
 /// (chunk of the aggregate's sites, aggregate, k), k fastest, so that a warp reads the packed
@@ -165,7 +221,6 @@ AggregateMap aggregate_map(const Lattice& fine, const Lattice& coarse, const Coo
 template <typename SV, typename SF, int NR = 0>
 struct RestrictPartsKernel {
   using T = std::conditional_t<sizeof(SV) == 8 || sizeof(SF) == 8, double, float>;
-  static constexpr int W = PackedBasis<SV>::W;
   AggregateMap map;
   PackedBasis<SV> basis;
   RealArray<SF> fine[2];  ///< by parity
@@ -186,42 +241,6 @@ struct RestrictPartsKernel {
     }
     return i;
   }
-  /// <V_k(x), f(x)> on each chirality, into s[0], s[1] (added).
-  LATKE_HOST_DEVICE LATKE_INLINE void site_dot(long rec, int fp, int fx, Complex<double> (&s)[2]) const {
-    const RealArray<SF>& f = fine[fp];
-    if (!basis.words) {  // records that are not whole words (half, odd nvec on a coarse level)
-      for (int m = 0; m < fine_reals / 2; ++m) {
-        const Complex<double> v = basis.get(rec, m),
-                              fm(f.template get<double>(2 * m, fx), f.template get<double>(2 * m + 1, fx));
-        s[2 * m >= fine_reals / 2] += conj_mul(v, fm);
-      }
-      return;
-    }
-    const int half = NR > 0 ? NR / 2 : fine_reals / 2;
-    T a[4] = {};  // re, im of chirality 0, then of chirality 1
-    // Word w of the record against f's reals from fget(r).
-    auto word_dot = [&](int w, auto&& fget) {
-      T v[W];
-      basis.load_word(rec, w, v);
-      LATKE_UNROLL for (int i = 0; i < W; i += 2) {
-        const int r = w * W + i, c = r >= half ? 2 : 0;
-        const T fr = fget(r), fi = fget(r + 1);
-        a[c] += v[i] * fr + v[i + 1] * fi;
-        a[c + 1] += v[i] * fi - v[i + 1] * fr;
-      }
-    };
-    if constexpr (NR > 0) {
-      static_assert(NR % W == 0, "records of whole words");
-      T fv[NR];
-      fsite[fp].load(fv, fx);
-      LATKE_UNROLL for (int w = 0; w < NR / W; ++w) word_dot(w, [&](int r) { return fv[r]; });
-    } else {
-      for (int w = 0; w < fine_reals / W; ++w) word_dot(w, [&](int r) { return f.template get<T>(r, fx); });
-    }
-    const double u = basis.unit(rec);
-    s[0] += Complex<double>(a[0] * u, a[1] * u);
-    s[1] += Complex<double>(a[2] * u, a[3] * u);
-  }
   LATKE_HOST_DEVICE void operator()(int idx, int) const {
     const int k = idx % nvec, rest = idx / nvec, vcb = map.coarse.volume_cb;
     const int cx = rest % vcb, chunk = rest / vcb;
@@ -229,20 +248,86 @@ struct RestrictPartsKernel {
     map.coarse.coords(cx, parity, cc);
     const int sides = face_mu < 0 ? 1 : 2;
     const int n_sites = face_mu < 0 ? map.block_volume : map.block_volume / map.block[face_mu];
-    const int begin = static_cast<int>(static_cast<long>(n_sites) * chunk / chunks);
-    const int end = static_cast<int>(static_cast<long>(n_sites) * (chunk + 1) / chunks);
+    int begin, end;
+    chunk_range(n_sites, chunk, chunks, begin, end);
     Complex<double>* out = parts + ((static_cast<long>(chunk) * vcb + cx) * nvec + k) * 4;
     for (int side = 0; side < sides; ++side) {
-      Complex<double> s[2];
+      Complex<double> s0, s1;
       for (int j = begin; j < end; ++j) {
         int fc[4];
         const int full = map.fine_site(cc, site(j, side), fc);
         const int fp = (fc[0] + fc[1] + fc[2] + fc[3]) & 1, fx = full >> 1;
-        site_dot(basis.record(fp, fx, k), fp, fx, s);
+        record_dot<T, NR>(basis, fine[fp], fsite[fp], fine_reals, basis.record(fp, fx, k), fx, s0, s1);
       }
-      out[2 * side] = s[0];
-      out[2 * side + 1] = s[1];
+      out[2 * side] = s0;
+      out[2 * side + 1] = s1;
     }
+  }
+};
+
+/// R of the split operator's five outputs in one pass over the basis (a column of the Galerkin
+/// product, galerkin.cpp): the site term over all of each aggregate's sites (block 8) and
+/// face[mu] over the aggregate's last slice in mu (block 2 mu) and its first slice (block
+/// 2 mu + 1), as restrict_to and restrict_faces give them, but reading each basis record once
+/// from memory rather than three times. Threads and chunks as in RestrictPartsKernel.
+template <typename SV, typename SF, int NR = 0>
+struct RestrictSplitKernel {
+  using T = std::conditional_t<sizeof(SV) == 8 || sizeof(SF) == 8, double, float>;
+  AggregateMap map;
+  PackedBasis<SV> basis;
+  RealArray<SF> fine[5][2];                         ///< [site term, face 0..3][parity]
+  SiteArray<SF, (NR > 0 ? NR : 2), 1> fsite[5][2];  ///< the same, when NR > 0
+  Complex<double>* parts;                           ///< [chunk][aggregate][k][block 0..8][chi]
+  int nvec, fine_reals, parity, chunks;
+
+  LATKE_HOST_DEVICE void operator()(int idx, int) const {
+    const int k = idx % nvec, rest = idx / nvec, vcb = map.coarse.volume_cb;
+    const int cx = rest % vcb, chunk = rest / vcb;
+    int cc[4];
+    map.coarse.coords(cx, parity, cc);
+    int begin, end;
+    chunk_range(map.block_volume, chunk, chunks, begin, end);
+    Complex<double> s[9][2];
+    for (int j = begin; j < end; ++j) {
+      int fc[4];
+      const int full = map.fine_site(cc, j, fc);
+      const int fp = (fc[0] + fc[1] + fc[2] + fc[3]) & 1, fx = full >> 1;
+      const long rec = basis.record(fp, fx, k);
+      record_dot<T, NR>(basis, fine[0][fp], fsite[0][fp], fine_reals, rec, fx, s[8][0], s[8][1]);
+      static_for<4>([&](auto mu_) {
+        constexpr int mu = decltype(mu_)::value;
+        const int w = fc[mu] - cc[mu] * map.block[mu];
+        if (w == map.block[mu] - 1)
+          record_dot<T, NR>(basis, fine[1 + mu][fp], fsite[1 + mu][fp], fine_reals, rec, fx, s[2 * mu][0],
+                            s[2 * mu][1]);
+        if (w == 0)
+          record_dot<T, NR>(basis, fine[1 + mu][fp], fsite[1 + mu][fp], fine_reals, rec, fx, s[2 * mu + 1][0],
+                            s[2 * mu + 1][1]);
+      });
+    }
+    Complex<double>* out = parts + ((static_cast<long>(chunk) * vcb + cx) * nvec + k) * 18;
+    LATKE_UNROLL for (int b = 0; b < 9; ++b) {
+      out[2 * b] = s[b][0];
+      out[2 * b + 1] = s[b][1];
+    }
+  }
+};
+
+/// The chunks of RestrictSplitKernel added, into the nine coarse fields' parity `parity`.
+template <typename SC>
+struct RestrictSplitCombineKernel {
+  RealArray<SC> coarse[9];
+  const Complex<double>* parts;
+  int nvec, vcb, chunks;
+  LATKE_HOST_DEVICE void operator()(int idx, int) const {
+    const int k = idx % nvec, cx = idx / nvec;
+    for (int b = 0; b < 9; ++b)
+      for (int chi = 0; chi < 2; ++chi) {
+        Complex<double> s;
+        for (int c = 0; c < chunks; ++c) s += parts[((static_cast<long>(c) * vcb + cx) * nvec + k) * 18 + 2 * b + chi];
+        coarse[b].set(2 * (chi * nvec + k), cx, s.re);
+        coarse[b].set(2 * (chi * nvec + k) + 1, cx, s.im);
+      }
   }
 };
 
@@ -741,15 +826,26 @@ void Transfer::restrict_faces(ColorSpinorField& last, ColorSpinorField& first, c
   restrict_impl(last, &first, fine, mu);
 }
 
+namespace {
+
+void require_restrict_fields(const ColorSpinorField& fine, const ColorSpinorField* const* coarse, int n_coarse,
+                             const SpinorParam& fine_param, int nvec, const Lattice& coarse_lattice) {
+  require(fine.nspin() == fine_param.nspin && fine.ncolor() == fine_param.ncolor && fine.n_parity() == 2,
+          "restrict: the fine field is not a full field of the level's shape");
+  for (int i = 0; i < n_coarse; ++i) {
+    const ColorSpinorField* c = coarse[i];
+    require(!c || (c->nspin() == 2 && c->ncolor() == nvec && c->n_parity() == 2 &&
+                   c->lattice().volume_cb() == coarse_lattice.volume_cb() && c->precision() == coarse[0]->precision()),
+            "restrict: a coarse field is not a full field of the coarse level's shape");
+  }
+}
+
+}  // namespace
+
 void Transfer::restrict_impl(ColorSpinorField& coarse, ColorSpinorField* first, const ColorSpinorField& fine,
                              int mu) const {
-  require(fine.nspin() == fine_param_.nspin && fine.ncolor() == fine_param_.ncolor && fine.n_parity() == 2,
-          "restrict: the fine field is not a full field of the level's shape");
-  for (const ColorSpinorField* c :
-       {static_cast<const ColorSpinorField*>(&coarse), static_cast<const ColorSpinorField*>(first)})
-    require(!c || (c->nspin() == 2 && c->ncolor() == nvec_ && c->n_parity() == 2 &&
-                   c->lattice().volume_cb() == coarse_->volume_cb() && c->precision() == coarse.precision()),
-            "restrict: a coarse field is not a full field of the coarse level's shape");
+  const ColorSpinorField* const out[2] = {&coarse, first};
+  require_restrict_fields(fine, out, 2, fine_param_, nvec_, *coarse_);
   const AggregateMap map = aggregate_map(*fine_, *coarse_, block_);
   // Chunks of each aggregate's sites: enough threads for the device (about 2^20), each
   // chunk at least 2 sites.
@@ -782,6 +878,64 @@ void Transfer::restrict_impl(ColorSpinorField& coarse, ColorSpinorField* first, 
                                       chunks,
                                       mu < 0 ? 1 : 2};
           launch(fine.backend(), c, {vcb * nvec_}, compute_stream(), false);
+        }
+      });
+    });
+  });
+}
+
+void Transfer::restrict_split(ColorSpinorField* const (&coarse)[9], const ColorSpinorField& site,
+                              const ColorSpinorField* const (&face)[4]) const {
+  require_restrict_fields(site, coarse, 9, fine_param_, nvec_, *coarse_);
+  for (int b = 0; b < 9; ++b) require(coarse[b] != nullptr, "restrict_split: coarse field ", b, " is missing");
+  for (int mu = 0; mu < 4; ++mu) {
+    require(face[mu] != nullptr, "restrict_split: face ", mu, " is missing");
+    require_restrict_fields(*face[mu], coarse, 0, fine_param_, nvec_, *coarse_);
+    require(face[mu]->precision() == site.precision(), "restrict_split: face ", mu, " is in ",
+            to_string(face[mu]->precision()), ", the site term in ", to_string(site.precision()));
+  }
+  const AggregateMap map = aggregate_map(*fine_, *coarse_, block_);
+  const int vcb = coarse_->volume_cb();
+  const int chunks = std::max(1, std::min(map.block_volume / 2, (1 << 20) / std::max(1, vcb * nvec_)));
+  const std::size_t part_bytes = static_cast<std::size_t>(chunks) * vcb * nvec_ * 18 * sizeof(Complex<double>);
+  if (parts_.bytes() < part_bytes) parts_ = Buffer(memory_for(site.backend()), part_bytes);
+  auto* parts = static_cast<Complex<double>*>(parts_.data());
+  const ColorSpinorField* const in[5] = {&site, face[0], face[1], face[2], face[3]};
+  with_packed([&](auto basis) {
+    using SV = std::remove_pointer_t<decltype(basis.data)>;
+    dispatch_precision(site.precision(), [&](auto sf) {
+      dispatch_full(coarse[0]->precision(), "restrict (coarse field)", [&](auto sc) {
+        using SF = decltype(sf);
+        using SC = decltype(sc);
+        auto run = [&](auto nr, int parity) {
+          constexpr int NR = decltype(nr)::value;
+          RestrictSplitKernel<SV, SF, NR> k;
+          k.map = map;
+          k.basis = basis;
+          for (int i = 0; i < 5; ++i)
+            for (int p = 0; p < 2; ++p) {
+              k.fine[i][p] = real_array<SF>(*in[i], p);
+              if constexpr (NR > 0) k.fsite[i][p] = in[i]->template accessor<SF, 3, 4>(p).a;
+            }
+          k.parts = parts;
+          k.nvec = nvec_;
+          k.fine_reals = site.site_reals();
+          k.parity = parity;
+          k.chunks = chunks;
+          launch(site.backend(), k, {chunks * vcb * nvec_}, compute_stream(), false);
+        };
+        for (int parity = 0; parity < 2; ++parity) {
+          if (site.site_reals() == 24 && basis.words)  // the Wilson fine level: whole sites of f
+            run(std::integral_constant<int, 24>{}, parity);
+          else
+            run(std::integral_constant<int, 0>{}, parity);
+          RestrictSplitCombineKernel<SC> c;
+          for (int b = 0; b < 9; ++b) c.coarse[b] = real_array<SC>(*coarse[b], parity);
+          c.parts = parts;
+          c.nvec = nvec_;
+          c.vcb = vcb;
+          c.chunks = chunks;
+          launch(site.backend(), c, {vcb * nvec_}, compute_stream(), false);
         }
       });
     });

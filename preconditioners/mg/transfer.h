@@ -75,6 +75,12 @@ class Transfer {
   /// (into first) of their aggregate in dimension mu, in one pass: assembling the coarse
   /// operator's hops (galerkin.cpp).
   void restrict_faces(ColorSpinorField& last, ColorSpinorField& first, const ColorSpinorField& fine, int mu) const;
+  /// @brief R of the split operator's outputs (LinearOperator::apply_split) in one pass over
+  /// the basis: coarse[8] = R site, and coarse[2 mu], coarse[2 mu + 1] = the last and first of
+  /// restrict_faces(face[mu], mu); a column of the Galerkin product (galerkin.cpp). The coarse
+  /// fields are full fields of one precision; site and the faces full fields of the level's shape.
+  void restrict_split(ColorSpinorField* const (&coarse)[9], const ColorSpinorField& site,
+                      const ColorSpinorField* const (&face)[4]) const;
 
   /// Bytes of the basis on the backend.
   std::size_t bytes() const;
