@@ -246,10 +246,15 @@ void bicgstab(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const Sol
   };
   const auto usable = [](Cplx c) { return std::isfinite(c.re) && std::isfinite(c.im) && norm2(c) > 0; };
   restart();
+  // <rhat, r>, |rhat|^2, |r|^2 from the last iteration's residual update, while neither r nor
+  // rhat has changed since (no reliable update or restart): one pass and one synchronisation
+  // fewer per iteration.
+  std::optional<blas::DotNorms> next_rr;
   while (r2 > target && st.iterations < p.max_iter) {
     // rho below the floor (in double: zero) or a non-finite or zero beta (omega was zero) or
     // alpha (<rhat, A p> zero): no step to take from here.
-    const blas::DotNorms rr = blas::cdot_norms(rhat, rs);
+    const blas::DotNorms rr = next_rr ? *next_rr : blas::cdot_norms(rhat, rs);
+    next_rr.reset();
     const Cplx rho_new = rr.dot, beta = (rho_new / rho) * (alpha / omega);
     bool ok = norm2(rho_new) > floor * floor * rr.xx * rr.yy && usable(beta);
     if (ok) {
@@ -272,7 +277,8 @@ void bicgstab(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const Sol
     const blas::DotNorms ts = blas::cdot_norms(t, rs);
     omega = ts.xx > 0 ? ts.dot / Cplx(ts.xx) : Cplx(0);
     blas::caxpbypz_promote(alpha, ps, omega, rs, xs);
-    double r2new = blas::caxpby_norm(-omega, t, Cplx(1), rs);
+    next_rr = blas::caxpby_cdot_norms(-omega, t, Cplx(1), rs, rhat);  // r = s - omega t
+    double r2new = next_rr->yy;
     rho = rho_new;
     fresh = false;
     pending = true;
@@ -292,6 +298,7 @@ void bicgstab(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const Sol
     }
     if (lost) fall_back();
     if (update || lost) {
+      next_rr.reset();
       r2new = reliable_update(lost);
       if (lost || stalled) {
         restart();

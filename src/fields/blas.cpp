@@ -143,6 +143,33 @@ struct DotNormKernel {
   }
 };
 
+/// y = a x + b y, then <z, y>, |z|^2 and |y|^2 of the updated y (as computed, before storage).
+template <typename S, int NR>
+struct AxpbyDotKernel {
+  using T = compute_t<S>;
+  SiteArray<S, NR, 1> x, y, z;
+  Complex<T> a, b;
+  LATKE_HOST_DEVICE DotNormSum operator()(int i, int) const {
+    T u[NR], w[NR], v[NR];
+    x.load(u, i);
+    y.load(w, i);
+    z.load(v, i);
+    DotNormSum s;
+    for (int k = 0; k < NR; k += 2) {
+      const Complex<T> r = a * Complex<T>(u[k], u[k + 1]) + b * Complex<T>(w[k], w[k + 1]);
+      w[k] = r.re;
+      w[k + 1] = r.im;
+      const double yr = r.re, yi = r.im, zr = v[k], zi = v[k + 1];
+      s.re += zr * yr + zi * yi;
+      s.im += zr * yi - zi * yr;
+      s.xx += zr * zr + zi * zi;
+      s.yy += yr * yr + yi * yi;
+    }
+    y.save(w, i);
+    return s;
+  }
+};
+
 template <bool HasY, bool Norm>
 double axpbyz(Cplx a, const ColorSpinorField& x, Cplx b, const ColorSpinorField* y, Cplx c, ColorSpinorField& z) {
   double norm = 0;
@@ -525,6 +552,26 @@ DotNorms cdot_norms(const ColorSpinorField& x, const ColorSpinorField& y) {
   });
   double in[4] = {local.re, local.im, local.xx, local.yy}, out[4];
   MPI_Allreduce(in, out, 4, MPI_DOUBLE, MPI_SUM, x.lattice().comm());
+  return {Cplx(out[0], out[1]), out[2], out[3]};
+}
+
+DotNorms caxpby_cdot_norms(Cplx a, const ColorSpinorField& x, Cplx b, ColorSpinorField& y, const ColorSpinorField& z) {
+  require_alike(x, y, "caxpby_cdot_norms");
+  require_alike(z, y, "caxpby_cdot_norms");
+  DotNormSum local;
+  dispatch(y, [&](auto s, auto nr, int n) {
+    using S = decltype(s);
+    constexpr int NR = decltype(nr)::value;
+    using T = compute_t<S>;
+    for (int blk = 0; blk < y.n_parity(); ++blk) {
+      AxpbyDotKernel<S, NR> k{arr<S, NR>(x, blk, n), arr<S, NR>(y, blk, n), arr<S, NR>(z, blk, n),
+                              Complex<T>(static_cast<T>(a.re), static_cast<T>(a.im)),
+                              Complex<T>(static_cast<T>(b.re), static_cast<T>(b.im))};
+      local += launch_reduce<DotNormSum>(y.backend(), k, {n});
+    }
+  });
+  double in[4] = {local.re, local.im, local.xx, local.yy}, out[4];
+  MPI_Allreduce(in, out, 4, MPI_DOUBLE, MPI_SUM, y.lattice().comm());
   return {Cplx(out[0], out[1]), out[2], out[3]};
 }
 

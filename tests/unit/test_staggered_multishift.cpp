@@ -174,6 +174,40 @@ TEST_P(MultiShiftBlas, MatchesHostLoop) {
   }
 }
 
+// BiCGstab's residual update fused with the next iteration's dot (caxpby_cdot_norms): the same
+// field as caxpby, and the dot and norms that cdot_norms takes of it afterwards (of the stored
+// field: in half to its rounding), on staggered and on Wilson sites.
+TEST_P(MultiShiftBlas, UpdateWithDotMatchesSeparateCalls) {
+  const auto [be, prec] = GetParam();
+  activate_backend(be);
+  auto lat = std::make_shared<Lattice>(MPI_COMM_SELF, Coords{6, 4, 2, 4});
+  for (int nspin : {1, 4}) {
+    SCOPED_TRACE(nspin == 1 ? "staggered sites" : "Wilson sites");
+    const SpinorParam sp{nspin, 3, prec, Subset::odd, be};
+    ColorSpinorField x(lat, sp), y(lat, sp), z(lat, sp), y2(lat, sp);
+    x.from_lexicographic(random_spinor(*lat, 5, nspin, 3));
+    y.from_lexicographic(random_spinor(*lat, 6, nspin, 3));
+    z.from_lexicographic(random_spinor(*lat, 7, nspin, 3));
+    y2.copy_from(y);
+    const blas::Cplx a(-0.35, 0.8), b(1.0, 0.0);
+    const blas::DotNorms got = blas::caxpby_cdot_norms(a, x, b, y, z);
+    blas::caxpby(a, x, b, y2);
+    const blas::DotNorms want = blas::cdot_norms(z, y2);
+    auto want_norm = [](const ColorSpinorField& f) { return blas::cdot_norms(f, f).xx; };
+    const double eps_field = prec == Precision::double_ ? 1e-14 : prec == Precision::single ? 1e-6 : 1e-4;
+    EXPECT_LT(diff_norm(y, y2) / std::sqrt(want_norm(y2)), eps_field) << "the updated field";
+    const double eps = prec == Precision::half ? 1e-3 : 1e-12;
+    EXPECT_LT(std::sqrt(norm2(got.dot - want.dot) / (want.xx * want.yy)), eps);
+    EXPECT_NEAR(got.xx, want.xx, 1e-12 * want.xx);
+    EXPECT_NEAR(got.yy, want.yy, eps * want.yy);
+    EXPECT_GT(std::sqrt(norm2(want.dot) / (want.xx * want.yy)), 1e-3) << "a dot too small to test";
+  }
+  ColorSpinorField other(lat, SpinorParam{4, 3, prec, Subset::odd, be}),
+      w(lat, SpinorParam{1, 3, prec, Subset::odd, be});
+  const std::string e = error_of([&] { blas::caxpby_cdot_norms(blas::Cplx(1), w, blas::Cplx(1), w, other); });
+  EXPECT_NE(e.find("caxpby_cdot_norms"), std::string::npos) << e;
+}
+
 INSTANTIATE_TEST_SUITE_P(Precisions, MultiShiftBlas,
                          ::testing::Combine(::testing::ValuesIn(available_backends()),
                                             ::testing::Values(Precision::double_, Precision::single, Precision::half)),

@@ -38,6 +38,10 @@ struct DotNorms {
 };
 /// @brief <x, y>, |x|^2 and |y|^2 in one pass, summed over all ranks.
 DotNorms cdot_norms(const ColorSpinorField& x, const ColorSpinorField& y);
+/// @brief y = a x + b y, then <z, y>, |z|^2 and |y|^2 of the new y, in one pass and one host
+/// synchronisation (BiCGstab's residual update with the next iteration's <rhat, r>). The sums
+/// are of y as computed, before it is rounded to its storage.
+DotNorms caxpby_cdot_norms(Cplx a, const ColorSpinorField& x, Cplx b, ColorSpinorField& y, const ColorSpinorField& z);
 
 /// Vectors per pass of the multi-vector kernels below (more are done in several passes).
 inline constexpr int multi_chunk = 8;
