@@ -886,8 +886,8 @@ void Transfer::restrict_impl(ColorSpinorField& coarse, ColorSpinorField* first, 
 
 void Transfer::restrict_split(ColorSpinorField* const (&coarse)[9], const ColorSpinorField& site,
                               const ColorSpinorField* const (&face)[4]) const {
-  require_restrict_fields(site, coarse, 9, fine_param_, nvec_, *coarse_);
   for (int b = 0; b < 9; ++b) require(coarse[b] != nullptr, "restrict_split: coarse field ", b, " is missing");
+  require_restrict_fields(site, coarse, 9, fine_param_, nvec_, *coarse_);
   for (int mu = 0; mu < 4; ++mu) {
     require(face[mu] != nullptr, "restrict_split: face ", mu, " is missing");
     require_restrict_fields(*face[mu], coarse, 0, fine_param_, nvec_, *coarse_);
