@@ -24,15 +24,12 @@ std::shared_ptr<CoarseOperator> galerkin(LinearOperator& fine, const Transfer& T
   if (how == GalerkinAssembly::automatic && fine.splits()) {
     std::vector<ColorSpinorField> face = ColorSpinorField::make_set(fine.lattice(), fp, 4);
     ColorSpinorField* const faces[4] = {&face[0], &face[1], &face[2], &face[3]};
-    const ColorSpinorField* const cfaces[4] = {&face[0], &face[1], &face[2], &face[3]};
     // The nine blocks' columns: the hops (2 mu: forward, 2 mu + 1: backward) and the site block (8).
     std::vector<ColorSpinorField> blocks = ColorSpinorField::make_set(T.coarse_lattice(), T.coarse_param(vp), 9);
-    ColorSpinorField* out[9];
-    for (int b = 0; b < 9; ++b) out[b] = &blocks[b];
     for (int col = 0; col < op->n(); ++col) {
       T.prolongate_unit(f, col, probe_all);
       fine.apply_split(g, faces, f, T.block());
-      T.restrict_split(out, g, cfaces);  // one pass over the basis for the five outputs
+      T.restrict_split(blocks, g, face);  // one pass over the basis for the five outputs
       for (int b = 0; b < 9; ++b) op->set_column(b, col, blocks[b], probe_all);
     }
     op->finalize(even_odd);

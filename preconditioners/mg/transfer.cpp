@@ -313,38 +313,23 @@ struct RestrictSplitKernel {
   }
 };
 
-/// The chunks of RestrictSplitKernel added, into the nine coarse fields' parity `parity`.
-template <typename SC>
-struct RestrictSplitCombineKernel {
-  RealArray<SC> coarse[9];
-  const Complex<double>* parts;
-  int nvec, vcb, chunks;
-  LATKE_HOST_DEVICE void operator()(int idx, int) const {
-    const int k = idx % nvec, cx = idx / nvec;
-    for (int b = 0; b < 9; ++b)
-      for (int chi = 0; chi < 2; ++chi) {
-        Complex<double> s;
-        for (int c = 0; c < chunks; ++c) s += parts[((static_cast<long>(c) * vcb + cx) * nvec + k) * 18 + 2 * b + chi];
-        coarse[b].set(2 * (chi * nvec + k), cx, s.re);
-        coarse[b].set(2 * (chi * nvec + k) + 1, cx, s.im);
-      }
-  }
-};
-
+/// The chunks of RestrictPartsKernel or RestrictSplitKernel added into the coarse fields'
+/// parity `parity`: output b of `outs` from complex values 2 b, 2 b + 1 (the chiralities) of
+/// each record of `width` complex values.
 template <typename SC>
 struct RestrictCombineKernel {
-  RealArray<SC> coarse[2];  ///< sides
+  RealArray<SC> coarse[9];
   const Complex<double>* parts;
-  int nvec, vcb, chunks, sides;
+  int nvec, vcb, chunks, outs, width;
   LATKE_HOST_DEVICE void operator()(int idx, int) const {
     const int k = idx % nvec, cx = idx / nvec;
-    for (int side = 0; side < sides; ++side)
+    for (int b = 0; b < outs; ++b)
       for (int chi = 0; chi < 2; ++chi) {
         Complex<double> s;
         for (int c = 0; c < chunks; ++c)
-          s += parts[((static_cast<long>(c) * vcb + cx) * nvec + k) * 4 + 2 * side + chi];
-        coarse[side].set(2 * (chi * nvec + k), cx, s.re);
-        coarse[side].set(2 * (chi * nvec + k) + 1, cx, s.im);
+          s += parts[((static_cast<long>(c) * vcb + cx) * nvec + k) * width + 2 * b + chi];
+        coarse[b].set(2 * (chi * nvec + k), cx, s.re);
+        coarse[b].set(2 * (chi * nvec + k) + 1, cx, s.im);
       }
   }
 };
@@ -847,14 +832,10 @@ void Transfer::restrict_impl(ColorSpinorField& coarse, ColorSpinorField* first, 
   const ColorSpinorField* const out[2] = {&coarse, first};
   require_restrict_fields(fine, out, 2, fine_param_, nvec_, *coarse_);
   const AggregateMap map = aggregate_map(*fine_, *coarse_, block_);
-  // Chunks of each aggregate's sites: enough threads for the device (about 2^20), each
-  // chunk at least 2 sites.
   const int vcb = coarse_->volume_cb();
-  const int n_sites = mu < 0 ? map.block_volume : map.block_volume / block_[mu];
-  const int chunks = std::max(1, std::min(n_sites / 2, (1 << 20) / std::max(1, vcb * nvec_)));
-  const std::size_t part_bytes = static_cast<std::size_t>(chunks) * vcb * nvec_ * 4 * sizeof(Complex<double>);
-  if (parts_.bytes() < part_bytes) parts_ = Buffer(memory_for(fine.backend()), part_bytes);
-  auto* parts = static_cast<Complex<double>*>(parts_.data());
+  int chunks;
+  Complex<double>* parts =
+      restrict_parts(mu < 0 ? map.block_volume : map.block_volume / block_[mu], 4, fine.backend(), chunks);
   with_packed([&](auto basis) {
     using SV = std::remove_pointer_t<decltype(basis.data)>;
     dispatch_precision(fine.precision(), [&](auto sf) {
@@ -871,12 +852,15 @@ void Transfer::restrict_impl(ColorSpinorField& coarse, ColorSpinorField* first, 
             RestrictPartsKernel<SV, SF> k{map, basis, {fr[0], fr[1]}, {}, parts, nvec_, fine.site_reals(), parity, mu, chunks};
             launch(fine.backend(), k, {chunks * vcb * nvec_}, compute_stream(), false);
           }
-          RestrictCombineKernel<SC> c{{real_array<SC>(coarse, parity), real_array<SC>(first ? *first : coarse, parity)},
-                                      parts,
-                                      nvec_,
-                                      vcb,
-                                      chunks,
-                                      mu < 0 ? 1 : 2};
+          RestrictCombineKernel<SC> c{};
+          c.coarse[0] = real_array<SC>(coarse, parity);
+          if (first) c.coarse[1] = real_array<SC>(*first, parity);
+          c.parts = parts;
+          c.nvec = nvec_;
+          c.vcb = vcb;
+          c.chunks = chunks;
+          c.outs = first ? 2 : 1;
+          c.width = 4;
           launch(fine.backend(), c, {vcb * nvec_}, compute_stream(), false);
         }
       });
@@ -884,27 +868,37 @@ void Transfer::restrict_impl(ColorSpinorField& coarse, ColorSpinorField* first, 
   });
 }
 
-void Transfer::restrict_split(ColorSpinorField* const (&coarse)[9], const ColorSpinorField& site,
-                              const ColorSpinorField* const (&face)[4]) const {
-  for (int b = 0; b < 9; ++b) require(coarse[b] != nullptr, "restrict_split: coarse field ", b, " is missing");
-  require_restrict_fields(site, coarse, 9, fine_param_, nvec_, *coarse_);
+Complex<double>* Transfer::restrict_parts(int n_sites, int width, Backend backend, int& chunks) const {
+  // Chunks of each aggregate's sites: enough threads for the device (about 2^20), each
+  // chunk at least 2 sites.
+  const int vcb = coarse_->volume_cb();
+  chunks = std::max(1, std::min(n_sites / 2, (1 << 20) / std::max(1, vcb * nvec_)));
+  const std::size_t bytes = static_cast<std::size_t>(chunks) * vcb * nvec_ * width * sizeof(Complex<double>);
+  if (parts_.bytes() < bytes) parts_ = Buffer(memory_for(backend), bytes);
+  return static_cast<Complex<double>*>(parts_.data());
+}
+
+void Transfer::restrict_split(std::vector<ColorSpinorField>& coarse, const ColorSpinorField& site,
+                              const std::vector<ColorSpinorField>& face) const {
+  require(coarse.size() == 9 && face.size() == 4, "restrict_split: ", coarse.size(), " coarse fields and ", face.size(),
+          " faces; expected 9 and 4");
+  const ColorSpinorField* const out[9] = {&coarse[0], &coarse[1], &coarse[2], &coarse[3], &coarse[4],
+                                          &coarse[5], &coarse[6], &coarse[7], &coarse[8]};
+  require_restrict_fields(site, out, 9, fine_param_, nvec_, *coarse_);
   for (int mu = 0; mu < 4; ++mu) {
-    require(face[mu] != nullptr, "restrict_split: face ", mu, " is missing");
-    require_restrict_fields(*face[mu], coarse, 0, fine_param_, nvec_, *coarse_);
-    require(face[mu]->precision() == site.precision(), "restrict_split: face ", mu, " is in ",
-            to_string(face[mu]->precision()), ", the site term in ", to_string(site.precision()));
+    require_restrict_fields(face[mu], out, 0, fine_param_, nvec_, *coarse_);
+    require(face[mu].precision() == site.precision(), "restrict_split: face ", mu, " is in ",
+            to_string(face[mu].precision()), ", the site term in ", to_string(site.precision()));
   }
   const AggregateMap map = aggregate_map(*fine_, *coarse_, block_);
   const int vcb = coarse_->volume_cb();
-  const int chunks = std::max(1, std::min(map.block_volume / 2, (1 << 20) / std::max(1, vcb * nvec_)));
-  const std::size_t part_bytes = static_cast<std::size_t>(chunks) * vcb * nvec_ * 18 * sizeof(Complex<double>);
-  if (parts_.bytes() < part_bytes) parts_ = Buffer(memory_for(site.backend()), part_bytes);
-  auto* parts = static_cast<Complex<double>*>(parts_.data());
-  const ColorSpinorField* const in[5] = {&site, face[0], face[1], face[2], face[3]};
+  int chunks;
+  Complex<double>* parts = restrict_parts(map.block_volume, 18, site.backend(), chunks);
+  const ColorSpinorField* const in[5] = {&site, &face[0], &face[1], &face[2], &face[3]};
   with_packed([&](auto basis) {
     using SV = std::remove_pointer_t<decltype(basis.data)>;
     dispatch_precision(site.precision(), [&](auto sf) {
-      dispatch_full(coarse[0]->precision(), "restrict (coarse field)", [&](auto sc) {
+      dispatch_full(coarse[0].precision(), "restrict (coarse field)", [&](auto sc) {
         using SF = decltype(sf);
         using SC = decltype(sc);
         auto run = [&](auto nr, int parity) {
@@ -929,12 +923,14 @@ void Transfer::restrict_split(ColorSpinorField* const (&coarse)[9], const ColorS
             run(std::integral_constant<int, 24>{}, parity);
           else
             run(std::integral_constant<int, 0>{}, parity);
-          RestrictSplitCombineKernel<SC> c;
-          for (int b = 0; b < 9; ++b) c.coarse[b] = real_array<SC>(*coarse[b], parity);
+          RestrictCombineKernel<SC> c{};
+          for (int b = 0; b < 9; ++b) c.coarse[b] = real_array<SC>(coarse[b], parity);
           c.parts = parts;
           c.nvec = nvec_;
           c.vcb = vcb;
           c.chunks = chunks;
+          c.outs = 9;
+          c.width = 18;
           launch(site.backend(), c, {vcb * nvec_}, compute_stream(), false);
         }
       });

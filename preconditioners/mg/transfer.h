@@ -77,16 +77,20 @@ class Transfer {
   void restrict_faces(ColorSpinorField& last, ColorSpinorField& first, const ColorSpinorField& fine, int mu) const;
   /// @brief R of the split operator's outputs (LinearOperator::apply_split) in one pass over
   /// the basis: coarse[8] = R site, and coarse[2 mu], coarse[2 mu + 1] = the last and first of
-  /// restrict_faces(face[mu], mu); a column of the Galerkin product (galerkin.cpp). The coarse
-  /// fields are full fields of one precision; site and the faces full fields of the level's shape.
-  void restrict_split(ColorSpinorField* const (&coarse)[9], const ColorSpinorField& site,
-                      const ColorSpinorField* const (&face)[4]) const;
+  /// restrict_faces(face[mu], mu); a column of the Galerkin product (galerkin.cpp). The nine
+  /// coarse fields are full fields of one precision; site and the four faces full fields of
+  /// the level's shape.
+  void restrict_split(std::vector<ColorSpinorField>& coarse, const ColorSpinorField& site,
+                      const std::vector<ColorSpinorField>& face) const;
 
   /// Bytes of the basis on the backend.
   std::size_t bytes() const;
 
  private:
   void restrict_impl(ColorSpinorField& coarse, ColorSpinorField* first, const ColorSpinorField& fine, int mu) const;
+  /// R's partial sums: parts_ grown to hold records of `width` complex values for every
+  /// (chunk, aggregate, k), with chunks of an aggregate's n_sites sites chosen to fill the device.
+  Complex<double>* restrict_parts(int n_sites, int width, Backend backend, int& chunks) const;
   void pack();
   /// f(PackedBasis<S>) for the packed basis's storage type.
   template <typename F>

@@ -143,6 +143,13 @@ struct DotNormKernel {
   }
 };
 
+/// A rank's sums of <x, y>, |x|^2, |y|^2 added over all ranks.
+DotNorms over_ranks(const DotNormSum& local, MPI_Comm comm) {
+  double in[4] = {local.re, local.im, local.xx, local.yy}, out[4];
+  MPI_Allreduce(in, out, 4, MPI_DOUBLE, MPI_SUM, comm);
+  return {Cplx(out[0], out[1]), out[2], out[3]};
+}
+
 /// y = a x + b y, then <z, y>, |z|^2 and |y|^2 of the updated y (as computed, before storage).
 template <typename S, int NR>
 struct AxpbyDotKernel {
@@ -550,9 +557,7 @@ DotNorms cdot_norms(const ColorSpinorField& x, const ColorSpinorField& y) {
       local += launch_reduce<DotNormSum>(x.backend(),
                                          DotNormKernel<S, NR>{arr<S, NR>(x, blk, n), arr<S, NR>(y, blk, n)}, {n});
   });
-  double in[4] = {local.re, local.im, local.xx, local.yy}, out[4];
-  MPI_Allreduce(in, out, 4, MPI_DOUBLE, MPI_SUM, x.lattice().comm());
-  return {Cplx(out[0], out[1]), out[2], out[3]};
+  return over_ranks(local, x.lattice().comm());
 }
 
 DotNorms caxpby_cdot_norms(Cplx a, const ColorSpinorField& x, Cplx b, ColorSpinorField& y, const ColorSpinorField& z) {
@@ -570,9 +575,7 @@ DotNorms caxpby_cdot_norms(Cplx a, const ColorSpinorField& x, Cplx b, ColorSpino
       local += launch_reduce<DotNormSum>(y.backend(), k, {n});
     }
   });
-  double in[4] = {local.re, local.im, local.xx, local.yy}, out[4];
-  MPI_Allreduce(in, out, 4, MPI_DOUBLE, MPI_SUM, y.lattice().comm());
-  return {Cplx(out[0], out[1]), out[2], out[3]};
+  return over_ranks(local, y.lattice().comm());
 }
 
 void caxpbypcz_set(const Cplx* a, const std::vector<ColorSpinorField>& x, const Cplx* b,
