@@ -61,6 +61,7 @@ PetscErrorCode LatkeSolverParamsDefault(LatkeSolverParams* p) {
   p->sloppy = LATKE_PRECISION_SINGLE;
   p->delta = 0.1;
   p->restart = 16;
+  p->restart_drop = 1e-4;
   PetscFunctionReturn(0);
 }
 
@@ -82,6 +83,7 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams* param
     p.max_iter = static_cast<int>(in.max_it);
     p.delta = in.delta;
     p.restart = static_cast<int>(in.restart);
+    p.restart_drop = in.restart_drop;
     Precision sloppy = precision_of(in.sloppy);
     std::string type, sl, pc;
     long max_it = p.max_iter, restart = p.restart;
@@ -93,6 +95,8 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams* param
       sl = o.string("-latke_solver_sloppy", to_string(sloppy), "Precision of the iteration: double, single or half");
       p.delta = o.real("-latke_solver_delta", p.delta, "Reliable update when the residual fell by this factor");
       restart = o.integer("-latke_solver_restart", p.restart, "GCR: directions before a restart");
+      p.restart_drop = o.real("-latke_solver_restart_drop", p.restart_drop,
+                              "GCR in a sloppy precision: end a cycle once its residual fell by this factor");
       pc = o.string("-latke_solver_pc", "none",
                     "GCR's preconditioner: none, schwarz (-pc_latke_schwarz_* options) or mg (-pc_latke_mg_* options)");
       monitor = o.flag("-latke_solver_monitor", false, "Print the iterated relative residual at every iteration");

@@ -234,6 +234,7 @@ typedef struct {
   LatkePrecision  sloppy;
   PetscReal       delta;
   PetscInt        restart;
+  PetscReal restart_drop; /* GCR in a sloppy precision: a cycle ends once its residual fell by this factor */
 } LatkeSolverParams;
 
 typedef struct {

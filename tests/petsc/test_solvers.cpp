@@ -568,6 +568,41 @@ TEST(NativeSolvers, MixedGcrWithSchwarzReachesTheTolerance) {
   VecDestroy(&b), VecDestroy(&x);
 }
 
+// GCR in a sloppy precision ends a cycle once its iterated residual fell by restart_drop (a
+// reliable update: fold, true residual, restart), however many directions it may keep; in
+// double it restarts only when the directions run out.
+TEST(NativeSolvers, MixedGcrRestartsWhenTheResidualFellByTheDrop) {
+  Problem pr(PETSC_COMM_WORLD, nullptr, 7, 0.2);
+  Vec b, x;
+  MatCreateVecs(pr.A, &x, &b);
+  LatkeVecSetNoiseSource(pr.A, b, LATKE_NOISE_Z2, 11);
+  LatkeSolverParams p;
+  LatkeSolverParamsDefault(&p);
+  p.type = LATKE_SOLVER_GCR;
+  p.tol = 1e-10;
+  p.restart = 400;
+  const auto run = [&](LatkePrecision sloppy, double drop) {
+    p.sloppy = sloppy;
+    p.restart_drop = drop;
+    LatkeSolverStats st;
+    VecSet(x, 0.0);
+    EXPECT_EQ(MatLatkeSolve(pr.A, b, x, &p, nullptr, &st), 0);
+    EXPECT_TRUE(st.converged) << "sloppy " << sloppy << ", drop " << drop;
+    EXPECT_LE(st.true_residual, 1e-10);
+    return st;
+  };
+  const LatkeSolverStats tenth = run(LATKE_PRECISION_SINGLE, 0.1), thousandth = run(LATKE_PRECISION_SINGLE, 1e-3),
+                         exact = run(LATKE_PRECISION_DOUBLE, 0.1);
+  ASSERT_LT(exact.iterations, p.restart) << "the case must converge within one cycle of directions";
+  EXPECT_EQ(exact.reliable_updates, 1) << "in double the cycle runs until the directions run out";
+  // Ten decades from x = 0: a cycle per decade, or per three.
+  EXPECT_GE(tenth.reliable_updates, 9);
+  EXPECT_LE(tenth.reliable_updates, 12);
+  EXPECT_GE(thousandth.reliable_updates, 3);
+  EXPECT_LE(thousandth.reliable_updates, 5);
+  VecDestroy(&b), VecDestroy(&x);
+}
+
 // PETSc's CG on the asqtad normal operator and the native mixed-precision CG agree.
 TEST(NativeSolvers, StaggeredCgAgreesWithPetsc) {
   const PetscInt dims[4] = {8, 8, 8, 8};
