@@ -600,6 +600,19 @@ TEST(NativeSolvers, MixedGcrRestartsWhenTheResidualFellByTheDrop) {
   EXPECT_LE(tenth.reliable_updates, 12);
   EXPECT_GE(thousandth.reliable_updates, 3);
   EXPECT_LE(thousandth.reliable_updates, 5);
+  // A drop factor outside (0, 1) is refused before x is touched.
+  for (const double bad : {0.0, 1.0}) {
+    p.restart_drop = bad;
+    VecSet(x, 2.0);
+    PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
+    EXPECT_NE(MatLatkeSolve(pr.A, b, x, &p, nullptr, nullptr), 0) << "restart_drop " << bad;
+    PetscPopErrorHandler();
+    PetscReal lo, hi;
+    VecMin(x, nullptr, &lo);
+    VecMax(x, nullptr, &hi);
+    EXPECT_EQ(lo, 2.0);
+    EXPECT_EQ(hi, 2.0);
+  }
   VecDestroy(&b), VecDestroy(&x);
 }
 
