@@ -342,15 +342,13 @@ void gcr(Work& w, Preconditioner* K, ColorSpinorField& x, const ColorSpinorField
   st.initial_residual = std::sqrt(r2 / b2);
   report(p, st.iterations, r2, b2);
   // A sloppy cycle's recurrence holds only as many digits as its precision and the operator's
-  // condition allow (in single at light quark masses about three: past them the iterated
+  // condition allow (in single at light quark masses three to four: past them the iterated
   // residual runs ahead of the true one and the cycle's last directions are wasted), so it also
   // ends, as a reliable update, once its iterated residual fell by restart_drop.
-  const double drop2 = p.restart_drop * p.restart_drop;
   while (r2 > target && st.iterations < p.max_iter) {
     if (w.mixed()) rs.copy_from(r);
-    const double cycle_r2 = r2;
-    for (int j = 0; j < p.restart && r2 > target && st.iterations < p.max_iter && !(w.mixed() && r2 < drop2 * cycle_r2);
-         ++j) {
+    const double cycle_target = w.mixed() ? std::max(target, p.restart_drop * p.restart_drop * r2) : target;
+    for (int j = 0; j < p.restart && r2 > cycle_target && st.iterations < p.max_iter; ++j) {
       if (K)
         K->apply(z[j], rs);
       else

@@ -234,7 +234,8 @@ typedef struct {
   LatkePrecision  sloppy;
   PetscReal       delta;
   PetscInt        restart;
-  PetscReal restart_drop; /* GCR in a sloppy precision: a cycle ends once its residual fell by this factor */
+  /* GCR in a sloppy precision: a cycle also ends once its residual fell by this factor */
+  PetscReal restart_drop;
 } LatkeSolverParams;
 
 typedef struct {
