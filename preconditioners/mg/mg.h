@@ -65,6 +65,9 @@ struct LevelParam {
   Precision transfer_precision = Precision::single;  ///< the basis as P and R read it
   SolverType setup_solver = SolverType::bicgstab;    ///< inverse iteration
   int setup_iterations = 100;                        ///< steps per null vector (or fewer at setup_tol)
+  /// Steps for the null vectors that start from the level above's, restricted (setup_restrict;
+  /// coarse levels); 0: they stay as restricted (Gram-Schmidt and normalization only).
+  int setup_restrict_iterations = 30;
   double setup_tol = 1e-6;                           ///< relative residual of M v = 0 to stop early
   /// Precision of the inverse iteration's steps (half: mixed precision with reliable updates in
   /// single). Level 0: the fine operator given in half; coarse levels: a copy of the level's
@@ -103,6 +106,11 @@ struct MultigridParam {
   /// setup_precision is single (its half steps one at a time are faster than a set in single),
   /// and at most as many as half the free memory holds.
   int setup_batch = 32;
+  /// A coarse level's first pass starts its first min(nvec, nvec of the level above) null
+  /// vectors from the level above's (before orthonormalization) restricted to it, as DD-alphaAMG
+  /// passes test vectors down: they are near-null already (|D_c R v| = |R M v| <= |M v| for
+  /// |R v| = |v|), so fewer steps polish them; the rest start Gaussian. false: all Gaussian.
+  bool setup_restrict = true;
   std::uint64_t seed = 1;       ///< of the random starting vectors
 };
 
@@ -121,6 +129,7 @@ struct LevelInfo {
   std::string op;               ///< the operator's description
   bool setup_even_odd = false;  ///< the null vectors were found on the level's even-odd system
   int setup_batch = 0;          ///< null vectors the first setup pass solved together (1: one at a time)
+  int setup_restricted = 0;     ///< null vectors the first pass started from the level above's, restricted
   bool direct = false;          ///< (coarsest) solved directly, by its dense inverse
   double condition = 0;         ///< (direct) 1-norm condition number of the inverted system
 };
@@ -187,7 +196,10 @@ class Multigrid {
   /// Whether the first setup pass of level l solves its even-odd system (it has one and the
   /// parameters ask for it).
   bool setup_on_even_odd(int l) const;
-  void find_null_vectors(int l, bool refine, const std::function<void(const std::string&)>& progress);
+  /// Inverse iteration for every null vector of level l (first pass: from Gaussian vectors, except
+  /// the first `restricted`, which the caller filled with the level above's restricted).
+  void find_null_vectors(int l, bool refine, const std::function<void(const std::string&)>& progress,
+                         int restricted = 0);
   /// Null vectors of level l that the first setup pass solves together (1: one at a time).
   int setup_batch(int l) const;
   /// The fields of the setup's inverse iteration for a set of vectors: -M v and e (full),
@@ -196,11 +208,11 @@ class Multigrid {
     std::vector<ColorSpinorField> mv, e, bh, eh;
   };
   /// One inverse-iteration step for null vectors k0 .. k0 + count - 1 of level l (v += e with
-  /// M e = -M v; the first pass fills v with random vectors first): one at a time (count 1, by
-  /// solve() with the sloppy operator low or, refining, the cycle) or together (bicgstab_set
-  /// over the level operator's apply_set). Returns each vector's solver statistics.
+  /// M e = -M v; the first pass fills v with random vectors first, from vector `restricted` on): one at a time (count
+  /// 1, by solve() with the sloppy operator low or, refining, the cycle) or together (bicgstab_set over the level
+  /// operator's apply_set). Returns each vector's solver statistics.
   std::vector<SolverStats> solve_null_vectors(int l, int k0, int count, bool refine, const SolverParam& sp,
-                                              LinearOperator* low, NullVectorFields& f);
+                                              LinearOperator* low, NullVectorFields& f, int restricted);
   void cycle(int l, ColorSpinorField& x, const ColorSpinorField& b);
   void smooth(int l, ColorSpinorField& x, const ColorSpinorField& r, int steps);
   void coarse_solve(int l, ColorSpinorField& x, const ColorSpinorField& b);

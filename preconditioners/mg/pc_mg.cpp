@@ -76,9 +76,9 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
   MultigridParam& p = o.param;
   long levels = 0, refine = 0, batch = p.setup_batch, coarse_max = p.coarse_max_it, coarse_restart = p.coarse_restart,
        seed = 1;
-  std::string block, nvec, precision, transfer, setup_its, setup_solver, setup_prec, cycle;
+  std::string block, nvec, precision, transfer, setup_its, setup_restrict_its, setup_solver, setup_prec, cycle;
   double setup_tol = 1e-6;
-  bool setup_eo = p.setup_even_odd;
+  bool setup_eo = p.setup_even_odd, setup_restrict = p.setup_restrict;
   read_options(comm, prefix, "Latke multigrid preconditioner options", [&](OptionGroup& g) {
     levels = g.integer("-pc_latke_mg_levels", 0,
                        "Levels including the fine one (0: as many as the default aggregates allow, at most 4)");
@@ -102,6 +102,12 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
                  "Inverse-iteration steps: single, or half (reliable updates in single); comma list per level");
     setup_eo = g.flag("-pc_latke_mg_setup_even_odd", p.setup_even_odd,
                       "Inverse iteration on each level's even-odd system (else on the full operator)");
+    setup_restrict = g.flag("-pc_latke_mg_setup_restrict", p.setup_restrict,
+                            "Coarse levels start their null vectors from the level above's, restricted (the rest "
+                            "Gaussian); false: all Gaussian");
+    setup_restrict_its = g.string("-pc_latke_mg_setup_restrict_iterations", "30",
+                                  "Inverse-iteration steps for the restricted starts, per coarse level from level 1 "
+                                  "(comma list; 0: taken as restricted)");
     refine = g.integer("-pc_latke_mg_setup_refine", 0, "Refinement passes: rerun the setup with the current hierarchy");
     batch = g.integer("-pc_latke_mg_setup_batch", batch,
                       "Null vectors solved together by one BiCGstab over the set (1: one at a time)");
@@ -122,7 +128,8 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
   const int nt = p.levels - 1;
   const std::vector<std::string> blocks = split(block, ':');
   const std::vector<long> nv = int_list(nvec, pre + "pc_latke_mg_nvec", nt),
-                          its = int_list(setup_its, pre + "pc_latke_mg_setup_iterations", nt);
+                          its = int_list(setup_its, pre + "pc_latke_mg_setup_iterations", nt),
+                          rits = int_list(setup_restrict_its, pre + "pc_latke_mg_setup_restrict_iterations", nt);
   const std::vector<std::string> precs = split(precision, ','), tprecs = split(transfer, ','),
                                  sprecs = split(setup_prec, ',');
   require(!sprecs.empty(), pre, "pc_latke_mg_setup_precision '", setup_prec, "': expected single or half per level");
@@ -138,6 +145,8 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
                   : (l < static_cast<int>(auto_blocks.size()) ? auto_blocks[l] : Coords{2, 2, 2, 2});
     q.nvec = static_cast<int>(nv[l]);
     q.setup_iterations = static_cast<int>(its[l]);
+    // The list starts at level 1 (level 0 has no level above to restrict from).
+    if (l > 0) q.setup_restrict_iterations = static_cast<int>(rits[l - 1]);
     q.setup_tol = setup_tol;
     q.setup_solver = ss;
     q.setup_precision = parse_precision(sprecs[std::min<std::size_t>(l, sprecs.size() - 1)]);
@@ -201,6 +210,7 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
   p.setup_refine = static_cast<int>(refine);
   p.setup_batch = static_cast<int>(batch);
   p.setup_even_odd = setup_eo;
+  p.setup_restrict = setup_restrict;
   p.seed = static_cast<std::uint64_t>(seed);
   check_param(p, fine);
   return o;
@@ -371,12 +381,16 @@ PetscErrorCode view(MGContext& c, PetscViewer viewer) {
       if (i.setup_batch > 1)
         how = std::string(to_string(l == 0 ? Precision::single : p.level[l - 1].coarse_precision)) + ", " +
               std::to_string(i.setup_batch) + " at once";
+      const std::string from = i.setup_restricted > 0 ? ", " + std::to_string(i.setup_restricted) + " from level " +
+                                                            std::to_string(l - 1) + "'s, restricted, " +
+                                                            std::to_string(q.setup_restrict_iterations) + " iterations"
+                                                      : "";
       PetscCall(PetscViewerASCIIPrintf(
           viewer,
-          "transfer: aggregates %dx%dx%dx%d, %d null vectors (%s on the %s system in %s, %d iterations, tol %g), "
+          "transfer: aggregates %dx%dx%dx%d, %d null vectors (%s on the %s system in %s, %d iterations, tol %g%s), "
           "basis read in %s\n",
           q.block[0], q.block[1], q.block[2], q.block[3], q.nvec, to_string(q.setup_solver),
-          i.setup_even_odd ? "even-odd" : "full", how.c_str(), q.setup_iterations, q.setup_tol,
+          i.setup_even_odd ? "even-odd" : "full", how.c_str(), q.setup_iterations, q.setup_tol, from.c_str(),
           to_string(q.transfer_precision)));
       if (q.smoother == mg::SmootherType::schwarz)
         PetscCall(PetscViewerASCIIPrintf(

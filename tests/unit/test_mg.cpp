@@ -852,6 +852,54 @@ TEST_P(MgBackend, NullVectorsSolvedTogether) {
   EXPECT_LE(iterations[1], iterations[0] + 3) << iterations[1] << " iterations, one at a time " << iterations[0];
 }
 
+// Restricted starts (setup_restrict): level 1's null vectors start from level 0's restricted
+// to it, which are near-null for the Galerkin operator already (|D_1 R v| = |R M v| <= |M v|
+// for |R v| = |v|). Taken as they are (no step), level 1's first six are nearer null
+// (|D_1 v| / |v| in the progress lines) than six grown from Gaussian starts by 30 steps; the
+// two more that level 1 has (8 against level 0's 6) start Gaussian and take their steps; the
+// hierarchy reaches the same solution in about as many iterations; the progress lines and
+// info() name the restricted vectors.
+TEST_P(MgBackend, RestrictedStartsOnCoarseLevels) {
+  LightProblem lp(GetParam());
+  double nullness[2] = {0, 0};
+  int iterations[2];
+  ColorSpinorField x[2] = {lp.M->make_field(), lp.M->make_field()};
+  for (int c = 0; c < 2; ++c) {
+    SCOPED_TRACE(c == 0 ? "Gaussian starts" : "restricted starts");
+    MultigridParam p = small_param(3);
+    p.setup_restrict = c == 1;
+    p.level[1].nvec = 8;
+    p.level[1].setup_restrict_iterations = 0;
+    int restricted = 0, lines = 0, gaussian_steps = 0;
+    auto mg = lp.hierarchy(p, [&](const std::string& line) {
+      if (line.rfind("level 1: found null vector", 0) != 0) return;
+      ++lines;
+      const bool from_above = line.find("from the level above's, restricted; 0 bicgstab") != std::string::npos;
+      restricted += from_above;
+      if (lines > 6 && !from_above) {  // "(N bicgstab even-odd iterations ..."
+        const std::size_t open = line.find('(');
+        gaussian_steps += std::stoi(line.substr(open + 1)) > 0;
+      }
+      const std::size_t at = line.find("|M v|/|v| ");
+      ASSERT_NE(at, std::string::npos) << line;
+      if (lines <= 6) nullness[c] += std::stod(line.substr(at + 10));
+    });
+    EXPECT_EQ(lines, 8);
+    EXPECT_EQ(restricted, c == 1 ? 6 : 0);
+    EXPECT_EQ(gaussian_steps, 2) << "the vectors beyond level 0's count start Gaussian, with their steps";
+    EXPECT_EQ(mg->info(1).setup_restricted, c == 1 ? 6 : 0);
+    EXPECT_EQ(mg->info(0).setup_restricted, 0);
+    const SolverStats st = mg_gcr(mg, *lp.M, x[c], lp.b);
+    ASSERT_TRUE(st.converged);
+    iterations[c] = st.iterations;
+  }
+  EXPECT_LT(rel_diff(x[0], x[1]), 1e-8);
+  EXPECT_LT(nullness[1], nullness[0]) << "sum of |D_1 v| / |v| over level 1's first six vectors: restricted starts "
+                                      << nullness[1] << ", Gaussian starts after 30 steps " << nullness[0];
+  EXPECT_LE(iterations[1], iterations[0] + 2)
+      << "restricted starts " << iterations[1] << ", Gaussian " << iterations[0];
+}
+
 // A refinement pass (on each level the inverse iteration rerun from the current vectors with
 // GCR preconditioned by the current cycle, then a rebuild) after a short first pass: MG-GCR
 // reaches the same solution in no more iterations than with the first pass alone, and the
@@ -957,6 +1005,11 @@ TEST(MgBadInput, Aggregates) {
                "a setup batch above set_max");
   h.setup_batch = 0;
   expect_error([&] { check_param(h, *lat); }, "multigrid setup batch 0: expected 1 to 32", "a setup batch of 0");
+  h = small_param(3);
+  h.level[1].setup_restrict_iterations = -1;
+  expect_error([&] { check_param(h, *lat); },
+               "multigrid level 1: -1 setup iterations for restricted starts; expected 0 or more",
+               "negative steps for the restricted starts");
   h = small_param(2);
   h.level[0].smoother_precision = Precision::half;
   expect_error(
