@@ -104,7 +104,8 @@ typedef enum { LATKE_SCHUR_SYMMETRIC, LATKE_SCHUR_ASYMMETRIC } LatkeSchurType;
  *   -latke_parity even|odd the parity an even-odd operator acts on       (even)
  *   -latke_precision double|single|half  storage of the operator's own fields (double);
  *                          vectors are double, converted around each application
- *   -latke_reconstruct 18|12  gauge link storage                         (18) */
+ *   -latke_reconstruct auto|18|12  gauge link storage; auto (reconstruct 0): 12 on the GPU when
+ *                          every link is SU(3) to 1e-6, else 18                (auto) */
 typedef struct {
   PetscReal mass;
   PetscReal kappa; /* > 0: kappa normalisation (M_kappa = 2 kappa M), and mass is ignored */
@@ -113,7 +114,7 @@ typedef struct {
   LatkeSchurType schur;
   PetscInt parity;
   LatkePrecision precision;
-  PetscInt reconstruct;
+  PetscInt reconstruct; /* 18, 12, or 0: automatic (12 on the GPU when the links are SU(3), else 18) */
 } LatkeWilsonCloverParams;
 
 PetscErrorCode LatkeWilsonCloverParamsDefault(LatkeWilsonCloverParams *params);

@@ -473,6 +473,71 @@ TEST(PetscBadInput, Errors) {
   VecDestroy(&full), VecDestroy(&out);
 }
 
+/// What MatView prints for A (an ASCII viewer into a file of this rank's, read back).
+std::string view_text(Mat A) {
+  int rank = 0;
+  MPI_Comm_rank(PETSC_COMM_WORLD, &rank);
+  const std::string file = "test_petsc_view_" + std::to_string(rank) + ".txt";
+  PetscViewer v;
+  EXPECT_EQ(PetscViewerASCIIOpen(PETSC_COMM_SELF, file.c_str(), &v), 0);
+  EXPECT_EQ(MatView(A, v), 0);
+  PetscViewerDestroy(&v);
+  std::string s;
+  if (std::FILE* f = std::fopen(file.c_str(), "r")) {
+    char buf[512];
+    while (std::fgets(buf, sizeof buf, f)) s += buf;
+    std::fclose(f);
+  }
+  return s;
+}
+
+// The default link storage (reconstruct 0, -latke_reconstruct auto): 12 reals on the GPU when
+// every link is SU(3), 18 on the CPU and for links that are not SU(3) (here 0.9 times the unit
+// gauge, as tadpole-scaled links are); 12 asked for such links is refused naming why; 18 or 12
+// given explicitly is taken as given; a storage other than 0, 12 or 18 is refused.
+TEST(PetscMat, AutomaticLinkStorage) {
+  const char* name = nullptr;
+  ASSERT_PETSC(LatkeGetBackend(&name));
+  const bool gpu = std::string(name) == "cuda";
+  const PetscInt one[4] = {1, 1, 1, 1};
+  LatkeGauge su3 = make_gauge(PETSC_COMM_SELF), scaled = nullptr;
+  std::vector<PetscScalar> links(static_cast<std::size_t>(dims[0] * dims[1] * dims[2] * dims[3]) * 36, 0.0);
+  for (std::size_t m = 0; m < links.size(); m += 9)
+    for (int i = 0; i < 3; ++i) links[m + 4 * i] = 0.9;
+  ASSERT_PETSC(LatkeGaugeCreateFromArray(PETSC_COMM_SELF, dims, one, links.data(), &scaled));
+  const LatkeWilsonCloverParams p = params();
+  Mat A = nullptr;
+  ASSERT_PETSC(MatCreateLatkeWilsonClover(su3, LATKE_OPERATOR_FULL, &p, nullptr, &A));
+  std::string v = view_text(A);
+  EXPECT_NE(v.find(gpu ? "links 12 reals (auto)" : "links 18 reals (auto)"), std::string::npos) << v;
+  MatDestroy(&A);
+  ASSERT_PETSC(MatCreateLatkeWilsonClover(scaled, LATKE_OPERATOR_FULL, &p, nullptr, &A));
+  v = view_text(A);
+  EXPECT_NE(v.find("links 18 reals (auto)"), std::string::npos) << v;
+  MatDestroy(&A);
+  PetscOptionsSetValue(nullptr, "-ls_latke_reconstruct", "12");
+  ASSERT_PETSC(MatCreateLatkeWilsonClover(su3, LATKE_OPERATOR_FULL, &p, "ls_", &A));
+  v = view_text(A);
+  EXPECT_NE(v.find("links 12 reals,"), std::string::npos) << v;
+  MatDestroy(&A);
+  PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
+  EXPECT_NE(MatCreateLatkeWilsonClover(scaled, LATKE_OPERATOR_FULL, &p, "ls_", &A), 0);
+  PetscOptionsSetValue(nullptr, "-ls_latke_reconstruct", "18");
+  PetscPopErrorHandler();
+  ASSERT_PETSC(MatCreateLatkeWilsonClover(su3, LATKE_OPERATOR_FULL, &p, "ls_", &A));
+  v = view_text(A);
+  EXPECT_NE(v.find("links 18 reals,"), std::string::npos) << v;
+  MatDestroy(&A);
+  PetscOptionsClearValue(nullptr, "-ls_latke_reconstruct");
+  LatkeWilsonCloverParams bad = p;
+  bad.reconstruct = 8;
+  PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
+  EXPECT_NE(MatCreateLatkeWilsonClover(su3, LATKE_OPERATOR_FULL, &bad, nullptr, &A), 0);
+  PetscPopErrorHandler();
+  LatkeGaugeDestroy(&su3);
+  LatkeGaugeDestroy(&scaled);
+}
+
 // MatView names the operator, its parameters and the vector path.
 TEST(PetscMat, View) {
   Fixture fx(LATKE_OPERATOR_EVEN_ODD);
