@@ -343,7 +343,7 @@ PetscErrorCode PCShellSetLatkeSchwarz(PC pc, Mat A, const char prefix[]);
  *   -pc_latke_mg_nvec 24,32                 null vectors per level
  *   -pc_latke_mg_precision single           coarse operators' storage per coarse level (double|single|half)
  *   -pc_latke_mg_setup_iterations 100, -pc_latke_mg_setup_tol 1e-6, -pc_latke_mg_setup_solver bicgstab
- *   -pc_latke_mg_setup_restrict true        coarse levels start from the level above's vectors, restricted,
+ *   -pc_latke_mg_setup_restrict false       coarse levels start from the level above's vectors, restricted,
  *   -pc_latke_mg_setup_restrict_iterations 30   and take this many steps from there (per coarse level)
  *   -pc_latke_mg_setup_refine 0             refinement passes with the current hierarchy
  *   -pc_latke_mg_cycle kcycle|vcycle, -pc_latke_mg_seed 1
