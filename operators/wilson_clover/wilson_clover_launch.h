@@ -127,9 +127,9 @@ void run_dslash(const DslashRequest& rq) {
     if constexpr (set_kernel) return run_dslash_set<Store, R, E>(rq, arg);
   }
 
-  if (!rq.halo) {
-    arg.mode = all_sites;
-    launch(b, DslashKernel<Store, R, E>{arg}, {vcb});
+  if (!rq.halo) {  // nothing split over ranks: the kernel without the halo's code (notes/performance.md)
+    require(arg.faces.comm_mask == 0, "Wilson-clover dslash: dimensions split over ranks but no halo exchange");
+    launch(b, LocalDslashKernel<Store, R, E>{arg}, {vcb});
     return;
   }
   rq.halo->begin();  // picks the receive set that recv_face returns
