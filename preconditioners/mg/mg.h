@@ -6,9 +6,10 @@
 //     the Galerkin coarse operator D_l = R M_{l-1} P, coarse_operator.h),
 //   - the transfer T_l to level l+1 (transfer.h): nvec_l near-null vectors found by inverse
 //     iteration (setup_iterations steps of setup_solver on M_l v = 0 from a Gaussian random
-//     v; on M_l's even-odd system where the level has one; each vector Gram-Schmidt
-//     orthogonalized against the earlier ones), split by chirality and orthonormalized over
-//     aggregates of `block` sites,
+//     v, or with setup_restrict on a coarse level setup_restrict_iterations steps from the
+//     level above's vectors restricted to it; on M_l's even-odd system where the level has
+//     one; each vector Gram-Schmidt orthogonalized against the earlier ones), split by
+//     chirality and orthonormalized over aggregates of `block` sites,
 //   - a smoother: MR steps on M_l's even-odd system (as QUDA smooths; source prepared and
 //     solution reconstructed around them; on level 0 optionally with vectors and operator in
 //     half precision) or on M_l itself, or (level 0) the Schwarz blocks of latke_schwarz.
