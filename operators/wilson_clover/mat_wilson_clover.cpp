@@ -182,7 +182,7 @@ class WilsonCloverShell final : public ShellOperator {
       WilsonCloverParam q = op_->param();
       q.precision = p;
       if (blocked) q.block = block;
-      op = std::make_shared<WilsonCloverOperator>(lattice_, gauge_->links, q);
+      op = std::make_shared<WilsonCloverOperator>(*op_, gauge_->links, q);  // A, A^-1 converted from op_'s
     }
     return std::make_unique<WilsonCloverLinear>(op, form == LATKE_OPERATOR_EVEN_ODD, schur_, parity_);
   }

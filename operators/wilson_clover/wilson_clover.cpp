@@ -51,6 +51,16 @@ std::size_t face_bytes_for(Precision p) {
 WilsonCloverOperator::WilsonCloverOperator(std::shared_ptr<const Lattice> lattice,
                                            const std::vector<Complex<double>>& host_links,
                                            const WilsonCloverParam& param)
+    : WilsonCloverOperator(std::move(lattice), host_links, param, nullptr) {}
+
+WilsonCloverOperator::WilsonCloverOperator(const WilsonCloverOperator& from,
+                                           const std::vector<Complex<double>>& host_links,
+                                           const WilsonCloverParam& param)
+    : WilsonCloverOperator(from.lattice_, host_links, param, &from) {}
+
+WilsonCloverOperator::WilsonCloverOperator(std::shared_ptr<const Lattice> lattice,
+                                           const std::vector<Complex<double>>& host_links,
+                                           const WilsonCloverParam& param, const WilsonCloverOperator* clover_from)
     : lattice_(std::move(lattice)),
       param_(param),
       gauge_(lattice_, GaugeParam{param.precision, param.reconstruct, param.backend}),
@@ -67,8 +77,14 @@ WilsonCloverOperator::WilsonCloverOperator(std::shared_ptr<const Lattice> lattic
               " is odd: even-odd preconditioning within blocks needs even block extents");
     }
   }
+  const LogScope log(LogEvent::operator_build, 0, true);
   gauge_.from_lexicographic(host_links);
-  if (param.precision == Precision::double_) {
+  const WilsonCloverParam* f = clover_from ? &clover_from->param_ : nullptr;
+  if (f && f->mass == param.mass && f->csw == param.csw && f->normalisation == param.normalisation &&
+      f->backend == param.backend && real_bytes(f->precision) >= real_bytes(param.precision)) {
+    clover_.copy_from(clover_from->clover_);  // A is site-local: the same for any block or link storage
+    clover_inv_.copy_from(clover_from->clover_inv_);
+  } else if (param.precision == Precision::double_) {
     wilson::build_clover(*lattice_, host_links, param.mass, param.csw, site_scale(), clover_, clover_inv_);
   } else {
     CloverField a(lattice_, clover_param(param, Precision::double_));

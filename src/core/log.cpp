@@ -59,7 +59,8 @@ void register_log_events() {
   const char* names[] = {"LatkeMatMult",    "LatkeDslash",        "LatkeClover",        "LatkeHalo",
                          "LatkeStage",      "LatkeMGSetup",       "LatkeMGApply",       "LatkeMGSmooth0",
                          "LatkeMGSmooth1",  "LatkeMGSmooth2",     "LatkeMGSmooth3",     "LatkeMGTransfer",
-                         "LatkeMGCoarseOp", "LatkeMGCoarseSolve", "LatkeMGNullVectors", "LatkeMGGalerkin"};
+                         "LatkeMGCoarseOp", "LatkeMGCoarseSolve", "LatkeMGNullVectors", "LatkeMGGalerkin",
+                         "LatkeOpBuild",    "LatkeLinkUpload"};
   static_assert(sizeof(names) / sizeof(names[0]) == static_cast<int>(LogEvent::count_), "a name per event");
   require(PetscClassIdRegister("Latke", &cls) == 0, "registering Latke's PETSc class id failed");
   for (int i = 0; i < static_cast<int>(LogEvent::count_); ++i)

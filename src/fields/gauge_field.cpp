@@ -1,12 +1,14 @@
 // Gauge fields: upload from and download to the host lexicographic layout.
 #include "latke/fields/gauge_field.h"
 
-#include <cmath>
 #include <mpi.h>
+
+#include <cmath>
 
 #include "latke/core/error.h"
 #include "latke/core/indexing.h"
 #include "latke/core/launch.h"
+#include "latke/core/log.h"
 
 namespace latke {
 
@@ -74,6 +76,7 @@ GaugeField::GaugeField(std::shared_ptr<const Lattice> lattice, const GaugeParam&
 }
 
 void GaugeField::from_lexicographic(const std::vector<Complex<double>>& host) {
+  const LogScope log(LogEvent::link_upload, 0, true);
   const std::size_t want = static_cast<std::size_t>(lattice_->volume()) * 36;
   require(host.size() == want, "gauge field: host array has ", host.size(), " complex numbers, expected ",
           want, " (local volume x 4 directions x 3 x 3)");

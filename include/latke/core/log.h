@@ -29,6 +29,8 @@ enum class LogEvent {
   mg_coarse_solve,  ///< LatkeMGCoarseSolve: the coarsest level's solves
   mg_null_vectors,  ///< LatkeMGNullVectors: the setup's inverse iterations (inside LatkeMGSetup)
   mg_galerkin,      ///< LatkeMGGalerkin: assembling the coarse operators (inside LatkeMGSetup)
+  operator_build,   ///< LatkeOpBuild: building a Wilson-clover operator (links, clover terms)
+  link_upload,      ///< LatkeLinkUpload: converting and uploading links (inside LatkeOpBuild)
   count_
 };
 
