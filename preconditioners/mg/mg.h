@@ -111,8 +111,8 @@ struct MultigridParam {
   /// vectors from the level above's (before orthonormalization) restricted to it, as DD-alphaAMG
   /// passes test vectors down: they are near-null already (|D_c R v| = |R M v| <= |M v| for
   /// |R v| = |v|), so fewer steps polish them; the rest start Gaussian. false: all Gaussian.
-  /// Off by default: it saves 0.3 s of a 4.4 s setup, but the coarse levels it builds cost
-  /// 2-11% more per solve (32^3x64, kappa 0.1351, H200; notes/multigrid.md).
+  /// Off by default: it saves 0.3 s of a 4.4 s setup, but the coarse levels it builds change
+  /// the solve by -14% to +13% with kappa (+13% at 0.1351; 32^3x64, H200; notes/multigrid.md).
   bool setup_restrict = false;
   std::uint64_t seed = 1;       ///< of the random starting vectors
 };
