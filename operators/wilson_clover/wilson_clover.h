@@ -94,7 +94,8 @@ class WilsonCloverOperator {
   /// is singular for this mass and c_sw.
   WilsonCloverOperator(std::shared_ptr<const Lattice> lattice, const std::vector<Complex<double>>& host_links,
                        const WilsonCloverParam& param);
-  /// @brief The operator of `from`'s links (host_links, uploaded again) in another precision,
+  /// @brief The operator of `from`'s links (host_links, uploaded again, not checked for SU(3)
+  /// again when from stores them as 12 reals) in another precision,
   /// reconstruction or domain-local block: where the mass, c_sw, normalisation and backend
   /// are from's and from's precision is at least param's, A and A^-1 are converted from
   /// from's on the backend instead of built again (building them takes about 1 s of host

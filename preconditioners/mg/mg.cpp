@@ -364,16 +364,14 @@ void Multigrid::find_null_vectors(int l, bool refine, const std::function<void(c
   double seconds = 0;
   // Sets of at most `batch` vectors, the restricted starts (setup_restrict_iterations steps
   // each; with 0 they stay as restricted) apart from the Gaussian ones (setup_iterations).
+  const int steps = sp.max_iter;
   int set_start = 0;
   for (int k = 0; k < q.nvec; ++k) {
     if (k == set_start + static_cast<int>(stats.size())) {
       const auto t0 = std::chrono::steady_clock::now();
       const int count = std::min(batch, (k < restricted ? restricted : q.nvec) - k);
       set_start = k;
-      if (k < restricted)
-        sp.max_iter = q.setup_restrict_iterations;
-      else if (!refine)
-        sp.max_iter = q.setup_iterations;
+      sp.max_iter = k < restricted ? q.setup_restrict_iterations : steps;
       if (sp.max_iter > 0) {
         stats = solve_null_vectors(l, k, count, refine, sp, low.get(), fields, restricted);
       } else {

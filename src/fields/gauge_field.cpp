@@ -75,12 +75,12 @@ GaugeField::GaugeField(std::shared_ptr<const Lattice> lattice, const GaugeParam&
   zero_bytes(data_->data(), bytes_, memory_for(param.backend), compute_stream());
 }
 
-void GaugeField::from_lexicographic(const std::vector<Complex<double>>& host) {
+void GaugeField::from_lexicographic(const std::vector<Complex<double>>& host, bool su3_checked) {
   const LogScope log(LogEvent::link_upload, 0, true);
   const std::size_t want = static_cast<std::size_t>(lattice_->volume()) * 36;
   require(host.size() == want, "gauge field: host array has ", host.size(), " complex numbers, expected ",
           want, " (local volume x 4 directions x 3 x 3)");
-  if (param_.reconstruct == Reconstruct::r12) {
+  if (param_.reconstruct == Reconstruct::r12 && !su3_checked) {
     double dev = su3_deviation(host), worst = 0;
     MPI_Allreduce(&dev, &worst, 1, MPI_DOUBLE, MPI_MAX, lattice_->comm());
     require(worst <= 1e-6, "reconstruct 12 needs SU(3) links, but the links deviate from SU(3) by ",

@@ -255,6 +255,11 @@ struct Problem {
     MatDestroy(&A);
     LatkeGaugeDestroy(&g);
   }
+  /// The solution and source vectors of the even-odd system, the source Z2 noise (seed 11).
+  void make_system(Vec* x, Vec* b) const {
+    MatCreateVecs(A, x, b);
+    LatkeVecSetNoiseSource(A, *b, LATKE_NOISE_Z2, 11);
+  }
   cvec lex(Vec v) const {
     std::vector<PetscScalar> a(g->data->lattice->volume() * 12);
     EXPECT_EQ(LatkeVecGetLexicographic(A, v, a.data()), 0);
@@ -319,13 +324,22 @@ TEST(Schwarz, SameResultOnAnyProcessGrid) {
     }
 }
 
+/// Native solver parameters: the defaults with this method and sloppy precision, tolerance 1e-10.
+LatkeSolverParams native_params(LatkeSolverType type, LatkePrecision sloppy) {
+  LatkeSolverParams p;
+  LatkeSolverParamsDefault(&p);
+  p.type = type;
+  p.sloppy = sloppy;
+  p.tol = 1e-10;
+  return p;
+}
+
 /// Solve with a KSP on the even-odd system; returns the solution (lexicographic).
 cvec ksp_solve(const Problem& pr, const char* ksp_type, const char* pc_type, const char* schwarz_type,
                KSPConvergedReason* reason) {
   KSP ksp;
   Vec b, x;
-  MatCreateVecs(pr.A, &x, &b);
-  LatkeVecSetNoiseSource(pr.A, b, LATKE_NOISE_Z2, 11);
+  pr.make_system(&x, &b);
   KSPCreate(PETSC_COMM_WORLD, &ksp);
   KSPSetOperators(ksp, pr.A, pr.A);
   KSPSetType(ksp, ksp_type);
@@ -375,14 +389,9 @@ TEST(NativeSolvers, MixedPrecisionReachesTheTolerance) {
                        Case{LATKE_SOLVER_GCR, LATKE_PRECISION_DOUBLE}, Case{LATKE_SOLVER_GCR, LATKE_PRECISION_SINGLE},
                        Case{LATKE_SOLVER_GCR, LATKE_PRECISION_HALF}, Case{LATKE_SOLVER_MR, LATKE_PRECISION_DOUBLE},
                        Case{LATKE_SOLVER_BICGSTAB, LATKE_PRECISION_DOUBLE}}) {
-    LatkeSolverParams p;
-    LatkeSolverParamsDefault(&p);
-    p.type = c.type;
-    p.sloppy = c.sloppy;
-    p.tol = 1e-10;
+    const LatkeSolverParams p = native_params(c.type, c.sloppy);
     Vec b, x;
-    MatCreateVecs(pr.A, &x, &b);
-    LatkeVecSetNoiseSource(pr.A, b, LATKE_NOISE_Z2, 11);
+    pr.make_system(&x, &b);
     VecSet(x, 0.0);
     LatkeSolverStats st;
     ASSERT_EQ(MatLatkeSolve(pr.A, b, x, &p, nullptr, &st), 0);
@@ -543,13 +552,8 @@ TEST(NativeSolvers, MixedGcrWithSchwarzReachesTheTolerance) {
   const cvec ref = ksp_solve(pr, KSPGCR, PCNONE, "additive", &reason);
   ASSERT_GT(reason, 0);
   Vec b, x;
-  MatCreateVecs(pr.A, &x, &b);
-  LatkeVecSetNoiseSource(pr.A, b, LATKE_NOISE_Z2, 11);
-  LatkeSolverParams p;
-  LatkeSolverParamsDefault(&p);
-  p.type = LATKE_SOLVER_GCR;
-  p.sloppy = LATKE_PRECISION_SINGLE;
-  p.tol = 1e-10;
+  pr.make_system(&x, &b);
+  const LatkeSolverParams p = native_params(LATKE_SOLVER_GCR, LATKE_PRECISION_SINGLE);
   LatkeSolverStats plain, dd;
   VecSet(x, 0.0);
   ASSERT_EQ(MatLatkeSolve(pr.A, b, x, &p, nullptr, &plain), 0);
@@ -574,12 +578,8 @@ TEST(NativeSolvers, MixedGcrWithSchwarzReachesTheTolerance) {
 TEST(NativeSolvers, MixedGcrRestartsWhenTheResidualFellByTheDrop) {
   Problem pr(PETSC_COMM_WORLD, nullptr, 7, 0.2);
   Vec b, x;
-  MatCreateVecs(pr.A, &x, &b);
-  LatkeVecSetNoiseSource(pr.A, b, LATKE_NOISE_Z2, 11);
-  LatkeSolverParams p;
-  LatkeSolverParamsDefault(&p);
-  p.type = LATKE_SOLVER_GCR;
-  p.tol = 1e-10;
+  pr.make_system(&x, &b);
+  LatkeSolverParams p = native_params(LATKE_SOLVER_GCR, LATKE_PRECISION_SINGLE);
   p.restart = 400;
   const auto run = [&](LatkePrecision sloppy, double drop) {
     p.sloppy = sloppy;

@@ -313,16 +313,20 @@ TEST_P(WilsonIdentity, CloverInverseTimesClover) {
 }
 
 // An operator made from another one (its clover terms converted on the backend, not built
-// again) in single and half, with 12-real links and as a domain-local block operator, equals
-// one built from the links; with another mass the clover terms are built for that mass.
+// again) in single and half, with 12-real links (also from an operator that stores them so,
+// which checked them for SU(3) already) and as a domain-local block operator, equals one built
+// from the links; with another mass the clover terms are built for that mass.
 TEST_P(WilsonIdentity, OperatorFromAnotherEqualsOneBuiltFromTheLinks) {
   Problem pb(GetParam(), Precision::double_, Reconstruct::r18);
   WilsonCloverOperator from(pb.lat, pb.links, pb.param);
   cvec x;
   ColorSpinorField in = pb.random_field(Subset::full, 61, x);
-  auto check = [&](WilsonCloverParam q, const char* what) {
+  WilsonCloverParam q12 = pb.param;
+  q12.reconstruct = Reconstruct::r12;
+  WilsonCloverOperator from12(pb.lat, pb.links, q12);  // links checked for SU(3) once, here
+  auto check = [&](WilsonCloverParam q, const char* what, const WilsonCloverOperator& source) {
     SCOPED_TRACE(what);
-    WilsonCloverOperator built(pb.lat, pb.links, q), made(from, pb.links, q);
+    WilsonCloverOperator built(pb.lat, pb.links, q), made(source, pb.links, q);
     ColorSpinorField i = pb.field(Subset::full, q.precision), a = i.like(q.precision), b = i.like(q.precision);
     i.copy_from(in);
     built.apply(a, i);
@@ -331,17 +335,18 @@ TEST_P(WilsonIdentity, OperatorFromAnotherEqualsOneBuiltFromTheLinks) {
   };
   WilsonCloverParam q = pb.param;
   q.precision = Precision::single;
-  check(q, "single");
+  check(q, "single", from);
   q.precision = Precision::half;
-  check(q, "half");
+  check(q, "half", from);
   q.precision = Precision::single;
   q.reconstruct = Reconstruct::r12;
-  check(q, "single, links of 12 reals");
+  check(q, "single, links of 12 reals", from);
+  check(q, "single, links of 12 reals, from an operator with links of 12 reals", from12);
   q.block = {2, 2, 2, 4};
-  check(q, "single, domain-local blocks");
+  check(q, "single, domain-local blocks", from);
   q = pb.param;
   q.mass = 0.3;
-  check(q, "double, another mass");
+  check(q, "double, another mass", from);
 }
 
 TEST_P(WilsonIdentity, EvenOddPiecesSumToFullOperator) {

@@ -43,8 +43,9 @@ class GaugeField {
 
   /// @brief Load links from a host array over the local volume in lexicographic order
   /// (conventions.h: [site][mu][row][col]). Reconstruct 12 checks that the links are SU(3)
-  /// (to 1e-6) and fails naming the worst deviation otherwise.
-  void from_lexicographic(const std::vector<Complex<double>>& host);
+  /// (to 1e-6) and fails naming the worst deviation otherwise, unless su3_checked says the
+  /// caller has checked these links already.
+  void from_lexicographic(const std::vector<Complex<double>>& host, bool su3_checked = false);
   /// @brief The links as a host array over the local volume (rows rebuilt for 12).
   void to_lexicographic(std::vector<Complex<double>>& host) const;
 
