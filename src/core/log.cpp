@@ -11,6 +11,10 @@
 #include "latke/core/backend.h"
 #include "latke/core/error.h"
 
+#if defined(LATKE_HAVE_NVTX)
+#include <nvtx3/nvToolsExt.h>
+#endif
+
 namespace latke {
 
 namespace {
@@ -50,18 +54,22 @@ constexpr bool petsc_has_device = true;
 #else
 constexpr bool petsc_has_device = false;
 #endif
+const char* const* event_names() {
+  static const char* const names[] = {"LatkeMatMult",    "LatkeDslash",        "LatkeClover",        "LatkeHalo",
+                                      "LatkeStage",      "LatkeMGSetup",       "LatkeMGApply",       "LatkeMGSmooth0",
+                                      "LatkeMGSmooth1",  "LatkeMGSmooth2",     "LatkeMGSmooth3",     "LatkeMGTransfer",
+                                      "LatkeMGCoarseOp", "LatkeMGCoarseSolve", "LatkeMGNullVectors", "LatkeMGGalerkin",
+                                      "LatkeOpBuild",    "LatkeLinkUpload"};
+  static_assert(sizeof(names) / sizeof(names[0]) == static_cast<int>(LogEvent::count_), "a name per event");
+  return names;
+}
 }  // namespace
 
 void register_log_events() {
   Events& e = events();
   if (e.registered) return;
   PetscClassId cls = 0;
-  const char* names[] = {"LatkeMatMult",    "LatkeDslash",        "LatkeClover",        "LatkeHalo",
-                         "LatkeStage",      "LatkeMGSetup",       "LatkeMGApply",       "LatkeMGSmooth0",
-                         "LatkeMGSmooth1",  "LatkeMGSmooth2",     "LatkeMGSmooth3",     "LatkeMGTransfer",
-                         "LatkeMGCoarseOp", "LatkeMGCoarseSolve", "LatkeMGNullVectors", "LatkeMGGalerkin",
-                         "LatkeOpBuild",    "LatkeLinkUpload"};
-  static_assert(sizeof(names) / sizeof(names[0]) == static_cast<int>(LogEvent::count_), "a name per event");
+  const char* const* names = event_names();
   require(PetscClassIdRegister("Latke", &cls) == 0, "registering Latke's PETSc class id failed");
   for (int i = 0; i < static_cast<int>(LogEvent::count_); ++i)
     require(PetscLogEventRegister(names[i], cls, &e.id[i]) == 0, "registering PETSc log event ", names[i], " failed");
@@ -72,6 +80,9 @@ void register_log_events() {
 }
 
 LogScope::LogScope(LogEvent ev, double flops, bool gpu_work) : event_(-1), gpu_work_(gpu_work) {
+#if defined(LATKE_HAVE_NVTX)
+  nvtxRangePushA(event_names()[static_cast<int>(ev)]);  // a no-op unless a profiler is attached
+#endif
   Events& e = events();
   if (!e.registered) return;
   event_ = e.id[static_cast<int>(ev)];
@@ -98,6 +109,9 @@ LogScope::LogScope(LogEvent ev, double flops, bool gpu_work) : event_(-1), gpu_w
 }
 
 LogScope::~LogScope() {
+#if defined(LATKE_HAVE_NVTX)
+  nvtxRangePop();
+#endif
   if (event_ < 0) return;
   try {
     if (gpu_timed_) {

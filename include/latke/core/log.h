@@ -8,6 +8,9 @@
 // Flops of GPU work are GPU flops where PETSc has a device (-log_view's GPU columns); with
 // -log_view_gpu_time such an event also adds the GPU time its kernels took (CUDA events on
 // Latke's compute stream) to PETSc's GPU time, which -log_view then reports per event.
+// In CUDA builds every event is also an NVTX range of the same name (with or without
+// -log_view), so that nsys shows it and `ncu --nvtx --nvtx-include LatkeMGApply/` profiles
+// only the kernels inside it.
 #pragma once
 
 namespace latke {
