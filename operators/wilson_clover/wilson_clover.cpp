@@ -79,7 +79,11 @@ WilsonCloverOperator::WilsonCloverOperator(std::shared_ptr<const Lattice> lattic
   }
   const LogScope log(LogEvent::operator_build, 0, true);
   const WilsonCloverParam* f = clover_from ? &clover_from->param_ : nullptr;
-  gauge_.from_lexicographic(host_links, f && f->reconstruct == Reconstruct::r12);  // from's upload checked them
+  if (f && f->backend == param.backend && real_bytes(f->precision) >= real_bytes(param.precision) &&
+      (f->reconstruct == Reconstruct::r18 || param.reconstruct == Reconstruct::r12))
+    gauge_.copy_from(clover_from->gauge_);  // converted on the backend: the same links, no upload
+  else
+    gauge_.from_lexicographic(host_links, f && f->reconstruct == Reconstruct::r12);  // from's upload checked them
   if (f && f->mass == param.mass && f->csw == param.csw && f->normalisation == param.normalisation &&
       f->backend == param.backend && real_bytes(f->precision) >= real_bytes(param.precision)) {
     clover_.copy_from(clover_from->clover_);  // A is site-local: the same for any block or link storage

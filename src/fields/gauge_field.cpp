@@ -37,6 +37,44 @@ struct LexGaugeKernel {  // host only
   }
 };
 
+/// to = from, link by link, in double (the rounding of from_lexicographic's host conversion).
+template <typename SF, Reconstruct RF, typename ST, Reconstruct RT>
+struct ConvertGaugeKernel {
+  GaugeAccessor<SF, RF, double> from;
+  GaugeAccessor<ST, RT, double> to;
+  LATKE_HOST_DEVICE void operator()(int x_cb, int parity) const {
+    for (int mu = 0; mu < 4; ++mu) to.save(from.load(mu, x_cb, parity), mu, x_cb, parity);
+  }
+};
+
+struct MaxEntry {
+  double m = 0;
+  LATKE_HOST_DEVICE MaxEntry& operator+=(const MaxEntry& o) {
+    m = o.m > m ? o.m : m;
+    return *this;
+  }
+};
+
+/// The largest |re|, |im| of a site's links over their first `rows` rows (a half field's scale).
+template <typename SF, Reconstruct RF>
+struct MaxEntryKernel {
+  GaugeAccessor<SF, RF, double> from;
+  int rows;
+  LATKE_HOST_DEVICE MaxEntry operator()(int x_cb, int parity) const {
+    MaxEntry r;
+    for (int mu = 0; mu < 4; ++mu) {
+      const auto u = from.load(mu, x_cb, parity);
+      for (int i = 0; i < rows; ++i)
+        for (int j = 0; j < 3; ++j) {
+          const double a = u.e[i][j].re < 0 ? -u.e[i][j].re : u.e[i][j].re;
+          const double b = u.e[i][j].im < 0 ? -u.e[i][j].im : u.e[i][j].im;
+          r += MaxEntry{a > b ? a : b};
+        }
+    }
+    return r;
+  }
+};
+
 template <typename F>
 void dispatch_gauge(Precision p, Reconstruct r, F&& f) {
   dispatch_precision(p, [&](auto s) {
@@ -86,9 +124,13 @@ void GaugeField::from_lexicographic(const std::vector<Complex<double>>& host, bo
     require(worst <= 1e-6, "reconstruct 12 needs SU(3) links, but the links deviate from SU(3) by ",
             worst, " (expected at most 1e-6); reunitarize them or use reconstruct 18");
   }
-  if (param_.precision == Precision::half) {
+  if (param_.precision == Precision::half) {  // the largest stored entry (rows 0 and 1 with 12 reals)
+    const int rows = static_cast<int>(param_.reconstruct) / 6;
+    const long n = static_cast<long>(host.size());
     double m = 0, gm = 0;
-    for (const auto& z : host) m = std::fmax(m, std::fmax(std::fabs(z.re), std::fabs(z.im)));
+#pragma omp parallel for schedule(static) reduction(max : m)
+    for (long i = 0; i < n; ++i)
+      if (i % 9 < 3 * rows) m = std::fmax(m, std::fmax(std::fabs(host[i].re), std::fabs(host[i].im)));
     MPI_Allreduce(&m, &gm, 1, MPI_DOUBLE, MPI_MAX, lattice_->comm());
     scale_ = gm > 0 ? static_cast<float>(gm) : 1.0f;
   }
@@ -101,6 +143,37 @@ void GaugeField::from_lexicographic(const std::vector<Complex<double>>& host, bo
     copy_bytes(data_->data(), stage.data_->data(), bytes_, compute_stream());
     synchronize(compute_stream());
   }
+}
+
+void GaugeField::copy_from(const GaugeField& from) {
+  const LogScope log(LogEvent::link_upload, 0, true);
+  require(from.lattice_->local() == lattice_->local() && from.backend() == backend(),
+          "gauge field copy: the source lives on another lattice or backend");
+  require(real_bytes(from.precision()) >= real_bytes(precision()), "gauge field copy: links in ",
+          to_string(from.precision()), " cannot give links in ", to_string(precision()));
+  require(from.reconstruct() == Reconstruct::r18 || reconstruct() == Reconstruct::r12,
+          "gauge field copy: links stored as 12 reals cannot give links of 18 (the third rows are not stored)");
+  const int vcb = lattice_->volume_cb();
+  dispatch_gauge(from.precision(), from.reconstruct(), [&](auto sf, auto rf) {
+    using SF = decltype(sf);
+    constexpr Reconstruct RF = decltype(rf)::value;
+    const GaugeAccessor<SF, RF, double> src = from.accessor<SF, RF, double>();
+    if (precision() == Precision::half) {
+      const double m = launch_reduce<MaxEntry>(
+                           backend(), MaxEntryKernel<SF, RF>{src, static_cast<int>(reconstruct()) / 6}, {vcb, 0, 2})
+                           .m;
+      double gm = 0;
+      MPI_Allreduce(&m, &gm, 1, MPI_DOUBLE, MPI_MAX, lattice_->comm());
+      scale_ = gm > 0 ? static_cast<float>(gm) : 1.0f;
+    }
+    dispatch_gauge(precision(), reconstruct(), [&](auto st, auto rt) {
+      using ST = decltype(st);
+      constexpr Reconstruct RT = decltype(rt)::value;
+      if constexpr (sizeof(SF) >= sizeof(ST) && (RF == Reconstruct::r18 || RT == Reconstruct::r12))  // as required
+        launch(backend(), ConvertGaugeKernel<SF, RF, ST, RT>{src, accessor<ST, RT, double>()}, {vcb, 0, 2});
+    });
+  });
+  synchronize(backend());
 }
 
 void GaugeField::to_lexicographic(std::vector<Complex<double>>& host) const {

@@ -145,6 +145,53 @@ TEST_P(Fields, GaugeRoundTripAndReconstruct12) {
             std::string::npos);
 }
 
+TEST_P(Fields, GaugeCopyConvertsOnTheBackendAsAnUploadWould) {
+  const std::vector<Complex<double>> links = random_gauge(*lat, 9);
+  auto lex = [](const GaugeField& g) {
+    std::vector<Complex<double>> h;
+    g.to_lexicographic(h);
+    return h;
+  };
+  auto worst_diff = [](const std::vector<Complex<double>>& a, const std::vector<Complex<double>>& b) {
+    double w = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) w = std::fmax(w, std::sqrt(norm2(a[i] - b[i])));
+    return w;
+  };
+  for (Reconstruct rf : {Reconstruct::r18, Reconstruct::r12}) {
+    GaugeField from(lat, GaugeParam{Precision::double_, rf, GetParam()});
+    from.from_lexicographic(links);
+    for (Precision p : {Precision::double_, Precision::single, Precision::half})
+      for (Reconstruct r : {Reconstruct::r18, Reconstruct::r12}) {
+        if (rf == Reconstruct::r12 && r == Reconstruct::r18) continue;
+        GaugeField up(lat, GaugeParam{p, r, GetParam()}), copy(lat, GaugeParam{p, r, GetParam()});
+        up.from_lexicographic(links);
+        copy.copy_from(from);
+        EXPECT_EQ(copy.scale(), up.scale()) << to_string(p) << " recon " << to_string(r) << " from " << to_string(rf);
+        EXPECT_EQ(worst_diff(lex(copy), lex(up)), 0.0)
+            << to_string(p) << " recon " << to_string(r) << " from " << to_string(rf);
+      }
+  }
+  // A half field copied on from a half field keeps its scale and links.
+  GaugeField h(lat, GaugeParam{Precision::half, Reconstruct::r18, GetParam()}),
+      h2(lat, GaugeParam{Precision::half, Reconstruct::r12, GetParam()});
+  h.from_lexicographic(links);
+  h2.copy_from(h);
+  GaugeField h12(lat, GaugeParam{Precision::half, Reconstruct::r12, GetParam()});
+  h12.from_lexicographic(links);
+  EXPECT_LE(worst_diff(lex(h2), lex(h12)), 2e-4);
+  // What a field does not hold is refused, naming what is missing.
+  GaugeField s12(lat, GaugeParam{Precision::single, Reconstruct::r12, GetParam()}),
+      d18(lat, GaugeParam{Precision::double_, Reconstruct::r18, GetParam()}),
+      s18(lat, GaugeParam{Precision::single, Reconstruct::r18, GetParam()});
+  s12.from_lexicographic(links);
+  EXPECT_NE(error_of([&] { d18.copy_from(s12); }).find("links in single cannot give links in double"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { s18.copy_from(s12); }).find("12 reals cannot give links of 18"), std::string::npos);
+  auto other = std::make_shared<Lattice>(MPI_COMM_SELF, Coords{4, 4, 4, 8});
+  GaugeField elsewhere(other, GaugeParam{Precision::single, Reconstruct::r18, GetParam()});
+  EXPECT_NE(error_of([&] { elsewhere.copy_from(d18); }).find("another lattice"), std::string::npos);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, Fields, ::testing::ValuesIn(available_backends()),
                          [](const ::testing::TestParamInfo<Backend>& i) { return std::string(to_string(i.param)); });
 

@@ -342,6 +342,12 @@ TEST_P(WilsonIdentity, OperatorFromAnotherEqualsOneBuiltFromTheLinks) {
   q.reconstruct = Reconstruct::r12;
   check(q, "single, links of 12 reals", from);
   check(q, "single, links of 12 reals, from an operator with links of 12 reals", from12);
+  q.precision = Precision::half;
+  check(q, "half, links of 12 reals, from an operator with links of 12 reals", from12);
+  q.precision = Precision::single;
+  q.reconstruct = Reconstruct::r18;
+  check(q, "single, links of 18 reals (uploaded), from an operator with links of 12 reals", from12);
+  q.reconstruct = Reconstruct::r12;
   q.block = {2, 2, 2, 4};
   check(q, "single, domain-local blocks", from);
   q = pb.param;

@@ -1,6 +1,7 @@
 // Gauge fields: four links per site in double, single or half storage, 18 or 12 reals per
 // link (12: third row rebuilt), coalesced layout with block (mu, parity) — see accessors.h.
-// Half precision scales by the largest link entry in the whole lattice (1 for SU(3)).
+// Half precision scales by the largest stored link entry in the whole lattice (the first two
+// rows with 12 reals; at most 1 for SU(3)).
 #pragma once
 
 #include <memory>
@@ -48,6 +49,11 @@ class GaugeField {
   void from_lexicographic(const std::vector<Complex<double>>& host, bool su3_checked = false);
   /// @brief The links as a host array over the local volume (rows rebuilt for 12).
   void to_lexicographic(std::vector<Complex<double>>& host) const;
+  /// @brief This field's links converted from another field of the same lattice and backend,
+  /// on that backend (no host staging). `from` must hold what this field stores: a precision
+  /// at least as high, and 18 reals unless this field stores 12 (its SU(3) check carries over).
+  /// The result equals from_lexicographic of the links `from` was loaded from, bit for bit.
+  void copy_from(const GaugeField& from);
 
  private:
   /// Convert between the host array and `stage`, a CPU field of the same layout.
