@@ -565,13 +565,13 @@ void Multigrid::smooth(int l, ColorSpinorField& x, const ColorSpinorField& r, in
     rs.copy_from(r);
   }
   xs.zero();
-  for (int s = 0; s < steps; ++s) {  // x += omega alpha r, r -= omega alpha A r
+  for (int s = 0; s < steps; ++s) {  // x += omega alpha r, r -= omega alpha A r (not after the last step)
     A.apply(as, rs);
     const blas::DotNorms d = blas::cdot_norms(as, rs);
     if (!(d.xx > 0)) break;
     const Cplx a(q.omega * d.dot.re / d.xx, q.omega * d.dot.im / d.xx);
     blas::caxpby(a, rs, Cplx(1), xs);
-    blas::caxpby(Cplx(-a.re, -a.im), as, Cplx(1), rs);
+    if (s + 1 < steps) blas::caxpby(Cplx(-a.re, -a.im), as, Cplx(1), rs);
     ++L.smooth_steps;
   }
   if (low) L.hx->copy_from(xs);
@@ -608,18 +608,18 @@ void Multigrid::cycle(int l, ColorSpinorField& x, const ColorSpinorField& b) {
   Level& C = *levels_[l + 1];
   const LevelParam& q = param_.level[l];
   const bool coarsest = l + 2 == param_.levels;
+  // Without pre-smoothing x starts at zero: the coarse level corrects b itself and x is P x_c,
+  // with no zeroing, copies or sums (on the fine level each costs a pass over a field).
+  const ColorSpinorField* r = &b;
   if (q.pre_smooth > 0) {
     smooth(l, x, b, q.pre_smooth);
-    L.op->apply(*L.t, x);
-    L.r->copy_from(b);
-    blas::caxpby(Cplx(-1), *L.t, Cplx(1), *L.r);
-  } else {
-    x.zero();
-    L.r->copy_from(b);
+    L.op->apply(*L.r, x);
+    blas::caxpby(Cplx(1), b, Cplx(-1), *L.r);  // r = b - M x
+    r = L.r.get();
   }
   {
     const LogScope log(LogEvent::mg_transfer, 0, true);
-    L.transfer->restrict_to(*C.b, *L.r);
+    L.transfer->restrict_to(*C.b, *r);
   }
   if (coarsest) {
     coarse_solve(l + 1, *C.x, *C.b);
@@ -633,13 +633,12 @@ void Multigrid::cycle(int l, ColorSpinorField& x, const ColorSpinorField& b) {
   }
   {
     const LogScope log(LogEvent::mg_transfer, 0, true);
-    L.transfer->prolongate(*L.t, *C.x);
+    L.transfer->prolongate(q.pre_smooth > 0 ? *L.t : x, *C.x);
   }
-  blas::caxpby(Cplx(1), *L.t, Cplx(1), x);
+  if (q.pre_smooth > 0) blas::caxpby(Cplx(1), *L.t, Cplx(1), x);
   if (q.post_smooth > 0) {
-    L.op->apply(*L.t, x);
-    L.r->copy_from(b);
-    blas::caxpby(Cplx(-1), *L.t, Cplx(1), *L.r);
+    L.op->apply(*L.r, x);
+    blas::caxpby(Cplx(1), b, Cplx(-1), *L.r);  // r = b - M x
     smooth(l, *L.e, *L.r, q.post_smooth);
     blas::caxpby(Cplx(1), *L.e, Cplx(1), x);
   }
@@ -649,6 +648,18 @@ void Multigrid::apply(ColorSpinorField& x, const ColorSpinorField& b) {
   Level& F = *levels_[0];
   require(F.transfer != nullptr && levels_.back()->op != nullptr, "multigrid applied before setup");
   const LogScope log(LogEvent::mg_apply, 0, true);
+  // The cycle reads b and writes x: on the caller's fields where they are the fine level's
+  // kind (distinct fields), else on copies converted to it.
+  auto fits = [&](const ColorSpinorField& f) {
+    const SpinorParam p = f.param(), w = F.b->param();
+    return p.nspin == w.nspin && p.ncolor == w.ncolor && p.precision == w.precision && p.subset == w.subset &&
+           p.backend == w.backend && f.lattice().local() == F.b->lattice().local();
+  };
+  const bool in_place = fits(x) && fits(b) && x.block_data(0) != b.block_data(0);
+  if (in_place) {
+    cycle(0, x, b);
+    return;
+  }
   F.b->copy_from(b);
   cycle(0, *F.x, *F.b);
   x.copy_from(*F.x);

@@ -928,6 +928,26 @@ TEST_P(MgBackend, RefinementPass) {
       << "refined: " << iterations[1] << " iterations, first pass only: " << iterations[0];
 }
 
+// Pre-smoothing, alone or with post-smoothing, on every level of three: MG-GCR reaches the
+// solution of the default cycle (post-smoothing only, where x starts as P x_c), and every
+// cycle runs the steps asked for on the fine level.
+TEST_P(MgBackend, PreAndPostSmoothing) {
+  LightProblem lp(GetParam());
+  ColorSpinorField x0 = lp.M->make_field();
+  ASSERT_TRUE(mg_gcr(lp.hierarchy(small_param(3)), *lp.M, x0, lp.b).converged);
+  for (const auto& [pre, post] : {std::pair{2, 2}, std::pair{4, 0}}) {
+    SCOPED_TRACE(std::to_string(pre) + " pre- and " + std::to_string(post) + " post-smoothing steps");
+    MultigridParam p = small_param(3);
+    for (LevelParam& q : p.level) q.pre_smooth = pre, q.post_smooth = post;
+    auto mg = lp.hierarchy(p);
+    ColorSpinorField x = lp.M->make_field();
+    const SolverStats st = mg_gcr(mg, *lp.M, x, lp.b);
+    ASSERT_TRUE(st.converged);
+    EXPECT_LT(rel_diff(x0, x), 1e-8);
+    EXPECT_EQ(mg->work(0)[0], static_cast<long>(pre + post) * st.iterations);
+  }
+}
+
 // The Schwarz smoother on the fine level (latke_schwarz's additive Dirichlet blocks of 4^4,
 // MR steps in half precision): MG-GCR converges to the solution of the hierarchy smoothed by
 // MR on the even-odd system, the smoother runs, and it smooths: with one MR step per block
