@@ -646,8 +646,12 @@ int bench_mg() {
     report(l, "restrict", ms, flops, basis + fbytes + cbytes);
     ms = time_per_call(run.backend, 3, [&] { T.prolongate(fine, coarse); });
     ms = time_per_call(run.backend, calls(ms), [&] { T.prolongate(fine, coarse); });
-    // P onto the Wilson fine level reads the basis vectors (single) rather than the packed basis.
-    const double pbasis = comps == 12 ? vol * comps * T.nvec() * 2 * 4.0 : basis;
+    // P onto the Wilson fine level reads the basis vectors site by site rather than the packed
+    // basis: in single, or their half copy (reals and a norm per site) with a half basis.
+    const bool half = o.param.level[l].transfer_precision == Precision::half;
+    const double pbasis = comps != 12 ? basis
+                          : half      ? vol * T.nvec() * (comps * 2 * 2.0 + 4)
+                                      : vol * comps * T.nvec() * 2 * 4.0;
     report(l, "prolongate", ms, flops, pbasis + fbytes + cbytes);
     // The setup's pieces for the next level: the block orthonormalization (of a copy of the
     // basis, already orthonormal: the same work; bytes: two passes, each reading the single

@@ -652,7 +652,10 @@ SpinorParam Transfer::coarse_param(Precision p) const {
   return SpinorParam{2, nvec_, p, Subset::full, fine_param_.backend};
 }
 
-std::size_t Transfer::bytes() const { return nvec_ * v_.front().bytes() + packed_.bytes() + packed_scale_.bytes(); }
+std::size_t Transfer::bytes() const {
+  return nvec_ * (v_.front().bytes() + (v_half_.empty() ? 0 : v_half_.front().bytes())) + packed_.bytes() +
+         packed_scale_.bytes();
+}
 
 void Transfer::orthonormalize() {
   const AggregateMap map = aggregate_map(*fine_, *coarse_, block_);
@@ -697,6 +700,12 @@ void Transfer::pack() {
     packed_ = Buffer(mk, records * n_comp * 2 * real_bytes(packed_precision_));
     if (packed_precision_ == Precision::half) packed_scale_ = Buffer(mk, records * sizeof(float));
   }
+  // A Wilson fine level's P reads the vectors site by site (prolongate): with a half basis, from
+  // a half copy of them (half P's bytes; 2.4 GB more for 24 vectors on 32^3x64).
+  if (packed_precision_ == Precision::half && fine_param_.nspin * fine_param_.ncolor == 12) {
+    if (v_half_.empty()) v_half_ = ColorSpinorField::make_set(fine_, fine_param(Precision::half), nvec_);
+    for (int k = 0; k < nvec_; ++k) v_half_[k].copy_from(v_[k]);
+  }
   dispatch_full(fine_param_.precision, "multigrid basis", [&](auto sv) {
     using SV = decltype(sv);
     auto run = [&](auto sp) {
@@ -738,10 +747,12 @@ void Transfer::prolongate(ColorSpinorField& fine, const ColorSpinorField& coarse
               coarse.lattice().volume_cb() == coarse_->volume_cb(),
           "prolongate: the coarse field is not a full field of the coarse level's shape");
   const AggregateMap map = aggregate_map(*fine_, *coarse_, block_);
-  // The Wilson fine level: one thread per site, from the basis vectors (a packed half basis
-  // read by records per site was slower: 1.22 against 1.14 ms on 32^3x64, H200).
+  // The Wilson fine level: one thread per site, from the basis vectors, or their half copy
+  // with a half basis (a packed half basis read by records per site was slower: 1.22 against
+  // 1.14 ms from single vectors on 32^3x64, H200).
   if (fine.site_reals() == 24) {
-    dispatch_full(fine_param_.precision, "multigrid basis", [&](auto sv) {
+    const std::vector<ColorSpinorField>& basis = v_half_.empty() ? v_ : v_half_;
+    dispatch_precision(basis.front().precision(), [&](auto sv) {
       dispatch_full(coarse.precision(), "prolongate (coarse field)", [&](auto sc) {
         dispatch_full(fine.precision(), "prolongate (fine field)", [&](auto sf) {
           using SV = decltype(sv);
@@ -749,7 +760,7 @@ void Transfer::prolongate(ColorSpinorField& fine, const ColorSpinorField& coarse
           using SF = decltype(sf);
           for (int parity = 0; parity < 2; ++parity) {
             ProlongSiteKernel<SV, SC, SF, 24> k{map,
-                                                basis_view<SV>(v_),
+                                                basis_view<SV>(basis),
                                                 {real_array<SC>(coarse, 0), real_array<SC>(coarse, 1)},
                                                 fine.accessor<SF, 3, 4>(parity).a,
                                                 nvec_,

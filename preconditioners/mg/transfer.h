@@ -56,7 +56,8 @@ class Transfer {
   /// @brief Orthonormalize the basis within every (aggregate, chirality), in the order of the
   /// vectors (the Gram-Schmidt result), by a Cholesky QR applied twice with sums in double
   /// (transfer.cpp); then pack it for P and R (the packed basis is what R reads, and P except
-  /// on a Wilson fine level, where it reads the vectors: per site and vector one record of
+  /// on a Wilson fine level, where it reads the vectors, or a half copy of them when the packed
+  /// basis is half: per site and vector one record of
   /// the site's values, in the packed precision, half with a scale per record). Fails when
   /// the basis is not of full rank on some (aggregate, chirality): a vector vanishes there or
   /// lies in the span of the others to within 1e-6 of its norm (it would not span 2 nvec
@@ -101,6 +102,7 @@ class Transfer {
   Coords block_;
   int nvec_;
   std::vector<ColorSpinorField> v_;
+  std::vector<ColorSpinorField> v_half_;  ///< half copy of v_ that P reads (Wilson fine level, half basis)
   Precision packed_precision_;
   Buffer packed_, packed_scale_;
   mutable Buffer parts_;  ///< R's partial sums per chunk of an aggregate
