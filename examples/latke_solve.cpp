@@ -9,9 +9,10 @@
 // (whose even-odd form is the Hermitian positive definite normal operator). The Krylov
 // method and preconditioner are whatever the options database says (default: CG for the
 // staggered normal operator; flexible GCR preconditioned by Latke's multigrid for
-// Wilson-clover; relative tolerance 1e-10). The full solution is reconstructed and its true residual |b - M x| / |b| computed
-// with the full operator, independently of the solver. Exit status 0 only when the solve
-// converged. -help lists every option.
+// Wilson-clover; relative tolerance 1e-10). The full solution is reconstructed and its true residual |b - M x| / |b|
+// computed with the full operator, independently of the solver. Exit status 0 only when the solve converged. -help
+// lists every option. -latke_solves N solves the system N times from x = 0, keeping the preconditioner, and prints the
+// later solves' times too (the first also tunes the kernels it is the first to launch).
 //
 // With PETSc logging on (-log_view), it also prints where the time of the KSP solve went, per
 // outer iteration: the operator (MatMult), the preconditioner (PCApply) and PETSc's own work
@@ -27,9 +28,11 @@
 // solver.
 #include <petscksp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <iomanip>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -51,6 +54,7 @@ struct SolveOptions {
   long spin = 0, color = 0, seed = 1;
   std::string json, save;
   bool native = false;
+  long solves = 1;             ///< -latke_solves: the system solved this many times
   std::vector<double> masses;  ///< -latke_masses: a multi-mass solve
 };
 
@@ -95,7 +99,13 @@ SolveOptions read_solve_options() {
                       "Staggered: solve at these masses m1,m2,... (lightest first) with MatLatkeSolveMultiMass "
                       "(-latke_multimass multishift|sequential)");
     masses_given = g.given("-latke_masses");
+    o.solves = g.integer("-latke_solves", 1,
+                         "Solve the system this many times from x = 0, keeping the preconditioner (the first "
+                         "solve also tunes the kernels it launches first)");
   });
+  latke::require(o.solves >= 1, "-latke_solves ", o.solves, ": expected at least 1");
+  latke::require(o.solves == 1 || !masses_given, "-latke_solves ", o.solves,
+                 ": repeated solves are not available with -latke_masses");
   latke::require(o.op == "wilson" || o.op == "staggered" || o.op == "asqtad", "-latke_op '", o.op,
                  "': expected wilson, staggered or asqtad");
   latke::require(form == "even_odd" || form == "full", "-latke_form '", form, "': expected even_odd or full");
@@ -227,6 +237,7 @@ struct Summary {
   bool converged = false;
   Split split;
   std::vector<MassResult> masses;  ///< -latke_masses
+  std::vector<double> repeat_s;    ///< -latke_solves: the solves after the first
 };
 
 void write_json(const std::string& path, const Summary& s) {
@@ -241,6 +252,11 @@ void write_json(const std::string& path, const Summary& s) {
       << ",\n  \"solver_residual\": " << s.solver_residual << ",\n  \"true_residual\": " << s.true_residual
       << ",\n  \"setup_seconds\": " << s.setup_s << ",\n  \"solve_seconds\": " << s.solve_s
       << ",\n  \"gflops\": " << s.gflops << ",\n  \"vec_type\": \"" << s.vec_type << "\"";
+    if (!s.repeat_s.empty()) {
+      f << ",\n  \"repeat_solve_seconds\": [";
+      for (std::size_t i = 0; i < s.repeat_s.size(); ++i) f << (i ? ", " : "") << s.repeat_s[i];
+      f << "]";
+    }
     if (s.fallback_at >= 0) f << ",\n  \"fallback_at\": " << s.fallback_at;
     if (s.restarts > 0) f << ",\n  \"restarts\": " << s.restarts;
     if (s.split.valid)
@@ -417,6 +433,12 @@ PetscErrorCode run(int& status) {
     sum.rtol = tol;
     sum.setup_s = t1 - t0 + (t2 - t1 - st.seconds);  // a preconditioner's set-up happens inside MatLatkeSolve
     sum.solve_s = st.seconds;
+    for (long i = 1; i < opt.solves; ++i) {  // the preconditioner is kept with A (MatLatkeSolve)
+      LatkeSolverStats again;
+      PetscCall(VecSet(xhat, 0.0));
+      PetscCall(MatLatkeSolve(A, bhat, xhat, nullptr, nullptr, &again));
+      sum.repeat_s.push_back(again.seconds);
+    }
   } else {
     PetscCall(KSPCreate(PETSC_COMM_WORLD, &ksp));
     PetscCall(KSPSetOperators(ksp, A, A));
@@ -474,6 +496,14 @@ PetscErrorCode run(int& status) {
     sum.reason = KSPConvergedReasons[reason];
     PetscCall(MatLatkeGetApplications(A, &sum.operator_applications));
     if (logging) sum.split = split_of(before, after, sum.iterations);
+    for (long i = 1; i < opt.solves; ++i) {  // the same KSP: its preconditioner is set up
+      PetscCall(VecSet(xhat, 0.0));
+      PetscLogDouble a, z;
+      PetscCall(PetscTime(&a));
+      PetscCall(KSPSolve(ksp, bhat, xhat));
+      PetscCall(PetscTime(&z));
+      sum.repeat_s.push_back(z - a);
+    }
   }
 
   if (!multi) {
@@ -547,6 +577,14 @@ PetscErrorCode run(int& status) {
     }
     PetscCall(PetscViewerASCIIPrintf(out, "  time: setup %.3f s, solve %.3f s; %.2f GFLOPS in the solve\n", sum.setup_s,
                                      sum.solve_s, sum.gflops));
+    if (!sum.repeat_s.empty()) {
+      std::ostringstream r;
+      double fastest = sum.repeat_s.front();
+      for (double t : sum.repeat_s) r << " " << std::fixed << std::setprecision(3) << t, fastest = std::min(fastest, t);
+      PetscCall(PetscViewerASCIIPrintf(
+          out, "  solved again %d times from x = 0 (kernels tuned, preconditioner kept):%s s; fastest %.3f s\n",
+          (int)sum.repeat_s.size(), r.str().c_str(), fastest));
+    }
     const Split& sp = sum.split;
     if (sp.valid) {
       PetscCall(PetscViewerASCIIPrintf(out,

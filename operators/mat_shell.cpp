@@ -340,7 +340,9 @@ Mat create_shell(std::shared_ptr<ShellOperator> op, LatkeOperatorForm form, cons
   require(form == LATKE_OPERATOR_FULL || form == LATKE_OPERATOR_EVEN_ODD, "operator form ", static_cast<int>(form),
           ": expected LATKE_OPERATOR_FULL or LATKE_OPERATOR_EVEN_ODD");
   const PetscInt n = op->local_size(form);
-  auto* c = new MatContext{std::move(op), form};
+  auto* c = new MatContext;
+  c->op = std::move(op);
+  c->form = form;
   Mat A = nullptr;
   const PetscErrorCode ierr = MatCreateShell(c->op->lattice()->comm(), n, n, PETSC_DETERMINE, PETSC_DETERMINE, c, &A);
   if (ierr) {

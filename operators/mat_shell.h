@@ -21,6 +21,10 @@
 #include "latke/latke.h"
 #include "solvers/linear_operator.h"
 
+namespace latke {
+class Preconditioner;
+}
+
 namespace latke::petsc {
 
 /// An operator behind Latke MATSHELLs. Matrices of different forms may share one.
@@ -88,6 +92,14 @@ struct MatContext {
   std::shared_ptr<ShellOperator> op;
   LatkeOperatorForm form = LATKE_OPERATOR_FULL;
   long applications = 0;  ///< MatMult and MatMultHermitianTranspose calls
+  /// MatLatkeSolve's multigrid preconditioners, per options prefix: built at the first solve
+  /// that asks for one, reused by the next (the operator of a Latke matrix does not change),
+  /// built again when the multigrid options under the prefix change.
+  struct NativePreconditioner {
+    std::shared_ptr<Preconditioner> k;
+    std::string options;  ///< the multigrid options it was built with
+  };
+  std::map<std::string, NativePreconditioner> native_mg;
 };
 
 /// @brief A MATSHELL for op in the given form (sizes, operations, vector type, prefix).

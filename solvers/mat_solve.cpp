@@ -1,6 +1,9 @@
 // MatLatkeSolve and MatLatkeSolveMultiMass (latke.h): the native solvers on a Latke matrix's
 // system, and on a staggered matrix's system at several masses, from C.
+#include <cctype>
+#include <chrono>
 #include <memory>
+#include <sstream>
 #include <vector>
 
 #include "latke/core/error.h"
@@ -35,6 +38,25 @@ MultiShiftStrategy strategy_of(LatkeMultiMassStrategy s) {
   }
   fail("multi-mass strategy ", static_cast<int>(s),
        ": expected LATKE_MULTIMASS_MULTISHIFT or LATKE_MULTIMASS_SEQUENTIAL");
+}
+
+/// The multigrid options under the prefix in the options database, as text ("-name value"
+/// pairs in the database's order): MatLatkeSolve builds its multigrid again when they change.
+std::string multigrid_options_text(const char* prefix) {
+  char* all = nullptr;
+  require(PetscOptionsGetAll(nullptr, &all) == 0, "reading the options database failed");
+  std::istringstream in(all ? all : "");
+  PetscFree(all);
+  const std::string p = std::string("-") + (prefix ? prefix : "");
+  std::string token, text;
+  bool keep = false;
+  while (in >> token) {
+    const bool name =
+        token.size() > 1 && token[0] == '-' && !std::isdigit(static_cast<unsigned char>(token[1])) && token[1] != '.';
+    if (name) keep = token.rfind(p + "pc_latke_mg_", 0) == 0 || token.rfind(p + "latke_mg_", 0) == 0;
+    if (keep) text += token + " ";
+  }
+  return text;
 }
 
 /// For iterations in half: the operator in single, built only if CG or BiCGstab falls back to it.
@@ -118,16 +140,27 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams* param
     std::shared_ptr<LinearOperator> low;  // MR iterates in double only
     if (sloppy != Precision::double_ && p.type != SolverType::mr) low = c.op->linear_operator(c.form, sloppy, none);
     const std::unique_ptr<DeferredOperator> fallback = half_fallback(c, sloppy);
-    std::unique_ptr<Preconditioner> k;
+    std::shared_ptr<Preconditioner> k;
+    double pc_setup = 0;
     if (pc == "mg") {
       require(p.type == SolverType::gcr, "-latke_solver_pc mg needs -latke_solver gcr (a flexible method)");
-      k = make_multigrid(A, prefix);
+      MatContext::NativePreconditioner& cached = c.native_mg[prefix ? prefix : ""];
+      const std::string options = multigrid_options_text(prefix);
+      if (!cached.k || cached.options != options) {
+        cached.k.reset();  // before the new one: a hierarchy holds gigabytes on the device
+        const auto t0 = std::chrono::steady_clock::now();
+        cached.k = make_multigrid(A, prefix);
+        synchronize(c.op->backend());
+        pc_setup = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        cached.options = options;
+      }
+      k = cached.k;
     } else if (pc == "schwarz") {
       require(p.type == SolverType::gcr, "-latke_solver_pc schwarz needs -latke_solver gcr (a flexible method)");
       const SchwarzParam sp = schwarz_param_from_options(comm, prefix, SchwarzParam{});
       std::shared_ptr<LinearOperator> full;
       if (schwarz_needs_full_operator(sp)) full = c.op->linear_operator(c.form, sp.precision, none);
-      k = std::make_unique<SchwarzPreconditioner>(c.op->linear_operator(c.form, sp.precision, sp.block),
+      k = std::make_shared<SchwarzPreconditioner>(c.op->linear_operator(c.form, sp.precision, sp.block),
                                                   std::move(full), sp);
     }
     VecField fb(*c.op, b, Access::read, 0);
@@ -146,6 +179,7 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams* param
       stats->seconds = st.seconds;
       stats->gflops = st.seconds > 0 ? st.flops / st.seconds * 1e-9 : 0;
       stats->converged = st.converged ? PETSC_TRUE : PETSC_FALSE;
+      stats->pc_setup_seconds = pc_setup;
     }
   }));
   PetscFunctionReturn(0);

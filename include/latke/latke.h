@@ -250,11 +250,16 @@ typedef struct {
   PetscReal seconds;
   PetscReal gflops;
   PetscBool converged;
+  PetscReal pc_setup_seconds; /* building the preconditioner in this call (0: none, or reused) */
 } LatkeSolverStats;
 
 PetscErrorCode LatkeSolverParamsDefault(LatkeSolverParams *params);
 /* Solve A x = b with a native solver; x holds the initial guess. stats may be NULL. A solve
- * that does not converge is not an error: stats->converged says so. */
+ * that does not converge is not an error: stats->converged says so. The multigrid
+ * preconditioner (-latke_solver_pc mg) is built at the first call on A with a prefix and kept
+ * with A (until MatDestroy) for the next calls with that prefix, as a KSP keeps its PC; it is
+ * built again when the multigrid options under the prefix (-pc_latke_mg_*, -latke_mg_*)
+ * changed. stats->pc_setup_seconds says whether this call built it. */
 PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams *params, const char prefix[],
                              LatkeSolverStats *stats);
 

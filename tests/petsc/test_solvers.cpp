@@ -572,6 +572,45 @@ TEST(NativeSolvers, MixedGcrWithSchwarzReachesTheTolerance) {
   VecDestroy(&b), VecDestroy(&x);
 }
 
+// MatLatkeSolve builds the multigrid at the first call with a prefix and keeps it with the
+// matrix: the second call reuses it (no set-up time, the same iterations and solution); a
+// changed multigrid option under the prefix builds it again.
+TEST(NativeSolvers, MultigridIsKeptWithTheMatrixUntilItsOptionsChange) {
+  // One rank: the cache is per matrix, not per process grid (test_mg_mpi covers MG on grids),
+  // and three multigrid set-ups on four oversubscribed ranks take minutes.
+  if (world_size() > 1) GTEST_SKIP() << "a one-rank case";
+  Problem pr(PETSC_COMM_WORLD, nullptr, 7, 0.2);
+  Vec b, x, x1;
+  pr.make_system(&x, &b);
+  VecDuplicate(x, &x1);
+  const LatkeSolverParams p = native_params(LATKE_SOLVER_GCR, LATKE_PRECISION_SINGLE);
+  const char* opts[][2] = {{"-kept_latke_solver_pc", "mg"},
+                           {"-kept_pc_latke_mg_levels", "2"},
+                           {"-kept_pc_latke_mg_block", "2,2,2,2"},
+                           {"-kept_pc_latke_mg_nvec", "4"},
+                           {"-kept_pc_latke_mg_setup_iterations", "10"}};
+  for (const auto& o : opts) PetscOptionsSetValue(nullptr, o[0], o[1]);
+  LatkeSolverStats st[3];
+  for (int i = 0; i < 3; ++i) {
+    if (i == 2) PetscOptionsSetValue(nullptr, "-kept_pc_latke_mg_nvec", "6");
+    VecSet(i == 0 ? x1 : x, 0.0);
+    ASSERT_EQ(MatLatkeSolve(pr.A, b, i == 0 ? x1 : x, &p, "kept_", &st[i]), 0);
+    EXPECT_TRUE(st[i].converged) << "solve " << i;
+  }
+  for (const auto& o : opts) PetscOptionsClearValue(nullptr, o[0]);
+  EXPECT_GT(st[0].pc_setup_seconds, 0.0);
+  EXPECT_EQ(st[1].pc_setup_seconds, 0.0) << "the second solve built the multigrid again";
+  EXPECT_GT(st[2].pc_setup_seconds, 0.0) << "Nvec changed, but the multigrid was not built again";
+  EXPECT_EQ(st[1].iterations, st[0].iterations);
+  EXPECT_LT(rel_world(pr.lex(x1), pr.lex(x)), 1e-8);
+  // Without a preconditioner nothing is built.
+  LatkeSolverStats plain;
+  VecSet(x, 0.0);
+  ASSERT_EQ(MatLatkeSolve(pr.A, b, x, &p, nullptr, &plain), 0);
+  EXPECT_EQ(plain.pc_setup_seconds, 0.0);
+  VecDestroy(&b), VecDestroy(&x), VecDestroy(&x1);
+}
+
 // GCR in a sloppy precision ends a cycle once its iterated residual fell by restart_drop (a
 // reliable update: fold, true residual, restart), however many directions it may keep; in
 // double it restarts only when the directions run out.
