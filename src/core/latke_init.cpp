@@ -1,7 +1,8 @@
 // LatkeInitialize, LatkeFinalize and the run state of the C API (latke.h).
+#include "core/c_api.h"
 #include "latke/core/error.h"
 #include "latke/core/options.h"
-#include "core/c_api.h"
+#include "latke/core/tune.h"
 #include "latke/latke.h"
 
 namespace latke::petsc {
@@ -60,6 +61,9 @@ PetscErrorCode LatkeFinalize(void) {
   PetscCall(guarded(PETSC_COMM_WORLD, [] {
     if (state().initialized) synchronize(state().run.backend);
     state().initialized = false;
+    int rank = 0;
+    MPI_Comm_rank(PETSC_COMM_WORLD, &rank);
+    if (rank == 0) save_tune_cache();  // LATKE_RESOURCE_PATH
   }));
   PetscFunctionReturn(0);
 }

@@ -3,10 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <memory>
+#include <string>
 
 #include "latke/core/error.h"
 #include "latke/core/indexing.h"
+#include "latke/core/tune.h"
 #include "latke/fields/color_spinor_field.h"
 #include "latke/fields/gauge_field.h"
 #include "latke/fields/random.h"
@@ -190,6 +194,46 @@ TEST_P(Fields, GaugeCopyConvertsOnTheBackendAsAnUploadWould) {
   auto other = std::make_shared<Lattice>(MPI_COMM_SELF, Coords{4, 4, 4, 8});
   GaugeField elsewhere(other, GaugeParam{Precision::single, Reconstruct::r18, GetParam()});
   EXPECT_NE(error_of([&] { elsewhere.copy_from(d18); }).find("another lattice"), std::string::npos);
+}
+
+// The tune cache file (LATKE_RESOURCE_PATH's latke_tunecache.tsv): this run's timed choices
+// are written and read back by another cache; untimed ones are not kept; a file made for
+// another device is ignored; an unwritable place is an error naming it.
+TEST(TuneCache, ChoicesSurviveInTheFileForTheirDevice) {
+  const std::string dir = ::testing::TempDir();
+  const std::string path = dir + "/latke_tunecache_test.tsv";
+  store_block_size("TestKernelA n=100x2", 96, 0.25);
+  store_block_size("TestKernelB n=7x1", 128, -1.0 / 3);  // launched untimed
+  write_tune_cache(path);
+  {
+    std::ifstream in(path);
+    std::string header, line, all;
+    std::getline(in, header);
+    EXPECT_EQ(header, "latke-tunecache 1\t" + tune_cache_device());
+    while (std::getline(in, line)) all += line + "\n";
+    EXPECT_NE(all.find("TestKernelA n=100x2\t96\t"), std::string::npos);
+    EXPECT_EQ(all.find("TestKernelB"), std::string::npos) << "an untimed choice was written";
+  }
+  {  // a file of this device with a choice this run has not made
+    std::ofstream out(path);
+    out << "latke-tunecache 1\t" << tune_cache_device() << "\nTestKernelC n=5x1\t256\t0.125\n";
+  }
+  EXPECT_EQ(tuned_block_size("TestKernelC n=5x1"), 0);
+  EXPECT_EQ(read_tune_cache(path), 1);
+  EXPECT_EQ(tuned_block_size("TestKernelC n=5x1"), 256);
+  EXPECT_EQ(tuned_block_size("TestKernelB n=7x1"), 0) << "an untimed choice counts as not tuned";
+  {  // another device's file
+    std::ofstream out(path);
+    out << "latke-tunecache 1\tSome Other GPU|7\nTestKernelD n=5x1\t512\t0.1\n";
+  }
+  EXPECT_EQ(read_tune_cache(path), 0);
+  EXPECT_EQ(tuned_block_size("TestKernelD n=5x1"), 0);
+  EXPECT_EQ(read_tune_cache(dir + "/no_such_file.tsv"), 0);
+  std::remove(path.c_str());
+  EXPECT_NE(error_of([&] {
+              write_tune_cache("/nonexistent-dir/latke_tunecache.tsv");
+            }).find("cannot write /nonexistent-dir/latke_tunecache.tsv.tmp"),
+            std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Fields, ::testing::ValuesIn(available_backends()),

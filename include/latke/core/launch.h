@@ -132,9 +132,12 @@ void launch(Backend b, const F& f, LaunchRange r, Stream s = compute_stream(), b
   if (block == 0) {
     cudaFuncAttributes attr;
     LATKE_CUDA_CALL(cudaFuncGetAttributes(&attr, launch_kernel<F>));
-    block = std::min(128, attr.maxThreadsPerBlock);
+    const std::string key =
+        std::string(typeid(F).name()) + " n=" + std::to_string(r.n) + "x" + std::to_string(r.n_parity);
+    const int known = tunable && tuning_enabled() ? tuned_block_size(key) : 0;  // e.g. from LATKE_RESOURCE_PATH
+    block = std::min(known > 0 ? known : 128, attr.maxThreadsPerBlock);
     double best = -1;
-    if (tunable && tuning_enabled()) {
+    if (tunable && tuning_enabled() && known == 0) {
       cudaEvent_t e0, e1;
       LATKE_CUDA_CALL(cudaEventCreate(&e0));
       LATKE_CUDA_CALL(cudaEventCreate(&e1));
@@ -154,9 +157,7 @@ void launch(Backend b, const F& f, LaunchRange r, Stream s = compute_stream(), b
       cudaEventDestroy(e1);
     }
     chosen[size_key] = block;
-    store_block_size(std::string(typeid(F).name()) + " n=" + std::to_string(r.n) + "x" +
-                         std::to_string(r.n_parity),
-                     block, best / 3);
+    if (known == 0) store_block_size(key, block, best / 3);  // best < 0: not timed (not kept in the file)
   }
   run(block);
   LATKE_CUDA_CALL(cudaGetLastError());
