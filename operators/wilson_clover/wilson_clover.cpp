@@ -79,8 +79,7 @@ WilsonCloverOperator::WilsonCloverOperator(std::shared_ptr<const Lattice> lattic
   }
   const LogScope log(LogEvent::operator_build, 0, true);
   const WilsonCloverParam* f = clover_from ? &clover_from->param_ : nullptr;
-  if (f && f->backend == param.backend && real_bytes(f->precision) >= real_bytes(param.precision) &&
-      (f->reconstruct == Reconstruct::r18 || param.reconstruct == Reconstruct::r12))
+  if (f && GaugeField::converts(clover_from->gauge_.param(), gauge_.param()))
     gauge_.copy_from(clover_from->gauge_);  // converted on the backend: the same links, no upload
   else
     gauge_.from_lexicographic(host_links, f && f->reconstruct == Reconstruct::r12);  // from's upload checked them

@@ -650,13 +650,7 @@ void Multigrid::apply(ColorSpinorField& x, const ColorSpinorField& b) {
   const LogScope log(LogEvent::mg_apply, 0, true);
   // The cycle reads b and writes x: on the caller's fields where they are the fine level's
   // kind (distinct fields), else on copies converted to it.
-  auto fits = [&](const ColorSpinorField& f) {
-    const SpinorParam p = f.param(), w = F.b->param();
-    return p.nspin == w.nspin && p.ncolor == w.ncolor && p.precision == w.precision && p.subset == w.subset &&
-           p.backend == w.backend && f.lattice().local() == F.b->lattice().local();
-  };
-  const bool in_place = fits(x) && fits(b) && x.block_data(0) != b.block_data(0);
-  if (in_place) {
+  if (F.b->is_like(x) && F.b->is_like(b) && x.block_data(0) != b.block_data(0)) {
     cycle(0, x, b);
     return;
   }

@@ -298,6 +298,12 @@ ColorSpinorField ColorSpinorField::like(Precision p) const {
   return ColorSpinorField(lattice_, q);
 }
 
+bool ColorSpinorField::is_like(const ColorSpinorField& o) const {
+  const SpinorParam& q = o.param_;
+  return lattice_->local() == o.lattice_->local() && param_.nspin == q.nspin && param_.ncolor == q.ncolor &&
+         param_.precision == q.precision && param_.subset == q.subset && param_.backend == q.backend;
+}
+
 ColorSpinorField ColorSpinorField::parity(int p) const {
   require(param_.subset == Subset::full, "parity(", p, ") of a field that already holds one parity");
   require(p == 0 || p == 1, "parity ", p, ": expected 0 (even) or 1 (odd)");

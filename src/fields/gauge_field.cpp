@@ -65,11 +65,7 @@ struct MaxEntryKernel {
     for (int mu = 0; mu < 4; ++mu) {
       const auto u = from.load(mu, x_cb, parity);
       for (int i = 0; i < rows; ++i)
-        for (int j = 0; j < 3; ++j) {
-          const double a = u.e[i][j].re < 0 ? -u.e[i][j].re : u.e[i][j].re;
-          const double b = u.e[i][j].im < 0 ? -u.e[i][j].im : u.e[i][j].im;
-          r += MaxEntry{a > b ? a : b};
-        }
+        for (int j = 0; j < 3; ++j) r += MaxEntry{fmax(fabs(u.e[i][j].re), fabs(u.e[i][j].im))};
     }
     return r;
   }
@@ -145,6 +141,11 @@ void GaugeField::from_lexicographic(const std::vector<Complex<double>>& host, bo
   }
 }
 
+bool GaugeField::converts(const GaugeParam& from, const GaugeParam& to) {
+  return from.backend == to.backend && real_bytes(from.precision) >= real_bytes(to.precision) &&
+         (from.reconstruct == Reconstruct::r18 || to.reconstruct == Reconstruct::r12);
+}
+
 void GaugeField::copy_from(const GaugeField& from) {
   const LogScope log(LogEvent::link_upload, 0, true);
   require(from.lattice_->local() == lattice_->local() && from.backend() == backend(),
@@ -169,7 +170,7 @@ void GaugeField::copy_from(const GaugeField& from) {
     dispatch_gauge(precision(), reconstruct(), [&](auto st, auto rt) {
       using ST = decltype(st);
       constexpr Reconstruct RT = decltype(rt)::value;
-      if constexpr (sizeof(SF) >= sizeof(ST) && (RF == Reconstruct::r18 || RT == Reconstruct::r12))  // as required
+      if constexpr (sizeof(SF) >= sizeof(ST) && (RF == Reconstruct::r18 || RT == Reconstruct::r12))  // converts()
         launch(backend(), ConvertGaugeKernel<SF, RF, ST, RT>{src, accessor<ST, RT, double>()}, {vcb, 0, 2});
     });
   });

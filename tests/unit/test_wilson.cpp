@@ -4,6 +4,7 @@
 // pieces, an even-odd solve) on the optimized operator itself.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <complex>
 #include <memory>
@@ -333,26 +334,32 @@ TEST_P(WilsonIdentity, OperatorFromAnotherEqualsOneBuiltFromTheLinks) {
     made.apply(b, i);
     EXPECT_EQ(test::rel_diff(pb.download(a), pb.download(b)), 0.0);
   };
-  WilsonCloverParam q = pb.param;
-  q.precision = Precision::single;
-  check(q, "single", from);
-  q.precision = Precision::half;
-  check(q, "half", from);
-  q.precision = Precision::single;
-  q.reconstruct = Reconstruct::r12;
-  check(q, "single, links of 12 reals", from);
-  check(q, "single, links of 12 reals, from an operator with links of 12 reals", from12);
-  q.precision = Precision::half;
-  check(q, "half, links of 12 reals, from an operator with links of 12 reals", from12);
-  q.precision = Precision::single;
-  q.reconstruct = Reconstruct::r18;
-  check(q, "single, links of 18 reals (uploaded), from an operator with links of 12 reals", from12);
-  q.reconstruct = Reconstruct::r12;
-  q.block = {2, 2, 2, 4};
-  check(q, "single, domain-local blocks", from);
-  q = pb.param;
-  q.mass = 0.3;
-  check(q, "double, another mass", from);
+  struct Case {
+    Precision precision;
+    Reconstruct reconstruct;
+    std::array<int, 4> block;
+    double mass;  ///< 0: pb's
+    bool from_r12;
+    const char* what;
+  };
+  const std::array<int, 4> none{0, 0, 0, 0};
+  const Precision s = Precision::single, h = Precision::half;
+  const Reconstruct r18 = Reconstruct::r18, r12 = Reconstruct::r12;
+  for (const Case& c :
+       {Case{s, r18, none, 0, false, "single"}, Case{h, r18, none, 0, false, "half"},
+        Case{s, r12, none, 0, false, "single, links of 12 reals"},
+        Case{s, r12, none, 0, true, "single, links of 12 reals, from an operator with links of 12 reals"},
+        Case{h, r12, none, 0, true, "half, links of 12 reals, from an operator with links of 12 reals"},
+        Case{s, r18, none, 0, true, "single, links of 18 reals (uploaded), from an operator with links of 12 reals"},
+        Case{s, r12, {2, 2, 2, 4}, 0, false, "single, domain-local blocks"},
+        Case{Precision::double_, r18, none, 0.3, false, "double, another mass"}}) {
+    WilsonCloverParam q = pb.param;
+    q.precision = c.precision;
+    q.reconstruct = c.reconstruct;
+    q.block = c.block;
+    if (c.mass != 0) q.mass = c.mass;
+    check(q, c.what, c.from_r12 ? from12 : from);
+  }
 }
 
 TEST_P(WilsonIdentity, EvenOddPiecesSumToFullOperator) {

@@ -42,6 +42,9 @@ class ColorSpinorField {
 
   /// @brief A field of the same shape, subset and backend in precision p.
   ColorSpinorField like(Precision p) const;
+  /// @brief Whether o is a field like(precision()) would make: the same local lattice, spins,
+  /// colors, precision, subset and backend.
+  bool is_like(const ColorSpinorField& o) const;
   /// @brief The even (0) or odd (1) half of a full field, sharing its storage.
   ColorSpinorField parity(int p) const;
 

@@ -54,6 +54,9 @@ class GaugeField {
   /// at least as high, and 18 reals unless this field stores 12 (its SU(3) check carries over).
   /// The result equals from_lexicographic of the links `from` was loaded from, bit for bit.
   void copy_from(const GaugeField& from);
+  /// @brief Whether links stored as `from` can give links stored as `to` by copy_from (the
+  /// same backend, a precision at least as high, 18 reals unless `to` stores 12).
+  static bool converts(const GaugeParam& from, const GaugeParam& to);
 
  private:
   /// Convert between the host array and `stage`, a CPU field of the same layout.
