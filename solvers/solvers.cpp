@@ -313,6 +313,60 @@ void bicgstab(Work& w, ColorSpinorField& x, const ColorSpinorField& b, const Sol
   if (pending && segment_helps()) x.copy_from(tmp);
 }
 
+}  // namespace
+
+GcrCycle::GcrCycle(std::vector<ColorSpinorField>& z, std::vector<ColorSpinorField>& az, int restart)
+    : z_(z),
+      az_(az),
+      beta_(static_cast<std::size_t>(restart) * restart),
+      alpha_(restart),
+      n2_(restart),
+      restart_(restart) {
+  require(restart >= 1 && static_cast<int>(z.size()) >= restart && static_cast<int>(az.size()) >= restart,
+          "GCR cycle of ", restart, " directions with ", z.size(), " and ", az.size(), " fields");
+  for (int j = 0; j < restart; ++j) {
+    zp_.push_back(&z[j]);
+    azp_.push_back(&az[j]);
+  }
+}
+
+double GcrCycle::add(ColorSpinorField& r, const char* what) {
+  require(n_ < restart_, what, ": more than ", restart_, " directions in one GCR cycle");
+  const int j = n_;
+  ColorSpinorField& azj = az_[j];
+  if (j > 0) {  // classical Gram-Schmidt of A z_j against the earlier A z_i: one fused reduction
+    Cplx* beta = &beta_[static_cast<std::size_t>(j) * restart_];
+    blas::cdot_multi(azp_.data(), j, azj, beta);
+    std::vector<Cplx> c(j);
+    for (int i = 0; i < j; ++i) {
+      beta[i] = Cplx(beta[i].re / n2_[i], beta[i].im / n2_[i]);
+      c[i] = Cplx(-beta[i].re, -beta[i].im);
+    }
+    blas::caxpy_multi(c.data(), azp_.data(), j, azj);
+  }
+  const blas::DotNorms d = blas::cdot_norms(azj, r);
+  require(d.xx > 0, what, ": the operator maps a search direction to zero");
+  n2_[j] = d.xx;
+  alpha_[j] = Cplx(d.dot.re / d.xx, d.dot.im / d.xx);
+  ++n_;
+  return blas::caxpby_norm(Cplx(-alpha_[j].re, -alpha_[j].im), azj, Cplx(1), r);
+}
+
+void GcrCycle::update(ColorSpinorField& x) const {
+  if (n_ == 0) return;
+  // The orthogonalized directions are p_j = z_j - sum_{i<j} beta_ji p_i, so Z = P B with B unit
+  // upper triangular (B_ij = beta_ji) and x += P alpha = Z gamma for B gamma = alpha.
+  std::vector<Cplx> gamma(n_);
+  for (int i = n_ - 1; i >= 0; --i) {
+    Cplx g = alpha_[i];
+    for (int j = i + 1; j < n_; ++j) g -= beta_[static_cast<std::size_t>(j) * restart_ + i] * gamma[j];
+    gamma[i] = g;
+  }
+  blas::caxpy_multi(gamma.data(), zp_.data(), n_, x);
+}
+
+namespace {
+
 void gcr(Work& w, Preconditioner* K, ColorSpinorField& x, const ColorSpinorField& b, const SolverParam& p,
          SolverStats& st) {
   require(p.restart >= 1, "GCR restart ", p.restart, ": expected at least 1");
@@ -330,13 +384,7 @@ void gcr(Work& w, Preconditioner* K, ColorSpinorField& x, const ColorSpinorField
   ColorSpinorField& xs = w.mixed() ? *xs_mixed : x;
   std::vector<ColorSpinorField> z = ColorSpinorField::make_set(rs.lattice_ptr(), rs.param(), p.restart),
                                 az = ColorSpinorField::make_set(rs.lattice_ptr(), rs.param(), p.restart);
-  std::vector<const ColorSpinorField*> zp, azp;
-  for (int i = 0; i < p.restart; ++i) {
-    zp.push_back(&z[i]);
-    azp.push_back(&az[i]);
-  }
-  std::vector<double> n2(p.restart);
-  std::vector<Cplx> c(p.restart);
+  GcrCycle cycle(z, az, p.restart);
   const double b2 = blas::cdot_norms(b, b).xx, target = p.tol * p.tol * b2;
   double r2 = w.true_residual(r, x, b);
   st.initial_residual = std::sqrt(r2 / b2);
@@ -348,27 +396,18 @@ void gcr(Work& w, Preconditioner* K, ColorSpinorField& x, const ColorSpinorField
   while (r2 > target && st.iterations < p.max_iter) {
     if (w.mixed()) rs.copy_from(r);
     const double cycle_target = w.mixed() ? std::max(target, p.restart_drop * p.restart_drop * r2) : target;
+    cycle.begin();
     for (int j = 0; j < p.restart && r2 > cycle_target && st.iterations < p.max_iter; ++j) {
       if (K)
         K->apply(z[j], rs);
       else
         z[j].copy_from(rs);
       w.apply_sloppy(az[j], z[j]);
-      if (j > 0) {  // classical Gram-Schmidt of A z_j against the earlier A z_i: one fused reduction
-        blas::cdot_multi(azp.data(), j, az[j], c.data());
-        for (int i = 0; i < j; ++i) c[i] = Cplx(-c[i].re / n2[i], -c[i].im / n2[i]);
-        blas::caxpy_multi(c.data(), azp.data(), j, az[j]);
-        blas::caxpy_multi(c.data(), zp.data(), j, z[j]);
-      }
-      const blas::DotNorms d = blas::cdot_norms(az[j], rs);
-      require(d.xx > 0, "GCR: the operator maps a search direction to zero");
-      n2[j] = d.xx;
-      const Cplx a(d.dot.re / d.xx, d.dot.im / d.xx);
-      blas::caxpy_promote(a, z[j], xs);
-      r2 = blas::caxpby_norm(Cplx(-a.re, -a.im), az[j], Cplx(1), rs);
+      r2 = cycle.add(rs, "GCR");
       ++st.iterations;
       report(p, st.iterations, r2, b2);
     }
+    cycle.update(xs);
     if (w.mixed()) fold(x, xs, *tmp);
     r2 = w.true_residual(r, x, b);  // restart from the true residual
     ++st.reliable_updates;

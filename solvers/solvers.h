@@ -96,6 +96,40 @@ ColorSpinorField partial_solution_field(const LinearOperator& sloppy);
 SolverStats solve(LinearOperator& A, LinearOperator* sloppy, Preconditioner* K, ColorSpinorField& x,
                   const ColorSpinorField& b, const SolverParam& param, LinearOperator* fallback = nullptr);
 
+/// One restart cycle of flexible GCR(k) on preconditioned directions z_j with A z_j given (the
+/// native GCR and multigrid's K-cycle and coarsest solves run it): A z_j is orthogonalized
+/// against the earlier A z_i by classical Gram-Schmidt (one fused reduction) and the residual
+/// updated, but the z_j themselves are left as they are and the solution is formed once, at
+/// the end of the cycle, from the triangular system of the Gram-Schmidt coefficients (as QUDA's
+/// GCR does): per direction this saves a pass over j + 2 fields (orthogonalizing z_j) and one
+/// over three (updating x).
+class GcrCycle {
+ public:
+  /// z, az: the cycle's directions and their images (at least `restart` fields, kept by the
+  /// caller, of one shape and precision).
+  GcrCycle(std::vector<ColorSpinorField>& z, std::vector<ColorSpinorField>& az, int restart);
+  /// Starts a cycle (no directions).
+  void begin() { n_ = 0; }
+  /// Directions added since begin().
+  int size() const { return n_; }
+  /// @brief Takes direction z[size()] with az[size()] = A z[size()]: orthogonalizes az (in
+  /// place) against the cycle's earlier ones, r -= alpha az with the minimising alpha; returns
+  /// the new |r|^2. Fails when A z is zero (the operator or preconditioner broke down), naming
+  /// `what`.
+  double add(ColorSpinorField& r, const char* what);
+  /// @brief x += the cycle's correction sum_j gamma_j z_j (x may be stored more precisely than z).
+  void update(ColorSpinorField& x) const;
+
+ private:
+  std::vector<ColorSpinorField>& z_;
+  std::vector<ColorSpinorField>& az_;
+  std::vector<const ColorSpinorField*> zp_, azp_;
+  std::vector<blas::Cplx> beta_;   ///< [j * restart + i]: A z_j's Gram-Schmidt coefficient on A z_i, i < j
+  std::vector<blas::Cplx> alpha_;  ///< the residual's coefficient on each orthogonalized A z_j
+  std::vector<double> n2_;         ///< |A z_j|^2 after orthogonalization
+  int restart_, n_ = 0;
+};
+
 // ---- Sets of systems: A x_k = b_k for many right-hand sides at once ----------------------------
 
 /// Applies one operator to every field of a set (ColorSpinorField::make_set) at once: out[k] =

@@ -151,9 +151,8 @@ class LevelPreconditioner final : public Preconditioner {
   std::string what_;
 };
 
-/// Flexible GCR from x = 0 to |b - A x| <= tol |b| or max_it iterations: classical
-/// Gram-Schmidt of A z_j against the earlier A z_i (one fused reduction), the residual
-/// recomputed at each restart. z, az: at least `restart` fields of A's shape. Returns the
+/// Flexible GCR from x = 0 to |b - A x| <= tol |b| or max_it iterations, cycles of GcrCycle
+/// (x formed at the end of each), the residual recomputed at each restart. z, az: at least `restart` fields of A's shape. Returns the
 /// iterations.
 int fgcr(LinearOperator& A, Preconditioner* K, ColorSpinorField& x, const ColorSpinorField& b, double tol, int max_it,
          int restart, ColorSpinorField& r, std::vector<ColorSpinorField>& z, std::vector<ColorSpinorField>& az) {
@@ -164,13 +163,7 @@ int fgcr(LinearOperator& A, Preconditioner* K, ColorSpinorField& x, const ColorS
   const double target = tol * tol * b2;
   double r2 = b2;
   int it = 0;
-  std::vector<double> n2(restart);
-  std::vector<Cplx> c(restart);
-  std::vector<const ColorSpinorField*> azp(restart), zp(restart);
-  for (int j = 0; j < restart; ++j) {
-    azp[j] = &az[j];
-    zp[j] = &z[j];
-  }
+  GcrCycle cycle(z, az, restart);
   while (it < max_it && r2 > target) {
     if (it > 0) {  // restart from the true residual
       A.apply(az[0], x);
@@ -178,26 +171,17 @@ int fgcr(LinearOperator& A, Preconditioner* K, ColorSpinorField& x, const ColorS
       r2 = blas::caxpby_norm(Cplx(-1), az[0], Cplx(1), r);
       if (r2 <= target) break;
     }
+    cycle.begin();
     for (int j = 0; j < restart && it < max_it && r2 > target; ++j) {
       if (K)
         K->apply(z[j], r);
       else
         z[j].copy_from(r);
       A.apply(az[j], z[j]);
-      if (j > 0) {
-        blas::cdot_multi(azp.data(), j, az[j], c.data());
-        for (int i = 0; i < j; ++i) c[i] = Cplx(-c[i].re / n2[i], -c[i].im / n2[i]);
-        blas::caxpy_multi(c.data(), azp.data(), j, az[j]);
-        blas::caxpy_multi(c.data(), zp.data(), j, z[j]);
-      }
-      const blas::DotNorms d = blas::cdot_norms(az[j], r);
-      n2[j] = d.xx;
-      require(d.xx > 0, "multigrid GCR: the operator maps a search direction to zero");
-      const Cplx a(d.dot.re / d.xx, d.dot.im / d.xx);
-      blas::caxpby(a, z[j], Cplx(1), x);
-      r2 = blas::caxpby_norm(Cplx(-a.re, -a.im), az[j], Cplx(1), r);
+      r2 = cycle.add(r, "multigrid GCR");
       ++it;
     }
+    cycle.update(x);
   }
   return it;
 }

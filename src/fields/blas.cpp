@@ -298,11 +298,13 @@ struct MultiDotKernel {
   }
 };
 
-/// y += sum a_j x_j for the first n vectors.
-template <typename S, int NR>
+/// y += sum a_j x_j for the first n vectors; x stored in S, y in SY (as precise or more), the
+/// arithmetic in y's compute type.
+template <typename S, int NR, typename SY = S>
 struct MultiAxpyKernel {
-  using T = compute_t<S>;
-  SiteArray<S, NR, 1> x[multi_chunk], y;
+  using T = compute_t<SY>;
+  SiteArray<S, NR, 1> x[multi_chunk];
+  SiteArray<SY, NR, 1> y;
   Complex<T> a[multi_chunk];
   int n;
   LATKE_HOST_DEVICE void operator()(int i, int) const {
@@ -462,23 +464,38 @@ void cdot_multi(const ColorSpinorField* const* x, int n, const ColorSpinorField&
 }
 
 void caxpy_multi(const Cplx* a, const ColorSpinorField* const* x, int n, ColorSpinorField& y) {
-  for (int j = 0; j < n; ++j) require_alike(*x[j], y, "caxpy_multi");
-  dispatch(y, [&](auto s, auto nr, int sites) {
+  if (n == 0) return;
+  for (int j = 0; j < n; ++j) {
+    require_accumulator(*x[j], y, "caxpy_multi");
+    require_alike(*x[j], *x[0], "caxpy_multi");
+  }
+  dispatch(*x[0], [&](auto s, auto nr, int sites) {
     using S = decltype(s);
     constexpr int NR = decltype(nr)::value;
-    using T = compute_t<S>;
-    for (int j0 = 0; j0 < n; j0 += multi_chunk) {
-      const int m = std::min(multi_chunk, n - j0);
-      for (int blk = 0; blk < y.n_parity(); ++blk) {
-        MultiAxpyKernel<S, NR> k;
-        for (int j = 0; j < m; ++j) {
-          k.x[j] = arr<S, NR>(*x[j0 + j], blk, sites);
-          k.a[j] = Complex<T>(static_cast<T>(a[j0 + j].re), static_cast<T>(a[j0 + j].im));
+    auto run = [&](auto sy) {
+      using SY = decltype(sy);
+      using T = compute_t<SY>;
+      for (int j0 = 0; j0 < n; j0 += multi_chunk) {
+        const int m = std::min(multi_chunk, n - j0);
+        for (int blk = 0; blk < y.n_parity(); ++blk) {
+          MultiAxpyKernel<S, NR, SY> k;
+          for (int j = 0; j < m; ++j) {
+            k.x[j] = arr<S, NR>(*x[j0 + j], blk, sites);
+            k.a[j] = Complex<T>(static_cast<T>(a[j0 + j].re), static_cast<T>(a[j0 + j].im));
+          }
+          k.y = arr<SY, NR>(y, blk, sites);
+          k.n = m;
+          launch(y.backend(), k, {sites}, compute_stream(), false);
         }
-        k.y = arr<S, NR>(y, blk, sites);
-        k.n = m;
-        launch(y.backend(), k, {sites}, compute_stream(), false);
       }
+    };
+    if (y.precision() == x[0]->precision()) return run(S{});
+    // A more precise y (checked above): Wilson or staggered sites only.
+    if constexpr (NR == 24 || NR == 6) {
+      if constexpr (sizeof(S) < 4) {
+        if (y.precision() == Precision::single) return run(float{});
+      }
+      if constexpr (sizeof(S) < 8) run(double{});
     }
   });
 }

@@ -231,6 +231,8 @@ TEST_P(AccumulatorBlas, PromotedUpdatesMatchHostLoop) {
   y.from_lexicographic(random_spinor(*lat, 2, nspin, 3));
   z.from_lexicographic(random_spinor(*lat, 3, nspin, 3));
   z2.copy_from(z);
+  ColorSpinorField z3(lat, sz);
+  z3.copy_from(z);
   auto host = [&](const ColorSpinorField& f) {
     std::vector<Complex<double>> h;
     f.to_lexicographic(h);
@@ -240,10 +242,15 @@ TEST_P(AccumulatorBlas, PromotedUpdatesMatchHostLoop) {
   const Complex<double> a(0.7, -0.2), b(-0.4, 0.9);
   blas::caxpy_promote(blas::Cplx(a.re, a.im), x, z);
   blas::caxpbypz_promote(blas::Cplx(a.re, a.im), x, blas::Cplx(b.re, b.im), y, z2);
-  const auto gz = host(z), gz2 = host(z2);
+  {  // the same sum as a multi-vector update (GCR's solution at the end of a cycle)
+    const blas::Cplx c[2] = {blas::Cplx(a.re, a.im), blas::Cplx(b.re, b.im)};
+    const ColorSpinorField* const xy[2] = {&x, &y};
+    blas::caxpy_multi(c, xy, 2, z3);
+  }
+  const auto gz = host(z), gz2 = host(z2), gz3 = host(z3);
   // Rounding of z's storage only: 1e-15 in double, 1e-6 in single (the inputs are exact).
   const double eps = pz == Precision::double_ ? 1e-14 : 1e-6;
-  double e1 = 0, e2 = 0, n1 = 0, n2 = 0;
+  double e1 = 0, e2 = 0, e3 = 0, n1 = 0, n2 = 0;
   for (long s = 0; s < lat->volume(); ++s) {
     const Coords c = lat->coords_of(s);
     if ((c[0] + c[1] + c[2] + c[3]) & 1) continue;  // even sites only
@@ -252,15 +259,21 @@ TEST_P(AccumulatorBlas, PromotedUpdatesMatchHostLoop) {
       const Complex<double> w1 = hz[i] + a * hx[i], w2 = w1 + b * hy[i];
       e1 += norm2(gz[i] - w1), n1 += norm2(w1);
       e2 += norm2(gz2[i] - w2), n2 += norm2(w2);
+      e3 += norm2(gz3[i] - w2);
     }
   }
   EXPECT_LT(std::sqrt(e1 / n1), eps);
   EXPECT_LT(std::sqrt(e2 / n2), eps);
+  EXPECT_LT(std::sqrt(e3 / n2), eps) << "caxpy_multi into a more precise field";
   // The other way round is an error naming both precisions.
   if (px != pz) {
     const std::string e = error_of([&] { blas::caxpy_promote(blas::Cplx(1), z, x); });
     EXPECT_NE(e.find("accumulator is in " + std::string(to_string(px))), std::string::npos) << e;
     EXPECT_NE(e.find(to_string(pz)), std::string::npos) << e;
+    const blas::Cplx one(1);
+    const ColorSpinorField* const zp[1] = {&z};
+    const std::string m = error_of([&] { blas::caxpy_multi(&one, zp, 1, x); });
+    EXPECT_NE(m.find("caxpy_multi: the accumulator is in " + std::string(to_string(px))), std::string::npos) << m;
   }
 
   if (nspin != 1) return;
