@@ -653,6 +653,18 @@ int bench_mg() {
                           : half      ? vol * T.nvec() * (comps * 2 * 2.0 + 4)
                                       : vol * comps * T.nvec() * 2 * 4.0;
     report(l, "prolongate", ms, flops, pbasis + fbytes + cbytes);
+    if (l == 0) {  // the even-odd solve's cycle: R from and P onto one parity (half the fine sites)
+      SpinorParam pp = T.fine_param(Precision::single);
+      pp.subset = Subset::even;
+      ColorSpinorField half_fine(T.fine_lattice(), pp);
+      half_fine.copy_from(fine.parity(0));
+      ms = time_per_call(run.backend, 3, [&] { T.restrict_to(coarse, half_fine); });
+      ms = time_per_call(run.backend, calls(ms), [&] { T.restrict_to(coarse, half_fine); });
+      report(l, "restrict (one parity)", ms, flops / 2, (basis + fbytes) / 2 + cbytes);
+      ms = time_per_call(run.backend, 3, [&] { T.prolongate(half_fine, coarse); });
+      ms = time_per_call(run.backend, calls(ms), [&] { T.prolongate(half_fine, coarse); });
+      report(l, "prolong (one parity)", ms, flops / 2, (pbasis + fbytes) / 2 + cbytes);
+    }
     // The setup's pieces for the next level: the block orthonormalization (of a copy of the
     // basis, already orthonormal: the same work; bytes: two passes, each reading the single
     // basis twice and writing it once), the whole Galerkin product, and per column

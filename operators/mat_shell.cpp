@@ -36,7 +36,7 @@ std::shared_ptr<LinearOperator> ShellOperator::linear_operator(LatkeOperatorForm
   return op;
 }
 
-void ShellOperator::schur_rhs_to_full(ColorSpinorField&, const ColorSpinorField&) {
+const ColorSpinorField& ShellOperator::schur_rhs_parity(ColorSpinorField&, const ColorSpinorField&) {
   fail(name(), ": no full-lattice form of its even-odd right-hand sides (needed by the multigrid preconditioner on "
        "the even-odd system; use the full form)");
 }

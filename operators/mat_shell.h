@@ -52,10 +52,12 @@ class ShellOperator {
   /// The diagonal of the form as a field of its shape.
   virtual void diagonal(LatkeOperatorForm form, ColorSpinorField& d) = 0;
   /// @brief For preconditioners built on the full operator (multigrid) that precondition the
-  /// even-odd form: the full-lattice right-hand side f whose solution's parity() part solves
-  /// the even-odd system with right-hand side r_p. Fields in one precision (double or
-  /// single). Operators without such a relation fail naming themselves.
-  virtual void schur_rhs_to_full(ColorSpinorField& f, const ColorSpinorField& r_p);
+  /// even-odd form: the parity() part f_p of the full-lattice right-hand side f = (f_p, 0)
+  /// whose solution's parity() part solves the even-odd system with right-hand side r_p
+  /// (prepare_source(f) = r_p). Returns r_p itself where f_p = r_p (asymmetric Schur
+  /// complement), else scratch, which receives f_p. Fields of parity() in one precision
+  /// (double or single). Operators without such a relation fail naming themselves.
+  virtual const ColorSpinorField& schur_rhs_parity(ColorSpinorField& scratch, const ColorSpinorField& r_p);
   /// Flops of one application of the form (QUDA's counting), for summaries.
   virtual double flops(LatkeOperatorForm form) const = 0;
   /// Lines describing the operator, for MatView.

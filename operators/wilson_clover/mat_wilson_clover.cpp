@@ -141,18 +141,14 @@ class WilsonCloverShell final : public ShellOperator {
 
   /// Mhat_asym = S, the Schur complement, and S^-1 = [M^-1]_pp; Mhat_sym = A_pp^-1 S, so
   /// Mhat_sym^-1 r = [M^-1]_pp A_pp r: the full right-hand side is (r, 0) or (A_pp r, 0).
-  void schur_rhs_to_full(ColorSpinorField& f, const ColorSpinorField& r_p) override {
-    require(f.n_parity() == 2 && r_p.n_parity() == 1 && r_p.block_parity(0) == parity_ && f.precision() == r_p.precision(),
-            "schur_rhs_to_full: expected a full field and a field of parity ", parity_, " in one precision");
-    f.zero();
-    ColorSpinorField fp = f.parity(parity_);
-    if (schur_ == SchurType::asymmetric) {
-      fp.copy_from(r_p);
-      return;
-    }
+  const ColorSpinorField& schur_rhs_parity(ColorSpinorField& scratch, const ColorSpinorField& r_p) override {
+    require(r_p.n_parity() == 1 && r_p.block_parity(0) == parity_ && scratch.is_like(r_p),
+            "schur_rhs_parity: expected two fields of parity ", parity_, " in one precision");
+    if (schur_ == SchurType::asymmetric) return r_p;
     auto lin = std::dynamic_pointer_cast<WilsonCloverLinear>(
-        linear_operator(LATKE_OPERATOR_FULL, f.precision(), Coords{0, 0, 0, 0}));
-    lin->op().clover(fp, r_p, false);
+        linear_operator(LATKE_OPERATOR_FULL, r_p.precision(), Coords{0, 0, 0, 0}));
+    lin->op().clover(scratch, r_p, false);
+    return scratch;
   }
 
   bool has_diagonal(LatkeOperatorForm form) const override { return form == LATKE_OPERATOR_FULL; }

@@ -106,7 +106,7 @@ struct Multigrid::Level {
   std::shared_ptr<CoarseOperator> coarse;            ///< behind op on coarse levels
   std::shared_ptr<SchurOperator> schur;              ///< even-odd form (smoothing; the coarsest solve)
   std::unique_ptr<ColorSpinorField> hb, hx, hr,
-      ha;  ///< even-odd smoothing: bhat, xhat, MR r, M r (ha: not with schur_low)
+      ha;  ///< even-odd smoothing: x_p of apply_parity, xhat, MR r, M r (ha: not with schur_low)
   std::shared_ptr<SchurOperator> schur_low;          ///< the even-odd form in a lower smoother precision
   std::shared_ptr<LinearOperator> setup_low;         ///< M_l (or Mhat_l) in a lower precision for the setup
   std::unique_ptr<ColorSpinorField> lx, lr, la;      ///< its MR x, r, M r
@@ -118,6 +118,7 @@ struct Multigrid::Level {
   std::unique_ptr<ColorSpinorField> bhat, xhat, gr;
   std::vector<ColorSpinorField> z, az;
   long smooth_steps = 0, solve_iterations = 0, solves = 0;
+  long parity_cycles = 0;  ///< level 0: cycles apply_parity ran on one parity
   double setup_seconds = 0;
   int setup_batch = 1;  ///< null vectors the last first-pass setup solved together
   int setup_restricted = 0;  ///< null vectors the first pass started from the level above's, restricted
@@ -532,9 +533,21 @@ void Multigrid::smooth(int l, ColorSpinorField& x, const ColorSpinorField& r, in
     return;
   }
   // MR steps from zero, on the even-odd system when the level smooths there (x_p from
-  // Mhat x_p = rhat, then x_q from the reconstruction), else on M itself; with a lower
-  // smoother precision, rhat is converted for the steps and x_p back after them.
+  // Mhat x_p = rhat, then x_q from the reconstruction), else on M itself.
   const bool eo = q.smooth_even_odd && L.schur;
+  if (eo)
+    L.schur->prepare(*L.hr, r);
+  else
+    L.sr->copy_from(r);
+  mr_steps(l, x, eo, steps);
+  if (eo) L.schur->reconstruct(x, *L.hx, r);
+}
+
+void Multigrid::mr_steps(int l, ColorSpinorField& x, bool eo, int steps) {
+  Level& L = *levels_[l];
+  const LevelParam& q = param_.level[l];
+  // With a lower smoother precision (even-odd only), rhat is converted for the steps and x_p
+  // back after them.
   const bool low = eo && L.schur_low;
   LinearOperator& A = low ? static_cast<LinearOperator&>(*L.schur_low)
                       : eo ? static_cast<LinearOperator&>(*L.schur)
@@ -542,12 +555,7 @@ void Multigrid::smooth(int l, ColorSpinorField& x, const ColorSpinorField& r, in
   ColorSpinorField& xs = low ? *L.lx : eo ? *L.hx : x;
   ColorSpinorField& rs = low ? *L.lr : eo ? *L.hr : *L.sr;
   ColorSpinorField& as = low ? *L.la : eo ? *L.ha : *L.sa;
-  if (eo) {
-    L.schur->prepare(*L.hr, r);
-    if (low) rs.copy_from(*L.hr);
-  } else {
-    rs.copy_from(r);
-  }
+  if (low) rs.copy_from(*L.hr);
   xs.zero();
   for (int s = 0; s < steps; ++s) {  // x += omega alpha r, r -= omega alpha A r (not after the last step)
     A.apply(as, rs);
@@ -559,7 +567,6 @@ void Multigrid::smooth(int l, ColorSpinorField& x, const ColorSpinorField& r, in
     ++L.smooth_steps;
   }
   if (low) L.hx->copy_from(xs);
-  if (eo) L.schur->reconstruct(x, *L.hx, r);
 }
 
 int Multigrid::coarsest_system_solve(int l, LinearOperator& A, ColorSpinorField& x, const ColorSpinorField& b,
@@ -587,11 +594,24 @@ void Multigrid::coarse_solve(int l, ColorSpinorField& x, const ColorSpinorField&
   ++C.solves;
 }
 
+void Multigrid::coarse_correction(int l) {
+  Level& C = *levels_[l + 1];
+  if (l + 2 == param_.levels) {
+    coarse_solve(l + 1, *C.x, *C.b);
+  } else if (param_.cycle == CycleType::kcycle) {
+    LevelPreconditioner K([this, l](ColorSpinorField& o, const ColorSpinorField& i) { cycle(l + 1, o, i); }, "cycle");
+    const LevelParam& cq = param_.level[l + 1];
+    C.solve_iterations += fgcr(*C.op, &K, *C.x, *C.b, cq.ksp_rtol, cq.ksp_max_it, cq.ksp_max_it, *C.gr, C.z, C.az);
+    ++C.solves;
+  } else {
+    cycle(l + 1, *C.x, *C.b);
+  }
+}
+
 void Multigrid::cycle(int l, ColorSpinorField& x, const ColorSpinorField& b) {
   Level& L = *levels_[l];
   Level& C = *levels_[l + 1];
   const LevelParam& q = param_.level[l];
-  const bool coarsest = l + 2 == param_.levels;
   // Without pre-smoothing x starts at zero: the coarse level corrects b itself and x is P x_c,
   // with no zeroing, copies or sums (on the fine level each costs a pass over a field).
   const ColorSpinorField* r = &b;
@@ -605,16 +625,7 @@ void Multigrid::cycle(int l, ColorSpinorField& x, const ColorSpinorField& b) {
     const LogScope log(LogEvent::mg_transfer, 0, true);
     L.transfer->restrict_to(*C.b, *r);
   }
-  if (coarsest) {
-    coarse_solve(l + 1, *C.x, *C.b);
-  } else if (param_.cycle == CycleType::kcycle) {
-    LevelPreconditioner K([this, l](ColorSpinorField& o, const ColorSpinorField& i) { cycle(l + 1, o, i); }, "cycle");
-    const LevelParam& cq = param_.level[l + 1];
-    C.solve_iterations += fgcr(*C.op, &K, *C.x, *C.b, cq.ksp_rtol, cq.ksp_max_it, cq.ksp_max_it, *C.gr, C.z, C.az);
-    ++C.solves;
-  } else {
-    cycle(l + 1, *C.x, *C.b);
-  }
+  coarse_correction(l);
   {
     const LogScope log(LogEvent::mg_transfer, 0, true);
     L.transfer->prolongate(q.pre_smooth > 0 ? *L.t : x, *C.x);
@@ -641,6 +652,56 @@ void Multigrid::apply(ColorSpinorField& x, const ColorSpinorField& b) {
   F.b->copy_from(b);
   cycle(0, *F.x, *F.b);
   x.copy_from(*F.x);
+}
+
+void Multigrid::apply_parity(ColorSpinorField& x, const ColorSpinorField& f_p, const ColorSpinorField& bhat) {
+  Level& F = *levels_[0];
+  Level& C = *levels_[1];
+  require(F.transfer != nullptr && levels_.back()->op != nullptr, "multigrid applied before setup");
+  require(x.n_parity() == 1 && f_p.n_parity() == 1 && bhat.n_parity() == 1 &&
+              x.block_parity(0) == f_p.block_parity(0) && bhat.block_parity(0) == f_p.block_parity(0),
+          "multigrid apply_parity: x, f_p and bhat must be fields of one parity, the same");
+  require(f_p.precision() == Precision::single && bhat.precision() == Precision::single,
+          "multigrid apply_parity: f_p and bhat must be in single precision (got ", to_string(f_p.precision()), " and ",
+          to_string(bhat.precision()), ")");
+  const LogScope log(LogEvent::mg_apply, 0, true);
+  const LevelParam& q = param_.level[0];
+  const int p = f_p.block_parity(0);
+  // The parity cycle needs the even-odd smoother on parity p, after the coarse correction only.
+  const bool parity_cycle =
+      F.schur && q.smooth_even_odd && !F.schwarz && q.pre_smooth == 0 && F.hr->is_like(f_p) && F.hr->is_like(bhat);
+  if (!parity_cycle) {  // the full cycle on f = (f_p, 0)
+    F.b->zero();
+    F.b->parity(p).copy_from(f_p);
+    cycle(0, *F.x, *F.b);
+    x.copy_from(F.x->parity(p));
+    return;
+  }
+  // x_p = [P x_c]_p, then MR on Mhat e_p = bhat - Mhat x_p and x_p += e_p: what cycle() and
+  // smooth() compute for parity p, since prepare(b - M x) = bhat - Mhat x_p for any x_q.
+  const bool in_place =
+      F.hr->is_like(x) && x.block_data(0) != f_p.block_data(0) && x.block_data(0) != bhat.block_data(0);
+  ColorSpinorField& xp = in_place ? x : *F.hb;
+  {
+    const LogScope t(LogEvent::mg_transfer, 0, true);
+    F.transfer->restrict_to(*C.b, f_p);
+  }
+  coarse_correction(0);
+  {
+    const LogScope t(LogEvent::mg_transfer, 0, true);
+    F.transfer->prolongate(xp, *C.x);
+  }
+  if (q.post_smooth > 0) {
+    F.schur->apply(*F.hr, xp);
+    blas::caxpby(Cplx(1), bhat, Cplx(-1), *F.hr);  // rhat = bhat - Mhat x_p
+    {
+      const LogScope s(LogEvent::mg_smooth0, 0, true);
+      mr_steps(0, xp, true, q.post_smooth);
+    }
+    blas::caxpby(Cplx(1), *F.hx, Cplx(1), xp);
+  }
+  if (!in_place) x.copy_from(xp);
+  ++F.parity_cycles;
 }
 
 VerifyReport Multigrid::verify() {
@@ -715,7 +776,7 @@ CoarseOperator& Multigrid::coarse_operator(int l) {
 
 std::vector<long> Multigrid::work(int l) const {
   const Level& L = *levels_[l];
-  return {L.smooth_steps, L.solves, L.solve_iterations};
+  return {L.smooth_steps, L.solves, L.solve_iterations, L.parity_cycles};
 }
 
 // ---- null-space files -----------------------------------------------------------------------

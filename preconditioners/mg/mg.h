@@ -177,13 +177,25 @@ class Multigrid {
 
   /// @brief x ~ M^-1 b on level 0 (full fields of the fine shape, any precision).
   void apply(ColorSpinorField& x, const ColorSpinorField& b);
+  /// @brief The preconditioner of an even-odd solve: x = [K f]_p, with K the cycle apply()
+  /// runs and f the full right-hand side that is f_p on parity p and zero on the other, given
+  /// also bhat, the fine even-odd operator's prepare() of f (f_p itself for an asymmetric
+  /// Schur complement). Fields of one parity p, any precision. Where the fine level smooths
+  /// its even-odd system after the coarse correction only (no pre-smoothing; the default), the
+  /// cycle runs on parity p alone: R of f_p, P onto parity p, the smoother's residual
+  /// bhat - Mhat x_p; the other parity of x, which only the reconstruction would use, is never
+  /// formed. This equals apply() on f in exact arithmetic (the even-odd residual does not
+  /// depend on x's other parity) and skips a full operator, the prepare and reconstruct, and
+  /// half of R and P. Otherwise it runs apply() on f.
+  void apply_parity(ColorSpinorField& x, const ColorSpinorField& f_p, const ColorSpinorField& bhat);
   VerifyReport verify();
 
   int levels() const { return static_cast<int>(levels_.size()); }
   LevelInfo info(int level) const;
   const MultigridParam& param() const { return param_; }
   double setup_seconds() const { return setup_seconds_; }
-  /// Iterations of the coarsest solves, K-cycle solves and smoother steps so far, per level.
+  /// Per level, so far: smoother steps, solves (K-cycle or coarsest), their iterations, and
+  /// (level 0) the cycles apply_parity ran on one parity.
   std::vector<long> work(int level) const;
   /// The transfer from level l to l + 1 (l < levels() - 1), after setup; for benchmarks.
   const Transfer& transfer(int level) const;
@@ -217,7 +229,13 @@ class Multigrid {
   std::vector<SolverStats> solve_null_vectors(int l, int k0, int count, bool refine, const SolverParam& sp,
                                               LinearOperator* low, NullVectorFields& f, int restricted);
   void cycle(int l, ColorSpinorField& x, const ColorSpinorField& b);
+  /// The coarse correction of a cycle on level l: C.x from C.b on level l + 1 (coarsest
+  /// solve, K-cycle or V-cycle).
+  void coarse_correction(int l);
   void smooth(int l, ColorSpinorField& x, const ColorSpinorField& r, int steps);
+  /// MR steps from zero on level l's even-odd system (when eo, else on its full operator):
+  /// the right-hand side in L.hr (eo) or L.sr, the result left in L.hx (eo) or x.
+  void mr_steps(int l, ColorSpinorField& x, bool eo, int steps);
   void coarse_solve(int l, ColorSpinorField& x, const ColorSpinorField& b);
   /// A x = b on the coarsest level l (A: its even-odd or full operator): by the dense inverse
   /// when it has one, else GCR to tol; returns the GCR iterations (0 when direct).

@@ -1,8 +1,9 @@
 // Adaptive multigrid as a PETSc PC (-pc_type latke_mg, registered by LatkeInitialize), as a
 // PCSHELL (PCShellSetLatkeMG) and as the native GCR's preconditioner (-latke_solver_pc mg).
 // The hierarchy is built on the full operator of the preconditioning matrix; on the even-odd
-// form, K r_p = [K_full f]_p with f the full right-hand side of r_p (schur_rhs_to_full), an
-// approximation of Mhat^-1 as good as K_full is of M^-1.
+// form, K r_p = [K_full f]_p with f = (f_p, 0) the full right-hand side of r_p
+// (schur_rhs_parity), an approximation of Mhat^-1 as good as K_full is of M^-1, which
+// Multigrid::apply_parity computes on parity p alone.
 #include "preconditioners/mg/pc_mg.h"
 
 #include <petsc/private/pcimpl.h>
@@ -250,11 +251,11 @@ class MatMultigrid final : public Preconditioner {
     else
       mg_->setup(progress);
     if (!o.save.empty()) mg_->save(o.save);
-    full_b_ = std::make_unique<ColorSpinorField>(fine->make_field());
-    full_x_ = std::make_unique<ColorSpinorField>(fine->make_field());
-    if (form_ == LATKE_OPERATOR_EVEN_ODD)
-      r_p_ = std::make_unique<ColorSpinorField>(op_->lattice(),
-                                                with_precision(op_->field_param(form_), Precision::single));
+    if (form_ == LATKE_OPERATOR_EVEN_ODD) {
+      const SpinorParam pp = with_precision(op_->field_param(form_), Precision::single);
+      r_p_ = std::make_unique<ColorSpinorField>(op_->lattice(), pp);
+      f_p_ = std::make_unique<ColorSpinorField>(op_->lattice(), pp);
+    }
     if (o.verify) report(mg_->verify(), print);
   }
 
@@ -264,6 +265,7 @@ class MatMultigrid final : public Preconditioner {
       const std::vector<long> w = mg_->work(l);
       std::ostringstream s;
       s << "level " << l << ": " << w[0] << " smoothing steps";
+      if (l == 0 && w[3] > 0) s << ", " << w[3] << " cycles on one parity";
       if (l > 0)
         s << ", " << w[1] << " solves, " << (w[1] ? static_cast<double>(w[2]) / w[1] : 0.0) << " iterations each";
       print_(s.str());
@@ -275,10 +277,12 @@ class MatMultigrid final : public Preconditioner {
       mg_->apply(out, in);
       return;
     }
-    r_p_->copy_from(in);
-    op_->schur_rhs_to_full(*full_b_, *r_p_);
-    mg_->apply(*full_x_, *full_b_);
-    out.copy_from(full_x_->parity(op_->parity()));
+    const ColorSpinorField* r = &in;
+    if (!in.is_like(*r_p_)) {  // the cycle's single precision
+      r_p_->copy_from(in);
+      r = r_p_.get();
+    }
+    mg_->apply_parity(out, op_->schur_rhs_parity(*f_p_, *r), *r);
   }
   std::string describe() const override { return "Latke multigrid"; }
   Multigrid& mg() { return *mg_; }
@@ -308,7 +312,7 @@ class MatMultigrid final : public Preconditioner {
   MultigridOptions options_;
   std::function<void(const std::string&)> print_;
   std::shared_ptr<Multigrid> mg_;
-  std::unique_ptr<ColorSpinorField> full_b_, full_x_, r_p_;
+  std::unique_ptr<ColorSpinorField> r_p_, f_p_;  ///< the even-odd form's r_p in single, and f_p
 };
 
 std::unique_ptr<Preconditioner> make_multigrid(Mat A, const char* prefix) {

@@ -227,6 +227,10 @@ struct RestrictPartsKernel {
   SiteArray<SF, (NR > 0 ? NR : 2), 1> fsite[2];  ///< by parity, when NR > 0
   Complex<double>* parts;  ///< [chunk][aggregate][k][side][chi]
   int nvec, fine_reals, parity, face_mu, chunks;
+  /// >= 0: f holds only the fine sites of this parity (zero on the others), and only they are
+  /// summed: half of the aggregate's sites, listed by site_of_parity (block[0] even), or all
+  /// of them with the others skipped (odd block[0]).
+  int only_parity = -1;
 
   /// Site j of the aggregate's list: all its sites, or those of one slice in face_mu.
   LATKE_HOST_DEVICE LATKE_INLINE int site(int j, int side) const {
@@ -241,22 +245,38 @@ struct RestrictPartsKernel {
     }
     return i;
   }
+  /// The j-th site (in the block's lexicographic order) of fine parity only_parity in the
+  /// aggregate at cc, for an even block[0]: site 2j or its neighbour 2j + 1 in x.
+  LATKE_HOST_DEVICE LATKE_INLINE int site_of_parity(const int (&cc)[4], int j) const {
+    int i = 2 * j, sum = 0;
+    for (int mu = 0; mu < 4; ++mu) {
+      sum += cc[mu] * map.block[mu] + i % map.block[mu];
+      i /= map.block[mu];
+    }
+    return 2 * j + ((sum & 1) != only_parity ? 1 : 0);
+  }
+  /// Sites in an aggregate's list (its chunks split them).
+  LATKE_HOST_DEVICE LATKE_INLINE int n_sites() const {
+    if (face_mu >= 0) return map.block_volume / map.block[face_mu];
+    return only_parity >= 0 && map.block[0] % 2 == 0 ? map.block_volume / 2 : map.block_volume;
+  }
   LATKE_HOST_DEVICE void operator()(int idx, int) const {
     const int k = idx % nvec, rest = idx / nvec, vcb = map.coarse.volume_cb;
     const int cx = rest % vcb, chunk = rest / vcb;
     int cc[4];
     map.coarse.coords(cx, parity, cc);
     const int sides = face_mu < 0 ? 1 : 2;
-    const int n_sites = face_mu < 0 ? map.block_volume : map.block_volume / map.block[face_mu];
+    const bool listed = only_parity >= 0 && map.block[0] % 2 == 0;
     int begin, end;
-    chunk_range(n_sites, chunk, chunks, begin, end);
+    chunk_range(n_sites(), chunk, chunks, begin, end);
     Complex<double>* out = parts + ((static_cast<long>(chunk) * vcb + cx) * nvec + k) * 4;
     for (int side = 0; side < sides; ++side) {
       Complex<double> s0, s1;
       for (int j = begin; j < end; ++j) {
         int fc[4];
-        const int full = map.fine_site(cc, site(j, side), fc);
+        const int full = map.fine_site(cc, listed ? site_of_parity(cc, j) : site(j, side), fc);
         const int fp = (fc[0] + fc[1] + fc[2] + fc[3]) & 1, fx = full >> 1;
+        if (only_parity >= 0 && fp != only_parity) continue;
         record_dot<T, NR>(basis, fine[fp], fsite[fp], fine_reals, basis.record(fp, fx, k), fx, s0, s1);
       }
       out[2 * side] = s0;
@@ -741,8 +761,9 @@ void Transfer::with_packed(F&& f) const {
 }
 
 void Transfer::prolongate(ColorSpinorField& fine, const ColorSpinorField& coarse) const {
-  require(fine.nspin() == fine_param_.nspin && fine.ncolor() == fine_param_.ncolor && fine.n_parity() == 2,
-          "prolongate: the fine field is not a full field of the level's shape");
+  require(fine.nspin() == fine_param_.nspin && fine.ncolor() == fine_param_.ncolor &&
+              fine.lattice().volume_cb() == fine_->volume_cb(),
+          "prolongate: the fine field is not a field of the level's shape");
   require(coarse.nspin() == 2 && coarse.ncolor() == nvec_ && coarse.n_parity() == 2 &&
               coarse.lattice().volume_cb() == coarse_->volume_cb(),
           "prolongate: the coarse field is not a full field of the coarse level's shape");
@@ -758,13 +779,13 @@ void Transfer::prolongate(ColorSpinorField& fine, const ColorSpinorField& coarse
           using SV = decltype(sv);
           using SC = decltype(sc);
           using SF = decltype(sf);
-          for (int parity = 0; parity < 2; ++parity) {
+          for (int b = 0; b < fine.n_parity(); ++b) {
             ProlongSiteKernel<SV, SC, SF, 24> k{map,
                                                 basis_view<SV>(basis),
                                                 {real_array<SC>(coarse, 0), real_array<SC>(coarse, 1)},
-                                                fine.accessor<SF, 3, 4>(parity).a,
+                                                fine.accessor<SF, 3, 4>(b).a,
                                                 nvec_,
-                                                parity};
+                                                fine.block_parity(b)};
             launch(fine.backend(), k, {fine_->volume_cb()});
           }
         });
@@ -778,14 +799,14 @@ void Transfer::prolongate(ColorSpinorField& fine, const ColorSpinorField& coarse
       dispatch_full(fine.precision(), "prolongate (fine field)", [&](auto sf) {
         using SC = decltype(sc);
         using SF = decltype(sf);
-        for (int parity = 0; parity < 2; ++parity) {
+        for (int b = 0; b < fine.n_parity(); ++b) {
           ProlongKernel<SV, SC, SF> k{map,
                                       basis,
                                       {real_array<SC>(coarse, 0), real_array<SC>(coarse, 1)},
-                                      real_array<SF>(fine, parity),
+                                      real_array<SF>(fine, b),
                                       nvec_,
                                       fine.site_reals() / 2,
-                                      parity};
+                                      fine.block_parity(b)};
           launch(fine.backend(), k, {fine_->volume_cb() * (fine.site_reals() / 2)});  // components fastest
         }
       });
@@ -825,9 +846,11 @@ void Transfer::restrict_faces(ColorSpinorField& last, ColorSpinorField& first, c
 namespace {
 
 void require_restrict_fields(const ColorSpinorField& fine, const ColorSpinorField* const* coarse, int n_coarse,
-                             const SpinorParam& fine_param, int nvec, const Lattice& coarse_lattice) {
-  require(fine.nspin() == fine_param.nspin && fine.ncolor() == fine_param.ncolor && fine.n_parity() == 2,
-          "restrict: the fine field is not a full field of the level's shape");
+                             const SpinorParam& fine_param, int nvec, const Lattice& coarse_lattice,
+                             bool one_parity = false) {
+  require(
+      fine.nspin() == fine_param.nspin && fine.ncolor() == fine_param.ncolor && (fine.n_parity() == 2 || one_parity),
+      "restrict: the fine field is not a full field of the level's shape");
   for (int i = 0; i < n_coarse; ++i) {
     const ColorSpinorField* c = coarse[i];
     require(!c || (c->nspin() == 2 && c->ncolor() == nvec && c->n_parity() == 2 &&
@@ -841,26 +864,38 @@ void require_restrict_fields(const ColorSpinorField& fine, const ColorSpinorFiel
 void Transfer::restrict_impl(ColorSpinorField& coarse, ColorSpinorField* first, const ColorSpinorField& fine,
                              int mu) const {
   const ColorSpinorField* const out[2] = {&coarse, first};
-  require_restrict_fields(fine, out, 2, fine_param_, nvec_, *coarse_);
+  const bool one_parity = fine.n_parity() == 1;
+  require_restrict_fields(fine, out, 2, fine_param_, nvec_, *coarse_, mu < 0);
   const AggregateMap map = aggregate_map(*fine_, *coarse_, block_);
   const int vcb = coarse_->volume_cb();
+  // A field of one parity is f with zeros on the other: R sums over its sites alone.
+  const int only = one_parity ? fine.block_parity(0) : -1;
+  const int n_sites = mu >= 0                            ? map.block_volume / block_[mu]
+                      : one_parity && block_[0] % 2 == 0 ? map.block_volume / 2
+                                                         : map.block_volume;
   int chunks;
-  Complex<double>* parts =
-      restrict_parts(mu < 0 ? map.block_volume : map.block_volume / block_[mu], 4, fine.backend(), chunks);
+  Complex<double>* parts = restrict_parts(n_sites, 4, fine.backend(), chunks);
   with_packed([&](auto basis) {
     using SV = std::remove_pointer_t<decltype(basis.data)>;
     dispatch_precision(fine.precision(), [&](auto sf) {
       dispatch_full(coarse.precision(), "restrict (coarse field)", [&](auto sc) {
         using SF = decltype(sf);
         using SC = decltype(sc);
+        // By fine parity: the field's blocks (a one-parity field's sole block at its parity).
+        RealArray<SF> fr[2];
+        SiteArray<SF, 24, 1> fs[2];
+        for (int b = 0; b < fine.n_parity(); ++b) {
+          fr[fine.block_parity(b)] = real_array<SF>(fine, b);
+          if (fine.site_reals() == 24) fs[fine.block_parity(b)] = fine.accessor<SF, 3, 4>(b).a;
+        }
         for (int parity = 0; parity < 2; ++parity) {
-          const RealArray<SF> fr[2] = {real_array<SF>(fine, 0), real_array<SF>(fine, 1)};
           if (fine.site_reals() == 24 && basis.words) {  // the Wilson fine level: whole sites of f
-            RestrictPartsKernel<SV, SF, 24> k{map,    basis, {fr[0], fr[1]}, {fine.accessor<SF, 3, 4>(0).a, fine.accessor<SF, 3, 4>(1).a},
-                                              parts,  nvec_, fine.site_reals(), parity, mu, chunks};
+            RestrictPartsKernel<SV, SF, 24> k{
+                map, basis, {fr[0], fr[1]}, {fs[0], fs[1]}, parts, nvec_, fine.site_reals(), parity, mu, chunks, only};
             launch(fine.backend(), k, {chunks * vcb * nvec_}, compute_stream(), false);
           } else {
-            RestrictPartsKernel<SV, SF> k{map, basis, {fr[0], fr[1]}, {}, parts, nvec_, fine.site_reals(), parity, mu, chunks};
+            RestrictPartsKernel<SV, SF> k{map,    basis, {fr[0], fr[1]}, {},  parts, nvec_, fine.site_reals(),
+                                          parity, mu,    chunks,         only};
             launch(fine.backend(), k, {chunks * vcb * nvec_}, compute_stream(), false);
           }
           RestrictCombineKernel<SC> c{};

@@ -64,13 +64,15 @@ class Transfer {
   /// dimensions there).
   void orthonormalize();
 
-  /// @brief fine = P coarse (fine overwritten; fine in single or double).
+  /// @brief fine = P coarse (fine overwritten; fine in single or double). A fine field of one
+  /// parity receives that parity of P coarse (half the work).
   void prolongate(ColorSpinorField& fine, const ColorSpinorField& coarse) const;
   /// @brief fine = P e with e the unit vector of coarse component col on the aggregates of
   /// probe class cls (probe_classes.h; probe_all: on every aggregate) and zero elsewhere: a
   /// masked basis vector (galerkin.cpp).
   void prolongate_unit(ColorSpinorField& fine, int col, int cls) const;
-  /// @brief coarse = R fine.
+  /// @brief coarse = R fine. A fine field of one parity stands for the full field that is
+  /// zero on the other parity: R sums over its sites alone (half the basis read).
   void restrict_to(ColorSpinorField& coarse, const ColorSpinorField& fine) const;
   /// @brief R over only the fine sites on the last slice (into last) and the first slice
   /// (into first) of their aggregate in dimension mu, in one pass: assembling the coarse

@@ -123,6 +123,49 @@ TEST_P(MgBackend, TransferIdentities) {
   }
 }
 
+// A fine field of one parity: R of it is R of the full field that is zero on the other
+// parity, and P onto it is that parity of P (bit for bit), with an even first block extent
+// (R lists the parity's sites) and an odd one (R skips the other sites), for a Wilson fine
+// level with a half basis and a coarse-shaped one.
+TEST_P(MgBackend, TransferOnOneParity) {
+  struct Case {
+    Coords dims, block;
+    int nspin, ncolor;
+    Precision packed;
+  };
+  for (const Case& cs : {Case{{4, 4, 8, 8}, {2, 2, 4, 2}, 4, 3, Precision::half},
+                         Case{{6, 4, 4, 4}, {3, 2, 2, 2}, 4, 3, Precision::single},
+                         Case{{4, 4, 8, 8}, {2, 2, 4, 2}, 2, 4, Precision::single}}) {
+    SCOPED_TRACE(::testing::Message() << cs.nspin << " spins, block " << cs.block[0] << "x" << cs.block[1] << "x"
+                                      << cs.block[2] << "x" << cs.block[3]);
+    Problem pr(GetParam(), Precision::single, cs.dims);
+    Transfer T(pr.lat, SpinorParam{cs.nspin, cs.ncolor, Precision::single, Subset::full, pr.backend}, cs.block, 3, 1,
+               cs.packed);
+    random_basis(T, 21);
+    ColorSpinorField f(pr.lat, T.fine_param(Precision::single)), zeroed = f.like(Precision::single),
+                                                                 pf = f.like(Precision::single);
+    ColorSpinorField c(T.coarse_lattice(), T.coarse_param(Precision::single)), c1 = c.like(Precision::single),
+                                                                               c2 = c.like(Precision::single);
+    fill_gaussian(f, 3);
+    fill_gaussian(c, 4);
+    T.prolongate(pf, c);
+    for (int p = 0; p < 2; ++p) {
+      SCOPED_TRACE(p == 0 ? "even" : "odd");
+      SpinorParam pp = T.fine_param(Precision::single);
+      pp.subset = p == 0 ? Subset::even : Subset::odd;
+      ColorSpinorField fp(pr.lat, pp), q(pr.lat, pp);
+      fp.copy_from(f.parity(p));
+      zeroed.zero();
+      zeroed.parity(p).copy_from(fp);
+      T.restrict_to(c1, zeroed);
+      T.restrict_to(c2, fp);
+      EXPECT_LT(rel_diff(c1, c2), 1e-6);
+      T.prolongate(q, c);
+      EXPECT_EQ(rel_diff(q, pf.parity(p)), 0.0);
+    }
+  }
+}
+
 // orthonormalize() is Gram-Schmidt within every (aggregate, chirality): against modified
 // Gram-Schmidt (twice, in double) on the host, for a Wilson fine level and a coarse-shaped one
 // (2 spins, 5 colors), with more vectors than one tile and one output chunk of the kernels,
@@ -945,6 +988,48 @@ TEST_P(MgBackend, PreAndPostSmoothing) {
     ASSERT_TRUE(st.converged);
     EXPECT_LT(rel_diff(x0, x), 1e-8);
     EXPECT_EQ(mg->work(0)[0], static_cast<long>(pre + post) * st.iterations);
+  }
+}
+
+// The preconditioner of an even-odd solve on one parity (apply_parity, as the Latke MATSHELL's
+// even-odd form uses it) against the full cycle on f = (f_p, 0), taking parity p: the same
+// x_p up to single-precision rounding, for both Schur complements and both parities, and the
+// cycles ran on one parity. With pre-smoothing it runs the full cycle: the same field exactly.
+TEST_P(MgBackend, ParityCycleEqualsTheFullCycle) {
+  LightProblem lp(GetParam());
+  struct Case {
+    SchurType schur;
+    int parity, pre;
+  };
+  for (const Case& cs :
+       {Case{SchurType::symmetric, 0, 0}, Case{SchurType::symmetric, 1, 0}, Case{SchurType::asymmetric, 0, 0},
+        Case{SchurType::asymmetric, 1, 0}, Case{SchurType::symmetric, 1, 2}}) {
+    SCOPED_TRACE(::testing::Message() << to_string(cs.schur) << ", parity " << cs.parity << ", " << cs.pre
+                                      << " pre-smoothing steps");
+    MultigridParam p = small_param(2);
+    p.level[0].pre_smooth = cs.pre;
+    auto schur = std::make_shared<WilsonCloverLinear>(lp.ps.op, true, cs.schur, cs.parity);
+    auto mg = std::make_shared<Multigrid>(lp.ps.full(), p, nullptr, schur);
+    mg->setup();
+    ColorSpinorField f = lp.ps.full()->make_field(), x = f.like(Precision::single);
+    ColorSpinorField fp = f.parity(cs.parity);
+    fill_gaussian(fp, 31);
+    ColorSpinorField bhat = schur->make_field(), xp = schur->make_field(), xd = schur->make_field();
+    schur->prepare(bhat, f);
+    mg->apply(x, f);
+    mg->apply_parity(xp, fp, bhat);
+    // In double: the even-odd form's solve may hand over fields of another precision.
+    ColorSpinorField xdd = xp.like(Precision::double_);
+    mg->apply_parity(xdd, fp, bhat);
+    xd.copy_from(xdd);
+    if (cs.pre == 0) {
+      EXPECT_LT(rel_diff(x.parity(cs.parity), xp), 2e-5);
+      EXPECT_EQ(mg->work(0)[3], 2);
+    } else {
+      EXPECT_EQ(rel_diff(x.parity(cs.parity), xp), 0.0);
+      EXPECT_EQ(mg->work(0)[3], 0);
+    }
+    EXPECT_EQ(rel_diff(xp, xd), 0.0);
   }
 }
 
