@@ -106,7 +106,7 @@ struct Multigrid::Level {
   std::shared_ptr<CoarseOperator> coarse;            ///< behind op on coarse levels
   std::shared_ptr<SchurOperator> schur;              ///< even-odd form (smoothing; the coarsest solve)
   std::unique_ptr<ColorSpinorField> hb, hx, hr,
-      ha;  ///< even-odd smoothing: x_p of apply_parity, xhat, MR r, M r (ha: not with schur_low)
+      ha;  ///< even-odd smoothing: x_p (cycle, apply_parity), xhat, MR r, M r (ha: not with schur_low)
   std::shared_ptr<SchurOperator> schur_low;          ///< the even-odd form in a lower smoother precision
   std::shared_ptr<LinearOperator> setup_low;         ///< M_l (or Mhat_l) in a lower precision for the setup
   std::unique_ptr<ColorSpinorField> lx, lr, la;      ///< its MR x, r, M r
@@ -626,6 +626,24 @@ void Multigrid::cycle(int l, ColorSpinorField& x, const ColorSpinorField& b) {
     L.transfer->restrict_to(*C.b, *r);
   }
   coarse_correction(l);
+  if (q.pre_smooth == 0 && q.post_smooth > 0 && q.smooth_even_odd && L.schur && !L.schwarz) {
+    // Post-smoothing on the even-odd system of parity p after x = P x_c: prepare(b - M x) =
+    // bhat - Mhat x_p whatever x_q is, and the reconstruction sets x_q from b and the smoothed
+    // x_p, so P fills parity p alone and Mhat replaces the full operator (apply_parity's
+    // reasoning, for any level).
+    {
+      const LogScope log(LogEvent::mg_transfer, 0, true);
+      L.transfer->prolongate(*L.hb, *C.x);
+    }
+    const LogScope log(static_cast<LogEvent>(static_cast<int>(LogEvent::mg_smooth0) + std::min(l, 3)), 0, true);
+    L.schur->prepare(*L.hr, b);
+    L.schur->apply(*L.hx, *L.hb);
+    blas::caxpby(Cplx(-1), *L.hx, Cplx(1), *L.hr);  // rhat = bhat - Mhat x_p
+    mr_steps(l, x, true, q.post_smooth);
+    blas::caxpby(Cplx(1), *L.hx, Cplx(1), *L.hb);
+    L.schur->reconstruct(x, *L.hb, b);
+    return;
+  }
   {
     const LogScope log(LogEvent::mg_transfer, 0, true);
     L.transfer->prolongate(q.pre_smooth > 0 ? *L.t : x, *C.x);
@@ -692,12 +710,10 @@ void Multigrid::apply_parity(ColorSpinorField& x, const ColorSpinorField& f_p, c
     F.transfer->prolongate(xp, *C.x);
   }
   if (q.post_smooth > 0) {
+    const LogScope s(LogEvent::mg_smooth0, 0, true);
     F.schur->apply(*F.hr, xp);
     blas::caxpby(Cplx(1), bhat, Cplx(-1), *F.hr);  // rhat = bhat - Mhat x_p
-    {
-      const LogScope s(LogEvent::mg_smooth0, 0, true);
-      mr_steps(0, xp, true, q.post_smooth);
-    }
+    mr_steps(0, xp, true, q.post_smooth);
     blas::caxpby(Cplx(1), *F.hx, Cplx(1), xp);
   }
   if (!in_place) x.copy_from(xp);

@@ -51,6 +51,34 @@ struct AggregateMap {
   }
 };
 
+/// A walk over an aggregate's sites in the block's lexicographic order (x fastest), `step`
+/// sites at a time, that keeps the block-local coordinates: dividing the index by the block
+/// extents at every site cost R more instructions than the site's products.
+struct BlockWalk {
+  int lc[4];
+  /// At block-local index i.
+  LATKE_HOST_DEVICE LATKE_INLINE BlockWalk(const AggregateMap& m, int i) {
+    for (int mu = 0; mu < 4; ++mu) {
+      lc[mu] = i % m.block[mu];
+      i /= m.block[mu];
+    }
+  }
+  /// Forward by step (1, or 2 with an even block[0]).
+  LATKE_HOST_DEVICE LATKE_INLINE void advance(const AggregateMap& m, int step) {
+    lc[0] += step;
+    if (lc[0] < m.block[0]) return;
+    lc[0] -= m.block[0];
+    for (int mu = 1; mu < 4; ++mu) {
+      if (++lc[mu] < m.block[mu]) return;
+      lc[mu] = 0;
+    }
+  }
+  /// The fine coordinates in the aggregate at cc.
+  LATKE_HOST_DEVICE LATKE_INLINE void fine(const AggregateMap& m, const int (&cc)[4], int (&fc)[4]) const {
+    for (int mu = 0; mu < 4; ++mu) fc[mu] = cc[mu] * m.block[mu] + lc[mu];
+  }
+};
+
 /// The basis as kernels see it: vector k, parity block b is RealArray at a fixed stride.
 template <typename S>
 struct BasisView {
@@ -228,13 +256,12 @@ struct RestrictPartsKernel {
   Complex<double>* parts;  ///< [chunk][aggregate][k][side][chi]
   int nvec, fine_reals, parity, face_mu, chunks;
   /// >= 0: f holds only the fine sites of this parity (zero on the others), and only they are
-  /// summed: half of the aggregate's sites, listed by site_of_parity (block[0] even), or all
-  /// of them with the others skipped (odd block[0]).
+  /// summed: half of the aggregate's sites, listed (block[0] even: the j-th is 2j or 2j + 1 in
+  /// the block), or all of them with the others skipped (odd block[0]).
   int only_parity = -1;
 
-  /// Site j of the aggregate's list: all its sites, or those of one slice in face_mu.
-  LATKE_HOST_DEVICE LATKE_INLINE int site(int j, int side) const {
-    if (face_mu < 0) return j;
+  /// Site j of the aggregate's slice in face_mu: its last (side 0) or first (side 1).
+  LATKE_HOST_DEVICE LATKE_INLINE int face_site(int j, int side) const {
     const int b = map.block[face_mu];
     int i = 0, stride = 1;
     for (int nu = 0; nu < 4; ++nu) {
@@ -244,16 +271,6 @@ struct RestrictPartsKernel {
       stride *= map.block[nu];
     }
     return i;
-  }
-  /// The j-th site (in the block's lexicographic order) of fine parity only_parity in the
-  /// aggregate at cc, for an even block[0]: site 2j or its neighbour 2j + 1 in x.
-  LATKE_HOST_DEVICE LATKE_INLINE int site_of_parity(const int (&cc)[4], int j) const {
-    int i = 2 * j, sum = 0;
-    for (int mu = 0; mu < 4; ++mu) {
-      sum += cc[mu] * map.block[mu] + i % map.block[mu];
-      i /= map.block[mu];
-    }
-    return 2 * j + ((sum & 1) != only_parity ? 1 : 0);
   }
   /// Sites in an aggregate's list (its chunks split them).
   LATKE_HOST_DEVICE LATKE_INLINE int n_sites() const {
@@ -265,18 +282,37 @@ struct RestrictPartsKernel {
     const int cx = rest % vcb, chunk = rest / vcb;
     int cc[4];
     map.coarse.coords(cx, parity, cc);
-    const int sides = face_mu < 0 ? 1 : 2;
     const bool listed = only_parity >= 0 && map.block[0] % 2 == 0;
     int begin, end;
     chunk_range(n_sites(), chunk, chunks, begin, end);
     Complex<double>* out = parts + ((static_cast<long>(chunk) * vcb + cx) * nvec + k) * 4;
-    for (int side = 0; side < sides; ++side) {
+    if (face_mu < 0) {  // the whole aggregate, or its sites of one parity: walked, not divided out
+      // Listed: the j-th site of the parity is 2j in the block, or its neighbour 2j + 1 in x.
+      const int step = listed ? 2 : 1;
+      BlockWalk w(map, begin * step);
+      Complex<double> s0, s1;
+      for (int j = begin; j < end; ++j, w.advance(map, step)) {
+        int fc[4];
+        w.fine(map, cc, fc);
+        int fp = (fc[0] + fc[1] + fc[2] + fc[3]) & 1;
+        if (listed && fp != only_parity) {
+          ++fc[0];
+          fp = only_parity;
+        }
+        if (only_parity >= 0 && fp != only_parity) continue;
+        const int fx = map.fine.full_index(fc) >> 1;
+        record_dot<T, NR>(basis, fine[fp], fsite[fp], fine_reals, basis.record(fp, fx, k), fx, s0, s1);
+      }
+      out[0] = s0;
+      out[1] = s1;
+      return;
+    }
+    for (int side = 0; side < 2; ++side) {  // face mode: the last slice, then the first
       Complex<double> s0, s1;
       for (int j = begin; j < end; ++j) {
         int fc[4];
-        const int full = map.fine_site(cc, listed ? site_of_parity(cc, j) : site(j, side), fc);
+        const int full = map.fine_site(cc, face_site(j, side), fc);
         const int fp = (fc[0] + fc[1] + fc[2] + fc[3]) & 1, fx = full >> 1;
-        if (only_parity >= 0 && fp != only_parity) continue;
         record_dot<T, NR>(basis, fine[fp], fsite[fp], fine_reals, basis.record(fp, fx, k), fx, s0, s1);
       }
       out[2 * side] = s0;
@@ -308,10 +344,11 @@ struct RestrictSplitKernel {
     int begin, end;
     chunk_range(map.block_volume, chunk, chunks, begin, end);
     Complex<double> s[9][2];
-    for (int j = begin; j < end; ++j) {
+    BlockWalk walk(map, begin);
+    for (int j = begin; j < end; ++j, walk.advance(map, 1)) {
       int fc[4];
-      const int full = map.fine_site(cc, j, fc);
-      const int fp = (fc[0] + fc[1] + fc[2] + fc[3]) & 1, fx = full >> 1;
+      walk.fine(map, cc, fc);
+      const int fp = (fc[0] + fc[1] + fc[2] + fc[3]) & 1, fx = map.fine.full_index(fc) >> 1;
       const long rec = basis.record(fp, fx, k);
       record_dot<T, NR>(basis, fine[0][fp], fsite[0][fp], fine_reals, rec, fx, s[8][0], s[8][1]);
       static_for<4>([&](auto mu_) {
