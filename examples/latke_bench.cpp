@@ -721,6 +721,12 @@ int bench_mg() {
       ms = time_per_call(run.backend, 3, [&] { schur.apply(b, a); });
       ms = time_per_call(run.backend, calls(ms), [&] { schur.apply(b, a); });
       report(l, "coarse even-odd", ms, D.flops(true), sites * (8 * block + 2 * n * 8));
+      if (D.precision() != Precision::half) {  // what a smoother in half applies: the blocks in half
+        mg::CoarseLinear low(D.in_half(), true, 0, Precision::single);
+        ms = time_per_call(run.backend, 3, [&] { low.apply(b, a); });
+        ms = time_per_call(run.backend, calls(ms), [&] { low.apply(b, a); });
+        report(l, "coarse even-odd, half", ms, D.flops(true), sites * (8 * (n * n * 2 * 2.0 + 4) + 2 * n * 8));
+      }
     }
     // The operator over a set of set_count fields (the setup's null vectors solved together):
     // per field, against the one-field time above; bytes: the blocks once, every field's vectors.

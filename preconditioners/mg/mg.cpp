@@ -78,10 +78,9 @@ void check_param(const MultigridParam& p, const Lattice& fine) {
     require(q.smoother == SmootherType::mr || l == 0, "multigrid level ", l,
             ": the Schwarz smoother exists on the fine level (0) only");
     require(q.smoother_precision == Precision::single ||
-                (l == 0 && q.smoother_precision == Precision::half && q.smoother == SmootherType::mr &&
-                 q.smooth_even_odd),
+                (q.smoother_precision == Precision::half && q.smoother == SmootherType::mr && q.smooth_even_odd),
             "multigrid level ", l, ": smoother precision ", to_string(q.smoother_precision),
-            ": expected single, or half for MR on the even-odd system of the fine level (0)");
+            ": expected single, or half for MR on the level's even-odd system");
     require(q.setup_precision == Precision::single ||
                 (q.setup_precision == Precision::half && q.setup_solver != SolverType::mr),
             "multigrid level ", l, ": setup precision ", to_string(q.setup_precision),
@@ -104,10 +103,12 @@ void check_param(const MultigridParam& p, const Lattice& fine) {
 struct Multigrid::Level {
   std::shared_ptr<LinearOperator> op;                ///< M_l, full, single vectors
   std::shared_ptr<CoarseOperator> coarse;            ///< behind op on coarse levels
+  std::shared_ptr<CoarseOperator> coarse_low;        ///< behind schur_low on coarse levels (blocks in half)
   std::shared_ptr<SchurOperator> schur;              ///< even-odd form (smoothing; the coarsest solve)
   std::unique_ptr<ColorSpinorField> hb, hx, hr,
       ha;  ///< even-odd smoothing: x_p (cycle, apply_parity), xhat, MR r, M r (ha: not with schur_low)
-  std::shared_ptr<SchurOperator> schur_low;          ///< the even-odd form in a lower smoother precision
+  std::shared_ptr<SchurOperator> schur_low;          ///< the even-odd form in a lower smoother precision (level 0:
+                                                     ///< half vectors and operator; coarse: half blocks)
   std::shared_ptr<LinearOperator> setup_low;         ///< M_l (or Mhat_l) in a lower precision for the setup
   std::unique_ptr<ColorSpinorField> lx, lr, la;      ///< its MR x, r, M r
   std::unique_ptr<Transfer> transfer;                ///< to level l + 1
@@ -130,7 +131,7 @@ struct Multigrid::Level {
   void allocate_even_odd() {
     const SpinorParam p = schur->field_param();
     for (auto* f : {&hb, &hx, &hr}) f->reset(new ColorSpinorField(op->lattice(), p));
-    if (schur_low)  // MR runs on lx, lr, la instead of hx, hr, ha
+    if (schur_low && schur_low->field_param().precision != p.precision)  // MR runs on lx, lr, la instead
       for (auto* f : {&lx, &lr, &la}) f->reset(new ColorSpinorField(op->lattice(), schur_low->field_param()));
     else
       ha = std::make_unique<ColorSpinorField>(op->lattice(), p);
@@ -432,7 +433,16 @@ void Multigrid::build_level(int l, const std::function<void(const std::string&)>
     C.bhat = std::make_unique<ColorSpinorField>(C.op->lattice(), wp);
     C.xhat = std::make_unique<ColorSpinorField>(C.op->lattice(), wp);
   }
-  if (!coarsest && C.schur) C.allocate_even_odd();
+  C.schur_low.reset();
+  C.coarse_low.reset();
+  if (!coarsest && C.schur) {
+    // A smoother in half on a coarse level: the even-odd operator with its blocks in half.
+    if (param_.level[l + 1].smoother_precision == Precision::half && C.coarse->precision() != Precision::half) {
+      C.coarse_low = C.coarse->in_half();
+      C.schur_low = std::make_shared<CoarseLinear>(C.coarse_low, true, 0, Precision::single);
+    }
+    C.allocate_even_odd();
+  }
   C.direct.reset();
   if (coarsest) {
     LinearOperator& A = C.schur ? static_cast<LinearOperator&>(*C.schur) : *C.op;
@@ -546,16 +556,18 @@ void Multigrid::smooth(int l, ColorSpinorField& x, const ColorSpinorField& r, in
 void Multigrid::mr_steps(int l, ColorSpinorField& x, bool eo, int steps) {
   Level& L = *levels_[l];
   const LevelParam& q = param_.level[l];
-  // With a lower smoother precision (even-odd only), rhat is converted for the steps and x_p
-  // back after them.
+  // With a lower smoother precision (even-odd only) the steps apply schur_low; where its
+  // vectors are in that precision too (level 0), rhat is converted for the steps and x_p back
+  // after them.
   const bool low = eo && L.schur_low;
+  const bool low_fields = low && L.lx;
   LinearOperator& A = low ? static_cast<LinearOperator&>(*L.schur_low)
                       : eo ? static_cast<LinearOperator&>(*L.schur)
                            : *L.op;
-  ColorSpinorField& xs = low ? *L.lx : eo ? *L.hx : x;
-  ColorSpinorField& rs = low ? *L.lr : eo ? *L.hr : *L.sr;
-  ColorSpinorField& as = low ? *L.la : eo ? *L.ha : *L.sa;
-  if (low) rs.copy_from(*L.hr);
+  ColorSpinorField& xs = low_fields ? *L.lx : eo ? *L.hx : x;
+  ColorSpinorField& rs = low_fields ? *L.lr : eo ? *L.hr : *L.sr;
+  ColorSpinorField& as = low_fields ? *L.la : eo ? *L.ha : *L.sa;
+  if (low_fields) rs.copy_from(*L.hr);
   xs.zero();
   for (int s = 0; s < steps; ++s) {  // x += omega alpha r, r -= omega alpha A r (not after the last step)
     A.apply(as, rs);
@@ -566,7 +578,7 @@ void Multigrid::mr_steps(int l, ColorSpinorField& x, bool eo, int steps) {
     if (s + 1 < steps) blas::caxpby(Cplx(-a.re, -a.im), as, Cplx(1), rs);
     ++L.smooth_steps;
   }
-  if (low) L.hx->copy_from(xs);
+  if (low_fields) L.hx->copy_from(xs);
 }
 
 int Multigrid::coarsest_system_solve(int l, LinearOperator& A, ColorSpinorField& x, const ColorSpinorField& b,
@@ -769,7 +781,8 @@ LevelInfo Multigrid::info(int l) const {
   i.local = L.op->lattice()->local();
   i.components = L.op->field_param().nspin * L.op->field_param().ncolor;
   i.nvec = L.transfer ? L.transfer->nvec() : 0;
-  i.bytes = (L.coarse ? L.coarse->bytes() : 0) + (L.transfer ? L.transfer->bytes() : 0);
+  i.bytes = (L.coarse ? L.coarse->bytes() : 0) + (L.coarse_low ? L.coarse_low->bytes() : 0) +
+            (L.transfer ? L.transfer->bytes() : 0);
   i.setup_seconds = L.setup_seconds;
   i.op = L.op->describe();
   i.setup_even_odd = L.transfer && setup_on_even_odd(l);

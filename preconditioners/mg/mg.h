@@ -78,8 +78,9 @@ struct LevelParam {
   int pre_smooth = 0, post_smooth = 4;  ///< MR steps (Schwarz: applications)
   double omega = 1.0;                   ///< relaxation of MR steps
   bool smooth_even_odd = true;          ///< MR on the level's even-odd system (when it has one)
-  /// Storage precision of the MR smoother's vectors and operator (level 0, even-odd MR only:
-  /// single or half; arithmetic in single), as QUDA smooths in half.
+  /// Storage precision of the MR smoother (even-odd MR only: single or half; arithmetic in
+  /// single), as QUDA smooths in half: on level 0 its vectors and operator, on a coarse level
+  /// its operator's blocks (a half copy of the level's operator; vectors in single).
   Precision smoother_precision = Precision::single;
   SchwarzParam schwarz;                 ///< level 0 with the Schwarz smoother
   int ksp_max_it = 8;                   ///< K-cycle GCR solving this level (levels 1 .. L-2)
@@ -127,7 +128,8 @@ struct LevelInfo {
   Coords global, local;
   int components = 0;     ///< per site (Ns x Nc)
   int nvec = 0;           ///< of the transfer below (0 on the coarsest)
-  std::size_t bytes = 0;  ///< operator blocks (coarse levels) and basis, on this rank
+  std::size_t bytes =
+      0;  ///< operator blocks (coarse levels; with a half copy for the smoother) and basis, on this rank
   double setup_seconds = 0;
   std::string op;               ///< the operator's description
   bool setup_even_odd = false;  ///< the null vectors were found on the level's even-odd system

@@ -166,10 +166,10 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
       q.omega = g.real("-omega", q.omega, "MR relaxation weight in (0, 2)");
       q.smooth_even_odd = g.flag("-smooth_even_odd", q.smooth_even_odd,
                                  "MR smoothing on the level's even-odd system (else on the full operator)");
-      // Half by default where it is possible: MR on the fine level's even-odd system.
-      if (l == 0)
-        smoother_prec = g.string("-smoother_precision", smoother == "mr" && q.smooth_even_odd ? "half" : "single",
-                                 "MR smoother's vectors and operator: single, or half (on the even-odd system)");
+      // Half by default where it is possible: MR on the level's even-odd system.
+      smoother_prec = g.string("-smoother_precision", smoother == "mr" && q.smooth_even_odd ? "half" : "single",
+                               l == 0 ? "MR smoother's vectors and operator: single, or half (on the even-odd system)"
+                                      : "MR smoother's operator blocks: single, or half (on the even-odd system)");
       if (l > 0) {
         kmax = g.integer("-ksp_max_it", q.ksp_max_it,
                          "K-cycle: GCR iterations on this level per cycle of the level above");
