@@ -153,9 +153,9 @@ class LevelPreconditioner final : public Preconditioner {
   std::string what_;
 };
 
-/// Flexible GCR from x = 0 to |b - A x| <= tol |b| or max_it iterations, cycles of GcrCycle
-/// (x formed at the end of each), the residual recomputed at each restart. z, az: at least `restart` fields of A's shape. Returns the
-/// iterations.
+/// Flexible GCR from x = 0 to |b - A x| <= tol |b| or max_it iterations, in cycles of
+/// GcrCycle (x formed at the end of each), the residual recomputed at each restart. z, az: at
+/// least `restart` fields of A's shape. Returns the iterations.
 int fgcr(LinearOperator& A, Preconditioner* K, ColorSpinorField& x, const ColorSpinorField& b, double tol, int max_it,
          int restart, ColorSpinorField& r, std::vector<ColorSpinorField>& z, std::vector<ColorSpinorField>& az) {
   x.zero();
