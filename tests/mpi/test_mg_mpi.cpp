@@ -180,6 +180,24 @@ TEST(MgMpi, CoarseOperatorAndTransfersEqualOneRank) {
     fpart.to_lexicographic(a);
     fw.to_lexicographic(b);
     EXPECT_LT(global_rel_diff(a, local_part(*s.part, b, 12)), 1e-13);
+    // Both transfers on fields of one parity (the even-odd solve's cycle): R of the odd part of
+    // the prolongated field, P onto the odd sites, as on the whole lattice.
+    SpinorParam odd = fp;
+    odd.subset = Subset::odd;
+    ColorSpinorField pw_odd(s.whole, odd), pp_odd(s.part, odd);
+    pw_odd.copy_from(fw.parity(1));
+    pp_odd.copy_from(fpart.parity(1));
+    tw.restrict_to(yw, pw_odd);
+    tp.restrict_to(yp, pp_odd);
+    EXPECT_LT(coarse_diff(yp, yw), 1e-13) << "R of one parity";
+    tw.prolongate(pw_odd, yw);
+    tp.prolongate(pp_odd, yp);
+    ColorSpinorField gw(s.whole, fp), gp(s.part, fp);  // compared as full fields, zero on the even sites
+    gw.parity(1).copy_from(pw_odd);
+    gp.parity(1).copy_from(pp_odd);
+    gw.to_lexicographic(b);
+    gp.to_lexicographic(a);
+    EXPECT_LT(global_rel_diff(a, local_part(*s.part, b, 12)), 1e-13) << "P onto one parity";
   }
 }
 
@@ -227,6 +245,22 @@ TEST(MgMpi, VerifyAndSolveOnTheGrid) {
   x.to_lexicographic(a);
   xw.to_lexicographic(w);
   EXPECT_LT(global_rel_diff(a, local_part(*dbl.part, w, 12)), 1e-8);
+  // The even-odd solve's cycle on one parity (halos in Mhat and the coarse levels) against the
+  // full cycle on (f_p, 0), on the grid.
+  auto schur = std::make_shared<WilsonCloverLinear>(single.op_part, true, SchurType::symmetric, 0);
+  auto eo = std::make_shared<Multigrid>(single.full(true), param(size == 1 ? 3 : 2), nullptr, schur);
+  eo->setup();
+  ColorSpinorField f = single.full(true)->make_field(), xf = f.like(Precision::single);
+  ColorSpinorField fe = f.parity(0), bhat = schur->make_field(), xe = schur->make_field();
+  fill_gaussian(fe, 5);
+  schur->prepare(bhat, f);
+  eo->apply(xf, f);
+  eo->apply_parity(xe, fe, bhat);
+  EXPECT_EQ(eo->work(0)[3], 1);
+  ColorSpinorField d = xe.like(Precision::single);
+  d.copy_from(xf.parity(0));
+  blas::caxpby(blas::Cplx(-1), xe, blas::Cplx(1), d);
+  EXPECT_LT(std::sqrt(blas::cdot_norms(d, d).xx / blas::cdot_norms(xe, xe).xx), 2e-5);
 }
 
 // The null vectors saved from the hierarchy on the grid (-pc_latke_mg_save) and loaded into
