@@ -536,12 +536,13 @@ CoarseOperator::CoarseOperator(std::shared_ptr<const Lattice> lattice, int nvec,
 
 CoarseOperator::~CoarseOperator() = default;
 
-std::shared_ptr<CoarseOperator> CoarseOperator::in_half() const {
+std::shared_ptr<CoarseOperator> CoarseOperator::in_half(bool schur_only) const {
   require(assembly_.data.data() == nullptr, "coarse operator: converted to half before finalize");
   require(precision_ != Precision::half, "coarse operator: converted to half, but its blocks are half already");
+  require(even_odd_ || !schur_only, "coarse operator: its even-odd blocks copied to half, but it has none");
   std::shared_ptr<CoarseOperator> h(new CoarseOperator(lattice_, nvec_, Precision::half, backend_, Unassembled{}));
   h->even_odd_ = even_odd_;
-  h->links_ = half_copy(links_, precision_);
+  if (!schur_only) h->links_ = half_copy(links_, precision_);
   if (even_odd_) h->hat_ = half_copy(hat_, precision_);
   synchronize(backend_);
   return h;
@@ -792,8 +793,14 @@ void run_set_stencil(const Lattice& lat, Backend be, HaloExchange* halo, BlockVi
 
 }  // namespace
 
+void CoarseOperator::require_full_blocks(const char* what) const {
+  require(links_.data.data() != nullptr, "coarse operator (", what,
+          "): this copy holds only the even-odd blocks (a smoother's half copy); the full operator needs the others");
+}
+
 void CoarseOperator::apply(ColorSpinorField& out, const ColorSpinorField& in, bool dagger) {
   require(!assembly_.data.data(), "coarse operator applied before finalize");
+  require_full_blocks("apply");
   const LogScope log(LogEvent::mg_coarse_op, flops(false), true);
   require_field(out, "apply", true);
   require_field(in, "apply", true);
@@ -817,6 +824,7 @@ void CoarseOperator::apply(ColorSpinorField& out, const ColorSpinorField& in, bo
 void CoarseOperator::apply_split(ColorSpinorField& site, ColorSpinorField* const faces[4], const ColorSpinorField& in,
                                  const Coords& block) {
   require(!assembly_.data.data(), "coarse operator applied before finalize");
+  require_full_blocks("apply_split");
   const LogScope log(LogEvent::mg_coarse_op, flops(false), true);
   require_field(in, "apply_split", true);
   require_field(site, "apply_split", true);
@@ -870,6 +878,7 @@ void CoarseOperator::apply_set(std::vector<ColorSpinorField>& out, const std::ve
           out.size(), " fields; expected equal, non-empty sets");
   const bool full = in[0].n_parity() == 2;
   require(full || even_odd_, "coarse operator: the even-odd form was not prepared (finalize(true))");
+  if (full) require_full_blocks("apply_set");
   require_set(in, "apply_set", full);
   require_set(out, "apply_set", full);
   require(out[0].param().subset == in[0].param().subset, "coarse operator (apply_set): the sets differ in parity");

@@ -50,8 +50,10 @@ class CoarseOperator {
 
   /// @brief A copy of this finalized operator with its blocks stored in half (the setup's
   /// inverse iteration on coarse levels runs on it, its reliable updates on this one). Fails
-  /// unless this operator is finalized and stored in double or single.
-  std::shared_ptr<CoarseOperator> in_half() const;
+  /// unless this operator is finalized and stored in double or single. schur_only (an
+  /// even-odd operator's): only the even-odd blocks, half the memory, for a smoother that
+  /// applies Mhat alone; the copy's apply, apply_split and full apply_set then fail.
+  std::shared_ptr<CoarseOperator> in_half(bool schur_only = false) const;
 
   const std::shared_ptr<const Lattice>& lattice() const { return lattice_; }
   int nvec() const { return nvec_; }
@@ -118,6 +120,8 @@ class CoarseOperator {
   /// A scratch field per vector precision (slot 0 double, 1 single) and subset.
   ColorSpinorField& scratch(int slot, Precision p, Subset subset);
   void require_field(const ColorSpinorField& f, const char* what, bool full) const;
+  /// Fails for a copy that holds only the even-odd blocks (in_half(true)), naming what needed the others.
+  void require_full_blocks(const char* what) const;
   /// Fields of a set: single precision, one subset, laid out as make_set lays them out.
   void require_set(const std::vector<ColorSpinorField>& set, const char* what, bool full) const;
 

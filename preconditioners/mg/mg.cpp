@@ -103,7 +103,7 @@ void check_param(const MultigridParam& p, const Lattice& fine) {
 struct Multigrid::Level {
   std::shared_ptr<LinearOperator> op;                ///< M_l, full, single vectors
   std::shared_ptr<CoarseOperator> coarse;            ///< behind op on coarse levels
-  std::shared_ptr<CoarseOperator> coarse_low;        ///< behind schur_low on coarse levels (blocks in half)
+  std::shared_ptr<CoarseOperator> coarse_low;        ///< behind schur_low on coarse levels (even-odd blocks in half)
   std::shared_ptr<SchurOperator> schur;              ///< even-odd form (smoothing; the coarsest solve)
   std::unique_ptr<ColorSpinorField> hb, hx, hr,
       ha;  ///< even-odd smoothing: x_p (cycle, apply_parity), xhat, MR r, M r (ha: not with schur_low)
@@ -438,7 +438,7 @@ void Multigrid::build_level(int l, const std::function<void(const std::string&)>
   if (!coarsest && C.schur) {
     // A smoother in half on a coarse level: the even-odd operator with its blocks in half.
     if (param_.level[l + 1].smoother_precision == Precision::half && C.coarse->precision() != Precision::half) {
-      C.coarse_low = C.coarse->in_half();
+      C.coarse_low = C.coarse->in_half(true);
       C.schur_low = std::make_shared<CoarseLinear>(C.coarse_low, true, 0, Precision::single);
     }
     C.allocate_even_odd();

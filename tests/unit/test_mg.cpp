@@ -824,7 +824,9 @@ TEST_P(MgBackend, CoarseLevelSetupInHalf) {
 TEST_P(MgBackend, CoarseSmootherInHalf) {
   LightProblem lp(GetParam());
   int iterations[2];
+  std::size_t bytes[2];
   ColorSpinorField x[2] = {lp.M->make_field(), lp.M->make_field()};
+  std::shared_ptr<Multigrid> mgs;
   for (int c = 0; c < 2; ++c) {
     SCOPED_TRACE(c == 0 ? "single coarse smoothers" : "half coarse smoothers");
     MultigridParam p = small_param(3);  // 8^4 -> 4^4 -> 2^4: level 1 smooths
@@ -833,8 +835,22 @@ TEST_P(MgBackend, CoarseSmootherInHalf) {
     const SolverStats st = mg_gcr(mg, *lp.M, x[c], lp.b);
     ASSERT_TRUE(st.converged);
     iterations[c] = st.iterations;
+    bytes[c] = mg->info(1).bytes;
     EXPECT_GT(mg->work(1)[0], 0);
+    if (c == 0) mgs = mg;
   }
+  // The copy holds the even-odd blocks alone: a quarter of the single operator's bytes (half
+  // the blocks, half the bytes each), plus one scale per block.
+  const std::size_t single_op = mgs->coarse_operator(1).bytes();
+  EXPECT_GT(bytes[1] - bytes[0], single_op / 5);
+  EXPECT_LT(bytes[1] - bytes[0], single_op / 3);
+  // Such a copy applies Mhat and refuses the full operator.
+  auto copy = mgs->coarse_operator(1).in_half(true);
+  ColorSpinorField cf(copy->lattice(), copy->field_param(Precision::single, Subset::full)),
+      cg = cf.like(Precision::single);
+  fill_gaussian(cf, 3);
+  expect_error([&] { copy->apply(cg, cf); }, "coarse operator (apply): this copy holds only the even-odd blocks",
+               "the full operator of an even-odd copy");
   EXPECT_LT(rel_diff(x[0], x[1]), 1e-8);
   EXPECT_GT(rel_diff(x[0], x[1]), 0) << "the same cycle: the half smoothers did not run";
   EXPECT_LE(iterations[1], iterations[0] + 3) << iterations[1] << " iterations, single smoothers " << iterations[0];
