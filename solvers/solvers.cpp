@@ -320,6 +320,7 @@ GcrCycle::GcrCycle(std::vector<ColorSpinorField>& z, std::vector<ColorSpinorFiel
       az_(az),
       beta_(static_cast<std::size_t>(restart) * restart),
       alpha_(restart),
+      minus_(restart),
       n2_(restart),
       restart_(restart) {
   require(restart >= 1 && static_cast<int>(z.size()) >= restart && static_cast<int>(az.size()) >= restart,
@@ -337,12 +338,11 @@ double GcrCycle::add(ColorSpinorField& r, const char* what) {
   if (j > 0) {  // classical Gram-Schmidt of A z_j against the earlier A z_i: one fused reduction
     Cplx* beta = &beta_[static_cast<std::size_t>(j) * restart_];
     blas::cdot_multi(azp_.data(), j, azj, beta);
-    std::vector<Cplx> c(j);
     for (int i = 0; i < j; ++i) {
       beta[i] = Cplx(beta[i].re / n2_[i], beta[i].im / n2_[i]);
-      c[i] = Cplx(-beta[i].re, -beta[i].im);
+      minus_[i] = Cplx(-beta[i].re, -beta[i].im);
     }
-    blas::caxpy_multi(c.data(), azp_.data(), j, azj);
+    blas::caxpy_multi(minus_.data(), azp_.data(), j, azj);
   }
   const blas::DotNorms d = blas::cdot_norms(azj, r);
   require(d.xx > 0, what, ": the operator maps a search direction to zero");

@@ -106,12 +106,15 @@ SolverStats solve(LinearOperator& A, LinearOperator* sloppy, Preconditioner* K, 
 class GcrCycle {
  public:
   /// z, az: the cycle's directions and their images (at least `restart` fields, kept by the
-  /// caller, of one shape and precision).
+  /// caller, of one shape and precision; the cycle keeps pointers to them, so it is made again
+  /// when they are).
   GcrCycle(std::vector<ColorSpinorField>& z, std::vector<ColorSpinorField>& az, int restart);
   /// Starts a cycle (no directions).
   void begin() { n_ = 0; }
   /// Directions added since begin().
   int size() const { return n_; }
+  /// Directions a cycle holds at most (the restart length).
+  int capacity() const { return restart_; }
   /// @brief Takes direction z[size()] with az[size()] = A z[size()]: orthogonalizes az (in
   /// place) against the cycle's earlier ones, r -= alpha az with the minimising alpha; returns
   /// the new |r|^2. Fails when A z is zero (the operator or preconditioner broke down), naming
@@ -126,6 +129,7 @@ class GcrCycle {
   std::vector<const ColorSpinorField*> zp_, azp_;
   std::vector<blas::Cplx> beta_;   ///< [j * restart + i]: A z_j's Gram-Schmidt coefficient on A z_i, i < j
   std::vector<blas::Cplx> alpha_;  ///< the residual's coefficient on each orthogonalized A z_j
+  std::vector<blas::Cplx> minus_;  ///< scratch: -beta of the direction being added
   std::vector<double> n2_;         ///< |A z_j|^2 after orthogonalization
   int restart_, n_ = 0;
 };

@@ -118,6 +118,7 @@ struct Multigrid::Level {
   // GCR workspace for solves on this level (K-cycle or coarsest): full or one parity.
   std::unique_ptr<ColorSpinorField> bhat, xhat, gr;
   std::vector<ColorSpinorField> z, az;
+  std::unique_ptr<GcrCycle> gcr;  ///< over z and az
   long smooth_steps = 0, solve_iterations = 0, solves = 0;
   long parity_cycles = 0;  ///< level 0: cycles apply_parity ran on one parity
   double setup_seconds = 0;
@@ -153,11 +154,11 @@ class LevelPreconditioner final : public Preconditioner {
   std::string what_;
 };
 
-/// Flexible GCR from x = 0 to |b - A x| <= tol |b| or max_it iterations, in cycles of
-/// GcrCycle (x formed at the end of each), the residual recomputed at each restart. z, az: at
-/// least `restart` fields of A's shape. Returns the iterations.
+/// Flexible GCR from x = 0 to |b - A x| <= tol |b| or max_it iterations, in cycles of `cycle`
+/// (its capacity the restart length; x formed at the end of each), the residual recomputed at
+/// each restart. z, az: the cycle's fields, of A's shape. Returns the iterations.
 int fgcr(LinearOperator& A, Preconditioner* K, ColorSpinorField& x, const ColorSpinorField& b, double tol, int max_it,
-         int restart, ColorSpinorField& r, std::vector<ColorSpinorField>& z, std::vector<ColorSpinorField>& az) {
+         ColorSpinorField& r, std::vector<ColorSpinorField>& z, std::vector<ColorSpinorField>& az, GcrCycle& cycle) {
   x.zero();
   r.copy_from(b);
   const double b2 = blas::cdot_norms(b, b).xx;
@@ -165,7 +166,7 @@ int fgcr(LinearOperator& A, Preconditioner* K, ColorSpinorField& x, const ColorS
   const double target = tol * tol * b2;
   double r2 = b2;
   int it = 0;
-  GcrCycle cycle(z, az, restart);
+  const int restart = cycle.capacity();
   while (it < max_it && r2 > target) {
     if (it > 0) {  // restart from the true residual
       A.apply(az[0], x);
@@ -428,6 +429,7 @@ void Multigrid::build_level(int l, const std::function<void(const std::string&)>
   const SpinorParam wp = coarsest && C.schur ? C.schur->field_param() : C.op->field_param();
   C.z = ColorSpinorField::make_set(C.op->lattice(), wp, nk);
   C.az = ColorSpinorField::make_set(C.op->lattice(), wp, nk);
+  C.gcr = std::make_unique<GcrCycle>(C.z, C.az, nk);
   C.gr = std::make_unique<ColorSpinorField>(C.op->lattice(), wp);
   if (coarsest && C.schur) {
     C.bhat = std::make_unique<ColorSpinorField>(C.op->lattice(), wp);
@@ -588,7 +590,7 @@ int Multigrid::coarsest_system_solve(int l, LinearOperator& A, ColorSpinorField&
     C.direct->apply(x, b);
     return 0;
   }
-  return fgcr(A, nullptr, x, b, tol, max_it, param_.coarse_restart, *C.gr, C.z, C.az);
+  return fgcr(A, nullptr, x, b, tol, max_it, *C.gr, C.z, C.az, *C.gcr);
 }
 
 void Multigrid::coarse_solve(int l, ColorSpinorField& x, const ColorSpinorField& b) {
@@ -613,11 +615,32 @@ void Multigrid::coarse_correction(int l) {
   } else if (param_.cycle == CycleType::kcycle) {
     LevelPreconditioner K([this, l](ColorSpinorField& o, const ColorSpinorField& i) { cycle(l + 1, o, i); }, "cycle");
     const LevelParam& cq = param_.level[l + 1];
-    C.solve_iterations += fgcr(*C.op, &K, *C.x, *C.b, cq.ksp_rtol, cq.ksp_max_it, cq.ksp_max_it, *C.gr, C.z, C.az);
+    C.solve_iterations += fgcr(*C.op, &K, *C.x, *C.b, cq.ksp_rtol, cq.ksp_max_it, *C.gr, C.z, C.az, *C.gcr);
     ++C.solves;
   } else {
     cycle(l + 1, *C.x, *C.b);
   }
+}
+
+bool Multigrid::smooths_on_parity(int l) const {
+  const Level& L = *levels_[l];
+  const LevelParam& q = param_.level[l];
+  return q.pre_smooth == 0 && q.smooth_even_odd && L.schur && !L.schwarz;
+}
+
+void Multigrid::correct_on_parity(int l, ColorSpinorField& xp, const ColorSpinorField& bhat) {
+  Level& L = *levels_[l];
+  const int steps = param_.level[l].post_smooth;
+  {
+    const LogScope log(LogEvent::mg_transfer, 0, true);
+    L.transfer->prolongate(xp, *levels_[l + 1]->x);
+  }
+  if (steps == 0) return;
+  const LogScope log(static_cast<LogEvent>(static_cast<int>(LogEvent::mg_smooth0) + std::min(l, 3)), 0, true);
+  L.schur->apply(*L.hr, xp);
+  blas::caxpby(Cplx(1), bhat, Cplx(-1), *L.hr);  // rhat = bhat - Mhat x_p (bhat read before the steps)
+  mr_steps(l, xp, true, steps);
+  blas::caxpby(Cplx(1), *L.hx, Cplx(1), xp);
 }
 
 void Multigrid::cycle(int l, ColorSpinorField& x, const ColorSpinorField& b) {
@@ -638,21 +661,9 @@ void Multigrid::cycle(int l, ColorSpinorField& x, const ColorSpinorField& b) {
     L.transfer->restrict_to(*C.b, *r);
   }
   coarse_correction(l);
-  if (q.pre_smooth == 0 && q.post_smooth > 0 && q.smooth_even_odd && L.schur && !L.schwarz) {
-    // Post-smoothing on the even-odd system of parity p after x = P x_c: prepare(b - M x) =
-    // bhat - Mhat x_p whatever x_q is, and the reconstruction sets x_q from b and the smoothed
-    // x_p, so P fills parity p alone and Mhat replaces the full operator (apply_parity's
-    // reasoning, for any level).
-    {
-      const LogScope log(LogEvent::mg_transfer, 0, true);
-      L.transfer->prolongate(*L.hb, *C.x);
-    }
-    const LogScope log(static_cast<LogEvent>(static_cast<int>(LogEvent::mg_smooth0) + std::min(l, 3)), 0, true);
-    L.schur->prepare(*L.hr, b);
-    L.schur->apply(*L.hx, *L.hb);
-    blas::caxpby(Cplx(-1), *L.hx, Cplx(1), *L.hr);  // rhat = bhat - Mhat x_p
-    mr_steps(l, x, true, q.post_smooth);
-    blas::caxpby(Cplx(1), *L.hx, Cplx(1), *L.hb);
+  if (q.post_smooth > 0 && smooths_on_parity(l)) {  // x_q from the reconstruction
+    L.schur->prepare(*L.hx, b);
+    correct_on_parity(l, *L.hb, *L.hx);
     L.schur->reconstruct(x, *L.hb, b);
     return;
   }
@@ -695,20 +706,16 @@ void Multigrid::apply_parity(ColorSpinorField& x, const ColorSpinorField& f_p, c
           "multigrid apply_parity: f_p and bhat must be in single precision (got ", to_string(f_p.precision()), " and ",
           to_string(bhat.precision()), ")");
   const LogScope log(LogEvent::mg_apply, 0, true);
-  const LevelParam& q = param_.level[0];
   const int p = f_p.block_parity(0);
   // The parity cycle needs the even-odd smoother on parity p, after the coarse correction only.
-  const bool parity_cycle =
-      F.schur && q.smooth_even_odd && !F.schwarz && q.pre_smooth == 0 && F.hr->is_like(f_p) && F.hr->is_like(bhat);
-  if (!parity_cycle) {  // the full cycle on f = (f_p, 0)
+  if (!smooths_on_parity(0) || !F.hr->is_like(f_p) || !F.hr->is_like(bhat)) {  // the full cycle on f = (f_p, 0)
     F.b->zero();
     F.b->parity(p).copy_from(f_p);
     cycle(0, *F.x, *F.b);
     x.copy_from(F.x->parity(p));
     return;
   }
-  // x_p = [P x_c]_p, then MR on Mhat e_p = bhat - Mhat x_p and x_p += e_p: what cycle() and
-  // smooth() compute for parity p, since prepare(b - M x) = bhat - Mhat x_p for any x_q.
+  // What cycle() computes for parity p, without the reconstruction of the other.
   const bool in_place =
       F.hr->is_like(x) && x.block_data(0) != f_p.block_data(0) && x.block_data(0) != bhat.block_data(0);
   ColorSpinorField& xp = in_place ? x : *F.hb;
@@ -717,17 +724,7 @@ void Multigrid::apply_parity(ColorSpinorField& x, const ColorSpinorField& f_p, c
     F.transfer->restrict_to(*C.b, f_p);
   }
   coarse_correction(0);
-  {
-    const LogScope t(LogEvent::mg_transfer, 0, true);
-    F.transfer->prolongate(xp, *C.x);
-  }
-  if (q.post_smooth > 0) {
-    const LogScope s(LogEvent::mg_smooth0, 0, true);
-    F.schur->apply(*F.hr, xp);
-    blas::caxpby(Cplx(1), bhat, Cplx(-1), *F.hr);  // rhat = bhat - Mhat x_p
-    mr_steps(0, xp, true, q.post_smooth);
-    blas::caxpby(Cplx(1), *F.hx, Cplx(1), xp);
-  }
+  correct_on_parity(0, xp, bhat);
   if (!in_place) x.copy_from(xp);
   ++F.parity_cycles;
 }

@@ -234,6 +234,14 @@ class Multigrid {
   /// The coarse correction of a cycle on level l: C.x from C.b on level l + 1 (coarsest
   /// solve, K-cycle or V-cycle).
   void coarse_correction(int l);
+  /// Whether level l's cycle can form only parity p of x before its reconstruction: MR on its
+  /// even-odd system, after the coarse correction only. Then prepare(b - M x) = bhat - Mhat x_p
+  /// whatever x_q is, and the reconstruction sets x_q from b and the smoothed x_p.
+  bool smooths_on_parity(int l) const;
+  /// After the coarse correction on level l (smooths_on_parity): xp = [P x_c]_p, then MR on
+  /// Mhat e_p = bhat - Mhat x_p and xp += e_p. xp, bhat: fields of the level's even-odd shape,
+  /// xp distinct from L.hr, bhat read before the steps (so it may be L.hx).
+  void correct_on_parity(int l, ColorSpinorField& xp, const ColorSpinorField& bhat);
   void smooth(int l, ColorSpinorField& x, const ColorSpinorField& r, int steps);
   /// MR steps from zero on level l's even-odd system (when eo, else on its full operator):
   /// the right-hand side in L.hr (eo) or L.sr, the result left in L.hx (eo) or x.

@@ -79,6 +79,19 @@ struct BlockWalk {
   }
 };
 
+/// Whether R lists an aggregate's sites of fine parity only_parity (>= 0) as 2j or 2j + 1 in the
+/// block: with an even block[0] (else it walks all sites and skips the others).
+LATKE_HOST_DEVICE LATKE_INLINE bool lists_parity(const AggregateMap& m, int only_parity) {
+  return only_parity >= 0 && m.block[0] % 2 == 0;
+}
+
+/// Sites R walks per aggregate (its chunks split them): one slice in face_mu (face_mu >= 0),
+/// the listed sites of one parity, or all.
+LATKE_HOST_DEVICE LATKE_INLINE int restrict_sites(const AggregateMap& m, int face_mu, int only_parity) {
+  if (face_mu >= 0) return m.block_volume / m.block[face_mu];
+  return lists_parity(m, only_parity) ? m.block_volume / 2 : m.block_volume;
+}
+
 /// The basis as kernels see it: vector k, parity block b is RealArray at a fixed stride.
 template <typename S>
 struct BasisView {
@@ -272,19 +285,14 @@ struct RestrictPartsKernel {
     }
     return i;
   }
-  /// Sites in an aggregate's list (its chunks split them).
-  LATKE_HOST_DEVICE LATKE_INLINE int n_sites() const {
-    if (face_mu >= 0) return map.block_volume / map.block[face_mu];
-    return only_parity >= 0 && map.block[0] % 2 == 0 ? map.block_volume / 2 : map.block_volume;
-  }
   LATKE_HOST_DEVICE void operator()(int idx, int) const {
     const int k = idx % nvec, rest = idx / nvec, vcb = map.coarse.volume_cb;
     const int cx = rest % vcb, chunk = rest / vcb;
     int cc[4];
     map.coarse.coords(cx, parity, cc);
-    const bool listed = only_parity >= 0 && map.block[0] % 2 == 0;
+    const bool listed = lists_parity(map, only_parity);
     int begin, end;
-    chunk_range(n_sites(), chunk, chunks, begin, end);
+    chunk_range(restrict_sites(map, face_mu, only_parity), chunk, chunks, begin, end);
     Complex<double>* out = parts + ((static_cast<long>(chunk) * vcb + cx) * nvec + k) * 4;
     if (face_mu < 0) {  // the whole aggregate, or its sites of one parity: walked, not divided out
       // Listed: the j-th site of the parity is 2j in the block, or its neighbour 2j + 1 in x.
@@ -887,7 +895,7 @@ void require_restrict_fields(const ColorSpinorField& fine, const ColorSpinorFiel
                              bool one_parity = false) {
   require(
       fine.nspin() == fine_param.nspin && fine.ncolor() == fine_param.ncolor && (fine.n_parity() == 2 || one_parity),
-      "restrict: the fine field is not a full field of the level's shape");
+      "restrict: the fine field is not a ", one_parity ? "" : "full ", "field of the level's shape");
   for (int i = 0; i < n_coarse; ++i) {
     const ColorSpinorField* c = coarse[i];
     require(!c || (c->nspin() == 2 && c->ncolor() == nvec && c->n_parity() == 2 &&
@@ -907,11 +915,8 @@ void Transfer::restrict_impl(ColorSpinorField& coarse, ColorSpinorField* first, 
   const int vcb = coarse_->volume_cb();
   // A field of one parity is f with zeros on the other: R sums over its sites alone.
   const int only = one_parity ? fine.block_parity(0) : -1;
-  const int n_sites = mu >= 0                            ? map.block_volume / block_[mu]
-                      : one_parity && block_[0] % 2 == 0 ? map.block_volume / 2
-                                                         : map.block_volume;
   int chunks;
-  Complex<double>* parts = restrict_parts(n_sites, 4, fine.backend(), chunks);
+  Complex<double>* parts = restrict_parts(restrict_sites(map, mu, only), 4, fine.backend(), chunks);
   with_packed([&](auto basis) {
     using SV = std::remove_pointer_t<decltype(basis.data)>;
     dispatch_precision(fine.precision(), [&](auto sf) {

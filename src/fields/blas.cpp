@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "latke/core/error.h"
@@ -489,14 +490,12 @@ void caxpy_multi(const Cplx* a, const ColorSpinorField* const* x, int n, ColorSp
         }
       }
     };
-    if (y.precision() == x[0]->precision()) return run(S{});
-    // A more precise y (checked above): Wilson or staggered sites only.
-    if constexpr (NR == 24 || NR == 6) {
-      if constexpr (sizeof(S) < 4) {
-        if (y.precision() == Precision::single) return run(float{});
-      }
-      if constexpr (sizeof(S) < 8) run(double{});
-    }
+    // y as precise as x or more (checked above; more only on Wilson or staggered sites).
+    dispatch_precision(y.precision(), [&](auto sy) {
+      using SY = decltype(sy);
+      if constexpr (std::is_same_v<SY, S> || ((NR == 24 || NR == 6) && precision_rank<SY>() > precision_rank<S>()))
+        run(sy);
+    });
   });
 }
 
