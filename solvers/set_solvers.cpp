@@ -17,7 +17,8 @@ using blas::Cplx;
 // zero, a non-finite coefficient) or reached max_iter is frozen: its coefficients are zero from
 // then on, so its fields keep their values while the set goes on being applied as a whole.
 std::vector<SolverStats> bicgstab_set(const SetOperator& A, std::vector<ColorSpinorField>& x,
-                                      const std::vector<ColorSpinorField>& b, const SolverParam& p) {
+                                      const std::vector<ColorSpinorField>& b, const SolverParam& p,
+                                      const SetOperator* precise, const std::vector<ColorSpinorField>* b_precise) {
   const auto t0 = std::chrono::steady_clock::now();
   const int n = static_cast<int>(b.size());
   require(n >= 1 && n <= blas::set_max && static_cast<int>(x.size()) == n, "bicgstab_set: ", x.size(),
@@ -30,12 +31,40 @@ std::vector<SolverStats> bicgstab_set(const SetOperator& A, std::vector<ColorSpi
   std::vector<Cplx> one(n, Cplx(1)), minus(n, Cplx(-1)), ca(n), cb(n), cc(n);
   std::vector<double> b2(n), r2(n);
   std::vector<blas::DotNorms> dn(n);
+  // x may be stored more precisely than b (an accumulator: the updates are in b's precision);
+  // the operator then takes x rounded to b's precision, through t.
+  const bool promote = x[0].precision() != b[0].precision();
+  require(!precise == !b_precise, "bicgstab_set: a precise operator needs the right-hand sides in its precision");
+  if (precise)
+    require(promote && b_precise->size() == b.size() && (*b_precise)[0].precision() == x[0].precision(),
+            "bicgstab_set: reliable updates need the solutions and the precise right-hand sides in one precision, "
+            "above the iteration's ",
+            to_string(b[0].precision()));
+  std::vector<ColorSpinorField> rp;  // b - A x in the precise operator's precision
+  if (precise) rp = ColorSpinorField::make_set(x[0].lattice_ptr(), x[0].param(), n);
+  auto apply_to_x = [&](std::vector<ColorSpinorField>& out) {
+    if (!promote) return A(out, x);
+    for (int k = 0; k < n; ++k) t[k].copy_from(x[k]);
+    A(out, t);
+  };
+  // r = b - A x with the precise operator, rounded to r; r2 its norms (summed before rounding).
+  auto reliable_update = [&] {
+    (*precise)(rp, x);
+    blas::caxpbypcz_set(one.data(), *b_precise, nullptr, nullptr, minus.data(), rp, r2.data());
+    for (int k = 0; k < n; ++k) r[k].copy_from(rp[k]);
+  };
   // r = b - A x, rhat = r.
-  A(r, x);
-  blas::caxpbypcz_set(one.data(), b, nullptr, nullptr, minus.data(), r, r2.data());
-  blas::cdot_norms_set(b, b, dn.data());
+  if (precise) {
+    reliable_update();
+  } else {
+    apply_to_x(r);
+    blas::caxpbypcz_set(one.data(), b, nullptr, nullptr, minus.data(), r, r2.data());
+  }
+  blas::cdot_norms_set(precise ? *b_precise : b, precise ? *b_precise : b, dn.data());
   std::vector<bool> active(n);
+  std::vector<double> maxr(n);  // |r| at the last reliable update
   for (int k = 0; k < n; ++k) {
+    maxr[k] = std::sqrt(r2[k]);
     b2[k] = dn[k].xx;
     st[k].initial_residual = b2[k] > 0 ? std::sqrt(r2[k] / b2[k]) : 0;
     active[k] = b2[k] > 0 && r2[k] > p.tol * p.tol * b2[k];
@@ -84,15 +113,28 @@ std::vector<SolverStats> bicgstab_set(const SetOperator& A, std::vector<ColorSpi
     }
     blas::caxpbypcz_set(ca.data(), ps, cb.data(), &r, one.data(), x);               // x += alpha p + omega s
     blas::caxpbypcz_set(cc.data(), t, nullptr, nullptr, one.data(), r, r2.data());  // r = s - omega t
+    if (precise) {  // the true residual again once the iterated one of a system has fallen by delta
+      bool update = false;
+      for (int k = 0; k < n; ++k)
+        update = update || (active[k] && (std::sqrt(r2[k]) < p.delta * maxr[k] || r2[k] <= p.tol * p.tol * b2[k]));
+      if (update) {
+        reliable_update();
+        for (int k = 0; k < n; ++k) maxr[k] = std::sqrt(r2[k]);
+      }
+    }
     for (int k = 0; k < n; ++k) {
       if (!active[k]) continue;
       ++st[k].iterations;
       if (!std::isfinite(r2[k]) || r2[k] <= p.tol * p.tol * b2[k] || !usable(omega[k])) active[k] = false;
     }
   }
-  // The true residuals, in the fields' precision.
-  A(r, x);
-  blas::caxpbypcz_set(one.data(), b, nullptr, nullptr, minus.data(), r, r2.data());
+  // The true residuals, in b's precision (or the precise operator's).
+  if (precise) {
+    reliable_update();
+  } else {
+    apply_to_x(r);
+    blas::caxpbypcz_set(one.data(), b, nullptr, nullptr, minus.data(), r, r2.data());
+  }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (int k = 0; k < n; ++k) {
     st[k].true_residual = b2[k] > 0 ? std::sqrt(r2[k] / b2[k]) : 0;

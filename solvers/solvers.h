@@ -144,11 +144,17 @@ using SetOperator = std::function<void(std::vector<ColorSpinorField>& out, const
 /// shape; at most blas::set_max fields), one application of A per step for all of them and one
 /// host synchronisation per reduction: each system has its own coefficients and stops at
 /// param.tol of |b_k| (on its iterated residual), at a breakdown, or at param.max_iter; the
-/// others go on. In the fields' precision (no mixed precision; param.delta is not used). x
-/// holds the initial guesses. Returns per system: iterations, initial and true residual (in
-/// the fields' precision), converged. The multigrid setup solves a level's null vectors so.
+/// others go on. In b's precision; x, which holds the initial guesses, may be stored more
+/// precisely and accumulates the updates. With a precise operator and b_precise (b in x's
+/// precision), reliable updates: whenever a system's iterated residual has fallen by
+/// param.delta since the last update (or reached the tolerance), r = b - A x is recomputed for
+/// the set with the precise operator. Returns per system: iterations, initial and true residual
+/// (in b's precision, or the precise operator's), converged. The multigrid setup solves a
+/// level's null vectors so.
 std::vector<SolverStats> bicgstab_set(const SetOperator& A, std::vector<ColorSpinorField>& x,
-                                      const std::vector<ColorSpinorField>& b, const SolverParam& param);
+                                      const std::vector<ColorSpinorField>& b, const SolverParam& param,
+                                      const SetOperator* precise = nullptr,
+                                      const std::vector<ColorSpinorField>* b_precise = nullptr);
 
 // ---- Shifted systems: (A + sigma_i) x_i = b for a list of shifts -------------------------------
 //

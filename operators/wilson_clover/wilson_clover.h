@@ -115,13 +115,12 @@ class WilsonCloverOperator {
   /// @brief out_p = Mhat in_p (or its dagger) on fields of parity p (the fields' subset).
   void apply_schur(ColorSpinorField& out, const ColorSpinorField& in, SchurType type, bool dagger = false);
   /// @brief out_k = Mhat in_k (not daggered) for two sets of parity-p fields made by
-  /// ColorSpinorField::make_set, in single or double precision, in one kernel per hopping term
-  /// for the whole set (a warp reads each link and clover word once for 4 fields). On a lattice
-  /// split over ranks, or in half precision, field by field. Keeps a scratch set
-  /// (release_set_scratch).
+  /// ColorSpinorField::make_set, in one kernel per hopping term for the whole set (a warp reads
+  /// each link and clover word once for 4 fields). On a lattice split over ranks, field by
+  /// field. Keeps a scratch set (release_set_scratch).
   void apply_schur_set(std::vector<ColorSpinorField>& out, const std::vector<ColorSpinorField>& in, SchurType type);
-  /// Whether apply_schur_set runs in one pass (nothing split, single or double precision).
-  bool applies_sets() const { return !halo_ && param_.precision != Precision::half; }
+  /// Whether apply_schur_set runs in one pass (nothing split over ranks).
+  bool applies_sets() const { return !halo_; }
   /// @brief Free apply_schur_set's scratch set.
   void release_set_scratch() { set_tmp_.clear(); }
   /// @brief bhat (parity p) from the full source b.

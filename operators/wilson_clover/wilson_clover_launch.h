@@ -118,11 +118,11 @@ void run_dslash(const DslashRequest& rq) {
   DslashArg<Store, R> arg = make_arg<Store, R>(rq);
   const int vcb = lat.volume_cb();
   if (rq.count > 1) {
-    // Sets: the even-odd operator's epilogues, in single and double (what the set solvers run).
-    constexpr bool set_kernel = sizeof(Store) > 2 && (E == Epilogue::clover_inv || E == Epilogue::clover_inv_xpay ||
-                                                      E == Epilogue::clover_xpay);
-    require(set_kernel, "Wilson-clover dslash over a set: only the even-odd operator's clover epilogues in single or ",
-            "double precision are built for sets");
+    // Sets: the even-odd operator's epilogues (what the set solvers run).
+    constexpr bool set_kernel =
+        E == Epilogue::clover_inv || E == Epilogue::clover_inv_xpay || E == Epilogue::clover_xpay;
+    require(set_kernel, "Wilson-clover dslash over a set: only the even-odd operator's clover epilogues are built ",
+            "for sets");
     require(!rq.halo, "Wilson-clover dslash over a set: the lattice is split over ranks (apply the fields one by one)");
     if constexpr (set_kernel) return run_dslash_set<Store, R, E>(rq, arg);
   }

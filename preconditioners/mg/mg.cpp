@@ -247,23 +247,38 @@ Multigrid::~Multigrid() = default;
 
 bool Multigrid::setup_on_even_odd(int l) const { return param_.setup_even_odd && levels_[l]->schur; }
 
-int Multigrid::setup_batch(int l) const {
+LinearOperator* Multigrid::set_operator(int l) const {
   const LevelParam& q = param_.level[l];
   const Level& L = *levels_[l];
-  const LinearOperator* A = setup_on_even_odd(l) ? static_cast<const LinearOperator*>(L.schur.get()) : L.op.get();
-  if (q.setup_solver != SolverType::bicgstab || !A || !A->applies_sets()) return 1;
+  if (q.setup_solver != SolverType::bicgstab) return nullptr;
+  const bool eo = setup_on_even_odd(l);
+  LinearOperator* A = eo ? static_cast<LinearOperator*>(L.schur.get()) : L.op.get();
+  // The fine level's sets in its setup precision: the fine operator in half, given to the
+  // constructor. Coarse levels' sets stay on their single blocks: on the half blocks of their
+  // smoother, level 1's 32 vectors took 0.91 s instead of 0.65 s on an H200 and the solve
+  // 0.372 s instead of 0.323 s (notes/multigrid.md).
+  if (l == 0 && q.setup_precision != Precision::single) A = eo ? L.setup_low.get() : nullptr;
+  return A && A->applies_sets() ? A : nullptr;
+}
+
+int Multigrid::setup_batch(int l) const {
+  const LevelParam& q = param_.level[l];
+  const LinearOperator* A = set_operator(l);
+  if (!A) return 1;
   long batch = std::min(param_.setup_batch, q.nvec);
   if (l == 0) {
-    // Sets run in single precision. On the fine level half-precision steps one vector at a time
-    // are faster (measured on an H200, notes/multigrid.md): sets only where the setup asks for single.
-    if (q.setup_precision != Precision::single) return 1;
-    // The fine level's sets are large: per vector -M v and e (full fields), bhat and e_p,
-    // BiCGstab's five fields and the operator's scratch field (one parity each, or full ones
-    // without even-odd). As many as half the free memory holds.
+    // The fine level's sets are large: per vector -M v and e (full fields in single), bhat and
+    // e_p (one parity in single; without even-odd none), bhat again in the set's precision
+    // where that is not single, BiCGstab's five fields and the operator's scratch field (one
+    // parity each in the set's precision, or full ones without even-odd). As many as half the
+    // free memory holds.
     const SpinorParam fp = A->field_param();
-    const std::size_t full =
-        2 * A->lattice()->volume_cb() * static_cast<std::size_t>(fp.nspin * fp.ncolor * 2) * real_bytes(fp.precision);
-    const std::size_t per = 2 * full + 8 * (fp.subset == Subset::full ? full : full / 2);
+    const std::size_t vcb = A->lattice()->volume_cb(), reals = fp.nspin * fp.ncolor * 2;
+    const std::size_t single = vcb * reals * 4;  // one parity in single
+    const std::size_t own = vcb * (reals * real_bytes(fp.precision) + (fp.precision == Precision::half ? 4 : 0));
+    const std::size_t parity = fp.subset == Subset::full ? 2 : 1;
+    const std::size_t per =
+        4 * single + (parity == 1 ? 2 * single : 0) + (fp.precision != Precision::single ? own : 0) + 6 * parity * own;
     batch = std::min<long>(batch, std::max<long>(1, static_cast<long>(free_memory(fp.backend) / 2 / per)));
   }
   return static_cast<int>(batch);
@@ -293,10 +308,23 @@ std::vector<SolverStats> Multigrid::solve_null_vectors(int l, int k0, int count,
   }
   std::vector<SolverStats> st;
   if (count > 1) {  // together: one BiCGstab over the set, the operator reading its coefficients once for all
-    LinearOperator& A = eo ? *L.schur : *L.op;
-    st = bicgstab_set(
-        [&A](std::vector<ColorSpinorField>& o, const std::vector<ColorSpinorField>& i) { A.apply_set(o, i); },
-        eo ? eh : e, eo ? bh : mv, sp);
+    LinearOperator& A = *set_operator(l);
+    LinearOperator& A_level = eo ? static_cast<LinearOperator&>(*L.schur) : *L.op;
+    std::vector<ColorSpinorField>& rhs = eo ? bh : mv;
+    const auto set_of = [](LinearOperator& op) -> SetOperator {
+      return [&op](std::vector<ColorSpinorField>& o, const std::vector<ColorSpinorField>& i) { op.apply_set(o, i); };
+    };
+    if (A.field_param().precision != rhs[0].precision()) {
+      // Half steps, e accumulated in single, with reliable updates by the level's own operator.
+      if (static_cast<int>(f.bl.size()) != count)
+        f.bl = ColorSpinorField::make_set(L.op->lattice(), A.field_param(), count);
+      for (int j = 0; j < count; ++j) f.bl[j].copy_from(rhs[j]);
+      const SetOperator precise = set_of(A_level);
+      st = bicgstab_set(set_of(A), eo ? eh : e, f.bl, sp, A_level.applies_sets() ? &precise : nullptr,
+                        A_level.applies_sets() ? &rhs : nullptr);
+    } else {
+      st = bicgstab_set(set_of(A), eo ? eh : e, rhs, sp);
+    }
   } else if (eo) {
     st = {solve(*L.schur, low, nullptr, eh[0], bh[0], sp)};
   } else {
@@ -325,6 +353,10 @@ void Multigrid::find_null_vectors(int l, bool refine, const std::function<void(c
   // half the free memory holds.
   const bool eo = !refine && setup_on_even_odd(l);
   const int batch = refine ? 1 : setup_batch(l);
+  // Whether a set's steps run on an operator in half (the fine one given) rather than the
+  // level's own.
+  const bool set_in_half =
+      batch > 1 && set_operator(l) != (eo ? static_cast<LinearOperator*>(L.schur.get()) : L.op.get());
   if (!refine) {
     L.setup_batch = batch;
     L.setup_restricted = restricted;
@@ -397,13 +429,17 @@ void Multigrid::find_null_vectors(int l, bool refine, const std::function<void(c
         << to_string(sp.type) << how << " iterations reduced |M v| by " << st.true_residual;
       s << "; |M v|/|v| " << nullness;
       if (stats.size() > 1)
-        s << ", solved with " << stats.size() - 1 << " others in " << seconds << " s)";
+        s << ", solved with " << stats.size() - 1 << " others" << (set_in_half ? ", in half," : "") << " in " << seconds
+          << " s)";
       else
         s << ", " << seconds << " s)";
       progress(s.str());
     }
   }
-  if (batch > 1) (eo ? static_cast<LinearOperator&>(*L.schur) : *L.op).release_set_scratch();
+  if (batch > 1) {
+    set_operator(l)->release_set_scratch();
+    (eo ? static_cast<LinearOperator&>(*L.schur) : *L.op).release_set_scratch();  // reliable updates
+  }
 }
 
 void Multigrid::build_level(int l, const std::function<void(const std::string&)>& progress) {

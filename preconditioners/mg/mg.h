@@ -70,9 +70,11 @@ struct LevelParam {
   /// coarse levels); 0: they stay as restricted (Gram-Schmidt and normalization only).
   int setup_restrict_iterations = 30;
   double setup_tol = 1e-6;                           ///< relative residual of M v = 0 to stop early
-  /// Precision of the inverse iteration's steps (half: mixed precision with reliable updates in
-  /// single). Level 0: the fine operator given in half; coarse levels: a copy of the level's
-  /// operator with its blocks in half, made for the setup (vectors stay single).
+  /// Precision of the inverse iteration's steps; half is mixed precision. Level 0: the fine
+  /// operator given in half, over a set of vectors or one at a time, the solutions accumulated
+  /// in single with reliable updates by the single operator. Coarse levels: only one at a time
+  /// (setup_batch 1), on a copy of the blocks in half made for the setup (vectors stay single);
+  /// their sets are in single.
   Precision setup_precision = Precision::single;
   SmootherType smoother = SmootherType::mr;
   int pre_smooth = 0, post_smooth = 4;  ///< MR steps (Schwarz: applications)
@@ -102,11 +104,10 @@ struct MultigridParam {
   /// same steps take the low modes further down. Refinement passes stay on the full system.
   bool setup_even_odd = true;
   /// Null vectors of a level solved together in the first pass (BiCGstab over a set, the
-  /// operator's apply_set; at most blas::set_max), in the level's precision (single); 1: one
-  /// at a time, with the level's setup_precision. The fine level solves together only when its
-  /// even-odd operator applies a set in one pass (Wilson-clover on one rank) and its
-  /// setup_precision is single (its half steps one at a time are faster than a set in single),
-  /// and at most as many as half the free memory holds.
+  /// operator's apply_set; at most blas::set_max); 1: one at a time. Coarse levels' sets are in
+  /// single. The fine level's are in its setup_precision (LevelParam::setup_precision); it
+  /// solves together when its even-odd operator in that precision applies a set in one pass
+  /// (Wilson-clover on one rank), as many as half the free memory holds.
   int setup_batch = 32;
   /// A coarse level's first pass starts its first min(nvec, nvec of the level above) null
   /// vectors from the level above's (before orthonormalization) restricted to it, as DD-alphaAMG
@@ -219,15 +220,19 @@ class Multigrid {
                          int restricted = 0);
   /// Null vectors of level l that the first setup pass solves together (1: one at a time).
   int setup_batch(int l) const;
+  /// The operator whose apply_set solves level l's null vectors together in the first pass, or
+  /// null where there is none (setup_batch is then 1).
+  LinearOperator* set_operator(int l) const;
   /// The fields of the setup's inverse iteration for a set of vectors: -M v and e (full),
   /// bhat and e_p (even-odd), made for `count` vectors and reused while the count stays.
   struct NullVectorFields {
     std::vector<ColorSpinorField> mv, e, bh, eh;
+    std::vector<ColorSpinorField> bl;  ///< the right-hand sides in the set operator's precision, where it differs
   };
   /// One inverse-iteration step for null vectors k0 .. k0 + count - 1 of level l (v += e with
   /// M e = -M v; the first pass fills v with random vectors first, from vector `restricted` on): one at a time (count
-  /// 1, by solve() with the sloppy operator low or, refining, the cycle) or together (bicgstab_set over the level
-  /// operator's apply_set). Returns each vector's solver statistics.
+  /// 1, by solve() with the sloppy operator low or, refining, the cycle) or together (bicgstab_set over the
+  /// apply_set of low where it applies sets, else of the level operator). Returns each vector's solver statistics.
   std::vector<SolverStats> solve_null_vectors(int l, int k0, int count, bool refine, const SolverParam& sp,
                                               LinearOperator* low, NullVectorFields& f, int restricted);
   void cycle(int l, ColorSpinorField& x, const ColorSpinorField& b);

@@ -100,7 +100,7 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
         g.string("-pc_latke_mg_setup_solver", "bicgstab", "Inverse-iteration solver: bicgstab, gcr, mr, cgnr or cgne");
     setup_prec =
         g.string("-pc_latke_mg_setup_precision", setup_solver == "mr" ? "single" : "half",
-                 "Inverse-iteration steps: single, or half (reliable updates in single); comma list per level");
+                 "Inverse-iteration steps: single, or half (solutions accumulated in single); comma list per level");
     setup_eo = g.flag("-pc_latke_mg_setup_even_odd", p.setup_even_odd,
                       "Inverse iteration on each level's even-odd system (else on the full operator)");
     setup_restrict = g.flag("-pc_latke_mg_setup_restrict", p.setup_restrict,

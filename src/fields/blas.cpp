@@ -414,6 +414,102 @@ struct SetDotNormTerm {
   }
 };
 
+/// A set of Wilson or staggered fields (make_set) site by site, for what the flat words cannot
+/// do: half precision (a norm per site) and an accumulator more precise than the update. Field
+/// k's block b holds NR vcb reals from data + (k n_parity + b) NR vcb, its norms vcb from
+/// norm + (k n_parity + b) vcb. Index i of a field: block i / vcb, site i % vcb.
+template <typename S, int NR>
+struct SiteSet {
+  S* data = nullptr;
+  float* norm = nullptr;
+  int vcb = 0, n_parity = 1;
+  LATKE_HOST_DEVICE LATKE_INLINE SiteArray<S, NR, 1> at(int k, int blk) const {
+    const long b = static_cast<long>(k) * n_parity + blk;
+    SiteArray<S, NR, 1> a;
+    a.data = data + b * NR * vcb;
+    a.norm = norm ? norm + b * vcb : nullptr;
+    a.stride = vcb;
+    return a;
+  }
+};
+
+/// z_k = a_k x_k + b_k y_k + c_k z_k at index i of field k, x and y stored in SX, z in SZ (as
+/// precise or more); arithmetic in z's compute type; returns |z|^2 as computed (Norm).
+template <typename SX, typename SZ, int NR, bool HasY, bool Norm>
+struct SetSiteAxpbyzTerm {
+  using T = compute_t<SZ>;
+  SiteSet<SX, NR> x, y;
+  SiteSet<SZ, NR> z;
+  Complex<T> a[set_max], b[set_max], c[set_max];
+  LATKE_HOST_DEVICE double operator()(int k, int i) const {
+    const int blk = i / z.vcb, site = i - blk * z.vcb;
+    T u[NR], w[NR], v[NR];
+    x.at(k, blk).load(u, site);
+    const SiteArray<SZ, NR, 1> zk = z.at(k, blk);
+    zk.load(w, site);
+    if constexpr (HasY) y.at(k, blk).load(v, site);
+    double n = 0;
+    LATKE_UNROLL for (int j = 0; j < NR; j += 2) {
+      Complex<T> r = a[k] * Complex<T>(u[j], u[j + 1]) + c[k] * Complex<T>(w[j], w[j + 1]);
+      if constexpr (HasY) r += b[k] * Complex<T>(v[j], v[j + 1]);
+      w[j] = r.re;
+      w[j + 1] = r.im;
+      if constexpr (Norm) n += static_cast<double>(r.re) * r.re + static_cast<double>(r.im) * r.im;
+    }
+    zk.save(w, site);
+    return n;
+  }
+};
+
+template <typename S, int NR>
+struct SetSiteDotNormTerm {
+  SiteSet<S, NR> x, y;
+  LATKE_HOST_DEVICE DotNormSum operator()(int k, int i) const {
+    const int blk = i / x.vcb, site = i - blk * x.vcb;
+    using T = compute_t<S>;
+    T u[NR], v[NR];
+    x.at(k, blk).load(u, site);
+    y.at(k, blk).load(v, site);
+    DotNormSum s;
+    LATKE_UNROLL for (int j = 0; j < NR; j += 2) {
+      const double xr = u[j], xi = u[j + 1], yr = v[j], yi = v[j + 1];
+      s.re += xr * yr + xi * yi;
+      s.im += xr * yi - xi * yr;
+      s.xx += xr * xr + xi * xi;
+      s.yy += yr * yr + yi * yi;
+    }
+    return s;
+  }
+};
+
+/// Two sets' sizes and layout checked, as flat() does, for the site path (`like` may be in
+/// another precision: an accumulator).
+void require_sets(const std::vector<ColorSpinorField>& set, const std::vector<ColorSpinorField>& like,
+                  const char* what) {
+  require(!set.empty() && set.size() == like.size() && set.size() <= static_cast<std::size_t>(set_max), what,
+          ": sets of ", set.size(), " and ", like.size(), " fields; expected equal sizes from 1 to ", set_max);
+  require(is_set(set), what, ": the fields are not a set made by make_set");
+}
+
+template <typename S, int NR>
+SiteSet<S, NR> site_set(const std::vector<ColorSpinorField>& set) {
+  SiteSet<S, NR> f;
+  f.data = static_cast<S*>(set[0].block_data(0));
+  f.norm = set[0].block_norm(0);
+  f.vcb = set[0].lattice().volume_cb();
+  f.n_parity = set[0].n_parity();
+  return f;
+}
+
+/// Whether a set operation runs site by site: half precision, or z (the accumulator) stored
+/// more precisely than x. Only Wilson (24 reals per site) and staggered (6) sets.
+bool site_path(const ColorSpinorField& x, const ColorSpinorField& z, const char* what) {
+  if (x.precision() != Precision::half && z.precision() == x.precision()) return false;
+  require(x.site_reals() == 24 || x.site_reals() == 6, what, ": a set in half precision or with an accumulator of ",
+          x.site_reals(), " reals per site: expected Wilson (24) or staggered (6) fields");
+  return true;
+}
+
 /// The sets' shape checked (one shape, single or double, make_set's layout, at most set_max
 /// fields) and field 0 as a flat set.
 template <typename S>
@@ -432,8 +528,7 @@ FlatSet<S> flat(const std::vector<ColorSpinorField>& set, const std::vector<Colo
 }
 
 template <typename F>
-void dispatch_set(const ColorSpinorField& f, const char* what, F&& fn) {
-  require(f.precision() != Precision::half, what, ": half-precision sets; expected single or double");
+void dispatch_set(const ColorSpinorField& f, F&& fn) {
   if (f.precision() == Precision::double_)
     fn(double{});
   else
@@ -598,29 +693,25 @@ void caxpbypcz_set(const Cplx* a, const std::vector<ColorSpinorField>& x, const 
                    const std::vector<ColorSpinorField>* y, const Cplx* c, std::vector<ColorSpinorField>& z,
                    double* norms) {
   const int n = static_cast<int>(z.size());
-  dispatch_set(z[0], "caxpbypcz_set", [&](auto s) {
-    using S = decltype(s);
-    using T = compute_t<S>;
-    auto run = [&](auto has_y, auto norm) {
-      constexpr bool HasY = decltype(has_y)::value, Norm = decltype(norm)::value;
-      SetAxpbyzTerm<S, HasY, Norm> t;
-      t.z = flat<S>(z, z, "caxpbypcz_set");
-      t.x = flat<S>(x, z, "caxpbypcz_set");
-      if constexpr (HasY) t.y = flat<S>(*y, z, "caxpbypcz_set");
-      for (int k = 0; k < n; ++k) {
-        t.a[k] = Complex<T>(static_cast<T>(a[k].re), static_cast<T>(a[k].im));
-        t.b[k] = HasY ? Complex<T>(static_cast<T>(b[k].re), static_cast<T>(b[k].im)) : Complex<T>();
-        t.c[k] = Complex<T>(static_cast<T>(c[k].re), static_cast<T>(c[k].im));
-      }
-      const Backend be = z[0].backend();
-      if constexpr (Norm) {
-        std::vector<double> local(n);
-        launch_segmented_reduce_host<double>(be, t, n, t.z.n_words, local.data());
-        MPI_Allreduce(local.data(), norms, n, MPI_DOUBLE, MPI_SUM, z[0].lattice().comm());
-      } else {
-        launch(be, SetAsKernel<decltype(t)>{t, t.z.n_words}, {n * t.z.n_words}, compute_stream(), false);
-      }
-    };
+  const Backend be = z[0].backend();
+  // The coefficients in T and the launch, with or without the norms, for a term t of n_index
+  // indices per field.
+  auto go = [&](auto& t, int n_index) {
+    using T = decltype(t.a[0].re);
+    for (int k = 0; k < n; ++k) {
+      t.a[k] = Complex<T>(static_cast<T>(a[k].re), static_cast<T>(a[k].im));
+      t.b[k] = y ? Complex<T>(static_cast<T>(b[k].re), static_cast<T>(b[k].im)) : Complex<T>();
+      t.c[k] = Complex<T>(static_cast<T>(c[k].re), static_cast<T>(c[k].im));
+    }
+    if (norms) {
+      std::vector<double> local(n);
+      launch_segmented_reduce_host<double>(be, t, n, n_index, local.data());
+      MPI_Allreduce(local.data(), norms, n, MPI_DOUBLE, MPI_SUM, z[0].lattice().comm());
+    } else {
+      launch(be, SetAsKernel<std::remove_reference_t<decltype(t)>>{t, n_index}, {n * n_index}, compute_stream(), false);
+    }
+  };
+  auto variants = [&](auto run) {
     using F = std::false_type;
     using Tr = std::true_type;
     if (y && norms)
@@ -631,6 +722,49 @@ void caxpbypcz_set(const Cplx* a, const std::vector<ColorSpinorField>& x, const 
       run(F{}, Tr{});
     else
       run(F{}, F{});
+  };
+  if (site_path(x[0], z[0], "caxpbypcz_set")) {
+    require_sets(z, z, "caxpbypcz_set");
+    require_sets(x, z, "caxpbypcz_set");
+    require_accumulator(x[0], z[0], "caxpbypcz_set");
+    if (y) {
+      require_sets(*y, z, "caxpbypcz_set");
+      require_alike((*y)[0], x[0], "caxpbypcz_set");
+    }
+    dispatch_precision(x[0].precision(), [&](auto sx) {
+      dispatch_precision(z[0].precision(), [&](auto sz) {
+        using SX = decltype(sx);
+        using SZ = decltype(sz);
+        if constexpr (precision_rank<SZ>() >= precision_rank<SX>()) {
+          auto by_site = [&](auto nr) {
+            constexpr int NR = decltype(nr)::value;
+            variants([&](auto has_y, auto norm) {
+              SetSiteAxpbyzTerm<SX, SZ, NR, decltype(has_y)::value, decltype(norm)::value> t;
+              t.x = site_set<SX, NR>(x);
+              if constexpr (decltype(has_y)::value) t.y = site_set<SX, NR>(*y);
+              t.z = site_set<SZ, NR>(z);
+              go(t, z[0].n_parity() * z[0].lattice().volume_cb());
+            });
+          };
+          if (z[0].site_reals() == 24)
+            by_site(std::integral_constant<int, 24>{});
+          else
+            by_site(std::integral_constant<int, 6>{});
+        }
+      });
+    });
+    return;
+  }
+  dispatch_set(z[0], [&](auto s) {
+    using S = decltype(s);
+    variants([&](auto has_y, auto norm) {
+      constexpr bool HasY = decltype(has_y)::value;
+      SetAxpbyzTerm<S, HasY, decltype(norm)::value> t;
+      t.z = flat<S>(z, z, "caxpbypcz_set");
+      t.x = flat<S>(x, z, "caxpbypcz_set");
+      if constexpr (HasY) t.y = flat<S>(*y, z, "caxpbypcz_set");
+      go(t, t.z.n_words);
+    });
   });
 }
 
@@ -638,11 +772,30 @@ void cdot_norms_set(const std::vector<ColorSpinorField>& x, const std::vector<Co
   const int n = static_cast<int>(x.size());
   std::vector<DotNormSum> local(n);
   std::vector<double> global(4 * n);
-  dispatch_set(x[0], "cdot_norms_set", [&](auto s) {
-    using S = decltype(s);
-    const SetDotNormTerm<S> t{flat<S>(x, x, "cdot_norms_set"), flat<S>(y, x, "cdot_norms_set")};
-    launch_segmented_reduce_host<DotNormSum>(x[0].backend(), t, n, t.x.n_words, local.data());
-  });
+  if (site_path(x[0], y[0], "cdot_norms_set")) {
+    require_sets(x, x, "cdot_norms_set");
+    require_sets(y, x, "cdot_norms_set");
+    require_alike(x[0], y[0], "cdot_norms_set");
+    dispatch_precision(x[0].precision(), [&](auto s) {
+      using S = decltype(s);
+      auto by_site = [&](auto nr) {
+        constexpr int NR = decltype(nr)::value;
+        const SetSiteDotNormTerm<S, NR> t{site_set<S, NR>(x), site_set<S, NR>(y)};
+        launch_segmented_reduce_host<DotNormSum>(x[0].backend(), t, n, x[0].n_parity() * x[0].lattice().volume_cb(),
+                                                 local.data());
+      };
+      if (x[0].site_reals() == 24)
+        by_site(std::integral_constant<int, 24>{});
+      else
+        by_site(std::integral_constant<int, 6>{});
+    });
+  } else {
+    dispatch_set(x[0], [&](auto s) {
+      using S = decltype(s);
+      const SetDotNormTerm<S> t{flat<S>(x, x, "cdot_norms_set"), flat<S>(y, x, "cdot_norms_set")};
+      launch_segmented_reduce_host<DotNormSum>(x[0].backend(), t, n, t.x.n_words, local.data());
+    });
+  }
   static_assert(sizeof(DotNormSum) == 4 * sizeof(double), "DotNormSum is four doubles");
   MPI_Allreduce(local.data(), global.data(), 4 * n, MPI_DOUBLE, MPI_SUM, x[0].lattice().comm());
   for (int k = 0; k < n; ++k) out[k] = {Cplx(global[4 * k], global[4 * k + 1]), global[4 * k + 2], global[4 * k + 3]};

@@ -56,14 +56,16 @@ void caxpy_multi(const Cplx* a, const ColorSpinorField* const* x, int n, ColorSp
 /// Fields per call of the set forms below.
 inline constexpr int set_max = 32;
 /// @brief Multi-right-hand-side form: for every field k of sets made by
-/// ColorSpinorField::make_set (one shape, single or double storage, at most set_max fields),
-/// z_k = a[k] x_k + b[k] y_k + c[k] z_k (no y term when y is null), in one pass over the sets;
-/// with norms non-null, norms[k] = |z_k|^2 summed over all ranks (one host synchronisation).
+/// ColorSpinorField::make_set (one shape, at most set_max fields), z_k = a[k] x_k + b[k] y_k +
+/// c[k] z_k (no y term when y is null), in one pass over the sets; with norms non-null,
+/// norms[k] = |z_k|^2 summed over all ranks (one host synchronisation). x and y share a
+/// precision; z may be stored more precisely (an accumulator). Half-precision sets and
+/// accumulators: Wilson or staggered fields only.
 void caxpbypcz_set(const Cplx* a, const std::vector<ColorSpinorField>& x, const Cplx* b,
                    const std::vector<ColorSpinorField>* y, const Cplx* c, std::vector<ColorSpinorField>& z,
                    double* norms = nullptr);
-/// @brief out[k] = <x_k, y_k>, |x_k|^2, |y_k|^2 for the fields of two sets (as caxpbypcz_set),
-/// summed over all ranks: one pass and one host synchronisation for the whole set.
+/// @brief out[k] = <x_k, y_k>, |x_k|^2, |y_k|^2 for the fields of two sets of one precision (as
+/// caxpbypcz_set), summed over all ranks: one pass and one host synchronisation for the whole set.
 void cdot_norms_set(const std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& y, DotNorms* out);
 
 /// Shifts one multishift_update kernel handles; more are done in several passes.
