@@ -124,6 +124,20 @@ struct DotNormSum {
   }
 };
 
+/// <u, v>, |u|^2 and |v|^2 of N reals (N / 2 complex numbers), summed in double.
+template <typename T, int N>
+LATKE_HOST_DEVICE LATKE_INLINE DotNormSum dot_norms(const T (&u)[N], const T (&v)[N]) {
+  DotNormSum s;
+  LATKE_UNROLL for (int k = 0; k < N; k += 2) {
+    const double xr = u[k], xi = u[k + 1], yr = v[k], yi = v[k + 1];
+    s.re += xr * yr + xi * yi;
+    s.im += xr * yi - xi * yr;
+    s.xx += xr * xr + xi * xi;
+    s.yy += yr * yr + yi * yi;
+  }
+  return s;
+}
+
 template <typename S, int NR>
 struct DotNormKernel {
   using T = compute_t<S>;
@@ -132,15 +146,7 @@ struct DotNormKernel {
     T u[NR], v[NR];
     x.load(u, i);
     y.load(v, i);
-    DotNormSum s;
-    for (int k = 0; k < NR; k += 2) {
-      const double xr = u[k], xi = u[k + 1], yr = v[k], yi = v[k + 1];
-      s.re += xr * yr + xi * yi;
-      s.im += xr * yi - xi * yr;
-      s.xx += xr * xr + xi * xi;
-      s.yy += yr * yr + yi * yi;
-    }
-    return s;
+    return dot_norms(u, v);
   }
 };
 
@@ -402,15 +408,7 @@ struct SetDotNormTerm {
   FlatSet<S> x, y;
   LATKE_HOST_DEVICE DotNormSum operator()(int k, int i) const {
     const Vector<S, V> u = x.word(k, i), v = y.word(k, i);
-    DotNormSum s;
-    LATKE_UNROLL for (int j = 0; j < V; j += 2) {
-      const double xr = u.v[j], xi = u.v[j + 1], yr = v.v[j], yi = v.v[j + 1];
-      s.re += xr * yr + xi * yi;
-      s.im += xr * yi - xi * yr;
-      s.xx += xr * xr + xi * xi;
-      s.yy += yr * yr + yi * yi;
-    }
-    return s;
+    return dot_norms(u.v, v.v);
   }
 };
 
@@ -470,15 +468,7 @@ struct SetSiteDotNormTerm {
     T u[NR], v[NR];
     x.at(k, blk).load(u, site);
     y.at(k, blk).load(v, site);
-    DotNormSum s;
-    LATKE_UNROLL for (int j = 0; j < NR; j += 2) {
-      const double xr = u[j], xi = u[j + 1], yr = v[j], yi = v[j + 1];
-      s.re += xr * yr + xi * yi;
-      s.im += xr * yi - xi * yr;
-      s.xx += xr * xr + xi * xi;
-      s.yy += yr * yr + yi * yi;
-    }
-    return s;
+    return dot_norms(u, v);
   }
 };
 
