@@ -268,17 +268,18 @@ int Multigrid::setup_batch(int l) const {
   long batch = std::min(param_.setup_batch, q.nvec);
   if (l == 0) {
     // The fine level's sets are large: per vector -M v and e (full fields in single), bhat and
-    // e_p (one parity in single; without even-odd none), bhat again in the set's precision
-    // where that is not single, BiCGstab's five fields and the operator's scratch field (one
-    // parity each in the set's precision, or full ones without even-odd). As many as half the
-    // free memory holds.
+    // e_p (one parity in single; without even-odd none), BiCGstab's five fields and the
+    // operator's scratch field (one parity each in the set's precision, or full ones without
+    // even-odd); where the set's precision is not single also bhat in it, and for the reliable
+    // updates b - A x and the single operator's scratch (one parity in single each). As many as
+    // half the free memory holds.
     const SpinorParam fp = A->field_param();
     const std::size_t vcb = A->lattice()->volume_cb(), reals = fp.nspin * fp.ncolor * 2;
     const std::size_t single = vcb * reals * 4;  // one parity in single
     const std::size_t own = vcb * (reals * real_bytes(fp.precision) + (fp.precision == Precision::half ? 4 : 0));
     const std::size_t parity = fp.subset == Subset::full ? 2 : 1;
-    const std::size_t per =
-        4 * single + (parity == 1 ? 2 * single : 0) + (fp.precision != Precision::single ? own : 0) + 6 * parity * own;
+    const std::size_t per = 4 * single + (parity == 1 ? 2 * single : 0) + 6 * parity * own +
+                            (fp.precision != Precision::single ? own + 2 * single : 0);
     batch = std::min<long>(batch, std::max<long>(1, static_cast<long>(free_memory(fp.backend) / 2 / per)));
   }
   return static_cast<int>(batch);
