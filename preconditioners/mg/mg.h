@@ -231,8 +231,9 @@ class Multigrid {
   };
   /// One inverse-iteration step for null vectors k0 .. k0 + count - 1 of level l (v += e with
   /// M e = -M v; the first pass fills v with random vectors first, from vector `restricted` on): one at a time (count
-  /// 1, by solve() with the sloppy operator low or, refining, the cycle) or together (bicgstab_set over the
-  /// apply_set of low where it applies sets, else of the level operator). Returns each vector's solver statistics.
+  /// 1, by solve() with the sloppy operator low or, refining, the cycle) or together (bicgstab_set over
+  /// set_operator(l)'s apply_set, with reliable updates by the level operator where that is in another precision).
+  /// Returns each vector's solver statistics.
   std::vector<SolverStats> solve_null_vectors(int l, int k0, int count, bool refine, const SolverParam& sp,
                                               LinearOperator* low, NullVectorFields& f, int restricted);
   void cycle(int l, ColorSpinorField& x, const ColorSpinorField& b);
