@@ -49,6 +49,16 @@ void require_alike(const ColorSpinorField& a, const ColorSpinorField& b, const c
           to_string(b.precision()), ")");
 }
 
+/// f(integral_constant<int, NR>) with NR the reals per site of a Wilson (24) or staggered (6)
+/// field, for the kernels that take only those.
+template <typename F>
+void dispatch_site_reals(const ColorSpinorField& x, F&& f) {
+  if (x.site_reals() == 24)
+    f(std::integral_constant<int, 24>{});
+  else
+    f(std::integral_constant<int, 6>{});
+}
+
 template <typename S, int NR>
 SiteArray<S, NR, 1> arr(const ColorSpinorField& f, int block, int n) {
   SiteArray<S, NR, 1> s;
@@ -259,10 +269,7 @@ void axpy_promote(Cplx a, const ColorSpinorField& x, Cplx b, const ColorSpinorFi
             launch(z.backend(), k, {n}, compute_stream(), false);
           }
         };
-        if (x.site_reals() == 24)
-          run(std::integral_constant<int, 24>{});
-        else
-          run(std::integral_constant<int, 6>{});
+        dispatch_site_reals(x, run);
       }
     });
   });
@@ -472,7 +479,7 @@ struct SetSiteDotNormTerm {
   }
 };
 
-/// Two sets' sizes and layout checked, as flat() does, for the site path (`like` may be in
+/// Two sets' sizes checked, and that `set` is laid out as make_set lays it out (`like` may be in
 /// another precision: an accumulator).
 void require_sets(const std::vector<ColorSpinorField>& set, const std::vector<ColorSpinorField>& like,
                   const char* what) {
@@ -481,8 +488,11 @@ void require_sets(const std::vector<ColorSpinorField>& set, const std::vector<Co
   require(is_set(set), what, ": the fields are not a set made by make_set");
 }
 
+/// `set` checked against `like` (require_sets) and seen site by site.
 template <typename S, int NR>
-SiteSet<S, NR> site_set(const std::vector<ColorSpinorField>& set) {
+SiteSet<S, NR> site_set(const std::vector<ColorSpinorField>& set, const std::vector<ColorSpinorField>& like,
+                        const char* what) {
+  require_sets(set, like, what);
   SiteSet<S, NR> f;
   f.data = static_cast<S*>(set[0].block_data(0));
   f.norm = set[0].block_norm(0);
@@ -504,13 +514,11 @@ bool site_path(const ColorSpinorField& x, const ColorSpinorField& z, const char*
 /// fields) and field 0 as a flat set.
 template <typename S>
 FlatSet<S> flat(const std::vector<ColorSpinorField>& set, const std::vector<ColorSpinorField>& like, const char* what) {
-  require(!set.empty() && set.size() == like.size() && set.size() <= static_cast<std::size_t>(set_max), what,
-          ": sets of ", set.size(), " and ", like.size(), " fields; expected equal sizes from 1 to ", set_max);
+  require_sets(set, like, what);
   const ColorSpinorField& f0 = set[0];
   const std::size_t field_bytes = f0.n_parity() * f0.block_bytes();
   require(field_bytes % 16 == 0, what, ": fields of ", field_bytes, " bytes; expected a multiple of 16");
   require_alike(f0, like[0], what);
-  require(is_set(set), what, ": the fields are not a set made by make_set");
   FlatSet<S> f;
   f.data = static_cast<S*>(f0.block_data(0));
   f.n_words = static_cast<int>(field_bytes / 16);
@@ -713,14 +721,10 @@ void caxpbypcz_set(const Cplx* a, const std::vector<ColorSpinorField>& x, const 
     else
       run(F{}, F{});
   };
+  require_sets(x, z, "caxpbypcz_set");  // before x[0] and z[0] are read
   if (site_path(x[0], z[0], "caxpbypcz_set")) {
-    require_sets(z, z, "caxpbypcz_set");
-    require_sets(x, z, "caxpbypcz_set");
     require_accumulator(x[0], z[0], "caxpbypcz_set");
-    if (y) {
-      require_sets(*y, z, "caxpbypcz_set");
-      require_alike((*y)[0], x[0], "caxpbypcz_set");
-    }
+    if (y) require_alike((*y)[0], x[0], "caxpbypcz_set");
     dispatch_precision(x[0].precision(), [&](auto sx) {
       dispatch_precision(z[0].precision(), [&](auto sz) {
         using SX = decltype(sx);
@@ -730,16 +734,13 @@ void caxpbypcz_set(const Cplx* a, const std::vector<ColorSpinorField>& x, const 
             constexpr int NR = decltype(nr)::value;
             variants([&](auto has_y, auto norm) {
               SetSiteAxpbyzTerm<SX, SZ, NR, decltype(has_y)::value, decltype(norm)::value> t;
-              t.x = site_set<SX, NR>(x);
-              if constexpr (decltype(has_y)::value) t.y = site_set<SX, NR>(*y);
-              t.z = site_set<SZ, NR>(z);
+              t.x = site_set<SX, NR>(x, z, "caxpbypcz_set");
+              if constexpr (decltype(has_y)::value) t.y = site_set<SX, NR>(*y, z, "caxpbypcz_set");
+              t.z = site_set<SZ, NR>(z, z, "caxpbypcz_set");
               go(t, z[0].n_parity() * z[0].lattice().volume_cb());
             });
           };
-          if (z[0].site_reals() == 24)
-            by_site(std::integral_constant<int, 24>{});
-          else
-            by_site(std::integral_constant<int, 6>{});
+          dispatch_site_reals(z[0], by_site);
         }
       });
     });
@@ -762,22 +763,19 @@ void cdot_norms_set(const std::vector<ColorSpinorField>& x, const std::vector<Co
   const int n = static_cast<int>(x.size());
   std::vector<DotNormSum> local(n);
   std::vector<double> global(4 * n);
+  require_sets(y, x, "cdot_norms_set");  // before x[0] and y[0] are read
   if (site_path(x[0], y[0], "cdot_norms_set")) {
-    require_sets(x, x, "cdot_norms_set");
-    require_sets(y, x, "cdot_norms_set");
     require_alike(x[0], y[0], "cdot_norms_set");
     dispatch_precision(x[0].precision(), [&](auto s) {
       using S = decltype(s);
       auto by_site = [&](auto nr) {
         constexpr int NR = decltype(nr)::value;
-        const SetSiteDotNormTerm<S, NR> t{site_set<S, NR>(x), site_set<S, NR>(y)};
+        const SetSiteDotNormTerm<S, NR> t{site_set<S, NR>(x, x, "cdot_norms_set"),
+                                          site_set<S, NR>(y, x, "cdot_norms_set")};
         launch_segmented_reduce_host<DotNormSum>(x[0].backend(), t, n, x[0].n_parity() * x[0].lattice().volume_cb(),
                                                  local.data());
       };
-      if (x[0].site_reals() == 24)
-        by_site(std::integral_constant<int, 24>{});
-      else
-        by_site(std::integral_constant<int, 6>{});
+      dispatch_site_reals(x[0], by_site);
     });
   } else {
     dispatch_set(x[0], [&](auto s) {

@@ -547,11 +547,14 @@ struct LightProblem {
     fill_gaussian(b, 8);
   }
   /// The hierarchy with parameters p on the single-precision operator and its even-odd form,
-  /// set up (progress receives the setup's lines).
+  /// set up (progress receives the setup's lines); fine_setup: the fine operator for a setup
+  /// in a lower precision.
   std::shared_ptr<Multigrid> hierarchy(const MultigridParam& p,
-                                       const std::function<void(const std::string&)>& progress = nullptr) {
+                                       const std::function<void(const std::string&)>& progress = nullptr,
+                                       std::shared_ptr<LinearOperator> fine_setup = nullptr) {
     auto mg = std::make_shared<Multigrid>(ps.full(), p, nullptr,
-                                          std::make_shared<WilsonCloverLinear>(ps.op, true, SchurType::symmetric, 0));
+                                          std::make_shared<WilsonCloverLinear>(ps.op, true, SchurType::symmetric, 0),
+                                          nullptr, std::move(fine_setup));
     mg->setup(progress);
     return mg;
   }
@@ -951,14 +954,14 @@ TEST_P(MgBackend, NullVectorsTogetherInHalf) {
     p.level[1].smoother_precision = Precision::half;
     p.setup_batch = c == 0 ? 1 : 32;
     int together[2] = {0, 0};
-    auto mg = std::make_shared<Multigrid>(
-        lp.ps.full(), p, nullptr, std::make_shared<WilsonCloverLinear>(lp.ps.op, true, SchurType::symmetric, 0),
-        nullptr, std::make_shared<WilsonCloverLinear>(ph.op, true, SchurType::symmetric, 0));
-    mg->setup([&](const std::string& line) {
-      for (int l = 0; l < 2; ++l)
-        together[l] += line.rfind("level " + std::to_string(l) + ":", 0) == 0 &&
-                       line.find("solved with 5 others, in half,") != std::string::npos;
-    });
+    auto mg = lp.hierarchy(
+        p,
+        [&](const std::string& line) {
+          for (int l = 0; l < 2; ++l)
+            together[l] += line.rfind("level " + std::to_string(l) + ":", 0) == 0 &&
+                           line.find("solved with 5 others, in half,") != std::string::npos;
+        },
+        std::make_shared<WilsonCloverLinear>(ph.op, true, SchurType::symmetric, 0));
     EXPECT_EQ(together[0], c == 0 ? 0 : 6) << "level 0's 6 null vectors";
     EXPECT_EQ(together[1], 0) << "level 1's sets in single";
     for (int l = 0; l < 2; ++l) EXPECT_EQ(mg->info(l).setup_batch, c == 0 ? 1 : 6);
