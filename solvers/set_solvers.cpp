@@ -42,25 +42,27 @@ std::vector<SolverStats> bicgstab_set(const SetOperator& A, std::vector<ColorSpi
             to_string(b[0].precision()));
   std::vector<ColorSpinorField> rp;  // b - A x in the precise operator's precision
   if (precise) rp = ColorSpinorField::make_set(x[0].lattice_ptr(), x[0].param(), n);
-  auto apply_to_x = [&](std::vector<ColorSpinorField>& out) {
-    if (!promote) return A(out, x);
-    for (int k = 0; k < n; ++k) t[k].copy_from(x[k]);
-    A(out, t);
-  };
-  // r = b - A x with the precise operator, rounded to r; r2 its norms (summed before rounding).
-  auto reliable_update = [&] {
-    (*precise)(rp, x);
-    blas::caxpbypcz_set(one.data(), *b_precise, nullptr, nullptr, minus.data(), rp, r2.data());
-    for (int k = 0; k < n; ++k) r[k].copy_from(rp[k]);
+  // r = b - A x, r2 its norms (summed before rounding to r): with the precise operator where
+  // there is one, else with A on x (rounded to b's precision through t if it is more precise).
+  auto true_residual = [&] {
+    if (precise) {
+      (*precise)(rp, x);
+      blas::caxpbypcz_set(one.data(), *b_precise, nullptr, nullptr, minus.data(), rp, r2.data());
+      for (int k = 0; k < n; ++k) r[k].copy_from(rp[k]);
+      return;
+    }
+    if (promote) {
+      for (int k = 0; k < n; ++k) t[k].copy_from(x[k]);
+      A(r, t);
+    } else {
+      A(r, x);
+    }
+    blas::caxpbypcz_set(one.data(), b, nullptr, nullptr, minus.data(), r, r2.data());
   };
   // r = b - A x, rhat = r.
-  if (precise) {
-    reliable_update();
-  } else {
-    apply_to_x(r);
-    blas::caxpbypcz_set(one.data(), b, nullptr, nullptr, minus.data(), r, r2.data());
-  }
-  blas::cdot_norms_set(precise ? *b_precise : b, precise ? *b_precise : b, dn.data());
+  true_residual();
+  const std::vector<ColorSpinorField>& bb = precise ? *b_precise : b;
+  blas::cdot_norms_set(bb, bb, dn.data());
   std::vector<bool> active(n);
   std::vector<double> maxr(n);  // |r| at the last reliable update
   for (int k = 0; k < n; ++k) {
@@ -118,7 +120,7 @@ std::vector<SolverStats> bicgstab_set(const SetOperator& A, std::vector<ColorSpi
       for (int k = 0; k < n; ++k)
         update = update || (active[k] && (std::sqrt(r2[k]) < p.delta * maxr[k] || r2[k] <= p.tol * p.tol * b2[k]));
       if (update) {
-        reliable_update();
+        true_residual();
         for (int k = 0; k < n; ++k) maxr[k] = std::sqrt(r2[k]);
       }
     }
@@ -129,12 +131,7 @@ std::vector<SolverStats> bicgstab_set(const SetOperator& A, std::vector<ColorSpi
     }
   }
   // The true residuals, in b's precision (or the precise operator's).
-  if (precise) {
-    reliable_update();
-  } else {
-    apply_to_x(r);
-    blas::caxpbypcz_set(one.data(), b, nullptr, nullptr, minus.data(), r, r2.data());
-  }
+  true_residual();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (int k = 0; k < n; ++k) {
     st[k].true_residual = b2[k] > 0 ? std::sqrt(r2[k] / b2[k]) : 0;
