@@ -735,13 +735,21 @@ int bench_mg() {
       std::vector<ColorSpinorField> in = ColorSpinorField::make_set(D.lattice(), sp, set_count),
                                     out = ColorSpinorField::make_set(D.lattice(), sp, set_count);
       for (int k = 0; k < set_count; ++k) fill_gaussian(in[k], 10 + k);
-      ms = time_per_call(run.backend, 3, [&] { D.apply_set(out, in); });
-      ms = time_per_call(run.backend, calls(ms), [&] { D.apply_set(out, in); });
-      const bool eo = D.even_odd();
-      char what[64];
-      std::snprintf(what, sizeof what, "%s x %d", eo ? "even-odd set" : "operator set", set_count);
-      report(l, what, ms, set_count * D.flops(eo), sites * ((eo ? 8 : 9) * block + set_count * 2 * n * 8));
-      if (root) std::printf("%-5d %-22s %10.1f us per field\n", l, "", ms * 1e3 / set_count);
+      // Each arithmetic the operator takes (CoarseOperator::set_math): FP32, then tensor cores.
+      const mg::SetMath chosen = D.set_math();
+      for (mg::SetMath m : {mg::SetMath::fp32, mg::SetMath::tf32x3}) {
+        D.set_math(m);
+        if (D.set_math() != m) continue;
+        ms = time_per_call(run.backend, 3, [&] { D.apply_set(out, in); });
+        ms = time_per_call(run.backend, calls(ms), [&] { D.apply_set(out, in); });
+        const bool eo = D.even_odd();
+        char what[64];
+        std::snprintf(what, sizeof what, "%s x %d, %s", eo ? "even-odd set" : "operator set", set_count,
+                      mg::to_string(m));
+        report(l, what, ms, set_count * D.flops(eo), sites * ((eo ? 8 : 9) * block + set_count * 2 * n * 8));
+        if (root) std::printf("%-5d %-22s %10.1f us per field\n", l, "", ms * 1e3 / set_count);
+      }
+      D.set_math(chosen);
     }
   }
   return 0;

@@ -14,6 +14,7 @@
 #include "latke/core/indexing.h"
 #include "latke/core/launch.h"
 #include "latke/core/log.h"
+#include "latke/core/mma.h"
 #include "preconditioners/mg/probe_classes.h"
 
 namespace latke::mg {
@@ -206,6 +207,28 @@ struct SplitCombineKernel {
   }
 };
 
+/// The 8 hops of site x (output parity `parity`) of a set stencil: f(d, g, y) with g the
+/// neighbour's first field in the received face (site_reals = count x 2N reals per face site)
+/// where hop d crosses a split dimension, else g null and y the neighbour's checkerboard index.
+template <typename SV, typename F>
+LATKE_HOST_DEVICE LATKE_INLINE void for_each_set_hop(const FaceGeometry& faces, const SV* const (&ghost)[4][2], int x,
+                                                     int parity, long site_reals, F&& f) {
+  int cc[4];
+  faces.geom.coords(x, parity, cc);
+  const int* L = faces.geom.L;
+  for (int d = 0; d < 8; ++d) {
+    const int mu = d >> 1, back = d & 1;
+    const bool edge = back ? cc[mu] == 0 : cc[mu] == L[mu] - 1;
+    if (((faces.comm_mask >> mu) & 1) && edge) {
+      f(d, ghost[mu][back ? 0 : 1] + static_cast<long>(face_position(faces.geom, mu, cc)) * site_reals, 0);
+    } else {
+      int y[4] = {cc[0], cc[1], cc[2], cc[3]};
+      y[mu] = back ? (cc[mu] == 0 ? L[mu] - 1 : cc[mu] - 1) : (cc[mu] == L[mu] - 1 ? 0 : cc[mu] + 1);
+      f(d, static_cast<const SV*>(nullptr), faces.geom.full_index(y) >> 1);
+    }
+  }
+}
+
 /// The stencil over a set of fields (CoarseOperator::apply_set): out_k(x) = a sum_{d<8}
 /// L_d(x) in_q,k(x + hop_d) + L_8(x) in_p,k(x) + c z_k(x) for the fields k of a set, in one
 /// pass. One thread per (site, R consecutive rows, KT consecutive fields; KT = 1 or 2) loops over the nine
@@ -290,22 +313,13 @@ struct SetStencilKernel {
     const int kn = count - k0 < KT ? count - k0 : KT;
     Complex<T> acc[KT][R];
     if (hop) {
-      int cc[4];
-      faces.geom.coords(x, parity, cc);
-      const int* L = faces.geom.L;
-      for (int d = 0; d < 8; ++d) {
-        const int mu = d >> 1, back = d & 1;
+      for_each_set_hop(faces, ghost, x, parity, static_cast<long>(count) * 2 * n, [&](int d, const SV* g, int y) {
         const long blk = links.block(parity, x, d);
-        const bool edge = back ? cc[mu] == 0 : cc[mu] == L[mu] - 1;
-        if (((faces.comm_mask >> mu) & 1) && edge) {
-          const SV* g = ghost[mu][back ? 0 : 1] + static_cast<long>(face_position(faces.geom, mu, cc)) * count * 2 * n;
+        if (g)
           block(blk, row0, k0, kn, GhostInput{g, 2 * n}, acc);
-        } else {
-          int y[4] = {cc[0], cc[1], cc[2], cc[3]};
-          y[mu] = back ? (cc[mu] == 0 ? L[mu] - 1 : cc[mu] - 1) : (cc[mu] == L[mu] - 1 ? 0 : cc[mu] + 1);
-          block(blk, row0, k0, kn, FieldInput{in_q, stride, faces.geom.full_index(y) >> 1}, acc);
-        }
-      }
+        else
+          block(blk, row0, k0, kn, FieldInput{in_q, stride, y}, acc);
+      });
       LATKE_UNROLL for (int j = 0; j < KT; ++j) LATKE_UNROLL for (int r = 0; r < R; ++r) acc[j][r] = acc[j][r] * a;
     }
     if (site) block(links.block(parity, x, 8), row0, k0, kn, FieldInput{in_p, stride, x}, acc);
@@ -327,6 +341,153 @@ struct SetStencilKernel {
     }
   }
 };
+
+/// SetStencilKernel's sums on tensor cores (single blocks and vectors, N = 16, 32, 48 or 64):
+/// a block times the set is a complex (N x N) by (N x count) product, done as TF32 m16n8k8
+/// products (latke/core/mma.h), re = Lr Xr - Li Xi and im = Lr Xi + Li Xr, by one warp per
+/// (site, 16 rows, 32 fields). Each real product is three TF32 products of split operands,
+/// which keep nearly FP32's accuracy: with one (10 bits) the setup's BiCGstab stalled near
+/// 10^-3 and the hierarchy lost (notes/multigrid.md). The warp reads its rows of each block
+/// once for its 32 fields, as SetStencilKernel's threads do through the cache, but multiplies
+/// on tensor cores, where SetStencilKernel is bound by its FP32 issue. The fields of a warp's
+/// last tile past `count` read zeros and write nothing.
+template <int N>
+struct MmaSetStencilKernel {
+  static constexpr int tiles = 4;  ///< 8-field tiles per warp
+  using F4 = Vector<float, 4>;
+  BlockView<float> links;
+  RealArray<float> in_q, in_p, z, out;  ///< field 0 of each set, at the block of its parity
+  long stride;
+  const float* ghost[4][2];
+  FaceGeometry faces;
+  int parity, count, chunks;  ///< chunks: warps per (site, 16 rows), 32 fields each
+  bool hop, site, xpay;
+  float a, c;
+
+  /// Columns 2t and 2t + 1 of a field at a site: one 16-byte word of 4 reals.
+  struct GhostInput {
+    const float* g;  ///< the face site's first field
+    LATKE_HOST_DEVICE LATKE_INLINE F4 operator()(int f, int col) const {
+      return *reinterpret_cast<const F4*>(g + static_cast<long>(f) * 2 * N + 2 * col);
+    }
+  };
+  struct FieldInput {
+    RealArray<float> a;
+    long stride;
+    int x;
+    LATKE_HOST_DEVICE LATKE_INLINE F4 operator()(int f, int col) const {
+      return *reinterpret_cast<const F4*>(a.data + f * stride + a.offset(2 * col, x));
+    }
+  };
+
+  LATKE_HOST_DEVICE void operator()(int idx, int) const {
+    constexpr int L = LATKE_WARP_LANES, m_tiles = N / 16;
+    if (L > 1 && (idx & 31)) return;  // the host does a warp's 32 lanes in its first lane's call
+    const int task = idx >> 5;
+    const int chunk = task % chunks, m0 = 16 * ((task / chunks) % m_tiles), x = task / (chunks * m_tiles);
+    const int f0 = 32 * chunk, nt = (count - f0 + 7) / 8 < tiles ? (count - f0 + 7) / 8 : tiles;
+    mma::FragC<L> re[tiles], im[tiles];
+    LATKE_UNROLL for (int j = 0; j < tiles; ++j) for (int l = 0; l < L; ++l) LATKE_UNROLL for (int r = 0; r < 4; ++r) {
+      re[j].v[l][r] = 0;
+      im[j].v[l][r] = 0;
+    }
+    // re, im += L_blk in over the warp's rows and fields. The product's k index runs over the
+    // columns k0 .. k0 + 7 in the order k0, k0 + 2, .., k0 + 6, k0 + 1, k0 + 3, .., k0 + 7, so
+    // that the two of a lane's B fragment (k = t, t + 4) are one word of its field; its rows
+    // g and g + 8 are the block's rows m0 + 2g and m0 + 2g + 1, so that a lane's A fragment is
+    // two words of the block (column-major) and its C fragment two words of the output.
+    auto product = [&](long blk, const auto& in) {
+      const float* base = links.data + 2 * blk * N * N;
+#ifdef __CUDA_ARCH__
+#pragma unroll 1  // unrolled, the columns' loads cost registers and 10% (notes/multigrid.md)
+#endif
+      for (int k0 = 0; k0 < N; k0 += 8) {
+        mma::FragA<L> ar, ai, ar_lo, ai_lo;
+        for (int l = 0; l < L; ++l) {
+          const int lane = mma::lane_of(l, idx), g = lane >> 2, t = lane & 3;
+          LATKE_UNROLL for (int h = 0; h < 2; ++h) {  // a[2h], a[2h + 1]: rows m0 + 2g, m0 + 2g + 1 of one column
+            const F4 w = *reinterpret_cast<const F4*>(base + 2 * ((k0 + 2 * t + h) * N + m0 + 2 * g));
+            LATKE_UNROLL for (int i = 0; i < 2; ++i) {
+              mma::split(w.v[2 * i], ar.v[l][2 * h + i], ar_lo.v[l][2 * h + i]);
+              mma::split(w.v[2 * i + 1], ai.v[l][2 * h + i], ai_lo.v[l][2 * h + i]);
+            }
+          }
+        }
+        LATKE_UNROLL for (int j = 0; j < tiles; ++j) {
+          if (j >= nt) break;
+          mma::FragB<L> xr, xi, nxi, xr_lo, xi_lo, nxi_lo;
+          for (int l = 0; l < L; ++l) {
+            const int lane = mma::lane_of(l, idx), g = lane >> 2, t = lane & 3, f = f0 + 8 * j + g;
+            const F4 w = f < count ? in(f, k0 + 2 * t) : F4{{0.f, 0.f, 0.f, 0.f}};
+            LATKE_UNROLL for (int r = 0; r < 2; ++r) {
+              mma::split(w.v[2 * r], xr.v[l][r], xr_lo.v[l][r]);
+              mma::split(w.v[2 * r + 1], xi.v[l][r], xi_lo.v[l][r]);
+              nxi.v[l][r] = -xi.v[l][r];
+              nxi_lo.v[l][r] = -xi_lo.v[l][r];
+            }
+          }
+          mma::mma3(re[j], ar, ar_lo, xr, xr_lo);
+          mma::mma3(re[j], ai, ai_lo, nxi, nxi_lo);
+          mma::mma3(im[j], ar, ar_lo, xi, xi_lo);
+          mma::mma3(im[j], ai, ai_lo, xr, xr_lo);
+        }
+      }
+    };
+    if (hop) {
+      for_each_set_hop(faces, ghost, x, parity, static_cast<long>(count) * 2 * N, [&](int d, const float* g, int y) {
+        const long blk = links.block(parity, x, d);
+        if (g)
+          product(blk, GhostInput{g});
+        else
+          product(blk, FieldInput{in_q, stride, y});
+      });
+      LATKE_UNROLL for (int j = 0; j < tiles; ++j) for (int l = 0; l < L; ++l)
+          LATKE_UNROLL for (int r = 0; r < 4; ++r) {
+        re[j].v[l][r] *= a;
+        im[j].v[l][r] *= a;
+      }
+    }
+    if (site) product(links.block(parity, x, 8), FieldInput{in_p, stride, x});
+    LATKE_UNROLL for (int j = 0; j < tiles; ++j) {
+      if (j >= nt) break;
+      for (int l = 0; l < L; ++l) {
+        const int lane = mma::lane_of(l, idx), g = lane >> 2, t = lane & 3, row = m0 + 2 * g;
+        LATKE_UNROLL for (int e = 0; e < 2; ++e) {  // c[e] (row m0 + 2g) and c[e + 2] (m0 + 2g + 1): one word
+          const int f = f0 + 8 * j + 2 * t + e;
+          if (f >= count) continue;
+          F4 v{{re[j].v[l][e], im[j].v[l][e], re[j].v[l][e + 2], im[j].v[l][e + 2]}};
+          if (xpay) {
+            const F4 w = *reinterpret_cast<const F4*>(z.data + f * stride + z.offset(2 * row, x));
+            LATKE_UNROLL for (int i = 0; i < 4; ++i) v.v[i] += c * w.v[i];
+          }
+          *reinterpret_cast<F4*>(out.data + f * stride + out.offset(2 * row, x)) = v;
+        }
+      }
+    }
+  }
+};
+
+/// f(std::integral_constant<int, N>) for the N that MmaSetStencilKernel is built for; false
+/// for any other.
+template <typename F>
+bool dispatch_mma_n(int n, F&& f) {
+  switch (n) {
+    case 16:
+      f(std::integral_constant<int, 16>{});
+      return true;
+    case 32:
+      f(std::integral_constant<int, 32>{});
+      return true;
+    case 48:
+      f(std::integral_constant<int, 48>{});
+      return true;
+    case 64:
+      f(std::integral_constant<int, 64>{});
+      return true;
+    default:
+      return false;
+  }
+}
 
 /// Copies the face sites of the input parity into the send buffers, whole sites of each of
 /// `count` fields (field k `stride` reals after field 0): [face site][k][2n reals].
@@ -518,8 +679,40 @@ void dispatch_vector(Precision p, F&& f) {
 
 }  // namespace
 
+SetMath parse_set_math(const std::string& name, const std::string& what) {
+  for (SetMath m : {SetMath::automatic, SetMath::fp32, SetMath::tf32x3})
+    if (name == to_string(m)) return m;
+  fail(what, " '", name, "': expected automatic, fp32 or tf32x3");
+}
+
+const char* to_string(SetMath m) {
+  switch (m) {
+    case SetMath::automatic:
+      return "automatic";
+    case SetMath::fp32:
+      return "fp32";
+    case SetMath::tf32x3:
+      return "tf32x3";
+  }
+  return "?";
+}
+
+void CoarseOperator::set_math(SetMath m) {
+  const bool mma = precision_ == Precision::single && dispatch_mma_n(n(), [](auto) {});
+  // automatic: tensor cores where a set of 32 gives the device at least 1024 warps (levels 1
+  // and 2 of 32^3x64 gain, 12288 and 1024 warps; level 3, 64, loses: notes/multigrid.md).
+  const bool busy = static_cast<long>(lattice_->volume_cb()) * (n() / 16) >= 1024;
+  if (!mma)
+    set_math_ = SetMath::fp32;
+  else if (m == SetMath::automatic)
+    set_math_ = backend_ == Backend::cuda && busy ? SetMath::tf32x3 : SetMath::fp32;
+  else
+    set_math_ = m;
+}
+
 CoarseOperator::CoarseOperator(std::shared_ptr<const Lattice> lattice, int nvec, Precision precision, Backend backend)
     : lattice_(std::move(lattice)), nvec_(nvec), precision_(precision), backend_(backend) {
+  set_math(SetMath::automatic);
   require(nvec >= 1, "coarse operator with ", nvec, " colors per chirality: expected at least 1");
   assembly_precision_ = precision == Precision::double_ ? Precision::double_ : Precision::single;
   const std::size_t bytes =
@@ -531,6 +724,7 @@ CoarseOperator::CoarseOperator(std::shared_ptr<const Lattice> lattice, int nvec,
 CoarseOperator::CoarseOperator(std::shared_ptr<const Lattice> lattice, int nvec, Precision precision, Backend backend,
                                Unassembled)
     : lattice_(std::move(lattice)), nvec_(nvec), precision_(precision), backend_(backend) {
+  set_math(SetMath::automatic);
   assembly_precision_ = precision == Precision::double_ ? Precision::double_ : Precision::single;
 }
 
@@ -754,7 +948,35 @@ void run_stencil(const Lattice& lat, Backend be, HaloExchange* halo, BlockView<S
 template <typename SL, typename SV>
 void run_set_stencil(const Lattice& lat, Backend be, HaloExchange* halo, BlockView<SL> links, const RealArray<SV>& out,
                      const RealArray<SV>* in_q, const RealArray<SV>* in_p, const RealArray<SV>* z, long stride,
-                     int count, int parity, int n, double a, double c) {
+                     int count, int parity, int n, double a, double c, SetMath math) {
+  // The arguments both kernels take; then the launch, after the exchange of in_q's faces.
+  auto run = [&](auto k, int threads) {
+    k.links = links;
+    k.out = out;
+    if (in_q) k.in_q = *in_q;
+    if (in_p) k.in_p = *in_p;
+    if (z) k.z = *z;
+    k.stride = stride;
+    k.faces = face_geometry(lat);
+    k.parity = parity;
+    k.count = count;
+    k.hop = in_q != nullptr;
+    k.site = in_p != nullptr;
+    k.xpay = z != nullptr;
+    k.a = static_cast<decltype(k.a)>(a);
+    k.c = static_cast<decltype(k.c)>(c);
+    const bool exchange = begin_exchange(lat, be, halo, k.faces, in_q, stride, count, parity, n, k.ghost);
+    launch(be, k, {threads}, compute_stream(), false);
+    if (exchange) halo->end();
+  };
+  if constexpr (std::is_same_v<SL, float> && std::is_same_v<SV, float>) {
+    if (math == SetMath::tf32x3 && dispatch_mma_n(n, [&](auto nc) {
+          MmaSetStencilKernel<decltype(nc)::value> k;
+          k.chunks = (count + 31) / 32;
+          run(k, lat.volume_cb() * (n / 16) * k.chunks * 32);
+        }))
+      return;
+  }
   // Fields per thread: 2 where that still leaves about two threads per resident slot of an
   // H200 (level 1 of 32^3x64: 88 us per field against 98 with 1 and 101 with 4), else 1 (the
   // small levels: 11 us per field on level 2 against 14 with 2 and 22 with 4).
@@ -765,24 +987,8 @@ void run_set_stencil(const Lattice& lat, Backend be, HaloExchange* halo, BlockVi
     dispatch_rows(n, [&](auto rows) {
       constexpr int R = decltype(rows)::value;
       SetStencilKernel<SL, SV, R, KT> k;
-      k.links = links;
-      k.out = out;
-      if (in_q) k.in_q = *in_q;
-      if (in_p) k.in_p = *in_p;
-      if (z) k.z = *z;
-      k.stride = stride;
-      k.faces = face_geometry(lat);
-      k.parity = parity;
       k.n = n;
-      k.count = count;
-      k.hop = in_q != nullptr;
-      k.site = in_p != nullptr;
-      k.xpay = z != nullptr;
-      k.a = static_cast<typename decltype(k)::T>(a);
-      k.c = static_cast<typename decltype(k)::T>(c);
-      const bool exchange = begin_exchange(lat, be, halo, k.faces, in_q, stride, count, parity, n, k.ghost);
-      launch(be, k, {lat.volume_cb() * ((count + KT - 1) / KT) * (n / R)}, compute_stream(), false);
-      if (exchange) halo->end();
+      run(k, lat.volume_cb() * ((count + KT - 1) / KT) * (n / R));
     });
   };
   if (two)
@@ -897,7 +1103,7 @@ void CoarseOperator::apply_set(std::vector<ColorSpinorField>& out, const std::ve
       for (int p = 0; p < 2; ++p) {
         const RealArray<float> q = real_array<float>(in[0], 1 - p), s = real_array<float>(in[0], p);
         run_set_stencil<SL, float>(*lattice_, backend_, halo, lv, real_array<float>(out[0], p), &q, &s, nullptr, stride,
-                                   count, p, n(), 1.0, 0.0);
+                                   count, p, n(), 1.0, 0.0, set_math_);
       }
       return;
     }
@@ -908,10 +1114,10 @@ void CoarseOperator::apply_set(std::vector<ColorSpinorField>& out, const std::ve
       set_scratch_ = ColorSpinorField::make_set(lattice_, field_param(Precision::single, sq), count);
     const BlockView<SL> hv = view<SL>(hat_.data, hat_.scale, n(), lattice_->volume_cb());
     const RealArray<float> ip = real_array<float>(in[0], 0), t = real_array<float>(set_scratch_[0], 0);
-    run_set_stencil<SL, float>(*lattice_, backend_, halo, hv, t, &ip, nullptr, nullptr, stride, count, q, n(), 1.0,
-                               0.0);
+    run_set_stencil<SL, float>(*lattice_, backend_, halo, hv, t, &ip, nullptr, nullptr, stride, count, q, n(), 1.0, 0.0,
+                               set_math_);
     run_set_stencil<SL, float>(*lattice_, backend_, halo, hv, real_array<float>(out[0], 0), &t, nullptr, &ip, stride,
-                               count, p, n(), -1.0, 1.0);
+                               count, p, n(), -1.0, 1.0, set_math_);
   });
 }
 

@@ -456,6 +456,7 @@ void Multigrid::build_level(int l, const std::function<void(const std::string&)>
     const LogScope log(LogEvent::mg_galerkin, 0, true);
     C.coarse = galerkin(*L.op, *L.transfer, q.coarse_precision, even_odd);
   }
+  C.coarse->set_math(param_.setup_set_math);
   const double t_galerkin = seconds_since(tg);  // finalize synchronized
   C.op = std::make_shared<CoarseLinear>(C.coarse, false, 0, Precision::single);
   C.schur.reset();

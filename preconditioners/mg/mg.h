@@ -117,6 +117,9 @@ struct MultigridParam {
   /// the solve by -14% to +13% with kappa (+13% at 0.1351; 32^3x64, H200; notes/multigrid.md).
   bool setup_restrict = false;
   std::uint64_t seed = 1;       ///< of the random starting vectors
+  /// How coarse levels' sets multiply (CoarseOperator::set_math): by default on tensor cores
+  /// (tf32x3) on CUDA where the level is large enough, such as level 1 of 32^3x64.
+  SetMath setup_set_math = SetMath::automatic;
 };
 
 /// @brief Check the parameters against the fine lattice: level count, aggregates dividing

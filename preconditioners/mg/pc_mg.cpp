@@ -77,7 +77,8 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
   MultigridParam& p = o.param;
   long levels = 0, refine = 0, batch = p.setup_batch, coarse_max = p.coarse_max_it, coarse_restart = p.coarse_restart,
        seed = 1;
-  std::string block, nvec, precision, transfer, setup_its, setup_restrict_its, setup_solver, setup_prec, cycle;
+  std::string block, nvec, precision, transfer, setup_its, setup_restrict_its, setup_solver, setup_prec, cycle,
+      set_math;
   double setup_tol = 1e-6;
   bool setup_eo = p.setup_even_odd, setup_restrict = p.setup_restrict;
   read_options(comm, prefix, "Latke multigrid preconditioner options", [&](OptionGroup& g) {
@@ -112,6 +113,10 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
     refine = g.integer("-pc_latke_mg_setup_refine", 0, "Refinement passes: rerun the setup with the current hierarchy");
     batch = g.integer("-pc_latke_mg_setup_batch", batch,
                       "Null vectors solved together by one BiCGstab over the set (1: one at a time)");
+    set_math = g.string("-pc_latke_mg_setup_mma", "automatic",
+                        "Coarse levels' null vectors solved together multiply on tensor cores (tf32x3: split "
+                        "operands, nearly FP32's accuracy) or on the CUDA cores (fp32); automatic: tf32x3 on CUDA "
+                        "where the level is large enough");
     cycle = g.string("-pc_latke_mg_cycle", "kcycle", "kcycle (GCR on intermediate levels) or vcycle");
     seed = g.integer("-pc_latke_mg_seed", 1, "Seed of the random starting vectors");
     o.verify = g.flag("-pc_latke_mg_verify", false, "Check (1 - P P^dag) v = 0, R P = 1 and D_c = R M P after setup");
@@ -138,6 +143,7 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
   require(!precs.empty(), pre, "pc_latke_mg_precision '", precision,
           "': expected double, single or half per coarse level");
   const SolverType ss = parse_solver_type(setup_solver);
+  p.setup_set_math = parse_set_math(set_math, pre + "pc_latke_mg_setup_mma");
   p.level.assign(nt, LevelParam{});
   for (int l = 0; l < nt; ++l) {
     LevelParam& q = p.level[l];
@@ -382,9 +388,11 @@ PetscErrorCode view(MGContext& c, PetscViewer viewer) {
       const mg::LevelParam& q = p.level[l];
       // Null vectors solved together run in the level's own precision (the fine level: single).
       std::string how = to_string(q.setup_precision);
-      if (i.setup_batch > 1)
+      if (i.setup_batch > 1) {
         how = std::string(to_string(l == 0 ? Precision::single : p.level[l - 1].coarse_precision)) + ", " +
               std::to_string(i.setup_batch) + " at once";
+        if (l > 0) how += std::string(", products ") + to_string(mg.coarse_operator(l).set_math());
+      }
       const std::string from = i.setup_restricted > 0 ? ", " + std::to_string(i.setup_restricted) + " from level " +
                                                             std::to_string(l - 1) + "'s, restricted, " +
                                                             std::to_string(q.setup_restrict_iterations) + " iterations"

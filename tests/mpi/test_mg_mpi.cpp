@@ -137,6 +137,42 @@ TEST(MgMpi, CoarseOperatorAndTransfersEqualOneRank) {
                                                      << k << ", grid " << grid[0] << grid[1] << grid[2] << grid[3];
       EXPECT_GT(coarse_diff(op_[0], iw[0]), 1e-3) << "the operator on a set changed nothing";
     }
+    // The set on tensor cores (SetMath::tf32x3, forced on this small lattice) reads the faces
+    // from the halo as the FP32 set does: single blocks, N = 16, 11 fields; against the whole
+    // lattice's FP32 set.
+    {
+      Transfer tw8(s.whole, fp, {2, 2, 2, 2}, 8, 1, Precision::double_),
+          tp8(s.part, fp, {2, 2, 2, 2}, 8, 1, Precision::double_);
+      for (int k = 0; k < 8; ++k) {
+        fill_gaussian(tw8.vectors()[k], 80 + k);
+        fill_gaussian(tp8.vectors()[k], 80 + k);
+      }
+      tw8.orthonormalize();
+      tp8.orthonormalize();
+      auto dw8 = galerkin(*s.full(false), tw8, Precision::single, true);
+      auto dp8 = galerkin(*s.full(true), tp8, Precision::single, true);
+      dw8->set_math(SetMath::fp32);
+      dp8->set_math(SetMath::tf32x3);
+      for (bool full : {true, false}) {
+        const Subset sub = full ? Subset::full : Subset::odd;
+        const int count = 11;
+        auto make = [&](const Transfer& t, CoarseOperator& d) {
+          return ColorSpinorField::make_set(t.coarse_lattice(), d.field_param(Precision::single, sub), count);
+        };
+        std::vector<ColorSpinorField> iw = make(tw8, *dw8), ow_ = make(tw8, *dw8), ip = make(tp8, *dp8),
+                                      op_ = make(tp8, *dp8);
+        for (int k = 0; k < count; ++k) {
+          fill_gaussian(iw[k], 70 + k);
+          fill_gaussian(ip[k], 70 + k);
+        }
+        dw8->apply_set(ow_, iw);
+        dp8->apply_set(op_, ip);
+        for (int k = 0; k < count; ++k)
+          EXPECT_LT(coarse_diff(op_[k], ow_[k]), 1e-6) << (full ? "full" : "even-odd") << " set on tensor cores, field "
+                                                       << k << ", grid " << grid[0] << grid[1] << grid[2] << grid[3];
+        EXPECT_GT(coarse_diff(op_[0], iw[0]), 1e-3) << "the set on tensor cores changed nothing";
+      }
+    }
     // The split stencil a coarse level's Galerkin product is built from (galerkin.h), whose
     // hops cross ranks like the operator's.
     {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "latke/core/error.h"
+#include "latke/core/mma.h"
 #include "latke/fields/blas.h"
 #include "latke/fields/random.h"
 #include "preconditioners/mg/dense_inverse.h"
@@ -399,6 +400,62 @@ TEST_P(MgBackend, CoarseOperatorOnASet) {
   std::vector<ColorSpinorField> dset = ColorSpinorField::make_set(T.coarse_lattice(), dp, 2);
   expect_error([&] { dc->apply_set(dset, dset); }, "double fields; expected single precision",
                "apply_set on double fields");
+}
+
+// The set stencil on tensor cores (SetMath tf32x3; on the CPU the kernel's lane-by-lane
+// emulation) equals the FP32 one: full and even-odd, N = 16, 13 fields (a last tile of 5) and
+// 40 (a second warp's 32-field chunk). It keeps single's accuracy; the TF32 product alone (the
+// split's hi parts, mma::to_tf32 on the inputs) is several times less accurate, so the test
+// sees the split. Half blocks, N = 8 and a small lattice (automatic) take fp32.
+TEST_P(MgBackend, SetStencilOnTensorCores) {
+  Problem pr(GetParam(), Precision::double_, {4, 4, 8, 8});
+  Transfer T(pr.lat, SpinorParam{4, 3, Precision::double_, Subset::full, pr.backend}, {2, 2, 2, 2}, 8, 1,
+             Precision::double_);
+  random_basis(T, 41);
+  auto dc = galerkin(*pr.full(), T, Precision::single, true);
+  EXPECT_EQ(dc->set_math(), mg::SetMath::fp32) << "automatic on a lattice of 32 sites per parity";
+  for (int count : {13, 40}) {
+    for (bool full : {true, false}) {
+      SCOPED_TRACE(std::to_string(count) + (full ? " fields, full operator" : " fields, even-odd operator"));
+      const SpinorParam fp = dc->field_param(Precision::single, full ? Subset::full : Subset::odd);
+      auto make = [&] { return ColorSpinorField::make_set(T.coarse_lattice(), fp, count); };
+      std::vector<ColorSpinorField> in = make(), want = make(), got = make(), rounded = make(), coarse = make();
+      for (int k = 0; k < count; ++k) fill_gaussian(in[k], 90 + k);
+      dc->set_math(mg::SetMath::fp32);
+      dc->apply_set(want, in);
+      dc->set_math(mg::SetMath::tf32x3);
+      ASSERT_EQ(dc->set_math(), mg::SetMath::tf32x3);
+      dc->apply_set(got, in);
+      // The inputs rounded to TF32: the split's hi parts, which one TF32 product would use.
+      for (int k = 0; k < count; ++k) {
+        std::vector<Complex<double>> h;
+        in[k].to_lexicographic(h);
+        for (auto& z : h)
+          z = Complex<double>(mma::to_tf32(static_cast<float>(z.re)), mma::to_tf32(static_cast<float>(z.im)));
+        rounded[k].from_lexicographic(h);
+      }
+      dc->set_math(mg::SetMath::fp32);
+      dc->apply_set(coarse, rounded);
+      for (int k = 0; k < count; ++k) {
+        const double d = rel_diff(want[k], got[k]), d1 = rel_diff(want[k], coarse[k]);
+        EXPECT_LT(d, 1e-6) << "field " << k;
+        EXPECT_LT(5 * d, d1) << "field " << k << ": no more accurate than TF32 inputs";
+        EXPECT_GT(rel_diff(want[k], in[k]), 1e-3) << "field " << k << ": the operator left it as it was";
+      }
+    }
+  }
+  auto dh = galerkin(*pr.full(), T, Precision::half, true);
+  dh->set_math(mg::SetMath::tf32x3);
+  EXPECT_EQ(dh->set_math(), mg::SetMath::fp32) << "half blocks";
+  Transfer T4(pr.lat, SpinorParam{4, 3, Precision::double_, Subset::full, pr.backend}, {2, 2, 2, 2}, 4, 1,
+              Precision::double_);
+  random_basis(T4, 42);
+  auto d4 = galerkin(*pr.full(), T4, Precision::single, true);
+  d4->set_math(mg::SetMath::tf32x3);
+  EXPECT_EQ(d4->set_math(), mg::SetMath::fp32) << "N = 8";
+  EXPECT_EQ(mg::parse_set_math("tf32x3"), mg::SetMath::tf32x3);
+  expect_error([] { mg::parse_set_math("tf32"); }, "set arithmetic 'tf32': expected automatic, fp32 or tf32x3",
+               "an unknown set arithmetic");
 }
 
 // The Galerkin product from the operator's split stencil (2 Nvec applications) equals the one
