@@ -342,7 +342,7 @@ struct SetStencilKernel {
   }
 };
 
-/// SetStencilKernel's sums on tensor cores (single blocks and vectors, N = 16, 32, 48 or 64):
+/// SetStencilKernel's sums on tensor cores (single blocks and vectors, N a multiple of 16):
 /// a block times the set is a complex (N x N) by (N x count) product, done as TF32 m16n8k8
 /// products (latke/core/mma.h), re = Lr Xr - Li Xi and im = Lr Xi + Li Xr, by one warp per
 /// (site, 16 rows, 32 fields). Each real product is three TF32 products of split operands,
@@ -351,7 +351,6 @@ struct SetStencilKernel {
 /// once for its 32 fields, as SetStencilKernel's threads do through the cache, but multiplies
 /// on tensor cores, where SetStencilKernel is bound by its FP32 issue. The fields of a warp's
 /// last tile past `count` read zeros and write nothing.
-template <int N>
 struct MmaSetStencilKernel {
   static constexpr int tiles = 4;  ///< 8-field tiles per warp
   using F4 = Vector<float, 4>;
@@ -360,15 +359,16 @@ struct MmaSetStencilKernel {
   long stride;
   const float* ghost[4][2];
   FaceGeometry faces;
-  int parity, count, chunks;  ///< chunks: warps per (site, 16 rows), 32 fields each
+  int parity, n, count, chunks;  ///< chunks: warps per (site, 16 rows), 32 fields each
   bool hop, site, xpay;
   float a, c;
 
   /// Columns 2t and 2t + 1 of a field at a site: one 16-byte word of 4 reals.
   struct GhostInput {
     const float* g;  ///< the face site's first field
+    int n2;
     LATKE_HOST_DEVICE LATKE_INLINE F4 operator()(int f, int col) const {
-      return *reinterpret_cast<const F4*>(g + static_cast<long>(f) * 2 * N + 2 * col);
+      return *reinterpret_cast<const F4*>(g + static_cast<long>(f) * n2 + 2 * col);
     }
   };
   struct FieldInput {
@@ -381,7 +381,8 @@ struct MmaSetStencilKernel {
   };
 
   LATKE_HOST_DEVICE void operator()(int idx, int) const {
-    constexpr int L = LATKE_WARP_LANES, m_tiles = N / 16;
+    constexpr int L = LATKE_WARP_LANES;
+    const int m_tiles = n / 16;
     if (L > 1 && (idx & 31)) return;  // the host does a warp's 32 lanes in its first lane's call
     const int task = idx >> 5;
     const int chunk = task % chunks, m0 = 16 * ((task / chunks) % m_tiles), x = task / (chunks * m_tiles);
@@ -397,16 +398,16 @@ struct MmaSetStencilKernel {
     // g and g + 8 are the block's rows m0 + 2g and m0 + 2g + 1, so that a lane's A fragment is
     // two words of the block (column-major) and its C fragment two words of the output.
     auto product = [&](long blk, const auto& in) {
-      const float* base = links.data + 2 * blk * N * N;
+      const float* base = links.data + 2 * blk * n * n;
 #ifdef __CUDA_ARCH__
 #pragma unroll 1  // unrolled, the columns' loads cost registers and 10% (notes/multigrid.md)
 #endif
-      for (int k0 = 0; k0 < N; k0 += 8) {
+      for (int k0 = 0; k0 < n; k0 += 8) {
         mma::FragA<L> ar, ai, ar_lo, ai_lo;
         for (int l = 0; l < L; ++l) {
           const int lane = mma::lane_of(l, idx), g = lane >> 2, t = lane & 3;
           LATKE_UNROLL for (int h = 0; h < 2; ++h) {  // a[2h], a[2h + 1]: rows m0 + 2g, m0 + 2g + 1 of one column
-            const F4 w = *reinterpret_cast<const F4*>(base + 2 * ((k0 + 2 * t + h) * N + m0 + 2 * g));
+            const F4 w = *reinterpret_cast<const F4*>(base + 2 * ((k0 + 2 * t + h) * n + m0 + 2 * g));
             LATKE_UNROLL for (int i = 0; i < 2; ++i) {
               mma::split(w.v[2 * i], ar.v[l][2 * h + i], ar_lo.v[l][2 * h + i]);
               mma::split(w.v[2 * i + 1], ai.v[l][2 * h + i], ai_lo.v[l][2 * h + i]);
@@ -434,10 +435,10 @@ struct MmaSetStencilKernel {
       }
     };
     if (hop) {
-      for_each_set_hop(faces, ghost, x, parity, static_cast<long>(count) * 2 * N, [&](int d, const float* g, int y) {
+      for_each_set_hop(faces, ghost, x, parity, static_cast<long>(count) * 2 * n, [&](int d, const float* g, int y) {
         const long blk = links.block(parity, x, d);
         if (g)
-          product(blk, GhostInput{g});
+          product(blk, GhostInput{g, 2 * n});
         else
           product(blk, FieldInput{in_q, stride, y});
       });
@@ -466,28 +467,6 @@ struct MmaSetStencilKernel {
     }
   }
 };
-
-/// f(std::integral_constant<int, N>) for the N that MmaSetStencilKernel is built for; false
-/// for any other.
-template <typename F>
-bool dispatch_mma_n(int n, F&& f) {
-  switch (n) {
-    case 16:
-      f(std::integral_constant<int, 16>{});
-      return true;
-    case 32:
-      f(std::integral_constant<int, 32>{});
-      return true;
-    case 48:
-      f(std::integral_constant<int, 48>{});
-      return true;
-    case 64:
-      f(std::integral_constant<int, 64>{});
-      return true;
-    default:
-      return false;
-  }
-}
 
 /// Copies the face sites of the input parity into the send buffers, whole sites of each of
 /// `count` fields (field k `stride` reals after field 0): [face site][k][2n reals].
@@ -698,7 +677,7 @@ const char* to_string(SetMath m) {
 }
 
 void CoarseOperator::set_math(SetMath m) {
-  const bool mma = precision_ == Precision::single && dispatch_mma_n(n(), [](auto) {});
+  const bool mma = precision_ == Precision::single && n() % 16 == 0;
   // automatic: tensor cores where a set of 32 gives the device at least 1024 warps (levels 1
   // and 2 of 32^3x64 gain, 12288 and 1024 warps; level 3, 64, loses: notes/multigrid.md).
   const bool busy = static_cast<long>(lattice_->volume_cb()) * (n() / 16) >= 1024;
@@ -712,8 +691,8 @@ void CoarseOperator::set_math(SetMath m) {
 
 CoarseOperator::CoarseOperator(std::shared_ptr<const Lattice> lattice, int nvec, Precision precision, Backend backend)
     : lattice_(std::move(lattice)), nvec_(nvec), precision_(precision), backend_(backend) {
-  set_math(SetMath::automatic);
   require(nvec >= 1, "coarse operator with ", nvec, " colors per chirality: expected at least 1");
+  set_math(SetMath::automatic);
   assembly_precision_ = precision == Precision::double_ ? Precision::double_ : Precision::single;
   const std::size_t bytes =
       static_cast<std::size_t>(lattice_->volume()) * n_blocks * n() * n() * 2 * real_bytes(assembly_precision_);
@@ -970,12 +949,13 @@ void run_set_stencil(const Lattice& lat, Backend be, HaloExchange* halo, BlockVi
     if (exchange) halo->end();
   };
   if constexpr (std::is_same_v<SL, float> && std::is_same_v<SV, float>) {
-    if (math == SetMath::tf32x3 && dispatch_mma_n(n, [&](auto nc) {
-          MmaSetStencilKernel<decltype(nc)::value> k;
-          k.chunks = (count + 31) / 32;
-          run(k, lat.volume_cb() * (n / 16) * k.chunks * 32);
-        }))
+    if (math == SetMath::tf32x3 && n % 16 == 0) {
+      MmaSetStencilKernel k;
+      k.n = n;
+      k.chunks = (count + 31) / 32;
+      run(k, lat.volume_cb() * (n / 16) * k.chunks * 32);
       return;
+    }
   }
   // Fields per thread: 2 where that still leaves about two threads per resident slot of an
   // H200 (level 1 of 32^3x64: 88 us per field against 98 with 1 and 101 with 4), else 1 (the

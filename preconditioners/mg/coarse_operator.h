@@ -24,7 +24,7 @@
 // lattices are small). Over a set of fields (apply_set) it runs in one pass instead: one
 // thread per (site, R rows, 1 or 2 fields) through all nine blocks, so that a block is read about
 // once for the whole set (the multigrid setup's null vectors, solved together); with single
-// blocks, N = 16 to 64 and a lattice large enough, on tensor cores by default (SetMath), one
+// blocks, N a multiple of 16 and a lattice large enough, on tensor cores by default (SetMath), one
 // warp per (site, 16 rows, 32 fields).
 //
 // Flops (for reports): 8 N^2 per site for each block applied.
@@ -42,8 +42,8 @@
 
 namespace latke::mg {
 
-/// How apply_set multiplies single-precision blocks by a set's vectors when N is 16, 32, 48 or
-/// 64 (otherwise, and for double or half blocks, always fp32): on the CUDA cores in FP32, or on
+/// How apply_set multiplies single-precision blocks by a set's vectors when N is a multiple of
+/// 16 (otherwise, and for double or half blocks, always fp32): on the CUDA cores in FP32, or on
 /// tensor cores as TF32 products of split operands (tf32x3: three products each, nearly FP32's
 /// accuracy). automatic: tf32x3 on CUDA where the lattice gives a set of 32 at least 1024 warps,
 /// else fp32 (on the CPU the tensor-core kernel is emulated lane by lane, for tests).
@@ -91,8 +91,7 @@ class CoarseOperator {
   /// solves a level's null vectors together through it.
   void apply_set(std::vector<ColorSpinorField>& out, const std::vector<ColorSpinorField>& in);
   /// @brief How apply_set multiplies (SetMath): automatic resolves by the backend and the
-  /// lattice, and blocks that are not single or an N the tensor-core kernel is not built for
-  /// always take fp32.
+  /// lattice, and blocks that are not single or N not a multiple of 16 always take fp32.
   void set_math(SetMath m);
   SetMath set_math() const { return set_math_; }
   /// @brief out_p = Mhat in_p on fields of one parity; needs prepare_even_odd().

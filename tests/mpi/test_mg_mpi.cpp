@@ -113,30 +113,31 @@ TEST(MgMpi, CoarseOperatorAndTransfersEqualOneRank) {
     sw.apply(ow, hw);
     sp.apply(op, hp);
     EXPECT_LT(coarse_diff(op, ow), 1e-13) << "even-odd operator";
-    // The operator over a set of fields (the setup's null vectors solved together): one halo
-    // message per face for all fields; full and even-odd, against the whole lattice's.
-    for (bool full : {true, false}) {
-      const Subset sub = full ? Subset::full : Subset::even;
-      const int count = 3;
-      std::vector<ColorSpinorField> iw = ColorSpinorField::make_set(tw.coarse_lattice(),
-                                                                    dw->field_param(Precision::single, sub), count),
-                                    ow_ = ColorSpinorField::make_set(tw.coarse_lattice(),
-                                                                     dw->field_param(Precision::single, sub), count),
-                                    ip = ColorSpinorField::make_set(tp.coarse_lattice(),
-                                                                    dp->field_param(Precision::single, sub), count),
-                                    op_ = ColorSpinorField::make_set(tp.coarse_lattice(),
-                                                                     dp->field_param(Precision::single, sub), count);
-      for (int k = 0; k < count; ++k) {
-        fill_gaussian(iw[k], 60 + k);
-        fill_gaussian(ip[k], 60 + k);
+    // The operator over a set of fields (the setup's null vectors solved together) on the grid
+    // against the whole lattice's: one halo message per face for all fields; full, and even-odd
+    // on parity `eo`.
+    auto sets_agree = [&](const Transfer& t_w, CoarseOperator& d_w, const Transfer& t_p, CoarseOperator& d_p, Subset eo,
+                          int count, int seed, const char* what) {
+      for (bool full : {true, false}) {
+        const Subset sub = full ? Subset::full : eo;
+        auto make = [&](const Transfer& t, CoarseOperator& d) {
+          return ColorSpinorField::make_set(t.coarse_lattice(), d.field_param(Precision::single, sub), count);
+        };
+        std::vector<ColorSpinorField> iw = make(t_w, d_w), ow_ = make(t_w, d_w), ip = make(t_p, d_p),
+                                      op_ = make(t_p, d_p);
+        for (int k = 0; k < count; ++k) {
+          fill_gaussian(iw[k], seed + k);
+          fill_gaussian(ip[k], seed + k);
+        }
+        d_w.apply_set(ow_, iw);
+        d_p.apply_set(op_, ip);
+        for (int k = 0; k < count; ++k)
+          EXPECT_LT(coarse_diff(op_[k], ow_[k]), 1e-6) << (full ? "full" : "even-odd") << " " << what << ", field " << k
+                                                       << ", grid " << grid[0] << grid[1] << grid[2] << grid[3];
+        EXPECT_GT(coarse_diff(op_[0], iw[0]), 1e-3) << "the " << what << " changed nothing";
       }
-      dw->apply_set(ow_, iw);
-      dp->apply_set(op_, ip);
-      for (int k = 0; k < count; ++k)
-        EXPECT_LT(coarse_diff(op_[k], ow_[k]), 1e-6) << (full ? "full" : "even-odd") << " operator on a set, field "
-                                                     << k << ", grid " << grid[0] << grid[1] << grid[2] << grid[3];
-      EXPECT_GT(coarse_diff(op_[0], iw[0]), 1e-3) << "the operator on a set changed nothing";
-    }
+    };
+    sets_agree(tw, *dw, tp, *dp, Subset::even, 3, 60, "operator on a set");
     // The set on tensor cores (SetMath::tf32x3, forced on this small lattice) reads the faces
     // from the halo as the FP32 set does: single blocks, N = 16, 11 fields; against the whole
     // lattice's FP32 set.
@@ -153,25 +154,7 @@ TEST(MgMpi, CoarseOperatorAndTransfersEqualOneRank) {
       auto dp8 = galerkin(*s.full(true), tp8, Precision::single, true);
       dw8->set_math(SetMath::fp32);
       dp8->set_math(SetMath::tf32x3);
-      for (bool full : {true, false}) {
-        const Subset sub = full ? Subset::full : Subset::odd;
-        const int count = 11;
-        auto make = [&](const Transfer& t, CoarseOperator& d) {
-          return ColorSpinorField::make_set(t.coarse_lattice(), d.field_param(Precision::single, sub), count);
-        };
-        std::vector<ColorSpinorField> iw = make(tw8, *dw8), ow_ = make(tw8, *dw8), ip = make(tp8, *dp8),
-                                      op_ = make(tp8, *dp8);
-        for (int k = 0; k < count; ++k) {
-          fill_gaussian(iw[k], 70 + k);
-          fill_gaussian(ip[k], 70 + k);
-        }
-        dw8->apply_set(ow_, iw);
-        dp8->apply_set(op_, ip);
-        for (int k = 0; k < count; ++k)
-          EXPECT_LT(coarse_diff(op_[k], ow_[k]), 1e-6) << (full ? "full" : "even-odd") << " set on tensor cores, field "
-                                                       << k << ", grid " << grid[0] << grid[1] << grid[2] << grid[3];
-        EXPECT_GT(coarse_diff(op_[0], iw[0]), 1e-3) << "the set on tensor cores changed nothing";
-      }
+      sets_agree(tw8, *dw8, tp8, *dp8, Subset::odd, 11, 70, "set on tensor cores");
     }
     // The split stencil a coarse level's Galerkin product is built from (galerkin.h), whose
     // hops cross ranks like the operator's.
