@@ -468,6 +468,10 @@ struct MmaSetStencilKernel {
   }
 };
 
+/// Whether MmaSetStencilKernel takes blocks of N = n rows (whole 16-row tiles): what
+/// set_math() checks before it chooses tf32x3, and run_set_stencil before it launches it.
+bool fits_tensor_cores(int n) { return n % 16 == 0; }
+
 /// Copies the face sites of the input parity into the send buffers, whole sites of each of
 /// `count` fields (field k `stride` reals after field 0): [face site][k][2n reals].
 template <typename SV>
@@ -677,7 +681,7 @@ const char* to_string(SetMath m) {
 }
 
 void CoarseOperator::set_math(SetMath m) {
-  const bool mma = precision_ == Precision::single && n() % 16 == 0;
+  const bool mma = precision_ == Precision::single && fits_tensor_cores(n());
   // automatic: tensor cores where a set of 32 gives the device at least 1024 warps (levels 1
   // and 2 of 32^3x64 gain, 12288 and 1024 warps; level 3, 64, loses: notes/multigrid.md).
   const bool busy = static_cast<long>(lattice_->volume_cb()) * (n() / 16) >= 1024;
@@ -949,7 +953,7 @@ void run_set_stencil(const Lattice& lat, Backend be, HaloExchange* halo, BlockVi
     if (exchange) halo->end();
   };
   if constexpr (std::is_same_v<SL, float> && std::is_same_v<SV, float>) {
-    if (math == SetMath::tf32x3 && n % 16 == 0) {
+    if (math == SetMath::tf32x3 && fits_tensor_cores(n)) {
       MmaSetStencilKernel k;
       k.n = n;
       k.chunks = (count + 31) / 32;
