@@ -13,6 +13,10 @@
 // computed with the full operator, independently of the solver. Exit status 0 only when the solve converged. -help
 // lists every option. -latke_solves N solves the system N times from x = 0, keeping the preconditioner, and prints the
 // later solves' times too (the first also tunes the kernels it is the first to launch).
+// -latke_kappas k2,k3,... (Wilson-clover, after -latke_kappa k1) then solves the same source at
+// each further kappa with a new matrix, in turn; with -pc_latke_mg_reuse_interpolation the
+// multigrid is rebuilt from the first setup's null vectors instead of set up anew (natively:
+// MatLatkeReusePreconditioner), and the summary gives each kappa's preconditioner time.
 //
 // With PETSc logging on (-log_view), it also prints where the time of the KSP solve went, per
 // outer iteration: the operator (MatMult), the preconditioner (PCApply) and PETSc's own work
@@ -56,10 +60,11 @@ struct SolveOptions {
   bool native = false;
   long solves = 1;             ///< -latke_solves: the system solved this many times
   std::vector<double> masses;  ///< -latke_masses: a multi-mass solve
+  std::vector<double> kappas;  ///< -latke_kappas: Wilson-clover, solved again at these kappa after the first solve
 };
 
-/// The masses of "m1,m2,...": each a number (their order and values are checked by the solver).
-std::vector<double> parse_masses(const std::string& list) {
+/// The numbers of "a,b,...", given as `option` (expected: what the error says is expected).
+std::vector<double> parse_numbers(const std::string& option, const std::string& list, const char* expected) {
   std::vector<double> m;
   std::stringstream ss(list);
   std::string item;
@@ -71,17 +76,17 @@ std::vector<double> parse_masses(const std::string& list) {
     } catch (const std::exception&) {
       used = 0;
     }
-    latke::require(used > 0 && used == item.size(), "-latke_masses '", list, "': '", item,
-                   "' is not a number (expected masses m1,m2,... from the lightest to the heaviest)");
+    latke::require(used > 0 && used == item.size(), option, " '", list, "': '", item, "' is not a number (expected ",
+                   expected, ")");
     m.push_back(v);
   }
-  latke::require(!m.empty(), "-latke_masses '", list, "': the mass list is empty: expected at least one mass");
+  latke::require(!m.empty(), option, " '", list, "': the list is empty: expected ", expected);
   return m;
 }
 
 SolveOptions read_solve_options() {
   SolveOptions o;
-  std::string form, site, masses;
+  std::string form, site, masses, kappas;
   bool masses_given = false;
   latke::read_options(PETSC_COMM_WORLD, "", "latke-solve options", [&](latke::OptionGroup& g) {
     o.op = g.string("-latke_op", "wilson", "Dirac operator: wilson (clover), staggered (naive) or asqtad");
@@ -99,6 +104,10 @@ SolveOptions read_solve_options() {
                       "Staggered: solve at these masses m1,m2,... (lightest first) with MatLatkeSolveMultiMass "
                       "(-latke_multimass multishift|sequential)");
     masses_given = g.given("-latke_masses");
+    kappas = g.string("-latke_kappas", "",
+                      "Wilson-clover: after the solve, solve the same source again at each of these kappa k2,k3,... "
+                      "with a new matrix (its preconditioner set up anew, or rebuilt from the first one's null "
+                      "vectors with -pc_latke_mg_reuse_interpolation)");
     o.solves = g.integer("-latke_solves", 1,
                          "Solve the system this many times from x = 0, keeping the preconditioner (the first "
                          "solve also tunes the kernels it launches first)");
@@ -111,12 +120,21 @@ SolveOptions read_solve_options() {
   latke::require(form == "even_odd" || form == "full", "-latke_form '", form, "': expected even_odd or full");
   o.form = form == "full" ? LATKE_OPERATOR_FULL : LATKE_OPERATOR_EVEN_ODD;
   if (masses_given) {
-    o.masses = parse_masses(masses);
+    o.masses = parse_numbers("-latke_masses", masses, "masses m1,m2,... from the lightest to the heaviest");
     latke::require(o.op != "wilson", "-latke_masses ", masses, ": multi-mass solves are for the staggered operators ",
                    "(-latke_op staggered or asqtad), not -latke_op ", o.op);
     latke::require(o.form == LATKE_OPERATOR_EVEN_ODD, "-latke_masses ", masses,
                    " solves the even-odd normal operator: it needs -latke_form even_odd, not full");
     latke::require(o.save.empty(), "-latke_save_solution is not available with -latke_masses");
+  }
+  if (!kappas.empty()) {
+    o.kappas = parse_numbers("-latke_kappas", kappas, "positive hopping parameters k2,k3,...");
+    latke::require(o.op == "wilson", "-latke_kappas ", kappas, " is for Wilson-clover, not -latke_op ", o.op);
+    for (double k : o.kappas) latke::require(k > 0, "-latke_kappas ", kappas, ": ", k, " is not a positive kappa");
+    PetscBool mass = PETSC_FALSE;
+    PetscOptionsHasName(nullptr, nullptr, "-latke_mass", &mass);
+    latke::require(!mass, "-latke_kappas ", kappas, " sets kappa for each new matrix: give the first solve's as ",
+                   "-latke_kappa, not -latke_mass");
   }
   latke::require(o.source == "point" || o.source == "wall" || o.source == "z2" || o.source == "z4", "-latke_source '",
                  o.source, "': expected point, wall, z2 or z4");
@@ -228,6 +246,14 @@ struct MassResult {
   double check = 0;  ///< |b_p - A_i x_i| / |b_p| with MatMult
 };
 
+/// One solve of -latke_kappas.
+struct KappaResult {
+  double kappa = 0, setup_s = 0, solve_s = 0, true_residual = 0;
+  PetscInt iterations = 0;
+  bool reused = false;  ///< the preconditioner was rebuilt from the previous matrix's null vectors
+  bool converged = false;
+};
+
 struct Summary {
   std::string ksp, pc, reason, lattice, backend, op, form, vec_type;
   PetscInt iterations = 0, operator_applications = 0, sloppy_applications = 0;
@@ -238,6 +264,7 @@ struct Summary {
   Split split;
   std::vector<MassResult> masses;  ///< -latke_masses
   std::vector<double> repeat_s;    ///< -latke_solves: the solves after the first
+  std::vector<KappaResult> kappas;  ///< -latke_kappas
 };
 
 void write_json(const std::string& path, const Summary& s) {
@@ -256,6 +283,17 @@ void write_json(const std::string& path, const Summary& s) {
       f << ",\n  \"repeat_solve_seconds\": [";
       for (std::size_t i = 0; i < s.repeat_s.size(); ++i) f << (i ? ", " : "") << s.repeat_s[i];
       f << "]";
+    }
+    if (!s.kappas.empty()) {
+      f << ",\n  \"kappas\": [";
+      for (std::size_t i = 0; i < s.kappas.size(); ++i) {
+        const KappaResult& k = s.kappas[i];
+        f << (i ? ",\n" : "\n") << "    {\"kappa\": " << k.kappa << ", \"pc_reused\": " << (k.reused ? "true" : "false")
+          << ", \"setup_seconds\": " << k.setup_s << ", \"iterations\": " << k.iterations
+          << ", \"solve_seconds\": " << k.solve_s << ", \"true_residual\": " << k.true_residual
+          << ", \"converged\": " << (k.converged ? "true" : "false") << "}";
+      }
+      f << "\n  ]";
     }
     if (s.fallback_at >= 0) f << ",\n  \"fallback_at\": " << s.fallback_at;
     if (s.restarts > 0) f << ",\n  \"restarts\": " << s.restarts;
@@ -344,6 +382,111 @@ PetscErrorCode solve_masses(LatkeGauge gauge, Mat A, Vec b, Vec bhat, const Solv
   PetscFunctionReturn(0);
 }
 
+/// M: the full operator of A's matrix: A itself (one more reference) in the full form, else
+/// its full companion.
+PetscErrorCode full_operator(Mat A, LatkeOperatorForm form, Mat* M) {
+  PetscFunctionBeginUser;
+  if (form == LATKE_OPERATOR_FULL) {
+    PetscCall(PetscObjectReference(reinterpret_cast<PetscObject>(A)));
+    *M = A;
+  } else {
+    PetscCall(MatLatkeCreateCompanion(A, LATKE_OPERATOR_FULL, M));
+  }
+  PetscFunctionReturn(0);
+}
+
+/// |b - M x| / |b| for x reconstructed from A's solution xhat, with the full operator M,
+/// independently of the solver (r: scratch of x's shape).
+PetscErrorCode true_residual(Mat A, Mat M, Vec xhat, Vec b, Vec x, Vec r, double* res) {
+  PetscReal rn, bn;
+  PetscFunctionBeginUser;
+  PetscCall(MatLatkeReconstruct(A, xhat, b, x));
+  PetscCall(MatMult(M, x, r));
+  PetscCall(VecAYPX(r, -1.0, b));
+  PetscCall(VecNorm(r, NORM_2, &rn));
+  PetscCall(VecNorm(b, NORM_2, &bn));
+  *res = rn / bn;
+  PetscFunctionReturn(0);
+}
+
+/// -latke_kappas: the source b solved at kappa with a new Wilson-clover matrix (the other
+/// operator options as given), by the KSP ksp (its operators replaced; PCSetUp timed apart) or,
+/// where ksp is null, natively with MatLatkeSolve. With -pc_latke_mg_reuse_interpolation the
+/// multigrid keeps the null vectors of prev's (the KSP's PC updates itself; natively
+/// MatLatkeReusePreconditioner moves it from prev). prev becomes the new matrix.
+PetscErrorCode solve_kappa(LatkeGauge gauge, const SolveOptions& opt, double kappa, KSP ksp, Vec b, Mat& prev,
+                           bool own_prev, KappaResult& res) {
+  Mat A2, M2;
+  Vec x2, xhat2, bhat2, r2;
+  PetscFunctionBeginUser;
+  res.kappa = kappa;
+  char was[64] = "";
+  PetscBool had = PETSC_FALSE;
+  PetscCall(PetscOptionsGetString(nullptr, nullptr, "-latke_kappa", was, sizeof was, &had));
+  char value[64];
+  std::snprintf(value, sizeof value, "%.17g", kappa);
+  PetscCall(PetscOptionsSetValue(nullptr, "-latke_kappa", value));
+  const PetscErrorCode made = MatCreateLatkeWilsonClover(gauge, opt.form, nullptr, nullptr, &A2);
+  if (had)
+    PetscCall(PetscOptionsSetValue(nullptr, "-latke_kappa", was));
+  else
+    PetscCall(PetscOptionsClearValue(nullptr, "-latke_kappa"));
+  PetscCall(made);
+  PetscCall(full_operator(A2, opt.form, &M2));
+  PetscCall(MatLatkeCreateFullVecs(A2, &x2, &r2));
+  PetscCall(MatCreateVecs(A2, &xhat2, &bhat2));
+  PetscCall(MatLatkePrepareSource(A2, b, bhat2));
+  PetscCall(VecSet(xhat2, 0.0));
+  PetscBool reuse = PETSC_FALSE;
+  PetscCall(PetscOptionsGetBool(nullptr, nullptr, "-pc_latke_mg_reuse_interpolation", &reuse, nullptr));
+  PetscLogDouble t0, t1, t2;
+  if (ksp) {
+    PC pc;
+    PetscBool mg = PETSC_FALSE;
+    PetscCall(KSPGetPC(ksp, &pc));
+    PetscCall(PetscObjectTypeCompare(reinterpret_cast<PetscObject>(pc), PCLATKEMG, &mg));
+    res.reused = mg && reuse;
+    PetscCall(KSPSetOperators(ksp, A2, A2));
+    PetscCall(PetscTime(&t0));
+    PetscCall(KSPSetUp(ksp));
+    PetscCall(PetscTime(&t1));
+    PetscCall(KSPSolve(ksp, bhat2, xhat2));
+    PetscCall(PetscTime(&t2));
+    KSPConvergedReason reason;
+    PetscReal rnorm, bnorm, rtol;
+    PetscCall(KSPGetIterationNumber(ksp, &res.iterations));
+    PetscCall(KSPGetConvergedReason(ksp, &reason));
+    PetscCall(KSPGetResidualNorm(ksp, &rnorm));
+    PetscCall(KSPGetTolerances(ksp, &rtol, nullptr, nullptr, nullptr));
+    PetscCall(VecNorm(bhat2, NORM_2, &bnorm));
+    res.converged = reason > 0 && (reason != KSP_CONVERGED_ITS || rnorm <= rtol * bnorm);
+    res.setup_s = t1 - t0;
+    res.solve_s = t2 - t1;
+  } else {
+    char pc[64] = "none";
+    PetscCall(PetscOptionsGetString(nullptr, nullptr, "-latke_solver_pc", pc, sizeof pc, nullptr));
+    res.reused = reuse && std::string(pc) == "mg";
+    PetscCall(PetscTime(&t0));
+    if (res.reused) PetscCall(MatLatkeReusePreconditioner(A2, prev, nullptr));
+    PetscCall(PetscTime(&t1));
+    LatkeSolverStats st;
+    PetscCall(MatLatkeSolve(A2, bhat2, xhat2, nullptr, nullptr, &st));
+    res.iterations = st.iterations;
+    res.converged = st.converged;
+    res.setup_s = t1 - t0 + st.pc_setup_seconds;
+    res.solve_s = st.seconds;
+  }
+  PetscCall(true_residual(A2, M2, xhat2, b, x2, r2, &res.true_residual));
+  PetscCall(VecDestroy(&x2));
+  PetscCall(VecDestroy(&r2));
+  PetscCall(VecDestroy(&xhat2));
+  PetscCall(VecDestroy(&bhat2));
+  PetscCall(MatDestroy(&M2));
+  if (own_prev) PetscCall(MatDestroy(&prev));
+  prev = A2;
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode run(int& status) {
   LatkeGauge gauge = nullptr;
   Mat A = nullptr, M = nullptr;
@@ -374,12 +517,7 @@ PetscErrorCode run(int& status) {
   } else {
     PetscCall(MatCreateLatkeWilsonClover(gauge, opt.form, nullptr, nullptr, &A));
   }
-  if (opt.form == LATKE_OPERATOR_FULL) {
-    PetscCall(PetscObjectReference(reinterpret_cast<PetscObject>(A)));
-    M = A;
-  } else {
-    PetscCall(MatLatkeCreateCompanion(A, LATKE_OPERATOR_FULL, &M));
-  }
+  PetscCall(full_operator(A, opt.form, &M));
   PetscCall(MatLatkeCreateFullVecs(A, &x, &b));
   PetscCall(VecDuplicate(b, &r));
   PetscCall(MatCreateVecs(A, &xhat, &bhat));
@@ -507,16 +645,19 @@ PetscErrorCode run(int& status) {
   }
 
   if (!multi) {
-    PetscCall(MatLatkeReconstruct(A, xhat, b, x));
-    PetscCall(MatMult(M, x, r));
-    PetscCall(VecAYPX(r, -1.0, b));
-    PetscReal res, bn;
-    PetscCall(VecNorm(r, NORM_2, &res));
-    PetscCall(VecNorm(b, NORM_2, &bn));
-    sum.true_residual = res / bn;
+    PetscCall(true_residual(A, M, xhat, b, x, r, &sum.true_residual));
     // Some PETSc methods (GCR among them) end at the iteration limit with CONVERGED_ITS: that
     // is a success only when the residual reached the tolerance.
     sum.converged = reason > 0 && (reason != KSP_CONVERGED_ITS || sum.solver_residual <= sum.rtol);
+  }
+  {  // -latke_kappas: each solved with a new matrix, after the one before
+    Mat prev = A;
+    for (std::size_t i = 0; i < opt.kappas.size(); ++i) {
+      KappaResult kr;
+      PetscCall(solve_kappa(gauge, opt, opt.kappas[i], ksp, b, prev, i > 0, kr));
+      sum.kappas.push_back(kr);
+    }
+    if (prev != A) PetscCall(MatDestroy(&prev));
   }
   PetscInt global[4], grid[4];
   PetscCall(LatkeGaugeGetLattice(gauge, global, nullptr, grid));
@@ -585,6 +726,11 @@ PetscErrorCode run(int& status) {
           out, "  solved again %d times from x = 0 (kernels tuned, preconditioner kept):%s s; fastest %.3f s\n",
           (int)sum.repeat_s.size(), r.str().c_str(), fastest));
     }
+    for (const KappaResult& k : sum.kappas)
+      PetscCall(PetscViewerASCIIPrintf(
+          out, "  kappa %g: preconditioner %s %.3f s; %d iterations, %.3f s; true residual %.3e%s\n", k.kappa,
+          k.reused ? "rebuilt keeping the null vectors in" : "set up in", k.setup_s, (int)k.iterations, k.solve_s,
+          k.true_residual, k.converged ? "" : "  NOT converged"));
     const Split& sp = sum.split;
     if (sp.valid) {
       PetscCall(PetscViewerASCIIPrintf(out,
@@ -637,6 +783,12 @@ PetscErrorCode run(int& status) {
                           sum.reason.c_str(), sum.solver_residual, sum.rtol));
     status = 2;
   }
+  for (const KappaResult& k : sum.kappas)
+    if (!k.converged) {
+      PetscCall(PetscPrintf(PETSC_COMM_WORLD, "latke-solve: the solve at kappa %g (-latke_kappas) did not converge\n",
+                            k.kappa));
+      status = 2;
+    }
   PetscFunctionReturn(0);
 }
 

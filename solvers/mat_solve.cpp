@@ -185,6 +185,27 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams* param
   PetscFunctionReturn(0);
 }
 
+PetscErrorCode MatLatkeReusePreconditioner(Mat A, Mat from, const char prefix[]) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(A);
+  LatkeCheckNull(from);
+  PetscCall(guarded(PetscObjectComm(reinterpret_cast<PetscObject>(A)), [&] {
+    const std::string pre = prefix ? prefix : "";
+    MatContext &a = context_of(A), &f = context_of(from);
+    const auto it = f.native_mg.find(pre);
+    require(it != f.native_mg.end() && it->second.k, "MatLatkeReusePreconditioner: the matrix to reuse from holds no ",
+            "multigrid preconditioner of MatLatkeSolve under the prefix '", pre,
+            "' (solve on it with -latke_solver_pc mg first)");
+    if (&a == &f) return;
+    require(update_multigrid(*it->second.k, A, prefix),
+            "MatLatkeReusePreconditioner: the new matrix's lattice, process grid, form or backend differ from those ",
+            "of the matrix the preconditioner was built for; the null vectors cannot be reused");
+    a.native_mg[pre] = std::move(it->second);
+    f.native_mg.erase(it);
+  }));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode LatkeMultiMassParamsDefault(LatkeMultiMassParams* p) {
   PetscFunctionBeginUser;
   LatkeCheckNull(p);

@@ -262,6 +262,14 @@ PetscErrorCode LatkeSolverParamsDefault(LatkeSolverParams *params);
  * changed. stats->pc_setup_seconds says whether this call built it. */
 PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams *params, const char prefix[],
                              LatkeSolverStats *stats);
+/* Give A the multigrid preconditioner that MatLatkeSolve built for matrix `from` under prefix,
+ * rebuilt for A's operator keeping its null vectors: only the coarse operators are made again,
+ * as -pc_latke_mg_reuse_interpolation does for the PC. For another kappa, c_sw or gauge field
+ * on the same lattice (a few coarse-operator builds instead of a setup). A and `from` must
+ * share lattice, process grid, form and backend; `from` no longer holds the preconditioner
+ * (its next MatLatkeSolve with -latke_solver_pc mg sets one up anew). The multigrid options
+ * under prefix must be those it was built with (else MatLatkeSolve on A builds a new one). */
+PetscErrorCode MatLatkeReusePreconditioner(Mat A, Mat from, const char prefix[]);
 
 /* Solves at several staggered masses: (4 m_i^2 - D_pq D_qp) x_i = b for n masses m_i, on a
  * Latke staggered matrix A in the even-odd form (of any mass: the others are shifts of it).

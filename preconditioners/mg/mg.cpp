@@ -207,15 +207,22 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 Multigrid::Multigrid(std::shared_ptr<LinearOperator> fine, const MultigridParam& param, LocalFactory local,
                      std::shared_ptr<SchurOperator> fine_schur, std::shared_ptr<SchurOperator> fine_smoother,
                      std::shared_ptr<LinearOperator> fine_setup)
-    : param_(param), local_(std::move(local)) {
+    : param_(param) {
   check_param(param_, *fine->lattice());
+  for (int l = 0; l < param_.levels; ++l) levels_.push_back(std::make_unique<Level>());
+  install_fine(std::move(fine), std::move(local), std::move(fine_schur), std::move(fine_smoother),
+               std::move(fine_setup));
+}
+
+void Multigrid::install_fine(std::shared_ptr<LinearOperator> fine, LocalFactory local,
+                             std::shared_ptr<SchurOperator> fine_schur, std::shared_ptr<SchurOperator> fine_smoother,
+                             std::shared_ptr<LinearOperator> fine_setup) {
   const SpinorParam fp = fine->field_param();
   require(fp.subset == Subset::full && fp.precision == Precision::single,
           "multigrid: the fine operator must act on full single-precision fields (got ", to_string(fp.precision),
           fp.subset == Subset::full ? ", full" : ", one parity", ")");
-  require(param_.level[0].smoother != SmootherType::schwarz || local_,
+  require(param_.level[0].smoother != SmootherType::schwarz || local,
           "multigrid: the Schwarz smoother needs the fine operator's domain-local form, which this operator lacks");
-  for (int l = 0; l < param_.levels; ++l) levels_.push_back(std::make_unique<Level>());
   if (fine_schur) {
     const SpinorParam sp = fine_schur->field_param();
     require(sp.subset != Subset::full && sp.precision == Precision::single && sp.nspin == fp.nspin &&
@@ -240,10 +247,44 @@ Multigrid::Multigrid(std::shared_ptr<LinearOperator> fine, const MultigridParam&
   const bool setup_eo = fine_schur && param_.setup_even_odd;
   check_low(fine_setup.get(), q0.setup_precision, setup_eo ? fine_schur->field_param().subset : Subset::full, "a setup",
             setup_eo ? "even-odd operator" : "operator");
-  if (q0.smoother_precision != Precision::single) levels_[0]->schur_low = std::move(fine_smoother);
-  if (q0.setup_precision != Precision::single) levels_[0]->setup_low = std::move(fine_setup);
-  levels_[0]->op = std::move(fine);
-  levels_[0]->schur = std::move(fine_schur);
+  Level& F = *levels_[0];
+  F.schur_low = q0.smoother_precision != Precision::single ? std::move(fine_smoother) : nullptr;
+  F.setup_low = q0.setup_precision != Precision::single ? std::move(fine_setup) : nullptr;
+  F.op = std::move(fine);
+  F.schur = std::move(fine_schur);
+  local_ = std::move(local);
+}
+
+void Multigrid::update(std::shared_ptr<LinearOperator> fine, LocalFactory local,
+                       std::shared_ptr<SchurOperator> fine_schur, std::shared_ptr<SchurOperator> fine_smoother,
+                       std::shared_ptr<LinearOperator> fine_setup,
+                       const std::function<void(const std::string&)>& progress) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const LogScope log(LogEvent::mg_setup, 0, true);
+  Level& F = *levels_[0];
+  require(F.transfer != nullptr, "multigrid update: the hierarchy has not been set up (setup() or load() first)");
+  require(fine != nullptr, "multigrid update: no fine operator given");
+  const Lattice &was = *F.op->lattice(), &now = *fine->lattice();
+  const SpinorParam a = F.op->field_param(), b = fine->field_param();
+  require(now.global() == was.global() && now.local() == was.local() && now.size() == was.size() &&
+              a.nspin == b.nspin && a.ncolor == b.ncolor && a.backend == b.backend && !fine_schur == !F.schur,
+          "multigrid update: the new fine operator acts on a ", dims(now.global()), " lattice (local ",
+          dims(now.local()), ", ", now.size(), " ranks) with ", b.nspin, "x", b.ncolor,
+          " components per site; the null vectors were found for ", dims(was.global()), " (local ", dims(was.local()),
+          ", ", was.size(), " ranks) with ", a.nspin, "x", a.ncolor,
+          " and the same even-odd form and backend are needed");
+  install_fine(std::move(fine), std::move(local), std::move(fine_schur), std::move(fine_smoother),
+               std::move(fine_setup));
+  prepare_fine_level();
+  for (int l = 0; l < param_.levels; ++l) levels_[l]->setup_seconds = 0;
+  for (int l = 0; l + 1 < param_.levels; ++l) {
+    if (progress)
+      progress("level " + std::to_string(l) + ": keeping its " + std::to_string(param_.level[l].nvec) +
+               " null vectors for the new operator");
+    build_level(l, progress, false);  // the basis is orthonormal and packed already
+  }
+  synchronize(levels_[0]->op->field_param().backend);
+  setup_seconds_ = seconds_since(t0);
 }
 
 Multigrid::~Multigrid() = default;
@@ -442,12 +483,12 @@ void Multigrid::find_null_vectors(int l, bool refine, const std::function<void(c
   }
 }
 
-void Multigrid::build_level(int l, const std::function<void(const std::string&)>& progress) {
+void Multigrid::build_level(int l, const std::function<void(const std::string&)>& progress, bool orthonormalize) {
   const auto t0 = std::chrono::steady_clock::now();
   Level& L = *levels_[l];
   Level& C = *levels_[l + 1];
   const LevelParam& q = param_.level[l];
-  L.transfer->orthonormalize();  // synchronizes (it checks for vanishing aggregates)
+  if (orthonormalize) L.transfer->orthonormalize();  // synchronizes (it checks for vanishing aggregates)
   const double t_orth = seconds_since(t0);
   const bool coarsest = l + 1 == param_.levels - 1;
   const bool even_odd = coarsest ? param_.coarse_even_odd : param_.level[l + 1].smooth_even_odd;

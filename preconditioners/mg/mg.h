@@ -177,6 +177,16 @@ class Multigrid {
   /// @brief Load the null vectors of every level from a file written by save() (same
   /// lattice, levels, aggregates and nvec), then build the hierarchy from them.
   void load(const std::string& file, const std::function<void(const std::string&)>& progress = nullptr);
+  /// @brief Rebuild the hierarchy for another fine operator on the same lattice (another
+  /// kappa or c_sw, a new gauge field), keeping every level's null vectors: the fine operators
+  /// (arguments as the constructor's) replace the old ones, and each level's coarse operator,
+  /// even-odd blocks and coarsest inverse are built again from the kept transfers (already
+  /// orthonormal: not orthonormalized again, so the vectors stay bit for bit). The parameters stay those of the first
+  /// setup. Needs a hierarchy (setup() or load() first) and a new operator of the same lattice, process grid, sites'
+  /// components, even-odd form and backend.
+  void update(std::shared_ptr<LinearOperator> fine, LocalFactory local, std::shared_ptr<SchurOperator> fine_schur,
+              std::shared_ptr<SchurOperator> fine_smoother, std::shared_ptr<LinearOperator> fine_setup,
+              const std::function<void(const std::string&)>& progress = nullptr);
   /// @brief Write the (orthonormalized) null vectors of every level, in global lexicographic
   /// order, so that any process grid reads them back. Written to FILE.tmp, then renamed.
   void save(const std::string& file) const;
@@ -211,9 +221,14 @@ class Multigrid {
   struct Level;
 
  private:
+  /// Checks the fine operators (as the constructor takes them) and makes them level 0's.
+  void install_fine(std::shared_ptr<LinearOperator> fine, LocalFactory local, std::shared_ptr<SchurOperator> fine_schur,
+                    std::shared_ptr<SchurOperator> fine_smoother, std::shared_ptr<LinearOperator> fine_setup);
   /// The fine level's fields (and even-odd fields) and, with the Schwarz smoother, its blocks.
   void prepare_fine_level();
-  void build_level(int l, const std::function<void(const std::string&)>& progress);
+  /// The transfer from level l (orthonormalized over aggregates and packed first, unless
+  /// orthonormalize is false: the basis is so already) and level l + 1's operators.
+  void build_level(int l, const std::function<void(const std::string&)>& progress, bool orthonormalize = true);
   /// Whether the first setup pass of level l solves its even-odd system (it has one and the
   /// parameters ask for it).
   bool setup_on_even_odd(int l) const;

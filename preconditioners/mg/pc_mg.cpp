@@ -123,6 +123,9 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
     o.monitor = g.flag("-pc_latke_mg_monitor", false, "Print progress lines during the setup");
     o.save = g.string("-pc_latke_mg_save", "", "Write the null vectors to this file after the setup");
     o.load = g.string("-pc_latke_mg_load", "", "Read the null vectors from this file instead of computing them");
+    o.reuse_interpolation =
+        g.flag("-pc_latke_mg_reuse_interpolation", false,
+               "When the operator changes (same lattice), keep the null vectors and rebuild only the coarse operators");
   });
   const std::string pre = "-" + prefix;
   const std::vector<Coords> auto_blocks = default_blocks(fine, levels == 0 ? 4 : static_cast<int>(levels));
@@ -235,34 +238,37 @@ class MatMultigrid final : public Preconditioner {
  public:
   MatMultigrid(MatContext& m, const MultigridOptions& o, const std::function<void(const std::string&)>& print)
       : op_(m.op), form_(m.form), options_(o), print_(print) {
-    const Coords none{0, 0, 0, 0};
-    std::shared_ptr<LinearOperator> fine = op_->linear_operator(LATKE_OPERATOR_FULL, Precision::single, none);
-    auto schur = std::dynamic_pointer_cast<SchurOperator>(
-        op_->linear_operator(LATKE_OPERATOR_EVEN_ODD, Precision::single, none));
-    const Precision smp = o.param.level[0].smoother_precision, stp = o.param.level[0].setup_precision;
-    auto smoother = smp == Precision::single ? nullptr
-                                             : std::dynamic_pointer_cast<SchurOperator>(
-                                                   op_->linear_operator(LATKE_OPERATOR_EVEN_ODD, smp, none));
-    auto setup =
-        stp == Precision::single
-            ? nullptr
-            : op_->linear_operator(o.param.setup_even_odd ? LATKE_OPERATOR_EVEN_ODD : LATKE_OPERATOR_FULL, stp, none);
-    mg_ = std::make_shared<Multigrid>(
-        fine, o.param,
-        [op = op_](const Coords& block, Precision p) { return op->linear_operator(LATKE_OPERATOR_FULL, p, block); },
-        schur, smoother, setup);
+    const FineOperators f = fine_operators(op_, o.param);
+    mg_ = std::make_shared<Multigrid>(f.fine, o.param, f.local, f.schur, f.smoother, f.setup);
     const auto progress = o.monitor ? print : std::function<void(const std::string&)>();
     if (!o.load.empty())
       mg_->load(o.load, progress);
     else
       mg_->setup(progress);
     if (!o.save.empty()) mg_->save(o.save);
-    if (form_ == LATKE_OPERATOR_EVEN_ODD) {
-      const SpinorParam pp = with_precision(op_->field_param(form_), Precision::single);
-      r_p_ = std::make_unique<ColorSpinorField>(op_->lattice(), pp);
-      f_p_ = std::make_unique<ColorSpinorField>(op_->lattice(), pp);
-    }
+    make_parity_fields();
     if (o.verify) report(mg_->verify(), print);
+  }
+
+  /// Whether update() can take matrix m: the same form, lattice, process grid and backend.
+  bool can_update(const MatContext& m) const {
+    const Lattice &a = *op_->lattice(), &b = *m.op->lattice();
+    return m.form == form_ && a.global() == b.global() && a.local() == b.local() && a.size() == b.size() &&
+           m.op->backend() == op_->backend() && m.op->nspin() == op_->nspin() && m.op->ncolor() == op_->ncolor() &&
+           m.op->parity() == op_->parity();
+  }
+
+  /// Rebuild for matrix m's operator keeping the null vectors (Multigrid::update); the
+  /// options of the first set-up stay, except -pc_latke_mg_monitor and _verify, taken from o.
+  void update(MatContext& m, const MultigridOptions& o) {
+    op_ = m.op;
+    options_.monitor = o.monitor;
+    options_.verify = o.verify;
+    const FineOperators f = fine_operators(op_, options_.param);
+    const auto progress = o.monitor ? print_ : std::function<void(const std::string&)>();
+    mg_->update(f.fine, f.local, f.schur, f.smoother, f.setup, progress);
+    make_parity_fields();
+    if (o.verify) report(mg_->verify(), print_);
   }
 
   ~MatMultigrid() override {
@@ -313,6 +319,36 @@ class MatMultigrid final : public Preconditioner {
     p.precision = q;
     return p;
   }
+  /// The fine operators the hierarchy takes (Multigrid's constructor and update()), from the
+  /// matrix's operator in the precisions the parameters ask for.
+  struct FineOperators {
+    std::shared_ptr<LinearOperator> fine, setup;
+    std::shared_ptr<SchurOperator> schur, smoother;
+    Multigrid::LocalFactory local;
+  };
+  static FineOperators fine_operators(const std::shared_ptr<ShellOperator>& op, const mg::MultigridParam& param) {
+    const Coords none{0, 0, 0, 0};
+    FineOperators f;
+    f.fine = op->linear_operator(LATKE_OPERATOR_FULL, Precision::single, none);
+    f.schur =
+        std::dynamic_pointer_cast<SchurOperator>(op->linear_operator(LATKE_OPERATOR_EVEN_ODD, Precision::single, none));
+    const Precision smp = param.level[0].smoother_precision, stp = param.level[0].setup_precision;
+    if (smp != Precision::single)
+      f.smoother = std::dynamic_pointer_cast<SchurOperator>(op->linear_operator(LATKE_OPERATOR_EVEN_ODD, smp, none));
+    if (stp != Precision::single)
+      f.setup = op->linear_operator(param.setup_even_odd ? LATKE_OPERATOR_EVEN_ODD : LATKE_OPERATOR_FULL, stp, none);
+    f.local = [op](const Coords& block, Precision p) { return op->linear_operator(LATKE_OPERATOR_FULL, p, block); };
+    return f;
+  }
+  /// The even-odd form's r_p and f_p in single, on the operator's lattice.
+  void make_parity_fields() {
+    r_p_.reset();
+    f_p_.reset();
+    if (form_ != LATKE_OPERATOR_EVEN_ODD) return;
+    const SpinorParam pp = with_precision(op_->field_param(form_), Precision::single);
+    r_p_ = std::make_unique<ColorSpinorField>(op_->lattice(), pp);
+    f_p_ = std::make_unique<ColorSpinorField>(op_->lattice(), pp);
+  }
   std::shared_ptr<ShellOperator> op_;
   LatkeOperatorForm form_;
   MultigridOptions options_;
@@ -321,12 +357,25 @@ class MatMultigrid final : public Preconditioner {
   std::unique_ptr<ColorSpinorField> r_p_, f_p_;  ///< the even-odd form's r_p in single, and f_p
 };
 
+/// Progress and verification lines of A's multigrid, to PetscPrintf on its communicator.
+std::function<void(const std::string&)> printer(MPI_Comm comm) {
+  return [comm](const std::string& line) { PetscPrintf(comm, "Latke MG: %s\n", line.c_str()); };
+}
+
 std::unique_ptr<Preconditioner> make_multigrid(Mat A, const char* prefix) {
   MatContext& m = context_of(A);
   const MPI_Comm comm = PetscObjectComm(reinterpret_cast<PetscObject>(A));
   const MultigridOptions o = mg::multigrid_options(comm, prefix, *m.op->lattice());
-  return std::make_unique<MatMultigrid>(
-      m, o, [comm](const std::string& line) { PetscPrintf(comm, "Latke MG: %s\n", line.c_str()); });
+  return std::make_unique<MatMultigrid>(m, o, printer(comm));
+}
+
+bool update_multigrid(Preconditioner& k, Mat A, const char* prefix) {
+  auto* mg = dynamic_cast<MatMultigrid*>(&k);
+  MatContext& m = context_of(A);
+  if (!mg || !mg->can_update(m)) return false;
+  const MPI_Comm comm = PetscObjectComm(reinterpret_cast<PetscObject>(A));
+  mg->update(m, mg::multigrid_options(comm, prefix, *m.op->lattice()));
+  return true;
 }
 
 namespace {
@@ -337,15 +386,26 @@ struct MGContext {
   std::string prefix;
   double setup_seconds = 0;
   long applies = 0;
+  int updates = 0;  ///< set-ups that kept the null vectors (-pc_latke_mg_reuse_interpolation)
 };
 
 void set_up(MGContext& c, Mat pmat) {
   const auto t0 = std::chrono::steady_clock::now();
-  c.k.reset();
   MatContext& m = context_of(pmat);
-  c.op = m.op;
-  std::unique_ptr<Preconditioner> k = make_multigrid(pmat, c.prefix.c_str());
-  c.k.reset(static_cast<MatMultigrid*>(k.release()));
+  const MPI_Comm comm = PetscObjectComm(reinterpret_cast<PetscObject>(pmat));
+  const MultigridOptions o = mg::multigrid_options(comm, c.prefix.c_str(), *m.op->lattice());
+  const auto print = printer(comm);
+  if (c.k && o.reuse_interpolation && c.k->can_update(m)) {
+    c.op = m.op;
+    c.k->update(m, o);
+    ++c.updates;
+  } else {
+    if (c.k && o.reuse_interpolation && o.monitor)
+      print("the new operator's lattice, form or backend differs: a new setup instead of reusing the null vectors");
+    c.k.reset();
+    c.op = m.op;
+    c.k = std::make_unique<MatMultigrid>(m, o, print);
+  }
   synchronize(c.op->backend());
   c.setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -374,6 +434,11 @@ PetscErrorCode view(MGContext& c, PetscViewer viewer) {
   PetscCall(PetscViewerASCIIPrintf(
       viewer, "Latke multigrid: %d levels, %s, setup %.3f s (this PC's set-up %.3f s), %ld applications\n", p.levels,
       to_string(p.cycle), mg.setup_seconds(), c.setup_seconds, c.applies));
+  if (c.updates > 0)
+    PetscCall(PetscViewerASCIIPrintf(viewer,
+                                     "  rebuilt %d time(s) for a new operator, keeping the null vectors "
+                                     "(-pc_latke_mg_reuse_interpolation); the setup time above is the last rebuild's\n",
+                                     c.updates));
   PetscCall(PetscViewerASCIIPushTab(viewer));
   for (int l = 0; l < mg.levels(); ++l) {
     const mg::LevelInfo i = mg.info(l);

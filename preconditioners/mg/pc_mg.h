@@ -3,7 +3,7 @@
 // -latke_solver_pc mg). Options, under the PC's (or the solve's) prefix:
 //   -pc_latke_mg_levels, _block, _nvec, _precision, _setup_iterations, _setup_tol,
 //   _setup_solver, _setup_precision, _setup_even_odd, _setup_batch, _setup_refine, _cycle,
-//   _seed, _verify, _monitor, _save, _load;
+//   _seed, _verify, _monitor, _save, _load, _reuse_interpolation;
 //   -latke_mg_levels_N_{smoother, pre_smooth, post_smooth, omega, ksp_max_it, ksp_rtol,
 //   pc_latke_schwarz_*} for level N (0: the fine level);
 //   -latke_mg_coarse_{ksp_rtol, ksp_max_it, ksp_gcr_restart, even_odd} for the coarsest.
@@ -21,6 +21,9 @@ namespace latke::mg {
 struct MultigridOptions {
   MultigridParam param;
   bool verify = false, monitor = false;
+  /// A later set-up (the operator changed: another kappa, c_sw or gauge field on the same
+  /// lattice) keeps the null vectors and rebuilds only the coarse operators (Multigrid::update).
+  bool reuse_interpolation = false;
   std::string save, load;
 };
 
@@ -35,5 +38,10 @@ namespace latke::petsc {
 /// @brief The multigrid preconditioner of Latke matrix A in its form, set up now (options
 /// under prefix); progress and verification lines go to PetscPrintf on A's communicator.
 std::unique_ptr<Preconditioner> make_multigrid(Mat A, const char* prefix);
+/// @brief Rebuild k, a multigrid make_multigrid made, for Latke matrix A's operator keeping
+/// its null vectors (Multigrid::update; -pc_latke_mg_monitor and _verify under prefix apply).
+/// Returns false, leaving k as it was, where k is not such a multigrid or A's lattice, process
+/// grid, form or backend differ from those of the matrix it was made for.
+bool update_multigrid(Preconditioner& k, Mat A, const char* prefix);
 
 }  // namespace latke::petsc

@@ -7,6 +7,9 @@
 #include <Eigen/Dense>
 #include <cmath>
 #include <complex>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -609,6 +612,100 @@ TEST(NativeSolvers, MultigridIsKeptWithTheMatrixUntilItsOptionsChange) {
   ASSERT_EQ(MatLatkeSolve(pr.A, b, x, &p, nullptr, &plain), 0);
   EXPECT_EQ(plain.pc_setup_seconds, 0.0);
   VecDestroy(&b), VecDestroy(&x), VecDestroy(&x1);
+}
+
+// A multigrid set up for one mass serves another on the same gauge field with its null
+// vectors kept: the PC (-pc_latke_mg_reuse_interpolation) rebuilds itself when the KSP gets
+// the new matrix, and says so in its view; without the option it sets up anew. Natively,
+// MatLatkeReusePreconditioner moves MatLatkeSolve's multigrid to the new matrix, whose solve
+// then builds nothing, while the old matrix sets one up again. A matrix without one to give
+// is an error.
+TEST(NativeSolvers, MultigridReusedForAnotherMass) {
+  if (world_size() > 1) GTEST_SKIP() << "a one-rank case (test_mg_mpi covers MG on grids)";
+  Problem pr(PETSC_COMM_WORLD, nullptr, 7, 0.2);
+  LatkeWilsonCloverParams wp;
+  LatkeWilsonCloverParamsDefault(&wp);
+  wp.mass = 0.05;
+  Mat A2;
+  ASSERT_EQ(MatCreateLatkeWilsonClover(pr.g, LATKE_OPERATOR_EVEN_ODD, &wp, nullptr, &A2), 0);
+  Vec b, x, b2;
+  pr.make_system(&x, &b);
+  VecDuplicate(b, &b2);
+  LatkeVecSetNoiseSource(A2, b2, LATKE_NOISE_Z2, 11);
+  const char* opts[][2] = {{"-ru_pc_latke_mg_levels", "2"},
+                           {"-ru_pc_latke_mg_block", "2,2,2,2"},
+                           {"-ru_pc_latke_mg_nvec", "4"},
+                           {"-ru_pc_latke_mg_setup_iterations", "10"},
+                           {"-ru_pc_latke_mg_reuse_interpolation", "1"},
+                           {"-ru_latke_solver_pc", "mg"}};
+  for (const auto& o : opts) PetscOptionsSetValue(nullptr, o[0], o[1]);
+  const auto view_of = [](KSP k) {  // PCView through an ASCII viewer (the PC prints only to ASCII ones)
+    PC pc;
+    KSPGetPC(k, &pc);
+    const std::string file = "mg_reuse_view.txt";
+    PetscViewer v;
+    PetscViewerASCIIOpen(PETSC_COMM_SELF, file.c_str(), &v);
+    PCView(pc, v);
+    PetscViewerDestroy(&v);
+    std::ifstream in(file);
+    std::stringstream text;
+    text << in.rdbuf();
+    std::remove(file.c_str());
+    return text.str();
+  };
+  for (bool reuse : {true, false}) {
+    SCOPED_TRACE(reuse ? "reusing the null vectors" : "a new setup");
+    PetscOptionsSetValue(nullptr, "-ru_pc_latke_mg_reuse_interpolation", reuse ? "1" : "0");
+    KSP ksp;
+    KSPCreate(PETSC_COMM_WORLD, &ksp);
+    KSPSetOptionsPrefix(ksp, "ru_");
+    KSPSetOperators(ksp, pr.A, pr.A);
+    KSPSetType(ksp, KSPGCR);
+    KSPSetTolerances(ksp, 1e-10, 1e-30, PETSC_DEFAULT, 200);
+    PC pc;
+    KSPGetPC(ksp, &pc);
+    ASSERT_EQ(PCSetType(pc, PCLATKEMG), 0);
+    ASSERT_EQ(KSPSetFromOptions(ksp), 0);
+    KSPConvergedReason reason;
+    VecSet(x, 0.0);
+    ASSERT_EQ(KSPSolve(ksp, b, x), 0);
+    KSPGetConvergedReason(ksp, &reason);
+    EXPECT_GT(reason, 0);
+    EXPECT_EQ(view_of(ksp).find("rebuilt"), std::string::npos);
+    KSPSetOperators(ksp, A2, A2);
+    VecSet(x, 0.0);
+    ASSERT_EQ(KSPSolve(ksp, b2, x), 0);
+    KSPGetConvergedReason(ksp, &reason);
+    EXPECT_GT(reason, 0);
+    EXPECT_EQ(view_of(ksp).find("rebuilt 1 time(s) for a new operator") != std::string::npos, reuse) << view_of(ksp);
+    KSPDestroy(&ksp);
+  }
+  const LatkeSolverParams p = native_params(LATKE_SOLVER_GCR, LATKE_PRECISION_SINGLE);
+  LatkeSolverStats first, moved, again, plain;
+  VecSet(x, 0.0);
+  ASSERT_EQ(MatLatkeSolve(pr.A, b, x, &p, "ru_", &first), 0);
+  ASSERT_EQ(MatLatkeReusePreconditioner(A2, pr.A, "ru_"), 0);
+  Vec x2;
+  VecDuplicate(x, &x2);
+  VecSet(x2, 0.0);
+  ASSERT_EQ(MatLatkeSolve(A2, b2, x2, &p, "ru_", &moved), 0);
+  VecSet(x, 0.0);
+  ASSERT_EQ(MatLatkeSolve(pr.A, b, x, &p, "ru_", &again), 0);
+  EXPECT_TRUE(first.converged && moved.converged && again.converged);
+  EXPECT_GT(first.pc_setup_seconds, 0.0);
+  EXPECT_EQ(moved.pc_setup_seconds, 0.0) << "the new matrix's solve set the multigrid up again";
+  EXPECT_GT(again.pc_setup_seconds, 0.0) << "the old matrix still held the multigrid it gave away";
+  // The same system without a preconditioner: the same solution.
+  VecSet(x, 0.0);
+  ASSERT_EQ(MatLatkeSolve(A2, b2, x, &p, nullptr, &plain), 0);
+  ASSERT_TRUE(plain.converged);
+  EXPECT_LT(rel_world(pr.lex(x), pr.lex(x2)), 1e-8);
+  PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
+  EXPECT_NE(MatLatkeReusePreconditioner(A2, pr.A, "nothing_here_"), 0);
+  PetscPopErrorHandler();
+  for (const auto& o : opts) PetscOptionsClearValue(nullptr, o[0]);
+  VecDestroy(&b), VecDestroy(&x), VecDestroy(&b2), VecDestroy(&x2);
+  MatDestroy(&A2);
 }
 
 // GCR in a sloppy precision ends a cycle once its iterated residual fell by restart_drop (a
