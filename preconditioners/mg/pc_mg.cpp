@@ -261,12 +261,12 @@ class MatMultigrid final : public Preconditioner {
   /// Rebuild for matrix m's operator keeping the null vectors (Multigrid::update); the
   /// options of the first set-up stay, except -pc_latke_mg_monitor and _verify, taken from o.
   void update(MatContext& m, const MultigridOptions& o) {
+    const FineOperators f = fine_operators(m.op, options_.param);
+    const auto progress = o.monitor ? print_ : std::function<void(const std::string&)>();
+    mg_->update(f.fine, f.local, f.schur, f.smoother, f.setup, progress);
     op_ = m.op;
     options_.monitor = o.monitor;
     options_.verify = o.verify;
-    const FineOperators f = fine_operators(op_, options_.param);
-    const auto progress = o.monitor ? print_ : std::function<void(const std::string&)>();
-    mg_->update(f.fine, f.local, f.schur, f.smoother, f.setup, progress);
     make_parity_fields();
     if (o.verify) report(mg_->verify(), print_);
   }
@@ -396,8 +396,8 @@ void set_up(MGContext& c, Mat pmat) {
   const MultigridOptions o = mg::multigrid_options(comm, c.prefix.c_str(), *m.op->lattice());
   const auto print = printer(comm);
   if (c.k && o.reuse_interpolation && c.k->can_update(m)) {
-    c.op = m.op;
     c.k->update(m, o);
+    c.op = m.op;
     ++c.updates;
   } else {
     if (c.k && o.reuse_interpolation && o.monitor)
