@@ -382,6 +382,12 @@ PetscErrorCode solve_masses(LatkeGauge gauge, Mat A, Vec b, Vec bhat, const Solv
   PetscFunctionReturn(0);
 }
 
+/// Whether a solve ended converged. Some PETSc methods (GCR among them) end at the iteration
+/// limit with CONVERGED_ITS: that is a success only when the relative residual reached rtol.
+bool ksp_converged(KSPConvergedReason reason, double rel_residual, double rtol) {
+  return reason > 0 && (reason != KSP_CONVERGED_ITS || rel_residual <= rtol);
+}
+
 /// M: the full operator of A's matrix: A itself (one more reference) in the full form, else
 /// its full companion.
 PetscErrorCode full_operator(Mat A, LatkeOperatorForm form, Mat* M) {
@@ -413,9 +419,9 @@ PetscErrorCode true_residual(Mat A, Mat M, Vec xhat, Vec b, Vec x, Vec r, double
 /// operator options as given), by the KSP ksp (its operators replaced; PCSetUp timed apart) or,
 /// where ksp is null, natively with MatLatkeSolve. With -pc_latke_mg_reuse_interpolation the
 /// multigrid keeps the null vectors of prev's (the KSP's PC updates itself; natively
-/// MatLatkeReusePreconditioner moves it from prev). prev becomes the new matrix.
-PetscErrorCode solve_kappa(LatkeGauge gauge, const SolveOptions& opt, double kappa, KSP ksp, Vec b, Mat& prev,
-                           bool own_prev, KappaResult& res) {
+/// MatLatkeReusePreconditioner moves it from prev). *made: the new matrix (the caller's).
+PetscErrorCode solve_kappa(LatkeGauge gauge, const SolveOptions& opt, double kappa, KSP ksp, Vec b, Mat prev, Mat* made,
+                           KappaResult& res) {
   Mat A2, M2;
   Vec x2, xhat2, bhat2, r2;
   PetscFunctionBeginUser;
@@ -426,12 +432,12 @@ PetscErrorCode solve_kappa(LatkeGauge gauge, const SolveOptions& opt, double kap
   char value[64];
   std::snprintf(value, sizeof value, "%.17g", kappa);
   PetscCall(PetscOptionsSetValue(nullptr, "-latke_kappa", value));
-  const PetscErrorCode made = MatCreateLatkeWilsonClover(gauge, opt.form, nullptr, nullptr, &A2);
+  const PetscErrorCode created = MatCreateLatkeWilsonClover(gauge, opt.form, nullptr, nullptr, &A2);
   if (had)
     PetscCall(PetscOptionsSetValue(nullptr, "-latke_kappa", was));
   else
     PetscCall(PetscOptionsClearValue(nullptr, "-latke_kappa"));
-  PetscCall(made);
+  PetscCall(created);
   PetscCall(full_operator(A2, opt.form, &M2));
   PetscCall(MatLatkeCreateFullVecs(A2, &x2, &r2));
   PetscCall(MatCreateVecs(A2, &xhat2, &bhat2));
@@ -459,7 +465,7 @@ PetscErrorCode solve_kappa(LatkeGauge gauge, const SolveOptions& opt, double kap
     PetscCall(KSPGetResidualNorm(ksp, &rnorm));
     PetscCall(KSPGetTolerances(ksp, &rtol, nullptr, nullptr, nullptr));
     PetscCall(VecNorm(bhat2, NORM_2, &bnorm));
-    res.converged = reason > 0 && (reason != KSP_CONVERGED_ITS || rnorm <= rtol * bnorm);
+    res.converged = ksp_converged(reason, bnorm > 0 ? rnorm / bnorm : rnorm, rtol);
     res.setup_s = t1 - t0;
     res.solve_s = t2 - t1;
   } else {
@@ -482,8 +488,7 @@ PetscErrorCode solve_kappa(LatkeGauge gauge, const SolveOptions& opt, double kap
   PetscCall(VecDestroy(&xhat2));
   PetscCall(VecDestroy(&bhat2));
   PetscCall(MatDestroy(&M2));
-  if (own_prev) PetscCall(MatDestroy(&prev));
-  prev = A2;
+  *made = A2;
   PetscFunctionReturn(0);
 }
 
@@ -646,15 +651,15 @@ PetscErrorCode run(int& status) {
 
   if (!multi) {
     PetscCall(true_residual(A, M, xhat, b, x, r, &sum.true_residual));
-    // Some PETSc methods (GCR among them) end at the iteration limit with CONVERGED_ITS: that
-    // is a success only when the residual reached the tolerance.
-    sum.converged = reason > 0 && (reason != KSP_CONVERGED_ITS || sum.solver_residual <= sum.rtol);
+    sum.converged = ksp_converged(reason, sum.solver_residual, sum.rtol);
   }
   {  // -latke_kappas: each solved with a new matrix, after the one before
-    Mat prev = A;
-    for (std::size_t i = 0; i < opt.kappas.size(); ++i) {
+    Mat prev = A, next;
+    for (double k : opt.kappas) {
       KappaResult kr;
-      PetscCall(solve_kappa(gauge, opt, opt.kappas[i], ksp, b, prev, i > 0, kr));
+      PetscCall(solve_kappa(gauge, opt, k, ksp, b, prev, &next, kr));
+      if (prev != A) PetscCall(MatDestroy(&prev));
+      prev = next;
       sum.kappas.push_back(kr);
     }
     if (prev != A) PetscCall(MatDestroy(&prev));

@@ -197,9 +197,8 @@ PetscErrorCode MatLatkeReusePreconditioner(Mat A, Mat from, const char prefix[])
             "multigrid preconditioner of MatLatkeSolve under the prefix '", pre,
             "' (solve on it with -latke_solver_pc mg first)");
     if (&a == &f) return;
-    require(update_multigrid(*it->second.k, A, prefix),
-            "MatLatkeReusePreconditioner: the new matrix's lattice, process grid, form or backend differ from those ",
-            "of the matrix the preconditioner was built for; the null vectors cannot be reused");
+    const std::string why = update_multigrid(*it->second.k, A, prefix);
+    require(why.empty(), "MatLatkeReusePreconditioner: the null vectors cannot be reused: ", why);
     a.native_mg[pre] = std::move(it->second);
     f.native_mg.erase(it);
   }));

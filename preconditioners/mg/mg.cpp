@@ -255,6 +255,24 @@ void Multigrid::install_fine(std::shared_ptr<LinearOperator> fine, LocalFactory 
   local_ = std::move(local);
 }
 
+std::string Multigrid::mismatch(const LinearOperator& fine, const SchurOperator* fine_schur) const {
+  const Level& F = *levels_[0];
+  const Lattice &was = *F.op->lattice(), &now = *fine.lattice();
+  const SpinorParam a = F.op->field_param(), b = fine.field_param();
+  const bool same_form =
+      !fine_schur == !F.schur && (!fine_schur || fine_schur->field_param().subset == F.schur->field_param().subset);
+  if (now.global() == was.global() && now.local() == was.local() && now.size() == was.size() && a.nspin == b.nspin &&
+      a.ncolor == b.ncolor && a.backend == b.backend && same_form)
+    return "";
+  std::ostringstream s;
+  s << "the new fine operator acts on a " << dims(now.global()) << " lattice (local " << dims(now.local()) << ", "
+    << now.size() << " ranks) with " << b.nspin << "x" << b.ncolor
+    << " components per site; the null vectors were found for " << dims(was.global()) << " (local " << dims(was.local())
+    << ", " << was.size() << " ranks) with " << a.nspin << "x" << a.ncolor
+    << " and the same even-odd form (parity) and backend are needed";
+  return s.str();
+}
+
 void Multigrid::update(std::shared_ptr<LinearOperator> fine, LocalFactory local,
                        std::shared_ptr<SchurOperator> fine_schur, std::shared_ptr<SchurOperator> fine_smoother,
                        std::shared_ptr<LinearOperator> fine_setup,
@@ -264,15 +282,8 @@ void Multigrid::update(std::shared_ptr<LinearOperator> fine, LocalFactory local,
   Level& F = *levels_[0];
   require(F.transfer != nullptr, "multigrid update: the hierarchy has not been set up (setup() or load() first)");
   require(fine != nullptr, "multigrid update: no fine operator given");
-  const Lattice &was = *F.op->lattice(), &now = *fine->lattice();
-  const SpinorParam a = F.op->field_param(), b = fine->field_param();
-  require(now.global() == was.global() && now.local() == was.local() && now.size() == was.size() &&
-              a.nspin == b.nspin && a.ncolor == b.ncolor && a.backend == b.backend && !fine_schur == !F.schur,
-          "multigrid update: the new fine operator acts on a ", dims(now.global()), " lattice (local ",
-          dims(now.local()), ", ", now.size(), " ranks) with ", b.nspin, "x", b.ncolor,
-          " components per site; the null vectors were found for ", dims(was.global()), " (local ", dims(was.local()),
-          ", ", was.size(), " ranks) with ", a.nspin, "x", a.ncolor,
-          " and the same even-odd form and backend are needed");
+  const std::string why = mismatch(*fine, fine_schur.get());
+  require(why.empty(), "multigrid update: ", why);
   install_fine(std::move(fine), std::move(local), std::move(fine_schur), std::move(fine_smoother),
                std::move(fine_setup));
   prepare_fine_level();

@@ -187,6 +187,10 @@ class Multigrid {
   void update(std::shared_ptr<LinearOperator> fine, LocalFactory local, std::shared_ptr<SchurOperator> fine_schur,
               std::shared_ptr<SchurOperator> fine_smoother, std::shared_ptr<LinearOperator> fine_setup,
               const std::function<void(const std::string&)>& progress = nullptr);
+  /// @brief Why update() would refuse the fine operator and its even-odd form (another
+  /// lattice, process grid, sites' components, even-odd form or parity, backend); empty when it
+  /// takes them. Needs a hierarchy set up.
+  std::string mismatch(const LinearOperator& fine, const SchurOperator* fine_schur) const;
   /// @brief Write the (orthonormalized) null vectors of every level, in global lexicographic
   /// order, so that any process grid reads them back. Written to FILE.tmp, then renamed.
   void save(const std::string& file) const;

@@ -250,18 +250,14 @@ class MatMultigrid final : public Preconditioner {
     if (o.verify) report(mg_->verify(), print);
   }
 
-  /// Whether update() can take matrix m: the same form, lattice, process grid and backend.
-  bool can_update(const MatContext& m) const {
-    const Lattice &a = *op_->lattice(), &b = *m.op->lattice();
-    return m.form == form_ && a.global() == b.global() && a.local() == b.local() && a.size() == b.size() &&
-           m.op->backend() == op_->backend() && m.op->nspin() == op_->nspin() && m.op->ncolor() == op_->ncolor() &&
-           m.op->parity() == op_->parity();
-  }
-
   /// Rebuild for matrix m's operator keeping the null vectors (Multigrid::update); the
   /// options of the first set-up stay, except -pc_latke_mg_monitor and _verify, taken from o.
-  void update(MatContext& m, const MultigridOptions& o) {
+  /// Returns why not (another form, or Multigrid::mismatch) with nothing changed, or "" once done.
+  std::string update(MatContext& m, const MultigridOptions& o) {
+    if (m.form != form_) return "the new matrix is in another form (full or even-odd) than the preconditioner's";
     const FineOperators f = fine_operators(m.op, options_.param);
+    std::string why = mg_->mismatch(*f.fine, f.schur.get());
+    if (!why.empty()) return why;
     const auto progress = o.monitor ? print_ : std::function<void(const std::string&)>();
     mg_->update(f.fine, f.local, f.schur, f.smoother, f.setup, progress);
     op_ = m.op;
@@ -269,6 +265,7 @@ class MatMultigrid final : public Preconditioner {
     options_.verify = o.verify;
     make_parity_fields();
     if (o.verify) report(mg_->verify(), print_);
+    return "";
   }
 
   ~MatMultigrid() override {
@@ -369,13 +366,12 @@ std::unique_ptr<Preconditioner> make_multigrid(Mat A, const char* prefix) {
   return std::make_unique<MatMultigrid>(m, o, printer(comm));
 }
 
-bool update_multigrid(Preconditioner& k, Mat A, const char* prefix) {
+std::string update_multigrid(Preconditioner& k, Mat A, const char* prefix) {
   auto* mg = dynamic_cast<MatMultigrid*>(&k);
+  if (!mg) return "the preconditioner is not a Latke multigrid";
   MatContext& m = context_of(A);
-  if (!mg || !mg->can_update(m)) return false;
   const MPI_Comm comm = PetscObjectComm(reinterpret_cast<PetscObject>(A));
-  mg->update(m, mg::multigrid_options(comm, prefix, *m.op->lattice()));
-  return true;
+  return mg->update(m, mg::multigrid_options(comm, prefix, *m.op->lattice()));
 }
 
 namespace {
@@ -395,13 +391,12 @@ void set_up(MGContext& c, Mat pmat) {
   const MPI_Comm comm = PetscObjectComm(reinterpret_cast<PetscObject>(pmat));
   const MultigridOptions o = mg::multigrid_options(comm, c.prefix.c_str(), *m.op->lattice());
   const auto print = printer(comm);
-  if (c.k && o.reuse_interpolation && c.k->can_update(m)) {
-    c.k->update(m, o);
+  const std::string why = c.k && o.reuse_interpolation ? c.k->update(m, o) : "no hierarchy to reuse";
+  if (why.empty()) {
     c.op = m.op;
     ++c.updates;
   } else {
-    if (c.k && o.reuse_interpolation && o.monitor)
-      print("the new operator's lattice, form or backend differs: a new setup instead of reusing the null vectors");
+    if (c.k && o.reuse_interpolation && o.monitor) print("a new setup instead of reusing the null vectors: " + why);
     c.k.reset();
     c.op = m.op;
     c.k = std::make_unique<MatMultigrid>(m, o, print);

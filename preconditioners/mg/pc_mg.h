@@ -40,8 +40,8 @@ namespace latke::petsc {
 std::unique_ptr<Preconditioner> make_multigrid(Mat A, const char* prefix);
 /// @brief Rebuild k, a multigrid make_multigrid made, for Latke matrix A's operator keeping
 /// its null vectors (Multigrid::update; -pc_latke_mg_monitor and _verify under prefix apply).
-/// Returns false, leaving k as it was, where k is not such a multigrid or A's lattice, process
-/// grid, form or backend differ from those of the matrix it was made for.
-bool update_multigrid(Preconditioner& k, Mat A, const char* prefix);
+/// Returns "" once done, else why not (k is not such a multigrid, or A's form, lattice, process
+/// grid, parity or backend differ from its matrix's), leaving k as it was.
+std::string update_multigrid(Preconditioner& k, Mat A, const char* prefix);
 
 }  // namespace latke::petsc
