@@ -17,6 +17,10 @@
 // each further kappa with a new matrix, in turn; with -pc_latke_mg_reuse_interpolation the
 // multigrid is rebuilt from the first setup's null vectors instead of set up anew (natively:
 // MatLatkeReusePreconditioner), and the summary gives each kappa's preconditioner time.
+// -latke_gauge_next n2,n3,... (Wilson-clover) instead solves the same source on further
+// configurations of the quenched chain, each n_i sweeps after the one before
+// (LatkeGaugeCreateEvolved with -latke_gauge_beta and -latke_gauge_seed), as in a stream of
+// configurations; -pc_latke_mg_refresh_iterations refreshes the kept null vectors on each.
 //
 // With PETSc logging on (-log_view), it also prints where the time of the KSP solve went, per
 // outer iteration: the operator (MatMult), the preconditioner (PCApply) and PETSc's own work
@@ -61,6 +65,9 @@ struct SolveOptions {
   long solves = 1;             ///< -latke_solves: the system solved this many times
   std::vector<double> masses;  ///< -latke_masses: a multi-mass solve
   std::vector<double> kappas;  ///< -latke_kappas: Wilson-clover, solved again at these kappa after the first solve
+  std::vector<long> next;      ///< -latke_gauge_next: solved again on configurations this many sweeps apart
+  double beta = 6.0;           ///< -latke_gauge_beta, -latke_gauge_seed: the chain -latke_gauge_next continues
+  long gauge_seed = 1;
 };
 
 /// The numbers of "a,b,...", given as `option` (expected: what the error says is expected).
@@ -86,7 +93,7 @@ std::vector<double> parse_numbers(const std::string& option, const std::string& 
 
 SolveOptions read_solve_options() {
   SolveOptions o;
-  std::string form, site, masses, kappas;
+  std::string form, site, masses, kappas, next;
   bool masses_given = false;
   latke::read_options(PETSC_COMM_WORLD, "", "latke-solve options", [&](latke::OptionGroup& g) {
     o.op = g.string("-latke_op", "wilson", "Dirac operator: wilson (clover), staggered (naive) or asqtad");
@@ -108,6 +115,10 @@ SolveOptions read_solve_options() {
                       "Wilson-clover: after the solve, solve the same source again at each of these kappa k2,k3,... "
                       "with a new matrix (its preconditioner set up anew, or rebuilt from the first one's null "
                       "vectors with -pc_latke_mg_reuse_interpolation)");
+    next = g.string("-latke_gauge_next", "",
+                    "Wilson-clover: after the solve, solve the same source again on further configurations of the "
+                    "quenched chain, each this many sweeps n2,n3,... after the one before (-latke_gauge_beta, "
+                    "-latke_gauge_seed), with a new matrix as -latke_kappas makes");
     o.solves = g.integer("-latke_solves", 1,
                          "Solve the system this many times from x = 0, keeping the preconditioner (the first "
                          "solve also tunes the kernels it launches first)");
@@ -135,6 +146,22 @@ SolveOptions read_solve_options() {
     PetscOptionsHasName(nullptr, nullptr, "-latke_mass", &mass);
     latke::require(!mass, "-latke_kappas ", kappas, " sets kappa for each new matrix: give the first solve's as ",
                    "-latke_kappa, not -latke_mass");
+  }
+  if (!next.empty()) {
+    for (double n : parse_numbers("-latke_gauge_next", next, "sweeps n2,n3,... between configurations")) {
+      latke::require(n >= 1 && n == std::floor(n), "-latke_gauge_next '", next, "': ", n,
+                     " is not a number of sweeps (expected an integer, 1 or more)");
+      o.next.push_back(static_cast<long>(n));
+    }
+    latke::require(o.op == "wilson", "-latke_gauge_next ", next, " is for Wilson-clover, not -latke_op ", o.op);
+    latke::require(o.kappas.empty(), "-latke_gauge_next ", next, " and -latke_kappas ", kappas,
+                   ": give one of them (each solves again with a new matrix)");
+    PetscReal beta = o.beta;
+    PetscInt seed = o.gauge_seed;
+    PetscOptionsGetReal(nullptr, nullptr, "-latke_gauge_beta", &beta, nullptr);  // as the gauge reads them
+    PetscOptionsGetInt(nullptr, nullptr, "-latke_gauge_seed", &seed, nullptr);
+    o.beta = beta;
+    o.gauge_seed = seed;
   }
   latke::require(o.source == "point" || o.source == "wall" || o.source == "z2" || o.source == "z4", "-latke_source '",
                  o.source, "': expected point, wall, z2 or z4");
@@ -246,11 +273,15 @@ struct MassResult {
   double check = 0;  ///< |b_p - A_i x_i| / |b_p| with MatMult
 };
 
-/// One solve of -latke_kappas.
-struct KappaResult {
-  double kappa = 0, setup_s = 0, solve_s = 0, true_residual = 0;
+/// One solve of -latke_kappas or -latke_gauge_next.
+struct AgainResult {
+  double kappa = 0;  ///< -latke_kappas: the new kappa
+  long sweeps = 0;   ///< -latke_gauge_next: sweeps after the configuration before
+  double setup_s = 0, solve_s = 0, true_residual = 0;
   PetscInt iterations = 0;
-  bool reused = false;  ///< the preconditioner was rebuilt from the previous matrix's null vectors
+  bool reused = false;     ///< the preconditioner was rebuilt from the previous matrix's null vectors
+  bool stale = false;      ///< ... was asked for, but they were stale there: set up anew
+  bool refreshed = false;  ///< ... which -pc_latke_mg_refresh_iterations refreshed first
   bool converged = false;
 };
 
@@ -264,7 +295,8 @@ struct Summary {
   Split split;
   std::vector<MassResult> masses;  ///< -latke_masses
   std::vector<double> repeat_s;    ///< -latke_solves: the solves after the first
-  std::vector<KappaResult> kappas;  ///< -latke_kappas
+  std::vector<AgainResult> kappas;   ///< -latke_kappas
+  std::vector<AgainResult> configs;  ///< -latke_gauge_next
 };
 
 void write_json(const std::string& path, const Summary& s) {
@@ -284,11 +316,18 @@ void write_json(const std::string& path, const Summary& s) {
       for (std::size_t i = 0; i < s.repeat_s.size(); ++i) f << (i ? ", " : "") << s.repeat_s[i];
       f << "]";
     }
-    if (!s.kappas.empty()) {
-      f << ",\n  \"kappas\": [";
-      for (std::size_t i = 0; i < s.kappas.size(); ++i) {
-        const KappaResult& k = s.kappas[i];
-        f << (i ? ",\n" : "\n") << "    {\"kappa\": " << k.kappa << ", \"pc_reused\": " << (k.reused ? "true" : "false")
+    for (const bool by_kappa : {true, false}) {
+      const std::vector<AgainResult>& again = by_kappa ? s.kappas : s.configs;
+      if (again.empty()) continue;
+      f << ",\n  \"" << (by_kappa ? "kappas" : "configurations") << "\": [";
+      for (std::size_t i = 0; i < again.size(); ++i) {
+        const AgainResult& k = again[i];
+        f << (i ? ",\n" : "\n") << "    {";
+        if (by_kappa)
+          f << "\"kappa\": " << k.kappa;
+        else
+          f << "\"sweeps\": " << k.sweeps << ", \"pc_refreshed\": " << (k.refreshed ? "true" : "false");
+        f << ", \"pc_reused\": " << (k.reused ? "true" : "false") << ", \"pc_stale\": " << (k.stale ? "true" : "false")
           << ", \"setup_seconds\": " << k.setup_s << ", \"iterations\": " << k.iterations
           << ", \"solve_seconds\": " << k.solve_s << ", \"true_residual\": " << k.true_residual
           << ", \"converged\": " << (k.converged ? "true" : "false") << "}";
@@ -415,29 +454,34 @@ PetscErrorCode true_residual(Mat A, Mat M, Vec xhat, Vec b, Vec x, Vec r, double
   PetscFunctionReturn(0);
 }
 
-/// -latke_kappas: the source b solved at kappa with a new Wilson-clover matrix (the other
-/// operator options as given), by the KSP ksp (its operators replaced; PCSetUp timed apart) or,
-/// where ksp is null, natively with MatLatkeSolve. With -pc_latke_mg_reuse_interpolation the
-/// multigrid keeps the null vectors of prev's (the KSP's PC updates itself; natively
-/// MatLatkeReusePreconditioner moves it from prev). *made: the new matrix (the caller's).
-PetscErrorCode solve_kappa(LatkeGauge gauge, const SolveOptions& opt, double kappa, KSP ksp, Vec b, Mat prev, Mat* made,
-                           KappaResult& res) {
+/// -latke_kappas, -latke_gauge_next: the source b solved with a new Wilson-clover matrix on
+/// gauge, at kappa where it is given (the other operator options as given), by the KSP ksp (its
+/// operators replaced; PCSetUp timed apart) or, where ksp is null, natively with MatLatkeSolve.
+/// With -pc_latke_mg_reuse_interpolation the multigrid keeps the null vectors of prev's (the
+/// KSP's PC updates itself; natively MatLatkeReusePreconditioner moves it from prev), refreshed
+/// with -pc_latke_mg_refresh_iterations. *made: the new matrix (the caller's).
+PetscErrorCode solve_again(LatkeGauge gauge, const SolveOptions& opt, const double* kappa, KSP ksp, Vec b, Mat prev,
+                           Mat* made, AgainResult& res) {
   Mat A2, M2;
   Vec x2, xhat2, bhat2, r2;
   PetscFunctionBeginUser;
-  res.kappa = kappa;
-  char was[64] = "";
-  PetscBool had = PETSC_FALSE;
-  PetscCall(PetscOptionsGetString(nullptr, nullptr, "-latke_kappa", was, sizeof was, &had));
-  char value[64];
-  std::snprintf(value, sizeof value, "%.17g", kappa);
-  PetscCall(PetscOptionsSetValue(nullptr, "-latke_kappa", value));
-  const PetscErrorCode created = MatCreateLatkeWilsonClover(gauge, opt.form, nullptr, nullptr, &A2);
-  if (had)
-    PetscCall(PetscOptionsSetValue(nullptr, "-latke_kappa", was));
-  else
-    PetscCall(PetscOptionsClearValue(nullptr, "-latke_kappa"));
-  PetscCall(created);
+  if (kappa) {
+    res.kappa = *kappa;
+    char was[64] = "";
+    PetscBool had = PETSC_FALSE;
+    PetscCall(PetscOptionsGetString(nullptr, nullptr, "-latke_kappa", was, sizeof was, &had));
+    char value[64];
+    std::snprintf(value, sizeof value, "%.17g", *kappa);
+    PetscCall(PetscOptionsSetValue(nullptr, "-latke_kappa", value));
+    const PetscErrorCode created = MatCreateLatkeWilsonClover(gauge, opt.form, nullptr, nullptr, &A2);
+    if (had)
+      PetscCall(PetscOptionsSetValue(nullptr, "-latke_kappa", was));
+    else
+      PetscCall(PetscOptionsClearValue(nullptr, "-latke_kappa"));
+    PetscCall(created);
+  } else {
+    PetscCall(MatCreateLatkeWilsonClover(gauge, opt.form, nullptr, nullptr, &A2));
+  }
   PetscCall(full_operator(A2, opt.form, &M2));
   PetscCall(MatLatkeCreateFullVecs(A2, &x2, &r2));
   PetscCall(MatCreateVecs(A2, &xhat2, &bhat2));
@@ -445,17 +489,25 @@ PetscErrorCode solve_kappa(LatkeGauge gauge, const SolveOptions& opt, double kap
   PetscCall(VecSet(xhat2, 0.0));
   PetscBool reuse = PETSC_FALSE;
   PetscCall(PetscOptionsGetBool(nullptr, nullptr, "-pc_latke_mg_reuse_interpolation", &reuse, nullptr));
+  char refresh[256] = "0";
+  PetscCall(
+      PetscOptionsGetString(nullptr, nullptr, "-pc_latke_mg_refresh_iterations", refresh, sizeof refresh, nullptr));
+  const bool refreshing = std::string(refresh).find_first_of("123456789") != std::string::npos;
   PetscLogDouble t0, t1, t2;
   if (ksp) {
     PC pc;
     PetscBool mg = PETSC_FALSE;
     PetscCall(KSPGetPC(ksp, &pc));
     PetscCall(PetscObjectTypeCompare(reinterpret_cast<PetscObject>(pc), PCLATKEMG, &mg));
-    res.reused = mg && reuse;
     PetscCall(KSPSetOperators(ksp, A2, A2));
     PetscCall(PetscTime(&t0));
     PetscCall(KSPSetUp(ksp));
     PetscCall(PetscTime(&t1));
+    PetscInt rebuilds = 0;
+    if (mg) PetscCall(PCLatkeMGGetReuse(pc, &rebuilds, nullptr));
+    res.reused = mg && reuse && rebuilds > 0;
+    res.stale = mg && reuse && !res.reused;
+    res.refreshed = res.reused && refreshing;
     PetscCall(KSPSolve(ksp, bhat2, xhat2));
     PetscCall(PetscTime(&t2));
     KSPConvergedReason reason;
@@ -471,10 +523,14 @@ PetscErrorCode solve_kappa(LatkeGauge gauge, const SolveOptions& opt, double kap
   } else {
     char pc[64] = "none";
     PetscCall(PetscOptionsGetString(nullptr, nullptr, "-latke_solver_pc", pc, sizeof pc, nullptr));
-    res.reused = reuse && std::string(pc) == "mg";
+    const bool asked = reuse && std::string(pc) == "mg";
+    PetscBool moved = PETSC_FALSE;
     PetscCall(PetscTime(&t0));
-    if (res.reused) PetscCall(MatLatkeReusePreconditioner(A2, prev, nullptr));
+    if (asked) PetscCall(MatLatkeReusePreconditioner(A2, prev, nullptr, &moved));
     PetscCall(PetscTime(&t1));
+    res.reused = asked && moved;
+    res.stale = asked && !moved;
+    res.refreshed = res.reused && refreshing;
     LatkeSolverStats st;
     PetscCall(MatLatkeSolve(A2, bhat2, xhat2, nullptr, nullptr, &st));
     res.iterations = st.iterations;
@@ -653,16 +709,32 @@ PetscErrorCode run(int& status) {
     PetscCall(true_residual(A, M, xhat, b, x, r, &sum.true_residual));
     sum.converged = ksp_converged(reason, sum.solver_residual, sum.rtol);
   }
-  {  // -latke_kappas: each solved with a new matrix, after the one before
+  {  // -latke_kappas, -latke_gauge_next: each solved with a new matrix, after the one before
     Mat prev = A, next;
+    LatkeGauge config = gauge, evolved;
     for (double k : opt.kappas) {
-      KappaResult kr;
-      PetscCall(solve_kappa(gauge, opt, k, ksp, b, prev, &next, kr));
+      AgainResult kr;
+      PetscCall(solve_again(gauge, opt, &k, ksp, b, prev, &next, kr));
       if (prev != A) PetscCall(MatDestroy(&prev));
       prev = next;
       sum.kappas.push_back(kr);
     }
+    for (long n : opt.next) {
+      AgainResult cr;
+      cr.sweeps = n;
+      PetscCall(LatkeGaugeCreateEvolved(config, opt.beta, opt.gauge_seed, n, &evolved));
+      PetscCall(PetscPrintf(PETSC_COMM_WORLD,
+                            "latke-solve: configuration %d of -latke_gauge_next: ", (int)sum.configs.size() + 2));
+      PetscCall(LatkeGaugeView(evolved, PETSC_VIEWER_STDOUT_WORLD));
+      if (config != gauge) PetscCall(LatkeGaugeDestroy(&config));
+      config = evolved;
+      PetscCall(solve_again(config, opt, nullptr, ksp, b, prev, &next, cr));
+      if (prev != A) PetscCall(MatDestroy(&prev));
+      prev = next;
+      sum.configs.push_back(cr);
+    }
     if (prev != A) PetscCall(MatDestroy(&prev));
+    if (config != gauge) PetscCall(LatkeGaugeDestroy(&config));
   }
   PetscInt global[4], grid[4];
   PetscCall(LatkeGaugeGetLattice(gauge, global, nullptr, grid));
@@ -731,11 +803,22 @@ PetscErrorCode run(int& status) {
           out, "  solved again %d times from x = 0 (kernels tuned, preconditioner kept):%s s; fastest %.3f s\n",
           (int)sum.repeat_s.size(), r.str().c_str(), fastest));
     }
-    for (const KappaResult& k : sum.kappas)
-      PetscCall(PetscViewerASCIIPrintf(
-          out, "  kappa %g: preconditioner %s %.3f s; %d iterations, %.3f s; true residual %.3e%s\n", k.kappa,
-          k.reused ? "rebuilt keeping the null vectors in" : "set up in", k.setup_s, (int)k.iterations, k.solve_s,
-          k.true_residual, k.converged ? "" : "  NOT converged"));
+    for (const bool by_kappa : {true, false})
+      for (std::size_t i = 0; i < (by_kappa ? sum.kappas : sum.configs).size(); ++i) {
+        const AgainResult& k = (by_kappa ? sum.kappas : sum.configs)[i];
+        char what[64];
+        if (by_kappa)
+          std::snprintf(what, sizeof what, "kappa %g", k.kappa);
+        else
+          std::snprintf(what, sizeof what, "configuration %d (%ld sweep(s) on)", (int)i + 2, k.sweeps);
+        PetscCall(PetscViewerASCIIPrintf(
+            out, "  %s: preconditioner %s %.3f s; %d iterations, %.3f s; true residual %.3e%s\n", what,
+            k.stale       ? "set up anew (the kept null vectors were stale, -pc_latke_mg_reuse_max_growth) in"
+            : !k.reused   ? "set up in"
+            : k.refreshed ? "rebuilt refreshing the null vectors in"
+                          : "rebuilt keeping the null vectors in",
+            k.setup_s, (int)k.iterations, k.solve_s, k.true_residual, k.converged ? "" : "  NOT converged"));
+      }
     const Split& sp = sum.split;
     if (sp.valid) {
       PetscCall(PetscViewerASCIIPrintf(out,
@@ -788,10 +871,17 @@ PetscErrorCode run(int& status) {
                           sum.reason.c_str(), sum.solver_residual, sum.rtol));
     status = 2;
   }
-  for (const KappaResult& k : sum.kappas)
+  for (const AgainResult& k : sum.kappas)
     if (!k.converged) {
       PetscCall(PetscPrintf(PETSC_COMM_WORLD, "latke-solve: the solve at kappa %g (-latke_kappas) did not converge\n",
                             k.kappa));
+      status = 2;
+    }
+  for (std::size_t i = 0; i < sum.configs.size(); ++i)
+    if (!sum.configs[i].converged) {
+      PetscCall(PetscPrintf(PETSC_COMM_WORLD,
+                            "latke-solve: the solve on configuration %d (-latke_gauge_next) did not converge\n",
+                            (int)i + 2));
       status = 2;
     }
   PetscFunctionReturn(0);

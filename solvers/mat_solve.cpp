@@ -185,10 +185,11 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams* param
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode MatLatkeReusePreconditioner(Mat A, Mat from, const char prefix[]) {
+PetscErrorCode MatLatkeReusePreconditioner(Mat A, Mat from, const char prefix[], PetscBool* reused) {
   PetscFunctionBeginUser;
   LatkeCheckNull(A);
   LatkeCheckNull(from);
+  if (reused) *reused = PETSC_FALSE;
   PetscCall(guarded(PetscObjectComm(reinterpret_cast<PetscObject>(A)), [&] {
     const std::string pre = prefix ? prefix : "";
     MatContext &a = context_of(A), &f = context_of(from);
@@ -196,11 +197,16 @@ PetscErrorCode MatLatkeReusePreconditioner(Mat A, Mat from, const char prefix[])
     require(it != f.native_mg.end() && it->second.k, "MatLatkeReusePreconditioner: the matrix to reuse from holds no ",
             "multigrid preconditioner of MatLatkeSolve under the prefix '", pre,
             "' (solve on it with -latke_solver_pc mg first)");
-    if (&a == &f) return;
-    const std::string why = update_multigrid(*it->second.k, A, prefix);
-    require(why.empty(), "MatLatkeReusePreconditioner: the null vectors cannot be reused: ", why);
+    if (&a == &f) {
+      if (reused) *reused = PETSC_TRUE;
+      return;
+    }
+    const MultigridUpdate r = update_multigrid(*it->second.k, A, prefix);
+    if (r.stale) return;  // A sets up its own
+    require(r.done, "MatLatkeReusePreconditioner: the null vectors cannot be reused: ", r.why);
     a.native_mg[pre] = std::move(it->second);
     f.native_mg.erase(it);
+    if (reused) *reused = PETSC_TRUE;
   }));
   PetscFunctionReturn(0);
 }

@@ -77,6 +77,15 @@ PetscErrorCode LatkeGaugeCreateRandom(MPI_Comm comm, const PetscInt global[4], c
  *   -latke_gauge_spread S        random: < 0 independent random SU(3) links; >= 0 the SU(3)
  *                                projection of 1 + S * noise (default -1) */
 PetscErrorCode LatkeGaugeCreateFromOptions(MPI_Comm comm, const char prefix[], LatkeGauge *gauge);
+/* The next configuration of a quenched Markov chain: gauge's links continued by `sweeps` (>= 1)
+ * sweeps of Latke's generator (a Cabibbo-Marinari heat-bath pass and four over-relaxation
+ * passes each) for the Wilson gauge action at beta, with random numbers keyed by seed and the
+ * chain's heat-bath pass count. A configuration of -latke_gauge quenched (the same beta and
+ * seed) continues its own chain: n more sweeps give what -latke_gauge_sweeps (its sweeps + n)
+ * would on the same backend; links from elsewhere start the count at 0. For tests and
+ * demonstrations of solver setups reused from one configuration to the next. Collective. */
+PetscErrorCode LatkeGaugeCreateEvolved(LatkeGauge gauge, PetscReal beta, PetscInt seed, PetscInt sweeps,
+                                       LatkeGauge* next);
 /* Global extents, local extents and process grid (any may be NULL). */
 PetscErrorCode LatkeGaugeGetLattice(LatkeGauge gauge, PetscInt global[4], PetscInt local[4], PetscInt grid[4]);
 PetscErrorCode LatkeGaugeView(LatkeGauge gauge, PetscViewer viewer);
@@ -268,8 +277,11 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams *param
  * on the same lattice (a few coarse-operator builds instead of a setup). A and `from` must
  * share lattice, process grid, form and backend; `from` no longer holds the preconditioner
  * (its next MatLatkeSolve with -latke_solver_pc mg sets one up anew). The multigrid options
- * under prefix must be those it was built with (else MatLatkeSolve on A builds a new one). */
-PetscErrorCode MatLatkeReusePreconditioner(Mat A, Mat from, const char prefix[]);
+ * under prefix must be those it was built with (else MatLatkeSolve on A builds a new one);
+ * -pc_latke_mg_refresh_iterations and _reuse_max_growth apply. Where the null vectors are stale
+ * on A's operator (_reuse_max_growth) nothing moves and *reused (may be NULL) is PETSC_FALSE:
+ * A's next MatLatkeSolve sets up anew. */
+PetscErrorCode MatLatkeReusePreconditioner(Mat A, Mat from, const char prefix[], PetscBool* reused);
 
 /* Solves at several staggered masses: (4 m_i^2 - D_pq D_qp) x_i = b for n masses m_i, on a
  * Latke staggered matrix A in the even-odd form (of any mass: the others are shifts of it).
@@ -361,12 +373,20 @@ PetscErrorCode PCShellSetLatkeSchwarz(PC pc, Mat A, const char prefix[]);
  *   -pc_latke_mg_setup_refine 0             refinement passes with the current hierarchy
  *   -pc_latke_mg_cycle kcycle|vcycle, -pc_latke_mg_seed 1
  *   -pc_latke_mg_verify, -pc_latke_mg_monitor, -pc_latke_mg_save FILE, -pc_latke_mg_load FILE
+ *   -pc_latke_mg_reuse_interpolation false  a set-up for a changed matrix keeps the null vectors,
+ *   -pc_latke_mg_refresh_iterations 0        refreshed by this many steps per level first,
+ *   -pc_latke_mg_reuse_max_growth 1.25       unless they are this much staler there (then anew)
  *   -latke_mg_levels_N_smoother mr|schwarz, _pre_smooth 0, _post_smooth 4, _omega 1,
  *     _ksp_max_it 8, _ksp_rtol 0.25 (K-cycle GCR on level N >= 1), _pc_latke_schwarz_* (N = 0)
  *   -latke_mg_coarse_ksp_rtol 0.25, _ksp_max_it 100, _ksp_gcr_restart 16, _even_odd true
  * Registered by LatkeInitialize. */
 #define PCLATKEMG "latke_mg"
 PETSC_EXTERN PetscErrorCode PCCreate_LatkeMG(PC pc);
+/* With -pc_latke_mg_reuse_interpolation: how many set-ups in a row rebuilt the hierarchy for a new
+ * operator keeping its null vectors (0 after a new setup), and the growth of the null vectors'
+ * mean |M v|/|v| on the last new operator against the one they were found for (0: not measured).
+ * Above -pc_latke_mg_reuse_max_growth (default 1.25) the PC sets up anew instead. Either may be NULL. */
+PetscErrorCode PCLatkeMGGetReuse(PC pc, PetscInt* rebuilds, PetscReal* growth);
 /* The same preconditioner as a PCSHELL, set up now for the Latke matrix A, options under prefix. */
 PetscErrorCode PCShellSetLatkeMG(PC pc, Mat A, const char prefix[]);
 

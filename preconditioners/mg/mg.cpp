@@ -276,7 +276,7 @@ std::string Multigrid::mismatch(const LinearOperator& fine, const SchurOperator*
 void Multigrid::update(std::shared_ptr<LinearOperator> fine, LocalFactory local,
                        std::shared_ptr<SchurOperator> fine_schur, std::shared_ptr<SchurOperator> fine_smoother,
                        std::shared_ptr<LinearOperator> fine_setup,
-                       const std::function<void(const std::string&)>& progress) {
+                       const std::function<void(const std::string&)>& progress, const std::vector<int>& refresh) {
   const auto t0 = std::chrono::steady_clock::now();
   const LogScope log(LogEvent::mg_setup, 0, true);
   Level& F = *levels_[0];
@@ -284,21 +284,54 @@ void Multigrid::update(std::shared_ptr<LinearOperator> fine, LocalFactory local,
   require(fine != nullptr, "multigrid update: no fine operator given");
   const std::string why = mismatch(*fine, fine_schur.get());
   require(why.empty(), "multigrid update: ", why);
+  require(static_cast<int>(refresh.size()) < param_.levels, "multigrid update: ", refresh.size(),
+          " levels' refresh steps given: expected at most ", param_.levels - 1);
+  for (std::size_t l = 0; l < refresh.size(); ++l)
+    require(refresh[l] >= 0, "multigrid update: ", refresh[l], " refresh steps on level ", l, ": expected 0 or more");
   install_fine(std::move(fine), std::move(local), std::move(fine_schur), std::move(fine_smoother),
                std::move(fine_setup));
   prepare_fine_level();
   for (int l = 0; l < param_.levels; ++l) levels_[l]->setup_seconds = 0;
   for (int l = 0; l + 1 < param_.levels; ++l) {
-    if (progress)
-      progress("level " + std::to_string(l) + ": keeping its " + std::to_string(param_.level[l].nvec) +
-               " null vectors for the new operator");
-    build_level(l, progress, false);  // the basis is orthonormal and packed already
+    const int steps = l < static_cast<int>(refresh.size()) ? refresh[l] : 0;
+    if (steps == 0) {
+      if (progress)
+        progress("level " + std::to_string(l) + ": keeping its " + std::to_string(param_.level[l].nvec) +
+                 " null vectors for the new operator");
+      build_level(l, progress, false);  // the basis is orthonormal and packed already
+      continue;
+    }
+    // From the kept vectors (orthonormal over aggregates: each still near-null, and spanning
+    // what the old ones spanned there), on level l's operator for the new fine one.
+    const auto tl = std::chrono::steady_clock::now();
+    find_null_vectors(l, false, progress, 0, steps);
+    levels_[l]->setup_seconds += seconds_since(tl);
+    build_level(l, progress);
   }
   synchronize(levels_[0]->op->field_param().backend);
   setup_seconds_ = seconds_since(t0);
 }
 
 Multigrid::~Multigrid() = default;
+
+double Multigrid::mean_nullness(int l, LinearOperator& M) const {
+  const std::vector<ColorSpinorField>& v = levels_[l]->transfer->vectors();
+  ColorSpinorField mv = M.make_field();
+  double sum = 0;
+  for (const ColorSpinorField& x : v) {
+    M.apply(mv, x);
+    sum += std::sqrt(blas::cdot_norms(mv, mv).xx / blas::cdot_norms(x, x).xx);
+  }
+  return sum / static_cast<double>(v.size());
+}
+
+double Multigrid::nullness_growth(LinearOperator& fine) const {
+  require(levels_[0]->transfer != nullptr && !nullness_.empty() && nullness_[0] > 0,
+          "multigrid: the hierarchy has not been set up (setup() or load() first)");
+  const std::string why = mismatch(fine, levels_[0]->schur.get());  // the fields' shape, not the form
+  require(why.empty(), "multigrid: ", why);
+  return mean_nullness(0, fine) / nullness_[0];
+}
 
 bool Multigrid::setup_on_even_odd(int l) const { return param_.setup_even_odd && levels_[l]->schur; }
 
@@ -393,7 +426,7 @@ std::vector<SolverStats> Multigrid::solve_null_vectors(int l, int k0, int count,
 }
 
 void Multigrid::find_null_vectors(int l, bool refine, const std::function<void(const std::string&)>& progress,
-                                  int restricted) {
+                                  int restricted, int refresh) {
   const LogScope log(LogEvent::mg_null_vectors, 0, true);
   Level& L = *levels_[l];
   const LevelParam& q = param_.level[l];
@@ -409,10 +442,12 @@ void Multigrid::find_null_vectors(int l, bool refine, const std::function<void(c
   // Whether a set's steps run on an operator in half (the fine one given) rather than the
   // level's own.
   const bool set_in_half = batch > 1 && set_operator(l) != &L.system(eo);
-  if (!refine) {
+  if (!refine && refresh == 0) {
     L.setup_batch = batch;
     L.setup_restricted = restricted;
   }
+  // A refresh starts every vector from the kept one (none is filled with Gaussian numbers).
+  const int given = refresh > 0 ? q.nvec : restricted;
   // The steps in half: on level 0 the fine operator given in half; on a coarse level solving
   // one vector at a time, a copy of its operator with the blocks in half (unless they are already).
   std::shared_ptr<LinearOperator> low = L.setup_low;
@@ -442,9 +477,9 @@ void Multigrid::find_null_vectors(int l, bool refine, const std::function<void(c
       const auto t0 = std::chrono::steady_clock::now();
       const int count = std::min(batch, (k < restricted ? restricted : q.nvec) - k);
       set_start = k;
-      sp.max_iter = k < restricted ? q.setup_restrict_iterations : steps;
+      sp.max_iter = refresh > 0 ? refresh : k < restricted ? q.setup_restrict_iterations : steps;
       if (sp.max_iter > 0) {
-        stats = solve_null_vectors(l, k, count, refine, sp, low.get(), fields, restricted);
+        stats = solve_null_vectors(l, k, count, refine, sp, low.get(), fields, given);
       } else {
         stats.assign(count, SolverStats{});
         for (SolverStats& st : stats) st.true_residual = 1;
@@ -476,7 +511,11 @@ void Multigrid::find_null_vectors(int l, bool refine, const std::function<void(c
       const double nullness = std::sqrt(norm2(*probe));
       const char* how = refine ? "+cycle" : eo ? " even-odd" : "";
       std::ostringstream s;
-      s << "level " << l << ": " << (refine ? "refined" : "found") << " null vector " << k + 1 << "/" << q.nvec << " ("
+      s << "level " << l << ": "
+        << (refine        ? "refined"
+            : refresh > 0 ? "refreshed"
+                          : "found")
+        << " null vector " << k + 1 << "/" << q.nvec << " ("
         << (!refine && k < restricted ? "from the level above's, restricted; " : "") << st.iterations << " "
         << to_string(sp.type) << how << " iterations reduced |M v| by " << st.true_residual;
       s << "; |M v|/|v| " << nullness;
@@ -499,7 +538,13 @@ void Multigrid::build_level(int l, const std::function<void(const std::string&)>
   Level& L = *levels_[l];
   Level& C = *levels_[l + 1];
   const LevelParam& q = param_.level[l];
-  if (orthonormalize) L.transfer->orthonormalize();  // synchronizes (it checks for vanishing aggregates)
+  if (orthonormalize) {
+    L.transfer->orthonormalize();  // synchronizes (it checks for vanishing aggregates)
+    if (l == 0) {                  // the reference of nullness_growth()
+      nullness_.resize(param_.levels - 1, 0.0);
+      nullness_[0] = mean_nullness(0, *L.op);
+    }
+  }
   const double t_orth = seconds_since(t0);
   const bool coarsest = l + 1 == param_.levels - 1;
   const bool even_odd = coarsest ? param_.coarse_even_odd : param_.level[l + 1].smooth_even_odd;

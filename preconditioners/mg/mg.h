@@ -184,13 +184,26 @@ class Multigrid {
   /// orthonormal: not orthonormalized again, so the vectors stay bit for bit). The parameters stay those of the first
   /// setup. Needs a hierarchy (setup() or load() first) and a new operator of the same lattice, process grid, sites'
   /// components, even-odd form and backend.
+  /// @param refresh per level (missing entries: 0), inverse-iteration steps that refresh the kept
+  ///        null vectors on the new operator first (as the first setup's pass runs, from the kept
+  ///        vectors instead of random ones; then orthonormalized again), as QUDA refreshes its
+  ///        setup along an HMC trajectory: for a new gauge field, whose low modes the old vectors
+  ///        only approximate. 0: kept bit for bit.
   void update(std::shared_ptr<LinearOperator> fine, LocalFactory local, std::shared_ptr<SchurOperator> fine_schur,
               std::shared_ptr<SchurOperator> fine_smoother, std::shared_ptr<LinearOperator> fine_setup,
-              const std::function<void(const std::string&)>& progress = nullptr);
+              const std::function<void(const std::string&)>& progress = nullptr, const std::vector<int>& refresh = {});
   /// @brief Why update() would refuse the fine operator and its even-odd form (another
   /// lattice, process grid, sites' components, even-odd form or parity, backend); empty when it
   /// takes them. Needs a hierarchy set up.
   std::string mismatch(const LinearOperator& fine, const SchurOperator* fine_schur) const;
+  /// @brief How stale the fine level's null vectors are for another fine operator: the mean of
+  /// |M' v_k| / |v_k| over the kept (orthonormalized) basis on `fine`, divided by the same mean on
+  /// the operator they were found for (measured when they were orthonormalized). About 1 for
+  /// another kappa nearby; far above 1 where the operator changed on the near-null space, as for
+  /// a new gauge field of a heat-bath chain, whose low modes the vectors no longer follow (a
+  /// rebuild from them then preconditions worse than none). nvec fine applications. Needs a
+  /// hierarchy set up, and a fine operator update() takes (mismatch() empty).
+  double nullness_growth(LinearOperator& fine) const;
   /// @brief Write the (orthonormalized) null vectors of every level, in global lexicographic
   /// order, so that any process grid reads them back. Written to FILE.tmp, then renamed.
   void save(const std::string& file) const;
@@ -237,9 +250,10 @@ class Multigrid {
   /// parameters ask for it).
   bool setup_on_even_odd(int l) const;
   /// Inverse iteration for every null vector of level l (first pass: from Gaussian vectors, except
-  /// the first `restricted`, which the caller filled with the level above's restricted).
+  /// the first `restricted`, which the caller filled with the level above's restricted). With
+  /// refresh > 0, the first pass's solver runs `refresh` steps from every vector as it is (update()).
   void find_null_vectors(int l, bool refine, const std::function<void(const std::string&)>& progress,
-                         int restricted = 0);
+                         int restricted = 0, int refresh = 0);
   /// Null vectors of level l that the first setup pass solves together (1: one at a time).
   int setup_batch(int l) const;
   /// The operator whose apply_set solves level l's null vectors together in the first pass, or
@@ -280,8 +294,13 @@ class Multigrid {
   int coarsest_system_solve(int l, LinearOperator& A, ColorSpinorField& x, const ColorSpinorField& b, double tol,
                             int max_it);
 
+  /// Mean |M_l v_k| / |v_k| over level l's basis (l < levels - 1), on the operator the basis was
+  /// orthonormalized for.
+  double mean_nullness(int l, LinearOperator& M) const;
+
   MultigridParam param_;
   LocalFactory local_;
+  std::vector<double> nullness_;  ///< per level, mean_nullness when its basis was orthonormalized
   std::vector<std::unique_ptr<Level>> levels_;
   double setup_seconds_ = 0;
 };

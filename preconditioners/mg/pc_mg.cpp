@@ -78,7 +78,8 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
   long levels = 0, refine = 0, batch = p.setup_batch, coarse_max = p.coarse_max_it, coarse_restart = p.coarse_restart,
        seed = 1;
   std::string block, nvec, precision, transfer, setup_its, setup_restrict_its, setup_solver, setup_prec, cycle,
-      set_math;
+      set_math, refresh_its;
+  double max_growth = o.reuse_max_growth;
   double setup_tol = 1e-6;
   bool setup_eo = p.setup_even_odd, setup_restrict = p.setup_restrict;
   read_options(comm, prefix, "Latke multigrid preconditioner options", [&](OptionGroup& g) {
@@ -126,7 +127,16 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
     o.reuse_interpolation =
         g.flag("-pc_latke_mg_reuse_interpolation", false,
                "When the operator changes (same lattice), keep the null vectors and rebuild only the coarse operators");
+    refresh_its = g.string("-pc_latke_mg_refresh_iterations", "0",
+                           "With _reuse_interpolation: inverse-iteration steps that refresh the kept null vectors on "
+                           "the new operator before the rebuild, per level (comma list; the last repeats; 0: kept as "
+                           "they are)");
+    max_growth = g.real("-pc_latke_mg_reuse_max_growth", max_growth,
+                        "With _reuse_interpolation: set up anew instead where the kept null vectors' mean |M v|/|v| "
+                        "on the new operator exceeds this many times that on the one they were found for (0: never)");
   });
+  require(max_growth >= 0, "-", prefix, "pc_latke_mg_reuse_max_growth ", max_growth, ": expected 0 (never) or more");
+  o.reuse_max_growth = max_growth;
   const std::string pre = "-" + prefix;
   const std::vector<Coords> auto_blocks = default_blocks(fine, levels == 0 ? 4 : static_cast<int>(levels));
   require(levels != 0 || !auto_blocks.empty(), "multigrid: the local lattice ", fine.local()[0], ",", fine.local()[1],
@@ -138,7 +148,13 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
   const std::vector<std::string> blocks = split(block, ':');
   const std::vector<long> nv = int_list(nvec, pre + "pc_latke_mg_nvec", nt),
                           its = int_list(setup_its, pre + "pc_latke_mg_setup_iterations", nt),
-                          rits = int_list(setup_restrict_its, pre + "pc_latke_mg_setup_restrict_iterations", nt);
+                          rits = int_list(setup_restrict_its, pre + "pc_latke_mg_setup_restrict_iterations", nt),
+                          refresh = int_list(refresh_its, pre + "pc_latke_mg_refresh_iterations", nt);
+  require(static_cast<int>(refresh.size()) <= nt, pre, "pc_latke_mg_refresh_iterations '", refresh_its,
+          "': ", refresh.size(), " levels' steps for ", nt, " level(s) with null vectors");
+  for (long r : refresh)
+    require(r >= 0, pre, "pc_latke_mg_refresh_iterations '", refresh_its, "': ", r, " steps: expected 0 or more");
+  o.refresh.assign(refresh.begin(), refresh.end());
   const std::vector<std::string> precs = split(precision, ','), tprecs = split(transfer, ','),
                                  sprecs = split(setup_prec, ',');
   require(!sprecs.empty(), pre, "pc_latke_mg_setup_precision '", setup_prec, "': expected single or half per level");
@@ -250,22 +266,42 @@ class MatMultigrid final : public Preconditioner {
     if (o.verify) report(mg_->verify(), print);
   }
 
-  /// Rebuild for matrix m's operator keeping the null vectors (Multigrid::update); the
-  /// options of the first set-up stay, except -pc_latke_mg_monitor and _verify, taken from o.
-  /// Returns why not (another form, or Multigrid::mismatch) with nothing changed, or "" once done.
-  std::string update(MatContext& m, const MultigridOptions& o) {
-    if (m.form != form_) return "the new matrix is in another form (full or even-odd) than the preconditioner's";
+  /// Rebuild for matrix m's operator keeping the null vectors (Multigrid::update), refreshed by
+  /// o.refresh's steps; the options of the first set-up stay, except -pc_latke_mg_monitor,
+  /// _verify and _refresh_iterations, taken from o.
+  /// Not done, with nothing changed, for another form, a Multigrid::mismatch, or null vectors
+  /// grown stale on m's operator (o.reuse_max_growth).
+  MultigridUpdate update(MatContext& m, const MultigridOptions& o) {
+    MultigridUpdate r;
+    if (m.form != form_) {
+      r.why = "the new matrix is in another form (full or even-odd) than the preconditioner's";
+      return r;
+    }
     const FineOperators f = fine_operators(m.op, options_.param);
-    std::string why = mg_->mismatch(*f.fine, f.schur.get());
-    if (!why.empty()) return why;
+    r.why = mg_->mismatch(*f.fine, f.schur.get());
+    if (!r.why.empty()) return r;
     const auto progress = o.monitor ? print_ : std::function<void(const std::string&)>();
-    mg_->update(f.fine, f.local, f.schur, f.smoother, f.setup, progress);
+    r.growth = mg_->nullness_growth(*f.fine);
+    std::ostringstream g;
+    g << "the kept null vectors' mean |M v|/|v| on the new operator is " << r.growth
+      << " times that on the one they were found for";
+    if (progress) progress(g.str());
+    if (o.reuse_max_growth > 0 && r.growth > o.reuse_max_growth) {
+      std::ostringstream s;
+      s << g.str() << " (more than -pc_latke_mg_reuse_max_growth " << o.reuse_max_growth << ")";
+      r.stale = true;
+      r.why = s.str();
+      return r;
+    }
+    mg_->update(f.fine, f.local, f.schur, f.smoother, f.setup, progress, o.refresh);
     op_ = m.op;
     options_.monitor = o.monitor;
     options_.verify = o.verify;
     make_parity_fields();
     if (o.verify) report(mg_->verify(), print_);
-    return "";
+    r.done = true;
+    r.why.clear();
+    return r;
   }
 
   ~MatMultigrid() override {
@@ -366,9 +402,13 @@ std::unique_ptr<Preconditioner> make_multigrid(Mat A, const char* prefix) {
   return std::make_unique<MatMultigrid>(m, o, printer(comm));
 }
 
-std::string update_multigrid(Preconditioner& k, Mat A, const char* prefix) {
+MultigridUpdate update_multigrid(Preconditioner& k, Mat A, const char* prefix) {
   auto* mg = dynamic_cast<MatMultigrid*>(&k);
-  if (!mg) return "the preconditioner is not a Latke multigrid";
+  if (!mg) {
+    MultigridUpdate r;
+    r.why = "the preconditioner is not a Latke multigrid";
+    return r;
+  }
   MatContext& m = context_of(A);
   const MPI_Comm comm = PetscObjectComm(reinterpret_cast<PetscObject>(A));
   return mg->update(m, mg::multigrid_options(comm, prefix, *m.op->lattice()));
@@ -383,6 +423,9 @@ struct MGContext {
   double setup_seconds = 0;
   long applies = 0;
   int updates = 0;  ///< set-ups that kept the null vectors (-pc_latke_mg_reuse_interpolation)
+  std::vector<int> refresh;  ///< the last such set-up's refresh steps per level
+  std::string reuse;         ///< what the last set-up with _reuse_interpolation did, for views
+  double growth = 0;         ///< the null vectors' growth it measured (0: none)
 };
 
 void set_up(MGContext& c, Mat pmat) {
@@ -391,15 +434,29 @@ void set_up(MGContext& c, Mat pmat) {
   const MPI_Comm comm = PetscObjectComm(reinterpret_cast<PetscObject>(pmat));
   const MultigridOptions o = mg::multigrid_options(comm, c.prefix.c_str(), *m.op->lattice());
   const auto print = printer(comm);
-  const std::string why = c.k && o.reuse_interpolation ? c.k->update(m, o) : "no hierarchy to reuse";
-  if (why.empty()) {
+  MultigridUpdate r;
+  r.why = "no hierarchy to reuse";
+  if (c.k && o.reuse_interpolation) r = c.k->update(m, o);
+  c.growth = r.growth;
+  if (c.k && o.reuse_interpolation) {
+    std::ostringstream s;
+    if (r.done)
+      s << "the last set-up rebuilt it keeping the null vectors (mean |M v|/|v| " << r.growth << " times theirs)";
+    else
+      s << "the last set-up set it up anew instead of reusing the null vectors: " << r.why;
+    c.reuse = s.str();
+  }
+  if (r.done) {
     c.op = m.op;
     ++c.updates;
+    c.refresh = o.refresh;
   } else {
-    if (c.k && o.reuse_interpolation && o.monitor) print("a new setup instead of reusing the null vectors: " + why);
+    if (c.k && o.reuse_interpolation && o.monitor) print("a new setup instead of reusing the null vectors: " + r.why);
     c.k.reset();
     c.op = m.op;
     c.k = std::make_unique<MatMultigrid>(m, o, print);
+    c.updates = 0;  // a new hierarchy: not rebuilt yet
+    c.refresh.clear();
   }
   synchronize(c.op->backend());
   c.setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -429,11 +486,18 @@ PetscErrorCode view(MGContext& c, PetscViewer viewer) {
   PetscCall(PetscViewerASCIIPrintf(
       viewer, "Latke multigrid: %d levels, %s, setup %.3f s (this PC's set-up %.3f s), %ld applications\n", p.levels,
       to_string(p.cycle), mg.setup_seconds(), c.setup_seconds, c.applies));
-  if (c.updates > 0)
+  if (c.updates > 0) {
+    std::string steps;
+    for (int r : c.refresh) steps += (steps.empty() ? "" : ",") + std::to_string(r);
+    const bool refreshed = std::any_of(c.refresh.begin(), c.refresh.end(), [](int r) { return r > 0; });
     PetscCall(PetscViewerASCIIPrintf(viewer,
                                      "  rebuilt %d time(s) for a new operator, keeping the null vectors "
-                                     "(-pc_latke_mg_reuse_interpolation); the setup time above is the last rebuild's\n",
-                                     c.updates));
+                                     "(-pc_latke_mg_reuse_interpolation)%s%s%s; the setup time above is the last "
+                                     "rebuild's\n",
+                                     c.updates, refreshed ? ", the last time refreshed by " : "",
+                                     refreshed ? steps.c_str() : "", refreshed ? " steps per level" : ""));
+  }
+  if (!c.reuse.empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  %s\n", c.reuse.c_str()));
   PetscCall(PetscViewerASCIIPushTab(viewer));
   for (int l = 0; l < mg.levels(); ++l) {
     const mg::LevelInfo i = mg.info(l);
@@ -561,6 +625,18 @@ PetscErrorCode PCCreate_LatkeMG(PC pc) {
   pc->ops->apply = PCApply_LatkeMG;
   pc->ops->view = PCView_LatkeMG;
   pc->ops->destroy = PCDestroy_LatkeMG;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode PCLatkeMGGetReuse(PC pc, PetscInt* rebuilds, PetscReal* growth) {
+  PetscBool mg = PETSC_FALSE;
+  PetscFunctionBeginUser;
+  LatkeCheckNull(pc);
+  PetscCall(PetscObjectTypeCompare(reinterpret_cast<PetscObject>(pc), PCLATKEMG, &mg));
+  PetscCheck(mg, PetscObjectComm(reinterpret_cast<PetscObject>(pc)), PETSC_ERR_ARG_WRONG,
+             "PCLatkeMGGetReuse: the PC is not of type %s", PCLATKEMG);
+  if (rebuilds) *rebuilds = ctx_of(pc).updates;
+  if (growth) *growth = ctx_of(pc).growth;
   PetscFunctionReturn(0);
 }
 

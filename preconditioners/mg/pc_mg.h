@@ -3,7 +3,8 @@
 // -latke_solver_pc mg). Options, under the PC's (or the solve's) prefix:
 //   -pc_latke_mg_levels, _block, _nvec, _precision, _setup_iterations, _setup_tol,
 //   _setup_solver, _setup_precision, _setup_even_odd, _setup_batch, _setup_refine, _cycle,
-//   _seed, _verify, _monitor, _save, _load, _reuse_interpolation;
+//   _seed, _verify, _monitor, _save, _load, _reuse_interpolation, _refresh_iterations,
+//   _reuse_max_growth;
 //   -latke_mg_levels_N_{smoother, pre_smooth, post_smooth, omega, ksp_max_it, ksp_rtol,
 //   pc_latke_schwarz_*} for level N (0: the fine level);
 //   -latke_mg_coarse_{ksp_rtol, ksp_max_it, ksp_gcr_restart, even_odd} for the coarsest.
@@ -13,6 +14,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "preconditioners/mg/mg.h"
 
@@ -24,6 +26,14 @@ struct MultigridOptions {
   /// A later set-up (the operator changed: another kappa, c_sw or gauge field on the same
   /// lattice) keeps the null vectors and rebuilds only the coarse operators (Multigrid::update).
   bool reuse_interpolation = false;
+  /// Per level, inverse-iteration steps that refresh the kept null vectors in such a set-up
+  /// (0: kept bit for bit); read at every set-up.
+  std::vector<int> refresh;
+  /// Such a set-up sets up anew instead where the kept null vectors are stale on the new operator:
+  /// Multigrid::nullness_growth above this (0: never). 32^3x64 at kappa 0.1351 (notes/multigrid.md):
+  /// 1.0003-1.002 for kappa 0.1349 and 0.1340, where the rebuild pays; 2.3-2.5 for the next
+  /// configurations of the quenched chain, where it stalls the solve.
+  double reuse_max_growth = 1.25;
   std::string save, load;
 };
 
@@ -38,10 +48,19 @@ namespace latke::petsc {
 /// @brief The multigrid preconditioner of Latke matrix A in its form, set up now (options
 /// under prefix); progress and verification lines go to PetscPrintf on A's communicator.
 std::unique_ptr<Preconditioner> make_multigrid(Mat A, const char* prefix);
+/// What an attempt to rebuild a multigrid for a new operator keeping its null vectors did.
+struct MultigridUpdate {
+  bool done = false;   ///< rebuilt for the new operator
+  bool stale = false;  ///< not done: the null vectors are stale there (growth above the limit)
+  double growth = 0;   ///< Multigrid::nullness_growth on the new operator (0: not measured)
+  std::string why;     ///< why not, when not done
+};
+
 /// @brief Rebuild k, a multigrid make_multigrid made, for Latke matrix A's operator keeping
-/// its null vectors (Multigrid::update; -pc_latke_mg_monitor and _verify under prefix apply).
-/// Returns "" once done, else why not (k is not such a multigrid, or A's form, lattice, process
-/// grid, parity or backend differ from its matrix's), leaving k as it was.
-std::string update_multigrid(Preconditioner& k, Mat A, const char* prefix);
+/// its null vectors (Multigrid::update; -pc_latke_mg_monitor, _verify, _refresh_iterations and
+/// _reuse_max_growth under prefix apply). Not done, leaving k as it was, where k is not such a
+/// multigrid, A's form, lattice, process grid, parity or backend differ from its matrix's, or
+/// the null vectors are stale on A's operator (stale).
+MultigridUpdate update_multigrid(Preconditioner& k, Mat A, const char* prefix);
 
 }  // namespace latke::petsc

@@ -13,6 +13,9 @@ struct LatkeGaugeData {
   std::shared_ptr<const latke::Lattice> lattice;
   std::vector<latke::Complex<double>> links;
   std::string description;  ///< where it came from, for views
+  /// Heat-bath passes of the quenched chain that made the links (Latke's generator: its sweeps;
+  /// 0 for links from elsewhere); LatkeGaugeCreateEvolved continues the count.
+  long heatbath_passes = 0;
   /// Largest deviation of a link from SU(3) over all ranks (su3_deviation), once asked for
   /// (-1: not yet): an operator with links of 12 reals by default needs it.
   mutable double su3_deviation = -1;

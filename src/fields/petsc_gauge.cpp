@@ -129,6 +129,7 @@ PetscErrorCode LatkeGaugeCreateFromOptions(MPI_Comm comm, const char prefix[], L
       require(!failed, "-latke_gauge_cache ", cache, ": cannot create the directory",
               rank == 0 ? " (" + ec.message() + ")" : std::string(" (see rank 0)"));
       d->links = thermalized_configuration(d->lattice, backend, hp, static_cast<int>(sweeps), cache, &loaded);
+      d->heatbath_passes = sweeps;
       desc << "quenched Wilson gauge action, beta " << beta << ", " << sweeps << " sweeps from a hot start, seed " << seed
            << (loaded ? " (from the cache in " : " (generated, cached in ") << cache << ")";
     } else {
@@ -141,6 +142,36 @@ PetscErrorCode LatkeGaugeCreateFromOptions(MPI_Comm comm, const char prefix[], L
     desc << ", plaquette " << obs.plaquette;
     d->description = desc.str();
     *gauge = new _p_LatkeGauge{std::move(d)};
+  }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LatkeGaugeCreateEvolved(LatkeGauge gauge, PetscReal beta, PetscInt seed, PetscInt sweeps,
+                                       LatkeGauge* next) {
+  PetscFunctionBeginUser;
+  PetscCheck(gauge && gauge->data, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "LatkeGaugeCreateEvolved: the gauge is NULL");
+  LatkeCheckNull(next);
+  const LatkeGaugeData& g = *gauge->data;
+  PetscCall(guarded(g.lattice->comm(), [&] {
+    require_initialized();
+    require(beta > 0, "LatkeGaugeCreateEvolved: beta ", beta, ": expected a positive coupling");
+    require(seed >= 0, "LatkeGaugeCreateEvolved: seed ", seed, ": expected 0 or more");
+    require(sweeps >= 1, "LatkeGaugeCreateEvolved: ", sweeps, " sweeps: expected 1 or more");
+    HeatbathParam hp;
+    hp.beta = beta;
+    hp.seed = static_cast<std::uint64_t>(seed);
+    QuenchedGenerator gen(g.lattice, run_backend(), hp);
+    gen.set_links(g.links, g.heatbath_passes);
+    gen.sweep(static_cast<int>(sweeps));
+    auto d = std::make_shared<LatkeGaugeData>();
+    d->lattice = g.lattice;
+    d->links = gen.links();
+    d->heatbath_passes = gen.heatbath_passes();
+    std::ostringstream desc;
+    desc << "quenched chain continued by " << sweeps << " sweep(s) (beta " << beta << ", seed " << seed << "; "
+         << d->heatbath_passes << " heat-bath passes in all), plaquette " << gen.measure().plaquette;
+    d->description = desc.str();
+    *next = new _p_LatkeGauge{std::move(d)};
   }));
   PetscFunctionReturn(0);
 }

@@ -614,6 +614,37 @@ TEST(NativeSolvers, MultigridIsKeptWithTheMatrixUntilItsOptionsChange) {
   VecDestroy(&b), VecDestroy(&x), VecDestroy(&x1);
 }
 
+/// GCR to 1e-10 (at most 200 iterations) on A preconditioned by latke_mg, options under prefix.
+KSP mg_gcr_ksp(const char* prefix, Mat A) {
+  KSP ksp;
+  KSPCreate(PETSC_COMM_WORLD, &ksp);
+  KSPSetOptionsPrefix(ksp, prefix);
+  KSPSetOperators(ksp, A, A);
+  KSPSetType(ksp, KSPGCR);
+  KSPSetTolerances(ksp, 1e-10, 1e-30, PETSC_DEFAULT, 200);
+  PC pc;
+  KSPGetPC(ksp, &pc);
+  EXPECT_EQ(PCSetType(pc, PCLATKEMG), 0);
+  EXPECT_EQ(KSPSetFromOptions(ksp), 0);
+  return ksp;
+}
+
+/// KSP k's PCView, through an ASCII viewer on a file (the Latke PCs print only to ASCII ones).
+std::string view_of(KSP k) {
+  PC pc;
+  KSPGetPC(k, &pc);
+  const std::string file = "test_solvers_pc_view.txt";
+  PetscViewer v;
+  PetscViewerASCIIOpen(PETSC_COMM_SELF, file.c_str(), &v);
+  PCView(pc, v);
+  PetscViewerDestroy(&v);
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::remove(file.c_str());
+  return text.str();
+}
+
 // A multigrid set up for one mass serves another on the same gauge field with its null
 // vectors kept: the PC (-pc_latke_mg_reuse_interpolation) rebuilds itself when the KSP gets
 // the new matrix, and says so in its view; without the option it sets up anew. Natively,
@@ -639,33 +670,10 @@ TEST(NativeSolvers, MultigridReusedForAnotherMass) {
                            {"-ru_pc_latke_mg_reuse_interpolation", "1"},
                            {"-ru_latke_solver_pc", "mg"}};
   for (const auto& o : opts) PetscOptionsSetValue(nullptr, o[0], o[1]);
-  const auto view_of = [](KSP k) {  // PCView through an ASCII viewer (the PC prints only to ASCII ones)
-    PC pc;
-    KSPGetPC(k, &pc);
-    const std::string file = "mg_reuse_view.txt";
-    PetscViewer v;
-    PetscViewerASCIIOpen(PETSC_COMM_SELF, file.c_str(), &v);
-    PCView(pc, v);
-    PetscViewerDestroy(&v);
-    std::ifstream in(file);
-    std::stringstream text;
-    text << in.rdbuf();
-    std::remove(file.c_str());
-    return text.str();
-  };
   for (bool reuse : {true, false}) {
     SCOPED_TRACE(reuse ? "reusing the null vectors" : "a new setup");
     PetscOptionsSetValue(nullptr, "-ru_pc_latke_mg_reuse_interpolation", reuse ? "1" : "0");
-    KSP ksp;
-    KSPCreate(PETSC_COMM_WORLD, &ksp);
-    KSPSetOptionsPrefix(ksp, "ru_");
-    KSPSetOperators(ksp, pr.A, pr.A);
-    KSPSetType(ksp, KSPGCR);
-    KSPSetTolerances(ksp, 1e-10, 1e-30, PETSC_DEFAULT, 200);
-    PC pc;
-    KSPGetPC(ksp, &pc);
-    ASSERT_EQ(PCSetType(pc, PCLATKEMG), 0);
-    ASSERT_EQ(KSPSetFromOptions(ksp), 0);
+    KSP ksp = mg_gcr_ksp("ru_", pr.A);
     KSPConvergedReason reason;
     VecSet(x, 0.0);
     ASSERT_EQ(KSPSolve(ksp, b, x), 0);
@@ -684,7 +692,9 @@ TEST(NativeSolvers, MultigridReusedForAnotherMass) {
   LatkeSolverStats first, moved, again, plain;
   VecSet(x, 0.0);
   ASSERT_EQ(MatLatkeSolve(pr.A, b, x, &p, "ru_", &first), 0);
-  ASSERT_EQ(MatLatkeReusePreconditioner(A2, pr.A, "ru_"), 0);
+  PetscBool given = PETSC_FALSE;
+  ASSERT_EQ(MatLatkeReusePreconditioner(A2, pr.A, "ru_", &given), 0);
+  EXPECT_TRUE(given);
   Vec x2;
   VecDuplicate(x, &x2);
   VecSet(x2, 0.0);
@@ -701,11 +711,138 @@ TEST(NativeSolvers, MultigridReusedForAnotherMass) {
   ASSERT_TRUE(plain.converged);
   EXPECT_LT(rel_world(pr.lex(x), pr.lex(x2)), 1e-8);
   PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
-  EXPECT_NE(MatLatkeReusePreconditioner(A2, pr.A, "nothing_here_"), 0);
+  EXPECT_NE(MatLatkeReusePreconditioner(A2, pr.A, "nothing_here_", nullptr), 0);
   PetscPopErrorHandler();
   for (const auto& o : opts) PetscOptionsClearValue(nullptr, o[0]);
   VecDestroy(&b), VecDestroy(&x), VecDestroy(&b2), VecDestroy(&x2);
   MatDestroy(&A2);
+}
+
+// LatkeGaugeCreateEvolved continues a quenched chain: a configuration of -latke_gauge quenched
+// with 2 sweeps, evolved by 1 and then 2 more, is bit for bit the one with 5 sweeps (the pass
+// counter carries over), and differs from the start. Bad input: no sweeps, beta <= 0.
+TEST(NativeSolvers, GaugeEvolvedContinuesTheChain) {
+  if (world_size() > 1) GTEST_SKIP() << "a one-rank case (the generator's grids are tested in test_gauge_mpi)";
+  const auto quenched = [](const char* sweeps) {
+    const char* opts[][2] = {{"-ev_latke_gauge", "quenched"},
+                             {"-ev_latke_lattice", "4,4,4,4"},
+                             {"-ev_latke_gauge_sweeps", sweeps},
+                             {"-ev_latke_gauge_cache", ""}};
+    for (const auto& o : opts) PetscOptionsSetValue(nullptr, o[0], o[1]);
+    LatkeGauge g = nullptr;
+    EXPECT_EQ(LatkeGaugeCreateFromOptions(PETSC_COMM_WORLD, "ev_", &g), 0);
+    for (const auto& o : opts) PetscOptionsClearValue(nullptr, o[0]);
+    return g;
+  };
+  LatkeGauge start = quenched("2"), five = quenched("5"), one = nullptr, three = nullptr;
+  ASSERT_TRUE(start && five);
+  ASSERT_EQ(LatkeGaugeCreateEvolved(start, 6.0, 1, 1, &one), 0);
+  ASSERT_EQ(LatkeGaugeCreateEvolved(one, 6.0, 1, 2, &three), 0);
+  EXPECT_EQ(three->data->heatbath_passes, 5);
+  const auto same = [](const LatkeGauge a, const LatkeGauge b) {
+    const auto &u = a->data->links, &v = b->data->links;
+    if (u.size() != v.size()) return false;
+    for (std::size_t i = 0; i < u.size(); ++i)
+      if (u[i].re != v[i].re || u[i].im != v[i].im) return false;
+    return true;
+  };
+  EXPECT_TRUE(same(three, five)) << "2 + 1 + 2 sweeps differ from 5 sweeps";
+  EXPECT_FALSE(same(one, start));
+  EXPECT_NE(three->data->description.find("continued by 2 sweep(s)"), std::string::npos) << three->data->description;
+  LatkeGauge bad = nullptr;
+  PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
+  EXPECT_NE(LatkeGaugeCreateEvolved(start, 6.0, 1, 0, &bad), 0);
+  EXPECT_NE(LatkeGaugeCreateEvolved(start, 0.0, 1, 1, &bad), 0);
+  PetscPopErrorHandler();
+  EXPECT_EQ(bad, nullptr);
+  for (LatkeGauge* g : {&start, &five, &one, &three}) LatkeGaugeDestroy(g);
+}
+
+// -pc_latke_mg_refresh_iterations: the PC set up again for the next configuration of a chain
+// (LatkeGaugeCreateEvolved), reuse forced (-pc_latke_mg_reuse_max_growth 0), refreshes the
+// kept null vectors (PCView and PCLatkeMGGetReuse say so) and converges to the unpreconditioned
+// solution. With the default limit, the vectors refreshed for that configuration are stale on the
+// first one (growth above 1.25): the PC sets up anew and says why. A matrix the hierarchy cannot
+// take (the even-odd system on the odd sites) falls back to a new setup too.
+TEST(NativeSolvers, MultigridRefreshedOnTheNextConfiguration) {
+  if (world_size() > 1) GTEST_SKIP() << "a one-rank case (test_mg_mpi covers MG on grids)";
+  Problem pr(PETSC_COMM_WORLD, nullptr, 7, 0.2);
+  LatkeGauge next = nullptr;
+  ASSERT_EQ(LatkeGaugeCreateEvolved(pr.g, 6.0, 3, 1, &next), 0);
+  LatkeWilsonCloverParams wp;
+  LatkeWilsonCloverParamsDefault(&wp);
+  wp.mass = -0.05;  // Problem's, for spread >= 0
+  Mat A2, F2;
+  ASSERT_EQ(MatCreateLatkeWilsonClover(next, LATKE_OPERATOR_EVEN_ODD, &wp, nullptr, &A2), 0);
+  wp.parity = 1;
+  ASSERT_EQ(MatCreateLatkeWilsonClover(next, LATKE_OPERATOR_EVEN_ODD, &wp, nullptr, &F2), 0);
+  Vec b, x, b2, x2, bf, xf;
+  pr.make_system(&x, &b);
+  VecDuplicate(b, &b2);
+  VecDuplicate(x, &x2);
+  LatkeVecSetNoiseSource(A2, b2, LATKE_NOISE_Z2, 11);
+  MatCreateVecs(F2, &xf, &bf);
+  LatkeVecSetNoiseSource(F2, bf, LATKE_NOISE_Z2, 11);
+  const char* opts[][2] = {{"-rf_pc_latke_mg_levels", "2"},
+                           {"-rf_pc_latke_mg_block", "2,2,2,2"},
+                           {"-rf_pc_latke_mg_nvec", "4"},
+                           {"-rf_pc_latke_mg_setup_iterations", "10"},
+                           {"-rf_pc_latke_mg_reuse_interpolation", "1"},
+                           {"-rf_pc_latke_mg_refresh_iterations", "5"},
+                           {"-rf_pc_latke_mg_reuse_max_growth", "0"}};
+  for (const auto& o : opts) PetscOptionsSetValue(nullptr, o[0], o[1]);
+  KSP ksp = mg_gcr_ksp("rf_", pr.A);
+  PC pc;
+  KSPGetPC(ksp, &pc);
+  KSPConvergedReason reason;
+  VecSet(x, 0.0);
+  ASSERT_EQ(KSPSolve(ksp, b, x), 0);
+  KSPSetOperators(ksp, A2, A2);
+  VecSet(x2, 0.0);
+  ASSERT_EQ(KSPSolve(ksp, b2, x2), 0);
+  KSPGetConvergedReason(ksp, &reason);
+  EXPECT_GT(reason, 0);
+  EXPECT_NE(view_of(ksp).find("rebuilt 1 time(s) for a new operator, keeping the null vectors "
+                              "(-pc_latke_mg_reuse_interpolation), the last time refreshed by 5 steps per level"),
+            std::string::npos)
+      << view_of(ksp);
+  PetscInt rebuilds = -1;
+  PetscReal growth = -1;
+  ASSERT_EQ(PCLatkeMGGetReuse(pc, &rebuilds, &growth), 0);
+  EXPECT_EQ(rebuilds, 1);
+  EXPECT_GT(growth, 1.25) << "a heat-bath sweep left the null vectors as null as before";
+  const LatkeSolverParams p = native_params(LATKE_SOLVER_GCR, LATKE_PRECISION_SINGLE);
+  LatkeSolverStats plain;
+  VecSet(x, 0.0);
+  ASSERT_EQ(MatLatkeSolve(A2, b2, x, &p, nullptr, &plain), 0);
+  ASSERT_TRUE(plain.converged);
+  EXPECT_LT(rel_world(pr.lex(x), pr.lex(x2)), 1e-8);
+  // Back to the first configuration with the default limit: stale vectors, a new setup.
+  PetscOptionsClearValue(nullptr, "-rf_pc_latke_mg_reuse_max_growth");
+  KSPSetOperators(ksp, pr.A, pr.A);
+  VecSet(x, 0.0);
+  ASSERT_EQ(KSPSolve(ksp, b, x), 0);
+  KSPGetConvergedReason(ksp, &reason);
+  EXPECT_GT(reason, 0);
+  ASSERT_EQ(PCLatkeMGGetReuse(pc, &rebuilds, &growth), 0);
+  EXPECT_EQ(rebuilds, 0);
+  EXPECT_GT(growth, 1.25);
+  EXPECT_NE(view_of(ksp).find("set it up anew instead of reusing the null vectors: the kept null vectors' mean "
+                              "|M v|/|v| on the new operator is"),
+            std::string::npos)
+      << view_of(ksp);
+  // The odd sites: not the hierarchy's parity; a new setup, no longer described as rebuilt.
+  KSPSetOperators(ksp, F2, F2);
+  VecSet(xf, 0.0);
+  ASSERT_EQ(KSPSolve(ksp, bf, xf), 0);
+  KSPGetConvergedReason(ksp, &reason);
+  EXPECT_GT(reason, 0);
+  EXPECT_EQ(view_of(ksp).find("rebuilt"), std::string::npos) << view_of(ksp);
+  KSPDestroy(&ksp);
+  for (const auto& o : opts) PetscOptionsClearValue(nullptr, o[0]);
+  VecDestroy(&b), VecDestroy(&x), VecDestroy(&b2), VecDestroy(&x2), VecDestroy(&bf), VecDestroy(&xf);
+  MatDestroy(&A2), MatDestroy(&F2);
+  LatkeGaugeDestroy(&next);
 }
 
 // GCR in a sloppy precision ends a cycle once its iterated residual fell by restart_drop (a
