@@ -301,8 +301,8 @@ void Multigrid::update(std::shared_ptr<LinearOperator> fine, LocalFactory local,
       build_level(l, progress, false);  // the basis is orthonormal and packed already
       continue;
     }
-    // From the kept vectors (orthonormal over aggregates: each still near-null, and spanning
-    // what the old ones spanned there), on level l's operator for the new fine one.
+    // From the kept vectors (orthonormal over aggregates, spanning there what the old ones
+    // spanned), on level l's operator for the new fine one.
     const auto tl = std::chrono::steady_clock::now();
     find_null_vectors(l, false, progress, 0, steps);
     levels_[l]->setup_seconds += seconds_since(tl);
@@ -326,11 +326,11 @@ double Multigrid::mean_nullness(int l, LinearOperator& M) const {
 }
 
 double Multigrid::nullness_growth(LinearOperator& fine) const {
-  require(levels_[0]->transfer != nullptr && !nullness_.empty() && nullness_[0] > 0,
+  require(levels_[0]->transfer != nullptr && fine_nullness_ > 0,
           "multigrid: the hierarchy has not been set up (setup() or load() first)");
   const std::string why = mismatch(fine, levels_[0]->schur.get());  // the fields' shape, not the form
   require(why.empty(), "multigrid: ", why);
-  return mean_nullness(0, fine) / nullness_[0];
+  return mean_nullness(0, fine) / fine_nullness_;
 }
 
 bool Multigrid::setup_on_even_odd(int l) const { return param_.setup_even_odd && levels_[l]->schur; }
@@ -540,10 +540,7 @@ void Multigrid::build_level(int l, const std::function<void(const std::string&)>
   const LevelParam& q = param_.level[l];
   if (orthonormalize) {
     L.transfer->orthonormalize();  // synchronizes (it checks for vanishing aggregates)
-    if (l == 0) {                  // the reference of nullness_growth()
-      nullness_.resize(param_.levels - 1, 0.0);
-      nullness_[0] = mean_nullness(0, *L.op);
-    }
+    if (l == 0) fine_nullness_ = mean_nullness(0, *L.op);  // the reference of nullness_growth()
   }
   const double t_orth = seconds_since(t0);
   const bool coarsest = l + 1 == param_.levels - 1;

@@ -187,8 +187,9 @@ class Multigrid {
   /// @param refresh per level (missing entries: 0), inverse-iteration steps that refresh the kept
   ///        null vectors on the new operator first (as the first setup's pass runs, from the kept
   ///        vectors instead of random ones; then orthonormalized again), as QUDA refreshes its
-  ///        setup along an HMC trajectory: for a new gauge field, whose low modes the old vectors
-  ///        only approximate. 0: kept bit for bit.
+  ///        setup in HMC, where the gauge field moves little between solves. (After a heat-bath
+  ///        sweep on 32^3x64 the kept vectors were worth no more than random starts:
+  ///        notes/multigrid.md.) 0: kept bit for bit.
   void update(std::shared_ptr<LinearOperator> fine, LocalFactory local, std::shared_ptr<SchurOperator> fine_schur,
               std::shared_ptr<SchurOperator> fine_smoother, std::shared_ptr<LinearOperator> fine_setup,
               const std::function<void(const std::string&)>& progress = nullptr, const std::vector<int>& refresh = {});
@@ -300,7 +301,7 @@ class Multigrid {
 
   MultigridParam param_;
   LocalFactory local_;
-  std::vector<double> nullness_;  ///< per level, mean_nullness when its basis was orthonormalized
+  double fine_nullness_ = 0;  ///< mean_nullness(0) when the fine basis was orthonormalized
   std::vector<std::unique_ptr<Level>> levels_;
   double setup_seconds_ = 0;
 };
