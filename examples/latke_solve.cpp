@@ -273,15 +273,21 @@ struct MassResult {
   double check = 0;  ///< |b_p - A_i x_i| / |b_p| with MatMult
 };
 
+/// What the preconditioner of a solve of -latke_kappas or -latke_gauge_next was.
+enum class PcAgain {
+  set_up,     ///< set up anew (no reuse asked for, or no multigrid)
+  stale,      ///< reuse asked for, but the kept null vectors were stale: set up anew
+  kept,       ///< rebuilt from the previous matrix's null vectors
+  refreshed,  ///< ... after -pc_latke_mg_refresh_iterations refreshed them
+};
+
 /// One solve of -latke_kappas or -latke_gauge_next.
 struct AgainResult {
   double kappa = 0;  ///< -latke_kappas: the new kappa
   long sweeps = 0;   ///< -latke_gauge_next: sweeps after the configuration before
   double setup_s = 0, solve_s = 0, true_residual = 0;
   PetscInt iterations = 0;
-  bool reused = false;     ///< the preconditioner was rebuilt from the previous matrix's null vectors
-  bool stale = false;      ///< ... was asked for, but they were stale there: set up anew
-  bool refreshed = false;  ///< ... which -pc_latke_mg_refresh_iterations refreshed first
+  PcAgain pc = PcAgain::set_up;
   bool converged = false;
 };
 
@@ -326,11 +332,14 @@ void write_json(const std::string& path, const Summary& s) {
         if (by_kappa)
           f << "\"kappa\": " << k.kappa;
         else
-          f << "\"sweeps\": " << k.sweeps << ", \"pc_refreshed\": " << (k.refreshed ? "true" : "false");
-        f << ", \"pc_reused\": " << (k.reused ? "true" : "false") << ", \"pc_stale\": " << (k.stale ? "true" : "false")
-          << ", \"setup_seconds\": " << k.setup_s << ", \"iterations\": " << k.iterations
-          << ", \"solve_seconds\": " << k.solve_s << ", \"true_residual\": " << k.true_residual
-          << ", \"converged\": " << (k.converged ? "true" : "false") << "}";
+          f << "\"sweeps\": " << k.sweeps;
+        const bool reused = k.pc == PcAgain::kept || k.pc == PcAgain::refreshed;
+        f << ", \"pc_reused\": " << (reused ? "true" : "false")
+          << ", \"pc_refreshed\": " << (k.pc == PcAgain::refreshed ? "true" : "false")
+          << ", \"pc_stale\": " << (k.pc == PcAgain::stale ? "true" : "false") << ", \"setup_seconds\": " << k.setup_s
+          << ", \"iterations\": " << k.iterations << ", \"solve_seconds\": " << k.solve_s
+          << ", \"true_residual\": " << k.true_residual << ", \"converged\": " << (k.converged ? "true" : "false")
+          << "}";
       }
       f << "\n  ]";
     }
@@ -489,10 +498,10 @@ PetscErrorCode solve_again(LatkeGauge gauge, const SolveOptions& opt, const doub
   PetscCall(VecSet(xhat2, 0.0));
   PetscBool reuse = PETSC_FALSE;
   PetscCall(PetscOptionsGetBool(nullptr, nullptr, "-pc_latke_mg_reuse_interpolation", &reuse, nullptr));
-  char refresh[256] = "0";
-  PetscCall(
-      PetscOptionsGetString(nullptr, nullptr, "-pc_latke_mg_refresh_iterations", refresh, sizeof refresh, nullptr));
-  const bool refreshing = std::string(refresh).find_first_of("123456789") != std::string::npos;
+  PetscInt steps[8] = {0}, levels = 8;  // the multigrid reads and checks the list; any step refreshes
+  PetscCall(PetscOptionsGetIntArray(nullptr, nullptr, "-pc_latke_mg_refresh_iterations", steps, &levels, nullptr));
+  const PcAgain rebuilt =
+      std::any_of(steps, steps + levels, [](PetscInt n) { return n > 0; }) ? PcAgain::refreshed : PcAgain::kept;
   PetscLogDouble t0, t1, t2;
   if (ksp) {
     PC pc;
@@ -504,10 +513,9 @@ PetscErrorCode solve_again(LatkeGauge gauge, const SolveOptions& opt, const doub
     PetscCall(KSPSetUp(ksp));
     PetscCall(PetscTime(&t1));
     PetscInt rebuilds = 0;
-    if (mg) PetscCall(PCLatkeMGGetReuse(pc, &rebuilds, nullptr));
-    res.reused = mg && reuse && rebuilds > 0;
-    res.stale = mg && reuse && !res.reused;
-    res.refreshed = res.reused && refreshing;
+    PetscReal growth = 0;
+    if (mg && reuse) PetscCall(PCLatkeMGGetReuse(pc, &rebuilds, &growth));
+    res.pc = rebuilds > 0 ? rebuilt : growth > 0 ? PcAgain::stale : PcAgain::set_up;
     PetscCall(KSPSolve(ksp, bhat2, xhat2));
     PetscCall(PetscTime(&t2));
     KSPConvergedReason reason;
@@ -528,9 +536,7 @@ PetscErrorCode solve_again(LatkeGauge gauge, const SolveOptions& opt, const doub
     PetscCall(PetscTime(&t0));
     if (asked) PetscCall(MatLatkeReusePreconditioner(A2, prev, nullptr, &moved));
     PetscCall(PetscTime(&t1));
-    res.reused = asked && moved;
-    res.stale = asked && !moved;
-    res.refreshed = res.reused && refreshing;
+    res.pc = !asked ? PcAgain::set_up : moved ? rebuilt : PcAgain::stale;
     LatkeSolverStats st;
     PetscCall(MatLatkeSolve(A2, bhat2, xhat2, nullptr, nullptr, &st));
     res.iterations = st.iterations;
@@ -813,10 +819,10 @@ PetscErrorCode run(int& status) {
           std::snprintf(what, sizeof what, "configuration %d (%ld sweep(s) on)", (int)i + 2, k.sweeps);
         PetscCall(PetscViewerASCIIPrintf(
             out, "  %s: preconditioner %s %.3f s; %d iterations, %.3f s; true residual %.3e%s\n", what,
-            k.stale       ? "set up anew (the kept null vectors were stale, -pc_latke_mg_reuse_max_growth) in"
-            : !k.reused   ? "set up in"
-            : k.refreshed ? "rebuilt refreshing the null vectors in"
-                          : "rebuilt keeping the null vectors in",
+            k.pc == PcAgain::stale ? "set up anew (the kept null vectors were stale, -pc_latke_mg_reuse_max_growth) in"
+            : k.pc == PcAgain::set_up    ? "set up in"
+            : k.pc == PcAgain::refreshed ? "rebuilt refreshing the null vectors in"
+                                         : "rebuilt keeping the null vectors in",
             k.setup_s, (int)k.iterations, k.solve_s, k.true_residual, k.converged ? "" : "  NOT converged"));
       }
     const Split& sp = sum.split;

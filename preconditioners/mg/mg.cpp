@@ -288,6 +288,8 @@ void Multigrid::update(std::shared_ptr<LinearOperator> fine, LocalFactory local,
           " levels' refresh steps given: expected at most ", param_.levels - 1);
   for (std::size_t l = 0; l < refresh.size(); ++l)
     require(refresh[l] >= 0, "multigrid update: ", refresh[l], " refresh steps on level ", l, ": expected 0 or more");
+  // Kept fine vectors stay measured against the operator they were found for, which this replaces.
+  if (refresh.empty() || refresh[0] == 0) fine_reference();
   install_fine(std::move(fine), std::move(local), std::move(fine_schur), std::move(fine_smoother),
                std::move(fine_setup));
   prepare_fine_level();
@@ -314,8 +316,8 @@ void Multigrid::update(std::shared_ptr<LinearOperator> fine, LocalFactory local,
 
 Multigrid::~Multigrid() = default;
 
-double Multigrid::mean_nullness(int l, LinearOperator& M) const {
-  const std::vector<ColorSpinorField>& v = levels_[l]->transfer->vectors();
+double Multigrid::mean_nullness(LinearOperator& M) const {
+  const std::vector<ColorSpinorField>& v = levels_[0]->transfer->vectors();
   ColorSpinorField mv = M.make_field();
   double sum = 0;
   for (const ColorSpinorField& x : v) {
@@ -326,11 +328,15 @@ double Multigrid::mean_nullness(int l, LinearOperator& M) const {
 }
 
 double Multigrid::nullness_growth(LinearOperator& fine) const {
-  require(levels_[0]->transfer != nullptr && fine_nullness_ > 0,
-          "multigrid: the hierarchy has not been set up (setup() or load() first)");
+  require(levels_[0]->transfer != nullptr, "multigrid: the hierarchy has not been set up (setup() or load() first)");
   const std::string why = mismatch(fine, levels_[0]->schur.get());  // the fields' shape, not the form
   require(why.empty(), "multigrid: ", why);
-  return mean_nullness(0, fine) / fine_nullness_;
+  return mean_nullness(fine) / fine_reference();
+}
+
+double Multigrid::fine_reference() const {
+  if (fine_nullness_ == 0) fine_nullness_ = mean_nullness(*levels_[0]->op);
+  return fine_nullness_;
 }
 
 bool Multigrid::setup_on_even_odd(int l) const { return param_.setup_even_odd && levels_[l]->schur; }
@@ -540,7 +546,7 @@ void Multigrid::build_level(int l, const std::function<void(const std::string&)>
   const LevelParam& q = param_.level[l];
   if (orthonormalize) {
     L.transfer->orthonormalize();  // synchronizes (it checks for vanishing aggregates)
-    if (l == 0) fine_nullness_ = mean_nullness(0, *L.op);  // the reference of nullness_growth()
+    if (l == 0) fine_nullness_ = 0;  // nullness_growth()'s reference: on this operator, when asked
   }
   const double t_orth = seconds_since(t0);
   const bool coarsest = l + 1 == param_.levels - 1;

@@ -199,10 +199,12 @@ class Multigrid {
   std::string mismatch(const LinearOperator& fine, const SchurOperator* fine_schur) const;
   /// @brief How stale the fine level's null vectors are for another fine operator: the mean of
   /// |M' v_k| / |v_k| over the kept (orthonormalized) basis on `fine`, divided by the same mean on
-  /// the operator they were found for (measured when they were orthonormalized). About 1 for
+  /// the operator they were found for (measured on it once, at the first such question or
+  /// update()). About 1 for
   /// another kappa nearby; far above 1 where the operator changed on the near-null space, as for
   /// a new gauge field of a heat-bath chain, whose low modes the vectors no longer follow (a
-  /// rebuild from them then preconditions worse than none). nvec fine applications. Needs a
+  /// rebuild from them then preconditions worse than none). nvec fine applications (2 nvec the
+  /// first time: the reference). Needs a
   /// hierarchy set up, and a fine operator update() takes (mismatch() empty).
   double nullness_growth(LinearOperator& fine) const;
   /// @brief Write the (orthonormalized) null vectors of every level, in global lexicographic
@@ -295,13 +297,16 @@ class Multigrid {
   int coarsest_system_solve(int l, LinearOperator& A, ColorSpinorField& x, const ColorSpinorField& b, double tol,
                             int max_it);
 
-  /// Mean |M_l v_k| / |v_k| over level l's basis (l < levels - 1), on the operator the basis was
-  /// orthonormalized for.
-  double mean_nullness(int l, LinearOperator& M) const;
+  /// Mean |M v_k| / |v_k| over the fine basis, on fine operator M.
+  double mean_nullness(LinearOperator& M) const;
+  /// mean_nullness on the operator the fine basis was orthonormalized for: measured when first
+  /// asked for (nullness_growth(), or update() before it replaces that operator), so that a
+  /// setup never reused pays nothing for it.
+  double fine_reference() const;
 
   MultigridParam param_;
   LocalFactory local_;
-  double fine_nullness_ = 0;  ///< mean_nullness(0) when the fine basis was orthonormalized
+  mutable double fine_nullness_ = 0;  ///< fine_reference() once measured; 0: not yet (build_level resets it)
   std::vector<std::unique_ptr<Level>> levels_;
   double setup_seconds_ = 0;
 };

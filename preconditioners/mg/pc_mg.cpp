@@ -300,7 +300,6 @@ class MatMultigrid final : public Preconditioner {
     make_parity_fields();
     if (o.verify) report(mg_->verify(), print_);
     r.done = true;
-    r.why.clear();
     return r;
   }
 
@@ -424,8 +423,8 @@ struct MGContext {
   long applies = 0;
   int updates = 0;  ///< set-ups that kept the null vectors (-pc_latke_mg_reuse_interpolation)
   std::vector<int> refresh;  ///< the last such set-up's refresh steps per level
-  std::string reuse;         ///< what the last set-up with _reuse_interpolation did, for views
-  double growth = 0;         ///< the null vectors' growth it measured (0: none)
+  bool tried = false;        ///< the last set-up tried to reuse the null vectors
+  MultigridUpdate last;      ///< ... and how that went
 };
 
 void set_up(MGContext& c, Mat pmat) {
@@ -434,24 +433,14 @@ void set_up(MGContext& c, Mat pmat) {
   const MPI_Comm comm = PetscObjectComm(reinterpret_cast<PetscObject>(pmat));
   const MultigridOptions o = mg::multigrid_options(comm, c.prefix.c_str(), *m.op->lattice());
   const auto print = printer(comm);
-  MultigridUpdate r;
-  r.why = "no hierarchy to reuse";
-  if (c.k && o.reuse_interpolation) r = c.k->update(m, o);
-  c.growth = r.growth;
-  if (c.k && o.reuse_interpolation) {
-    std::ostringstream s;
-    if (r.done)
-      s << "the last set-up rebuilt it keeping the null vectors (mean |M v|/|v| " << r.growth << " times theirs)";
-    else
-      s << "the last set-up set it up anew instead of reusing the null vectors: " << r.why;
-    c.reuse = s.str();
-  }
-  if (r.done) {
+  c.tried = c.k && o.reuse_interpolation;
+  c.last = c.tried ? c.k->update(m, o) : MultigridUpdate{};
+  if (c.last.done) {
     c.op = m.op;
     ++c.updates;
     c.refresh = o.refresh;
   } else {
-    if (c.k && o.reuse_interpolation && o.monitor) print("a new setup instead of reusing the null vectors: " + r.why);
+    if (c.tried && o.monitor) print("a new setup instead of reusing the null vectors: " + c.last.why);
     c.k.reset();
     c.op = m.op;
     c.k = std::make_unique<MatMultigrid>(m, o, print);
@@ -497,7 +486,13 @@ PetscErrorCode view(MGContext& c, PetscViewer viewer) {
                                      c.updates, refreshed ? ", the last time refreshed by " : "",
                                      refreshed ? steps.c_str() : "", refreshed ? " steps per level" : ""));
   }
-  if (!c.reuse.empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  %s\n", c.reuse.c_str()));
+  if (c.tried && c.last.done)
+    PetscCall(PetscViewerASCIIPrintf(
+        viewer, "  the last set-up rebuilt it keeping the null vectors (mean |M v|/|v| %g times theirs)\n",
+        c.last.growth));
+  else if (c.tried)
+    PetscCall(PetscViewerASCIIPrintf(
+        viewer, "  the last set-up set it up anew instead of reusing the null vectors: %s\n", c.last.why.c_str()));
   PetscCall(PetscViewerASCIIPushTab(viewer));
   for (int l = 0; l < mg.levels(); ++l) {
     const mg::LevelInfo i = mg.info(l);
@@ -636,7 +631,7 @@ PetscErrorCode PCLatkeMGGetReuse(PC pc, PetscInt* rebuilds, PetscReal* growth) {
   PetscCheck(mg, PetscObjectComm(reinterpret_cast<PetscObject>(pc)), PETSC_ERR_ARG_WRONG,
              "PCLatkeMGGetReuse: the PC is not of type %s", PCLATKEMG);
   if (rebuilds) *rebuilds = ctx_of(pc).updates;
-  if (growth) *growth = ctx_of(pc).growth;
+  if (growth) *growth = ctx_of(pc).last.growth;
   PetscFunctionReturn(0);
 }
 

@@ -629,6 +629,15 @@ KSP mg_gcr_ksp(const char* prefix, Mat A) {
   return ksp;
 }
 
+/// KSPSolve from x = 0, which must converge.
+void ksp_converges(KSP ksp, Vec b, Vec x) {
+  VecSet(x, 0.0);
+  ASSERT_EQ(KSPSolve(ksp, b, x), 0);
+  KSPConvergedReason reason;
+  KSPGetConvergedReason(ksp, &reason);
+  EXPECT_GT(reason, 0);
+}
+
 /// KSP k's PCView, through an ASCII viewer on a file (the Latke PCs print only to ASCII ones).
 std::string view_of(KSP k) {
   PC pc;
@@ -674,17 +683,10 @@ TEST(NativeSolvers, MultigridReusedForAnotherMass) {
     SCOPED_TRACE(reuse ? "reusing the null vectors" : "a new setup");
     PetscOptionsSetValue(nullptr, "-ru_pc_latke_mg_reuse_interpolation", reuse ? "1" : "0");
     KSP ksp = mg_gcr_ksp("ru_", pr.A);
-    KSPConvergedReason reason;
-    VecSet(x, 0.0);
-    ASSERT_EQ(KSPSolve(ksp, b, x), 0);
-    KSPGetConvergedReason(ksp, &reason);
-    EXPECT_GT(reason, 0);
+    ASSERT_NO_FATAL_FAILURE(ksp_converges(ksp, b, x));
     EXPECT_EQ(view_of(ksp).find("rebuilt"), std::string::npos);
     KSPSetOperators(ksp, A2, A2);
-    VecSet(x, 0.0);
-    ASSERT_EQ(KSPSolve(ksp, b2, x), 0);
-    KSPGetConvergedReason(ksp, &reason);
-    EXPECT_GT(reason, 0);
+    ASSERT_NO_FATAL_FAILURE(ksp_converges(ksp, b2, x));
     EXPECT_EQ(view_of(ksp).find("rebuilt 1 time(s) for a new operator") != std::string::npos, reuse) << view_of(ksp);
     KSPDestroy(&ksp);
   }
@@ -794,14 +796,9 @@ TEST(NativeSolvers, MultigridRefreshedOnTheNextConfiguration) {
   KSP ksp = mg_gcr_ksp("rf_", pr.A);
   PC pc;
   KSPGetPC(ksp, &pc);
-  KSPConvergedReason reason;
-  VecSet(x, 0.0);
-  ASSERT_EQ(KSPSolve(ksp, b, x), 0);
+  ASSERT_NO_FATAL_FAILURE(ksp_converges(ksp, b, x));
   KSPSetOperators(ksp, A2, A2);
-  VecSet(x2, 0.0);
-  ASSERT_EQ(KSPSolve(ksp, b2, x2), 0);
-  KSPGetConvergedReason(ksp, &reason);
-  EXPECT_GT(reason, 0);
+  ASSERT_NO_FATAL_FAILURE(ksp_converges(ksp, b2, x2));
   EXPECT_NE(view_of(ksp).find("rebuilt 1 time(s) for a new operator, keeping the null vectors "
                               "(-pc_latke_mg_reuse_interpolation), the last time refreshed by 5 steps per level"),
             std::string::npos)
@@ -820,10 +817,7 @@ TEST(NativeSolvers, MultigridRefreshedOnTheNextConfiguration) {
   // Back to the first configuration with the default limit: stale vectors, a new setup.
   PetscOptionsClearValue(nullptr, "-rf_pc_latke_mg_reuse_max_growth");
   KSPSetOperators(ksp, pr.A, pr.A);
-  VecSet(x, 0.0);
-  ASSERT_EQ(KSPSolve(ksp, b, x), 0);
-  KSPGetConvergedReason(ksp, &reason);
-  EXPECT_GT(reason, 0);
+  ASSERT_NO_FATAL_FAILURE(ksp_converges(ksp, b, x));
   ASSERT_EQ(PCLatkeMGGetReuse(pc, &rebuilds, &growth), 0);
   EXPECT_EQ(rebuilds, 0);
   EXPECT_GT(growth, 1.25);
@@ -833,10 +827,7 @@ TEST(NativeSolvers, MultigridRefreshedOnTheNextConfiguration) {
       << view_of(ksp);
   // The odd sites: not the hierarchy's parity; a new setup, no longer described as rebuilt.
   KSPSetOperators(ksp, F2, F2);
-  VecSet(xf, 0.0);
-  ASSERT_EQ(KSPSolve(ksp, bf, xf), 0);
-  KSPGetConvergedReason(ksp, &reason);
-  EXPECT_GT(reason, 0);
+  ASSERT_NO_FATAL_FAILURE(ksp_converges(ksp, bf, xf));
   EXPECT_EQ(view_of(ksp).find("rebuilt"), std::string::npos) << view_of(ksp);
   KSPDestroy(&ksp);
   for (const auto& o : opts) PetscOptionsClearValue(nullptr, o[0]);
