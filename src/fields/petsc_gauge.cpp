@@ -130,8 +130,11 @@ PetscErrorCode LatkeGaugeCreateFromOptions(MPI_Comm comm, const char prefix[], L
               rank == 0 ? " (" + ec.message() + ")" : std::string(" (see rank 0)"));
       d->links = thermalized_configuration(d->lattice, backend, hp, static_cast<int>(sweeps), cache, &loaded);
       d->heatbath_passes = sweeps;
-      desc << "quenched Wilson gauge action, beta " << beta << ", " << sweeps << " sweeps from a hot start, seed " << seed
-           << (loaded ? " (from the cache in " : " (generated, cached in ") << cache << ")";
+      desc << "quenched Wilson gauge action, beta " << beta << ", " << sweeps << " sweeps from a hot start, seed "
+           << seed
+           << (loaded          ? " (from the cache in " + cache + ")"
+               : cache.empty() ? std::string(" (generated, not cached)")
+                               : " (generated, cached in " + cache + ")");
     } else {
       GaugeFileInfo info = read_gauge_info(comm, kind);
       d->lattice = std::make_shared<const Lattice>(comm, info.dims, default_grid());
