@@ -66,8 +66,6 @@ struct SolveOptions {
   std::vector<double> masses;  ///< -latke_masses: a multi-mass solve
   std::vector<double> kappas;  ///< -latke_kappas: Wilson-clover, solved again at these kappa after the first solve
   std::vector<long> next;      ///< -latke_gauge_next: solved again on configurations this many sweeps apart
-  double beta = 6.0;           ///< -latke_gauge_beta, -latke_gauge_seed: the chain -latke_gauge_next continues
-  long gauge_seed = 1;
 };
 
 /// The numbers of "a,b,...", given as `option` (expected: what the error says is expected).
@@ -156,12 +154,6 @@ SolveOptions read_solve_options() {
     latke::require(o.op == "wilson", "-latke_gauge_next ", next, " is for Wilson-clover, not -latke_op ", o.op);
     latke::require(o.kappas.empty(), "-latke_gauge_next ", next, " and -latke_kappas ", kappas,
                    ": give one of them (each solves again with a new matrix)");
-    PetscReal beta = o.beta;
-    PetscInt seed = o.gauge_seed;
-    PetscOptionsGetReal(nullptr, nullptr, "-latke_gauge_beta", &beta, nullptr);  // as the gauge reads them
-    PetscOptionsGetInt(nullptr, nullptr, "-latke_gauge_seed", &seed, nullptr);
-    o.beta = beta;
-    o.gauge_seed = seed;
   }
   latke::require(o.source == "point" || o.source == "wall" || o.source == "z2" || o.source == "z4", "-latke_source '",
                  o.source, "': expected point, wall, z2 or z4");
@@ -728,7 +720,8 @@ PetscErrorCode run(int& status) {
     for (long n : opt.next) {
       AgainResult cr;
       cr.sweeps = n;
-      PetscCall(LatkeGaugeCreateEvolved(config, opt.beta, opt.gauge_seed, n, &evolved));
+      // The chain's own coupling and seed: those the gauge was created with (-latke_gauge_beta, -latke_gauge_seed).
+      PetscCall(LatkeGaugeCreateEvolved(config, PETSC_DEFAULT, PETSC_DEFAULT, n, &evolved));
       PetscCall(PetscPrintf(PETSC_COMM_WORLD,
                             "latke-solve: configuration %d of -latke_gauge_next: ", (int)sum.configs.size() + 2));
       PetscCall(LatkeGaugeView(evolved, PETSC_VIEWER_STDOUT_WORLD));

@@ -141,6 +141,8 @@ PetscErrorCode LatkeGaugeCreateFromOptions(MPI_Comm comm, const char prefix[], L
       d->links = read_gauge(*d->lattice, kind, &info, backend);
       desc << "gauge file " << kind << " (" << (info.format == GaugeFileFormat::ildg ? "ILDG" : "NERSC") << ")";
     }
+    d->chain_beta = beta;
+    d->chain_seed = seed;
     const GaugeObservables obs = measure_gauge(*d->lattice, d->links, backend);
     desc << ", plaquette " << obs.plaquette;
     d->description = desc.str();
@@ -155,6 +157,8 @@ PetscErrorCode LatkeGaugeCreateEvolved(LatkeGauge gauge, PetscReal beta, PetscIn
   PetscCheck(gauge && gauge->data, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "LatkeGaugeCreateEvolved: the gauge is NULL");
   LatkeCheckNull(next);
   const LatkeGaugeData& g = *gauge->data;
+  if (beta == PETSC_DEFAULT) beta = g.chain_beta;
+  if (seed == PETSC_DEFAULT) seed = g.chain_seed;
   PetscCall(guarded(g.lattice->comm(), [&] {
     require_initialized();
     require(beta > 0, "LatkeGaugeCreateEvolved: beta ", beta, ": expected a positive coupling");
@@ -170,6 +174,8 @@ PetscErrorCode LatkeGaugeCreateEvolved(LatkeGauge gauge, PetscReal beta, PetscIn
     d->lattice = g.lattice;
     d->links = gen.links();
     d->heatbath_passes = gen.heatbath_passes();
+    d->chain_beta = beta;
+    d->chain_seed = seed;
     std::ostringstream desc;
     desc << "quenched chain continued by " << sweeps << " sweep(s) (beta " << beta << ", seed " << seed << "; "
          << d->heatbath_passes << " heat-bath passes in all), plaquette " << gen.measure().plaquette;

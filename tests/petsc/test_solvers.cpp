@@ -739,7 +739,7 @@ TEST(NativeSolvers, GaugeEvolvedContinuesTheChain) {
   LatkeGauge start = quenched("2"), five = quenched("5"), one = nullptr, three = nullptr;
   ASSERT_TRUE(start && five);
   ASSERT_EQ(LatkeGaugeCreateEvolved(start, 6.0, 1, 1, &one), 0);
-  ASSERT_EQ(LatkeGaugeCreateEvolved(one, 6.0, 1, 2, &three), 0);
+  ASSERT_EQ(LatkeGaugeCreateEvolved(one, PETSC_DEFAULT, PETSC_DEFAULT, 2, &three), 0);  // the chain's 6.0 and 1
   EXPECT_EQ(three->data->heatbath_passes, 5);
   const auto same = [](const LatkeGauge a, const LatkeGauge b) {
     const auto &u = a->data->links, &v = b->data->links;
@@ -750,6 +750,14 @@ TEST(NativeSolvers, GaugeEvolvedContinuesTheChain) {
   };
   EXPECT_TRUE(same(three, five)) << "2 + 1 + 2 sweeps differ from 5 sweeps";
   EXPECT_FALSE(same(one, start));
+  // Another coupling or seed makes another chain; PETSC_DEFAULT then keeps the one given.
+  LatkeGauge other = nullptr, other2 = nullptr, other3 = nullptr;
+  ASSERT_EQ(LatkeGaugeCreateEvolved(start, 5.7, 3, 1, &other), 0);
+  ASSERT_EQ(LatkeGaugeCreateEvolved(start, 5.7, 3, 1, &other2), 0);
+  EXPECT_FALSE(same(other, one));
+  EXPECT_TRUE(same(other, other2));
+  ASSERT_EQ(LatkeGaugeCreateEvolved(other, PETSC_DEFAULT, PETSC_DEFAULT, 1, &other3), 0);
+  EXPECT_NE(other3->data->description.find("(beta 5.7, seed 3;"), std::string::npos) << other3->data->description;
   EXPECT_NE(three->data->description.find("continued by 2 sweep(s)"), std::string::npos) << three->data->description;
   LatkeGauge bad = nullptr;
   PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
@@ -757,7 +765,7 @@ TEST(NativeSolvers, GaugeEvolvedContinuesTheChain) {
   EXPECT_NE(LatkeGaugeCreateEvolved(start, 0.0, 1, 1, &bad), 0);
   PetscPopErrorHandler();
   EXPECT_EQ(bad, nullptr);
-  for (LatkeGauge* g : {&start, &five, &one, &three}) LatkeGaugeDestroy(g);
+  for (LatkeGauge* g : {&start, &five, &one, &three, &other, &other2, &other3}) LatkeGaugeDestroy(g);
 }
 
 // -pc_latke_mg_refresh_iterations: the PC set up again for the next configuration of a chain
