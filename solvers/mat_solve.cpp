@@ -202,7 +202,7 @@ PetscErrorCode MatLatkeReusePreconditioner(Mat A, Mat from, const char prefix[],
       return;
     }
     const MultigridUpdate r = update_multigrid(*it->second.k, A, prefix);
-    if (r.stale) return;  // A sets up its own
+    if (r.stale()) return;  // A sets up its own
     require(r.done, "MatLatkeReusePreconditioner: the null vectors cannot be reused: ", r.why);
     a.native_mg[pre] = std::move(it->second);
     f.native_mg.erase(it);

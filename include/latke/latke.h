@@ -81,9 +81,9 @@ PetscErrorCode LatkeGaugeCreateFromOptions(MPI_Comm comm, const char prefix[], L
  * sweeps of Latke's generator (a Cabibbo-Marinari heat-bath pass and four over-relaxation
  * passes each) for the Wilson gauge action at beta, with random numbers keyed by seed and the
  * chain's heat-bath pass count. PETSC_DEFAULT for beta or seed takes the gauge's own: the
- * -latke_gauge_beta / -latke_gauge_seed it was created with (6.0, 1 by default), or those an
- * evolved gauge was evolved with. A configuration of -latke_gauge quenched continues its own
- * chain with them: n more sweeps give what -latke_gauge_sweeps (its sweeps + n) would on the
+ * -latke_gauge_beta / -latke_gauge_seed LatkeGaugeCreateFromOptions read (6.0, 1 by default),
+ * or those an evolved gauge was evolved with (other gauges have none: an error). A configuration of -latke_gauge
+ * quenched continues its own chain with them: n more sweeps give what -latke_gauge_sweeps (its sweeps + n) would on the
  * same backend; links from elsewhere start the count at 0. For tests and
  * demonstrations of solver setups reused from one configuration to the next. Collective. */
 PetscErrorCode LatkeGaugeCreateEvolved(LatkeGauge gauge, PetscReal beta, PetscInt seed, PetscInt sweeps,

@@ -289,7 +289,6 @@ class MatMultigrid final : public Preconditioner {
     if (o.reuse_max_growth > 0 && r.growth > o.reuse_max_growth) {
       std::ostringstream s;
       s << g.str() << " (more than -pc_latke_mg_reuse_max_growth " << o.reuse_max_growth << ")";
-      r.stale = true;
       r.why = s.str();
       return r;
     }
@@ -423,8 +422,8 @@ struct MGContext {
   long applies = 0;
   int updates = 0;  ///< set-ups that kept the null vectors (-pc_latke_mg_reuse_interpolation)
   std::vector<int> refresh;  ///< the last such set-up's refresh steps per level
-  bool tried = false;        ///< the last set-up tried to reuse the null vectors
-  MultigridUpdate last;      ///< ... and how that went
+  /// The last set-up's attempt to reuse the null vectors: done, or why not (no why: not tried).
+  MultigridUpdate last;
 };
 
 void set_up(MGContext& c, Mat pmat) {
@@ -433,14 +432,14 @@ void set_up(MGContext& c, Mat pmat) {
   const MPI_Comm comm = PetscObjectComm(reinterpret_cast<PetscObject>(pmat));
   const MultigridOptions o = mg::multigrid_options(comm, c.prefix.c_str(), *m.op->lattice());
   const auto print = printer(comm);
-  c.tried = c.k && o.reuse_interpolation;
-  c.last = c.tried ? c.k->update(m, o) : MultigridUpdate{};
+  const bool tried = c.k && o.reuse_interpolation;
+  c.last = tried ? c.k->update(m, o) : MultigridUpdate{};
   if (c.last.done) {
     c.op = m.op;
     ++c.updates;
     c.refresh = o.refresh;
   } else {
-    if (c.tried && o.monitor) print("a new setup instead of reusing the null vectors: " + c.last.why);
+    if (tried && o.monitor) print("a new setup instead of reusing the null vectors: " + c.last.why);
     c.k.reset();
     c.op = m.op;
     c.k = std::make_unique<MatMultigrid>(m, o, print);
@@ -475,24 +474,22 @@ PetscErrorCode view(MGContext& c, PetscViewer viewer) {
   PetscCall(PetscViewerASCIIPrintf(
       viewer, "Latke multigrid: %d levels, %s, setup %.3f s (this PC's set-up %.3f s), %ld applications\n", p.levels,
       to_string(p.cycle), mg.setup_seconds(), c.setup_seconds, c.applies));
-  if (c.updates > 0) {
+  if (c.last.done) {  // updates > 0: a set-up that is not an update starts the count again
     std::string steps;
     for (int r : c.refresh) steps += (steps.empty() ? "" : ",") + std::to_string(r);
     const bool refreshed = std::any_of(c.refresh.begin(), c.refresh.end(), [](int r) { return r > 0; });
     PetscCall(PetscViewerASCIIPrintf(viewer,
                                      "  rebuilt %d time(s) for a new operator, keeping the null vectors "
                                      "(-pc_latke_mg_reuse_interpolation)%s%s%s; the setup time above is the last "
-                                     "rebuild's\n",
+                                     "rebuild's; the kept null vectors' mean |M v|/|v| on the last operator %g "
+                                     "times theirs\n",
                                      c.updates, refreshed ? ", the last time refreshed by " : "",
-                                     refreshed ? steps.c_str() : "", refreshed ? " steps per level" : ""));
-  }
-  if (c.tried && c.last.done)
-    PetscCall(PetscViewerASCIIPrintf(
-        viewer, "  the last set-up rebuilt it keeping the null vectors (mean |M v|/|v| %g times theirs)\n",
-        c.last.growth));
-  else if (c.tried)
+                                     refreshed ? steps.c_str() : "", refreshed ? " steps per level" : "",
+                                     c.last.growth));
+  } else if (!c.last.why.empty()) {
     PetscCall(PetscViewerASCIIPrintf(
         viewer, "  the last set-up set it up anew instead of reusing the null vectors: %s\n", c.last.why.c_str()));
+  }
   PetscCall(PetscViewerASCIIPushTab(viewer));
   for (int l = 0; l < mg.levels(); ++l) {
     const mg::LevelInfo i = mg.info(l);

@@ -50,10 +50,12 @@ namespace latke::petsc {
 std::unique_ptr<Preconditioner> make_multigrid(Mat A, const char* prefix);
 /// What an attempt to rebuild a multigrid for a new operator keeping its null vectors did.
 struct MultigridUpdate {
-  bool done = false;   ///< rebuilt for the new operator
-  bool stale = false;  ///< not done: the null vectors are stale there (growth above the limit)
-  double growth = 0;   ///< Multigrid::nullness_growth on the new operator (0: not measured)
-  std::string why;     ///< why not, when not done
+  bool done = false;  ///< rebuilt for the new operator
+  double growth = 0;  ///< Multigrid::nullness_growth on the new operator (0: not measured)
+  std::string why;    ///< why not, when not done
+  /// Not done because the null vectors are stale there (the growth, measured, above the limit):
+  /// every other refusal comes before the growth is measured.
+  bool stale() const { return !done && growth > 0; }
 };
 
 /// @brief Rebuild k, a multigrid make_multigrid made, for Latke matrix A's operator keeping

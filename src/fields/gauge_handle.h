@@ -17,10 +17,10 @@ struct LatkeGaugeData {
   /// 0 for links from elsewhere); LatkeGaugeCreateEvolved continues the count.
   long heatbath_passes = 0;
   /// The coupling and seed LatkeGaugeCreateEvolved continues the chain with when given
-  /// PETSC_DEFAULT: those the generator used (-latke_gauge_beta and -latke_gauge_seed as the
-  /// handle was created, 6.0 and 1 by default; an evolved gauge's, the ones it was evolved with).
-  double chain_beta = 6.0;
-  long chain_seed = 1;
+  /// PETSC_DEFAULT: -latke_gauge_beta and -latke_gauge_seed as LatkeGaugeCreateFromOptions read
+  /// them, or those an evolved gauge was evolved with; 0 and -1 (none) for links made otherwise.
+  double chain_beta = 0;
+  long chain_seed = -1;
   /// Largest deviation of a link from SU(3) over all ranks (su3_deviation), once asked for
   /// (-1: not yet): an operator with links of 12 reals by default needs it.
   mutable double su3_deviation = -1;

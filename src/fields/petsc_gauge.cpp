@@ -157,10 +157,15 @@ PetscErrorCode LatkeGaugeCreateEvolved(LatkeGauge gauge, PetscReal beta, PetscIn
   PetscCheck(gauge && gauge->data, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "LatkeGaugeCreateEvolved: the gauge is NULL");
   LatkeCheckNull(next);
   const LatkeGaugeData& g = *gauge->data;
-  if (beta == PETSC_DEFAULT) beta = g.chain_beta;
-  if (seed == PETSC_DEFAULT) seed = g.chain_seed;
   PetscCall(guarded(g.lattice->comm(), [&] {
     require_initialized();
+    const bool no_beta = beta == PETSC_DEFAULT && g.chain_beta <= 0,
+               no_seed = seed == PETSC_DEFAULT && g.chain_seed < 0;
+    require(!no_beta && !no_seed, "LatkeGaugeCreateEvolved: PETSC_DEFAULT for ", no_beta ? "beta" : "the seed",
+            ", but the gauge has none of its own (made by neither LatkeGaugeCreateFromOptions nor "
+            "LatkeGaugeCreateEvolved): give it");
+    if (beta == PETSC_DEFAULT) beta = g.chain_beta;
+    if (seed == PETSC_DEFAULT) seed = g.chain_seed;
     require(beta > 0, "LatkeGaugeCreateEvolved: beta ", beta, ": expected a positive coupling");
     require(seed >= 0, "LatkeGaugeCreateEvolved: seed ", seed, ": expected 0 or more");
     require(sweeps >= 1, "LatkeGaugeCreateEvolved: ", sweeps, " sweeps: expected 1 or more");

@@ -763,9 +763,17 @@ TEST(NativeSolvers, GaugeEvolvedContinuesTheChain) {
   PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
   EXPECT_NE(LatkeGaugeCreateEvolved(start, 6.0, 1, 0, &bad), 0);
   EXPECT_NE(LatkeGaugeCreateEvolved(start, 0.0, 1, 1, &bad), 0);
+  // Links made without the options have no coupling or seed of their own to continue with.
+  LatkeGauge random = nullptr, given = nullptr;
+  const PetscInt dims[4] = {4, 4, 4, 4};
+  EXPECT_EQ(LatkeGaugeCreateRandom(PETSC_COMM_WORLD, dims, nullptr, 5, -1.0, &random), 0);
+  EXPECT_NE(LatkeGaugeCreateEvolved(random, PETSC_DEFAULT, 1, 1, &bad), 0);
+  EXPECT_NE(LatkeGaugeCreateEvolved(random, 6.0, PETSC_DEFAULT, 1, &bad), 0);
+  EXPECT_EQ(LatkeGaugeCreateEvolved(random, 6.0, 1, 1, &given), 0);
   PetscPopErrorHandler();
   EXPECT_EQ(bad, nullptr);
-  for (LatkeGauge* g : {&start, &five, &one, &three, &other, &other2, &other3}) LatkeGaugeDestroy(g);
+  EXPECT_NE(given, nullptr);
+  for (LatkeGauge* g : {&start, &five, &one, &three, &other, &other2, &other3, &random, &given}) LatkeGaugeDestroy(g);
 }
 
 // -pc_latke_mg_refresh_iterations: the PC set up again for the next configuration of a chain
