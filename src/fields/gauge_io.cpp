@@ -292,22 +292,6 @@ void store_be(unsigned char* p, std::uint64_t v, int bytes) {
   for (int b = 0; b < bytes; ++b) p[bytes - 1 - b] = static_cast<unsigned char>(v >> (8 * b));
 }
 
-void collective_require(MPI_Comm comm, bool ok, const std::string& message) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  const int mine = ok ? size : rank;
-  int first = size;
-  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
-  if (first == size) return;
-  std::string m = rank == first ? message : std::string();
-  std::uint64_t n = m.size();
-  MPI_Bcast(&n, 1, MPI_UINT64_T, first, comm);
-  m.resize(n);
-  MPI_Bcast(m.data(), static_cast<int>(n), MPI_CHAR, first, comm);
-  throw Error(m);
-}
-
 std::string mpi_error(const char* call, int code) {
   char text[MPI_MAX_ERROR_STRING];
   int len = 0;
@@ -343,14 +327,18 @@ AtomicFile::AtomicFile(MPI_Comm comm, const std::string& path) : comm_(comm), pa
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   if (rank == 0) {
-    tmp_ = path + ".tmp-" + std::to_string(static_cast<long>(getpid()));
+    tmp_ = temporary_name(path);
     std::remove(tmp_.c_str());
+    cleanup_ = std::make_unique<InterruptCleanup>(tmp_, path);
+    kept_ = "; " + path + (std::filesystem::exists(path) ? " is kept as it was" : " was not written");
   }
   bcast_string(comm, tmp_);
+  bcast_string(comm, kept_);
   const int rc = MPI_File_open(comm, tmp_.c_str(), MPI_MODE_WRONLY | MPI_MODE_CREATE, MPI_INFO_NULL, &fh_);
   if (rc != MPI_SUCCESS) fh_ = MPI_FILE_NULL;
   collective_require(comm, rc == MPI_SUCCESS,
-                     path + ": cannot create the temporary file " + tmp_ + " (" + mpi_error("MPI_File_open", rc) + ")");
+                     path + ": cannot create the temporary file " + tmp_ + " (" + mpi_error("MPI_File_open", rc) + ")" +
+                         kept_);
 }
 
 AtomicFile::~AtomicFile() {
@@ -371,7 +359,11 @@ void AtomicFile::write_root(std::uint64_t offset, const std::string& bytes) {
     if (rc == MPI_SUCCESS) MPI_Get_count(&status, MPI_BYTE, &count);
   }
   collective_require(comm_, rc == MPI_SUCCESS && (rank != 0 || count == static_cast<int>(bytes.size())),
-                     path_ + ": writing " + tmp_ + " failed (" + mpi_error("MPI_File_write_at", rc) + ")");
+                     path_ + ": writing " + tmp_ + " failed (" +
+                         (rc == MPI_SUCCESS ? "short write of " + std::to_string(count) + " of " +
+                                                  std::to_string(bytes.size()) + " bytes: is the disk full?"
+                                            : mpi_error("MPI_File_write_at", rc)) +
+                         ")" + kept_);
 }
 
 void AtomicFile::write_sites(const Lattice& lat, std::uint64_t offset, const std::vector<unsigned char>& bytes,
@@ -386,17 +378,17 @@ void AtomicFile::write_sites(const Lattice& lat, std::uint64_t offset, const std
   }
   MPI_File_set_view(fh_, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL);
   collective_require(comm_, rc == MPI_SUCCESS && count == lat.volume(),
-                     path_ + ": writing the links to " + tmp_ + " failed (" +
-                         (rc == MPI_SUCCESS ? "short write of " + std::to_string(count) + " sites"
+                     path_ + ": writing " + tmp_ + " failed (" +
+                         (rc == MPI_SUCCESS ? "short write of " + std::to_string(count) + " sites: is the disk full?"
                                             : mpi_error("MPI_File_write_all", rc)) +
-                         ")");
+                         ")" + kept_);
 }
 
 void AtomicFile::commit(std::uint64_t expected_bytes) {
   const int rc = MPI_File_close(&fh_);
   fh_ = MPI_FILE_NULL;
   collective_require(comm_, rc == MPI_SUCCESS,
-                     path_ + ": closing " + tmp_ + " failed (" + mpi_error("MPI_File_close", rc) + ")");
+                     path_ + ": closing " + tmp_ + " failed (" + mpi_error("MPI_File_close", rc) + ")" + kept_);
   int rank = 0;
   MPI_Comm_rank(comm_, &rank);
   std::string why;
@@ -407,10 +399,11 @@ void AtomicFile::commit(std::uint64_t expected_bytes) {
       why = "it has " + (ec ? std::string("an unknown number of") : std::to_string(size)) + " bytes, expected " +
             std::to_string(expected_bytes) + ": the file system did not take the whole write";
   }
-  collective_require(comm_, why.empty(), path_ + ": writing " + tmp_ + " failed (" + why + ")");
+  collective_require(comm_, why.empty(), path_ + ": writing " + tmp_ + " failed (" + why + ")" + kept_);
   if (rank == 0 && std::rename(tmp_.c_str(), path_.c_str()) != 0) why = std::strerror(errno);
-  collective_require(comm_, why.empty(), path_ + ": cannot rename " + tmp_ + " to it (" + why + ")");
+  collective_require(comm_, why.empty(), path_ + ": cannot rename " + tmp_ + " to it (" + why + ")" + kept_);
   committed_ = true;
+  if (cleanup_) cleanup_->release();
 }
 
 std::string dims_text(const Coords& c) {

@@ -6,9 +6,11 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "core/output_files.h"
 #include "latke/core/complex.h"
 #include "latke/core/error.h"
 #include "latke/core/lattice.h"
@@ -54,8 +56,6 @@ void store_be(unsigned char* p, std::uint64_t v, int bytes);
 
 /// @brief Give every rank of comm rank 0's string.
 void bcast_string(MPI_Comm comm, std::string& s);
-/// @brief Throw, on every rank, the message of the lowest-numbered rank whose `ok` is false.
-void collective_require(MPI_Comm comm, bool ok, const std::string& message);
 /// @brief "MPI_File_open: No such file or directory" for an MPI error code.
 std::string mpi_error(const char* call, int code);
 
@@ -85,8 +85,10 @@ class AtomicFile {
  private:
   MPI_Comm comm_;
   std::string path_, tmp_;
+  std::string kept_;  ///< "; PATH is kept as it was" (or "was not written"), for messages
   MPI_File fh_ = MPI_FILE_NULL;
   bool committed_ = false;
+  std::unique_ptr<InterruptCleanup> cleanup_;  ///< rank 0: the temporary, removed on SIGINT/SIGTERM
 };
 
 /// Format-specific halves of read_gauge_info / read_gauge / write_gauge (rank 0 parses).
