@@ -10,11 +10,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <sstream>
 
 #include "latke/core/error.h"
 #include "latke/core/options.h"
 #include "mat_shell.h"
+#include "preconditioners/pc_flexible.h"
 #include "preconditioners/schwarz/schwarz_options.h"
 
 namespace latke::mg {
@@ -40,6 +42,9 @@ std::vector<long> int_list(const std::string& text, const std::string& option, i
       used = 0;
     }
     require(used > 0 && used == item.size(), option, " '", text, "': '", item, "' is not an integer");
+    require(x >= std::numeric_limits<int>::min() && x <= std::numeric_limits<int>::max(), option, " ", text, ": '",
+            item, "' is out of range: expected an integer from ", std::numeric_limits<int>::min(), " to ",
+            std::numeric_limits<int>::max());
     v.push_back(x);
   }
   require(!v.empty(), option, " '", text, "': expected one or more comma-separated integers");
@@ -570,6 +575,8 @@ PetscErrorCode PCApply_LatkeMG(PC pc, Vec x, Vec y) {
   PetscFunctionReturn(0);
 }
 
+PetscErrorCode PCPreSolve_LatkeMG(PC pc, KSP ksp, Vec, Vec) { return require_flexible_ksp(pc, ksp, PCLATKEMG); }
+
 PetscErrorCode PCView_LatkeMG(PC pc, PetscViewer viewer) { return view(ctx_of(pc), viewer); }
 
 PetscErrorCode PCDestroy_LatkeMG(PC pc) {
@@ -616,6 +623,7 @@ PetscErrorCode PCCreate_LatkeMG(PC pc) {
   pc->ops->setup = PCSetUp_LatkeMG;
   pc->ops->apply = PCApply_LatkeMG;
   pc->ops->view = PCView_LatkeMG;
+  pc->ops->presolve = PCPreSolve_LatkeMG;
   pc->ops->destroy = PCDestroy_LatkeMG;
   PetscFunctionReturn(0);
 }
@@ -648,6 +656,7 @@ PetscErrorCode PCShellSetLatkeMG(PC pc, Mat A, const char prefix[]) {
   PetscCall(PCShellSetContext(pc, c));
   PetscCall(PCShellSetApply(pc, shell_apply));
   PetscCall(PCShellSetView(pc, shell_view));
+  PetscCall(PCShellSetPreSolve(pc, PCPreSolve_LatkeMG));
   PetscCall(PCShellSetDestroy(pc, shell_destroy));
   PetscCall(PCShellSetName(pc, "Latke multigrid"));
   PetscFunctionReturn(0);

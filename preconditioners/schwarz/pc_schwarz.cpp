@@ -11,6 +11,7 @@
 #include "latke/core/error.h"
 #include "latke/core/options.h"
 #include "mat_shell.h"
+#include "preconditioners/pc_flexible.h"
 #include "preconditioners/schwarz/schwarz.h"
 #include "preconditioners/schwarz/schwarz_options.h"
 
@@ -122,6 +123,8 @@ PetscErrorCode PCSetFromOptions_LatkeSchwarz(PC pc, compat::OptionItems) {
   PetscFunctionReturn(0);
 }
 
+PetscErrorCode PCPreSolve_LatkeSchwarz(PC pc, KSP ksp, Vec, Vec) { return require_flexible_ksp(pc, ksp, PCLATKESCHWARZ); }
+
 PetscErrorCode PCView_LatkeSchwarz(PC pc, PetscViewer viewer) { return view(ctx_of(pc), viewer); }
 
 PetscErrorCode PCDestroy_LatkeSchwarz(PC pc) {
@@ -169,6 +172,7 @@ PetscErrorCode PCCreate_LatkeSchwarz(PC pc) {
   pc->ops->apply = PCApply_LatkeSchwarz;
   pc->ops->setfromoptions = PCSetFromOptions_LatkeSchwarz;
   pc->ops->view = PCView_LatkeSchwarz;
+  pc->ops->presolve = PCPreSolve_LatkeSchwarz;
   pc->ops->destroy = PCDestroy_LatkeSchwarz;
   PetscFunctionReturn(0);
 }
@@ -191,6 +195,7 @@ PetscErrorCode PCShellSetLatkeSchwarz(PC pc, Mat A, const char prefix[]) {
   PetscCall(PCShellSetContext(pc, c));
   PetscCall(PCShellSetApply(pc, shell_apply));
   PetscCall(PCShellSetView(pc, shell_view));
+  PetscCall(PCShellSetPreSolve(pc, PCPreSolve_LatkeSchwarz));
   PetscCall(PCShellSetDestroy(pc, shell_destroy));
   PetscCall(PCShellSetName(pc, "Latke Schwarz"));
   PetscFunctionReturn(0);
