@@ -93,8 +93,9 @@ std::array<Complex<double>, 4> boundary_phases(const PetscScalar given[4], const
   if (!boundary.empty()) {
     const std::vector<double> b = parse_reals(boundary, "-" + prefix + "latke_boundary");
     for (int mu = 0; mu < 4; ++mu) {
-      require(b[mu] == 1 || b[mu] == -1, "-", prefix, "latke_boundary '", boundary, "': entry ", b[mu],
-              " is not 1 or -1");
+      static const char* const dims[4] = {"x", "y", "z", "t"};
+      require(b[mu] == 1 || b[mu] == -1, "-", prefix, "latke_boundary '", boundary, "': entry ", mu + 1, " (", dims[mu],
+              ") is ", b[mu], ": expected 1 or -1");
       phase[mu] = Complex<double>(b[mu]);
     }
   }
@@ -401,6 +402,19 @@ PetscErrorCode MatLatkeCreateCompanion(Mat A, LatkeOperatorForm form, Mat* B) {
     const char* prefix = nullptr;
     check(MatGetOptionsPrefix(A, &prefix), "MatGetOptionsPrefix");
     *B = create_shell(context_of(A).op, form, prefix);
+  }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatLatkeCreateReference(Mat A, LatkeOperatorForm form, Mat* B) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(A);
+  LatkeCheckNull(B);
+  PetscCall(guarded(comm_of(A), [&] {
+    const char* prefix = nullptr;
+    check(MatGetOptionsPrefix(A, &prefix), "MatGetOptionsPrefix");
+    std::shared_ptr<ShellOperator> op = context_of(A).op->in_double();
+    *B = create_shell(op ? op : context_of(A).op, form, prefix);
   }));
   PetscFunctionReturn(0);
 }

@@ -58,6 +58,9 @@ class ShellOperator {
   /// complement), else scratch, which receives f_p. Fields of parity() in one precision
   /// (double or single). Operators without such a relation fail naming themselves.
   virtual const ColorSpinorField& schur_rhs_parity(ColorSpinorField& scratch, const ColorSpinorField& r_p);
+  /// @brief The same operator with every field held in double precision, built anew from the
+  /// links (what an independent residual check applies), or null when this one is double.
+  virtual std::shared_ptr<ShellOperator> in_double() const = 0;
   /// Flops of one application of the form (QUDA's counting), for summaries.
   virtual double flops(LatkeOperatorForm form) const = 0;
   /// Lines describing the operator, for MatView.

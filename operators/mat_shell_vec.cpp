@@ -1,7 +1,9 @@
 // Vector helpers of the C API (latke.h) for the vectors of Latke matrices: lexicographic
 // order, sources, and saving and loading in a grid-independent order through PETSc viewers.
 #include <cstdint>
+#include <cstring>
 
+#include "fields/gauge_io_detail.h"
 #include "latke/core/error.h"
 #include "latke/core/indexing.h"
 #include "latke/fields/random.h"
@@ -133,12 +135,23 @@ PetscErrorCode LatkeVecGetLexicographic(Mat A, Vec x, PetscScalar lex[]) {
     ShellOperator& op = *context_of(A).op;
     const Shape s = shape_of(op);
     require(lex != nullptr, "LatkeVecGetLexicographic: the array is NULL");
-    std::vector<Complex<double>> host(static_cast<std::size_t>(s.volume) * s.ncomp);
-    for (std::size_t i = 0; i < host.size(); ++i) host[i] = Complex<double>(PetscRealPart(lex[i]), PetscImaginaryPart(lex[i]));
+    const SiteFilter in_vec = filter_for(op, x);
+    std::vector<Complex<double>> host;  // sized by to_lexicographic
     VecField f(op, x, Access::read, 0);
     f.field().to_lexicographic(host);
     f.release();
-    for (std::size_t i = 0; i < host.size(); ++i) lex[i] = PetscScalar(host[i].re, host[i].im);
+    // A parity vector writes only its own sites: the output array is never read.
+    const Lattice& lat = *op.lattice();
+    const Coords& L = lat.local();
+    std::size_t i = 0;
+    for (int t = 0; t < L[3]; ++t)
+      for (int z = 0; z < L[2]; ++z)
+        for (int y = 0; y < L[1]; ++y)
+          for (int xx = 0; xx < L[0]; ++xx, i += s.ncomp) {
+            const Coords c{xx + lat.offset()[0], y + lat.offset()[1], z + lat.offset()[2], t + lat.offset()[3]};
+            if (!in_vec(c)) continue;
+            for (int k = 0; k < s.ncomp; ++k) lex[i + k] = PetscScalar(host[i + k].re, host[i + k].im);
+          }
   }));
   PetscFunctionReturn(0);
 }
@@ -231,6 +244,45 @@ PetscErrorCode LatkeVecView(Mat A, Vec x, PetscViewer viewer) {
   PetscCall(VecScatterBegin(nat.scatter, x, nat.v, INSERT_VALUES, SCATTER_FORWARD));
   PetscCall(VecScatterEnd(nat.scatter, x, nat.v, INSERT_VALUES, SCATTER_FORWARD));
   PetscCall(VecView(nat.v, viewer));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LatkeVecSave(Mat A, Vec x, const char path[]) {
+  PetscInt n = 0;
+  PetscFunctionBeginUser;
+  LatkeCheckNull(A);
+  LatkeCheckNull(x);
+  LatkeCheckNull(path);
+  PetscCall(VecGetSize(x, &n));
+  PetscCall(guarded(comm_of(A), [&] {
+    ShellOperator& op = *context_of(A).op;
+    const Lattice& lat = *op.lattice();
+    const Shape s = shape_of(op);
+    require(filter_for(op, x).full, "LatkeVecSave ", path,
+            ": the vector holds one parity; save a full-lattice vector (MatLatkeCreateFullVecs)");
+    std::vector<Complex<double>> host;
+    VecField f(op, x, Access::read, 0);
+    f.field().to_lexicographic(host);
+    f.release();
+    // PETSc's binary vector: the class id and the length as big-endian PetscInts' width, then
+    // the entries as big-endian doubles (real, imaginary).
+    const int word = sizeof(PetscInt);
+    std::string header(4 + word, '\0');
+    gauge_io::store_be(reinterpret_cast<unsigned char*>(header.data()), VEC_FILE_CLASSID, 4);
+    gauge_io::store_be(reinterpret_cast<unsigned char*>(header.data()) + 4, static_cast<std::uint64_t>(n), word);
+    std::vector<unsigned char> bytes(host.size() * 16);
+    for (std::size_t i = 0; i < host.size(); ++i) {
+      std::uint64_t re, im;
+      std::memcpy(&re, &host[i].re, 8);
+      std::memcpy(&im, &host[i].im, 8);
+      gauge_io::store_be(bytes.data() + 16 * i, re, 8);
+      gauge_io::store_be(bytes.data() + 16 * i + 8, im, 8);
+    }
+    gauge_io::AtomicFile file(lat.comm(), path);
+    file.write_root(0, header);
+    file.write_sites(lat, header.size(), bytes, static_cast<std::size_t>(s.ncomp) * 16);
+    file.commit(header.size() + static_cast<std::uint64_t>(n) * 16);
+  }));
   PetscFunctionReturn(0);
 }
 

@@ -195,6 +195,10 @@ PetscErrorCode LatkeGaugeStripStaggeredPhases(LatkeGauge links, PetscInt hop, co
 
 /* A matrix of another form sharing A's operator (no second copy of links or clover). */
 PetscErrorCode MatLatkeCreateCompanion(Mat A, LatkeOperatorForm form, Mat *B);
+/* A matrix of another form with A's operator held in double precision: A's own operator where
+ * A is double, else one built anew from the links (clover terms included), so that a residual
+ * checked with it is a double-precision residual whatever precision A stores. */
+PetscErrorCode MatLatkeCreateReference(Mat A, LatkeOperatorForm form, Mat *B);
 /* Vectors on the whole lattice (for an even-odd A: the full source and solution). */
 PetscErrorCode MatLatkeCreateFullVecs(Mat A, Vec *x, Vec *b);
 /* bhat, the even-odd system's right-hand side, from the full source b (a copy for the full
@@ -414,6 +418,12 @@ PetscErrorCode LatkeVecSetNoiseSource(Mat A, Vec b, LatkeNoise noise, PetscInt s
  * (when PETSc has it; the dataset is named after the vector), ASCII for viewing. */
 PetscErrorCode LatkeVecView(Mat A, Vec x, PetscViewer viewer);
 PetscErrorCode LatkeVecLoad(Mat A, Vec x, PetscViewer viewer);
+/* Save a full-lattice vector to the file path in PETSc's binary format (no .info file), global
+ * lexicographic order: the file LatkeVecView writes with a binary viewer, and LatkeVecLoad
+ * reads. The file is written to path.tmp-PID and renamed over path only when every rank's
+ * write succeeded and the size is right; a failure on any rank (a full disk, say) fails every
+ * rank with one message and leaves an existing path as it was. */
+PetscErrorCode LatkeVecSave(Mat A, Vec x, const char path[]);
 
 /* Host<->device staging copies of whole vectors made on this rank so far (zero when the
  * vectors live where the operator runs). */

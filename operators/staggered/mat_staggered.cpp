@@ -112,6 +112,16 @@ class StaggeredShell final : public ShellOperator {
 
   const StaggeredParam& param() const { return op_->param(); }
 
+  std::shared_ptr<ShellOperator> in_double() const override {
+    if (op_->param().precision == Precision::double_) return nullptr;
+    Settings s;
+    s.param = op_->param();
+    s.param.precision = Precision::double_;
+    s.parity = parity_;
+    return std::make_shared<StaggeredShell>(lattice_, links_, std::make_unique<StaggeredOperator>(lattice_, *links_, s.param),
+                                            s, links_description_);
+  }
+
   std::unique_ptr<LinearOperator> make_linear_operator(LatkeOperatorForm form, Precision p,
                                                        const Coords& block) override {
     require(block[0] == 0 && block[1] == 0 && block[2] == 0 && block[3] == 0,

@@ -105,6 +105,7 @@ class WilsonCloverShell final : public ShellOperator {
         schur_(s.schur),
         parity_(s.parity),
         auto_reconstruct_(s.auto_reconstruct),
+        settings_(s),
         copies_(s.param.precision) {}
 
   const char* name() const override { return "LatkeWilsonClover"; }
@@ -152,6 +153,15 @@ class WilsonCloverShell final : public ShellOperator {
   }
 
   bool has_diagonal(LatkeOperatorForm form) const override { return form == LATKE_OPERATOR_FULL; }
+
+  /// Built anew from the links (the clover term too): converting single or half fields to
+  /// double would keep their rounding.
+  std::shared_ptr<ShellOperator> in_double() const override {
+    if (op_->param().precision == Precision::double_) return nullptr;
+    Settings s = settings_;
+    s.param.precision = Precision::double_;
+    return std::make_shared<WilsonCloverShell>(gauge_, s);
+  }
 
   /// The hopping term has no diagonal, so diag M = diag A: A applied to each unit
   /// spin-color vector, read back at that component.
@@ -217,6 +227,7 @@ class WilsonCloverShell final : public ShellOperator {
   SchurType schur_;
   int parity_;
   bool auto_reconstruct_;
+  Settings settings_;  ///< as resolved for these links
   PrecisionCopies copies_;
 };
 

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <complex>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -425,6 +427,51 @@ void viewer_round_trip(PetscViewerType type, const char* file) {
 }
 
 TEST(PetscVec, BinaryViewerRoundTrip) { viewer_round_trip(PETSCVIEWERBINARY, "test_petsc_vec.bin"); }
+
+std::string file_bytes(const char* path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// LatkeVecSave writes, through a temporary renamed on success, the bytes LatkeVecView writes
+// with a binary viewer (no .info file), and LatkeVecLoad reads them back; a parity vector and
+// an unwritable path are refused on every rank, leaving no file.
+TEST(PetscVec, SaveIsTheBinaryViewersFileWrittenAtomically) {
+  Fixture fx(LATKE_OPERATOR_FULL);
+  Vec b, back;
+  MatCreateVecs(fx.A, &b, &back);
+  ASSERT_PETSC(LatkeVecSetNoiseSource(fx.A, b, LATKE_NOISE_Z4, 11));
+  ASSERT_PETSC(LatkeVecSave(fx.A, b, "test_petsc_save.bin"));
+  PetscViewer v;
+  ASSERT_PETSC(PetscViewerCreate(PETSC_COMM_WORLD, &v));
+  PetscViewerSetType(v, PETSCVIEWERBINARY);
+  PetscViewerBinarySetSkipInfo(v, PETSC_TRUE);
+  PetscViewerFileSetMode(v, FILE_MODE_WRITE);
+  PetscViewerFileSetName(v, "test_petsc_view.bin");
+  ASSERT_PETSC(LatkeVecView(fx.A, b, v));
+  PetscViewerDestroy(&v);
+  MPI_Barrier(PETSC_COMM_WORLD);
+  const std::string saved = file_bytes("test_petsc_save.bin");
+  EXPECT_EQ(saved.size(), 8u + static_cast<std::size_t>(fx.volume()) * world_size() * 12 * 16);
+  EXPECT_TRUE(saved == file_bytes("test_petsc_view.bin")) << "LatkeVecSave and LatkeVecView wrote different files";
+  PetscViewerBinaryOpen(PETSC_COMM_WORLD, "test_petsc_save.bin", FILE_MODE_READ, &v);
+  ASSERT_PETSC(LatkeVecLoad(fx.A, back, v));
+  PetscViewerDestroy(&v);
+  VecAXPY(back, -1.0, b);
+  PetscReal d;
+  VecNorm(back, NORM_INFINITY, &d);
+  EXPECT_EQ(d, 0.0);
+
+  Fixture eo(LATKE_OPERATOR_EVEN_ODD);
+  Vec half;
+  MatCreateVecs(eo.A, &half, nullptr);
+  PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
+  EXPECT_NE(LatkeVecSave(eo.A, half, "test_petsc_half.bin"), 0);
+  EXPECT_NE(LatkeVecSave(fx.A, b, "no-such-directory/x.bin"), 0);
+  PetscPopErrorHandler();
+  EXPECT_FALSE(std::ifstream("test_petsc_half.bin").good());
+  VecDestroy(&b), VecDestroy(&back), VecDestroy(&half);
+}
 
 #if defined(PETSC_HAVE_HDF5)
 TEST(PetscVec, Hdf5ViewerRoundTrip) { viewer_round_trip(PETSCVIEWERHDF5, "test_petsc_vec.h5"); }
