@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "core/c_api.h"
+#include "core/output_files.h"
 #include "fields/gauge_handle.h"
 #include "latke/core/copy_bandwidth.h"
 #include "latke/core/error.h"
@@ -111,10 +112,8 @@ std::size_t vector_bytes(Precision p) { return 6 * real_bytes(p) + (p == Precisi
 
 void write_json(const std::string& path, const std::string& op, const Lattice& lat, Backend b, double copy_gbs,
                 const std::vector<Result>& rs) {
-  const std::string tmp = path + ".tmp";
+  std::ostringstream f;
   {
-    std::ofstream f(tmp);
-    require(f.good(), "-latke_json ", path, ": cannot open ", tmp, " for writing");
     const DeviceInfo d = device_info();
     f << "{\n  \"benchmark\": \"dslash\",\n  \"operator\": \"" << op << "\",\n  \"lattice\": [" << lat.global()[0]
       << ", " << lat.global()[1] << ", " << lat.global()[2] << ", " << lat.global()[3] << "],\n  \"grid\": ["
@@ -129,9 +128,8 @@ void write_json(const std::string& path, const std::string& op, const Lattice& l
         << "}" << (i + 1 < rs.size() ? "," : "") << "\n";
     }
     f << "  ]\n}\n";
-    require(f.good(), "-latke_json ", path, ": writing ", tmp, " failed");
   }
-  require(std::rename(tmp.c_str(), path.c_str()) == 0, "-latke_json ", path, ": cannot rename ", tmp, " to it");
+  write_text_atomically(path, f.str(), "-latke_json");
 }
 
 int bench_dslash() {
@@ -163,6 +161,7 @@ int bench_dslash() {
     mass_given = o.given("-latke_mass");
     kappa_given = o.given("-latke_kappa");
   });
+  if (!json.empty()) require_writable(PETSC_COMM_WORLD, json, "-latke_json");  // before the work
   const Coords dims = parse_coords(lattice, "-latke_lattice");
   auto lat = std::make_shared<Lattice>(PETSC_COMM_WORLD, dims, run.grid);
   std::vector<Precision> precisions;
@@ -374,10 +373,8 @@ struct StrategyRun {
 void write_multimass_json(const std::string& path, const std::string& op, const Lattice& lat, Backend b,
                           double copy_gbs, double u0, Precision sloppy, double tol, int extrapolation,
                           const std::vector<double>& masses, const std::vector<StrategyRun>& runs) {
-  const std::string tmp = path + ".tmp";
+  std::ostringstream f;
   {
-    std::ofstream f(tmp);
-    require(f.good(), "-latke_json ", path, ": cannot open ", tmp, " for writing");
     const DeviceInfo d = device_info();
     f << "{\n  \"benchmark\": \"multimass\",\n  \"operator\": \"" << op << "\",\n  \"lattice\": [" << lat.global()[0]
       << ", " << lat.global()[1] << ", " << lat.global()[2] << ", " << lat.global()[3] << "],\n  \"grid\": ["
@@ -412,9 +409,8 @@ void write_multimass_json(const std::string& path, const std::string& op, const 
         << "\",\n  \"speedup\": " << slow.st.seconds / fast.st.seconds;
     }
     f << "\n}\n";
-    require(f.good(), "-latke_json ", path, ": writing ", tmp, " failed");
   }
-  require(std::rename(tmp.c_str(), path.c_str()) == 0, "-latke_json ", path, ": cannot rename ", tmp, " to it");
+  write_text_atomically(path, f.str(), "-latke_json");
 }
 
 int bench_multimass() {
@@ -440,6 +436,7 @@ int bench_multimass() {
     seed = o.integer("-latke_source_seed", 7, "Seed of the random source");
     json = o.string("-latke_json", "", "Also write the results as JSON to this file");
   });
+  if (!json.empty()) require_writable(PETSC_COMM_WORLD, json, "-latke_json");  // before the work
   require(op_name == "asqtad" || op_name == "staggered", "-latke_op '", op_name,
           "': expected asqtad or staggered (multi-mass solves are for the staggered operators)");
   std::vector<double> masses;

@@ -39,12 +39,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <iomanip>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "core/output_files.h"
 #include "latke/core/error.h"
 #include "latke/core/lattice.h"
 #include "latke/core/options.h"
@@ -288,6 +288,7 @@ struct Summary {
   PetscInt iterations = 0, operator_applications = 0, sloppy_applications = 0;
   PetscInt fallback_at = -1;  ///< native CG, BiCGstab: iteration at which half fell back to single
   PetscInt restarts = 0;      ///< native BiCGstab: fresh starts
+  int refinements = 0;        ///< KSP solves on from the solution after its true residual was above rtol
   double true_residual = 0, solver_residual = 0, rtol = 0, setup_s = 0, solve_s = 0, gflops = 0;
   bool converged = false;
   Split split;
@@ -297,11 +298,10 @@ struct Summary {
   std::vector<AgainResult> configs;  ///< -latke_gauge_next
 };
 
-void write_json(const std::string& path, const Summary& s) {
-  const std::string tmp = path + ".tmp";
+/// The summary as JSON text.
+std::string json_text(const Summary& s) {
+  std::ostringstream f;
   {
-    std::ofstream f(tmp);
-    latke::require(f.good(), "-latke_json ", path, ": cannot write ", tmp);
     f << "{\n  \"program\": \"latke-solve\",\n  \"lattice\": \"" << s.lattice << "\",\n  \"backend\": \"" << s.backend
       << "\",\n  \"op\": \"" << s.op << "\",\n  \"operator\": \"" << s.form << "\",\n  \"ksp_type\": \"" << s.ksp
       << "\",\n  \"pc_type\": \"" << s.pc << "\",\n  \"converged\": " << (s.converged ? "true" : "false")
@@ -337,6 +337,7 @@ void write_json(const std::string& path, const Summary& s) {
     }
     if (s.fallback_at >= 0) f << ",\n  \"fallback_at\": " << s.fallback_at;
     if (s.restarts > 0) f << ",\n  \"restarts\": " << s.restarts;
+    if (s.refinements > 0) f << ",\n  \"refinements\": " << s.refinements;
     if (s.split.valid)
       f << ",\n  \"per_iteration_ms\": {\"operator\": " << s.split.op_ms << ", \"latke_operator\": "
         << s.split.latke_op_ms << ", \"preconditioner\": " << s.split.pc_ms << ", \"petsc_own\": " << s.split.own_ms
@@ -358,9 +359,8 @@ void write_json(const std::string& path, const Summary& s) {
       f << "\n  ]";
     }
     f << "\n}\n";
-    latke::require(f.good(), "-latke_json ", path, ": writing ", tmp, " failed");
   }
-  latke::require(std::rename(tmp.c_str(), path.c_str()) == 0, "-latke_json ", path, ": cannot rename ", tmp, " to it");
+  return f.str();
 }
 
 /// The multi-mass solve of -latke_masses: (4 m_i^2 - D_pq D_qp) x_i = b_p for every mass,
@@ -392,10 +392,12 @@ PetscErrorCode solve_masses(LatkeGauge gauge, Mat A, Vec b, Vec bhat, const Solv
   PetscCall(VecDuplicate(bhat, &r));
   sum.masses.resize(n);
   sum.true_residual = sum.solver_residual = 0;
+  Mat ref;  // A's operator in double precision, whatever A stores
+  PetscCall(MatLatkeCreateReference(A, LATKE_OPERATOR_EVEN_ODD, &ref));
   for (PetscInt i = 0; i < n; ++i) {
     const double sigma = 4 * (opt.masses[i] * opt.masses[i] - mass_a * mass_a);
     PetscReal rn;
-    PetscCall(MatMult(A, xs[i], r));
+    PetscCall(MatMult(ref, xs[i], r));
     PetscCall(VecAXPY(r, sigma, xs[i]));
     PetscCall(VecAYPX(r, -1.0, bhat));
     PetscCall(VecNorm(r, NORM_2, &rn));
@@ -403,6 +405,7 @@ PetscErrorCode solve_masses(LatkeGauge gauge, Mat A, Vec b, Vec bhat, const Solv
     sum.true_residual = std::fmax(sum.true_residual, rn / bn);
     sum.solver_residual = std::fmax(sum.solver_residual, ms[i].true_residual);
   }
+  PetscCall(MatDestroy(&ref));
   PetscCall(VecDestroy(&r));
   for (auto& x : xs) PetscCall(VecDestroy(&x));
   char strategy[64] = "multishift";
@@ -417,32 +420,14 @@ PetscErrorCode solve_masses(LatkeGauge gauge, Mat A, Vec b, Vec bhat, const Solv
   sum.sloppy_applications = st.sloppy_applications;
   sum.gflops = st.gflops;
   sum.solve_s = t2 - t1;
-  sum.converged = st.converged;
+  sum.converged = st.converged && sum.true_residual <= tol;
   sum.reason = st.converged ? "CONVERGED_RTOL" : "DIVERGED_ITS";
   PetscFunctionReturn(0);
 }
 
-/// Whether a solve ended converged. Some PETSc methods (GCR among them) end at the iteration
-/// limit with CONVERGED_ITS: that is a success only when the relative residual reached rtol.
-bool ksp_converged(KSPConvergedReason reason, double rel_residual, double rtol) {
-  return reason > 0 && (reason != KSP_CONVERGED_ITS || rel_residual <= rtol);
-}
-
-/// M: the full operator of A's matrix: A itself (one more reference) in the full form, else
-/// its full companion.
-PetscErrorCode full_operator(Mat A, LatkeOperatorForm form, Mat* M) {
-  PetscFunctionBeginUser;
-  if (form == LATKE_OPERATOR_FULL) {
-    PetscCall(PetscObjectReference(reinterpret_cast<PetscObject>(A)));
-    *M = A;
-  } else {
-    PetscCall(MatLatkeCreateCompanion(A, LATKE_OPERATOR_FULL, M));
-  }
-  PetscFunctionReturn(0);
-}
-
-/// |b - M x| / |b| for x reconstructed from A's solution xhat, with the full operator M,
-/// independently of the solver (r: scratch of x's shape).
+/// |b - M x| / |b| for x reconstructed from A's solution xhat, with the full operator M in
+/// double precision (MatLatkeCreateReference), independently of the solver (r: scratch of
+/// x's shape). This residual decides success, whatever the solver reported.
 PetscErrorCode true_residual(Mat A, Mat M, Vec xhat, Vec b, Vec x, Vec r, double* res) {
   PetscReal rn, bn;
   PetscFunctionBeginUser;
@@ -452,6 +437,52 @@ PetscErrorCode true_residual(Mat A, Mat M, Vec xhat, Vec b, Vec x, Vec r, double
   PetscCall(VecNorm(r, NORM_2, &rn));
   PetscCall(VecNorm(b, NORM_2, &bn));
   *res = rn / bn;
+  PetscFunctionReturn(0);
+}
+
+/// A KSP's solve and the independent check of its solution. The KSP's tolerance is on the
+/// even-odd system's residual in the KSP's own norm; success is the full solution's residual
+/// with the double-precision full operator at or below rtol. Where the KSP converged by its
+/// tolerance but that residual is still above rtol, the KSP solves on from the solution with a
+/// tighter tolerance, at most twice (its tolerance and initial-guess setting are restored).
+struct Checked {
+  KSPConvergedReason reason = KSP_CONVERGED_ITERATING;
+  PetscInt iterations = 0;  ///< all passes
+  int passes = 0;           ///< solves after the first
+  double true_residual = 0;
+  bool converged = false;
+};
+
+PetscErrorCode check_and_refine(KSP ksp, Mat A, Mat M, Vec bhat, Vec xhat, Vec b, Vec x, Vec r, Checked& c) {
+  PetscReal rtol, abstol, dtol, step;
+  PetscInt maxit, its;
+  PetscBool guess;
+  PetscFunctionBeginUser;
+  PetscCall(KSPGetTolerances(ksp, &rtol, &abstol, &dtol, &maxit));
+  PetscCall(KSPGetInitialGuessNonzero(ksp, &guess));
+  PetscCall(KSPGetConvergedReason(ksp, &c.reason));
+  PetscCall(KSPGetIterationNumber(ksp, &c.iterations));
+  PetscCall(true_residual(A, M, xhat, b, x, r, &c.true_residual));
+  step = rtol;
+  while (c.true_residual > rtol && c.passes < 2 &&
+         (c.reason == KSP_CONVERGED_RTOL || c.reason == KSP_CONVERGED_ATOL)) {
+    step *= std::fmax(0.01, 0.5 * rtol / c.true_residual);
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD,
+                          "latke-solve: true residual %.3e above the tolerance %.1e after %s: solving on from the "
+                          "solution with -ksp_rtol %.2e\n",
+                          c.true_residual, (double)rtol, KSPConvergedReasons[c.reason], (double)step));
+    PetscCall(KSPSetInitialGuessNonzero(ksp, PETSC_TRUE));
+    PetscCall(KSPSetTolerances(ksp, step, abstol, dtol, maxit));
+    PetscCall(KSPSolve(ksp, bhat, xhat));
+    PetscCall(KSPGetConvergedReason(ksp, &c.reason));
+    PetscCall(KSPGetIterationNumber(ksp, &its));
+    c.iterations += its;
+    ++c.passes;
+    PetscCall(true_residual(A, M, xhat, b, x, r, &c.true_residual));
+  }
+  PetscCall(KSPSetTolerances(ksp, rtol, abstol, dtol, maxit));
+  PetscCall(KSPSetInitialGuessNonzero(ksp, guess));
+  c.converged = c.reason > 0 && c.true_residual <= rtol;
   PetscFunctionReturn(0);
 }
 
@@ -483,7 +514,7 @@ PetscErrorCode solve_again(LatkeGauge gauge, const SolveOptions& opt, const doub
   } else {
     PetscCall(MatCreateLatkeWilsonClover(gauge, opt.form, nullptr, nullptr, &A2));
   }
-  PetscCall(full_operator(A2, opt.form, &M2));
+  PetscCall(MatLatkeCreateReference(A2, LATKE_OPERATOR_FULL, &M2));
   PetscCall(MatLatkeCreateFullVecs(A2, &x2, &r2));
   PetscCall(MatCreateVecs(A2, &xhat2, &bhat2));
   PetscCall(MatLatkePrepareSource(A2, b, bhat2));
@@ -509,15 +540,12 @@ PetscErrorCode solve_again(LatkeGauge gauge, const SolveOptions& opt, const doub
     if (mg && reuse) PetscCall(PCLatkeMGGetReuse(pc, &rebuilds, &growth));
     res.pc = rebuilds > 0 ? rebuilt : growth > 0 ? PcAgain::stale : PcAgain::set_up;
     PetscCall(KSPSolve(ksp, bhat2, xhat2));
+    Checked c;
+    PetscCall(check_and_refine(ksp, A2, M2, bhat2, xhat2, b, x2, r2, c));
     PetscCall(PetscTime(&t2));
-    KSPConvergedReason reason;
-    PetscReal rnorm, bnorm, rtol;
-    PetscCall(KSPGetIterationNumber(ksp, &res.iterations));
-    PetscCall(KSPGetConvergedReason(ksp, &reason));
-    PetscCall(KSPGetResidualNorm(ksp, &rnorm));
-    PetscCall(KSPGetTolerances(ksp, &rtol, nullptr, nullptr, nullptr));
-    PetscCall(VecNorm(bhat2, NORM_2, &bnorm));
-    res.converged = ksp_converged(reason, bnorm > 0 ? rnorm / bnorm : rnorm, rtol);
+    res.iterations = c.iterations;
+    res.true_residual = c.true_residual;
+    res.converged = c.converged;
     res.setup_s = t1 - t0;
     res.solve_s = t2 - t1;
   } else {
@@ -531,12 +559,14 @@ PetscErrorCode solve_again(LatkeGauge gauge, const SolveOptions& opt, const doub
     res.pc = !asked ? PcAgain::set_up : moved ? rebuilt : PcAgain::stale;
     LatkeSolverStats st;
     PetscCall(MatLatkeSolve(A2, bhat2, xhat2, nullptr, nullptr, &st));
+    PetscCall(true_residual(A2, M2, xhat2, b, x2, r2, &res.true_residual));
+    PetscReal tol = 1e-10;
+    PetscCall(PetscOptionsGetReal(nullptr, nullptr, "-latke_solver_tol", &tol, nullptr));
     res.iterations = st.iterations;
-    res.converged = st.converged;
+    res.converged = st.converged && res.true_residual <= tol;
     res.setup_s = t1 - t0 + st.pc_setup_seconds;
     res.solve_s = st.seconds;
   }
-  PetscCall(true_residual(A2, M2, xhat2, b, x2, r2, &res.true_residual));
   PetscCall(VecDestroy(&x2));
   PetscCall(VecDestroy(&r2));
   PetscCall(VecDestroy(&xhat2));
@@ -560,6 +590,12 @@ PetscErrorCode run(int& status) {
   } catch (const std::exception& e) {
     SETERRQ(PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "%s", e.what());
   }
+  try {  // before any work: an output that cannot be written is found now, not after the solve
+    if (!opt.json.empty()) latke::require_writable(PETSC_COMM_WORLD, opt.json, "-latke_json");
+    if (!opt.save.empty()) latke::require_writable(PETSC_COMM_WORLD, opt.save, "-latke_save_solution");
+  } catch (const std::exception& e) {
+    SETERRQ(PETSC_COMM_WORLD, PETSC_ERR_FILE_OPEN, "%s", e.what());
+  }
   PetscCall(LatkeGaugeCreateFromOptions(PETSC_COMM_WORLD, nullptr, &gauge));
   PetscLogDouble t0, t1, t2, f0, f1;
   PetscCall(PetscTime(&t0));
@@ -576,7 +612,7 @@ PetscErrorCode run(int& status) {
   } else {
     PetscCall(MatCreateLatkeWilsonClover(gauge, opt.form, nullptr, nullptr, &A));
   }
-  PetscCall(full_operator(A, opt.form, &M));
+  PetscCall(MatLatkeCreateReference(A, LATKE_OPERATOR_FULL, &M));
   PetscCall(MatLatkeCreateFullVecs(A, &x, &b));
   PetscCall(VecDuplicate(b, &r));
   PetscCall(MatCreateVecs(A, &xhat, &bhat));
@@ -693,6 +729,17 @@ PetscErrorCode run(int& status) {
     sum.reason = KSPConvergedReasons[reason];
     PetscCall(MatLatkeGetApplications(A, &sum.operator_applications));
     if (logging) sum.split = split_of(before, after, sum.iterations);
+    Checked c;
+    PetscCall(check_and_refine(ksp, A, M, bhat, xhat, b, x, r, c));
+    PetscCall(PetscTime(&t1));
+    sum.solve_s += t1 - t2;  // the refinement's solves, if any
+    sum.iterations = c.iterations;
+    sum.refinements = c.passes;
+    sum.reason = KSPConvergedReasons[c.reason];
+    sum.true_residual = c.true_residual;
+    sum.converged = c.converged;
+    PetscCall(KSPGetResidualNorm(ksp, &rnorm));
+    sum.solver_residual = bnorm > 0 ? rnorm / bnorm : rnorm;
     for (long i = 1; i < opt.solves; ++i) {  // the same KSP: its preconditioner is set up
       PetscCall(VecSet(xhat, 0.0));
       PetscLogDouble a, z;
@@ -703,9 +750,9 @@ PetscErrorCode run(int& status) {
     }
   }
 
-  if (!multi) {
+  if (opt.native) {
     PetscCall(true_residual(A, M, xhat, b, x, r, &sum.true_residual));
-    sum.converged = ksp_converged(reason, sum.solver_residual, sum.rtol);
+    sum.converged = reason > 0 && sum.true_residual <= sum.rtol;
   }
   {  // -latke_kappas, -latke_gauge_next: each solved with a new matrix, after the one before
     Mat prev = A, next;
@@ -789,8 +836,12 @@ PetscErrorCode run(int& status) {
                                          "  BiCGstab restarted %d times (biorthogonality lost in the sloppy "
                                          "precision, or a breakdown)\n",
                                          (int)sum.restarts));
+      if (sum.refinements > 0)
+        PetscCall(PetscViewerASCIIPrintf(out, "  solved on from the solution %d time(s) for the true residual\n",
+                                         sum.refinements));
       PetscCall(PetscViewerASCIIPrintf(
-          out, "  true residual |b - M x|/|b| = %.3e (full operator, reconstructed solution)\n", sum.true_residual));
+          out, "  true residual |b - M x|/|b| = %.3e (full operator in double, reconstructed solution)\n",
+          sum.true_residual));
     }
     PetscCall(PetscViewerASCIIPrintf(out, "  time: setup %.3f s, solve %.3f s; %.2f GFLOPS in the solve\n", sum.setup_s,
                                      sum.solve_s, sum.gflops));
@@ -833,18 +884,21 @@ PetscErrorCode run(int& status) {
                                        sp.offloads, sp.staged, sp.to_device, sp.to_device_mb, sp.to_host, sp.to_host_mb));
     }
   }
-  if (!opt.save.empty()) {
-    PetscViewer v;
-    PetscCall(PetscViewerBinaryOpen(PETSC_COMM_WORLD, opt.save.c_str(), FILE_MODE_WRITE, &v));
-    PetscCall(LatkeVecView(A, x, v));
-    PetscCall(PetscViewerDestroy(&v));
-  }
-  try {
+  if (!opt.save.empty()) PetscCall(LatkeVecSave(A, x, opt.save.c_str()));
+  if (!opt.json.empty()) {
     int rank = 0;
-    MPI_Comm_rank(PETSC_COMM_WORLD, &rank);
-    if (!opt.json.empty() && rank == 0) write_json(opt.json, sum);
-  } catch (const std::exception& e) {
-    SETERRQ(PETSC_COMM_WORLD, PETSC_ERR_FILE_WRITE, "%s", e.what());
+    std::string why;
+    PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
+    try {
+      if (rank == 0) latke::write_text_atomically(opt.json, json_text(sum), "-latke_json");
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    try {
+      latke::collective_require(PETSC_COMM_WORLD, why.empty(), why);
+    } catch (const std::exception& e) {
+      SETERRQ(PETSC_COMM_WORLD, PETSC_ERR_FILE_WRITE, "%s", e.what());
+    }
   }
 
   if (ksp) PetscCall(KSPDestroy(&ksp));
@@ -859,15 +913,15 @@ PetscErrorCode run(int& status) {
   PetscCall(LatkeFinalize());
   if (!sum.converged && multi) {
     PetscCall(PetscPrintf(PETSC_COMM_WORLD,
-                          "latke-solve: the multi-mass solve did not converge: largest true residual %.3e, tolerance "
-                          "%.1e\n",
-                          sum.solver_residual, sum.rtol));
+                          "latke-solve: the multi-mass solve did not converge: largest true residual %.3e (solver), "
+                          "%.3e (MatMult in double), tolerance %.1e\n",
+                          sum.solver_residual, sum.true_residual, sum.rtol));
     status = 2;
   } else if (!sum.converged) {
     PetscCall(PetscPrintf(PETSC_COMM_WORLD,
-                          "latke-solve: the solve did not converge: KSPConvergedReason %s, residual %.3e above "
-                          "the tolerance %.1e\n",
-                          sum.reason.c_str(), sum.solver_residual, sum.rtol));
+                          "latke-solve: the solve did not converge: KSPConvergedReason %s, true residual %.3e "
+                          "(full operator in double) against the tolerance %.1e\n",
+                          sum.reason.c_str(), sum.true_residual, sum.rtol));
     status = 2;
   }
   for (const AgainResult& k : sum.kappas)
