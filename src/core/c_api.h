@@ -5,9 +5,11 @@
 #include <petscsys.h>
 
 #include <exception>
+#include <new>
 
 #include "latke/core/backend.h"
 #include "latke/core/lattice.h"
+#include "latke/core/memory.h"
 
 /// A PETSc error when a handle or pointer argument of a C API function is NULL.
 #define LatkeCheckNull(arg) \
@@ -20,6 +22,8 @@ template <typename F>
 PetscErrorCode guarded(MPI_Comm comm, F&& body) {
   try {
     body();
+  } catch (const std::bad_alloc&) {
+    SETERRQ(comm, PETSC_ERR_MEM, "out of host memory: an allocation failed (%s)", latke::memory_report().c_str());
   } catch (const std::exception& e) {
     SETERRQ(comm, PETSC_ERR_USER_INPUT, "%s", e.what());
   }

@@ -1,6 +1,8 @@
 // Lattice geometry and the process grid.
 #include "latke/core/lattice.h"
 
+#include <limits>
+
 #include <sstream>
 #include <vector>
 
@@ -87,6 +89,9 @@ Lattice::Lattice(MPI_Comm comm, const Coords& global, const Coords& grid_in) : g
     MPI_Cart_shift(comm_, mu, 1, &bwd_[mu], &fwd_[mu]);
   }
   volume_ = static_cast<long>(local_[0]) * local_[1] * local_[2] * local_[3];
+  require(volume_ / 2 <= std::numeric_limits<int>::max(), "local volume ", volume_, " sites (lattice ",
+          coords_text(global), " on grid ", coords_text(grid_), "): more than the ",
+          2L * std::numeric_limits<int>::max(), " sites per rank Latke indexes; use more ranks (-latke_grid)");
 }
 
 Lattice::~Lattice() {

@@ -2,6 +2,7 @@
 #include "latke/core/memory.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -17,13 +18,54 @@ namespace {
 constexpr std::size_t host_alignment = 256;
 }
 
+namespace {
+std::string gib(double bytes) {
+  char t[32];
+  std::snprintf(t, sizeof t, "%.1f GiB", bytes / 1073741824.0);
+  return t;
+}
+
+/// MemAvailable and MemTotal of /proc/meminfo in bytes (0 where unknown).
+void host_memory(double& available, double& total) {
+  available = total = 0;
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (!f) return;
+  char key[64];
+  double kb = 0;
+  while (std::fscanf(f, "%63s %lf kB\n", key, &kb) == 2) {
+    if (std::strcmp(key, "MemAvailable:") == 0) available = kb * 1024;
+    if (std::strcmp(key, "MemTotal:") == 0) total = kb * 1024;
+  }
+  std::fclose(f);
+}
+}  // namespace
+
+std::string memory_report() {
+  double available = 0, total = 0;
+  host_memory(available, total);
+  std::string r = "host: " + gib(available) + " available of " + gib(total);
+#ifdef LATKE_HAVE_CUDA
+  std::size_t free_b = 0, total_b = 0;
+  if (cuda_device_count() > 0 && cudaMemGetInfo(&free_b, &total_b) == cudaSuccess)
+    r += "; GPU: " + gib(static_cast<double>(free_b)) + " free of " + gib(static_cast<double>(total_b));
+#endif
+  return r;
+}
+
+void require_host_memory(std::size_t bytes, const std::string& what) {
+  double available = 0, total = 0;
+  host_memory(available, total);
+  require(available <= 0 || static_cast<double>(bytes) <= available, "out of host memory: ", what, " needs ",
+          gib(static_cast<double>(bytes)), " per rank (", memory_report(), ")");
+}
+
 Buffer::Buffer(MemoryKind kind, std::size_t bytes) : bytes_(bytes), kind_(kind) {
   void* p = nullptr;
   const std::size_t n = bytes == 0 ? host_alignment : bytes;
   switch (kind) {
     case MemoryKind::host:
       if (posix_memalign(&p, host_alignment, (n + host_alignment - 1) / host_alignment * host_alignment) != 0)
-        fail("out of host memory allocating ", bytes, " bytes");
+        fail("out of host memory allocating ", bytes, " bytes (", memory_report(), ")");
       break;
     case MemoryKind::pinned:
 #ifdef LATKE_HAVE_CUDA

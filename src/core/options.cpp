@@ -3,6 +3,9 @@
 
 #include <petscsys.h>
 
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
 
 #include "core/petsc_compat.h"
@@ -32,7 +35,26 @@ std::string OptionGroup::string(const char* name, const std::string& def, const 
   return set ? std::string(buf) : def;
 }
 
+const char* OptionGroup::raw(const char* name, std::string& full) const {
+  full = "-" + prefix_ + (name[0] == '-' ? name + 1 : name);
+  const char* value = nullptr;
+  PetscBool found = PETSC_FALSE;
+  check(PetscOptionsFindPair(nullptr, prefix_.empty() ? nullptr : prefix_.c_str(), name, &value, &found), name);
+  return found ? value : nullptr;
+}
+
 long OptionGroup::integer(const char* name, long def, const char* help) {
+  // PETSc's own conversion wraps values beyond PetscInt's range (2^32 + 1 becomes 1) and
+  // names neither the option nor the range: the text is checked here first.
+  std::string full;
+  if (const char* text = raw(name, full)) {
+    errno = 0;
+    char* end = nullptr;
+    const long long v = std::strtoll(text, &end, 10);
+    require(end != text && *end == 0, full, " '", text, "': expected an integer");
+    require(errno != ERANGE && v >= PETSC_MIN_INT && v <= PETSC_MAX_INT, full, " ", text,
+            ": out of range: expected an integer from ", PETSC_MIN_INT, " to ", PETSC_MAX_INT);
+  }
   PetscInt v = static_cast<PetscInt>(def);
   PetscBool set = PETSC_FALSE;
   check(PetscOptionsInt_Private(static_cast<petsc::compat::OptionItems>(items_), name, help, "None", v, &v, &set,
@@ -43,6 +65,15 @@ long OptionGroup::integer(const char* name, long def, const char* help) {
 }
 
 double OptionGroup::real(const char* name, double def, const char* help) {
+  std::string full;
+  if (const char* text = raw(name, full)) {
+    char* end = nullptr;
+    std::strtod(text, &end);
+    // PETSc also reads "PETSC_DEFAULT" and friends; those start with a letter other than a
+    // number's, and PETSc checks them itself.
+    const bool named = std::strncmp(text, "PETSC_", 6) == 0;
+    require(named || (end != text && *end == 0), full, " '", text, "': expected a number");
+  }
   PetscReal v = def;
   PetscBool set = PETSC_FALSE;
   check(petsc::compat::options_real(static_cast<petsc::compat::OptionItems>(items_), name, help, "None", v, &v, &set), name);
@@ -65,7 +96,7 @@ PetscErrorCode read_group(MPI_Comm comm, const char* prefix, const char* title,
   PetscFunctionBeginUser;
   PetscOptionsBegin(comm, prefix, title, nullptr);
   if (!error) {
-    OptionGroup group(PetscOptionsObject);
+    OptionGroup group(PetscOptionsObject, prefix ? prefix : "");
     try {
       body(group);
     } catch (...) {

@@ -2,6 +2,10 @@
 #include "latke/fields/random.h"
 
 #include <cmath>
+#include <string>
+
+#include "latke/core/error.h"
+#include "latke/core/memory.h"
 
 namespace latke {
 
@@ -60,7 +64,10 @@ void random_su3(std::uint64_t seed, std::uint64_t key, double spread, Complex<do
 }
 
 std::vector<Complex<double>> random_gauge(const Lattice& lat, std::uint64_t seed, double spread) {
-  std::vector<Complex<double>> host(static_cast<std::size_t>(lat.volume()) * 36);
+  const std::size_t n = static_cast<std::size_t>(lat.volume()) * 36;
+  require_host_memory(n * sizeof(Complex<double>), "the gauge field of a " + std::to_string(lat.volume()) +
+                                                       "-site local lattice in double precision");
+  std::vector<Complex<double>> host(n);
 #pragma omp parallel for schedule(static)
   for (long s = 0; s < lat.volume(); ++s) {
     const std::uint64_t gs = global_site(lat, s);

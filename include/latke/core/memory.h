@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 
 #include "latke/core/backend.h"
 
@@ -12,6 +13,12 @@ enum class MemoryKind { host, pinned, device };
 
 /// @brief Where fields of backend b live.
 inline MemoryKind memory_for(Backend b) { return b == Backend::cuda ? MemoryKind::device : MemoryKind::host; }
+
+/// @brief Fail before allocating when bytes of host memory, needed for `what`, exceed what this
+/// machine has available now; the message names both, and the GPU's free memory when there is one.
+void require_host_memory(std::size_t bytes, const std::string& what);
+/// @brief "Host: A GiB available of T GiB; GPU: F GiB free of G GiB" (the GPU part where one is active).
+std::string memory_report();
 
 /// An owned allocation; moves, never copies.
 class Buffer {

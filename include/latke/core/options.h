@@ -6,6 +6,7 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <utility>
 
 #include <mpi.h>
 
@@ -17,12 +18,14 @@ namespace latke {
 /// One group of options being read; handed to the body of read_options.
 class OptionGroup {
  public:
-  explicit OptionGroup(void* items) : items_(items) {}
+  OptionGroup(void* items, std::string prefix) : items_(items), prefix_(std::move(prefix)) {}
   /// @brief A string option, or def when it is not set.
   std::string string(const char* name, const std::string& def, const char* help);
-  /// @brief An integer option, or def when not set; PETSc fails naming it when not an integer.
+  /// @brief An integer option, or def when not set; text that is not an integer, or one
+  /// outside PetscInt's range, fails naming the option.
   long integer(const char* name, long def, const char* help);
-  /// @brief A real option, or def when not set.
+  /// @brief A real option, or def when not set; text that is not a number fails naming the
+  /// option.
   double real(const char* name, double def, const char* help);
   /// @brief A flag (-name, or -name true|false), def when not given.
   bool flag(const char* name, bool def, const char* help);
@@ -31,7 +34,10 @@ class OptionGroup {
 
  private:
   void note(const char* name, int set);
+  /// The text given for option `name` under the group's prefix, or null; full: its full name.
+  const char* raw(const char* name, std::string& full) const;
   void* items_;
+  std::string prefix_;
   std::set<std::string> given_;
 };
 
