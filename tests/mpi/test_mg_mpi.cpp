@@ -9,6 +9,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -341,10 +343,39 @@ TEST(MgMpi, NullVectorsSavedOnTheGridLoadOnOneRank) {
                      "a text file");
   test::expect_error([&] { Multigrid(s.full(true), param(2)).load(file + ".missing"); },
                      "cannot read a multigrid null-space file there", "a missing file");
+  test::expect_error([&] { Multigrid(s.full(true), param(2)).load(::testing::TempDir()); }, "is a directory",
+                     "a directory");
+  // Damaged copies of the good file: cut short by 8 KB and by half, one byte of a vector
+  // changed, bytes appended. Each is refused naming the damage, before any vector is used.
+  std::string bytes;
+  if (rank == 0) {
+    std::ifstream in(file, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const std::string damaged = ::testing::TempDir() + "latke_mg_damaged_np" + std::to_string(size) + ".bin";
+  const auto damage = [&](const std::string& content) {
+    if (rank == 0) std::ofstream(damaged, std::ios::binary | std::ios::trunc) << content;
+    MPI_Barrier(MPI_COMM_WORLD);
+  };
+  damage(bytes.substr(0, bytes.size() - 8192));
+  test::expect_error([&] { Multigrid(s.full(true), param(2)).load(damaged); }, "the file is truncated",
+                     "a file 8 KB short");
+  damage(bytes.substr(0, bytes.size() / 2));
+  test::expect_error([&] { Multigrid(s.full(true), param(2)).load(damaged); }, "the file is truncated",
+                     "a file cut by half");
+  damage(bytes + "extra");
+  test::expect_error([&] { Multigrid(s.full(true), param(2)).load(damaged); }, "the file has trailing data",
+                     "a file with bytes appended");
+  std::string flipped = bytes;
+  if (rank == 0) flipped[4096 + 8 * ((flipped.size() - 4096) / 16)] ^= 0x10;  // a double's lowest byte
+  damage(flipped);
+  test::expect_error([&] { Multigrid(s.full(true), param(2)).load(damaged); }, "checksum mismatch in transfer 0",
+                     "a file with one byte changed");
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) {
     std::remove(file.c_str());
     std::remove(wrong.c_str());
+    std::remove(damaged.c_str());
   }
 }
 
