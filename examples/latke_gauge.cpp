@@ -48,6 +48,9 @@ static const char help[] =
     "    -latke_nersc_datatype 3x3|3x2        (default 3x3; convert: IN's)\n"
     "    -latke_endian big|little             NERSC only (default big; convert: IN's)\n"
     "    -latke_ensemble_id ID, -latke_ensemble_label TEXT, -latke_lfn NAME (ILDG)\n"
+    "  input options (measure, convert):\n"
+    "    -latke_gauge_accept_nonunitary       read 3x3 links that are not SU(3) (never non-finite ones)\n"
+    "    -latke_lattice X,Y,Z,T               if given, must be the file's\n"
     "  latke-gauge measure FILE      observables of FILE (after every check on reading)\n"
     "  latke-gauge info FILE         header fields or LIME records of FILE\n"
     "  latke-gauge analyze HISTORY [-latke_column NAME] [-latke_therm N] [-latke_expect v -latke_expect_error e]\n"
@@ -120,6 +123,24 @@ std::string describe_write(const GaugeWriteParam& w) {
          (w.little_endian ? "LITTLE" : "BIG");
 }
 
+/// Options of the commands that read a gauge file (measure, convert): -latke_lattice, when
+/// given, must be the file's (which brings its own); -latke_gauge_accept_nonunitary.
+GaugeReadParam input_options(const std::string& path, const GaugeFileInfo& info) {
+  GaugeReadParam rp;
+  std::string lattice_opt;
+  read_options(PETSC_COMM_WORLD, "", "latke-gauge input options", [&](OptionGroup& o) {
+    lattice_opt = o.string("-latke_lattice", "", "Lattice X,Y,Z,T: the file brings its own; if given, it must agree");
+    rp.accept_nonunitary = o.flag("-latke_gauge_accept_nonunitary", false,
+                                  "Read 3x3 links that are not SU(3) (smeared, fat) instead of refusing them");
+  });
+  if (!lattice_opt.empty()) {
+    const Coords asked = parse_coords(lattice_opt, "-latke_lattice");
+    require(asked == info.dims, "-latke_lattice ", lattice_opt, " disagrees with ", path, ", which holds a ",
+            dims_text(info.dims), " lattice");
+  }
+  return rp;
+}
+
 void print_observables(const GaugeObservables& o) {
   std::printf("plaquette           %.15f\n", o.plaquette);
   std::printf("  spatial           %.15f\n", o.plaquette_spatial);
@@ -149,6 +170,10 @@ int cmd_generate() {
     lattice_opt = o.string("-latke_lattice", "", "Global lattice X,Y,Z,T (default 8,8,8,8; with -latke_input the file's)");
     first_opt = o.integer("-latke_first_pass", -1, "With -latke_input: heat-bath pass number keying the RNG (default: the file's)");
   });
+  require(std::isfinite(hp.beta) && hp.beta >= 0, "-latke_beta ", hp.beta,
+          ": expected a coupling of 0 or more (a finite number)");
+  require(std::isfinite(hp.weak_spread) && hp.weak_spread >= 0, "-latke_weak_spread ", hp.weak_spread,
+          ": expected a finite number of 0 or more (the spread of the weak start's 1 + s x noise)");
   require(overrelax >= 0 && overrelax <= 1000, "-latke_overrelax ", overrelax, ": expected 0 to 1000");
   hp.overrelax = static_cast<int>(overrelax);
   require(seed >= 0, "-latke_seed ", seed, ": expected 0 or more");
@@ -184,6 +209,10 @@ int cmd_generate() {
   } else {
     gen.start(start);
     origin = std::string(to_string(start)) + " start";
+    const double dev = gen.measure().unitarity;
+    require(dev <= 1e-10, "the ", origin, " with -latke_weak_spread ", hp.weak_spread,
+            " gave links that deviate from SU(3) by ", dev,
+            " (expected at most 1e-10): the spread is too large for double arithmetic");
   }
   const bool root = is_root();
   if (root)
@@ -240,6 +269,9 @@ int cmd_generate() {
       wp.ensemble_label = label.str();
     }
     wp.sequence_number = gen.heatbath_passes();
+    const GaugeObservables last = gen.measure();
+    require(std::isfinite(last.plaquette), "not writing ", output, ": the generated configuration's plaquette is ",
+            last.plaquette, ", not a finite number (its links are not finite: beta ", hp.beta, ", ", origin, ")");
     write_gauge(*lat, gen.links(), output, wp, run.backend);
     if (root)
       std::printf("wrote %s (%s, heat-bath pass %ld)\n", output.c_str(), describe_write(wp).c_str(),
@@ -263,8 +295,9 @@ int cmd_convert(const std::vector<std::string>& args) {
   require(args.size() == 2, "convert needs an input and an output file: latke-gauge convert IN OUT [options]");
   const RunOptions run = setup_from_options();
   GaugeFileInfo info = read_gauge_info(PETSC_COMM_WORLD, args[0]);
+  const GaugeReadParam rp = input_options(args[0], info);
   auto lat = std::make_shared<Lattice>(PETSC_COMM_WORLD, info.dims, run.grid);
-  const std::vector<Complex<double>> links = read_gauge(*lat, args[0], &info, run.backend);
+  const std::vector<Complex<double>> links = read_gauge(*lat, args[0], &info, run.backend, rp);
   GaugeWriteParam w = write_options(args[1], &info);
   write_gauge(*lat, links, args[1], w, run.backend);
   if (is_root())
@@ -277,8 +310,9 @@ int cmd_measure(const std::vector<std::string>& args) {
   require(args.size() == 1, "measure needs one file: latke-gauge measure FILE [options]");
   const RunOptions run = setup_from_options();
   GaugeFileInfo info = read_gauge_info(PETSC_COMM_WORLD, args[0]);
+  const GaugeReadParam rp = input_options(args[0], info);
   auto lat = std::make_shared<Lattice>(PETSC_COMM_WORLD, info.dims, run.grid);
-  const std::vector<Complex<double>> links = read_gauge(*lat, args[0], &info, run.backend);
+  const std::vector<Complex<double>> links = read_gauge(*lat, args[0], &info, run.backend, rp);
   const GaugeObservables o = measure_gauge(*lat, links, run.backend);
   if (is_root()) {
     std::printf("%s: %s lattice, %s, read and verified on %s\n", args[0].c_str(), dims_text(info.dims).c_str(),
@@ -310,6 +344,9 @@ int cmd_analyze(const std::vector<std::string>& args) {
     expect_error = o.real("-latke_expect_error", 0.0, "Error of the expected value");
     expect_given = o.given("-latke_expect");
   });
+  require(std::isfinite(expect), "-latke_expect ", expect, ": expected a finite number");
+  require(std::isfinite(expect_error) && expect_error >= 0, "-latke_expect_error ", expect_error,
+          ": expected a finite number of 0 or more");
   std::vector<std::string> names;
   std::vector<double> values;
   long first = -1, last = -1;

@@ -75,7 +75,11 @@ PetscErrorCode LatkeGaugeCreateRandom(MPI_Comm comm, const PetscInt global[4], c
  *   -latke_gauge_beta b, -latke_gauge_sweeps n   quenched: coupling and sweeps (6.0, 200)
  *   -latke_gauge_cache DIR       quenched: cache directory (default: the build tree's gauge-cache)
  *   -latke_gauge_spread S        random: < 0 independent random SU(3) links; >= 0 the SU(3)
- *                                projection of 1 + S * noise (default -1) */
+ *                                projection of 1 + S * noise (default -1)
+ *   -latke_gauge_accept_nonunitary   FILE: read 3x3 links that are not SU(3) (smeared, fat);
+ *                                by default a file's links must be SU(3); non-finite links are
+ *                                always refused
+ * Real options must be finite (beta >= 0); a -latke_lattice given with a FILE must be the file's. */
 PetscErrorCode LatkeGaugeCreateFromOptions(MPI_Comm comm, const char prefix[], LatkeGauge *gauge);
 /* The next configuration of a quenched Markov chain: gauge's links continued by `sweeps` (>= 1)
  * sweeps of Latke's generator (a Cabibbo-Marinari heat-bath pass and four over-relaxation

@@ -6,6 +6,8 @@
 
 #include <mpi.h>
 
+#include <cmath>
+
 #include "latke/conventions.h"
 #include "latke/core/algebra.h"
 #include "latke/core/error.h"
@@ -160,8 +162,16 @@ void build_clover(const Lattice& lat, const std::vector<Complex<double>>& host_l
   const double local_bad = launch_reduce<double>(b, k, {lat.volume_cb(), 0, 2});
   double bad = 0;
   MPI_Allreduce(&local_bad, &bad, 1, MPI_DOUBLE, MPI_SUM, lat.comm());
-  require(bad == 0, "the clover term A = (4 + m) + C_sw is singular at ", bad, " sites for mass ", mass,
-          " and c_sw ", csw, ": choose a mass further from the critical one");
+  if (bad == 0) return;
+  // Links that are not finite make every nearby block singular: say so, not "choose a mass".
+  long local_nan = 0, nan = 0;
+  for (const Complex<double>& z : host_links) local_nan += std::isfinite(z.re) && std::isfinite(z.im) ? 0 : 1;
+  MPI_Allreduce(&local_nan, &nan, 1, MPI_LONG, MPI_SUM, lat.comm());
+  require(nan == 0, "the clover term A = (4 + m) + C_sw is singular at ", bad,
+          " sites because the gauge links themselves are not finite: ", nan,
+          " link entries are NaN or infinite (check where the links came from)");
+  fail("the clover term A = (4 + m) + C_sw is singular at ", bad, " sites for mass ", mass, " and c_sw ", csw,
+       ": choose a mass further from the critical one");
 }
 
 }  // namespace latke::wilson

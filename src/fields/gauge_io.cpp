@@ -163,7 +163,111 @@ struct SiteTypes {
   }
 };
 
+/// Links for which a test holds, over all ranks: how many, and which comes first in file
+/// order (global lexicographic site, then mu); `mine` is its index in this rank's array on
+/// the rank that holds it, -1 elsewhere. Collective.
+struct BadLinks {
+  long count = 0, total = 0;
+  long mine = -1;
+};
+
+template <typename Bad>
+BadLinks find_bad_links(const Lattice& lat, const std::vector<Complex<double>>& links, Bad bad) {
+  const long n = static_cast<long>(links.size() / 9);
+  long first = n, count = 0;
+  // Sites of a rank's box in local lexicographic order are in global lexicographic order too,
+  // so this rank's first bad link is its first in file order.
+#pragma omp parallel for schedule(static) reduction(min : first) reduction(+ : count)
+  for (long m = 0; m < n; ++m)
+    if (bad(&links[9 * m])) {
+      first = m < first ? m : first;
+      ++count;
+    }
+  const std::uint64_t none = ~std::uint64_t{0};
+  const std::uint64_t key = first < n ? global_site(lat, first / 4) * 4 + static_cast<std::uint64_t>(first % 4) : none;
+  std::uint64_t first_key = none;
+  MPI_Allreduce(&key, &first_key, 1, MPI_UINT64_T, MPI_MIN, lat.comm());
+  BadLinks r;
+  MPI_Allreduce(&count, &r.count, 1, MPI_LONG, MPI_SUM, lat.comm());
+  MPI_Allreduce(&n, &r.total, 1, MPI_LONG, MPI_SUM, lat.comm());
+  if (key != none && key == first_key) r.mine = first;
+  return r;
+}
+
+bool finite(const Complex<double>* u) {
+  for (int k = 0; k < 9; ++k)
+    if (!std::isfinite(u[k].re) || !std::isfinite(u[k].im)) return false;
+  return true;
+}
+
+/// "site (x,y,z,t) = (1,0,3,2), mu 2" for link m of this rank's array.
+std::string link_place(const Lattice& lat, long m) {
+  const Coords c = lat.coords_of(m / 4);
+  std::ostringstream s;
+  s << "site (x,y,z,t) = (" << c[0] + lat.offset()[0] << "," << c[1] + lat.offset()[1] << "," << c[2] + lat.offset()[2]
+    << "," << c[3] + lat.offset()[3] << "), mu " << m % 4;
+  return s.str();
+}
+
+/// On the rank holding the first link that is not finite: "the link at site ..., mu 2 is not
+/// finite (entry [0][1] = (nan, 0)); 3 of 1024 links are not finite"; "" elsewhere and when
+/// every link is finite. Collective.
+std::string non_finite_links(const Lattice& lat, const std::vector<Complex<double>>& links) {
+  const BadLinks bad = find_bad_links(lat, links, [](const Complex<double>* u) { return !finite(u); });
+  if (bad.mine < 0) return "";
+  const Complex<double>* u = &links[9 * bad.mine];
+  int k = 0;
+  while (k < 8 && std::isfinite(u[k].re) && std::isfinite(u[k].im)) ++k;
+  std::ostringstream s;
+  s << "the link at " << link_place(lat, bad.mine) << " is not finite (entry [" << k / 3 << "][" << k % 3 << "] = ("
+    << print_real(u[k].re) << ", " << print_real(u[k].im) << ")); " << bad.count << " of " << bad.total
+    << " links are not finite";
+  return s.str();
+}
+
 }  // namespace
+
+void check_read_links(const Lattice& lat, const std::string& path, const std::vector<Complex<double>>& links,
+                      bool single, bool su3) {
+  const std::string nan = non_finite_links(lat, links);
+  collective_require(lat.comm(), nan.empty(),
+                     path + ": " + nan +
+                         ". A gauge file must hold finite numbers: it is corrupt or was written from a broken "
+                         "configuration (links that are not finite are never read)");
+  if (!su3) return;
+  const double tol = precision_tolerance(single);
+  const long n = static_cast<long>(links.size() / 9);
+  double worst = 0, largest = 0;
+#pragma omp parallel for schedule(static) reduction(max : worst)
+  for (long m = 0; m < n; ++m) worst = std::fmax(worst, su3_link_deviation(&links[9 * m]).worst());
+  MPI_Allreduce(&worst, &largest, 1, MPI_DOUBLE, MPI_MAX, lat.comm());
+  if (largest <= tol) return;
+  const BadLinks bad =
+      find_bad_links(lat, links, [tol](const Complex<double>* u) { return !(su3_link_deviation(u).worst() <= tol); });
+  std::ostringstream s;
+  if (bad.mine >= 0) {
+    const Su3Deviation d = su3_link_deviation(&links[9 * bad.mine]);
+    s << path << ": the link at " << link_place(lat, bad.mine)
+      << " is not in SU(3): max |(U U^dag - 1)_ij| = " << print_real(d.unitarity)
+      << ", |det U - 1| = " << print_real(d.det) << " (tolerance " << tol << " for " << (single ? "32" : "64")
+      << "-bit data); " << bad.count << " of " << bad.total << " links deviate, the largest by " << print_real(largest)
+      << ". Links not meant to be SU(3) (smeared or fat links) are read with -latke_gauge_accept_nonunitary "
+         "(GaugeReadParam::accept_nonunitary)";
+  }
+  collective_require(lat.comm(), bad.mine < 0, s.str());
+}
+
+void require_finite_observables(const std::string& path, const GaugeObservables& o) {
+  require(std::isfinite(o.plaquette) && std::isfinite(o.link_trace), "writing ", path, ": the links' plaquette is ",
+          print_real(o.plaquette), " and link trace ", print_real(o.link_trace),
+          ", not finite numbers (links too large for double arithmetic?): nothing written");
+}
+
+void check_finite_for_writing(const Lattice& lat, const std::string& path, const std::vector<Complex<double>>& links) {
+  const std::string nan = non_finite_links(lat, links);
+  collective_require(lat.comm(), nan.empty(),
+                     "writing " + path + ": " + nan + "; a gauge file must hold finite numbers (nothing written)");
+}
 
 std::vector<unsigned char> encode_links(const std::vector<Complex<double>>& links, const SiteFormat& f) {
   const std::size_t sites = links.size() / 36, rb = f.real_bytes();
@@ -526,6 +630,9 @@ GaugeFileInfo read_gauge_info(MPI_Comm comm, const std::string& path) {
   std::string packed, error;
   if (rank == 0) {
     try {
+      std::error_code ec;
+      require(!std::filesystem::is_directory(path, ec), path,
+              " is a directory, expected a gauge configuration file (NERSC or ILDG)");
       std::ifstream f(path, std::ios::binary | std::ios::ate);
       require(f.good(), "cannot open gauge file ", path, ": ", std::strerror(errno));
       const std::uint64_t size = static_cast<std::uint64_t>(f.tellg());
@@ -553,14 +660,14 @@ GaugeFileInfo read_gauge_info(MPI_Comm comm, const std::string& path) {
   return gauge_io::unpack(packed);
 }
 
-std::vector<Complex<double>> read_gauge(const Lattice& lat, const std::string& path, GaugeFileInfo* info_out,
-                                        Backend b) {
+std::vector<Complex<double>> read_gauge(const Lattice& lat, const std::string& path, GaugeFileInfo* info_out, Backend b,
+                                        const GaugeReadParam& param) {
   const GaugeFileInfo info = read_gauge_info(lat.comm(), path);
   require(info.dims == lat.global(), path, ": the file holds a ", gauge_io::dims_text(info.dims),
           " lattice, but the lattice asked for is ", gauge_io::dims_text(lat.global()));
   if (info_out) *info_out = info;
-  return info.format == GaugeFileFormat::nersc ? gauge_io::read_nersc(lat, path, info, b)
-                                               : gauge_io::read_ildg(lat, path, info, b);
+  return info.format == GaugeFileFormat::nersc ? gauge_io::read_nersc(lat, path, info, b, param)
+                                               : gauge_io::read_ildg(lat, path, info, b, param);
 }
 
 void write_gauge(const Lattice& lat, const std::vector<Complex<double>>& links, const std::string& path,
@@ -571,6 +678,14 @@ void write_gauge(const Lattice& lat, const std::vector<Complex<double>>& links, 
           to_string(p.precision), " is not one gauge files have: expected double or single");
   require(p.format == GaugeFileFormat::nersc || (!p.two_rows && !p.little_endian), "writing ", path,
           ": ILDG files hold 3x3 big-endian links; 3x2 and little endian are NERSC options");
+  int directory = 0;
+  if (lat.rank() == 0) {
+    std::error_code ec;
+    directory = std::filesystem::is_directory(path, ec) ? 1 : 0;
+  }
+  MPI_Bcast(&directory, 1, MPI_INT, 0, lat.comm());
+  require(!directory, "writing ", path, ": it is a directory, expected the name of a gauge configuration file");
+  gauge_io::check_finite_for_writing(lat, path, links);
   if (p.format == GaugeFileFormat::nersc)
     gauge_io::write_nersc(lat, links, path, p, b);
   else

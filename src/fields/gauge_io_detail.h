@@ -15,6 +15,7 @@
 #include "latke/core/error.h"
 #include "latke/core/lattice.h"
 #include "latke/fields/gauge_io.h"
+#include "latke/fields/gauge_observables.h"
 
 namespace latke::gauge_io {
 
@@ -37,6 +38,18 @@ double row_unitarity(const std::vector<Complex<double>>& links);
 /// the single-precision tolerance of SU(3), project them all back onto SU(3) (the rounding
 /// of the file is then gone); otherwise (links that are not meant to be SU(3)) leave them.
 void reunitarize_if_close(const Lattice& lat, std::vector<Complex<double>>& links);
+/// @brief Links just read from path: every entry must be finite, and, when su3 is set, every
+/// link within precision_tolerance(single) of SU(3). Otherwise every rank throws the same
+/// error, naming the first offending link in file order (global site x,y,z,t and mu), its
+/// deviation, the tolerance and how many links fail. Collective.
+void check_read_links(const Lattice& lat, const std::string& path, const std::vector<Complex<double>>& links,
+                      bool single, bool su3);
+/// @brief Links about to be written to path must be finite; otherwise every rank throws the
+/// same error naming the first link that is not. Collective.
+void check_finite_for_writing(const Lattice& lat, const std::string& path, const std::vector<Complex<double>>& links);
+/// @brief The plaquette and link trace a file is about to state must be finite (finite links
+/// can still overflow them); throws naming both.
+void require_finite_observables(const std::string& path, const GaugeObservables& o);
 /// @brief Tolerance of checks on data stored with this precision (single 1e-5, double 1e-10).
 double precision_tolerance(bool single);
 /// @brief Half a unit in the last digit of a printed number ("0.5937" -> 5e-5).
@@ -95,9 +108,9 @@ class AtomicFile {
 GaugeFileInfo parse_nersc(const std::string& path, std::uint64_t file_bytes);
 GaugeFileInfo parse_lime(const std::string& path, std::uint64_t file_bytes);
 std::vector<Complex<double>> read_nersc(const Lattice& lat, const std::string& path, const GaugeFileInfo& info,
-                                        Backend b);
+                                        Backend b, const GaugeReadParam& param);
 std::vector<Complex<double>> read_ildg(const Lattice& lat, const std::string& path, const GaugeFileInfo& info,
-                                       Backend b);
+                                       Backend b, const GaugeReadParam& param);
 void write_nersc(const Lattice& lat, const std::vector<Complex<double>>& links, const std::string& path,
                  const GaugeWriteParam& p, Backend b);
 void write_ildg(const Lattice& lat, const std::vector<Complex<double>>& links, const std::string& path,

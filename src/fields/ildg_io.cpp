@@ -173,7 +173,7 @@ GaugeFileInfo parse_lime(const std::string& path, std::uint64_t file_bytes) {
 }
 
 std::vector<Complex<double>> read_ildg(const Lattice& lat, const std::string& path, const GaugeFileInfo& info,
-                                       Backend b) {
+                                       Backend b, const GaugeReadParam& param) {
   SiteFormat f;
   f.single = info.precision == Precision::single;
   const std::vector<unsigned char> bytes = read_sites(lat, path, info.data_offset, f.site_bytes());
@@ -190,6 +190,8 @@ std::vector<Complex<double>> read_ildg(const Lattice& lat, const std::string& pa
             ", sumb ", bsum, "; the data give suma ", hex32(total[0]), ", sumb ", hex32(total[1]));
   }
   std::vector<Complex<double>> links = decode_links(bytes, f);
+  // Before the stated plaquette: a link that is not SU(3) is named, not a mean of them.
+  check_read_links(lat, path, links, f.single, !param.accept_nonunitary);
   const LimeRecord* rec = find_record(info, "scidac-record-xml");
   std::string plaq, trace;
   if (rec && rec->text.find("<latkeGauge>") != std::string::npos) {
@@ -210,6 +212,7 @@ void write_ildg(const Lattice& lat, const std::vector<Complex<double>>& links, c
   f.single = p.precision == Precision::single;
   const std::vector<unsigned char> bytes = encode_links(links, f);
   const GaugeObservables o = measure_gauge(lat, decode_links(bytes, f), b);
+  require_finite_observables(path, o);
   std::uint32_t local[2], sum[2];
   scidac_checksum(lat, bytes, f.site_bytes(), local[0], local[1]);
   MPI_Allreduce(local, sum, 2, MPI_UINT32_T, MPI_BXOR, lat.comm());

@@ -108,7 +108,7 @@ GaugeFileInfo parse_nersc(const std::string& path, std::uint64_t file_bytes) {
 }
 
 std::vector<Complex<double>> read_nersc(const Lattice& lat, const std::string& path, const GaugeFileInfo& info,
-                                        Backend b) {
+                                        Backend b, const GaugeReadParam& param) {
   const SiteFormat f = site_format(info);
   const std::vector<unsigned char> bytes = read_sites(lat, path, info.data_offset, f.site_bytes());
 
@@ -121,6 +121,9 @@ std::vector<Complex<double>> read_nersc(const Lattice& lat, const std::string& p
           ": checksum mismatch: the header says CHECKSUM = ", stated, ", the data give ", hex32(sum));
 
   std::vector<Complex<double>> links = decode_links(bytes, f);
+  // Before PLAQUETTE and LINK_TRACE: a link that is not SU(3) is named, not a mean of them.
+  // 3x2 links are checked by the orthonormality of their stored rows below.
+  check_read_links(lat, path, links, f.single, f.rows == 3 && !param.accept_nonunitary);
   if (f.rows == 2) {
     // The stored rows must be orthonormal for the rebuilt third row to make an SU(3) link.
     double dev = row_unitarity(links), worst = 0;
@@ -156,6 +159,7 @@ void write_nersc(const Lattice& lat, const std::vector<Complex<double>>& links, 
             " (tolerance ", precision_tolerance(f.single), "); reunitarize them or write 3x3");
   }
   const GaugeObservables o = measure_gauge(lat, stored, b);
+  require_finite_observables(path, o);
   const std::uint64_t local = nersc_checksum(bytes, f);
   std::uint64_t total = 0;
   MPI_Allreduce(&local, &total, 1, MPI_UINT64_T, MPI_SUM, lat.comm());

@@ -1,10 +1,12 @@
 // Gauge configurations of the C API (latke.h): LatkeGauge handles from arrays, random
 // fields and the options database.
+#include <cmath>
 #include <filesystem>
 #include <sstream>
 
 #include "latke/core/error.h"
 #include "latke/core/options.h"
+#include "latke/fields/gauge_field.h"
 #include "latke/fields/gauge_generator.h"
 #include "latke/fields/gauge_io.h"
 #include "latke/fields/gauge_observables.h"
@@ -30,6 +32,15 @@ std::shared_ptr<const Lattice> make_lattice(MPI_Comm comm, const PetscInt global
   const Coords g = to_coords(global, "lattice");
   const Coords p = grid ? to_coords(grid, "process grid") : default_grid();
   return std::make_shared<const Lattice>(comm, g, p);
+}
+
+/// Generated links must be SU(3): a spread too large for double arithmetic (1e300) gives
+/// zero or NaN links, which must not pass as a configuration. Collective.
+void require_su3(const Lattice& lat, const std::vector<Complex<double>>& links, const std::string& what) {
+  double dev = su3_deviation(links), worst = 0;
+  MPI_Allreduce(&dev, &worst, 1, MPI_DOUBLE, MPI_MAX, lat.comm());
+  require(worst <= 1e-10, what, " gave links that deviate from SU(3) by ", worst,
+          " (expected at most 1e-10): the spread is too large for double arithmetic");
 }
 
 }  // namespace
@@ -64,9 +75,16 @@ PetscErrorCode LatkeGaugeCreateRandom(MPI_Comm comm, const PetscInt global[4], c
   LatkeCheckNull(gauge);
   PetscCall(guarded(comm, [&] {
     require_initialized();
+    require(std::isfinite(spread), "LatkeGaugeCreateRandom: spread ", spread,
+            ": expected a finite number (< 0: independent random SU(3) links; >= 0: the SU(3) projection of 1 + "
+            "spread x noise)");
+    require(seed >= 0, "LatkeGaugeCreateRandom: seed ", seed, ": expected 0 or more");
     auto d = std::make_shared<LatkeGaugeData>();
     d->lattice = make_lattice(comm, global, grid);
     d->links = random_gauge(*d->lattice, static_cast<std::uint64_t>(seed), spread);
+    std::ostringstream what;
+    what << "LatkeGaugeCreateRandom with spread " << spread;
+    require_su3(*d->lattice, d->links, what.str());
     std::ostringstream s;
     if (spread < 0)
       s << "random SU(3) links, seed " << seed;
@@ -88,6 +106,7 @@ PetscErrorCode LatkeGaugeCreateFromOptions(MPI_Comm comm, const char prefix[], L
     std::string lattice, kind, cache;
     long seed = 1, sweeps = 200;
     double spread = -1, beta = 6.0;
+    bool lattice_given = false, accept_nonunitary = false;
     read_options(comm, prefix ? prefix : "", "Latke gauge configuration options", [&](OptionGroup& o) {
       lattice = o.string("-latke_lattice", "8,8,8,8", "Lattice extents X,Y,Z,T (a gauge file brings its own)");
       kind = o.string("-latke_gauge", "quenched",
@@ -98,9 +117,18 @@ PetscErrorCode LatkeGaugeCreateFromOptions(MPI_Comm comm, const char prefix[], L
       cache = o.string("-latke_gauge_cache", LATKE_GAUGE_CACHE_DIR, "quenched: directory caching generated configurations");
       spread = o.real("-latke_gauge_spread", -1.0,
                       "random: < 0 independent SU(3) links, >= 0 SU(3) projection of 1 + spread x noise");
+      accept_nonunitary = o.flag("-latke_gauge_accept_nonunitary", false,
+                                 "FILE: read 3x3 links that are not SU(3) (smeared, fat) instead of refusing them");
+      lattice_given = o.given("-latke_lattice");
     });
-    require(seed >= 0, "-latke_gauge_seed ", seed, ": expected 0 or more");
-    require(sweeps >= 0, "-latke_gauge_sweeps ", sweeps, ": expected 0 or more");
+    const std::string pre = prefix ? prefix : "";
+    require(seed >= 0, "-", pre, "latke_gauge_seed ", seed, ": expected 0 or more");
+    require(sweeps >= 0, "-", pre, "latke_gauge_sweeps ", sweeps, ": expected 0 or more");
+    require(std::isfinite(beta) && beta >= 0, "-", pre, "latke_gauge_beta ", beta,
+            ": expected a coupling of 0 or more (a finite number)");
+    require(std::isfinite(spread), "-", pre, "latke_gauge_spread ", spread,
+            ": expected a finite number (< 0: independent random SU(3) links; >= 0: the SU(3) projection of 1 + "
+            "spread x noise)");
     auto d = std::make_shared<LatkeGaugeData>();
     const Backend backend = run_backend();
     std::ostringstream desc;
@@ -108,6 +136,9 @@ PetscErrorCode LatkeGaugeCreateFromOptions(MPI_Comm comm, const char prefix[], L
       d->lattice = std::make_shared<const Lattice>(comm, parse_coords(lattice, "-latke_lattice"), default_grid());
       const double sp = kind == "unit" ? 0.0 : spread;
       d->links = random_gauge(*d->lattice, static_cast<std::uint64_t>(seed), sp);
+      std::ostringstream what;
+      what << "-" << pre << "latke_gauge " << kind << " with -" << pre << "latke_gauge_spread " << sp;
+      require_su3(*d->lattice, d->links, what.str());
       if (kind == "unit")
         desc << "unit gauge";
       else if (sp < 0)
@@ -137,13 +168,23 @@ PetscErrorCode LatkeGaugeCreateFromOptions(MPI_Comm comm, const char prefix[], L
                                : " (generated, cached in " + cache + ")");
     } else {
       GaugeFileInfo info = read_gauge_info(comm, kind);
+      if (lattice_given) {  // the file brings its lattice: one given as well must be the same
+        const Coords asked = parse_coords(lattice, "-" + pre + "latke_lattice");
+        require(asked == info.dims, "-", pre, "latke_lattice ", lattice, " disagrees with the gauge file ", kind,
+                ", which holds a ", info.dims[0], "x", info.dims[1], "x", info.dims[2], "x", info.dims[3],
+                " lattice (the file brings its own: leave -", pre, "latke_lattice out or give the same)");
+      }
       d->lattice = std::make_shared<const Lattice>(comm, info.dims, default_grid());
-      d->links = read_gauge(*d->lattice, kind, &info, backend);
+      GaugeReadParam rp;
+      rp.accept_nonunitary = accept_nonunitary;
+      d->links = read_gauge(*d->lattice, kind, &info, backend, rp);
       desc << "gauge file " << kind << " (" << (info.format == GaugeFileFormat::ildg ? "ILDG" : "NERSC") << ")";
     }
     d->chain_beta = beta;
     d->chain_seed = seed;
     const GaugeObservables obs = measure_gauge(*d->lattice, d->links, backend);
+    require(std::isfinite(obs.plaquette), "the gauge configuration (", desc.str(), ") has plaquette ", obs.plaquette,
+            ": its links are not finite numbers");
     desc << ", plaquette " << obs.plaquette;
     d->description = desc.str();
     *gauge = new _p_LatkeGauge{std::move(d)};
@@ -166,7 +207,8 @@ PetscErrorCode LatkeGaugeCreateEvolved(LatkeGauge gauge, PetscReal beta, PetscIn
             "LatkeGaugeCreateEvolved): give it");
     if (beta == PETSC_DEFAULT) beta = g.chain_beta;
     if (seed == PETSC_DEFAULT) seed = g.chain_seed;
-    require(beta > 0, "LatkeGaugeCreateEvolved: beta ", beta, ": expected a positive coupling");
+    require(beta > 0 && std::isfinite(beta), "LatkeGaugeCreateEvolved: beta ", beta,
+            ": expected a positive coupling (a finite number)");
     require(seed >= 0, "LatkeGaugeCreateEvolved: seed ", seed, ": expected 0 or more");
     require(sweeps >= 1, "LatkeGaugeCreateEvolved: ", sweeps, " sweeps: expected 1 or more");
     HeatbathParam hp;

@@ -120,19 +120,25 @@ LATKE_HOST_DEVICE LATKE_INLINE void reunitarize(M3& u) {
   u.e[2][2] = conj(u.e[0][0] * u.e[1][1] - u.e[0][1] * u.e[1][0]);
 }
 
-/// Largest |U U^dag - 1| entry and |det U - 1|.
+/// The larger of two deviations, where NaN (a link that is not finite) counts as infinite,
+/// so that a NaN link never reads as unitary.
+LATKE_HOST_DEVICE LATKE_INLINE double worse(double worst, double d) {
+  return d <= worst ? worst : (d == d ? d : HUGE_VAL);
+}
+
+/// Largest |U U^dag - 1| entry and |det U - 1|; infinite for a link that is not finite.
 LATKE_HOST_DEVICE LATKE_INLINE double unitarity_deviation(const M3& u) {
   double worst = 0;
   LATKE_UNROLL for (int i = 0; i < 3; ++i) LATKE_UNROLL for (int j = 0; j < 3; ++j) {
     Complex<double> s;
     LATKE_UNROLL for (int k = 0; k < 3; ++k) s += u.e[i][k] * conj(u.e[j][k]);
     if (i == j) s.re -= 1.0;
-    worst = fmax(worst, sqrt(norm2(s)));
+    worst = worse(worst, sqrt(norm2(s)));
   }
   const Complex<double> det = u.e[0][0] * (u.e[1][1] * u.e[2][2] - u.e[1][2] * u.e[2][1]) -
                               u.e[0][1] * (u.e[1][0] * u.e[2][2] - u.e[1][2] * u.e[2][0]) +
                               u.e[0][2] * (u.e[1][0] * u.e[2][1] - u.e[1][1] * u.e[2][0]);
-  return fmax(worst, sqrt(norm2(det - Complex<double>(1.0))));
+  return worse(worst, sqrt(norm2(det - Complex<double>(1.0))));
 }
 
 /// Tries before a heat-bath draw gives up and leaves the subgroup unchanged. With an

@@ -12,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "latke/conventions.h"
 #include "latke/core/error.h"
 #include "latke/fields/gauge_generator.h"
 #include "latke/fields/gauge_io.h"
@@ -200,6 +201,40 @@ TEST_F(GaugeMpi, BadInputFailsOnEveryRankWithTheSameMessage) {
   }
   MPI_Barrier(MPI_COMM_WORLD);
   EXPECT_NE(message([&] { read_gauge(*lat, path, nullptr, b); }).find("checksum mismatch"), std::string::npos);
+}
+
+TEST_F(GaugeMpi, LinksNotInSu3AreNamedByTheFirstInTheFileOnEveryRank) {
+  // Two links 2U: (7,0,0,0) mu 1, first in the file, and (0,3,3,7) mu 2, last. With x split
+  // the first is on the last rank: every rank must name it, not the lowest failing rank's.
+  const Backend b = backend();
+  auto whole = std::make_shared<Lattice>(MPI_COMM_SELF, global_dims);
+  std::vector<Complex<double>> all = random_gauge(*whole, 6);
+  const std::pair<Coords, int> bad[2] = {{{7, 0, 0, 0}, 1}, {{0, 3, 3, 7}, 2}};
+  for (const auto& [c, mu] : bad)
+    for (int k = 0; k < 9; ++k) {
+      Complex<double>& z = all[lex_gauge_index(lex_site(c, global_dims), mu, k / 3, k % 3)];
+      z = 2.0 * z;
+    }
+  const std::string path = dir_ + "/twice.nersc";
+  GaugeReadParam accept;
+  accept.accept_nonunitary = true;
+  for (const Coords& grid : grids_for(world_size())) {
+    auto lat = std::make_shared<Lattice>(MPI_COMM_WORLD, global_dims, grid);
+    const std::vector<Complex<double>> mine = local_part(*lat, all);
+    write_gauge(*lat, mine, path, GaugeWriteParam{}, b);
+    std::string m;
+    try {
+      read_gauge(*lat, path, nullptr, b);
+    } catch (const Error& e) {
+      m = e.what();
+    }
+    EXPECT_NE(m.find(path + ": the link at site (x,y,z,t) = (7,0,0,0), mu 1 is not in SU(3): max |(U U^dag - 1)_ij| = 3"),
+              std::string::npos)
+        << lat->describe() << ": " << m;
+    EXPECT_NE(m.find("2 of 4096 links deviate"), std::string::npos) << lat->describe() << ": " << m;
+    EXPECT_TRUE(identical_everywhere(read_gauge(*lat, path, nullptr, b, accept), mine)) << lat->describe();
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include "latke/fields/philox.h"
 #include "latke/fields/random.h"
 #include "support/backends.h"
+#include "wilson_clover/clover_build.h"
 
 namespace latke {
 namespace {
@@ -238,7 +239,62 @@ TEST_P(Observables, ColdStartIsTheUnitField) {
   EXPECT_EQ(gen.action(), 0.0);
 }
 
+TEST_P(Observables, LinksThatAreNotFiniteAreNotUnitary) {
+  // fmax drops NaN: a NaN link once measured as unitarity deviation 0 (issue 36).
+  activate_backend(GetParam());
+  Lattice lat(MPI_COMM_SELF, {4, 4, 4, 4});
+  std::vector<Complex<double>> links = random_gauge(lat, 5);
+  EXPECT_LT(measure_gauge(lat, links, GetParam()).unitarity, 1e-14);
+  for (double bad : {NAN, INFINITY}) {
+    std::vector<Complex<double>> h = links;
+    h[lex_gauge_index(77, 1, 2, 0)] = Complex<double>(0.1, bad);
+    EXPECT_TRUE(std::isinf(measure_gauge(lat, h, GetParam()).unitarity)) << bad;
+    EXPECT_TRUE(std::isinf(su3_deviation(h))) << bad;
+    const Su3Deviation d = su3_link_deviation(&h[lex_gauge_index(77, 1, 0, 0)]);
+    EXPECT_TRUE(std::isinf(d.unitarity) && std::isinf(d.det)) << bad;
+  }
+  // One link's parts: 2 U gives U U^dag - 1 = 3 and det - 1 = 7; 0 gives 1 and 1.
+  Complex<double> u[9];
+  for (int k = 0; k < 9; ++k) u[k] = 2.0 * links[k];
+  Su3Deviation d = su3_link_deviation(u);
+  EXPECT_NEAR(d.unitarity, 3.0, 1e-13);
+  EXPECT_NEAR(d.det, 7.0, 1e-13);
+  for (auto& z : u) z = Complex<double>();
+  d = su3_link_deviation(u);
+  EXPECT_EQ(d.unitarity, 1.0);
+  EXPECT_EQ(d.det, 1.0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, Observables, ::testing::ValuesIn(available_backends()), backend_name);
+
+// Links that are not finite can still reach the clover term (LatkeGaugeCreateFromArray takes
+// any links): its error then says that the links are the cause, not the mass.
+TEST(CloverTerm, SingularBecauseTheLinksAreNotFiniteSaysSo) {
+  auto lat = std::make_shared<Lattice>(MPI_COMM_SELF, Coords{4, 4, 4, 4});
+  CloverField a(lat, CloverParam{}), a_inv(lat, CloverParam{});
+  std::vector<Complex<double>> links = random_gauge(*lat, 5);
+  std::vector<Complex<double>> bent = links;
+  bent[lex_gauge_index(9, 3, 1, 1)] = Complex<double>(NAN, 0.0);
+  std::string e;
+  try {
+    wilson::build_clover(*lat, bent, 0.1, 1.0, 1.0, a, a_inv);
+  } catch (const Error& x) {
+    e = x.what();
+  }
+  EXPECT_NE(e.find("because the gauge links themselves are not finite: 1 link entries are NaN or infinite"),
+            std::string::npos)
+      << e;
+  // Finite links at m = -4, c_sw = 0 (A = 0): the mass is the cause.
+  e.clear();
+  try {
+    wilson::build_clover(*lat, links, -4.0, 0.0, 1.0, a, a_inv);
+  } catch (const Error& x) {
+    e = x.what();
+  }
+  EXPECT_NE(e.find("singular at 256 sites for mass -4 and c_sw 0: choose a mass further from the critical one"),
+            std::string::npos)
+      << e;
+}
 
 // ---------------------------------------------------------------------------------------
 // The generator

@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <array>
 #include <cmath>
 #include <csignal>
 #include <cstring>
@@ -18,6 +19,7 @@
 #include "fields/gauge_io_detail.h"
 #include "latke/conventions.h"
 #include "latke/core/error.h"
+#include "latke/fields/gauge_field.h"
 #include "latke/fields/gauge_io.h"
 #include "latke/fields/gauge_observables.h"
 #include "latke/fields/random.h"
@@ -408,6 +410,218 @@ TEST_F(GaugeFiles, NonUnitaryLinksInA3x2File) {
   spit(n, with_header_value(b, "CHECKSUM", hex.str()));
   EXPECT_NE(error_of([&] { read_gauge(lat, n); }).find("links are not unitary"), std::string::npos)
       << error_of([&] { read_gauge(lat, n); });
+}
+
+/// A LIME record as gauge_io.h describes it: 144-byte header, the data, zero padding to 8.
+std::string lime_record(const std::string& type, const std::string& data, bool mb, bool me) {
+  std::string h(144, '\0');
+  auto* p = reinterpret_cast<unsigned char*>(h.data());
+  gauge_io::store_be(p, 0x456789ab, 4);
+  gauge_io::store_be(p + 4, 1, 2);
+  gauge_io::store_be(p + 6, (mb ? 0x8000 : 0) | (me ? 0x4000 : 0), 2);
+  gauge_io::store_be(p + 8, data.size(), 8);
+  h.replace(16, type.size(), type);
+  return h + data + std::string((data.size() + 7) / 8 * 8 - data.size(), '\0');
+}
+
+using Link = std::array<Complex<double>, 9>;
+
+/// The file at `path` (written by Latke, one rank) with link mu of `site` replaced by u as
+/// the file's precision stores it; its checksum made right again (NERSC CHECKSUM, ILDG
+/// scidac-checksum, computed here as the formats define them) and the plaquette and link
+/// trace it states dropped, so that only a check of the links themselves can tell.
+void replace_link(const std::string& path, long site, int mu, const Link& u) {
+  const GaugeFileInfo info = read_gauge_info(MPI_COMM_SELF, path);
+  gauge_io::SiteFormat f;
+  f.single = info.precision == Precision::single;
+  f.big_endian = !info.little_endian;
+  f.rows = info.two_rows ? 2 : 3;
+  std::string b = slurp(path);
+  const std::size_t at = info.data_offset + site * f.site_bytes();
+  std::vector<unsigned char> bytes(b.begin() + at, b.begin() + at + f.site_bytes());
+  std::vector<Complex<double>> s = gauge_io::decode_links(bytes, f);
+  for (int k = 0; k < 9; ++k) s[mu * 9 + k] = u[k];
+  bytes = gauge_io::encode_links(s, f);
+  b.replace(at, bytes.size(), reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  if (info.format == GaugeFileFormat::nersc) {
+    const std::size_t rb = f.real_bytes();
+    std::uint32_t sum = 0;
+    for (std::size_t i = info.data_offset; i < b.size(); i += rb) {
+      const std::uint64_t w = word(b, i, static_cast<int>(rb), f.big_endian);
+      sum += static_cast<std::uint32_t>(w) + static_cast<std::uint32_t>(w >> 32);
+    }
+    std::ostringstream hex;
+    hex << std::hex << sum;
+    b = with_header_value(b, "CHECKSUM", hex.str());
+    for (const char* key : {"\nPLAQUETTE = ", "\nLINK_TRACE = "}) {
+      const std::size_t k = b.find(key);
+      b.erase(k, b.find('\n', k + 1) - k);
+    }
+  } else {
+    std::uint32_t a = 0, c = 0;
+    const std::size_t sb = f.site_bytes(), sites = info.data_bytes / sb;
+    for (std::size_t r = 0; r < sites; ++r) {
+      const auto crc =
+          gauge_io::crc32(reinterpret_cast<const unsigned char*>(b.data()) + info.data_offset + r * sb, sb);
+      const unsigned ra = r % 29, rc = r % 31;
+      a ^= ra ? (crc << ra) | (crc >> (32 - ra)) : crc;
+      c ^= rc ? (crc << rc) | (crc >> (32 - rc)) : crc;
+    }
+    std::ostringstream sums;
+    sums << std::hex << "<?xml version=\"1.0\" encoding=\"UTF-8\"?><scidacChecksum><version>1.0</version><suma>" << a
+         << "</suma><sumb>" << c << "</sumb></scidacChecksum>";
+    // Records 6 and 7 are scidac-checksum and ildg-data-lfn (IldgRoundTripAndLimeRecords).
+    b = b.substr(0, info.records[6].header_offset) + lime_record("scidac-checksum", sums.str(), false, true) +
+        b.substr(info.records[7].header_offset);
+    // Latke's scidac-record-xml states the plaquette inside <latkeGauge>: make it another's.
+    b.replace(b.find("<latkeGauge>"), 12, "<otherGauge>");
+    b.replace(b.find("</latkeGauge>"), 13, "</otherGauge>");
+  }
+  spit(path, b);
+}
+
+Link times(const Complex<double>* u, double c) {
+  Link v;
+  for (int k = 0; k < 9; ++k) v[k] = c * u[k];
+  return v;
+}
+
+/// Every kind of file Latke writes that holds 3x3 links.
+std::vector<std::pair<std::string, GaugeWriteParam>> three_by_three_files() {
+  std::vector<std::pair<std::string, GaugeWriteParam>> v(4);
+  v[0].first = "d.nersc";
+  v[1].first = "s-little.nersc";
+  v[1].second.precision = Precision::single;
+  v[1].second.little_endian = true;
+  v[2].first = "d.lime";
+  v[2].second.format = GaugeFileFormat::ildg;
+  v[3].first = "s.lime";
+  v[3].second.format = GaugeFileFormat::ildg;
+  v[3].second.precision = Precision::single;
+  return v;
+}
+
+TEST_F(GaugeFiles, LinksThatAreNotFiniteAreRefusedEvenWhenAccepted) {
+  // Site 37 of 4x2x6x4 is (x,y,z,t) = (1,1,4,0); the bad entry is [1][2], in the stored rows
+  // of a 3x2 file too (whose third row is then rebuilt from it).
+  auto files = three_by_three_files();
+  files.emplace_back("d3x2.nersc", GaugeWriteParam{});
+  files.back().second.two_rows = true;
+  GaugeReadParam accept;
+  accept.accept_nonunitary = true;
+  for (const auto& [name, p] : files)
+    for (double bad : {NAN, -INFINITY}) {
+      const std::string f = written(name, p);
+      Link u = times(&links[lex_gauge_index(37, 2, 0, 0)], 1.0);
+      u[5] = Complex<double>(bad, 0.25);
+      replace_link(f, 37, 2, u);
+      for (const GaugeReadParam& rp : {GaugeReadParam{}, accept}) {
+        const std::string e = error_of([&] { read_gauge(lat, f, nullptr, Backend::cpu, rp); });
+        const std::string what =
+            name + (std::isnan(bad) ? " nan" : " -inf") + (rp.accept_nonunitary ? " accepted" : "");
+        EXPECT_NE(e.find(f + ": the link at site (x,y,z,t) = (1,1,4,0), mu 2 is not finite (entry [1][2] = (" +
+                         (std::isnan(bad) ? "nan" : "-inf") + ", 0.25)); 1 of 768 links are not finite"),
+                  std::string::npos)
+            << what << ": " << e;
+        EXPECT_NE(e.find("links that are not finite are never read"), std::string::npos) << what << ": " << e;
+      }
+    }
+}
+
+TEST_F(GaugeFiles, LinksNotInSu3AreRefusedUnlessAccepted) {
+  GaugeReadParam accept;
+  accept.accept_nonunitary = true;
+  for (const auto& [name, p] : three_by_three_files()) {
+    const bool single = p.precision == Precision::single;
+    const std::string tolerance = single ? "(tolerance 1e-05 for 32-bit data)" : "(tolerance 1e-10 for 64-bit data)";
+    // 2 U: U U^dag - 1 = 3, det - 1 = 7; 0: both 1 (exactly, for double data).
+    for (double c : {2.0, 0.0}) {
+      const std::string what = name + " x" + std::to_string(c);
+      const std::string f = written(name, p);
+      const Link u = times(&links[lex_gauge_index(37, 2, 0, 0)], c);
+      replace_link(f, 37, 2, u);
+      const std::string e = error_of([&] { read_gauge(lat, f); });
+      EXPECT_NE(e.find(f + ": the link at site (x,y,z,t) = (1,1,4,0), mu 2 is not in SU(3): max |(U U^dag - 1)_ij| = " +
+                       (c == 0   ? "1, |det U - 1| = 1 "
+                        : single ? "3"
+                                 : "3, |det U - 1| = 7 ")),
+                std::string::npos)
+          << what << ": " << e;
+      EXPECT_NE(e.find(tolerance + "; 1 of 768 links deviate, the largest by "), std::string::npos)
+          << what << ": " << e;
+      EXPECT_NE(e.find("-latke_gauge_accept_nonunitary"), std::string::npos) << what << ": " << e;
+      // Accepted: read as stored, the other links too (no projection onto SU(3)).
+      const std::vector<Complex<double>> back = read_gauge(lat, f, nullptr, Backend::cpu, accept);
+      std::vector<Complex<double>> want = links;
+      for (int k = 0; k < 9; ++k) want[lex_gauge_index(37, 2, 0, 0) + k] = u[k];
+      EXPECT_LE(max_diff(back, want), single ? 1e-6 : 0.0) << what;
+    }
+  }
+}
+
+TEST_F(GaugeFiles, WholeFieldsNotInSu3AreRefusedUnlessAccepted) {
+  // Written by Latke (which writes any finite links): checksum, plaquette and link trace are
+  // right, so only the check of the links can refuse them.
+  GaugeReadParam accept;
+  accept.accept_nonunitary = true;
+  const std::vector<Complex<double>> su3 = links;
+  for (const auto& [name, p] : three_by_three_files())
+    for (double c : {2.0, 0.0}) {
+      const std::string what = name + " x" + std::to_string(c);
+      for (auto& z : links) z = c * z;
+      const std::string f = written(name, p);
+      links = su3;
+      const std::string e = error_of([&] { read_gauge(lat, f); });
+      EXPECT_NE(e.find(f + ": the link at site (x,y,z,t) = (0,0,0,0), mu 0 is not in SU(3)"), std::string::npos)
+          << what << ": " << e;
+      EXPECT_NE(e.find("768 of 768 links deviate"), std::string::npos) << what << ": " << e;
+      const std::vector<Complex<double>> back = read_gauge(lat, f, nullptr, Backend::cpu, accept);
+      EXPECT_NEAR(measure_gauge(lat, back).plaquette, c * c * c * c * measure_gauge(lat, su3).plaquette, 1e-5) << what;
+    }
+}
+
+TEST_F(GaugeFiles, SingleFilesCloseToSu3AreReadAndProjected) {
+  // Links within 1e-5 of SU(3) in a 32-bit file pass the check and are projected onto SU(3).
+  GaugeWriteParam p;
+  p.precision = Precision::single;
+  const std::string f = written("close.nersc", p);
+  Link u = times(&links[lex_gauge_index(5, 1, 0, 0)], 1.0 + 2e-6);
+  replace_link(f, 5, 1, u);
+  const std::vector<Complex<double>> back = read_gauge(lat, f);
+  EXPECT_LT(su3_deviation(back), 1e-14);
+  EXPECT_LE(max_diff(back, links), 1e-5);
+}
+
+TEST_F(GaugeFiles, LinksThatAreNotFiniteAreNotWritten) {
+  const std::string f = written("finite.nersc", GaugeWriteParam{});
+  const std::string before = slurp(f);
+  std::vector<Complex<double>> bent = links;
+  bent[lex_gauge_index(37, 3, 2, 1)] = Complex<double>(0.5, NAN);
+  // Observables do not hide them either: a NaN link is infinitely far from SU(3).
+  EXPECT_TRUE(std::isinf(su3_deviation(bent)));
+  EXPECT_TRUE(std::isinf(measure_gauge(lat, bent).unitarity));
+  for (GaugeFileFormat fmt : {GaugeFileFormat::nersc, GaugeFileFormat::ildg}) {
+    GaugeWriteParam p;
+    p.format = fmt;
+    const std::string e = error_of([&] { write_gauge(lat, bent, f, p); });
+    EXPECT_NE(e.find("writing " + f +
+                     ": the link at site (x,y,z,t) = (1,1,4,0), mu 3 is not finite (entry [2][1] = "
+                     "(0.5, nan)); 1 of 768 links are not finite"),
+              std::string::npos)
+        << e;
+  }
+  EXPECT_EQ(slurp(f), before);
+  EXPECT_TRUE(no_temporaries());
+}
+
+TEST_F(GaugeFiles, ADirectoryIsNotAGaugeFile) {
+  const std::string e = error_of([&] { read_gauge(lat, dir_); });
+  EXPECT_NE(e.find(dir_ + " is a directory, expected a gauge configuration file (NERSC or ILDG)"), std::string::npos)
+      << e;
+  EXPECT_NE(error_of([&] {
+              write_gauge(lat, links, dir_, GaugeWriteParam{});
+            }).find("writing " + dir_ + ": it is a directory, expected the name of a gauge configuration file"),
+            std::string::npos);
 }
 
 TEST_F(GaugeFiles, NotAGaugeFileOrNoFile) {

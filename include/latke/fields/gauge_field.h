@@ -69,7 +69,18 @@ class GaugeField {
   float scale_ = 1.0f;
 };
 
-/// @brief Largest |U U^dag - 1| entry and |det U - 1| over the host links (this rank's).
+/// How far one link is from SU(3).
+struct Su3Deviation {
+  double unitarity = 0;  ///< the largest |(U U^dag - 1)_ij|
+  double det = 0;        ///< |det U - 1|
+  double worst() const { return unitarity > det ? unitarity : det; }
+};
+/// @brief The deviation of one link (9 entries, row by row) from SU(3); both parts are
+/// infinite when an entry is not finite (so that a NaN link never looks like SU(3)).
+Su3Deviation su3_link_deviation(const Complex<double>* u);
+
+/// @brief Largest |U U^dag - 1| entry and |det U - 1| over the host links (this rank's);
+/// infinite when a link has an entry that is not finite.
 double su3_deviation(const std::vector<Complex<double>>& host_links);
 
 }  // namespace latke

@@ -29,9 +29,14 @@
 // data length, NERSC's CHECKSUM, PLAQUETTE and LINK_TRACE (to a tolerance set by the file's
 // precision and the digits printed), unitarity of the stored rows of a 3x2 file, ILDG's
 // scidac-checksum, and the plaquette and link trace that Latke records in scidac-record-xml.
-// Every failure names the file, the value found and the value expected. Links read from
-// single-precision data that are all within 1e-5 of SU(3) are then projected back onto
-// SU(3), which removes the rounding of the file (links not meant to be SU(3) are left alone).
+// The links themselves must be finite and, in 3x3 files, in SU(3): max |(U U^dag - 1)_ij|
+// and |det U - 1| at most the precision's tolerance (1e-10 for 64-bit data, 1e-5 for 32-bit);
+// the error names the first offending link in file order (site x,y,z,t and mu), its
+// deviation and how many links fail. GaugeReadParam::accept_nonunitary reads 3x3 links that
+// are not SU(3) (smeared or fat links kept in these formats); links that are not finite are
+// never read. Every failure names the file, the value found and the value expected. Links
+// read from single-precision data that are all within 1e-5 of SU(3) are then projected back
+// onto SU(3), which removes the rounding of the file (accepted non-SU(3) links are left alone).
 //
 // Writing goes to a temporary name next to the file, renamed over it only when every rank
 // has written its part: a failed write leaves any existing file untouched.
@@ -68,6 +73,12 @@ struct GaugeWriteParam {
   std::string lfn;  ///< ILDG logical file name; empty: the file's name
 };
 
+struct GaugeReadParam {
+  /// Read 3x3 links that are not in SU(3) instead of refusing them (links that are not
+  /// finite are refused all the same).
+  bool accept_nonunitary = false;
+};
+
 /// One LIME record as found in a file.
 struct LimeRecord {
   std::string type;
@@ -102,12 +113,14 @@ GaugeFileInfo read_gauge_info(MPI_Comm comm, const std::string& path);
 /// verifying what the file states (see above); plaquette and link trace are computed on
 /// backend b. Collective over lat's ranks.
 /// @param info when not null, receives the header.
+/// @param param what to accept beyond SU(3) links.
 std::vector<Complex<double>> read_gauge(const Lattice& lat, const std::string& path, GaugeFileInfo* info = nullptr,
-                                        Backend b = Backend::cpu);
+                                        Backend b = Backend::cpu, const GaugeReadParam& param = {});
 
 /// @brief Write this rank's links (host array over its local volume) as part of a gauge
 /// file of lat's global extents; header plaquette and link trace are those of the data as
-/// stored, computed on backend b. Collective over lat's ranks.
+/// stored, computed on backend b. Links that are not finite are refused (naming the first),
+/// as is a path that is a directory. Collective over lat's ranks.
 void write_gauge(const Lattice& lat, const std::vector<Complex<double>>& links, const std::string& path,
                  const GaugeWriteParam& param, Backend b = Backend::cpu);
 
