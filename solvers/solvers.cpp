@@ -170,8 +170,8 @@ double biorthogonality_floor(Precision sloppy) {
 
 /// BiCGstab in half gives up a sloppy segment whose iterated residual grew this many times past
 /// the true residual of the last reliable update. Single is not guarded: its residual near
-/// kappa_c spikes by 10^4 and more and still converges (32^3x64, kappa = 0.1351, on an H200:
-/// with this guard in single, 26 restarts and 7456 iterations instead of 3631).
+/// kappa_c spikes by 10^4 and more and still converges (guarded so, single near kappa_c
+/// restarts many times and takes about twice the iterations; docs/solvers.md).
 constexpr double divergence = 1e4;
 
 /// BiCGstab in half that has gone this many iterations without a reliable update checks the
@@ -185,10 +185,10 @@ constexpr int stagnation = 500;
 // then on rho, alpha and beta are noise and near kappa_c the iteration wanders (residual
 // spikes of 10^3 and more, then divergence). So a mixed solve restarts (rhat = r, no
 // directions) when |<rhat, r>| falls below biorthogonality_floor(sloppy) |rhat| |r|; in double
-// it never does. On the 32^3x64 quenched configuration of notes/solvers.md this let single-
-// precision BiCGstab converge at kappa = 0.1350 and 0.1351, where it had diverged, for 18%
-// more iterations at 0.1349 and none at 0.1345. A breakdown (<rhat, r> or <rhat, A p> zero,
-// omega zero, a non-finite coefficient) restarts from the iterated residual too (one test at
+// it never does. Where the iteration is healthy it never fires; near kappa_c it lets single-
+// precision BiCGstab converge where it diverged or stalled (docs/solvers.md). A breakdown
+// (<rhat, r> or <rhat, A p> zero, omega zero, a non-finite coefficient) restarts from the
+// iterated residual too (one test at
 // the top of the iteration: omega enters through the next beta), and an iterated residual
 // that overflows, or in half grows `divergence` times past the last true one or goes
 // `stagnation` iterations without a reliable update and without lowering the true residual,

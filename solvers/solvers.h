@@ -40,7 +40,7 @@ struct SolverParam {
   double delta = 0.1;    ///< reliable update when the residual fell by this factor
   int restart = 16;      ///< GCR(k): directions kept before a restart
   /// GCR in a sloppy precision: a cycle also ends (fold, true residual, restart) once its iterated
-  /// residual fell by this factor. Measured with multigrid at light masses (notes/multigrid.md):
+  /// residual fell by this factor. Measured with multigrid at light masses (docs/solvers.md):
   /// 0.1 loses too many directions with a weak hierarchy, never (restart only) loses iterations
   /// with a strong one; 1e-4 has neither loss.
   double restart_drop = 1e-4;

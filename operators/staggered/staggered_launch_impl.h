@@ -73,9 +73,9 @@ void run_dslash(const DslashRequest& rq) {
   using Kernel = DslashKernel<Store, RF, RL, Improved, Xpay, true>;
 
   if (!rq.halo) {
-    // Nothing split: naive runs a kernel without the halo code (half: 76 against 83 us on
-    // 32^3x64, H200). The improved one keeps it: without, the compiler hoists more loads,
-    // needs more registers and runs slower in half (199 against 181 us).
+    // Nothing split: naive runs a kernel without the halo code (the compiler keeps more loads
+    // in flight: faster, docs/performance.md). The improved one keeps it: without, the compiler
+    // hoists more loads, needs more registers and runs slower in half and double.
     arg.mode = all_sites;
     launch(b, DslashKernel<Store, RF, RL, Improved, Xpay, Improved>{arg}, {vcb});
     return;

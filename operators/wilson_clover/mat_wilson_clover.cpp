@@ -80,8 +80,8 @@ Settings resolve(const LatkeWilsonCloverParams& in, MPI_Comm comm, const std::st
 }
 
 /// The settings for these links: an automatic link storage becomes 12 reals on the GPU when
-/// every link is SU(3) to 1e-6 (the third row is rebuilt from the first two; on an H200 at
-/// kappa 0.1351 BiCGstab took 17% and MG-GCR 7% less time, notes/multigrid.md), else 18 (on
+/// every link is SU(3) to 1e-6 (the third row is rebuilt from the first two: fewer bytes per
+/// site for a memory-bound kernel; docs/performance.md), else 18 (on
 /// the CPU, where rebuilding costs more than it saves, and for links that are not SU(3), e.g.
 /// tadpole-scaled ones).
 Settings with_links(Settings s, const LatkeGaugeData& g) {

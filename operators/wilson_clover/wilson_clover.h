@@ -98,10 +98,11 @@ class WilsonCloverOperator {
   /// another precision, reconstruction or domain-local block. The links are converted from
   /// from's on the backend where from holds what this operator stores (a precision at least
   /// param's; 18 reals, or 12 for 12), else uploaded again (not checked for SU(3) again when
-  /// from stores them as 12 reals; each upload of 32^3x64 took 0.4 s). Where the mass, c_sw, normalisation and backend
-  /// are from's and from's precision is at least param's, A and A^-1 are converted from
-  /// from's on the backend instead of built again (building them takes about 1 s of host
-  /// work on 32^3x64; a multigrid solve asks for four precisions).
+  /// from stores them as 12 reals; an upload converts and checks every link on the host). Where
+  /// the mass, c_sw, normalisation and backend are from's and from's precision is at least
+  /// param's, A and A^-1 are converted from from's on the backend instead of built again
+  /// (building them gathers the extended links on the host; a multigrid solve asks for four
+  /// precisions).
   WilsonCloverOperator(const WilsonCloverOperator& from, const std::vector<Complex<double>>& host_links,
                        const WilsonCloverParam& param);
   ~WilsonCloverOperator();

@@ -11,7 +11,8 @@
 // DslashKernel's modes: interior (sites with no off-rank neighbour, overlapping the exchange),
 // exterior (the others, once the faces have arrived; a site on several faces is done by the
 // thread of the lowest such dimension). With nothing split over ranks LocalDslashKernel runs
-// instead: the same hops without the halo's code, 3-12% faster on an H200.
+// instead: the same hops without the halo's code (fewer branches and registers; faster in
+// every precision, docs/performance.md).
 #pragma once
 
 #include "latke/conventions.h"
@@ -120,7 +121,7 @@ struct DslashArg {
 
 /// The hopping sum D_hop in (x) at one site with no faces (nothing split), for the set kernel.
 /// The same hops as DslashKernel's, which keeps its own loop (with the halo's faces): sharing
-/// this one cost it 8 registers in half precision (ptxas, notes/multigrid.md).
+/// this one cost it 8 registers in half precision (ptxas).
 template <typename Store, Reconstruct R, typename T = typename compute_type<Store>::type>
 LATKE_HOST_DEVICE LATKE_INLINE ColorSpinor<T, 3, 4> hop_sum(const DslashArg<Store, R>& arg,
                                                             const SpinorAccessor<Store, 3, 4>& in, int x_cb, int full,
@@ -275,9 +276,9 @@ LATKE_HOST_DEVICE LATKE_INLINE SpinorAccessor<Store, 3, 4> set_field(SpinorAcces
 /// The hopping term with its epilogue over a set of `count` fields with no halo (all sites,
 /// nothing split), one field of one site per thread. A warp holds 8 consecutive sites of 4
 /// fields, so it loads each link and clover word once for the 4 (and every field's spinor
-/// words as whole 32-byte sectors); the warps of the window's other fields follow it. Measured
-/// on an H200 against 32 sites of one field per warp and against two fields per thread (links
-/// decoded once for both, but 128 registers): notes/multigrid.md.
+/// words as whole 32-byte sectors); the warps of the window's other fields follow it. It beat
+/// 32 sites of one field per warp, and two fields per thread (links decoded once for both, but
+/// 128 registers): docs/performance.md.
 template <typename Store, Reconstruct R, Epilogue E>
 struct DslashSetKernel {
   static constexpr int sites_per_warp = 8, fields_per_warp = 32 / sites_per_warp;

@@ -127,7 +127,7 @@ void run_dslash(const DslashRequest& rq) {
     if constexpr (set_kernel) return run_dslash_set<Store, R, E>(rq, arg);
   }
 
-  if (!rq.halo) {  // nothing split over ranks: the kernel without the halo's code (notes/performance.md)
+  if (!rq.halo) {  // nothing split over ranks: the kernel without the halo's code (docs/performance.md)
     require(arg.faces.comm_mask == 0, "Wilson-clover dslash: dimensions split over ranks but no halo exchange");
     launch(b, LocalDslashKernel<Store, R, E>{arg}, {vcb});
     return;

@@ -347,7 +347,7 @@ struct SetStencilKernel {
 /// products (latke/core/mma.h), re = Lr Xr - Li Xi and im = Lr Xi + Li Xr, by one warp per
 /// (site, 16 rows, 32 fields). Each real product is three TF32 products of split operands,
 /// which keep nearly FP32's accuracy: with one (10 bits) the setup's BiCGstab stalled near
-/// 10^-3 and the hierarchy lost (notes/multigrid.md). The warp reads its rows of each block
+/// 10^-3 and the hierarchy lost (docs/multigrid.md). The warp reads its rows of each block
 /// once for its 32 fields, as SetStencilKernel's threads do through the cache, but multiplies
 /// on tensor cores, where SetStencilKernel is bound by its FP32 issue. The fields of a warp's
 /// last tile past `count` read zeros and write nothing.
@@ -400,7 +400,7 @@ struct MmaSetStencilKernel {
     auto product = [&](long blk, const auto& in) {
       const float* base = links.data + 2 * blk * n * n;
 #ifdef __CUDA_ARCH__
-#pragma unroll 1  // unrolled, the columns' loads cost registers and 10% (notes/multigrid.md)
+#pragma unroll 1  // unrolled, the columns' loads take registers and the kernel ran slower
 #endif
       for (int k0 = 0; k0 < n; k0 += 8) {
         mma::FragA<L> ar, ai, ar_lo, ai_lo;
@@ -682,8 +682,9 @@ const char* to_string(SetMath m) {
 
 void CoarseOperator::set_math(SetMath m) {
   const bool mma = precision_ == Precision::single && fits_tensor_cores(n());
-  // automatic: tensor cores where a set of 32 gives the device at least 1024 warps (levels 1
-  // and 2 of 32^3x64 gain, 12288 and 1024 warps; level 3, 64, loses: notes/multigrid.md).
+  // automatic: tensor cores where a set of 32 gives the device at least 1024 warps; below
+  // that a warp's chain of dependent products is not hidden and FP32 is faster (levels 1 and
+  // 2 of 32^3x64, 12288 and 1024 warps, gain; level 3, 64 warps, loses: docs/multigrid.md).
   const bool busy = static_cast<long>(lattice_->volume_cb()) * (n() / 16) >= 1024;
   if (!mma)
     set_math_ = SetMath::fp32;
@@ -961,9 +962,9 @@ void run_set_stencil(const Lattice& lat, Backend be, HaloExchange* halo, BlockVi
       return;
     }
   }
-  // Fields per thread: 2 where that still leaves about two threads per resident slot of an
-  // H200 (level 1 of 32^3x64: 88 us per field against 98 with 1 and 101 with 4), else 1 (the
-  // small levels: 11 us per field on level 2 against 14 with 2 and 22 with 4).
+  // Fields per thread: fewer fields per thread means more threads and fewer registers, which
+  // wins until the threads run out. So 2 where that still leaves about two threads per
+  // resident slot of a large GPU (level 1 of 32^3x64), else 1 (the small levels).
   const long groups = n / (n % 4 == 0 ? 4 : 2);
   const bool two = static_cast<long>(lat.volume_cb()) * groups * ((count + 1) / 2) >= (1L << 19);
   auto with_kt = [&](auto ktc) {

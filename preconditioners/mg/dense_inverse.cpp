@@ -22,9 +22,9 @@ namespace latke::mg {
 namespace {
 
 /// A^-1 from its factorization, solving for the columns of the identity in chunks across the
-/// host's OpenMP threads: Eigen's inverse() solves all n right-hand sides on one thread (1.3 s
-/// of triangular solves for n = 1024 on a 2-core build host, against 0.3 s for the
-/// factorization, which is parallel already), and this runs once per setup on every rank.
+/// host's OpenMP threads: Eigen's inverse() solves all n right-hand sides on one thread (the
+/// triangular solves take several times the factorization, which is parallel already), and
+/// this runs once per setup on every rank.
 Eigen::MatrixXcd inverse_by_columns(const Eigen::PartialPivLU<Eigen::MatrixXcd>& lu, int n) {
   Eigen::MatrixXcd inv(n, n);
   int threads = 1;

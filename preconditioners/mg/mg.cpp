@@ -349,9 +349,9 @@ LinearOperator* Multigrid::set_operator(int l) const {
   const bool eo = setup_on_even_odd(l);
   LinearOperator* A = &L.system(eo);
   // The fine level's sets in its setup precision: the fine operator in half, given to the
-  // constructor. Coarse levels' sets stay on their single blocks: on the half blocks of their
-  // smoother, level 1's 32 vectors took 0.91 s instead of 0.65 s on an H200 and the solve
-  // 0.372 s instead of 0.323 s (notes/multigrid.md).
+  // constructor. Coarse levels' sets stay on their single blocks: the set stencil is bound by
+  // latency and issue, not bytes, so the half blocks of their smoother only add decoding (the
+  // vectors took longer), and the vectors of the perturbed operator cost K-cycle iterations.
   if (l == 0 && q.setup_precision != Precision::single) A = eo ? L.setup_low.get() : nullptr;
   return A && A->applies_sets() ? A : nullptr;
 }

@@ -113,8 +113,8 @@ struct MultigridParam {
   /// vectors from the level above's (before orthonormalization) restricted to it, as DD-alphaAMG
   /// passes test vectors down: they are near-null already (|D_c R v| = |R M v| <= |M v| for
   /// |R v| = |v|), so fewer steps polish them; the rest start Gaussian. false: all Gaussian.
-  /// Off by default: it saves 0.3 s of a 4.4 s setup, but the coarse levels it builds change
-  /// the solve by -14% to +13% with kappa (+13% at 0.1351; 32^3x64, H200; notes/multigrid.md).
+  /// Off by default: it saves a small part of the setup, but the coarse levels it builds make
+  /// the solve faster at some kappa and slower at others (docs/multigrid.md).
   bool setup_restrict = false;
   std::uint64_t seed = 1;       ///< of the random starting vectors
   /// How coarse levels' sets multiply (CoarseOperator::set_math): by default on tensor cores
@@ -188,8 +188,8 @@ class Multigrid {
   ///        null vectors on the new operator first (as the first setup's pass runs, from the kept
   ///        vectors instead of random ones; then orthonormalized again), as QUDA refreshes its
   ///        setup in HMC, where the gauge field moves little between solves. (After a heat-bath
-  ///        sweep on 32^3x64 the kept vectors were worth no more than random starts:
-  ///        notes/multigrid.md.) 0: kept bit for bit.
+  ///        sweep the kept vectors are worth no more than random starts: docs/multigrid.md.)
+  ///        0: kept bit for bit.
   void update(std::shared_ptr<LinearOperator> fine, LocalFactory local, std::shared_ptr<SchurOperator> fine_schur,
               std::shared_ptr<SchurOperator> fine_smoother, std::shared_ptr<LinearOperator> fine_setup,
               const std::function<void(const std::string&)>& progress = nullptr, const std::vector<int>& refresh = {});

@@ -30,9 +30,9 @@ struct MultigridOptions {
   /// (0: kept bit for bit); read at every set-up.
   std::vector<int> refresh;
   /// Such a set-up sets up anew instead where the kept null vectors are stale on the new operator:
-  /// Multigrid::nullness_growth above this (0: never). 32^3x64 at kappa 0.1351 (notes/multigrid.md):
-  /// 1.0003-1.002 for kappa 0.1349 and 0.1340, where the rebuild pays; 2.3-2.5 for the next
-  /// configurations of the quenched chain, where it stalls the solve.
+  /// Multigrid::nullness_growth above this (0: never). The growth stays near 1 for another kappa
+  /// on the same configuration, where the rebuild pays, and exceeds 2 on the next configuration
+  /// of a heat-bath chain, where a rebuilt hierarchy stalls the solve (docs/multigrid.md).
   double reuse_max_growth = 1.25;
   std::string save, load;
 };

@@ -561,7 +561,7 @@ inline constexpr int ortho_tile = 4;
 /// gram[(j nvec + k) n_seg + seg] = <V_j, V_k> on segment seg for j >= k: one thread per
 /// (segment, tile of the lower triangle), tiles fastest, so that the threads of a warp read
 /// the same element of the segment's vectors (with segments fastest, each thread read its own
-/// cache lines: 105 ms for the fine level of 32^3x64 on an H200); a thread loads 2 x 4
+/// cache lines, and the kernel was slower); a thread loads 2 x 4
 /// complex values per element, each as one word, for 16 products.
 template <typename SV>
 struct OrthoGramKernel {
@@ -814,8 +814,9 @@ void Transfer::prolongate(ColorSpinorField& fine, const ColorSpinorField& coarse
           "prolongate: the coarse field is not a full field of the coarse level's shape");
   const AggregateMap map = aggregate_map(*fine_, *coarse_, block_);
   // The Wilson fine level: one thread per site, from the basis vectors, or their half copy
-  // with a half basis (a packed half basis read by records per site was slower: 1.22 against
-  // 1.14 ms from single vectors on 32^3x64, H200).
+  // with a half basis (a packed half basis read by records per site was slower than the single
+  // vectors: one site's records of all vectors lie far from the next site's, so a warp's loads
+  // do not coalesce).
   if (fine.site_reals() == 24) {
     const std::vector<ColorSpinorField>& basis = v_half_.empty() ? v_ : v_half_;
     dispatch_precision(basis.front().precision(), [&](auto sv) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on a GPU host with binaries built elsewhere (see scripts/device/pack.sh): the test
-# binaries on the CUDA backend, the MPI tier on one GPU, and latke-bench at the issue's
-# lattice sizes. Results and logs go under $OUT (default ./gpu-out).
+# binaries on the CUDA backend, the MPI tier on one GPU, and latke-bench at the lattice sizes
+# of docs/performance.md. Results and logs go under $OUT (default ./gpu-out).
 #   gpu-checks.sh [tests] [bench] [petsc] [schwarz] [multi] [multimass] [probe] [profile]
 #   (default: tests bench petsc schwarz)
 # LATKE_BENCH_OPS picks the operators the bench step times (default: wilson asqtad staggered;
@@ -36,7 +36,7 @@ if [[ $steps == *bench* ]]; then
   for op in $ops; do
     [ "$op" = wilson ] && continue
     # Staggered: asqtad fat and long links at 18 (and long at 12), naive links at 12 (and 18),
-    # the QUDA reference cases first.
+    # QUDA's published reference cases (docs/performance.md) first.
     recon=18,12; [ "$op" = staggered ] && recon=12,18
     for L in ${LATKE_STAGGERED_LATTICES:-32,32,32,64}; do
       tag=${op}_${L//,/x}

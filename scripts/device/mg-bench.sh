@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on a GPU host (binaries from scripts/device/pack.sh): the multigrid tests on the CUDA
 # backend, then time to solution of native GCR + latke_mg against the native mixed-precision
-# BiCGstab on a thermalized quenched configuration at several kappa (issue 7's benchmark).
+# BiCGstab on a thermalized quenched configuration at several kappa (docs/multigrid.md's table).
 # Results and logs under $OUT. Environment: LATKE_MG_LATTICE (32,32,32,64), LATKE_MG_KAPPAS
 # ("0.1340 0.1345 0.1349"), LATKE_MG_OPTIONS (extra multigrid options), LATKE_MG_VARIANTS
 # (lines "name options..." of further multigrid runs), LATKE_MG_STEPS ("tests bench"; add

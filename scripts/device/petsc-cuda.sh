@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs on a GPU host the GPU-resident PETSc path (issue 6) from binaries packed elsewhere by
+# Runs on a GPU host the GPU-resident PETSc path (docs/gpu-petsc.md) from binaries packed by
 # scripts/device/pack-petsc-cuda.sh (.gpu-petsc/: Latke built with CUDA against PETSc built
 # with CUDA by scripts/build-petsc-cuda.sh). Results and logs go under $OUT (default
 # ./gpu-out). Steps (default: tests bench):
@@ -11,7 +11,7 @@
 #   light  the same lattice near the critical kappa (LATKE_LIGHT_KAPPA, 0.1345; c_sw 1.769, the
 #          thermalized beta 6.0 configuration, Z2 source): gcr and fgmres with latke_mg, with
 #          latke_schwarz at 16^4 blocks x 8 MR steps and at the default, and with none
-#   dd     issue 5's (b) PETSc bcgs and (c) fgmres/gcr + latke_schwarz (LATKE_DD_SCHWARZ: lines
+#   dd     docs/solvers.md's PETSc bcgs and fgmres/gcr + latke_schwarz (LATKE_DD_SCHWARZ: lines
 #          'name options') near the critical kappa on 1 GPU and on all GPUs (one rank each)
 #   host326  the same solves with host vectors (-vec_type standard: PETSc 3.26's vector work on
 #            the CPU, every vector staged over PCIe), bounded to LATKE_HOST_ITS iterations (20)
@@ -145,10 +145,10 @@ if [[ $steps == *" bench "* ]]; then
   bench gcr_schwarz_cuda_nogputime "$bin/latke-solve" -ksp_type gcr -vec_type cuda -pc_type latke_schwarz $schwarz
 fi
 if [[ $steps == *" dd "* ]]; then
-  # Issue 5's comparison on 1 GPU and on every GPU of the host (one rank each, the lattice split
-  # in t), near the critical kappa, device vectors: (b) PETSc bcgs and (c) PETSc fgmres and gcr
-  # + latke_schwarz at the block sizes, MR steps, types and cycles of LATKE_DD_SCHWARZ (the
-  # native solvers (a) are timed by dd-scaling.sh on the same problem).
+  # The Schwarz comparison of docs/solvers.md on 1 GPU and on every GPU of the host (one rank
+  # each, the lattice split in t), near the critical kappa, device vectors: PETSc bcgs and PETSc
+  # fgmres and gcr + latke_schwarz at the block sizes, MR steps, types and cycles of
+  # LATKE_DD_SCHWARZ (the native solvers are timed by dd-scaling.sh on the same problem).
   kl=${LATKE_LIGHT_KAPPA:-0.1345}
   light="-latke_gauge quenched -latke_gauge_sweeps 300 -latke_csw 1.769 -latke_kappa $kl -latke_source z2"
   ngpu=$(nvidia-smi -L | wc -l)

@@ -1214,7 +1214,7 @@ TEST_P(MgBackend, RefinementPass) {
     iterations[c] = st.iterations;
   }
   EXPECT_LT(rel_diff(x[0], x[1]), 1e-8);
-  // (On the 32^3x64 problem of notes/multigrid.md a pass after 20 or 30 first steps made the
+  // (On the 32^3x64 problem of docs/multigrid.md a pass after 20 or 30 first steps made the
   // hierarchy worse; this checks the pass runs and keeps a small problem's hierarchy working.)
   EXPECT_LE(iterations[1], iterations[0])
       << "refined: " << iterations[1] << " iterations, first pass only: " << iterations[0];
