@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "core/output_files.h"
 #include "latke/core/autocorrelation.h"
 #include "latke/core/error.h"
 #include "latke/core/options.h"
@@ -183,6 +184,9 @@ int cmd_generate() {
   const GaugeStart start = parse_gauge_start(start_name);
   GaugeWriteParam wp;
   if (!output.empty()) wp = write_options(output, nullptr);
+  // Before the sweeps: an output that cannot be written is found now, not after the work.
+  if (!output.empty()) require_writable(PETSC_COMM_WORLD, output, "-latke_output");
+  if (!history.empty()) require_writable(PETSC_COMM_WORLD, history, "-latke_history");
 
   GaugeFileInfo info;
   Coords dims{};
@@ -277,16 +281,15 @@ int cmd_generate() {
       std::printf("wrote %s (%s, heat-bath pass %ld)\n", output.c_str(), describe_write(wp).c_str(),
                   gen.heatbath_passes());
   }
-  if (!history.empty() && root) {
-    const std::string tmp = history + ".tmp";
-    {
-      std::ofstream f(tmp);
-      f << table.str();
-      require(f.good(), "-latke_history ", history, ": writing ", tmp, " failed");
+  if (!history.empty()) {
+    std::string why;
+    try {
+      if (root) write_text_atomically(history, table.str(), "-latke_history");
+    } catch (const std::exception& e) {
+      why = e.what();
     }
-    require(std::rename(tmp.c_str(), history.c_str()) == 0, "-latke_history ", history, ": cannot rename ", tmp,
-            " to it");
-    std::printf("wrote %s\n", history.c_str());
+    collective_require(PETSC_COMM_WORLD, why.empty(), why);
+    if (root) std::printf("wrote %s\n", history.c_str());
   }
   return 0;
 }

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/output_files.h"
 #include "latke/core/error.h"
 #include "latke/fields/gauge_generator.h"
 #include "latke/fields/gauge_io.h"
@@ -29,6 +30,8 @@ std::vector<Complex<double>> thermalized_configuration(std::shared_ptr<const Lat
   MPI_Bcast(&exists, 1, MPI_INT, 0, lattice->comm());
   if (loaded) *loaded = exists != 0;
   if (exists) return read_gauge(*lattice, path, nullptr, b);
+  // Before the sweeps: a cache that cannot take the configuration is found now.
+  if (!path.empty()) require_writable(lattice->comm(), path, "the gauge cache's file");
   QuenchedGenerator gen(lattice, b, param);
   gen.start(GaugeStart::hot);
   gen.sweep(sweeps);

@@ -169,6 +169,15 @@ outputs_checked_first)
   run error "$bench" dslash -latke_lattice 4,4,4,4 -latke_json /nonexistent/b.json
   expect "-latke_json /nonexistent/b.json: cannot write it"
   refuse "GFLOPS"
+  run error "$gauge" generate -latke_lattice 4,4,4,4 -latke_sweeps 2 -latke_output /nonexistent/a.nersc
+  expect "-latke_output /nonexistent/a.nersc: cannot write it"
+  refuse "sweep"
+  run error "$gauge" generate -latke_lattice 4,4,4,4 -latke_sweeps 2 -latke_history /nonexistent/h.txt
+  expect "-latke_history /nonexistent/h.txt: cannot write it"
+  refuse "sweep"
+  # The gauge cache: a path that cannot be a directory.
+  run error "$solve" -latke_lattice 4,4,4,4 -latke_gauge_sweeps 2 -latke_gauge_cache /etc/hostname
+  expect "-latke_gauge_cache /etc/hostname: cannot create the directory"
   ;;
 killed_writer)
   # A writer killed while its write hangs removes its temporary file, says so, and leaves the
