@@ -6,5 +6,7 @@ here=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$here/build-gpu}
 mkdir -p "$here/.gpu/bin"
 cp "$build"/bin/* "$here/.gpu/bin/"
+# The faults tier's write-fault library (tests/faults/fault_inject.c), where it was built.
+[ -f "$build/lib/liblatke_fault_inject.so" ] && cp "$build/lib/liblatke_fault_inject.so" "$here/.gpu/bin/"
 "$here/../shared/gpu/runtime-bundle.sh" "$here/.gpu/rt.tar.xz" "$here"/.gpu/bin/*
 du -sh "$here/.gpu"
