@@ -2,8 +2,8 @@
 # Runs on a GPU host with binaries packed by scripts/device/pack.sh: the correctness tiers
 # that the faults work touches, on the CUDA backend (the PETSc face, the solvers, the
 # multigrid's null-space files, gauge I/O), then the faults tier itself with the GPU
-# programs, then latke-solve on LATKE_FAULTS_LATTICE (default 32,32,32,64) to show what the
-# double-precision check and the true-residual rule cost. Logs go under $OUT (default
+# programs, then native solves on LATKE_FAULTS_LATTICE (default 32,32,32,64) checked with the
+# double-precision operator (one of them on an operator stored in single). Logs go under $OUT (default
 # ./gpu-out); a summary line per step on stdout.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -49,7 +49,8 @@ run_solve() {  # name, options...
   echo "== latke-solve $L $name: exit $rc"
   grep -E "^  (KSP|true residual|time|solved)|^latke-solve: (true residual|the solve)" "$out/solve_$name.log"
 }
-run_solve gcr_mg -latke_solves 2
+# Native solves (a host-only PETSc's KSP stages every vector: far slower at this size).
 run_solve native_gcr_mg -latke_native -latke_solver gcr -latke_solver_pc mg -latke_solves 2
-run_solve bicgstab_single_operator -latke_precision single -ksp_type bcgs -pc_type none -ksp_rtol 1e-6 -ksp_max_it 20000
+run_solve native_bicgstab_single_operator -latke_precision single -latke_native -latke_solver bicgstab \
+  -latke_solver_tol 1e-6
 exit $status
