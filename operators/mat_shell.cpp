@@ -335,6 +335,16 @@ PetscErrorCode destroy_context(void* p) {
 
 void check(PetscErrorCode ierr, const char* call) { check_petsc(ierr, call); }
 
+/// A matrix of another form on A's operator, or on the same operator in double precision.
+Mat companion(Mat A, LatkeOperatorForm form, bool in_double) {
+  const char* prefix = nullptr;
+  check(MatGetOptionsPrefix(A, &prefix), "MatGetOptionsPrefix");
+  std::shared_ptr<ShellOperator> op = context_of(A).op;
+  if (in_double)
+    if (std::shared_ptr<ShellOperator> d = op->in_double()) op = d;
+  return create_shell(op, form, prefix);
+}
+
 }  // namespace
 
 Mat create_shell(std::shared_ptr<ShellOperator> op, LatkeOperatorForm form, const char* prefix) {
@@ -398,11 +408,7 @@ PetscErrorCode MatLatkeCreateCompanion(Mat A, LatkeOperatorForm form, Mat* B) {
   PetscFunctionBeginUser;
   LatkeCheckNull(A);
   LatkeCheckNull(B);
-  PetscCall(guarded(comm_of(A), [&] {
-    const char* prefix = nullptr;
-    check(MatGetOptionsPrefix(A, &prefix), "MatGetOptionsPrefix");
-    *B = create_shell(context_of(A).op, form, prefix);
-  }));
+  PetscCall(guarded(comm_of(A), [&] { *B = companion(A, form, false); }));
   PetscFunctionReturn(0);
 }
 
@@ -410,12 +416,7 @@ PetscErrorCode MatLatkeCreateReference(Mat A, LatkeOperatorForm form, Mat* B) {
   PetscFunctionBeginUser;
   LatkeCheckNull(A);
   LatkeCheckNull(B);
-  PetscCall(guarded(comm_of(A), [&] {
-    const char* prefix = nullptr;
-    check(MatGetOptionsPrefix(A, &prefix), "MatGetOptionsPrefix");
-    std::shared_ptr<ShellOperator> op = context_of(A).op->in_double();
-    *B = create_shell(op ? op : context_of(A).op, form, prefix);
-  }));
+  PetscCall(guarded(comm_of(A), [&] { *B = companion(A, form, true); }));
   PetscFunctionReturn(0);
 }
 

@@ -6,13 +6,7 @@
 # double-precision operator (one of them on an operator stored in single). Logs go under $OUT (default
 # ./gpu-out); a summary line per step on stdout.
 set -uo pipefail
-here=$(cd "$(dirname "$0")/../.." && pwd)
-bin=${LATKE_GPU_BIN:-$here/.gpu/bin}
-out=${OUT:-$here/gpu-out}
-mkdir -p "$out" /tmp/rt
-[ -f "$here/.gpu/rt.tar.xz" ] && tar -C /tmp/rt -xJf "$here/.gpu/rt.tar.xz"
-export LD_LIBRARY_PATH=/tmp/rt/lib:${LD_LIBRARY_PATH:-}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+source "$(dirname "$0")/host-env.sh"
 nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem --format=csv | tee "$out/device.txt"
 status=0
 work=$(mktemp -d)

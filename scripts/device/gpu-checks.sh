@@ -7,13 +7,7 @@
 # LATKE_BENCH_OPS picks the operators the bench step times (default: wilson asqtad staggered;
 # the staggered ones at LATKE_STAGGERED_LATTICES, default 32,32,32,64).
 set -uo pipefail
-here=$(cd "$(dirname "$0")/../.." && pwd)
-bin=${LATKE_GPU_BIN:-$here/.gpu/bin}
-out=${OUT:-$here/gpu-out}
-mkdir -p "$out" /tmp/rt
-[ -f "$here/.gpu/rt.tar.xz" ] && tar -C /tmp/rt -xJf "$here/.gpu/rt.tar.xz"
-export LD_LIBRARY_PATH=/tmp/rt/lib:${LD_LIBRARY_PATH:-}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+source "$(dirname "$0")/host-env.sh"
 steps=${*:-tests bench petsc schwarz}
 nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem --format=csv | tee "$out/device.txt"
 status=0

@@ -370,6 +370,29 @@ TEST(PetscVec, SourcesHaveTheirNorms) {
   VecDestroy(&x), VecDestroy(&b), VecDestroy(&bh);
 }
 
+/// A viewer of the type on the file (binary: without the .info file when skip_info).
+PetscViewer open_viewer(MPI_Comm comm, PetscViewerType type, PetscFileMode mode, const char* file,
+                        bool skip_info = false) {
+  PetscViewer v = nullptr;
+  EXPECT_EQ(PetscViewerCreate(comm, &v), 0);
+  PetscViewerSetType(v, type);
+  if (skip_info) PetscViewerBinarySetSkipInfo(v, PETSC_TRUE);
+  PetscViewerFileSetMode(v, mode);
+  PetscViewerFileSetName(v, file);
+  return v;
+}
+
+/// LatkeVecLoad of the file into back gives exactly b.
+void expect_loads_back(Mat A, PetscViewerType type, const char* file, Vec back, Vec b) {
+  PetscViewer v = open_viewer(PETSC_COMM_WORLD, type, FILE_MODE_READ, file);
+  EXPECT_EQ(LatkeVecLoad(A, back, v), 0) << file;
+  PetscViewerDestroy(&v);
+  VecAXPY(back, -1.0, b);
+  PetscReal d = -1;
+  VecNorm(back, NORM_INFINITY, &d);
+  EXPECT_EQ(d, 0.0) << file;
+}
+
 // LatkeVecView writes global lexicographic order: a plain VecLoad on one rank sees the
 // point source at site * 12 + spin * 3 + color; LatkeVecLoad restores the vector.
 void viewer_round_trip(PetscViewerType type, const char* file) {
@@ -384,24 +407,11 @@ void viewer_round_trip(PetscViewerType type, const char* file) {
   VecDuplicate(b, &noise);
   LatkeVecSetNoiseSource(fx.A, noise, LATKE_NOISE_Z4, 5);
   VecAXPY(b, 0.001, noise);
-  PetscViewer v;
-  ASSERT_PETSC(PetscViewerCreate(PETSC_COMM_WORLD, &v));
-  PetscViewerSetType(v, type);
-  PetscViewerFileSetMode(v, FILE_MODE_WRITE);
-  PetscViewerFileSetName(v, file);
+  PetscViewer v = open_viewer(PETSC_COMM_WORLD, type, FILE_MODE_WRITE, file);
   ASSERT_PETSC(LatkeVecView(fx.A, b, v));
   PetscViewerDestroy(&v);
 
-  PetscViewerCreate(PETSC_COMM_WORLD, &v);
-  PetscViewerSetType(v, type);
-  PetscViewerFileSetMode(v, FILE_MODE_READ);
-  PetscViewerFileSetName(v, file);
-  ASSERT_PETSC(LatkeVecLoad(fx.A, back, v));
-  PetscViewerDestroy(&v);
-  VecAXPY(back, -1.0, b);
-  PetscReal d;
-  VecNorm(back, NORM_INFINITY, &d);
-  EXPECT_EQ(d, 0.0);
+  expect_loads_back(fx.A, type, file, back, b);
 
   int rank = 0;
   MPI_Comm_rank(PETSC_COMM_WORLD, &rank);
@@ -409,10 +419,7 @@ void viewer_round_trip(PetscViewerType type, const char* file) {
     Vec plain;
     VecCreate(PETSC_COMM_SELF, &plain);
     PetscObjectSetName(reinterpret_cast<PetscObject>(plain), "source");
-    PetscViewerCreate(PETSC_COMM_SELF, &v);
-    PetscViewerSetType(v, type);
-    PetscViewerFileSetMode(v, FILE_MODE_READ);
-    PetscViewerFileSetName(v, file);
+    v = open_viewer(PETSC_COMM_SELF, type, FILE_MODE_READ, file);
     ASSERT_PETSC(VecLoad(plain, v));
     PetscViewerDestroy(&v);
     const PetscScalar* a;
@@ -442,25 +449,14 @@ TEST(PetscVec, SaveIsTheBinaryViewersFileWrittenAtomically) {
   MatCreateVecs(fx.A, &b, &back);
   ASSERT_PETSC(LatkeVecSetNoiseSource(fx.A, b, LATKE_NOISE_Z4, 11));
   ASSERT_PETSC(LatkeVecSave(fx.A, b, "test_petsc_save.bin"));
-  PetscViewer v;
-  ASSERT_PETSC(PetscViewerCreate(PETSC_COMM_WORLD, &v));
-  PetscViewerSetType(v, PETSCVIEWERBINARY);
-  PetscViewerBinarySetSkipInfo(v, PETSC_TRUE);
-  PetscViewerFileSetMode(v, FILE_MODE_WRITE);
-  PetscViewerFileSetName(v, "test_petsc_view.bin");
+  PetscViewer v = open_viewer(PETSC_COMM_WORLD, PETSCVIEWERBINARY, FILE_MODE_WRITE, "test_petsc_view.bin", true);
   ASSERT_PETSC(LatkeVecView(fx.A, b, v));
   PetscViewerDestroy(&v);
   MPI_Barrier(PETSC_COMM_WORLD);
   const std::string saved = file_bytes("test_petsc_save.bin");
   EXPECT_EQ(saved.size(), 8u + static_cast<std::size_t>(fx.volume()) * world_size() * 12 * 16);
   EXPECT_TRUE(saved == file_bytes("test_petsc_view.bin")) << "LatkeVecSave and LatkeVecView wrote different files";
-  PetscViewerBinaryOpen(PETSC_COMM_WORLD, "test_petsc_save.bin", FILE_MODE_READ, &v);
-  ASSERT_PETSC(LatkeVecLoad(fx.A, back, v));
-  PetscViewerDestroy(&v);
-  VecAXPY(back, -1.0, b);
-  PetscReal d;
-  VecNorm(back, NORM_INFINITY, &d);
-  EXPECT_EQ(d, 0.0);
+  expect_loads_back(fx.A, PETSCVIEWERBINARY, "test_petsc_save.bin", back, b);
 
   Fixture eo(LATKE_OPERATOR_EVEN_ODD);
   Vec half;
