@@ -43,9 +43,9 @@
 #include <sstream>
 #include <vector>
 
-#include "core/c_api.h"
+#include "petsc/c_api.h"
 #include "core/output_files.h"
-#include "fields/gauge_handle.h"
+#include "petsc/gauge_handle.h"
 #include "latke/core/copy_bandwidth.h"
 #include "latke/core/error.h"
 #include "latke/core/options.h"
@@ -55,7 +55,7 @@
 #include "latke/fields/random.h"
 #include "latke/latke.h"
 #include "preconditioners/mg/galerkin.h"
-#include "preconditioners/mg/pc_mg.h"
+#include "petsc/pc_mg.h"
 #include "solvers/solvers.h"
 #include "staggered/staggered.h"
 #include "staggered/staggered_linear.h"

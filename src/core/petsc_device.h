@@ -2,7 +2,7 @@
 // device PETSc uses, whether Latke's matrices hand out device vectors, and the order between
 // PETSc's stream (that of its current PetscDeviceContext) and Latke's compute stream. The
 // order is kept with CUDA events recorded on one stream and waited on by the other, so the
-// host never waits for either; see VecField (operators/mat_shell.h) for where it is used.
+// host never waits for either; see VecField (petsc/mat_shell.h) for where it is used.
 #pragma once
 
 #include "core/petsc_compat.h"

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "latke/latke.h"
-#include "mat_shell.h"
+#include "petsc/mat_shell.h"
 #include "support/wilson_host.h"
 #include "wilson_clover/reference.h"
 

@@ -16,7 +16,7 @@
 #include "core/petsc_compat.h"
 #include "latke/conventions.h"
 #include "latke/latke.h"
-#include "mat_shell.h"
+#include "petsc/mat_shell.h"
 #include "staggered/staggered.h"
 #include "support/staggered_host.h"
 

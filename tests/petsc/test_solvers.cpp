@@ -18,7 +18,7 @@
 #include "latke/fields/gauge_generator.h"
 #include "latke/fields/random.h"
 #include "latke/latke.h"
-#include "mat_shell.h"
+#include "petsc/mat_shell.h"
 #include "preconditioners/schwarz/schwarz.h"
 #include "solvers/solvers.h"
 #include "wilson_clover/wilson_clover.h"

@@ -1,6 +1,6 @@
 // The generic MATSHELL of Latke's operators (mat_shell.h): operations, vector access and staging, and the
 // matrix helpers of the C API (latke.h).
-#include "mat_shell.h"
+#include "petsc/mat_shell.h"
 
 #include <cmath>
 #include <cstdint>

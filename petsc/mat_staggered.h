@@ -2,7 +2,7 @@
 // (mat_staggered.cpp): its operator's parameters, e.g. the mass that multi-mass solves shift.
 #pragma once
 
-#include "mat_shell.h"
+#include "petsc/mat_shell.h"
 #include "staggered/staggered.h"
 
 namespace latke::petsc {

@@ -5,7 +5,7 @@
 
 #include "latke/core/error.h"
 #include "latke/core/options.h"
-#include "mat_shell.h"
+#include "petsc/mat_shell.h"
 #include "wilson_clover/wilson_clover.h"
 #include "wilson_clover/wilson_clover_linear.h"
 

@@ -4,7 +4,7 @@
 // form, K r_p = [K_full f]_p with f = (f_p, 0) the full right-hand side of r_p
 // (schur_rhs_parity), an approximation of Mhat^-1 as good as K_full is of M^-1, which
 // Multigrid::apply_parity computes on parity p alone.
-#include "preconditioners/mg/pc_mg.h"
+#include "petsc/pc_mg.h"
 
 #include <petsc/private/pcimpl.h>
 
@@ -15,9 +15,9 @@
 
 #include "latke/core/error.h"
 #include "latke/core/options.h"
-#include "mat_shell.h"
-#include "preconditioners/pc_flexible.h"
-#include "preconditioners/schwarz/schwarz_options.h"
+#include "petsc/mat_shell.h"
+#include "petsc/pc_flexible.h"
+#include "petsc/schwarz_options.h"
 
 namespace latke::mg {
 

@@ -1,7 +1,7 @@
 // The staggered operator as a PETSc MATSHELL (MatCreateLatkeStaggered in latke.h):
 // parameters from the caller and the options database, and the two forms a matrix takes,
 // M = 2m + D and the normal operator 4m^2 - D_pq D_qp (formulas in staggered.h).
-#include "staggered/mat_staggered.h"
+#include "petsc/mat_staggered.h"
 
 #include <cmath>
 #include <functional>
@@ -9,7 +9,7 @@
 
 #include "latke/core/error.h"
 #include "latke/core/options.h"
-#include "mat_shell.h"
+#include "petsc/mat_shell.h"
 #include "staggered/staggered.h"
 #include "staggered/staggered_linear.h"
 

@@ -11,8 +11,8 @@
 #include "latke/fields/gauge_io.h"
 #include "latke/fields/gauge_observables.h"
 #include "latke/fields/random.h"
-#include "core/c_api.h"
-#include "fields/gauge_handle.h"
+#include "petsc/c_api.h"
+#include "petsc/gauge_handle.h"
 #include "latke/latke.h"
 
 namespace latke::petsc {

@@ -1,5 +1,5 @@
 // LatkeInitialize, LatkeFinalize and the run state of the C API (latke.h).
-#include "core/c_api.h"
+#include "petsc/c_api.h"
 #include "latke/core/error.h"
 #include "latke/core/options.h"
 #include "latke/core/tune.h"

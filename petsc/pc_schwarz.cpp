@@ -10,10 +10,10 @@
 #include "core/petsc_compat.h"
 #include "latke/core/error.h"
 #include "latke/core/options.h"
-#include "mat_shell.h"
-#include "preconditioners/pc_flexible.h"
+#include "petsc/mat_shell.h"
+#include "petsc/pc_flexible.h"
 #include "preconditioners/schwarz/schwarz.h"
-#include "preconditioners/schwarz/schwarz_options.h"
+#include "petsc/schwarz_options.h"
 
 namespace latke {
 SchwarzParam schwarz_param_from_options(MPI_Comm comm, const char* prefix, SchwarzParam p) {

@@ -1,5 +1,5 @@
 // The check that a Krylov method can take one of Latke's variable preconditioners.
-#include "preconditioners/pc_flexible.h"
+#include "petsc/pc_flexible.h"
 
 namespace latke::petsc {
 

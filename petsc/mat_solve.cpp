@@ -8,11 +8,11 @@
 
 #include "latke/core/error.h"
 #include "latke/core/options.h"
-#include "mat_shell.h"
-#include "preconditioners/mg/pc_mg.h"
-#include "preconditioners/schwarz/schwarz_options.h"
+#include "petsc/mat_shell.h"
+#include "petsc/pc_mg.h"
+#include "petsc/schwarz_options.h"
 #include "solvers/solvers.h"
-#include "staggered/mat_staggered.h"
+#include "petsc/mat_staggered.h"
 
 namespace latke::petsc {
 namespace {

@@ -7,7 +7,7 @@
 #include "latke/core/error.h"
 #include "latke/core/indexing.h"
 #include "latke/fields/random.h"
-#include "mat_shell.h"
+#include "petsc/mat_shell.h"
 
 namespace latke::petsc {
 

@@ -1,5 +1,5 @@
 // The C++ side of Latke's PETSc matrices: what a Latke MATSHELL holds and how its vectors
-// become Latke fields (wrapped in place, or staged through pinned buffers). Operators (wilson_clover/mat_wilson_clover.cpp, …)
+// become Latke fields (wrapped in place, or staged through pinned buffers). Operators (mat_wilson_clover.cpp, mat_staggered.cpp)
 // implement ShellOperator; the MATSHELL operations themselves are generic (mat_shell.cpp).
 #pragma once
 
@@ -16,8 +16,8 @@
 #include "latke/core/lattice.h"
 #include "latke/core/memory.h"
 #include "latke/fields/color_spinor_field.h"
-#include "core/c_api.h"
-#include "fields/gauge_handle.h"
+#include "petsc/c_api.h"
+#include "petsc/gauge_handle.h"
 #include "latke/latke.h"
 #include "solvers/linear_operator.h"
 
