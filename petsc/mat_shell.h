@@ -19,7 +19,7 @@
 #include "petsc/c_api.h"
 #include "petsc/gauge_handle.h"
 #include "latke/latke.h"
-#include "solvers/linear_operator.h"
+#include "operators/linear_operator.h"
 
 namespace latke {
 class Preconditioner;

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/site_files.h"
 #include "fields/gauge_io_detail.h"
 #include "latke/core/error.h"
 #include "latke/core/indexing.h"
@@ -278,7 +279,7 @@ PetscErrorCode LatkeVecSave(Mat A, Vec x, const char path[]) {
       gauge_io::store_be(bytes.data() + 16 * i, re, 8);
       gauge_io::store_be(bytes.data() + 16 * i + 8, im, 8);
     }
-    gauge_io::AtomicFile file(lat.comm(), path);
+    AtomicFile file(lat.comm(), path);
     file.write_root(0, header);
     file.write_sites(lat, header.size(), bytes, static_cast<std::size_t>(s.ncomp) * 16);
     file.commit(header.size() + static_cast<std::uint64_t>(n) * 16);

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "solvers/linear_operator.h"
+#include "operators/linear_operator.h"
 
 namespace latke {
 

@@ -1,4 +1,4 @@
-// The staggered operator seen by solvers (solvers/linear_operator.h): M on full fields, or the
+// The staggered operator seen by solvers (operators/linear_operator.h): M on full fields, or the
 // even-odd normal operator 4m^2 - D_pq D_qp on fields of one parity (self-adjoint), whose
 // shifts (the normal operator at other masses) are fused into its second kernel.
 #pragma once
@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "solvers/linear_operator.h"
+#include "operators/linear_operator.h"
 #include "staggered/staggered.h"
 
 namespace latke {

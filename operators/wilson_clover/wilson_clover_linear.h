@@ -1,4 +1,4 @@
-// The Wilson-clover operator seen by solvers and preconditioners (solvers/linear_operator.h):
+// The Wilson-clover operator seen by solvers and preconditioners (operators/linear_operator.h):
 // the full operator M or an even-odd Schur complement, possibly domain-local.
 #pragma once
 
@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "latke/core/error.h"
-#include "solvers/linear_operator.h"
+#include "operators/linear_operator.h"
 #include "wilson_clover/wilson_clover.h"
 
 namespace latke {

@@ -38,7 +38,7 @@
 #include "latke/core/lattice.h"
 #include "latke/core/memory.h"
 #include "latke/fields/color_spinor_field.h"
-#include "solvers/linear_operator.h"
+#include "operators/linear_operator.h"
 
 namespace latke::mg {
 

@@ -19,7 +19,7 @@
 
 #include "latke/core/complex.h"
 #include "latke/core/memory.h"
-#include "solvers/linear_operator.h"
+#include "operators/linear_operator.h"
 
 namespace latke::mg {
 

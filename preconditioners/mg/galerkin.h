@@ -27,7 +27,7 @@
 
 #include "preconditioners/mg/coarse_operator.h"
 #include "preconditioners/mg/transfer.h"
-#include "solvers/linear_operator.h"
+#include "operators/linear_operator.h"
 
 namespace latke::mg {
 

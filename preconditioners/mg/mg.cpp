@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "core/site_files.h"
 #include "fields/gauge_io_detail.h"
 #include "latke/core/error.h"
 #include "latke/core/log.h"
@@ -972,7 +973,7 @@ std::uint64_t global_sites(const Lattice& lat) {
 void Multigrid::save(const std::string& file) const {
   require(levels_[0]->transfer != nullptr, "multigrid: save before setup");
   const Lattice& fine = *levels_[0]->op->lattice();
-  gauge_io::AtomicFile out(fine.comm(), file);
+  AtomicFile out(fine.comm(), file);
   std::ostringstream h;
   h << "LATKE-NULLSPACE 2\nlevels " << levels() << "\n";
   std::uint64_t offset = header_bytes;
@@ -1025,8 +1026,8 @@ void Multigrid::load(const std::string& file, const std::function<void(const std
       size_text = std::to_string(std::filesystem::file_size(file, ec));
     }
   }
-  gauge_io::bcast_string(comm, header);
-  gauge_io::bcast_string(comm, size_text);
+  bcast_string(comm, header);
+  bcast_string(comm, size_text);
   require(header != "directory", file, ": is a directory, expected a multigrid null-space file");
   require(!header.empty(), file, ": cannot read a multigrid null-space file there");
   std::istringstream h(header);
@@ -1082,7 +1083,7 @@ void Multigrid::load(const std::string& file, const std::function<void(const std
     std::vector<Complex<double>> host(static_cast<std::size_t>(lat.volume()) * t.comps);
     std::uint32_t a = 0, b = 0;
     for (ColorSpinorField& v : L.transfer->vectors()) {
-      const std::vector<unsigned char> bytes = gauge_io::read_sites(lat, file, offset, site_bytes);
+      const std::vector<unsigned char> bytes = read_sites(lat, file, offset, site_bytes);
       const auto sum = vector_checksum(lat, bytes, site_bytes);
       a ^= sum.first, b ^= sum.second;
       std::memcpy(host.data(), bytes.data(), bytes.size());

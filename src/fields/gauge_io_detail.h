@@ -1,6 +1,6 @@
 // Pieces shared by the NERSC and ILDG readers and writers: byte order, conversion between
-// links and file words, checksums, collective error handling, MPI-IO of each rank's sites,
-// and the write-to-temporary-then-rename file.
+// links and file words, checksums (the MPI-IO of each rank's sites and the atomic file are
+// the core's, core/site_files.h).
 #pragma once
 
 #include <mpi.h>
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/output_files.h"
+#include "core/site_files.h"
 #include "latke/core/complex.h"
 #include "latke/core/error.h"
 #include "latke/core/lattice.h"
@@ -66,43 +66,6 @@ void scidac_checksum(const Lattice& lat, const std::vector<unsigned char>& bytes
 /// Big-endian integers in file headers.
 std::uint64_t load_be(const unsigned char* p, int bytes);
 void store_be(unsigned char* p, std::uint64_t v, int bytes);
-
-/// @brief Give every rank of comm rank 0's string.
-void bcast_string(MPI_Comm comm, std::string& s);
-/// @brief "MPI_File_open: No such file or directory" for an MPI error code.
-std::string mpi_error(const char* call, int code);
-
-/// @brief Read this rank's sites (site_bytes each) from the global lexicographic array of
-/// sites starting at byte `offset` of the file. Collective.
-std::vector<unsigned char> read_sites(const Lattice& lat, const std::string& path, std::uint64_t offset,
-                                      std::size_t site_bytes);
-
-/// A file written under a temporary name and renamed over its target by commit(); if the
-/// object goes away uncommitted, the temporary file is deleted. Every call is collective.
-class AtomicFile {
- public:
-  AtomicFile(MPI_Comm comm, const std::string& path);
-  ~AtomicFile();
-  AtomicFile(const AtomicFile&) = delete;
-  AtomicFile& operator=(const AtomicFile&) = delete;
-
-  /// @brief Rank 0 writes bytes at offset (others pass nothing).
-  void write_root(std::uint64_t offset, const std::string& bytes);
-  /// @brief Every rank writes its sites into the global lexicographic array at offset.
-  void write_sites(const Lattice& lat, std::uint64_t offset, const std::vector<unsigned char>& bytes,
-                   std::size_t site_bytes);
-  /// @brief Close; check that the temporary file has expected_bytes (MPI-IO implementations
-  /// do not all report a write the file system refused); rename it over the target.
-  void commit(std::uint64_t expected_bytes);
-
- private:
-  MPI_Comm comm_;
-  std::string path_, tmp_;
-  std::string kept_;  ///< "; PATH is kept as it was" (or "was not written"), for messages
-  MPI_File fh_ = MPI_FILE_NULL;
-  bool committed_ = false;
-  std::unique_ptr<InterruptCleanup> cleanup_;  ///< rank 0: the temporary, removed on SIGINT/SIGTERM
-};
 
 /// Format-specific halves of read_gauge_info / read_gauge / write_gauge (rank 0 parses).
 GaugeFileInfo parse_nersc(const std::string& path, std::uint64_t file_bytes);

@@ -15,7 +15,7 @@
 #include "latke/latke.h"
 #include "petsc/mat_shell.h"
 #include "support/wilson_host.h"
-#include "wilson_clover/reference.h"
+#include "reference/wilson_reference.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Tests of the host staggered reference (operators/staggered/reference.h) against results
+// Tests of the host staggered reference (staggered_reference.h) against results
 // known without it: the staggered phases written out, free-field plane waves (D^dag D is
 // diagonal in momentum), a point source hand-traced through D, anti-hermiticity, gauge
 // covariance, fattening path counts and unit-gauge values, and MILC's sign convention.
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "latke/conventions.h"
-#include "staggered/reference.h"
+#include "reference/staggered_reference.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Tests of the host Wilson-clover reference (operators/wilson_clover/reference.h) against
+// Tests of the host Wilson-clover reference (wilson_reference.h) against
 // results known without it: free-field plane waves, gamma5-hermiticity and the dagger flag,
 // algebraic properties of the clover term plus a hand-computed single-link case, and gauge
 // covariance. The gamma matrices are written out here from conventions.h's comment rather
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "latke/conventions.h"
-#include "wilson_clover/reference.h"
+#include "reference/wilson_reference.h"
 
 namespace {
 

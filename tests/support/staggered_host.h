@@ -1,4 +1,4 @@
-// Host-side compositions of the staggered reference operator (operators/staggered/reference.h)
+// Host-side compositions of the staggered reference operator (tests/reference/staggered_reference.h)
 // into the forms the optimized operator has, for tests: built only from the reference,
 // lexicographic, double, never from the kernels.
 #pragma once
@@ -8,7 +8,7 @@
 #include <complex>
 #include <vector>
 
-#include "staggered/reference.h"
+#include "reference/staggered_reference.h"
 
 namespace latke::test {
 

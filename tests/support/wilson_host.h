@@ -7,7 +7,7 @@
 #include <complex>
 #include <vector>
 
-#include "wilson_clover/reference.h"
+#include "reference/wilson_reference.h"
 
 namespace latke::test {
 

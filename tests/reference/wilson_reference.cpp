@@ -1,8 +1,8 @@
-// Host reference for the Wilson-clover operator (formula in reference.h): naive loops over
+// Host reference for the Wilson-clover operator (formula in wilson_reference.h): naive loops over
 // lexicographic sites, Eigen 3x3 color matrices and explicit 4x4 gamma matrices, double
 // precision. Written for clarity, not speed: it is the yardstick the optimized kernels are
 // checked against, so it uses nothing of Latke but conventions.h.
-#include "wilson_clover/reference.h"
+#include "reference/wilson_reference.h"
 
 #include <Eigen/Dense>
 #include <stdexcept>
