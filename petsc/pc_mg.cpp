@@ -6,8 +6,6 @@
 // Multigrid::apply_parity computes on parity p alone.
 #include "petsc/pc_mg.h"
 
-#include <petsc/private/pcimpl.h>
-
 #include <algorithm>
 #include <chrono>
 #include <limits>
@@ -16,7 +14,7 @@
 #include "latke/core/error.h"
 #include "latke/core/options.h"
 #include "petsc/mat_shell.h"
-#include "petsc/pc_flexible.h"
+#include "petsc/pc_adapter.h"
 #include "petsc/schwarz_options.h"
 
 namespace latke::mg {
@@ -420,6 +418,7 @@ MultigridUpdate update_multigrid(Preconditioner& k, Mat A, const char* prefix) {
 namespace {
 
 struct MGContext {
+  static constexpr const char* type = PCLATKEMG;
   std::unique_ptr<MatMultigrid> k;
   std::shared_ptr<ShellOperator> op;
   std::string prefix;
@@ -557,56 +556,16 @@ PetscErrorCode view(MGContext& c, PetscViewer viewer) {
   PetscFunctionReturn(0);
 }
 
-MGContext& ctx_of(PC pc) { return *static_cast<MGContext*>(pc->data); }
-MPI_Comm comm_of(PC pc) { return PetscObjectComm(reinterpret_cast<PetscObject>(pc)); }
+using Adapter = PCAdapter<MGContext>;
 
+/// The options are read at set-up, under the PC's prefix as it is then.
 PetscErrorCode PCSetUp_LatkeMG(PC pc) {
-  PetscFunctionBeginUser;
   const char* prefix = nullptr;
+  PetscFunctionBeginUser;
   PetscCall(PCGetOptionsPrefix(pc, &prefix));
-  ctx_of(pc).prefix = prefix ? prefix : "";
-  PetscCall(guarded(comm_of(pc), [&] { set_up(ctx_of(pc), pc->pmat); }));
-  PetscFunctionReturn(0);
-}
-
-PetscErrorCode PCApply_LatkeMG(PC pc, Vec x, Vec y) {
-  PetscFunctionBeginUser;
-  PetscCall(guarded(comm_of(pc), [&] { apply(ctx_of(pc), x, y); }));
-  PetscFunctionReturn(0);
-}
-
-PetscErrorCode PCPreSolve_LatkeMG(PC pc, KSP ksp, Vec, Vec) { return require_flexible_ksp(pc, ksp, PCLATKEMG); }
-
-PetscErrorCode PCView_LatkeMG(PC pc, PetscViewer viewer) { return view(ctx_of(pc), viewer); }
-
-PetscErrorCode PCDestroy_LatkeMG(PC pc) {
-  PetscFunctionBeginUser;
-  delete static_cast<MGContext*>(pc->data);
-  pc->data = nullptr;
-  PetscFunctionReturn(0);
-}
-
-PetscErrorCode shell_apply(PC pc, Vec x, Vec y) {
-  void* c = nullptr;
-  PetscFunctionBeginUser;
-  PetscCall(PCShellGetContext(pc, &c));
-  PetscCall(guarded(comm_of(pc), [&] { apply(*static_cast<MGContext*>(c), x, y); }));
-  PetscFunctionReturn(0);
-}
-
-PetscErrorCode shell_view(PC pc, PetscViewer viewer) {
-  void* c = nullptr;
-  PetscFunctionBeginUser;
-  PetscCall(PCShellGetContext(pc, &c));
-  PetscCall(view(*static_cast<MGContext*>(c), viewer));
-  PetscFunctionReturn(0);
-}
-
-PetscErrorCode shell_destroy(PC pc) {
-  void* c = nullptr;
-  PetscFunctionBeginUser;
-  PetscCall(PCShellGetContext(pc, &c));
-  delete static_cast<MGContext*>(c);
+  MGContext& c = Adapter::registered(pc);
+  c.prefix = prefix ? prefix : "";
+  PetscCall(guarded(Adapter::comm(pc), [&] { set_up(c, pc->pmat); }));
   PetscFunctionReturn(0);
 }
 
@@ -619,12 +578,7 @@ extern "C" {
 
 PetscErrorCode PCCreate_LatkeMG(PC pc) {
   PetscFunctionBeginUser;
-  pc->data = new MGContext;
-  pc->ops->setup = PCSetUp_LatkeMG;
-  pc->ops->apply = PCApply_LatkeMG;
-  pc->ops->view = PCView_LatkeMG;
-  pc->ops->presolve = PCPreSolve_LatkeMG;
-  pc->ops->destroy = PCDestroy_LatkeMG;
+  Adapter::install(pc, PCSetUp_LatkeMG);
   PetscFunctionReturn(0);
 }
 
@@ -635,8 +589,8 @@ PetscErrorCode PCLatkeMGGetReuse(PC pc, PetscInt* rebuilds, PetscReal* growth) {
   PetscCall(PetscObjectTypeCompare(reinterpret_cast<PetscObject>(pc), PCLATKEMG, &mg));
   PetscCheck(mg, PetscObjectComm(reinterpret_cast<PetscObject>(pc)), PETSC_ERR_ARG_WRONG,
              "PCLatkeMGGetReuse: the PC is not of type %s", PCLATKEMG);
-  if (rebuilds) *rebuilds = ctx_of(pc).updates;
-  if (growth) *growth = ctx_of(pc).last.growth;
+  if (rebuilds) *rebuilds = Adapter::registered(pc).updates;
+  if (growth) *growth = Adapter::registered(pc).last.growth;
   PetscFunctionReturn(0);
 }
 
@@ -644,21 +598,7 @@ PetscErrorCode PCShellSetLatkeMG(PC pc, Mat A, const char prefix[]) {
   PetscFunctionBeginUser;
   LatkeCheckNull(pc);
   LatkeCheckNull(A);
-  auto* c = new MGContext;
-  c->prefix = prefix ? prefix : "";
-  const PetscErrorCode ierr = guarded(comm_of(pc), [&] { set_up(*c, A); });
-  if (ierr) {
-    delete c;
-    PetscCall(ierr);
-  }
-  PetscCall(PCSetType(pc, PCSHELL));
-  PetscCall(PCSetOperators(pc, A, A));
-  PetscCall(PCShellSetContext(pc, c));
-  PetscCall(PCShellSetApply(pc, shell_apply));
-  PetscCall(PCShellSetView(pc, shell_view));
-  PetscCall(PCShellSetPreSolve(pc, PCPreSolve_LatkeMG));
-  PetscCall(PCShellSetDestroy(pc, shell_destroy));
-  PetscCall(PCShellSetName(pc, "Latke multigrid"));
+  PetscCall(Adapter::make_shell(pc, A, "Latke multigrid", [&](MGContext& c) { c.prefix = prefix ? prefix : ""; }));
   PetscFunctionReturn(0);
 }
 

@@ -1,9 +1,7 @@
 // The Schwarz preconditioner as a PETSc PC (-pc_type latke_schwarz, registered by
-// LatkeInitialize) and as a PCSHELL (PCShellSetLatkeSchwarz). PCRegister'ed types fill the
-// PC's operation table, which lives in PETSc's private pcimpl.h (the same fields in 3.18 and
-// 3.26). With device vectors the applies take them in place (VecField), like MatMult.
-#include <petsc/private/pcimpl.h>
-
+// LatkeInitialize) and as a PCSHELL (PCShellSetLatkeSchwarz), both through PCAdapter
+// (pc_adapter.h). With device vectors the applies take them in place (VecField), like
+// MatMult.
 #include <chrono>
 #include <sstream>
 
@@ -11,7 +9,7 @@
 #include "latke/core/error.h"
 #include "latke/core/options.h"
 #include "petsc/mat_shell.h"
-#include "petsc/pc_flexible.h"
+#include "petsc/pc_adapter.h"
 #include "preconditioners/schwarz/schwarz.h"
 #include "petsc/schwarz_options.h"
 
@@ -50,6 +48,7 @@ namespace latke::petsc {
 namespace {
 
 struct SchwarzContext {
+  static constexpr const char* type = PCLATKESCHWARZ;
   SchwarzParam param;
   std::shared_ptr<ShellOperator> op;
   LatkeOperatorForm form = LATKE_OPERATOR_EVEN_ODD;
@@ -100,18 +99,11 @@ PetscErrorCode view(SchwarzContext& c, PetscViewer viewer) {
   PetscFunctionReturn(0);
 }
 
-SchwarzContext& ctx_of(PC pc) { return *static_cast<SchwarzContext*>(pc->data); }
-MPI_Comm comm_of(PC pc) { return PetscObjectComm(reinterpret_cast<PetscObject>(pc)); }
+using Adapter = PCAdapter<SchwarzContext>;
 
 PetscErrorCode PCSetUp_LatkeSchwarz(PC pc) {
   PetscFunctionBeginUser;
-  PetscCall(guarded(comm_of(pc), [&] { set_up(ctx_of(pc), pc->pmat); }));
-  PetscFunctionReturn(0);
-}
-
-PetscErrorCode PCApply_LatkeSchwarz(PC pc, Vec x, Vec y) {
-  PetscFunctionBeginUser;
-  PetscCall(guarded(comm_of(pc), [&] { apply(ctx_of(pc), x, y); }));
+  PetscCall(guarded(Adapter::comm(pc), [&] { set_up(Adapter::registered(pc), pc->pmat); }));
   PetscFunctionReturn(0);
 }
 
@@ -119,42 +111,7 @@ PetscErrorCode PCSetFromOptions_LatkeSchwarz(PC pc, compat::OptionItems) {
   const char* prefix = nullptr;
   PetscFunctionBeginUser;
   PetscCall(PCGetOptionsPrefix(pc, &prefix));
-  PetscCall(guarded(comm_of(pc), [&] { read_params(comm_of(pc), prefix, ctx_of(pc).param); }));
-  PetscFunctionReturn(0);
-}
-
-PetscErrorCode PCPreSolve_LatkeSchwarz(PC pc, KSP ksp, Vec, Vec) { return require_flexible_ksp(pc, ksp, PCLATKESCHWARZ); }
-
-PetscErrorCode PCView_LatkeSchwarz(PC pc, PetscViewer viewer) { return view(ctx_of(pc), viewer); }
-
-PetscErrorCode PCDestroy_LatkeSchwarz(PC pc) {
-  PetscFunctionBeginUser;
-  delete static_cast<SchwarzContext*>(pc->data);
-  pc->data = nullptr;
-  PetscFunctionReturn(0);
-}
-
-PetscErrorCode shell_apply(PC pc, Vec x, Vec y) {
-  void* c = nullptr;
-  PetscFunctionBeginUser;
-  PetscCall(PCShellGetContext(pc, &c));
-  PetscCall(guarded(comm_of(pc), [&] { apply(*static_cast<SchwarzContext*>(c), x, y); }));
-  PetscFunctionReturn(0);
-}
-
-PetscErrorCode shell_view(PC pc, PetscViewer viewer) {
-  void* c = nullptr;
-  PetscFunctionBeginUser;
-  PetscCall(PCShellGetContext(pc, &c));
-  PetscCall(view(*static_cast<SchwarzContext*>(c), viewer));
-  PetscFunctionReturn(0);
-}
-
-PetscErrorCode shell_destroy(PC pc) {
-  void* c = nullptr;
-  PetscFunctionBeginUser;
-  PetscCall(PCShellGetContext(pc, &c));
-  delete static_cast<SchwarzContext*>(c);
+  PetscCall(guarded(Adapter::comm(pc), [&] { read_params(Adapter::comm(pc), prefix, Adapter::registered(pc).param); }));
   PetscFunctionReturn(0);
 }
 
@@ -167,13 +124,7 @@ extern "C" {
 
 PetscErrorCode PCCreate_LatkeSchwarz(PC pc) {
   PetscFunctionBeginUser;
-  pc->data = new SchwarzContext;
-  pc->ops->setup = PCSetUp_LatkeSchwarz;
-  pc->ops->apply = PCApply_LatkeSchwarz;
-  pc->ops->setfromoptions = PCSetFromOptions_LatkeSchwarz;
-  pc->ops->view = PCView_LatkeSchwarz;
-  pc->ops->presolve = PCPreSolve_LatkeSchwarz;
-  pc->ops->destroy = PCDestroy_LatkeSchwarz;
+  Adapter::install(pc, PCSetUp_LatkeSchwarz, PCSetFromOptions_LatkeSchwarz);
   PetscFunctionReturn(0);
 }
 
@@ -181,23 +132,9 @@ PetscErrorCode PCShellSetLatkeSchwarz(PC pc, Mat A, const char prefix[]) {
   PetscFunctionBeginUser;
   LatkeCheckNull(pc);
   LatkeCheckNull(A);
-  auto* c = new SchwarzContext;
-  const PetscErrorCode ierr = guarded(comm_of(pc), [&] {
-    read_params(comm_of(pc), prefix, c->param);
-    set_up(*c, A);
-  });
-  if (ierr) {
-    delete c;
-    PetscCall(ierr);
-  }
-  PetscCall(PCSetType(pc, PCSHELL));
-  PetscCall(PCSetOperators(pc, A, A));
-  PetscCall(PCShellSetContext(pc, c));
-  PetscCall(PCShellSetApply(pc, shell_apply));
-  PetscCall(PCShellSetView(pc, shell_view));
-  PetscCall(PCShellSetPreSolve(pc, PCPreSolve_LatkeSchwarz));
-  PetscCall(PCShellSetDestroy(pc, shell_destroy));
-  PetscCall(PCShellSetName(pc, "Latke Schwarz"));
+  PetscCall(Adapter::make_shell(pc, A, "Latke Schwarz", [&](SchwarzContext& c) {
+    read_params(Adapter::comm(pc), prefix, c.param);
+  }));
   PetscFunctionReturn(0);
 }
 

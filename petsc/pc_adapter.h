@@ -1,0 +1,86 @@
+// One PETSc face for both of Latke's preconditioners (latke_mg, latke_schwarz): the operation
+// table of the PCRegister'ed type, whose context is pc->data, and the PCSHELL form, whose
+// context is the shell's. A context type C provides, found by argument-dependent lookup:
+//   void set_up(C&, Mat pmat);  void apply(C&, Vec x, Vec y);  PetscErrorCode view(C&, PetscViewer);
+// and `static constexpr const char* type` (its PC type name, for messages). PCRegister'ed types
+// fill the PC's operation table, which lives in PETSc's private pcimpl.h (the same fields in
+// 3.18 and 3.26).
+#pragma once
+
+#include <petsc/private/pcimpl.h>
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <type_traits>
+
+#include "petsc/c_api.h"
+#include "petsc/pc_flexible.h"
+
+namespace latke::petsc {
+
+template <class C>
+struct PCAdapter {
+  static MPI_Comm comm(PC pc) { return PetscObjectComm(reinterpret_cast<PetscObject>(pc)); }
+  /// The context of the PCRegister'ed type.
+  static C& registered(PC pc) { return *static_cast<C*>(pc->data); }
+  /// The context of the PCSHELL form.
+  static C& shell(PC pc) {
+    void* c = nullptr;
+    PCShellGetContext(pc, &c);
+    return *static_cast<C*>(c);
+  }
+
+  template <C& (*of)(PC)>
+  static PetscErrorCode op_apply(PC pc, Vec x, Vec y) {
+    PetscFunctionBeginUser;
+    PetscCall(guarded(comm(pc), [&] { apply(of(pc), x, y); }));
+    PetscFunctionReturn(0);
+  }
+  template <C& (*of)(PC)>
+  static PetscErrorCode op_view(PC pc, PetscViewer viewer) {
+    return view(of(pc), viewer);
+  }
+  template <C& (*of)(PC)>
+  static PetscErrorCode op_destroy(PC pc) {
+    delete &of(pc);
+    if (of == registered) pc->data = nullptr;
+    return 0;
+  }
+  static PetscErrorCode op_presolve(PC pc, KSP ksp, Vec, Vec) { return require_flexible_ksp(pc, ksp, C::type); }
+
+  /// @brief Fill the operation table of a PCRegister'ed type (PCCreate_X) with a new context:
+  /// set-up by `setup` (PCSetUp_X), options by `setfromoptions` where given.
+  template <typename SetFromOptions = std::nullptr_t>
+  static void install(PC pc, PetscErrorCode (*setup)(PC), SetFromOptions setfromoptions = nullptr) {
+    pc->data = new C;
+    pc->ops->setup = setup;
+    pc->ops->apply = op_apply<registered>;
+    pc->ops->view = op_view<registered>;
+    pc->ops->presolve = op_presolve;
+    pc->ops->destroy = op_destroy<registered>;
+    if constexpr (!std::is_same_v<SetFromOptions, std::nullptr_t>) pc->ops->setfromoptions = setfromoptions;
+  }
+
+  /// @brief Make pc a PCSHELL named `name` around a new context that `configure` prepares and
+  /// that is set up on A; nothing changes on pc when that fails.
+  static PetscErrorCode make_shell(PC pc, Mat A, const char* name, const std::function<void(C&)>& configure) {
+    PetscFunctionBeginUser;
+    auto c = std::make_unique<C>();
+    PetscCall(guarded(comm(pc), [&] {
+      configure(*c);
+      set_up(*c, A);
+    }));
+    PetscCall(PCSetType(pc, PCSHELL));
+    PetscCall(PCSetOperators(pc, A, A));
+    PetscCall(PCShellSetContext(pc, c.release()));
+    PetscCall(PCShellSetApply(pc, op_apply<shell>));
+    PetscCall(PCShellSetView(pc, op_view<shell>));
+    PetscCall(PCShellSetPreSolve(pc, op_presolve));
+    PetscCall(PCShellSetDestroy(pc, op_destroy<shell>));
+    PetscCall(PCShellSetName(pc, name));
+    PetscFunctionReturn(0);
+  }
+};
+
+}  // namespace latke::petsc
