@@ -110,6 +110,28 @@ std::array<Complex<double>, 4> boundary_phases(const PetscScalar given[4], const
   return phase;
 }
 
+void StoredShell::apply(LatkeOperatorForm form, ColorSpinorField& out, const ColorSpinorField& in, bool dagger) {
+  ColorSpinorField& i = copies_.inner(in, 0);
+  ColorSpinorField& o = copies_.inner(out, 1, false);
+  apply_stored(form, o, i, dagger);
+  copies_.outer(out, o);
+}
+
+void StoredShell::prepare_source(ColorSpinorField& bhat, const ColorSpinorField& b) {
+  ColorSpinorField& i = copies_.inner(b, 0);
+  ColorSpinorField& o = copies_.inner(bhat, 1, false);
+  prepare_stored(o, i);
+  copies_.outer(bhat, o);
+}
+
+void StoredShell::reconstruct(ColorSpinorField& x, const ColorSpinorField& xhat, const ColorSpinorField& b) {
+  ColorSpinorField& xh = copies_.inner(xhat, 0);
+  ColorSpinorField& bb = copies_.inner(b, 2);
+  ColorSpinorField& o = copies_.inner(x, 1, false);
+  reconstruct_stored(o, xh, bb);
+  copies_.outer(x, o);
+}
+
 ColorSpinorField& PrecisionCopies::inner(const ColorSpinorField& f, int slot, bool copy) {
   if (precision_ == Precision::double_) {
     held_[slot] = std::make_unique<ColorSpinorField>(f);

@@ -167,4 +167,32 @@ class PrecisionCopies {
   std::unique_ptr<ColorSpinorField> low_[3][2], held_[3];
 };
 
+/// A ShellOperator whose own fields are held in one storage precision while PETSc's vectors
+/// are double: apply, prepare_source and reconstruct copy their fields into that precision,
+/// call the operator's *_stored form, and copy the result back. Wilson-clover and staggered
+/// derive from it.
+class StoredShell : public ShellOperator {
+ public:
+  StoredShell(std::shared_ptr<const Lattice> lattice, int parity, Precision storage)
+      : lattice_(std::move(lattice)), parity_(parity), copies_(storage) {}
+  const std::shared_ptr<const Lattice>& lattice() const final { return lattice_; }
+  int parity() const final { return parity_; }
+  void apply(LatkeOperatorForm form, ColorSpinorField& out, const ColorSpinorField& in, bool dagger) final;
+  void prepare_source(ColorSpinorField& bhat, const ColorSpinorField& b) final;
+  void reconstruct(ColorSpinorField& x, const ColorSpinorField& xhat, const ColorSpinorField& b) final;
+
+ protected:
+  /// The same three on fields in the storage precision.
+  virtual void apply_stored(LatkeOperatorForm form, ColorSpinorField& out, const ColorSpinorField& in,
+                            bool dagger) = 0;
+  virtual void prepare_stored(ColorSpinorField& bhat, const ColorSpinorField& b) = 0;
+  virtual void reconstruct_stored(ColorSpinorField& x, const ColorSpinorField& xhat, const ColorSpinorField& b) = 0;
+
+  std::shared_ptr<const Lattice> lattice_;
+  int parity_;
+
+ private:
+  PrecisionCopies copies_;
+};
+
 }  // namespace latke::petsc

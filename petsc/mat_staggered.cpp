@@ -58,47 +58,31 @@ Settings resolve(const LatkeStaggeredParams& in, MPI_Comm comm, const std::strin
   return s;
 }
 
-class StaggeredShell final : public ShellOperator {
+class StaggeredShell final : public StoredShell {
  public:
   StaggeredShell(std::shared_ptr<const Lattice> lattice, std::shared_ptr<const StaggeredLinks> links,
                  std::unique_ptr<StaggeredOperator> op, const Settings& s, std::string links_description)
-      : lattice_(std::move(lattice)),
+      : StoredShell(std::move(lattice), s.parity, s.param.precision),
         links_(std::move(links)),
         links_description_(std::move(links_description)),
-        op_(std::move(op)),
-        parity_(s.parity),
-        copies_(s.param.precision) {}
+        op_(std::move(op)) {}
 
   const char* name() const override { return "LatkeStaggered"; }
-  const std::shared_ptr<const Lattice>& lattice() const override { return lattice_; }
   int nspin() const override { return 1; }
   int ncolor() const override { return 3; }
   Backend backend() const override { return op_->param().backend; }
-  int parity() const override { return parity_; }
 
-  void apply(LatkeOperatorForm form, ColorSpinorField& out, const ColorSpinorField& in, bool dagger) override {
-    ColorSpinorField& i = copies_.inner(in, 0);
-    ColorSpinorField& o = copies_.inner(out, 1, false);
+  void apply_stored(LatkeOperatorForm form, ColorSpinorField& out, const ColorSpinorField& in, bool dagger) override {
     if (form == LATKE_OPERATOR_FULL)
-      op_->apply(o, i, dagger);
+      op_->apply(out, in, dagger);
     else
-      op_->apply_normal(o, i);  // self-adjoint
-    copies_.outer(out, o);
+      op_->apply_normal(out, in);  // self-adjoint
   }
 
-  void prepare_source(ColorSpinorField& bhat, const ColorSpinorField& b) override {
-    ColorSpinorField& i = copies_.inner(b, 0);
-    ColorSpinorField& o = copies_.inner(bhat, 1, false);
-    op_->prepare_source(o, i);
-    copies_.outer(bhat, o);
-  }
+  void prepare_stored(ColorSpinorField& bhat, const ColorSpinorField& b) override { op_->prepare_source(bhat, b); }
 
-  void reconstruct(ColorSpinorField& x, const ColorSpinorField& xhat, const ColorSpinorField& b) override {
-    ColorSpinorField& xh = copies_.inner(xhat, 0);
-    ColorSpinorField& bb = copies_.inner(b, 2);
-    ColorSpinorField& o = copies_.inner(x, 1, false);
-    op_->reconstruct(o, xh, bb);
-    copies_.outer(x, o);
+  void reconstruct_stored(ColorSpinorField& x, const ColorSpinorField& xhat, const ColorSpinorField& b) override {
+    op_->reconstruct(x, xhat, b);
   }
 
   bool has_diagonal(LatkeOperatorForm form) const override { return form == LATKE_OPERATOR_FULL; }
@@ -167,12 +151,9 @@ class StaggeredShell final : public ShellOperator {
   }
 
  private:
-  std::shared_ptr<const Lattice> lattice_;
   std::shared_ptr<const StaggeredLinks> links_;  ///< for operators in other precisions
   std::string links_description_;
   std::shared_ptr<StaggeredOperator> op_;
-  int parity_;
-  PrecisionCopies copies_;
 };
 
 void check(PetscErrorCode ierr, const char* call) {

@@ -96,50 +96,33 @@ Settings with_links(Settings s, const LatkeGaugeData& g) {
   return s;
 }
 
-class WilsonCloverShell final : public ShellOperator {
+class WilsonCloverShell final : public StoredShell {
  public:
   WilsonCloverShell(std::shared_ptr<const LatkeGaugeData> gauge, const Settings& s)
-      : lattice_(gauge->lattice),
+      : StoredShell(gauge->lattice, s.parity, s.param.precision),
         gauge_(gauge),
         op_(std::make_shared<WilsonCloverOperator>(gauge->lattice, gauge->links, s.param)),
         schur_(s.schur),
-        parity_(s.parity),
         auto_reconstruct_(s.auto_reconstruct),
-        settings_(s),
-        copies_(s.param.precision) {}
+        settings_(s) {}
 
   const char* name() const override { return "LatkeWilsonClover"; }
-  const std::shared_ptr<const Lattice>& lattice() const override { return lattice_; }
   int nspin() const override { return 4; }
   int ncolor() const override { return 3; }
   Backend backend() const override { return op_->param().backend; }
-  int parity() const override { return parity_; }
 
-  void apply(LatkeOperatorForm form, ColorSpinorField& out, const ColorSpinorField& in, bool dagger) override {
-    ColorSpinorField& i = copies_.inner(in, 0);
-    ColorSpinorField& o = copies_.inner(out, 1, false);
+  void apply_stored(LatkeOperatorForm form, ColorSpinorField& out, const ColorSpinorField& in, bool dagger) override {
     if (form == LATKE_OPERATOR_FULL)
-      op_->apply(o, i, dagger);
+      op_->apply(out, in, dagger);
     else
-      op_->apply_schur(o, i, schur_, dagger);
-    copies_.outer(out, o);
+      op_->apply_schur(out, in, schur_, dagger);
   }
-
-  void prepare_source(ColorSpinorField& bhat, const ColorSpinorField& b) override {
-    ColorSpinorField& i = copies_.inner(b, 0);
-    ColorSpinorField& o = copies_.inner(bhat, 1, false);
-    op_->prepare_source(o, i, schur_);
-    copies_.outer(bhat, o);
+  void prepare_stored(ColorSpinorField& bhat, const ColorSpinorField& b) override {
+    op_->prepare_source(bhat, b, schur_);
   }
-
-  void reconstruct(ColorSpinorField& x, const ColorSpinorField& xhat, const ColorSpinorField& b) override {
-    ColorSpinorField& xh = copies_.inner(xhat, 0);
-    ColorSpinorField& bb = copies_.inner(b, 2);
-    ColorSpinorField& o = copies_.inner(x, 1, false);
-    op_->reconstruct(o, xh, bb);
-    copies_.outer(x, o);
+  void reconstruct_stored(ColorSpinorField& x, const ColorSpinorField& xhat, const ColorSpinorField& b) override {
+    op_->reconstruct(x, xhat, b);
   }
-
   /// Mhat_asym = S, the Schur complement, and S^-1 = [M^-1]_pp; Mhat_sym = A_pp^-1 S, so
   /// Mhat_sym^-1 r = [M^-1]_pp A_pp r: the full right-hand side is (r, 0) or (A_pp r, 0).
   const ColorSpinorField& schur_rhs_parity(ColorSpinorField& scratch, const ColorSpinorField& r_p) override {
@@ -221,14 +204,11 @@ class WilsonCloverShell final : public ShellOperator {
   }
 
  private:
-  std::shared_ptr<const Lattice> lattice_;
   std::shared_ptr<const LatkeGaugeData> gauge_;  ///< host links, for operators in other precisions
   std::shared_ptr<WilsonCloverOperator> op_;
   SchurType schur_;
-  int parity_;
   bool auto_reconstruct_;
   Settings settings_;  ///< as resolved for these links
-  PrecisionCopies copies_;
 };
 
 }  // namespace

@@ -1,8 +1,10 @@
 // One PETSc face for both of Latke's preconditioners (latke_mg, latke_schwarz): the operation
 // table of the PCRegister'ed type, whose context is pc->data, and the PCSHELL form, whose
-// context is the shell's. A context type C provides, found by argument-dependent lookup:
-//   void set_up(C&, Mat pmat);  void apply(C&, Vec x, Vec y);  PetscErrorCode view(C&, PetscViewer);
-// and `static constexpr const char* type` (its PC type name, for messages). PCRegister'ed types
+// context is the shell's. A context type C provides, found by argument-dependent lookup,
+//   void set_up(C&, Mat pmat);  PetscErrorCode view(C&, PetscViewer);
+// the members `k` (the preconditioner, null until set up: k->apply(out, in)), `op` (the
+// matrix's ShellOperator), `applies` (a count), and `static constexpr const char* type` (its
+// PC type name). PETSc's vectors reach k as Latke fields (VecField: in place or staged). PCRegister'ed types
 // fill the PC's operation table, which lives in PETSc's private pcimpl.h (the same fields in
 // 3.18 and 3.26).
 #pragma once
@@ -14,7 +16,9 @@
 #include <memory>
 #include <type_traits>
 
+#include "latke/core/error.h"
 #include "petsc/c_api.h"
+#include "petsc/mat_shell.h"
 #include "petsc/pc_flexible.h"
 
 namespace latke::petsc {
@@ -34,7 +38,16 @@ struct PCAdapter {
   template <C& (*of)(PC)>
   static PetscErrorCode op_apply(PC pc, Vec x, Vec y) {
     PetscFunctionBeginUser;
-    PetscCall(guarded(comm(pc), [&] { apply(of(pc), x, y); }));
+    PetscCall(guarded(comm(pc), [&] {
+      C& c = of(pc);
+      require(c.k != nullptr, "the ", C::type, " preconditioner is not set up");
+      VecField in(*c.op, x, Access::read, 0);
+      VecField out(*c.op, y, Access::write, 1);
+      c.k->apply(out.field(), in.field());
+      out.release();
+      in.release();
+      ++c.applies;
+    }));
     PetscFunctionReturn(0);
   }
   template <C& (*of)(PC)>

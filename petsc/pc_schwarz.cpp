@@ -73,16 +73,6 @@ void set_up(SchwarzContext& c, Mat pmat) {
   c.setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-void apply(SchwarzContext& c, Vec x, Vec y) {
-  require(c.k != nullptr, "the Latke Schwarz preconditioner is not set up");
-  VecField in(*c.op, x, Access::read, 0);
-  VecField out(*c.op, y, Access::write, 1);
-  c.k->apply(out.field(), in.field());
-  out.release();
-  in.release();
-  ++c.applies;
-}
-
 PetscErrorCode view(SchwarzContext& c, PetscViewer viewer) {
   PetscBool ascii = PETSC_FALSE;
   PetscFunctionBeginUser;
