@@ -1,4 +1,5 @@
-// Adaptive multigrid (mg.h): setup, the cycle, verification, null-space files. Host code:
+// Adaptive multigrid (mg.h): setup, the cycle, verification (the parameters: mg_param.cpp;
+// null-space files: null_space_file.cpp). Host code:
 // every vector operation is a kernel of the transfer, the operators or BLAS.
 #include "preconditioners/mg/mg.h"
 
@@ -8,141 +9,19 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <sstream>
 
-#include "core/site_files.h"
-#include "fields/gauge_io_detail.h"
 #include "latke/core/error.h"
 #include "latke/core/log.h"
 #include "latke/fields/blas.h"
 #include "preconditioners/mg/dense_inverse.h"
 #include "preconditioners/mg/galerkin.h"
+#include "preconditioners/mg/mg_level.h"
 
 namespace latke::mg {
 
 using blas::Cplx;
 
-const char* to_string(CycleType t) { return t == CycleType::kcycle ? "kcycle" : "vcycle"; }
-const char* to_string(SmootherType t) { return t == SmootherType::mr ? "mr" : "schwarz"; }
-
-CycleType parse_cycle_type(const std::string& name) {
-  if (name == "kcycle") return CycleType::kcycle;
-  if (name == "vcycle") return CycleType::vcycle;
-  fail("unknown multigrid cycle '", name, "': expected kcycle or vcycle");
-}
-
-SmootherType parse_smoother_type(const std::string& name) {
-  if (name == "mr") return SmootherType::mr;
-  if (name == "schwarz") return SmootherType::schwarz;
-  fail("unknown multigrid smoother '", name, "': expected mr or schwarz");
-}
-
-const char* to_string(CoarseSolverType t) {
-  return t == CoarseSolverType::gcr ? "gcr" : t == CoarseSolverType::direct ? "direct" : "auto";
-}
-
-CoarseSolverType parse_coarse_solver_type(const std::string& name) {
-  if (name == "auto") return CoarseSolverType::automatic;
-  if (name == "gcr") return CoarseSolverType::gcr;
-  if (name == "direct") return CoarseSolverType::direct;
-  fail("unknown multigrid coarsest solver '", name, "': expected auto, gcr or direct");
-}
-
-void check_param(const MultigridParam& p, const Lattice& fine) {
-  require(p.levels >= 2, "multigrid levels ", p.levels, ": expected at least 2");
-  require(static_cast<int>(p.level.size()) == p.levels - 1, "multigrid: ", p.level.size(), " level parameter sets for ",
-          p.levels, " levels (expected ", p.levels - 1, ")");
-  Coords local = fine.local();
-  for (int l = 0; l + 1 < p.levels; ++l) {
-    const LevelParam& q = p.level[l];
-    for (int mu = 0; mu < 4; ++mu) {
-      const int b = q.block[mu];
-      require(b >= 2 && local[mu] % b == 0 && (local[mu] / b) % 2 == 0, "multigrid with ", p.levels, " levels: level ",
-              l, " aggregate ", q.block[0], ",", q.block[1], ",", q.block[2], ",", q.block[3],
-              " does not fit its local lattice ", local[0], ",", local[1], ",", local[2], ",", local[3],
-              " in dimension ", mu,
-              " (an aggregate extent must be at least 2 and divide the local extent into an even "
-              "number of coarse sites); use fewer levels or smaller aggregates");
-      local[mu] /= b;
-    }
-    require(q.nvec >= 1, "multigrid level ", l, ": ", q.nvec, " null vectors; expected at least 1");
-    require(q.setup_iterations >= 1, "multigrid level ", l, ": ", q.setup_iterations,
-            " setup iterations; expected at least 1");
-    require(q.setup_restrict_iterations >= 0, "multigrid level ", l, ": ", q.setup_restrict_iterations,
-            " setup iterations for restricted starts; expected 0 or more");
-    require(q.setup_tol > 0 && q.setup_tol < 1, "multigrid level ", l, ": setup tolerance ", q.setup_tol,
-            ": expected a number in (0, 1)");
-    require(q.pre_smooth >= 0 && q.post_smooth >= 0 && q.pre_smooth + q.post_smooth >= 1, "multigrid level ", l,
-            ": smoothing steps ", q.pre_smooth, " (pre) and ", q.post_smooth, " (post): expected at least one in all");
-    require(q.omega > 0 && q.omega < 2, "multigrid level ", l, ": smoother relaxation ", q.omega,
-            ": expected a number in (0, 2)");
-    require(q.smoother == SmootherType::mr || l == 0, "multigrid level ", l,
-            ": the Schwarz smoother exists on the fine level (0) only");
-    require(q.smoother_precision == Precision::single ||
-                (q.smoother_precision == Precision::half && q.smoother == SmootherType::mr && q.smooth_even_odd),
-            "multigrid level ", l, ": smoother precision ", to_string(q.smoother_precision),
-            ": expected single, or half for MR on the level's even-odd system");
-    require(q.setup_precision == Precision::single ||
-                (q.setup_precision == Precision::half && q.setup_solver != SolverType::mr),
-            "multigrid level ", l, ": setup precision ", to_string(q.setup_precision),
-            ": expected single, or half with a setup solver other than mr (which has no mixed-precision form)");
-    require(q.ksp_max_it >= 1 && q.ksp_rtol > 0 && q.ksp_rtol < 1, "multigrid level ", l + 1, ": K-cycle GCR with ",
-            q.ksp_max_it, " iterations to ", q.ksp_rtol, ": expected at least 1 iteration and a tolerance in (0, 1)");
-    require(q.setup_solver != SolverType::cg,
-            "multigrid setup solver cg: the operator is not Hermitian "
-            "(use bicgstab, gcr, mr, cgnr or cgne)");
-  }
-  require(p.coarse_tol > 0 && p.coarse_tol < 1, "multigrid coarse tolerance ", p.coarse_tol,
-          ": expected a number in (0, 1)");
-  require(p.coarse_max_it >= 1 && p.coarse_restart >= 1, "multigrid coarse solver: ", p.coarse_max_it,
-          " iterations, restart ", p.coarse_restart, ": expected at least 1 each");
-  require(p.setup_refine >= 0, "multigrid setup refinement passes ", p.setup_refine, ": expected 0 or more");
-  require(p.setup_batch >= 1 && p.setup_batch <= blas::set_max, "multigrid setup batch ", p.setup_batch,
-          ": expected 1 to ", blas::set_max, " null vectors solved together");
-}
-
-struct Multigrid::Level {
-  std::shared_ptr<LinearOperator> op;                ///< M_l, full, single vectors
-  std::shared_ptr<CoarseOperator> coarse;            ///< behind op on coarse levels
-  std::shared_ptr<CoarseOperator> coarse_low;        ///< behind schur_low on coarse levels (even-odd blocks in half)
-  std::shared_ptr<SchurOperator> schur;              ///< even-odd form (smoothing; the coarsest solve)
-  std::unique_ptr<ColorSpinorField> hb, hx, hr,
-      ha;  ///< even-odd smoothing: x_p (cycle, apply_parity), xhat, MR r, M r (ha: not with schur_low)
-  std::shared_ptr<SchurOperator> schur_low;          ///< the even-odd form in a lower smoother precision (level 0:
-                                                     ///< half vectors and operator; coarse: half blocks)
-  std::shared_ptr<LinearOperator> setup_low;         ///< M_l (or Mhat_l) in a lower precision for the setup
-  std::unique_ptr<ColorSpinorField> lx, lr, la;      ///< its MR x, r, M r
-  std::unique_ptr<Transfer> transfer;                ///< to level l + 1
-  std::unique_ptr<SchwarzPreconditioner> schwarz;
-  std::unique_ptr<DenseInverse> direct;                     ///< coarsest level solved directly
-  std::unique_ptr<ColorSpinorField> x, b, r, t, e, sr, sa;  ///< x, b: this level's solve
-  // GCR workspace for solves on this level (K-cycle or coarsest): full or one parity.
-  std::unique_ptr<ColorSpinorField> bhat, xhat, gr;
-  std::vector<ColorSpinorField> z, az;
-  std::unique_ptr<GcrCycle> gcr;  ///< over z and az
-  long smooth_steps = 0, solve_iterations = 0, solves = 0;
-  long parity_cycles = 0;  ///< level 0: cycles apply_parity ran on one parity
-  double setup_seconds = 0;
-  int setup_batch = 1;  ///< null vectors the last first-pass setup solved together
-  int setup_restricted = 0;  ///< null vectors the first pass started from the level above's, restricted
-
-  /// The level's operator on its even-odd system (eo) or on full fields, single vectors.
-  LinearOperator& system(bool eo) const { return eo ? static_cast<LinearOperator&>(*schur) : *op; }
-
-  void allocate(const SpinorParam& p) {
-    const auto lat = op->lattice();
-    for (auto* f : {&x, &b, &r, &t, &e, &sr, &sa}) f->reset(new ColorSpinorField(lat, p));
-  }
-  void allocate_even_odd() {
-    const SpinorParam p = schur->field_param();
-    for (auto* f : {&hb, &hx, &hr}) f->reset(new ColorSpinorField(op->lattice(), p));
-    if (schur_low && schur_low->field_param().precision != p.precision)  // MR runs on lx, lr, la instead
-      for (auto* f : {&lx, &lr, &la}) f->reset(new ColorSpinorField(op->lattice(), schur_low->field_param()));
-    else
-      ha = std::make_unique<ColorSpinorField>(op->lattice(), p);
-  }
-};
 
 namespace {
 
@@ -940,170 +819,6 @@ CoarseOperator& Multigrid::coarse_operator(int l) {
 std::vector<long> Multigrid::work(int l) const {
   const Level& L = *levels_[l];
   return {L.smooth_steps, L.solves, L.solve_iterations, L.parity_cycles};
-}
-
-// ---- null-space files -----------------------------------------------------------------------
-//
-// A text header of 4096 bytes ("LATKE-NULLSPACE 2", "levels L", then per transfer
-// "transfer l lattice X,Y,Z,T components C nvec N checksum A B", padded with newlines), then
-// for each transfer and each vector its sites in global lexicographic order (x fastest), C
-// complex numbers of two little-endian doubles per site. A B: the SciDAC checksum (CRC-32 of
-// each site rotated by its global index mod 29 and 31, XOR-ed over sites) of each vector,
-// XOR-ed over the transfer's vectors, in hexadecimal. Version 1 files (no checksums) are read
-// with their size checked only.
-
-namespace {
-constexpr std::uint64_t header_bytes = 4096;
-
-/// This vector's SciDAC checksum over all ranks.
-std::pair<std::uint32_t, std::uint32_t> vector_checksum(const Lattice& lat, const std::vector<unsigned char>& bytes,
-                                                        std::size_t site_bytes) {
-  std::uint32_t sum[2], all[2];
-  gauge_io::scidac_checksum(lat, bytes, site_bytes, sum[0], sum[1]);
-  MPI_Allreduce(sum, all, 2, MPI_UINT32_T, MPI_BXOR, lat.comm());
-  return {all[0], all[1]};
-}
-
-std::uint64_t global_sites(const Lattice& lat) {
-  const Coords& g = lat.global();
-  return static_cast<std::uint64_t>(g[0]) * g[1] * g[2] * g[3];
-}
-}  // namespace
-
-void Multigrid::save(const std::string& file) const {
-  require(levels_[0]->transfer != nullptr, "multigrid: save before setup");
-  const Lattice& fine = *levels_[0]->op->lattice();
-  AtomicFile out(fine.comm(), file);
-  std::ostringstream h;
-  h << "LATKE-NULLSPACE 2\nlevels " << levels() << "\n";
-  std::uint64_t offset = header_bytes;
-  std::vector<Complex<double>> host;
-  for (int l = 0; l + 1 < levels(); ++l) {
-    const Level& L = *levels_[l];
-    const Lattice& lat = *L.op->lattice();
-    const SpinorParam p = L.op->field_param();
-    const int comps = p.nspin * p.ncolor;
-    const std::size_t site_bytes = comps * sizeof(Complex<double>);
-    std::uint32_t a = 0, b = 0;
-    for (const ColorSpinorField& v : L.transfer->vectors()) {
-      host.clear();
-      v.to_lexicographic(host);
-      std::vector<unsigned char> bytes(host.size() * sizeof(Complex<double>));
-      std::memcpy(bytes.data(), host.data(), bytes.size());
-      const auto sum = vector_checksum(lat, bytes, site_bytes);
-      a ^= sum.first, b ^= sum.second;
-      out.write_sites(lat, offset, bytes, site_bytes);
-      offset += site_bytes * global_sites(lat);
-    }
-    const Coords& g = lat.global();
-    h << "transfer " << l << " lattice " << g[0] << "," << g[1] << "," << g[2] << "," << g[3] << " components "
-      << comps << " nvec " << L.transfer->nvec() << " checksum " << gauge_io::hex32(a) << " " << gauge_io::hex32(b)
-      << "\n";
-  }
-  std::string header = h.str();
-  require(header.size() <= header_bytes, "multigrid null-space header too long");
-  header.resize(header_bytes, '\n');
-  out.write_root(0, header);
-  out.commit(offset);
-}
-
-void Multigrid::load(const std::string& file, const std::function<void(const std::string&)>& progress) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const LogScope log(LogEvent::mg_setup, 0, true);
-  Level& F = *levels_[0];
-  const MPI_Comm comm = F.op->lattice()->comm();
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
-  std::string header, size_text;
-  if (rank == 0) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(file, ec)) {
-      header = "directory";
-    } else if (std::FILE* f = std::fopen(file.c_str(), "rb")) {
-      header.resize(header_bytes);
-      header.resize(std::fread(header.data(), 1, header_bytes, f));
-      std::fclose(f);
-      size_text = std::to_string(std::filesystem::file_size(file, ec));
-    }
-  }
-  bcast_string(comm, header);
-  bcast_string(comm, size_text);
-  require(header != "directory", file, ": is a directory, expected a multigrid null-space file");
-  require(!header.empty(), file, ": cannot read a multigrid null-space file there");
-  std::istringstream h(header);
-  std::string magic, word;
-  int version = 0, n_levels = 0;
-  h >> magic >> version >> word >> n_levels;
-  require(magic == "LATKE-NULLSPACE" && (version == 1 || version == 2) && word == "levels", file,
-          ": not a Latke null-space file (expected the header 'LATKE-NULLSPACE 2')");
-  require(n_levels == levels(), file, ": holds a hierarchy of ", n_levels, " levels, the preconditioner has ",
-          levels());
-  // Every transfer's line first: the file's size is checked before any vector is read.
-  struct Stated {
-    std::string lattice, a, b;
-    int comps = 0, nvec = 0;
-  };
-  std::vector<Stated> stated(levels() - 1);
-  std::uint64_t expected = header_bytes;
-  for (int l = 0; l + 1 < levels(); ++l) {
-    Level& L = *levels_[l];
-    const LevelParam& q = param_.level[l];
-    Stated& t = stated[l];
-    int index = -1;
-    std::string w1, w2, w3, w4, w5;
-    h >> w1 >> index >> w2 >> t.lattice >> w3 >> t.comps >> w4 >> t.nvec;
-    if (version >= 2) h >> w5 >> t.a >> t.b;
-    const Coords& g = L.op->lattice()->global();
-    const std::string want =
-        std::to_string(g[0]) + "," + std::to_string(g[1]) + "," + std::to_string(g[2]) + "," + std::to_string(g[3]);
-    const SpinorParam p = L.op->field_param();
-    require(w1 == "transfer" && index == l && (version == 1 || w5 == "checksum"), file,
-            ": the header's line for transfer ", l, " is malformed");
-    require(t.lattice == want && t.comps == p.nspin * p.ncolor && t.nvec == q.nvec, file, ": transfer ", l,
-            " in the file is 'lattice ", t.lattice, " components ", t.comps, " nvec ", t.nvec,
-            "', the preconditioner's is 'lattice ", want, " components ", p.nspin * p.ncolor, " nvec ", q.nvec,
-            "' (same lattice, aggregates and null-vector counts needed)");
-    expected += static_cast<std::uint64_t>(t.nvec) * t.comps * sizeof(Complex<double>) * global_sites(*L.op->lattice());
-  }
-  require(size_text == std::to_string(expected), file, ": the file has ",
-          size_text.empty() ? std::string("an unknown number of") : size_text, " bytes, its header describes ",
-          expected, (size_text.empty() || std::stoull(size_text) < expected ? ": the file is truncated"
-                                                                             : ": the file has trailing data"));
-  prepare_fine_level();
-  std::uint64_t offset = header_bytes;
-  for (int l = 0; l + 1 < levels(); ++l) {
-    Level& L = *levels_[l];
-    const LevelParam& q = param_.level[l];
-    const Stated& t = stated[l];
-    SpinorParam vp = L.op->field_param();
-    vp.precision = Precision::single;
-    L.transfer = std::make_unique<Transfer>(L.op->lattice(), vp, q.block, q.nvec, l + 1, q.transfer_precision);
-    const Lattice& lat = *L.op->lattice();
-    const std::size_t site_bytes = t.comps * sizeof(Complex<double>);
-    std::vector<Complex<double>> host(static_cast<std::size_t>(lat.volume()) * t.comps);
-    std::uint32_t a = 0, b = 0;
-    for (ColorSpinorField& v : L.transfer->vectors()) {
-      const std::vector<unsigned char> bytes = read_sites(lat, file, offset, site_bytes);
-      const auto sum = vector_checksum(lat, bytes, site_bytes);
-      a ^= sum.first, b ^= sum.second;
-      std::memcpy(host.data(), bytes.data(), bytes.size());
-      bool finite = true;
-      for (const Complex<double>& z : host) finite = finite && std::isfinite(z.re) && std::isfinite(z.im);
-      collective_require(comm, finite, file + ": transfer " + std::to_string(l) +
-                                                      ": a null vector holds numbers that are not finite");
-      v.from_lexicographic(host);
-      offset += site_bytes * global_sites(lat);
-    }
-    if (version >= 2)
-      require(gauge_io::hex32(a) == t.a && gauge_io::hex32(b) == t.b, file, ": checksum mismatch in transfer ", l,
-              ": the header says ", t.a, " ", t.b, ", the data give ", gauge_io::hex32(a), " ", gauge_io::hex32(b),
-              " (the file is corrupted)");
-    if (progress)
-      progress("level " + std::to_string(l) + ": loaded " + std::to_string(t.nvec) + " null vectors from " + file);
-    build_level(l, progress);
-  }
-  synchronize(F.op->field_param().backend);
-  setup_seconds_ = seconds_since(t0);
 }
 
 std::string MultigridPreconditioner::describe() const {

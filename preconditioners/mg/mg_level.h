@@ -1,0 +1,58 @@
+// One level of the multigrid hierarchy (Multigrid::Level): its operators, transfer, smoother
+// fields and counters. Private to the multigrid's implementation files (mg.cpp, the set-up
+// and the cycle; null_space_file.cpp).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "preconditioners/mg/coarse_operator.h"
+#include "preconditioners/mg/dense_inverse.h"
+#include "preconditioners/mg/mg.h"
+#include "preconditioners/mg/transfer.h"
+
+namespace latke::mg {
+
+struct Multigrid::Level {
+  std::shared_ptr<LinearOperator> op;                ///< M_l, full, single vectors
+  std::shared_ptr<CoarseOperator> coarse;            ///< behind op on coarse levels
+  std::shared_ptr<CoarseOperator> coarse_low;        ///< behind schur_low on coarse levels (even-odd blocks in half)
+  std::shared_ptr<SchurOperator> schur;              ///< even-odd form (smoothing; the coarsest solve)
+  std::unique_ptr<ColorSpinorField> hb, hx, hr,
+      ha;  ///< even-odd smoothing: x_p (cycle, apply_parity), xhat, MR r, M r (ha: not with schur_low)
+  std::shared_ptr<SchurOperator> schur_low;          ///< the even-odd form in a lower smoother precision (level 0:
+                                                     ///< half vectors and operator; coarse: half blocks)
+  std::shared_ptr<LinearOperator> setup_low;         ///< M_l (or Mhat_l) in a lower precision for the setup
+  std::unique_ptr<ColorSpinorField> lx, lr, la;      ///< its MR x, r, M r
+  std::unique_ptr<Transfer> transfer;                ///< to level l + 1
+  std::unique_ptr<SchwarzPreconditioner> schwarz;
+  std::unique_ptr<DenseInverse> direct;                     ///< coarsest level solved directly
+  std::unique_ptr<ColorSpinorField> x, b, r, t, e, sr, sa;  ///< x, b: this level's solve
+  // GCR workspace for solves on this level (K-cycle or coarsest): full or one parity.
+  std::unique_ptr<ColorSpinorField> bhat, xhat, gr;
+  std::vector<ColorSpinorField> z, az;
+  std::unique_ptr<GcrCycle> gcr;  ///< over z and az
+  long smooth_steps = 0, solve_iterations = 0, solves = 0;
+  long parity_cycles = 0;  ///< level 0: cycles apply_parity ran on one parity
+  double setup_seconds = 0;
+  int setup_batch = 1;  ///< null vectors the last first-pass setup solved together
+  int setup_restricted = 0;  ///< null vectors the first pass started from the level above's, restricted
+
+  /// The level's operator on its even-odd system (eo) or on full fields, single vectors.
+  LinearOperator& system(bool eo) const { return eo ? static_cast<LinearOperator&>(*schur) : *op; }
+
+  void allocate(const SpinorParam& p) {
+    const auto lat = op->lattice();
+    for (auto* f : {&x, &b, &r, &t, &e, &sr, &sa}) f->reset(new ColorSpinorField(lat, p));
+  }
+  void allocate_even_odd() {
+    const SpinorParam p = schur->field_param();
+    for (auto* f : {&hb, &hx, &hr}) f->reset(new ColorSpinorField(op->lattice(), p));
+    if (schur_low && schur_low->field_param().precision != p.precision)  // MR runs on lx, lr, la instead
+      for (auto* f : {&lx, &lr, &la}) f->reset(new ColorSpinorField(op->lattice(), schur_low->field_param()));
+    else
+      ha = std::make_unique<ColorSpinorField>(op->lattice(), p);
+  }
+};
+
+}  // namespace latke::mg
