@@ -1,0 +1,289 @@
+// Adaptive multigrid on every backend this machine has (label mg): the cycle: verify() identities,
+// MG-preconditioned GCR against the unpreconditioned solve, the direct coarsest solve, smoothers,
+// the cycle against its definition and on one parity.
+#include "mg_test_support.h"
+
+namespace latke::mg {
+namespace {
+
+// verify(): the projector, R P = 1, D_c = R M P, and the coarse even-odd solve, on two and
+// three levels, in single precision (the cycle's).
+TEST_P(MgBackend, VerifyIdentities) {
+  Problem pr(GetParam(), Precision::single, {8, 8, 8, 8});
+  for (int levels : {2, 3}) {
+    auto mg = std::make_shared<Multigrid>(pr.full(), small_param(levels));
+    mg->setup();
+    const VerifyReport r = mg->verify();
+    ASSERT_EQ(static_cast<int>(r.galerkin.size()), levels - 1);
+    for (int l = 0; l + 1 < levels; ++l) {
+      EXPECT_LT(r.projector[l], 1e-5) << "level " << l;
+      EXPECT_LT(r.restrict_prolong[l], 1e-5) << "level " << l;
+      EXPECT_LT(r.galerkin[l], 1e-5) << "level " << l;
+    }
+    ASSERT_EQ(r.even_odd.size(), 1u);
+    EXPECT_LT(r.even_odd[0], 1e-4);
+  }
+}
+
+// GCR preconditioned by the multigrid cycle converges to the solution of BiCGstab without a
+// preconditioner, with far fewer operator applications, smoothing on the full and on the even-odd system;
+// the even-odd smoother (QUDA's choice) is the better one.
+TEST_P(MgBackend, PreconditionedSolve) {
+  Problem pr(GetParam(), Precision::double_, {8, 8, 8, 8}, -0.2, 0.25);
+  Problem ps(GetParam(), Precision::single, {8, 8, 8, 8}, -0.2, 0.25);
+  auto M = pr.full();
+  ColorSpinorField b = M->make_field(), x1 = M->make_field();
+  fill_gaussian(b, 8);
+  SolverParam bi;
+  bi.type = SolverType::bicgstab;
+  bi.tol = 1e-11;
+  const SolverStats plain = solve(*M, nullptr, nullptr, x1, b, bi);
+  ASSERT_TRUE(plain.converged);
+  int iterations[2];
+  for (int eo = 0; eo < 2; ++eo) {
+    auto schur = eo ? std::make_shared<WilsonCloverLinear>(ps.op, true, SchurType::symmetric, 0) : nullptr;
+    auto mg = std::make_shared<Multigrid>(ps.full(), small_param(2), nullptr, schur);
+    mg->setup();
+    ColorSpinorField x2 = M->make_field();
+    const SolverStats pre = mg_gcr(mg, *M, x2, b);
+    ASSERT_TRUE(pre.converged) << (eo ? "even-odd" : "full") << " smoothing";
+    EXPECT_LT(rel_diff(x1, x2), 1e-8);
+    // Four times fewer outer operator applications than BiCGstab's.
+    EXPECT_LT(pre.outer_applications * 4, plain.outer_applications)
+        << "MG-GCR " << pre.outer_applications << ", BiCGstab " << plain.outer_applications
+        << (eo ? ", even-odd" : ", full");
+    iterations[eo] = pre.iterations;
+  }
+  EXPECT_LT(iterations[1], iterations[0]) << "even-odd smoothing should beat smoothing on the full operator";
+}
+
+// The coarsest level solved directly (its dense inverse) against GCR to the coarse tolerance:
+// the verify check of the coarsest even-odd solve is exact to single precision, MG-GCR
+// reaches the same solution in no more iterations.
+TEST_P(MgBackend, DirectCoarsestSolve) {
+  LightProblem lp(GetParam());
+  auto& M = lp.M;
+  const ColorSpinorField& b = lp.b;
+  int iterations[2];
+  ColorSpinorField x[2] = {M->make_field(), M->make_field()};
+  for (int direct = 0; direct < 2; ++direct) {
+    SCOPED_TRACE(direct ? "direct coarsest solve" : "GCR coarsest solve");
+    MultigridParam p = small_param(3);  // 8^4 -> 4^4 -> 2^4: 96 unknowns on the coarsest even-odd system
+    p.coarse_solver = direct ? CoarseSolverType::direct : CoarseSolverType::gcr;
+    auto mg = lp.hierarchy(p);
+    EXPECT_EQ(mg->info(2).direct, direct == 1);
+    const VerifyReport r = mg->verify();
+    ASSERT_EQ(r.even_odd.size(), 1u);
+    EXPECT_LT(r.even_odd[0], direct ? 1e-5 : 2e-5);
+    if (direct) {
+      EXPECT_GT(mg->info(2).condition, 1.0);
+      // Probing 32 columns per application (the setup's way, through the operator over a set)
+      // and one column per application (the same operator behind a wrapper that does not
+      // apply sets: LinearOperator::apply_set's field-by-field loop) give the same inverse.
+      std::shared_ptr<CoarseOperator> dc(mg, &mg->coarse_operator(2));
+      CoarseLinear A(dc, true, 0, Precision::single);
+      ShiftedOperator by_field(A, 0.0);
+      ASSERT_TRUE(A.applies_sets());
+      ASSERT_FALSE(by_field.applies_sets());
+      const DenseInverse one(by_field), set(A);
+      ColorSpinorField f = A.make_field(), x1 = A.make_field(), x2 = A.make_field();
+      fill_gaussian(f, 12);
+      one.apply(x1, f);
+      set.apply(x2, f);
+      EXPECT_LT(rel_diff(x1, x2), 1e-5);
+      EXPECT_GT(rel_diff(x1, f), 1e-2);
+      EXPECT_NEAR(one.condition(), set.condition(), 1e-4 * one.condition());
+    }
+    const SolverStats st = mg_gcr(mg, *M, x[direct], b);
+    ASSERT_TRUE(st.converged);
+    iterations[direct] = st.iterations;
+    if (direct)
+      EXPECT_EQ(mg->work(2)[2], 0) << "the direct solve counts no iterations";
+    else
+      EXPECT_GT(mg->work(2)[2], 0);
+    EXPECT_GT(mg->work(2)[1], 0);
+  }
+  EXPECT_LT(rel_diff(x[0], x[1]), 1e-8);
+  EXPECT_LE(iterations[1], iterations[0])
+      << "direct coarsest solve: " << iterations[1] << " MG-GCR iterations; GCR to 0.25: " << iterations[0];
+}
+
+// A coarse level smoothed in half (MR on its even-odd system with the blocks in half, vectors in
+// single): the same solution, in about as many iterations as with the single smoother, the
+// smoother ran, and the cycle is not the single one.
+TEST_P(MgBackend, CoarseSmootherInHalf) {
+  LightProblem lp(GetParam());
+  int iterations[2];
+  std::size_t bytes[2];
+  ColorSpinorField x[2] = {lp.M->make_field(), lp.M->make_field()};
+  std::shared_ptr<Multigrid> mgs;
+  for (int c = 0; c < 2; ++c) {
+    SCOPED_TRACE(c == 0 ? "single coarse smoothers" : "half coarse smoothers");
+    MultigridParam p = small_param(3);  // 8^4 -> 4^4 -> 2^4: level 1 smooths
+    if (c == 1) p.level[1].smoother_precision = Precision::half;
+    auto mg = lp.hierarchy(p);
+    const SolverStats st = mg_gcr(mg, *lp.M, x[c], lp.b);
+    ASSERT_TRUE(st.converged);
+    iterations[c] = st.iterations;
+    bytes[c] = mg->info(1).bytes;
+    EXPECT_GT(mg->work(1)[0], 0);
+    if (c == 0) mgs = mg;
+  }
+  // The copy holds the even-odd blocks alone: a quarter of the single operator's bytes (half
+  // the blocks, half the bytes each), plus one scale per block.
+  const std::size_t single_op = mgs->coarse_operator(1).bytes();
+  EXPECT_GT(bytes[1] - bytes[0], single_op / 5);
+  EXPECT_LT(bytes[1] - bytes[0], single_op / 3);
+  // Such a copy applies Mhat and refuses the full operator.
+  auto copy = mgs->coarse_operator(1).in_half(true);
+  ColorSpinorField cf(copy->lattice(), copy->field_param(Precision::single, Subset::full)),
+      cg = cf.like(Precision::single);
+  fill_gaussian(cf, 3);
+  expect_error([&] { copy->apply(cg, cf); }, "coarse operator (apply): this copy holds only the even-odd blocks",
+               "the full operator of an even-odd copy");
+  EXPECT_LT(rel_diff(x[0], x[1]), 1e-8);
+  EXPECT_GT(rel_diff(x[0], x[1]), 0) << "the same cycle: the half smoothers did not run";
+  EXPECT_LE(iterations[1], iterations[0] + 3) << iterations[1] << " iterations, single smoothers " << iterations[0];
+}
+
+// Pre-smoothing, alone or with post-smoothing, on every level of three: MG-GCR reaches the
+// solution of the default cycle (post-smoothing only, where x starts as P x_c), and every
+// cycle runs the steps asked for on the fine level.
+TEST_P(MgBackend, PreAndPostSmoothing) {
+  LightProblem lp(GetParam());
+  ColorSpinorField x0 = lp.M->make_field();
+  ASSERT_TRUE(mg_gcr(lp.hierarchy(small_param(3)), *lp.M, x0, lp.b).converged);
+  for (const auto& [pre, post] : {std::pair{2, 2}, std::pair{4, 0}}) {
+    SCOPED_TRACE(std::to_string(pre) + " pre- and " + std::to_string(post) + " post-smoothing steps");
+    MultigridParam p = small_param(3);
+    for (LevelParam& q : p.level) q.pre_smooth = pre, q.post_smooth = post;
+    auto mg = lp.hierarchy(p);
+    ColorSpinorField x = lp.M->make_field();
+    const SolverStats st = mg_gcr(mg, *lp.M, x, lp.b);
+    ASSERT_TRUE(st.converged);
+    EXPECT_LT(rel_diff(x0, x), 1e-8);
+    EXPECT_EQ(mg->work(0)[0], static_cast<long>(pre + post) * st.iterations);
+  }
+}
+
+// The default cycle (coarse correction, then MR on the even-odd system) against its definition
+// computed here step by step on two levels: x0 = P x_c with D_c x_c = R b, r = b - M x0,
+// e_p from MR steps on Mhat e_p = prepare(r), e from the reconstruction, x = x0 + e. The cycle
+// forms only parity p of P x_c and smooths bhat - Mhat x_p instead; the results agree to the
+// coarse solves' tolerance.
+TEST_P(MgBackend, CycleEqualsItsDefinition) {
+  LightProblem lp(GetParam());
+  MultigridParam p = small_param(2);
+  p.coarse_tol = 1e-6;
+  p.coarse_max_it = 500;
+  auto schur = std::make_shared<WilsonCloverLinear>(lp.ps.op, true, SchurType::symmetric, 0);
+  auto M = lp.ps.full();
+  auto mg = std::make_shared<Multigrid>(M, p, nullptr, schur);
+  mg->setup();
+  ColorSpinorField b = M->make_field(), x = M->make_field();
+  b.copy_from(lp.b);
+  mg->apply(x, b);
+  // The definition.
+  const Transfer& T = mg->transfer(0);
+  CoarseLinear Dc(std::shared_ptr<CoarseOperator>(std::shared_ptr<CoarseOperator>(), &mg->coarse_operator(1)), false, 0,
+                  Precision::single);
+  ColorSpinorField c = Dc.make_field(), xc = Dc.make_field();
+  T.restrict_to(c, b);
+  SolverParam sp;
+  sp.type = SolverType::bicgstab;
+  sp.tol = 1e-6;
+  ASSERT_TRUE(solve(Dc, nullptr, nullptr, xc, c, sp).converged);
+  ColorSpinorField x0 = M->make_field(), r = M->make_field(), e = M->make_field();
+  T.prolongate(x0, xc);
+  M->apply(r, x0);
+  blas::caxpby(Cplx(1), b, Cplx(-1), r);
+  ColorSpinorField rh = schur->make_field(), eh = schur->make_field(), ah = schur->make_field();
+  schur->prepare(rh, r);
+  eh.zero();
+  for (int s = 0; s < p.level[0].post_smooth; ++s) {
+    schur->apply(ah, rh);
+    const blas::DotNorms d = blas::cdot_norms(ah, rh);
+    const Cplx a(p.level[0].omega * d.dot.re / d.xx, p.level[0].omega * d.dot.im / d.xx);
+    blas::caxpby(a, rh, Cplx(1), eh);
+    blas::caxpby(Cplx(-a.re, -a.im), ah, Cplx(1), rh);
+  }
+  schur->reconstruct(e, eh, r);
+  blas::caxpby(Cplx(1), e, Cplx(1), x0);
+  EXPECT_LT(rel_diff(x0, x), 1e-4);
+  EXPECT_EQ(mg->work(0)[0], p.level[0].post_smooth);
+}
+
+// The preconditioner of an even-odd solve on one parity (apply_parity, as the Latke MATSHELL's
+// even-odd form uses it) against the full cycle on f = (f_p, 0), taking parity p: the same
+// x_p up to single-precision rounding, for both Schur complements and both parities, and the
+// cycles ran on one parity. With pre-smoothing it runs the full cycle: the same field exactly.
+TEST_P(MgBackend, ParityCycleEqualsTheFullCycle) {
+  LightProblem lp(GetParam());
+  struct Case {
+    SchurType schur;
+    int parity, pre;
+  };
+  for (const Case& cs :
+       {Case{SchurType::symmetric, 0, 0}, Case{SchurType::symmetric, 1, 0}, Case{SchurType::asymmetric, 0, 0},
+        Case{SchurType::asymmetric, 1, 0}, Case{SchurType::symmetric, 1, 2}}) {
+    SCOPED_TRACE(::testing::Message() << to_string(cs.schur) << ", parity " << cs.parity << ", " << cs.pre
+                                      << " pre-smoothing steps");
+    MultigridParam p = small_param(2);
+    p.level[0].pre_smooth = cs.pre;
+    auto schur = std::make_shared<WilsonCloverLinear>(lp.ps.op, true, cs.schur, cs.parity);
+    auto mg = std::make_shared<Multigrid>(lp.ps.full(), p, nullptr, schur);
+    mg->setup();
+    ColorSpinorField f = lp.ps.full()->make_field(), x = f.like(Precision::single);
+    ColorSpinorField fp = f.parity(cs.parity);
+    fill_gaussian(fp, 31);
+    ColorSpinorField bhat = schur->make_field(), xp = schur->make_field(), xd = schur->make_field();
+    schur->prepare(bhat, f);
+    mg->apply(x, f);
+    mg->apply_parity(xp, fp, bhat);
+    // In double: the even-odd form's solve may hand over fields of another precision.
+    ColorSpinorField xdd = xp.like(Precision::double_);
+    mg->apply_parity(xdd, fp, bhat);
+    xd.copy_from(xdd);
+    if (cs.pre == 0) {
+      EXPECT_LT(rel_diff(x.parity(cs.parity), xp), 2e-5);
+      EXPECT_EQ(mg->work(0)[3], 2);
+    } else {
+      EXPECT_EQ(rel_diff(x.parity(cs.parity), xp), 0.0);
+      EXPECT_EQ(mg->work(0)[3], 0);
+    }
+    EXPECT_EQ(rel_diff(xp, xd), 0.0);
+  }
+}
+
+// The Schwarz smoother on the fine level (latke_schwarz's additive Dirichlet blocks of 4^4,
+// MR steps in half precision): MG-GCR converges to the solution of the hierarchy smoothed by
+// MR on the even-odd system, the smoother runs, and it smooths: with one MR step per block
+// instead of six the solve needs more iterations.
+TEST_P(MgBackend, SchwarzSmoother) {
+  LightProblem lp(GetParam());
+  ColorSpinorField x0 = lp.M->make_field();
+  const SolverStats mr = mg_gcr(lp.hierarchy(small_param(2)), *lp.M, x0, lp.b);
+  ASSERT_TRUE(mr.converged);
+  int iterations[2];
+  for (int c = 0; c < 2; ++c) {
+    MultigridParam p = small_param(2);
+    p.level[0].smoother = SmootherType::schwarz;
+    p.level[0].schwarz.block = {4, 4, 4, 4};
+    p.level[0].schwarz.iterations = c == 0 ? 6 : 1;
+    auto mg = std::make_shared<Multigrid>(lp.ps.full(), p,
+                                          [&lp](const Coords& block, Precision q) { return lp.ps.local(block, q); });
+    mg->setup();
+    ColorSpinorField x = lp.M->make_field();
+    const SolverStats st = mg_gcr(mg, *lp.M, x, lp.b);
+    ASSERT_TRUE(st.converged) << p.level[0].schwarz.iterations << " MR steps per block";
+    EXPECT_LT(rel_diff(x0, x), 1e-8);
+    EXPECT_GT(mg->work(0)[0], 0);
+    iterations[c] = st.iterations;
+  }
+  EXPECT_LT(iterations[0], iterations[1])
+      << "Schwarz smoother with 6 MR steps per block: " << iterations[0] << " iterations, with 1: " << iterations[1]
+      << " (MR smoother " << mr.iterations << ")";
+}
+
+}  // namespace
+}  // namespace latke::mg
