@@ -47,7 +47,9 @@ long OptionGroup::integer(const char* name, long def, const char* help) {
   // PETSc's own conversion wraps values beyond PetscInt's range (2^32 + 1 becomes 1) and
   // names neither the option nor the range: the text is checked here first.
   std::string full;
-  if (const char* text = raw(name, full)) {
+  const char* text = raw(name, full);
+  // PETSc's named values (PETSC_DEFAULT, PETSC_DECIDE, ...) are PETSc's to read, as for reals.
+  if (text && std::strncmp(text, "PETSC_", 6) != 0) {
     errno = 0;
     char* end = nullptr;
     const long long v = std::strtoll(text, &end, 10);

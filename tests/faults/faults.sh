@@ -88,6 +88,9 @@ option_values)
   expect "-latke_gauge_sweeps 3000000000: out of range"
   run error "$solve" "${small[@]}" -latke_solves 2x
   expect "-latke_solves '2x': expected an integer"
+  # PETSc's named values stay PETSc's to read.
+  run ok "$solve" "${small[@]}" -latke_source_seed PETSC_DEFAULT
+  expect "CONVERGED_RTOL"
   run error "$solve" "${small[@]}" -latke_csw abc
   expect "-latke_csw 'abc': expected a number"
   run error "$solve" "${small[@]}" -latke_boundary 1,1,1,2
