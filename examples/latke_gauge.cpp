@@ -20,12 +20,12 @@
 #include <string>
 #include <vector>
 
-#include "core/output_files.h"
-#include "latke/core/autocorrelation.h"
-#include "latke/core/error.h"
-#include "latke/core/options.h"
-#include "latke/fields/gauge_generator.h"
-#include "latke/fields/gauge_io.h"
+#include "src/core/output_files.h"
+#include "src/core/autocorrelation.h"
+#include "src/core/error.h"
+#include "src/core/options.h"
+#include "src/fields/gauge_generator.h"
+#include "src/fields/gauge_io.h"
 
 static const char help[] =
     "latke-gauge: quenched gauge configurations and gauge files.\n"

@@ -44,10 +44,10 @@
 #include <string>
 #include <vector>
 
-#include "core/output_files.h"
-#include "latke/core/error.h"
-#include "latke/core/lattice.h"
-#include "latke/core/options.h"
+#include "src/core/output_files.h"
+#include "src/core/error.h"
+#include "src/core/lattice.h"
+#include "src/core/options.h"
 #include "latke/latke.h"
 
 namespace {

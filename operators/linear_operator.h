@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "latke/core/error.h"
-#include "latke/fields/blas.h"
-#include "latke/fields/color_spinor_field.h"
+#include "src/core/error.h"
+#include "src/fields/blas.h"
+#include "src/fields/color_spinor_field.h"
 
 namespace latke {
 

@@ -7,9 +7,9 @@
 #include <exception>
 #include <new>
 
-#include "latke/core/backend.h"
-#include "latke/core/lattice.h"
-#include "latke/core/memory.h"
+#include "src/core/backend.h"
+#include "src/core/lattice.h"
+#include "src/core/memory.h"
 
 /// A PETSc error when a handle or pointer argument of a C API function is NULL.
 #define LatkeCheckNull(arg) \

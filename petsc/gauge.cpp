@@ -4,13 +4,13 @@
 #include <filesystem>
 #include <sstream>
 
-#include "latke/core/error.h"
-#include "latke/core/options.h"
-#include "latke/fields/gauge_field.h"
-#include "latke/fields/gauge_generator.h"
-#include "latke/fields/gauge_io.h"
-#include "latke/fields/gauge_observables.h"
-#include "latke/fields/random.h"
+#include "src/core/error.h"
+#include "src/core/options.h"
+#include "src/fields/gauge_field.h"
+#include "src/fields/gauge_generator.h"
+#include "src/fields/gauge_io.h"
+#include "src/fields/gauge_observables.h"
+#include "src/fields/random.h"
 #include "petsc/c_api.h"
 #include "petsc/gauge_handle.h"
 #include "latke/latke.h"

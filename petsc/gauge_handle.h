@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "latke/core/complex.h"
-#include "latke/core/lattice.h"
+#include "src/core/complex.h"
+#include "src/core/lattice.h"
 
 /// What a LatkeGauge handle holds: the lattice and this rank's links (host, lexicographic).
 struct LatkeGaugeData {

@@ -1,8 +1,8 @@
 // LatkeInitialize, LatkeFinalize and the run state of the C API (latke.h).
 #include "petsc/c_api.h"
-#include "latke/core/error.h"
-#include "latke/core/options.h"
-#include "latke/core/tune.h"
+#include "src/core/error.h"
+#include "src/core/options.h"
+#include "src/core/tune.h"
 #include "latke/latke.h"
 
 namespace latke::petsc {

@@ -6,10 +6,10 @@
 #include <cstdint>
 #include <sstream>
 
-#include "core/petsc_compat.h"
-#include "core/petsc_device.h"
-#include "latke/core/error.h"
-#include "latke/core/log.h"
+#include "src/core/petsc_compat.h"
+#include "src/core/petsc_device.h"
+#include "src/core/error.h"
+#include "src/core/log.h"
 
 namespace latke::petsc {
 

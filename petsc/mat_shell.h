@@ -12,10 +12,10 @@
 
 #include <petscmat.h>
 
-#include "latke/core/complex.h"
-#include "latke/core/lattice.h"
-#include "latke/core/memory.h"
-#include "latke/fields/color_spinor_field.h"
+#include "src/core/complex.h"
+#include "src/core/lattice.h"
+#include "src/core/memory.h"
+#include "src/fields/color_spinor_field.h"
 #include "petsc/c_api.h"
 #include "petsc/gauge_handle.h"
 #include "latke/latke.h"
@@ -173,8 +173,18 @@ class PrecisionCopies {
 /// derive from it.
 class StoredShell : public ShellOperator {
  public:
-  StoredShell(std::shared_ptr<const Lattice> lattice, int parity, Precision storage)
-      : lattice_(std::move(lattice)), parity_(parity), copies_(storage) {}
+  /// What the operator is: its name for views and errors, its field shape and its backend.
+  struct Kind {
+    const char* name;
+    int nspin, ncolor;
+    Backend backend;
+  };
+  StoredShell(const Kind& kind, std::shared_ptr<const Lattice> lattice, int parity, Precision storage)
+      : lattice_(std::move(lattice)), parity_(parity), kind_(kind), copies_(storage) {}
+  const char* name() const final { return kind_.name; }
+  int nspin() const final { return kind_.nspin; }
+  int ncolor() const final { return kind_.ncolor; }
+  Backend backend() const final { return kind_.backend; }
   const std::shared_ptr<const Lattice>& lattice() const final { return lattice_; }
   int parity() const final { return parity_; }
   void apply(LatkeOperatorForm form, ColorSpinorField& out, const ColorSpinorField& in, bool dagger) final;
@@ -192,6 +202,7 @@ class StoredShell : public ShellOperator {
   int parity_;
 
  private:
+  Kind kind_;
   PrecisionCopies copies_;
 };
 

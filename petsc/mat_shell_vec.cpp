@@ -3,11 +3,11 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/site_files.h"
-#include "fields/gauge_io_detail.h"
-#include "latke/core/error.h"
-#include "latke/core/indexing.h"
-#include "latke/fields/random.h"
+#include "src/core/site_files.h"
+#include "src/fields/gauge_io_detail.h"
+#include "src/core/error.h"
+#include "src/core/indexing.h"
+#include "src/fields/random.h"
 #include "petsc/mat_shell.h"
 
 namespace latke::petsc {

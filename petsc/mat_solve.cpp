@@ -6,8 +6,8 @@
 #include <sstream>
 #include <vector>
 
-#include "latke/core/error.h"
-#include "latke/core/options.h"
+#include "src/core/error.h"
+#include "src/core/options.h"
 #include "petsc/mat_shell.h"
 #include "petsc/pc_mg.h"
 #include "petsc/schwarz_options.h"

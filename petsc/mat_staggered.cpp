@@ -7,11 +7,11 @@
 #include <functional>
 #include <sstream>
 
-#include "latke/core/error.h"
-#include "latke/core/options.h"
+#include "src/core/error.h"
+#include "src/core/options.h"
 #include "petsc/mat_shell.h"
-#include "staggered/staggered.h"
-#include "staggered/staggered_linear.h"
+#include "operators/staggered/staggered.h"
+#include "operators/staggered/staggered_linear.h"
 
 namespace latke::petsc {
 
@@ -62,15 +62,10 @@ class StaggeredShell final : public StoredShell {
  public:
   StaggeredShell(std::shared_ptr<const Lattice> lattice, std::shared_ptr<const StaggeredLinks> links,
                  std::unique_ptr<StaggeredOperator> op, const Settings& s, std::string links_description)
-      : StoredShell(std::move(lattice), s.parity, s.param.precision),
+      : StoredShell({"LatkeStaggered", 1, 3, s.param.backend}, std::move(lattice), s.parity, s.param.precision),
         links_(std::move(links)),
         links_description_(std::move(links_description)),
         op_(std::move(op)) {}
-
-  const char* name() const override { return "LatkeStaggered"; }
-  int nspin() const override { return 1; }
-  int ncolor() const override { return 3; }
-  Backend backend() const override { return op_->param().backend; }
 
   void apply_stored(LatkeOperatorForm form, ColorSpinorField& out, const ColorSpinorField& in, bool dagger) override {
     if (form == LATKE_OPERATOR_FULL)

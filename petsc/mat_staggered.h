@@ -3,7 +3,7 @@
 #pragma once
 
 #include "petsc/mat_shell.h"
-#include "staggered/staggered.h"
+#include "operators/staggered/staggered.h"
 
 namespace latke::petsc {
 

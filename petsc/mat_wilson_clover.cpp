@@ -3,11 +3,11 @@
 #include <cmath>
 #include <sstream>
 
-#include "latke/core/error.h"
-#include "latke/core/options.h"
+#include "src/core/error.h"
+#include "src/core/options.h"
 #include "petsc/mat_shell.h"
-#include "wilson_clover/wilson_clover.h"
-#include "wilson_clover/wilson_clover_linear.h"
+#include "operators/wilson_clover/wilson_clover.h"
+#include "operators/wilson_clover/wilson_clover_linear.h"
 
 namespace latke::petsc {
 
@@ -99,17 +99,12 @@ Settings with_links(Settings s, const LatkeGaugeData& g) {
 class WilsonCloverShell final : public StoredShell {
  public:
   WilsonCloverShell(std::shared_ptr<const LatkeGaugeData> gauge, const Settings& s)
-      : StoredShell(gauge->lattice, s.parity, s.param.precision),
+      : StoredShell({"LatkeWilsonClover", 4, 3, s.param.backend}, gauge->lattice, s.parity, s.param.precision),
         gauge_(gauge),
         op_(std::make_shared<WilsonCloverOperator>(gauge->lattice, gauge->links, s.param)),
         schur_(s.schur),
         auto_reconstruct_(s.auto_reconstruct),
         settings_(s) {}
-
-  const char* name() const override { return "LatkeWilsonClover"; }
-  int nspin() const override { return 4; }
-  int ncolor() const override { return 3; }
-  Backend backend() const override { return op_->param().backend; }
 
   void apply_stored(LatkeOperatorForm form, ColorSpinorField& out, const ColorSpinorField& in, bool dagger) override {
     if (form == LATKE_OPERATOR_FULL)

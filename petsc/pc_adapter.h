@@ -16,7 +16,7 @@
 #include <memory>
 #include <type_traits>
 
-#include "latke/core/error.h"
+#include "src/core/error.h"
 #include "petsc/c_api.h"
 #include "petsc/mat_shell.h"
 #include "petsc/pc_flexible.h"

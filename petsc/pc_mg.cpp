@@ -11,8 +11,8 @@
 #include <limits>
 #include <sstream>
 
-#include "latke/core/error.h"
-#include "latke/core/options.h"
+#include "src/core/error.h"
+#include "src/core/options.h"
 #include "petsc/mat_shell.h"
 #include "petsc/pc_adapter.h"
 #include "petsc/schwarz_options.h"

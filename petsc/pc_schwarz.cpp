@@ -5,9 +5,9 @@
 #include <chrono>
 #include <sstream>
 
-#include "core/petsc_compat.h"
-#include "latke/core/error.h"
-#include "latke/core/options.h"
+#include "src/core/petsc_compat.h"
+#include "src/core/error.h"
+#include "src/core/options.h"
 #include "petsc/mat_shell.h"
 #include "petsc/pc_adapter.h"
 #include "preconditioners/schwarz/schwarz.h"

@@ -9,8 +9,8 @@
 #include <memory>
 #include <vector>
 
-#include "latke/core/error.h"
-#include "latke/fields/blas.h"
+#include "src/core/error.h"
+#include "src/fields/blas.h"
 #include "solvers/solvers.h"
 
 namespace latke {

@@ -11,8 +11,8 @@
 #include <optional>
 #include <vector>
 
-#include "latke/core/error.h"
-#include "latke/fields/blas.h"
+#include "src/core/error.h"
+#include "src/fields/blas.h"
 
 namespace latke {
 

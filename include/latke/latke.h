@@ -15,7 +15,7 @@
  * Vectors are complex double in Latke's native layout: for each parity block present (even
  * then odd for a full-lattice vector; the solved parity for an even-odd vector), for each
  * spin-color component (spin slowest), every site of the block in checkerboard order
- * (include/latke/core/lattice.h). Use the lexicographic helpers, not the raw array, to read
+ * (src/core/lattice.h). Use the lexicographic helpers, not the raw array, to read
  * or set values by site. The operators' formulas and conventions are stated in
  * operators/wilson_clover/wilson_clover.h, operators/staggered/staggered.h and
  * include/latke/conventions.h.

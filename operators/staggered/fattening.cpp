@@ -9,12 +9,12 @@
 // each end, so the 5- and 7-link staples reuse the shorter ones: 336 matrix products per
 // direction and site.
 #include "latke/conventions.h"
-#include "latke/core/algebra.h"
-#include "latke/core/error.h"
-#include "latke/core/indexing.h"
-#include "latke/core/launch.h"
-#include "latke/fields/extended_gauge.h"
-#include "staggered/staggered.h"
+#include "src/core/algebra.h"
+#include "src/core/error.h"
+#include "src/core/indexing.h"
+#include "src/core/launch.h"
+#include "src/fields/extended_gauge.h"
+#include "operators/staggered/staggered.h"
 
 namespace latke {
 

@@ -1,16 +1,16 @@
 // The staggered operator: checks, link upload (long links at 12 reals when they are a real
 // multiple of SU(3)), ghost links for split dimensions, and the composition of the fused
 // kernel into the full, normal and even-odd solve forms (formulas in staggered.h).
-#include "staggered/staggered.h"
+#include "operators/staggered/staggered.h"
 
 #include <mpi.h>
 
 #include <algorithm>
 #include <cmath>
 
-#include "latke/core/error.h"
-#include "latke/core/log.h"
-#include "staggered/staggered_launch.h"
+#include "src/core/error.h"
+#include "src/core/log.h"
+#include "operators/staggered/staggered_launch.h"
 
 namespace latke {
 
@@ -39,7 +39,7 @@ namespace {
 using namespace staggered;
 
 std::size_t face_bytes_for(Precision p) {
-  return dispatch_precision(p, [](auto s) { return face_site_bytes<decltype(s)>(); });
+  return dispatch_precision(p, [](auto s) { return face_site_bytes<decltype(s), 6>(); });
 }
 
 /// Links along mu on the rank behind's last `depth` slices, received from it: [k][site of
@@ -266,8 +266,8 @@ void StaggeredOperator::dslash(ColorSpinorField& out, const ColorSpinorField& in
     ghost_fat[mu] = ghost_fat_[mu].data();
     ghost_long[mu] = ghost_long_[mu].data();
   }
-  const DslashRequest rq{&out,        &in,     x,      fat_.get(), long_.get(), ghost_fat,  ghost_long,
-                         halo_.get(), &param_, depth_, a,          b,           long_scale_};
+  const DslashRequest rq{{&out, &in, x, halo_.get()}, fat_.get(), long_.get(), ghost_fat, ghost_long, &param_,
+                         depth_, a, b, long_scale_};
   dispatch_precision(param_.precision, [&](auto s) { launch_dslash<decltype(s)>(rq); });
 }
 

@@ -60,11 +60,11 @@
 #include <string>
 #include <vector>
 
-#include "latke/core/complex.h"
-#include "latke/core/halo.h"
-#include "latke/core/memory.h"
-#include "latke/fields/color_spinor_field.h"
-#include "latke/fields/gauge_field.h"
+#include "src/core/complex.h"
+#include "src/core/halo.h"
+#include "src/core/memory.h"
+#include "src/fields/color_spinor_field.h"
+#include "src/fields/gauge_field.h"
 
 namespace latke {
 

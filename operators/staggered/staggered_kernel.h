@@ -18,11 +18,11 @@
 // boundaries is done by the thread of the lowest such dimension).
 #pragma once
 
-#include "latke/core/algebra.h"
-#include "latke/core/faces.h"
-#include "latke/core/indexing.h"
-#include "latke/fields/accessors.h"
-#include "staggered/staggered.h"
+#include "src/core/algebra.h"
+#include "src/core/faces.h"
+#include "src/core/indexing.h"
+#include "src/fields/accessors.h"
+#include "operators/staggered/staggered.h"
 
 namespace latke::staggered {
 

@@ -6,9 +6,9 @@
 
 #include <algorithm>
 
-#include "latke/core/launch.h"
-#include "staggered/staggered_kernel.h"
-#include "staggered/staggered_launch.h"
+#include "src/core/launch.h"
+#include "operators/staggered/staggered_kernel.h"
+#include "operators/staggered/staggered_launch.h"
 
 namespace latke::staggered {
 
@@ -25,16 +25,6 @@ inline Faces faces_of(const Lattice& lat, int depth) {
     f.pack_begin[mu + 1] = f.pack_begin[mu] + (split ? 2 * depth * f.face_cb[mu] : 0);
   }
   return f;
-}
-
-/// A face region of `depth` slices: the vectors, then (half) their norms.
-template <typename Store>
-SiteArray<Store, 6, 1> face_array(void* region, int sites) {
-  SiteArray<Store, 6, 1> s;
-  s.data = static_cast<Store*>(region);
-  s.norm = reinterpret_cast<float*>(static_cast<char*>(region) + 6 * sizeof(Store) * static_cast<std::size_t>(sites));
-  s.stride = sites;
-  return s;
 }
 
 template <typename Store, Reconstruct R>
@@ -89,8 +79,8 @@ void run_dslash(const DslashRequest& rq) {
     if (!lat.partitioned(mu)) continue;
     const int face_cb = arg.faces.face_cb[mu], sites = rq.depth * face_cb;
     for (int side = 0; side < 2; ++side) {
-      pack.send[mu][side] = face_array<Store>(rq.halo->send_face(mu, side), sites);
-      arg.ghost[mu][side] = face_array<Store>(rq.halo->recv_face(mu, side ? +1 : -1), sites);
+      pack.send[mu][side] = face_array<Store, 6>(rq.halo->send_face(mu, side), sites);
+      arg.ghost[mu][side] = face_array<Store, 6>(rq.halo->recv_face(mu, side ? +1 : -1), sites);
     }
     arg.ghost_fat[mu] = ghost_accessor<Store, RF>(rq.ghost_fat[mu], rq.fat->scale(), face_cb);
     if constexpr (Improved) arg.ghost_long[mu] = ghost_accessor<Store, RL>(rq.ghost_long[mu], rq.lng->scale(), face_cb);

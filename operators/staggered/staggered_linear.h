@@ -7,7 +7,7 @@
 #include <string>
 
 #include "operators/linear_operator.h"
-#include "staggered/staggered.h"
+#include "operators/staggered/staggered.h"
 
 namespace latke {
 

@@ -1,5 +1,5 @@
 // The staggered kernels instantiated for single-precision storage.
-#include "staggered/staggered_launch_impl.h"
+#include "operators/staggered/staggered_launch_impl.h"
 
 namespace latke::staggered {
 template void launch_dslash<float>(const DslashRequest&);

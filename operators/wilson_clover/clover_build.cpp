@@ -2,18 +2,18 @@
 // sigma_{mu nu} F_{mu nu} in chiral blocks, and its inverse by Gauss-Jordan elimination with
 // partial pivoting, one thread per site, in double. Links come from the extended field
 // (extended_gauge.h), so sites on a rank's boundary see their neighbours' links.
-#include "wilson_clover/clover_build.h"
+#include "operators/wilson_clover/clover_build.h"
 
 #include <mpi.h>
 
 #include <cmath>
 
 #include "latke/conventions.h"
-#include "latke/core/algebra.h"
-#include "latke/core/error.h"
-#include "latke/core/indexing.h"
-#include "latke/core/launch.h"
-#include "latke/fields/extended_gauge.h"
+#include "src/core/algebra.h"
+#include "src/core/error.h"
+#include "src/core/indexing.h"
+#include "src/core/launch.h"
+#include "src/fields/extended_gauge.h"
 
 namespace latke::wilson {
 

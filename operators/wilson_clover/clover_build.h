@@ -3,8 +3,8 @@
 
 #include <vector>
 
-#include "latke/core/complex.h"
-#include "latke/fields/clover_field.h"
+#include "src/core/complex.h"
+#include "src/fields/clover_field.h"
 
 namespace latke::wilson {
 

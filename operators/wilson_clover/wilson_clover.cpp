@@ -1,11 +1,11 @@
 // The Wilson-clover operator: construction and the composition of fused kernels into the
 // full, even-odd and dagger forms (formulas in wilson_clover.h).
-#include "wilson_clover/wilson_clover.h"
+#include "operators/wilson_clover/wilson_clover.h"
 
-#include "latke/core/error.h"
-#include "latke/core/log.h"
-#include "wilson_clover/clover_build.h"
-#include "wilson_clover/wilson_clover_launch.h"
+#include "src/core/error.h"
+#include "src/core/log.h"
+#include "operators/wilson_clover/clover_build.h"
+#include "operators/wilson_clover/wilson_clover_launch.h"
 
 namespace latke {
 
@@ -44,7 +44,7 @@ namespace {
 CloverParam clover_param(const WilsonCloverParam& p, Precision prec) { return CloverParam{prec, p.backend}; }
 
 std::size_t face_bytes_for(Precision p) {
-  return dispatch_precision(p, [](auto s) { return wilson::face_site_bytes<decltype(s)>(); });
+  return dispatch_precision(p, [](auto s) { return face_site_bytes<decltype(s), 12>(); });
 }
 }  // namespace
 
@@ -148,7 +148,7 @@ void WilsonCloverOperator::dslash_split(ColorSpinorField& out, const ColorSpinor
   const double site_flops = 1320.0 + (c ? 504.0 : 0.0) + (needs_x ? 48.0 : 0.0);
   const LogScope log(LogEvent::dslash, site_flops * lattice_->volume_cb());
   HaloExchange* halo = split_block && split_dim < 0 ? nullptr : halo_.get();  // hops inside blocks stay on the rank
-  const wilson::DslashRequest rq{&out, &in, x, &gauge_, c, halo, &param_, e, a, dagger, split_block, split_dim};
+  const wilson::DslashRequest rq{{&out, &in, x, halo}, &gauge_, c, &param_, e, a, dagger, split_block, split_dim};
   dispatch_precision(param_.precision, [&](auto s) { wilson::launch_dslash<decltype(s)>(rq); });
 }
 
@@ -228,7 +228,7 @@ void WilsonCloverOperator::apply_schur_set(std::vector<ColorSpinorField>& out, c
   const LogScope log(LogEvent::dslash, site_flops * lattice_->volume_cb() * count);
   auto run = [&](ColorSpinorField& o, const ColorSpinorField& i, Epilogue e, double a, const ColorSpinorField* x) {
     const CloverField* c = e == Epilogue::clover_xpay ? &clover_ : &clover_inv_;
-    wilson::DslashRequest rq{&o, &i, x, &gauge_, c, nullptr, &param_, e, a, false};
+    wilson::DslashRequest rq{{&o, &i, x, nullptr}, &gauge_, c, &param_, e, a, false};
     rq.count = count;
     dispatch_precision(param_.precision, [&](auto s) { wilson::launch_dslash<decltype(s)>(rq); });
   };

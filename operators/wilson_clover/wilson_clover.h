@@ -40,11 +40,11 @@
 #include <memory>
 #include <vector>
 
-#include "latke/core/complex.h"
-#include "latke/core/halo.h"
-#include "latke/fields/clover_field.h"
-#include "latke/fields/color_spinor_field.h"
-#include "latke/fields/gauge_field.h"
+#include "src/core/complex.h"
+#include "src/core/halo.h"
+#include "src/fields/clover_field.h"
+#include "src/fields/color_spinor_field.h"
+#include "src/fields/gauge_field.h"
 
 namespace latke {
 

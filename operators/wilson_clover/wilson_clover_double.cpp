@@ -1,5 +1,5 @@
 // The Wilson-clover kernels instantiated for double-precision storage.
-#include "wilson_clover/wilson_clover_launch.h"
+#include "operators/wilson_clover/wilson_clover_launch_impl.h"
 
 namespace latke::wilson {
 template void launch_dslash<double>(const DslashRequest&);

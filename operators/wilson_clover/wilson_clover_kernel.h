@@ -16,11 +16,11 @@
 #pragma once
 
 #include "latke/conventions.h"
-#include "latke/core/algebra.h"
-#include "latke/core/faces.h"
-#include "latke/core/indexing.h"
-#include "latke/fields/accessors.h"
-#include "wilson_clover/wilson_clover.h"
+#include "src/core/algebra.h"
+#include "src/core/faces.h"
+#include "src/core/indexing.h"
+#include "src/fields/accessors.h"
+#include "operators/wilson_clover/wilson_clover.h"
 
 namespace latke::wilson {
 

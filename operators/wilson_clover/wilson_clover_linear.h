@@ -5,9 +5,9 @@
 #include <memory>
 #include <sstream>
 
-#include "latke/core/error.h"
+#include "src/core/error.h"
 #include "operators/linear_operator.h"
-#include "wilson_clover/wilson_clover.h"
+#include "operators/wilson_clover/wilson_clover.h"
 
 namespace latke {
 

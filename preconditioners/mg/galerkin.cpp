@@ -4,8 +4,8 @@
 
 #include <vector>
 
-#include "latke/core/error.h"
-#include "preconditioners/mg/probe_classes.h"
+#include "src/core/error.h"
+#include "operators/coarse/probe_classes.h"
 
 namespace latke::mg {
 

@@ -25,7 +25,7 @@
 
 #include <memory>
 
-#include "preconditioners/mg/coarse_operator.h"
+#include "operators/coarse/coarse_operator.h"
 #include "preconditioners/mg/transfer.h"
 #include "operators/linear_operator.h"
 

@@ -35,8 +35,8 @@
 #include <string>
 #include <vector>
 
-#include "latke/core/lattice.h"
-#include "preconditioners/mg/coarse_operator.h"
+#include "src/core/lattice.h"
+#include "operators/coarse/coarse_operator.h"
 #include "preconditioners/mg/transfer.h"
 #include "preconditioners/schwarz/schwarz.h"
 #include "solvers/solvers.h"

@@ -1,17 +1,32 @@
 // One level of the multigrid hierarchy (Multigrid::Level): its operators, transfer, smoother
-// fields and counters. Private to the multigrid's implementation files (mg.cpp, the set-up
-// and the cycle; null_space_file.cpp).
+// fields and counters, and the cycle seen as a preconditioner. Private to the multigrid's
+// implementation files (mg.cpp, mg_setup.cpp, mg_cycle.cpp, null_space_file.cpp).
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
-#include "preconditioners/mg/coarse_operator.h"
-#include "preconditioners/mg/dense_inverse.h"
+#include "operators/coarse/coarse_operator.h"
+#include "operators/coarse/dense_inverse.h"
 #include "preconditioners/mg/mg.h"
 #include "preconditioners/mg/transfer.h"
 
 namespace latke::mg {
+
+/// The cycle from level l as a preconditioner (K-cycle GCR, setup refinement).
+class LevelPreconditioner final : public Preconditioner {
+ public:
+  LevelPreconditioner(std::function<void(ColorSpinorField&, const ColorSpinorField&)> f, std::string what)
+      : f_(std::move(f)), what_(std::move(what)) {}
+  void apply(ColorSpinorField& out, const ColorSpinorField& in) override { f_(out, in); }
+  std::string describe() const override { return what_; }
+
+ private:
+  std::function<void(ColorSpinorField&, const ColorSpinorField&)> f_;
+  std::string what_;
+};
 
 struct Multigrid::Level {
   std::shared_ptr<LinearOperator> op;                ///< M_l, full, single vectors

@@ -2,8 +2,8 @@
 // and the checks of a MultigridParam against the fine lattice.
 #include <sstream>
 
-#include "latke/core/error.h"
-#include "preconditioners/mg/dense_inverse.h"
+#include "src/core/error.h"
+#include "operators/coarse/dense_inverse.h"
 #include "preconditioners/mg/mg.h"
 
 namespace latke::mg {

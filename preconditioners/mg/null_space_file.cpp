@@ -8,10 +8,10 @@
 #include <filesystem>
 #include <sstream>
 
-#include "core/site_files.h"
-#include "fields/gauge_io_detail.h"
-#include "latke/core/error.h"
-#include "latke/core/log.h"
+#include "src/core/site_files.h"
+#include "src/fields/gauge_io_detail.h"
+#include "src/core/error.h"
+#include "src/core/log.h"
 #include "preconditioners/mg/mg.h"
 #include "preconditioners/mg/mg_level.h"
 

@@ -19,9 +19,9 @@
 #include <memory>
 #include <vector>
 
-#include "latke/core/lattice.h"
-#include "latke/core/memory.h"
-#include "latke/fields/color_spinor_field.h"
+#include "src/core/lattice.h"
+#include "src/core/memory.h"
+#include "src/fields/color_spinor_field.h"
 
 namespace latke::mg {
 

@@ -5,10 +5,10 @@
 #include <sstream>
 #include <vector>
 
-#include "latke/core/error.h"
-#include "latke/core/indexing.h"
-#include "latke/core/launch.h"
-#include "latke/fields/blas.h"
+#include "src/core/error.h"
+#include "src/core/indexing.h"
+#include "src/core/launch.h"
+#include "src/fields/blas.h"
 
 namespace latke {
 

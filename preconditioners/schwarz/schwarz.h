@@ -21,8 +21,8 @@
 #include <memory>
 #include <string>
 
-#include "latke/core/lattice.h"
-#include "latke/core/memory.h"
+#include "src/core/lattice.h"
+#include "src/core/memory.h"
 #include "solvers/solvers.h"
 
 namespace latke {

@@ -1,10 +1,10 @@
 // Time-series statistics (autocorrelation.h).
-#include "latke/core/autocorrelation.h"
+#include "src/core/autocorrelation.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "latke/core/error.h"
+#include "src/core/error.h"
 
 namespace latke {
 

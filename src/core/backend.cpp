@@ -1,12 +1,12 @@
 // Backend selection, streams, events and device queries. Host-side CUDA runtime calls only;
 // no kernels here, so this file is ordinary C++ in every build.
-#include "latke/core/backend.h"
+#include "src/core/backend.h"
 
 #include <unistd.h>
 
 #include <cstdlib>
 
-#include "latke/core/error.h"
+#include "src/core/error.h"
 
 #ifdef LATKE_HAVE_CUDA
 #include <cuda_runtime.h>

@@ -1,11 +1,11 @@
-#include "latke/core/copy_bandwidth.h"
+#include "src/core/copy_bandwidth.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <vector>
 
-#include "latke/core/memory.h"
+#include "src/core/memory.h"
 
 namespace latke {
 

@@ -1,14 +1,14 @@
 // Halo exchange: buffers, the three ways a link moves (see halo.h), MPI and the two-stream
 // choreography.
-#include "latke/core/halo.h"
+#include "src/core/halo.h"
 
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <string>
 
-#include "latke/core/error.h"
-#include "latke/core/log.h"
+#include "src/core/error.h"
+#include "src/core/log.h"
 
 #ifdef LATKE_HAVE_CUDA
 #include <cuda_runtime.h>

@@ -1,12 +1,12 @@
 // Lattice geometry and the process grid.
-#include "latke/core/lattice.h"
+#include "src/core/lattice.h"
 
 #include <limits>
 
 #include <sstream>
 #include <vector>
 
-#include "latke/core/error.h"
+#include "src/core/error.h"
 
 namespace latke {
 

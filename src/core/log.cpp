@@ -1,5 +1,5 @@
 // Latke's PETSc log events.
-#include "latke/core/log.h"
+#include "src/core/log.h"
 
 #include <petsclog.h>
 
@@ -7,9 +7,9 @@
 #include <memory>
 #include <vector>
 
-#include "core/petsc_compat.h"
-#include "latke/core/backend.h"
-#include "latke/core/error.h"
+#include "src/core/petsc_compat.h"
+#include "src/core/backend.h"
+#include "src/core/error.h"
 
 #if defined(LATKE_HAVE_NVTX)
 #include <nvtx3/nvToolsExt.h>

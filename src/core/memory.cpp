@@ -1,12 +1,12 @@
 // Buffers on the host, pinned host and device, and copies between them.
-#include "latke/core/memory.h"
+#include "src/core/memory.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
-#include "latke/core/error.h"
+#include "src/core/error.h"
 
 #ifdef LATKE_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -198,7 +198,7 @@ void zero_bytes(void* dst, std::size_t bytes, MemoryKind k, Stream s) {
 
 }  // namespace latke
 
-#include "latke/core/launch.h"
+#include "src/core/launch.h"
 
 namespace latke::detail {
 

@@ -1,5 +1,5 @@
 // Reading Latke's options from the PETSc options database.
-#include "latke/core/options.h"
+#include "src/core/options.h"
 
 #include <petscsys.h>
 
@@ -8,10 +8,10 @@
 #include <cstring>
 #include <exception>
 
-#include "core/petsc_compat.h"
-#include "core/petsc_device.h"
-#include "latke/core/error.h"
-#include "latke/core/log.h"
+#include "src/core/petsc_compat.h"
+#include "src/core/petsc_device.h"
+#include "src/core/error.h"
+#include "src/core/log.h"
 
 namespace latke {
 

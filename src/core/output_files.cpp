@@ -1,5 +1,5 @@
 // Output files: writability checks, atomic text writes and removal of temporaries on interrupt.
-#include "core/output_files.h"
+#include "src/core/output_files.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,7 +12,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "latke/core/error.h"
+#include "src/core/error.h"
 
 namespace latke {
 

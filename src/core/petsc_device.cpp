@@ -1,10 +1,10 @@
 // PETSc's GPU and Latke's: device adoption and stream order (petsc_device.h). Host-side CUDA
 // runtime and PETSc calls only, so ordinary C++ in every build.
-#include "core/petsc_device.h"
+#include "src/core/petsc_device.h"
 
 #include <memory>
 
-#include "latke/core/error.h"
+#include "src/core/error.h"
 
 #if LATKE_PETSC_DEVICE
 #include <cuda_runtime.h>

@@ -5,8 +5,8 @@
 // host never waits for either; see VecField (petsc/mat_shell.h) for where it is used.
 #pragma once
 
-#include "core/petsc_compat.h"
-#include "latke/core/backend.h"
+#include "src/core/petsc_compat.h"
+#include "src/core/backend.h"
 
 namespace latke::petsc {
 

@@ -1,5 +1,5 @@
 // Files of per-site records: MPI-IO of each rank's sites, and the atomic file.
-#include "core/site_files.h"
+#include "src/core/site_files.h"
 
 #include <unistd.h>
 
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "latke/core/error.h"
+#include "src/core/error.h"
 
 namespace latke {
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "core/output_files.h"
-#include "latke/core/lattice.h"
+#include "src/core/output_files.h"
+#include "src/core/lattice.h"
 
 namespace latke {
 

@@ -1,5 +1,5 @@
 // The process-wide tune cache, and its file in LATKE_RESOURCE_PATH.
-#include "latke/core/tune.h"
+#include "src/core/tune.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -9,8 +9,8 @@
 #include <sstream>
 #include <utility>
 
-#include "latke/core/backend.h"
-#include "latke/core/error.h"
+#include "src/core/backend.h"
+#include "src/core/error.h"
 
 namespace latke {
 

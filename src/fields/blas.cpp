@@ -1,5 +1,5 @@
 // Fused BLAS-1 kernels (blas.h). Compiled by nvcc in CUDA builds.
-#include "latke/fields/blas.h"
+#include "src/fields/blas.h"
 
 #include <mpi.h>
 
@@ -7,8 +7,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "latke/core/error.h"
-#include "latke/core/launch.h"
+#include "src/core/error.h"
+#include "src/core/launch.h"
 
 namespace latke::blas {
 

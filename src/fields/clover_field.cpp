@@ -1,9 +1,9 @@
 // Clover fields: storage and precision conversion.
-#include "latke/fields/clover_field.h"
+#include "src/fields/clover_field.h"
 
-#include "latke/core/error.h"
-#include "latke/core/launch.h"
-#include "latke/fields/color_spinor_field.h"
+#include "src/core/error.h"
+#include "src/core/launch.h"
+#include "src/fields/color_spinor_field.h"
 
 namespace latke {
 

@@ -1,16 +1,16 @@
 // Color-spinor fields: storage, conversions and the few reductions tests and operators need.
 // Compiled by nvcc in CUDA builds: the conversion kernels run on either backend.
-#include "latke/fields/color_spinor_field.h"
+#include "src/fields/color_spinor_field.h"
 
 #include <mpi.h>
 
 #include <cmath>
 #include <cstdint>
 
-#include "latke/core/error.h"
-#include "latke/core/indexing.h"
-#include "latke/core/launch.h"
-#include "latke/fields/philox.h"
+#include "src/core/error.h"
+#include "src/core/indexing.h"
+#include "src/core/launch.h"
+#include "src/fields/philox.h"
 
 namespace latke {
 

@@ -1,10 +1,10 @@
-#include "latke/fields/extended_gauge.h"
+#include "src/fields/extended_gauge.h"
 
 #include <algorithm>
 
 #include <mpi.h>
 
-#include "latke/core/error.h"
+#include "src/core/error.h"
 
 namespace latke {
 

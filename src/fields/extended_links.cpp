@@ -1,12 +1,12 @@
 // Extended links: upload, download and ghost refresh (see extended_links.h).
-#include "fields/extended_links.h"
+#include "src/fields/extended_links.h"
 
 #include <mpi.h>
 
 #include <algorithm>
 
-#include "latke/core/error.h"
-#include "latke/core/launch.h"
+#include "src/core/error.h"
+#include "src/core/launch.h"
 
 namespace latke::gauge {
 

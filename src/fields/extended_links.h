@@ -19,10 +19,10 @@
 #include <memory>
 #include <vector>
 
-#include "latke/core/algebra.h"
-#include "latke/core/indexing.h"
-#include "latke/core/lattice.h"
-#include "latke/core/memory.h"
+#include "src/core/algebra.h"
+#include "src/core/indexing.h"
+#include "src/core/lattice.h"
+#include "src/core/memory.h"
 
 namespace latke::gauge {
 

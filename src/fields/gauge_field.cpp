@@ -1,14 +1,14 @@
 // Gauge fields: upload from and download to the host lexicographic layout.
-#include "latke/fields/gauge_field.h"
+#include "src/fields/gauge_field.h"
 
 #include <mpi.h>
 
 #include <cmath>
 
-#include "latke/core/error.h"
-#include "latke/core/indexing.h"
-#include "latke/core/launch.h"
-#include "latke/core/log.h"
+#include "src/core/error.h"
+#include "src/core/indexing.h"
+#include "src/core/launch.h"
+#include "src/core/log.h"
 
 namespace latke {
 

@@ -1,17 +1,17 @@
 // The quenched generator (gauge_generator.h): the update kernel for one direction and parity,
 // and the passes built from it.
-#include "latke/fields/gauge_generator.h"
+#include "src/fields/gauge_generator.h"
 
 #include <mpi.h>
 
 #include <cmath>
 
-#include "fields/extended_links.h"
-#include "fields/gauge_measure.h"
-#include "fields/su3_update.h"
-#include "latke/core/error.h"
-#include "latke/core/launch.h"
-#include "latke/fields/random.h"
+#include "src/fields/extended_links.h"
+#include "src/fields/gauge_measure.h"
+#include "src/fields/su3_update.h"
+#include "src/core/error.h"
+#include "src/core/launch.h"
+#include "src/fields/random.h"
 
 namespace latke {
 

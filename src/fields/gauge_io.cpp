@@ -12,10 +12,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "fields/gauge_io_detail.h"
-#include "fields/su3_update.h"
-#include "latke/fields/gauge_field.h"
-#include "latke/fields/random.h"
+#include "src/fields/gauge_io_detail.h"
+#include "src/fields/su3_update.h"
+#include "src/fields/gauge_field.h"
+#include "src/fields/random.h"
 
 namespace latke {
 

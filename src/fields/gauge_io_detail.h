@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "core/site_files.h"
-#include "latke/core/complex.h"
-#include "latke/core/error.h"
-#include "latke/core/lattice.h"
-#include "latke/fields/gauge_io.h"
-#include "latke/fields/gauge_observables.h"
+#include "src/core/site_files.h"
+#include "src/core/complex.h"
+#include "src/core/error.h"
+#include "src/core/lattice.h"
+#include "src/fields/gauge_io.h"
+#include "src/fields/gauge_observables.h"
 
 namespace latke::gauge_io {
 

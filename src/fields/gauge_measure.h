@@ -2,8 +2,8 @@
 // entry point measure_gauge() in gauge_observables.h uploads host links and calls this.
 #pragma once
 
-#include "fields/extended_links.h"
-#include "latke/fields/gauge_observables.h"
+#include "src/fields/extended_links.h"
+#include "src/fields/gauge_observables.h"
 
 namespace latke::gauge {
 

@@ -5,9 +5,9 @@
 
 #include <vector>
 
-#include "fields/gauge_measure.h"
-#include "fields/su3_update.h"
-#include "latke/core/launch.h"
+#include "src/fields/gauge_measure.h"
+#include "src/fields/su3_update.h"
+#include "src/core/launch.h"
 
 namespace latke {
 namespace gauge {

@@ -6,8 +6,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "fields/gauge_io_detail.h"
-#include "latke/fields/gauge_observables.h"
+#include "src/fields/gauge_io_detail.h"
+#include "src/fields/gauge_observables.h"
 
 namespace latke::gauge_io {
 

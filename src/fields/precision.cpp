@@ -1,6 +1,6 @@
-#include "latke/fields/precision.h"
+#include "src/fields/precision.h"
 
-#include "latke/core/error.h"
+#include "src/core/error.h"
 
 namespace latke {
 

@@ -1,11 +1,11 @@
 // Counter-based random fields: splitmix64 of (seed, global site, component).
-#include "latke/fields/random.h"
+#include "src/fields/random.h"
 
 #include <cmath>
 #include <string>
 
-#include "latke/core/error.h"
-#include "latke/core/memory.h"
+#include "src/core/error.h"
+#include "src/core/memory.h"
 
 namespace latke {
 

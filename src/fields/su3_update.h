@@ -22,8 +22,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "latke/core/algebra.h"
-#include "latke/fields/philox.h"
+#include "src/core/algebra.h"
+#include "src/fields/philox.h"
 
 namespace latke::gauge {
 

@@ -5,10 +5,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/output_files.h"
-#include "latke/core/error.h"
-#include "latke/fields/gauge_generator.h"
-#include "latke/fields/gauge_io.h"
+#include "src/core/output_files.h"
+#include "src/core/error.h"
+#include "src/fields/gauge_generator.h"
+#include "src/fields/gauge_io.h"
 
 namespace latke {
 

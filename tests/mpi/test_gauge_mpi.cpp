@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "latke/conventions.h"
-#include "latke/core/error.h"
-#include "latke/fields/gauge_generator.h"
-#include "latke/fields/gauge_io.h"
-#include "latke/fields/random.h"
+#include "src/core/error.h"
+#include "src/fields/gauge_generator.h"
+#include "src/fields/gauge_io.h"
+#include "src/fields/random.h"
 
 namespace latke {
 namespace {

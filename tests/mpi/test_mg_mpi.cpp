@@ -15,14 +15,14 @@
 #include <string>
 #include <vector>
 
-#include "latke/fields/blas.h"
-#include "latke/fields/random.h"
+#include "src/fields/blas.h"
+#include "src/fields/random.h"
 #include "preconditioners/mg/galerkin.h"
 #include "preconditioners/mg/mg.h"
-#include "support/expect_error.h"
-#include "support/mpi_compare.h"
-#include "wilson_clover/wilson_clover.h"
-#include "wilson_clover/wilson_clover_linear.h"
+#include "tests/support/expect_error.h"
+#include "tests/support/mpi_compare.h"
+#include "operators/wilson_clover/wilson_clover.h"
+#include "operators/wilson_clover/wilson_clover_linear.h"
 
 namespace latke::mg {
 namespace {

@@ -11,12 +11,12 @@
 #include <memory>
 #include <vector>
 
-#include "latke/core/error.h"
-#include "latke/fields/random.h"
+#include "src/core/error.h"
+#include "src/fields/random.h"
 #include "solvers/solvers.h"
-#include "staggered/staggered.h"
-#include "staggered/staggered_linear.h"
-#include "support/mpi_compare.h"
+#include "operators/staggered/staggered.h"
+#include "operators/staggered/staggered_linear.h"
+#include "tests/support/mpi_compare.h"
 
 namespace latke {
 namespace {

@@ -8,9 +8,9 @@
 #include <memory>
 #include <vector>
 
-#include "latke/fields/random.h"
-#include "support/mpi_compare.h"
-#include "wilson_clover/wilson_clover.h"
+#include "src/fields/random.h"
+#include "tests/support/mpi_compare.h"
+#include "operators/wilson_clover/wilson_clover.h"
 
 namespace latke {
 namespace {

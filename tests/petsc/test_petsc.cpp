@@ -14,8 +14,8 @@
 
 #include "latke/latke.h"
 #include "petsc/mat_shell.h"
-#include "support/wilson_host.h"
-#include "reference/wilson_reference.h"
+#include "tests/support/wilson_host.h"
+#include "tests/reference/wilson_reference.h"
 
 namespace {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/petsc_device.h"
+#include "src/core/petsc_device.h"
 #include "latke/latke.h"
 
 namespace {

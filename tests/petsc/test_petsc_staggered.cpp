@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "core/petsc_compat.h"
+#include "src/core/petsc_compat.h"
 #include "latke/conventions.h"
 #include "latke/latke.h"
 #include "petsc/mat_shell.h"
-#include "staggered/staggered.h"
-#include "support/staggered_host.h"
+#include "operators/staggered/staggered.h"
+#include "tests/support/staggered_host.h"
 
 namespace {
 

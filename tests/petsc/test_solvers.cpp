@@ -14,15 +14,15 @@
 #include <utility>
 #include <vector>
 
-#include "latke/fields/blas.h"
-#include "latke/fields/gauge_generator.h"
-#include "latke/fields/random.h"
+#include "src/fields/blas.h"
+#include "src/fields/gauge_generator.h"
+#include "src/fields/random.h"
 #include "latke/latke.h"
 #include "petsc/mat_shell.h"
 #include "preconditioners/schwarz/schwarz.h"
 #include "solvers/solvers.h"
-#include "wilson_clover/wilson_clover.h"
-#include "wilson_clover/wilson_clover_linear.h"
+#include "operators/wilson_clover/wilson_clover.h"
+#include "operators/wilson_clover/wilson_clover_linear.h"
 
 namespace {
 

@@ -2,7 +2,7 @@
 // lexicographic sites and over every path, Eigen 3x3 matrices, double precision. Written for
 // clarity, not speed: it is the yardstick the optimized kernels are checked against, so it
 // uses nothing of Latke but conventions.h.
-#include "reference/staggered_reference.h"
+#include "tests/reference/staggered_reference.h"
 
 #include <Eigen/Dense>
 #include <cstdlib>

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "latke/conventions.h"
-#include "reference/staggered_reference.h"
+#include "tests/reference/staggered_reference.h"
 
 namespace {
 

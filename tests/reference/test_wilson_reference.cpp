@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "latke/conventions.h"
-#include "reference/wilson_reference.h"
+#include "tests/reference/wilson_reference.h"
 
 namespace {
 

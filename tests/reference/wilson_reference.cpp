@@ -2,7 +2,7 @@
 // lexicographic sites, Eigen 3x3 color matrices and explicit 4x4 gamma matrices, double
 // precision. Written for clarity, not speed: it is the yardstick the optimized kernels are
 // checked against, so it uses nothing of Latke but conventions.h.
-#include "reference/wilson_reference.h"
+#include "tests/reference/wilson_reference.h"
 
 #include <Eigen/Dense>
 #include <stdexcept>

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "latke/core/backend.h"
-#include "latke/core/error.h"
+#include "src/core/backend.h"
+#include "src/core/error.h"
 
 namespace latke::test {
 

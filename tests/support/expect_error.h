@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "latke/core/error.h"
+#include "src/core/error.h"
 
 namespace latke::test {
 

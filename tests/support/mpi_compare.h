@@ -9,10 +9,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "latke/core/backend.h"
-#include "latke/core/complex.h"
-#include "latke/core/lattice.h"
-#include "latke/fields/random.h"
+#include "src/core/backend.h"
+#include "src/core/complex.h"
+#include "src/core/lattice.h"
+#include "src/fields/random.h"
 
 namespace latke::test {
 

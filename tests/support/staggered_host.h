@@ -8,7 +8,7 @@
 #include <complex>
 #include <vector>
 
-#include "reference/staggered_reference.h"
+#include "tests/reference/staggered_reference.h"
 
 namespace latke::test {
 

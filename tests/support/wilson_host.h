@@ -7,7 +7,7 @@
 #include <complex>
 #include <vector>
 
-#include "reference/wilson_reference.h"
+#include "tests/reference/wilson_reference.h"
 
 namespace latke::test {
 

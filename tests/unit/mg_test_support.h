@@ -13,17 +13,17 @@
 #include <string>
 #include <vector>
 
-#include "latke/core/error.h"
-#include "latke/core/mma.h"
-#include "latke/fields/blas.h"
-#include "latke/fields/random.h"
-#include "preconditioners/mg/dense_inverse.h"
+#include "src/core/error.h"
+#include "src/core/mma.h"
+#include "src/fields/blas.h"
+#include "src/fields/random.h"
+#include "operators/coarse/dense_inverse.h"
 #include "preconditioners/mg/galerkin.h"
 #include "preconditioners/mg/mg.h"
-#include "support/backends.h"
-#include "support/expect_error.h"
-#include "wilson_clover/wilson_clover.h"
-#include "wilson_clover/wilson_clover_linear.h"
+#include "tests/support/backends.h"
+#include "tests/support/expect_error.h"
+#include "operators/wilson_clover/wilson_clover.h"
+#include "operators/wilson_clover/wilson_clover_linear.h"
 
 namespace latke::mg {
 

@@ -8,13 +8,13 @@
 #include <memory>
 #include <string>
 
-#include "latke/core/error.h"
-#include "latke/core/indexing.h"
-#include "latke/core/tune.h"
-#include "latke/fields/color_spinor_field.h"
-#include "latke/fields/gauge_field.h"
-#include "latke/fields/random.h"
-#include "support/backends.h"
+#include "src/core/error.h"
+#include "src/core/indexing.h"
+#include "src/core/tune.h"
+#include "src/fields/color_spinor_field.h"
+#include "src/fields/gauge_field.h"
+#include "src/fields/random.h"
+#include "tests/support/backends.h"
 
 namespace latke {
 namespace {

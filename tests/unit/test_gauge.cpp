@@ -14,16 +14,16 @@
 #include <memory>
 #include <vector>
 
-#include "fields/su3_update.h"
+#include "src/fields/su3_update.h"
 #include "latke/conventions.h"
-#include "latke/core/autocorrelation.h"
-#include "latke/core/error.h"
-#include "latke/fields/gauge_field.h"
-#include "latke/fields/gauge_generator.h"
-#include "latke/fields/philox.h"
-#include "latke/fields/random.h"
-#include "support/backends.h"
-#include "wilson_clover/clover_build.h"
+#include "src/core/autocorrelation.h"
+#include "src/core/error.h"
+#include "src/fields/gauge_field.h"
+#include "src/fields/gauge_generator.h"
+#include "src/fields/philox.h"
+#include "src/fields/random.h"
+#include "tests/support/backends.h"
+#include "operators/wilson_clover/clover_build.h"
 
 namespace latke {
 namespace {

@@ -16,14 +16,14 @@
 #include <memory>
 #include <sstream>
 
-#include "fields/gauge_io_detail.h"
+#include "src/fields/gauge_io_detail.h"
 #include "latke/conventions.h"
-#include "latke/core/error.h"
-#include "latke/fields/gauge_field.h"
-#include "latke/fields/gauge_io.h"
-#include "latke/fields/gauge_observables.h"
-#include "latke/fields/random.h"
-#include "support/backends.h"
+#include "src/core/error.h"
+#include "src/fields/gauge_field.h"
+#include "src/fields/gauge_io.h"
+#include "src/fields/gauge_observables.h"
+#include "src/fields/random.h"
+#include "tests/support/backends.h"
 
 namespace latke {
 namespace {

@@ -1,7 +1,7 @@
 // Adaptive multigrid on every backend this machine has (label mg): the coarse operator: the
 // Galerkin product against an explicit P^dag M P built column by column on the host, its adjoint
 // and even-odd forms, sets, the tensor-core stencil, storage precisions and the dense inverse.
-#include "mg_test_support.h"
+#include "tests/unit/mg_test_support.h"
 
 namespace latke::mg {
 namespace {

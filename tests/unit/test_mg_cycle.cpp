@@ -1,7 +1,7 @@
 // Adaptive multigrid on every backend this machine has (label mg): the cycle: verify() identities,
 // MG-preconditioned GCR against the unpreconditioned solve, the direct coarsest solve, smoothers,
 // the cycle against its definition and on one parity.
-#include "mg_test_support.h"
+#include "tests/unit/mg_test_support.h"
 
 namespace latke::mg {
 namespace {

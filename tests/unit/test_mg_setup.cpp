@@ -1,7 +1,7 @@
 // Adaptive multigrid on every backend this machine has (label mg): the setup: null vectors (one at
 // a time and as sets, in single and half, restricted starts, refinement) and updates that keep or
 // refresh them.
-#include "mg_test_support.h"
+#include "tests/unit/mg_test_support.h"
 
 namespace latke::mg {
 namespace {

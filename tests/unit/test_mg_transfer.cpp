@@ -2,7 +2,7 @@
 // projector onto the basis, on one parity as on the full lattice, and the block
 // orthonormalization; bad aggregates, null-vector and level counts. The backends are
 // instantiated here for the tests of every test_mg_*.cpp.
-#include "mg_test_support.h"
+#include "tests/unit/mg_test_support.h"
 
 namespace latke::mg {
 namespace {

@@ -12,11 +12,11 @@
 #include <tuple>
 
 #include "latke/conventions.h"
-#include "latke/core/error.h"
-#include "latke/fields/random.h"
-#include "staggered/staggered.h"
-#include "support/staggered_host.h"
-#include "support/backends.h"
+#include "src/core/error.h"
+#include "src/fields/random.h"
+#include "operators/staggered/staggered.h"
+#include "tests/support/staggered_host.h"
+#include "tests/support/backends.h"
 
 namespace latke {
 namespace {

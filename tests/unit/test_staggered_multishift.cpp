@@ -15,13 +15,13 @@
 #include <tuple>
 #include <vector>
 
-#include "latke/core/error.h"
-#include "latke/fields/blas.h"
-#include "latke/fields/random.h"
+#include "src/core/error.h"
+#include "src/fields/blas.h"
+#include "src/fields/random.h"
 #include "solvers/solvers.h"
-#include "staggered/staggered.h"
-#include "staggered/staggered_linear.h"
-#include "support/backends.h"
+#include "operators/staggered/staggered.h"
+#include "operators/staggered/staggered_linear.h"
+#include "tests/support/backends.h"
 
 namespace latke {
 namespace {

@@ -11,11 +11,11 @@
 #include <tuple>
 
 #include "latke/conventions.h"
-#include "latke/fields/random.h"
-#include "support/backends.h"
-#include "support/expect_error.h"
-#include "support/wilson_host.h"
-#include "wilson_clover/wilson_clover.h"
+#include "src/fields/random.h"
+#include "tests/support/backends.h"
+#include "tests/support/expect_error.h"
+#include "tests/support/wilson_host.h"
+#include "operators/wilson_clover/wilson_clover.h"
 
 namespace latke {
 namespace {

@@ -1,0 +1,202 @@
+// The coarse-grid operator (coarse_operator.h): block storage, assembly by columns, half
+// copies, and the LinearOperator view (CoarseLinear). The stencil: coarse_stencil.cpp; the
+// even-odd factorisation: coarse_even_odd.cpp. Compiled by nvcc in CUDA builds.
+#include "operators/coarse/coarse_operator.h"
+
+#include <cmath>
+#include <sstream>
+#include <vector>
+
+#include "operators/coarse/coarse_blocks.h"
+#include "operators/coarse/probe_classes.h"
+#include "src/core/error.h"
+#include "src/core/indexing.h"
+#include "src/core/launch.h"
+
+namespace latke::mg {
+
+namespace {
+
+template <typename SA, typename SV>
+struct SetColumnKernel {
+  BlockView<SA> blocks;
+  RealArray<SV> values;
+  LocalGeometry geom;
+  int parity, d, col, cls, n;
+  LATKE_HOST_DEVICE void operator()(int idx, int) const {
+    const int row = idx % n, x = idx / n;
+    int c[4];
+    geom.coords(x, parity, c);
+    if (!in_probe_class(c, parity, cls)) return;
+    blocks.set(blocks.block(parity, x, d), col, row,
+               Complex<double>(values.template get<double>(2 * row, x), values.template get<double>(2 * row + 1, x)));
+  }
+};
+
+/// Half storage of one block: the scale is its largest |re| or |im|.
+template <typename SA>
+struct ToHalfKernel {
+  BlockView<SA> in;
+  BlockView<short> out;
+  LATKE_HOST_DEVICE void operator()(int blk, int) const {
+    const long nn = static_cast<long>(in.n) * in.n;
+    const SA* src = in.data + 2 * blk * nn;
+    double m = 0;
+    for (long i = 0; i < 2 * nn; ++i) m = fmax(m, fabs(static_cast<double>(src[i])));
+    out.scale[blk] = static_cast<float>(m);
+    const double inv = m > 0 ? fixed_max / m : 0;
+    for (long i = 0; i < 2 * nn; ++i) out.data[2 * blk * nn + i] = to_fixed(static_cast<float>(src[i] * inv));
+  }
+};
+
+}  // namespace
+
+CoarseOperator::CoarseOperator(std::shared_ptr<const Lattice> lattice, int nvec, Precision precision, Backend backend)
+    : lattice_(std::move(lattice)), nvec_(nvec), precision_(precision), backend_(backend) {
+  require(nvec >= 1, "coarse operator with ", nvec, " colors per chirality: expected at least 1");
+  set_math(SetMath::automatic);
+  assembly_precision_ = precision == Precision::double_ ? Precision::double_ : Precision::single;
+  const std::size_t bytes =
+      static_cast<std::size_t>(lattice_->volume()) * n_blocks * n() * n() * 2 * real_bytes(assembly_precision_);
+  assembly_.data = Buffer(memory_for(backend), bytes);
+  zero_bytes(assembly_.data.data(), bytes, memory_for(backend), compute_stream());
+}
+
+CoarseOperator::CoarseOperator(std::shared_ptr<const Lattice> lattice, int nvec, Precision precision, Backend backend,
+                               Unassembled)
+    : lattice_(std::move(lattice)), nvec_(nvec), precision_(precision), backend_(backend) {
+  set_math(SetMath::automatic);
+  assembly_precision_ = precision == Precision::double_ ? Precision::double_ : Precision::single;
+}
+
+CoarseOperator::~CoarseOperator() = default;
+
+std::shared_ptr<CoarseOperator> CoarseOperator::in_half(bool schur_only) const {
+  require(assembly_.data.data() == nullptr, "coarse operator: converted to half before finalize");
+  require(precision_ != Precision::half, "coarse operator: converted to half, but its blocks are half already");
+  require(even_odd_ || !schur_only, "coarse operator: its even-odd blocks copied to half, but it has none");
+  std::shared_ptr<CoarseOperator> h(new CoarseOperator(lattice_, nvec_, Precision::half, backend_, Unassembled{}));
+  h->even_odd_ = even_odd_;
+  if (!schur_only) h->links_ = half_copy(links_, precision_);
+  if (even_odd_) h->hat_ = half_copy(hat_, precision_);
+  synchronize(backend_);
+  return h;
+}
+
+CoarseOperator::Links CoarseOperator::half_copy(const Links& src, Precision from) const {
+  const int vcb = lattice_->volume_cb();
+  const std::size_t blocks = static_cast<std::size_t>(lattice_->volume()) * n_blocks;
+  const MemoryKind mk = memory_for(backend_);
+  Links dst;
+  dst.data = Buffer(mk, blocks * n() * n() * 2 * sizeof(short));
+  dst.scale = Buffer(mk, blocks * sizeof(float));
+  const BlockView<short> out = view<short>(dst.data, dst.scale, n(), vcb);
+  dispatch_precision(from, [&](auto sa) {
+    using SA = decltype(sa);
+    require(sizeof(SA) != 2, "coarse operator: half blocks copied to half");
+    if constexpr (sizeof(SA) != 2)
+      launch(backend_, ToHalfKernel<SA>{view<SA>(src.data, src.scale, n(), vcb), out}, {static_cast<int>(blocks)},
+             compute_stream(), false);
+  });
+  return dst;
+}
+
+SpinorParam CoarseOperator::field_param(Precision p, Subset subset) const {
+  return SpinorParam{2, nvec_, p, subset, backend_};
+}
+
+void CoarseOperator::set_column(int d, int col, const ColorSpinorField& values, int target) {
+  require(assembly_.data.data() != nullptr, "coarse operator: set_column after finalize");
+  require_field(values, "set_column", true);
+  dispatch_precision(assembly_precision_, [&](auto sa) {
+    using SA = decltype(sa);
+    if constexpr (sizeof(SA) != 2) {
+      dispatch_vector(values.precision(), [&](auto sv) {
+        using SV = decltype(sv);
+        for (int p = 0; p < 2; ++p)
+          launch(
+              backend_,
+              SetColumnKernel<SA, SV>{view<SA>(assembly_.data, assembly_.scale, n(), lattice_->volume_cb()),
+                                      real_array<SV>(values, p), LocalGeometry::of(*lattice_), p, d, col, target, n()},
+              {lattice_->volume_cb() * n()}, compute_stream(), false);
+      });
+    }
+  });
+}
+
+void CoarseOperator::require_field(const ColorSpinorField& f, const char* what, bool full) const {
+  require(f.nspin() == 2 && f.ncolor() == nvec_ && f.lattice().volume_cb() == lattice_->volume_cb() &&
+              f.backend() == backend_ && (f.n_parity() == 2) == full,
+          "coarse operator (", what, "): expected a ", full ? "full" : "one-parity", " field of 2 x ", nvec_,
+          " components on the coarse lattice, got ", f.nspin(), " x ", f.ncolor(),
+          f.n_parity() == 2 ? " (full)" : " (one parity)");
+}
+
+void* CoarseOperator::parts() {
+  if (!parts_.data())
+    parts_ = Buffer(memory_for(backend_),
+                    static_cast<std::size_t>(lattice_->volume_cb()) * n_blocks * n() * sizeof(Complex<double>));
+  return parts_.data();
+}
+
+ColorSpinorField& CoarseOperator::scratch(int slot, Precision p, Subset subset) {
+  std::unique_ptr<ColorSpinorField>& f = scratch_[slot][static_cast<int>(subset)];
+  if (!f) f = std::make_unique<ColorSpinorField>(lattice_, field_param(p, subset));
+  return *f;
+}
+
+double CoarseOperator::flops(bool schur) const {
+  const double per_block = 8.0 * n() * n();
+  const double vcb = lattice_->volume_cb();
+  return schur ? vcb * 2 * 8 * per_block : 2 * vcb * n_blocks * per_block;
+}
+
+std::size_t CoarseOperator::bytes() const {
+  std::size_t n = 0;
+  for (const Buffer* b : {&links_.data, &links_.scale, &hat_.data, &hat_.scale, &assembly_.data})
+    if (b->data()) n += b->bytes();  // a buffer moved from keeps its size but holds nothing
+  return n;
+}
+
+std::string CoarseOperator::halo_description() const {
+  for (const auto& h : halo_)
+    if (h) return h->describe();
+  return lattice_->size() > 1 ? "not used yet" : "none (one rank)";
+}
+
+CoarseLinear::CoarseLinear(std::shared_ptr<CoarseOperator> op, bool even_odd, int parity, Precision vectors)
+    : op_(std::move(op)), even_odd_(even_odd), parity_(parity), vectors_(vectors) {
+  require(!even_odd || op_->even_odd(), "coarse operator: the even-odd form was not prepared");
+}
+
+void CoarseLinear::apply(ColorSpinorField& out, const ColorSpinorField& in, bool dagger) {
+  if (even_odd_) {
+    require(!dagger, "coarse even-odd operator: the dagger is not implemented (use the full coarse operator)");
+    op_->apply_schur(out, in);
+  } else {
+    op_->apply(out, in, dagger);
+  }
+}
+
+void CoarseLinear::apply_split(ColorSpinorField& site, ColorSpinorField* const faces[4], const ColorSpinorField& in,
+                               const Coords& block) {
+  require(splits(), "apply_split: the even-odd coarse operator cannot split its stencil (expected the full one)");
+  require(in.precision() == vectors_, "coarse operator (apply_split): vectors in ", to_string(in.precision()),
+          ", expected ", to_string(vectors_));
+  op_->apply_split(site, faces, in, block);
+}
+
+SpinorParam CoarseLinear::field_param() const {
+  return op_->field_param(vectors_, even_odd_ ? (parity_ == 0 ? Subset::even : Subset::odd) : Subset::full);
+}
+
+std::string CoarseLinear::describe() const {
+  std::ostringstream s;
+  s << "coarse operator " << op_->lattice()->global()[0] << "x" << op_->lattice()->global()[1] << "x"
+    << op_->lattice()->global()[2] << "x" << op_->lattice()->global()[3] << ", " << op_->n() << " components per site, "
+    << (even_odd_ ? "even-odd" : "full") << ", blocks in " << to_string(op_->precision()) << ", vectors in "
+    << to_string(vectors_);
+  return s.str();
+}
+
+}  // namespace latke::mg

@@ -1,0 +1,149 @@
+// Launching the Wilson-clover kernels for one storage type: argument setup, the dispatch
+// from run-time reconstruct and epilogue to templates, and the halo choreography (pack on
+// the comm stream, interior on the compute stream, exterior once the faces are in).
+// Included only by the per-precision files.
+#pragma once
+
+#include "operators/wilson_clover/wilson_clover_kernel.h"
+#include "operators/wilson_clover/wilson_clover_launch.h"
+#include "src/core/error.h"
+#include "src/core/halo.h"
+#include "src/core/launch.h"
+
+namespace latke::wilson {
+
+/// The kernel argument of a request (all modes; field 0 of a set).
+template <typename Store, Reconstruct R>
+DslashArg<Store, R> make_arg(const DslashRequest& rq) {
+  const Lattice& lat = rq.out->lattice();
+  using T = typename compute_type<Store>::type;
+  DslashArg<Store, R> arg;
+  arg.out = rq.out->accessor<Store, 3, 4>();
+  arg.in = rq.in->accessor<Store, 3, 4>();
+  if (rq.x) arg.x = rq.x->accessor<Store, 3, 4>();
+  arg.gauge = rq.gauge->accessor<Store, R>();
+  arg.parity = rq.out->block_parity(0);
+  if (rq.clover) arg.clover = rq.clover->accessor<Store>(arg.parity);
+  arg.faces = face_geometry(lat);
+  if (rq.param->block[0] > 0) {  // domain-local: no faces, hops leaving a block dropped
+    arg.faces.comm_mask = 0;
+    for (int mu = 0; mu < 4; ++mu) {
+      arg.block[mu] = rq.param->block[mu];
+      if (rq.param->block[mu] < lat.global()[mu]) arg.cut_mask |= 1 << mu;
+    }
+  }
+  if (rq.split_block) {
+    for (int mu = 0; mu < 4; ++mu) arg.block[mu] = rq.split_block[mu];
+    if (rq.split_dim < 0) {  // inside blocks: no hop crosses a rank (blocks tile it)
+      arg.faces.comm_mask = 0;
+      arg.cut_mask = 15;
+    } else {
+      arg.inner_mask = 15;
+      arg.cut_mask = 15 & ~(1 << rq.split_dim);
+    }
+  }
+  for (int mu = 0; mu < 4; ++mu) {
+    const int last = lat.global()[mu] - 1 - lat.offset()[mu];
+    arg.last_slice[mu] = last < lat.local()[mu] ? last : -1;
+    arg.first_slice[mu] = lat.offset()[mu] == 0 ? 0 : -1;
+    const Complex<double> z = rq.param->boundary_phase[mu];
+    arg.phase[mu] = Complex<T>(static_cast<T>(z.re), static_cast<T>(z.im));
+    if (z.re != 1.0 || z.im != 0.0) arg.phase_mask |= 1 << mu;
+  }
+  arg.a = static_cast<T>(rq.a);
+  arg.sign = rq.dagger ? T(1) : T(-1);
+  return arg;
+}
+
+template <typename Store, Reconstruct R, Epilogue E>
+void run_dslash_set(const DslashRequest& rq, DslashArg<Store, R> arg) {
+  using K = DslashSetKernel<Store, R, E>;
+  K k;
+  k.arg = arg;
+  k.count = rq.count;
+  k.quads = (rq.count + K::fields_per_warp - 1) / K::fields_per_warp;
+  k.vcb = rq.out->lattice().volume_cb();
+  k.step = static_cast<long>(rq.out->n_parity() * rq.out->block_bytes() / sizeof(Store));  // make_set's layout
+  k.step_norm = sizeof(Store) == 2 ? rq.out->lattice().volume_cb() : 0;
+  const long threads = static_cast<long>((k.vcb + K::sites_per_warp - 1) / K::sites_per_warp) * k.quads * 32;
+  require(threads < (1L << 31), "Wilson-clover dslash over a set: ", rq.count, " fields of ", k.vcb,
+          " sites need more threads than one launch takes");
+  launch(rq.out->backend(), k, {static_cast<int>(threads)});
+}
+
+template <typename Store, Reconstruct R, Epilogue E>
+void run_dslash(const DslashRequest& rq) {
+  const Lattice& lat = rq.out->lattice();
+  const Backend b = rq.out->backend();
+  DslashArg<Store, R> arg = make_arg<Store, R>(rq);
+  const int vcb = lat.volume_cb();
+  if (rq.count > 1) {
+    // Sets: the even-odd operator's epilogues (what the set solvers run).
+    constexpr bool set_kernel =
+        E == Epilogue::clover_inv || E == Epilogue::clover_inv_xpay || E == Epilogue::clover_xpay;
+    require(set_kernel, "Wilson-clover dslash over a set: only the even-odd operator's clover epilogues are built ",
+            "for sets");
+    require(!rq.halo, "Wilson-clover dslash over a set: the lattice is split over ranks (apply the fields one by one)");
+    if constexpr (set_kernel) return run_dslash_set<Store, R, E>(rq, arg);
+  }
+
+  if (!rq.halo) {  // nothing split over ranks: the kernel without the halo's code (docs/performance.md)
+    require(arg.faces.comm_mask == 0, "Wilson-clover dslash: dimensions split over ranks but no halo exchange");
+    launch(b, LocalDslashKernel<Store, R, E>{arg}, {vcb});
+    return;
+  }
+  rq.halo->begin();  // picks the receive set that recv_face returns
+  PackKernel<Store, R> pack;
+  pack.in = arg.in;
+  pack.gauge = arg.gauge;
+  pack.faces = arg.faces;
+  pack.parity = 1 - arg.parity;
+  for (int mu = 0; mu < 4; ++mu) {
+    pack.last_slice[mu] = arg.last_slice[mu];
+    pack.phase[mu] = arg.phase[mu];
+    if (!lat.partitioned(mu)) continue;
+    for (int side = 0; side < 2; ++side) {
+      pack.send[mu][side] = face_array<Store, 12>(rq.halo->send_face(mu, side), arg.faces.face_cb[mu]);
+      arg.ghost[mu][side] = face_array<Store, 12>(rq.halo->recv_face(mu, side ? +1 : -1), arg.faces.face_cb[mu]);
+    }
+  }
+  pack.phase_mask = arg.phase_mask;
+  pack.sign = arg.sign;
+  const int n_face = arg.faces.face_begin[4];
+
+  launch(b, pack, {n_face}, comm_stream());
+  arg.mode = interior;
+  launch(b, DslashKernel<Store, R, E>{arg}, {vcb});
+  rq.halo->finish();
+  arg.mode = exterior;
+  launch(b, DslashKernel<Store, R, E>{arg}, {n_face});
+  rq.halo->end();
+}
+
+template <typename Store, Reconstruct R>
+void dispatch_epilogue(const DslashRequest& rq) {
+  switch (rq.epilogue) {
+    case Epilogue::plain: return run_dslash<Store, R, Epilogue::plain>(rq);
+    case Epilogue::clover_inv: return run_dslash<Store, R, Epilogue::clover_inv>(rq);
+    case Epilogue::clover_xpay: return run_dslash<Store, R, Epilogue::clover_xpay>(rq);
+    case Epilogue::clover_inv_xpay: return run_dslash<Store, R, Epilogue::clover_inv_xpay>(rq);
+    case Epilogue::xpay: return run_dslash<Store, R, Epilogue::xpay>(rq);
+  }
+}
+
+template <typename Store>
+void launch_dslash(const DslashRequest& rq) {
+  if (rq.gauge->reconstruct() == Reconstruct::r12) dispatch_epilogue<Store, Reconstruct::r12>(rq);
+  else dispatch_epilogue<Store, Reconstruct::r18>(rq);
+}
+
+template <typename Store>
+void launch_clover(ColorSpinorField& out, const ColorSpinorField& in, const CloverField& clover) {
+  for (int blk = 0; blk < out.n_parity(); ++blk) {
+    CloverKernel<Store> k{out.accessor<Store, 3, 4>(blk), in.accessor<Store, 3, 4>(blk),
+                          clover.accessor<Store>(out.block_parity(blk))};
+    launch(out.backend(), k, {out.lattice().volume_cb()});
+  }
+}
+
+}  // namespace latke::wilson

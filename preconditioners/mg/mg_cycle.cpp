@@ -1,0 +1,267 @@
+// Adaptive multigrid (mg.h), its cycle: smoothing (MR, on one parity where the level has an
+// even-odd form), the coarse-grid correction, the K-cycle's flexible GCR on coarse levels and
+// the coarsest solve. Host code: every vector operation is a kernel of the transfer, the
+// operators or BLAS.
+#include "preconditioners/mg/mg.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "src/core/error.h"
+#include "src/core/log.h"
+#include "src/fields/blas.h"
+#include "operators/coarse/dense_inverse.h"
+#include "preconditioners/mg/galerkin.h"
+#include "preconditioners/mg/mg_level.h"
+
+namespace latke::mg {
+
+using blas::Cplx;
+
+namespace {
+
+/// Flexible GCR from x = 0 to |b - A x| <= tol |b| or max_it iterations, in cycles of `cycle`
+/// (its capacity the restart length; x formed at the end of each), the residual recomputed at
+/// each restart. z, az: the cycle's fields, of A's shape. Returns the iterations.
+int fgcr(LinearOperator& A, Preconditioner* K, ColorSpinorField& x, const ColorSpinorField& b, double tol, int max_it,
+         ColorSpinorField& r, std::vector<ColorSpinorField>& z, std::vector<ColorSpinorField>& az, GcrCycle& cycle) {
+  x.zero();
+  r.copy_from(b);
+  const double b2 = blas::cdot_norms(b, b).xx;
+  if (!(b2 > 0)) return 0;
+  const double target = tol * tol * b2;
+  double r2 = b2;
+  int it = 0;
+  const int restart = cycle.capacity();
+  while (it < max_it && r2 > target) {
+    if (it > 0) {  // restart from the true residual
+      A.apply(az[0], x);
+      r.copy_from(b);
+      r2 = blas::caxpby_norm(Cplx(-1), az[0], Cplx(1), r);
+      if (r2 <= target) break;
+    }
+    cycle.begin();
+    for (int j = 0; j < restart && it < max_it && r2 > target; ++j) {
+      if (K)
+        K->apply(z[j], r);
+      else
+        z[j].copy_from(r);
+      A.apply(az[j], z[j]);
+      r2 = cycle.add(r, "multigrid GCR");
+      ++it;
+    }
+    cycle.update(x);
+  }
+  return it;
+}
+
+}  // namespace
+
+void Multigrid::smooth(int l, ColorSpinorField& x, const ColorSpinorField& r, int steps) {
+  Level& L = *levels_[l];
+  const LevelParam& q = param_.level[l];
+  const LogScope log(static_cast<LogEvent>(static_cast<int>(LogEvent::mg_smooth0) + std::min(l, 3)), 0, true);
+  if (L.schwarz) {  // x = sum of Schwarz corrections: x += K (r - M x)
+    for (int s = 0; s < steps; ++s) {
+      if (s == 0) {
+        L.schwarz->apply(x, r);
+      } else {
+        L.op->apply(*L.sa, x);
+        L.sr->copy_from(r);
+        blas::caxpby(Cplx(-1), *L.sa, Cplx(1), *L.sr);
+        L.schwarz->apply(*L.sa, *L.sr);
+        blas::caxpby(Cplx(1), *L.sa, Cplx(1), x);
+      }
+      ++L.smooth_steps;
+    }
+    return;
+  }
+  // MR steps from zero, on the even-odd system when the level smooths there (x_p from
+  // Mhat x_p = rhat, then x_q from the reconstruction), else on M itself.
+  const bool eo = q.smooth_even_odd && L.schur;
+  if (eo)
+    L.schur->prepare(*L.hr, r);
+  else
+    L.sr->copy_from(r);
+  mr_steps(l, x, eo, steps);
+  if (eo) L.schur->reconstruct(x, *L.hx, r);
+}
+
+void Multigrid::mr_steps(int l, ColorSpinorField& x, bool eo, int steps) {
+  Level& L = *levels_[l];
+  const LevelParam& q = param_.level[l];
+  // With a lower smoother precision (even-odd only) the steps apply schur_low; where its
+  // vectors are in that precision too (level 0), rhat is converted for the steps and x_p back
+  // after them.
+  const bool low = eo && L.schur_low;
+  const bool low_fields = low && L.lx;
+  LinearOperator& A = low ? static_cast<LinearOperator&>(*L.schur_low) : L.system(eo);
+  ColorSpinorField& xs = low_fields ? *L.lx : eo ? *L.hx : x;
+  ColorSpinorField& rs = low_fields ? *L.lr : eo ? *L.hr : *L.sr;
+  ColorSpinorField& as = low_fields ? *L.la : eo ? *L.ha : *L.sa;
+  if (low_fields) rs.copy_from(*L.hr);
+  xs.zero();
+  for (int s = 0; s < steps; ++s) {  // x += omega alpha r, r -= omega alpha A r (not after the last step)
+    A.apply(as, rs);
+    const blas::DotNorms d = blas::cdot_norms(as, rs);
+    if (!(d.xx > 0)) break;
+    const Cplx a(q.omega * d.dot.re / d.xx, q.omega * d.dot.im / d.xx);
+    blas::caxpby(a, rs, Cplx(1), xs);
+    if (s + 1 < steps) blas::caxpby(Cplx(-a.re, -a.im), as, Cplx(1), rs);
+    ++L.smooth_steps;
+  }
+  if (low_fields) L.hx->copy_from(xs);
+}
+
+int Multigrid::coarsest_system_solve(int l, LinearOperator& A, ColorSpinorField& x, const ColorSpinorField& b,
+                                     double tol, int max_it) {
+  Level& C = *levels_[l];
+  if (C.direct) {
+    C.direct->apply(x, b);
+    return 0;
+  }
+  return fgcr(A, nullptr, x, b, tol, max_it, *C.gr, C.z, C.az, *C.gcr);
+}
+
+void Multigrid::coarse_solve(int l, ColorSpinorField& x, const ColorSpinorField& b) {
+  Level& C = *levels_[l];
+  const LogScope log(LogEvent::mg_coarse_solve, 0, true);
+  int it = 0;
+  if (C.schur) {
+    C.schur->prepare(*C.bhat, b);
+    it = coarsest_system_solve(l, *C.schur, *C.xhat, *C.bhat, param_.coarse_tol, param_.coarse_max_it);
+    C.schur->reconstruct(x, *C.xhat, b);
+  } else {
+    it = coarsest_system_solve(l, *C.op, x, b, param_.coarse_tol, param_.coarse_max_it);
+  }
+  C.solve_iterations += it;
+  ++C.solves;
+}
+
+void Multigrid::coarse_correction(int l) {
+  Level& C = *levels_[l + 1];
+  if (l + 2 == param_.levels) {
+    coarse_solve(l + 1, *C.x, *C.b);
+  } else if (param_.cycle == CycleType::kcycle) {
+    LevelPreconditioner K([this, l](ColorSpinorField& o, const ColorSpinorField& i) { cycle(l + 1, o, i); }, "cycle");
+    const LevelParam& cq = param_.level[l + 1];
+    C.solve_iterations += fgcr(*C.op, &K, *C.x, *C.b, cq.ksp_rtol, cq.ksp_max_it, *C.gr, C.z, C.az, *C.gcr);
+    ++C.solves;
+  } else {
+    cycle(l + 1, *C.x, *C.b);
+  }
+}
+
+bool Multigrid::smooths_on_parity(int l) const {
+  const Level& L = *levels_[l];
+  const LevelParam& q = param_.level[l];
+  return q.pre_smooth == 0 && q.smooth_even_odd && L.schur && !L.schwarz;
+}
+
+void Multigrid::correct_on_parity(int l, ColorSpinorField& xp, const ColorSpinorField& bhat) {
+  Level& L = *levels_[l];
+  const int steps = param_.level[l].post_smooth;
+  {
+    const LogScope log(LogEvent::mg_transfer, 0, true);
+    L.transfer->prolongate(xp, *levels_[l + 1]->x);
+  }
+  if (steps == 0) return;
+  const LogScope log(static_cast<LogEvent>(static_cast<int>(LogEvent::mg_smooth0) + std::min(l, 3)), 0, true);
+  L.schur->apply(*L.hr, xp);
+  blas::caxpby(Cplx(1), bhat, Cplx(-1), *L.hr);  // rhat = bhat - Mhat x_p (bhat read before the steps)
+  mr_steps(l, xp, true, steps);
+  blas::caxpby(Cplx(1), *L.hx, Cplx(1), xp);
+}
+
+void Multigrid::cycle(int l, ColorSpinorField& x, const ColorSpinorField& b) {
+  Level& L = *levels_[l];
+  Level& C = *levels_[l + 1];
+  const LevelParam& q = param_.level[l];
+  // Without pre-smoothing x starts at zero: the coarse level corrects b itself and x is P x_c,
+  // with no zeroing, copies or sums (on the fine level each costs a pass over a field).
+  const ColorSpinorField* r = &b;
+  if (q.pre_smooth > 0) {
+    smooth(l, x, b, q.pre_smooth);
+    L.op->apply(*L.r, x);
+    blas::caxpby(Cplx(1), b, Cplx(-1), *L.r);  // r = b - M x
+    r = L.r.get();
+  }
+  {
+    const LogScope log(LogEvent::mg_transfer, 0, true);
+    L.transfer->restrict_to(*C.b, *r);
+  }
+  coarse_correction(l);
+  if (q.post_smooth > 0 && smooths_on_parity(l)) {  // x_q from the reconstruction
+    L.schur->prepare(*L.hx, b);
+    correct_on_parity(l, *L.hb, *L.hx);
+    L.schur->reconstruct(x, *L.hb, b);
+    return;
+  }
+  {
+    const LogScope log(LogEvent::mg_transfer, 0, true);
+    L.transfer->prolongate(q.pre_smooth > 0 ? *L.t : x, *C.x);
+  }
+  if (q.pre_smooth > 0) blas::caxpby(Cplx(1), *L.t, Cplx(1), x);
+  if (q.post_smooth > 0) {
+    L.op->apply(*L.r, x);
+    blas::caxpby(Cplx(1), b, Cplx(-1), *L.r);  // r = b - M x
+    smooth(l, *L.e, *L.r, q.post_smooth);
+    blas::caxpby(Cplx(1), *L.e, Cplx(1), x);
+  }
+}
+
+void Multigrid::apply(ColorSpinorField& x, const ColorSpinorField& b) {
+  Level& F = *levels_[0];
+  require(F.transfer != nullptr && levels_.back()->op != nullptr, "multigrid applied before setup");
+  const LogScope log(LogEvent::mg_apply, 0, true);
+  // The cycle reads b and writes x: on the caller's fields where they are the fine level's
+  // kind (distinct fields), else on copies converted to it.
+  if (F.b->is_like(x) && F.b->is_like(b) && x.block_data(0) != b.block_data(0)) {
+    cycle(0, x, b);
+    return;
+  }
+  F.b->copy_from(b);
+  cycle(0, *F.x, *F.b);
+  x.copy_from(*F.x);
+}
+
+void Multigrid::apply_parity(ColorSpinorField& x, const ColorSpinorField& f_p, const ColorSpinorField& bhat) {
+  Level& F = *levels_[0];
+  Level& C = *levels_[1];
+  require(F.transfer != nullptr && levels_.back()->op != nullptr, "multigrid applied before setup");
+  require(x.n_parity() == 1 && f_p.n_parity() == 1 && bhat.n_parity() == 1 &&
+              x.block_parity(0) == f_p.block_parity(0) && bhat.block_parity(0) == f_p.block_parity(0),
+          "multigrid apply_parity: x, f_p and bhat must be fields of one parity, the same");
+  require(f_p.precision() == Precision::single && bhat.precision() == Precision::single,
+          "multigrid apply_parity: f_p and bhat must be in single precision (got ", to_string(f_p.precision()), " and ",
+          to_string(bhat.precision()), ")");
+  const LogScope log(LogEvent::mg_apply, 0, true);
+  const int p = f_p.block_parity(0);
+  // The parity cycle needs the even-odd smoother on parity p, after the coarse correction only.
+  if (!smooths_on_parity(0) || !F.hr->is_like(f_p) || !F.hr->is_like(bhat)) {  // the full cycle on f = (f_p, 0)
+    F.b->zero();
+    F.b->parity(p).copy_from(f_p);
+    cycle(0, *F.x, *F.b);
+    x.copy_from(F.x->parity(p));
+    return;
+  }
+  // What cycle() computes for parity p, without the reconstruction of the other.
+  const bool in_place =
+      F.hr->is_like(x) && x.block_data(0) != f_p.block_data(0) && x.block_data(0) != bhat.block_data(0);
+  ColorSpinorField& xp = in_place ? x : *F.hb;
+  {
+    const LogScope t(LogEvent::mg_transfer, 0, true);
+    F.transfer->restrict_to(*C.b, f_p);
+  }
+  coarse_correction(0);
+  correct_on_parity(0, xp, bhat);
+  if (!in_place) x.copy_from(xp);
+  ++F.parity_cycles;
+}
+
+}  // namespace latke::mg

@@ -1,0 +1,81 @@
+// Fused BLAS-1 on color-spinor fields, on either backend, for the native solvers: complex
+// coefficients, updates fused with the norms the solvers need next, reductions summed in
+// double in a fixed order (deterministic run to run). All fields of one call have the same
+// shape and storage precision (double, single or half); arithmetic is in double for double
+// storage and in single otherwise. Mixed precision goes through ColorSpinorField::copy_from,
+// except for the accumulators (caxpy_promote, caxpbypz_promote, multishift_update's solutions).
+// Flops (per complex number, for reports): caxpby 8, caxpbypcz 14, with a norm +2, a dot 4;
+// the multi-vector forms 8 per vector (dot) and 8 per vector (axpy); multishift_update 10 per shift;
+// the set forms as their one-field forms, per field.
+#pragma once
+
+#include <vector>
+
+#include "src/core/complex.h"
+#include "src/fields/color_spinor_field.h"
+
+namespace latke::blas {
+
+using Cplx = Complex<double>;
+
+/// @brief y = a x + b y.
+void caxpby(Cplx a, const ColorSpinorField& x, Cplx b, ColorSpinorField& y);
+/// @brief y = a x + b y; returns |y|^2 summed over all ranks.
+double caxpby_norm(Cplx a, const ColorSpinorField& x, Cplx b, ColorSpinorField& y);
+/// @brief z = a x + b y + c z.
+void caxpbypcz(Cplx a, const ColorSpinorField& x, Cplx b, const ColorSpinorField& y, Cplx c, ColorSpinorField& z);
+
+/// @brief z += a x, where z may be stored more precisely than x (same shape otherwise): the
+/// partial solution of a mixed-precision solver, kept in single when its updates are in half.
+void caxpy_promote(Cplx a, const ColorSpinorField& x, ColorSpinorField& z);
+/// @brief z += a x + b y, x and y in one precision and z in the same or a higher one.
+void caxpbypz_promote(Cplx a, const ColorSpinorField& x, Cplx b, const ColorSpinorField& y, ColorSpinorField& z);
+
+struct DotNorms {
+  Cplx dot;        ///< <x, y> = sum conj(x) y
+  double xx = 0;   ///< |x|^2
+  double yy = 0;   ///< |y|^2
+};
+/// @brief <x, y>, |x|^2 and |y|^2 in one pass, summed over all ranks.
+DotNorms cdot_norms(const ColorSpinorField& x, const ColorSpinorField& y);
+/// @brief y = a x + b y, then <z, y>, |z|^2 and |y|^2 of the new y, in one pass and one host
+/// synchronisation (BiCGstab's residual update with the next iteration's <rhat, r>). The sums
+/// are of y as computed, before it is rounded to its storage.
+DotNorms caxpby_cdot_norms(Cplx a, const ColorSpinorField& x, Cplx b, ColorSpinorField& y, const ColorSpinorField& z);
+
+/// Vectors per pass of the multi-vector kernels below (more are done in several passes).
+inline constexpr int multi_chunk = 8;
+
+/// @brief out[i] = <x[i], y> for i < n, summed over all ranks: one pass over y and one
+/// reduction (and one host synchronisation) per multi_chunk vectors, as Gram-Schmidt needs.
+void cdot_multi(const ColorSpinorField* const* x, int n, const ColorSpinorField& y, Cplx* out);
+/// @brief y += sum_i a[i] x[i] for i < n, in one pass over y per multi_chunk vectors; y may be
+/// stored more precisely than the x (an accumulator, as for caxpy_promote).
+void caxpy_multi(const Cplx* a, const ColorSpinorField* const* x, int n, ColorSpinorField& y);
+
+/// Fields per call of the set forms below.
+inline constexpr int set_max = 32;
+/// @brief Multi-right-hand-side form: for every field k of sets made by
+/// ColorSpinorField::make_set (one shape, at most set_max fields), z_k = a[k] x_k + b[k] y_k +
+/// c[k] z_k (no y term when y is null), in one pass over the sets; with norms non-null,
+/// norms[k] = |z_k|^2 summed over all ranks (one host synchronisation). x and y share a
+/// precision; z may be stored more precisely (an accumulator). Half-precision sets and
+/// accumulators: Wilson or staggered fields only.
+void caxpbypcz_set(const Cplx* a, const std::vector<ColorSpinorField>& x, const Cplx* b,
+                   const std::vector<ColorSpinorField>* y, const Cplx* c, std::vector<ColorSpinorField>& z,
+                   double* norms = nullptr);
+/// @brief out[k] = <x_k, y_k>, |x_k|^2, |y_k|^2 for the fields of two sets of one precision (as
+/// caxpbypcz_set), summed over all ranks: one pass and one host synchronisation for the whole set.
+void cdot_norms_set(const std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& y, DotNorms* out);
+
+/// Shifts one multishift_update kernel handles; more are done in several passes.
+inline constexpr int multishift_max = 8;
+/// @brief The multi-shift CG update of every shift k in one pass over r (r read once):
+/// x_k += alpha_k p_k, then p_k = zeta_k r + beta_k p_k, with real coefficients. All fields of
+/// one shape and precision, except that the solutions x may be stored more precisely (all in one
+/// precision); x and p hold one field per shift (distinct fields).
+void multishift_update(const ColorSpinorField& r, const std::vector<ColorSpinorField*>& x,
+                       const std::vector<ColorSpinorField*>& p, const std::vector<double>& alpha,
+                       const std::vector<double>& zeta, const std::vector<double>& beta);
+
+}  // namespace latke::blas
