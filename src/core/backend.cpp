@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <string>
 
 #include "src/core/error.h"
 
@@ -65,6 +66,7 @@ struct CudaState {
   bool active = false;
   void* compute = nullptr;
   void* comm = nullptr;
+  bool comm_priority = false;
   DeviceInfo info;
 };
 CudaState& cuda_state() {
@@ -87,7 +89,14 @@ void activate_backend(Backend b, int local_rank) {
   LATKE_CUDA_CALL(cudaSetDevice(dev));
   cudaStream_t a, c;
   LATKE_CUDA_CALL(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
-  LATKE_CUDA_CALL(cudaStreamCreateWithFlags(&c, cudaStreamNonBlocking));
+  // The halo path (pack kernels, peer copies) on the highest priority the device has: its
+  // blocks go ahead of the interior kernel's pending ones instead of waiting for its last wave.
+  // LATKE_COMM_PRIORITY=0 keeps the default priority (for comparisons).
+  int least = 0, greatest = 0;
+  LATKE_CUDA_CALL(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  const char* prio = std::getenv("LATKE_COMM_PRIORITY");
+  s.comm_priority = !(prio && std::string(prio) == "0") && greatest < least;
+  LATKE_CUDA_CALL(cudaStreamCreateWithPriority(&c, cudaStreamNonBlocking, s.comm_priority ? greatest : least));
   s.compute = a;
   s.comm = c;
   cudaDeviceProp p;
@@ -101,6 +110,7 @@ void activate_backend(Backend b, int local_rank) {
 
 Stream compute_stream() { return Stream{cuda_state().compute}; }
 Stream comm_stream() { return Stream{cuda_state().comm}; }
+bool comm_stream_prioritized() { return cuda_state().comm_priority; }
 DeviceInfo device_info() { return cuda_state().info; }
 
 std::size_t free_memory(Backend b) {

@@ -38,6 +38,8 @@ struct Stream {
 Stream compute_stream();
 /// @brief The stream that packing and halo copies run on, so they overlap with compute.
 Stream comm_stream();
+/// Whether the comm stream runs at the device's highest priority (LATKE_COMM_PRIORITY=0: not).
+bool comm_stream_prioritized();
 
 /// @brief Block the host until all work queued on b (both streams) has finished.
 void synchronize(Backend b);
