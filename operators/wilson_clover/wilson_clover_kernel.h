@@ -117,6 +117,9 @@ struct DslashArg {
   int cut_mask = 0;      ///< bit mu: hops across block boundaries in mu are dropped (domain-local)
   int inner_mask = 0;    ///< bit mu: hops in mu that stay inside a block are dropped (apply_split)
   int block[4] = {1, 1, 1, 1};
+  /// The partial modes' sums of the boundary sites: real r of slot s at partial[r * slots + s].
+  T* partial = nullptr;
+  int slots = 0;
 };
 
 /// The hopping sum D_hop in (x) at one site with no faces (nothing split), for the set kernel.
@@ -186,7 +189,8 @@ struct DslashKernel {
     const int parity = arg.parity;
     int c[4];
     int x_cb, full;
-    if (arg.mode == exterior) {
+    const bool partial_in = arg.mode == interior_partial, partial_out = arg.mode == exterior_partial;
+    if (arg.mode == exterior || partial_out) {
       int mu0, side;
       if (!arg.faces.face_site(idx, parity, mu0, side, c)) return;
       for (int nu = 0; nu < mu0; ++nu)
@@ -203,7 +207,12 @@ struct DslashKernel {
     const int* L = arg.faces.geom.L;
     const T s = arg.sign;
     ColorSpinor<T, 3, 4> acc;
-    acc.zero();
+    if (partial_out) {  // the hops on the rank, summed by the interior pass
+      LATKE_UNROLL for (int k = 0; k < 12; ++k) acc.d[k / 3][k % 3] =
+          Complex<T>(arg.partial[(2 * k) * arg.slots + idx], arg.partial[(2 * k + 1) * arg.slots + idx]);
+    } else {
+      acc.zero();
+    }
     int stride = 1;
     static_for<4>([&](auto mu_) {
       constexpr int mu = decltype(mu_)::value;
@@ -214,6 +223,11 @@ struct DslashKernel {
         const bool cut = (arg.cut_mask >> mu) & 1, inner = (arg.inner_mask >> mu) & 1;
         forward = w == arg.block[mu] - 1 ? !cut : !inner;
         backward = w == 0 ? !cut : !inner;
+      }
+      if (partial_in || partial_out) {  // the hops from the faces in the exterior pass only
+        const bool face_f = split && c[mu] == L[mu] - 1, face_b = split && c[mu] == 0;
+        forward = forward && face_f == partial_out;
+        backward = backward && face_b == partial_out;
       }
       if (forward) {  // forward: (1 + s gamma_mu) U_mu(x) psi(x + mu)
         ColorSpinor<T, 3, 2> h;
@@ -246,6 +260,16 @@ struct DslashKernel {
       stride *= L[mu];
     });
 
+    if (partial_in) {
+      const int slot = arg.faces.slot(c);
+      if (slot >= 0) {  // a boundary site: its sum waits for the exterior pass
+        LATKE_UNROLL for (int k = 0; k < 12; ++k) {
+          arg.partial[(2 * k) * arg.slots + slot] = acc.d[k / 3][k % 3].re;
+          arg.partial[(2 * k + 1) * arg.slots + slot] = acc.d[k / 3][k % 3].im;
+        }
+        return;
+      }
+    }
     arg.out.save(epilogue<E>(arg, acc, arg.x, x_cb), x_cb);
   }
 };

@@ -4,6 +4,11 @@
 // Included only by the per-precision files.
 #pragma once
 
+#include <array>
+#include <chrono>
+#include <map>
+#include <sstream>
+
 #include "operators/wilson_clover/wilson_clover_kernel.h"
 #include "operators/wilson_clover/wilson_clover_launch.h"
 #include "src/core/error.h"
@@ -92,7 +97,6 @@ void run_dslash(const DslashRequest& rq) {
     launch(b, LocalDslashKernel<Store, R, E>{arg}, {vcb});
     return;
   }
-  rq.halo->begin();  // picks the receive set that recv_face returns
   PackKernel<Store, R> pack;
   pack.in = arg.in;
   pack.gauge = arg.gauge;
@@ -101,23 +105,67 @@ void run_dslash(const DslashRequest& rq) {
   for (int mu = 0; mu < 4; ++mu) {
     pack.last_slice[mu] = arg.last_slice[mu];
     pack.phase[mu] = arg.phase[mu];
-    if (!lat.partitioned(mu)) continue;
-    for (int side = 0; side < 2; ++side) {
-      pack.send[mu][side] = face_array<Store, 12>(rq.halo->send_face(mu, side), arg.faces.face_cb[mu]);
-      arg.ghost[mu][side] = face_array<Store, 12>(rq.halo->recv_face(mu, side ? +1 : -1), arg.faces.face_cb[mu]);
-    }
   }
   pack.phase_mask = arg.phase_mask;
   pack.sign = arg.sign;
   const int n_face = arg.faces.face_begin[4];
-
-  launch(b, pack, {n_face}, comm_stream());
-  arg.mode = interior;
-  launch(b, DslashKernel<Store, R, E>{arg}, {vcb});
-  rq.halo->finish();
-  arg.mode = exterior;
-  launch(b, DslashKernel<Store, R, E>{arg}, {n_face});
-  rq.halo->end();
+  using T = typename compute_type<Store>::type;
+  // The exterior pass (halo.h): boundary sites whole, or their on-rank hops in the interior
+  // pass and the face hops after the exchange. Where blocks mask hops (apply_split) only whole.
+  auto run = [&](bool partial) {
+    if (partial) {
+      arg.slots = n_face;
+      arg.partial = static_cast<T*>(rq.halo->scratch(static_cast<std::size_t>(24) * n_face * sizeof(T)));
+    }
+    rq.halo->begin();  // picks the receive set that recv_face returns, and where faces go
+    for (int mu = 0; mu < 4; ++mu)
+      if (lat.partitioned(mu))
+        for (int side = 0; side < 2; ++side) {
+          pack.send[mu][side] = face_array<Store, 12>(rq.halo->send_face(mu, side), arg.faces.face_cb[mu]);
+          arg.ghost[mu][side] = face_array<Store, 12>(rq.halo->recv_face(mu, side ? +1 : -1), arg.faces.face_cb[mu]);
+        }
+    launch(b, pack, {n_face}, comm_stream());
+    arg.mode = partial ? interior_partial : interior;
+    launch(b, DslashKernel<Store, R, E>{arg}, {vcb});
+    rq.halo->finish();
+    arg.mode = partial ? exterior_partial : exterior;
+    launch(b, DslashKernel<Store, R, E>{arg}, {n_face});
+    rq.halo->end();
+  };
+  const bool may_split = arg.cut_mask == 0 && arg.inner_mask == 0;
+  int choice = may_split ? exterior_pass_choice() : 0;
+  if (choice < 0) {
+    // Chosen once per kernel instance and local and process grid, the same on every rank (so
+    // every rank times at the same call); timed on this call's fields, which the candidates
+    // overwrite alike.
+    static std::map<std::array<int, 8>, int> chosen;
+    const std::array<int, 8> where{lat.local()[0], lat.local()[1], lat.local()[2], lat.local()[3],
+                                   lat.grid()[0],  lat.grid()[1],  lat.grid()[2],  lat.grid()[3]};
+    auto it = chosen.find(where);
+    if (it == chosen.end()) {
+      std::ostringstream key;
+      key << "wilson_dslash_exterior " << sizeof(Store) << "B r" << static_cast<int>(R) << " e" << static_cast<int>(E)
+          << " local " << where[0] << "x" << where[1] << "x" << where[2] << "x" << where[3] << " grid " << where[4]
+          << "x" << where[5] << "x" << where[6] << "x" << where[7];
+      const int c = choose_policy(lat, key.str(), 2, [&](int i) {
+        for (int k = 0; k < 3; ++k) run(i == 1);  // warm-up: the kernels tune their launches here
+        synchronize(b);
+        if (b == Backend::cpu) {
+          const auto t0 = std::chrono::steady_clock::now();
+          for (int k = 0; k < 10; ++k) run(i == 1);
+          return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / 10;
+        }
+        Event e0, e1;
+        e0.record(compute_stream());
+        for (int k = 0; k < 10; ++k) run(i == 1);
+        e1.record(compute_stream());
+        return Event::elapsed_ms(e0, e1) / 10;
+      });
+      it = chosen.emplace(where, c).first;
+    }
+    choice = it->second;
+  }
+  run(choice == 1);
 }
 
 template <typename Store, Reconstruct R>

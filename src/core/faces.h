@@ -11,7 +11,12 @@
 namespace latke {
 
 /// Which sites a hopping kernel launch covers when halos are exchanged.
-enum DslashMode : int { all_sites = 0, interior = 1, exterior = 2 };
+/// interior/exterior: sites with no off-rank neighbour, then the others whole (every hop) once
+/// the faces are in. interior_partial/exterior_partial: every site's hops that stay on the rank
+/// (a boundary site's sum kept apart, FaceGeometry::slot), then only the boundary sites' hops
+/// from the faces, added to that sum: the exterior pass reads one face hop per site instead of
+/// eight hops, which its few threads cannot hide the latency of.
+enum DslashMode : int { all_sites = 0, interior = 1, exterior = 2, interior_partial = 3, exterior_partial = 4 };
 
 /// Index of a site's position on a slice of dimension MU (the other three coordinates,
 /// checkerboarded): the same on the sending and the receiving rank.
@@ -65,6 +70,18 @@ struct FaceGeometry {
 
   LATKE_HOST_DEVICE LATKE_INLINE bool on_split_face(int mu, const int (&c)[4]) const {
     return ((comm_mask >> mu) & 1) && (c[mu] == 0 || c[mu] == geom.L[mu] - 1);
+  }
+  /// The exterior thread index of a site on a split face: on the face of the lowest split
+  /// dimension it touches (the thread that does it, face_site), or -1 when it touches none.
+  LATKE_HOST_DEVICE LATKE_INLINE int slot(const int (&c)[4]) const {
+    for (int mu = 0; mu < 4; ++mu)
+      if (on_split_face(mu, c)) {
+        int idx = 0;
+        for (int nu = 3; nu >= 0; --nu)
+          if (nu != mu) idx = idx * geom.L[nu] + c[nu];
+        return face_begin[mu] + (c[mu] == 0 ? 0 : face_cb[mu]) + (idx >> 1);
+      }
+    return -1;
   }
 };
 

@@ -2,6 +2,9 @@
 // choreography.
 #include "src/core/halo.h"
 
+#include <algorithm>
+#include <chrono>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -9,8 +12,10 @@
 
 #include "src/core/error.h"
 #include "src/core/log.h"
+#include "src/core/tune.h"
 
 #ifdef LATKE_HAVE_CUDA
+#include <cuda.h>  // stream memory operations' types; the functions come through the runtime
 #include <cuda_runtime.h>
 #endif
 #if defined(OPEN_MPI) && OPEN_MPI
@@ -27,6 +32,103 @@ int sender_side(int from_ahead) { return from_ahead ? 0 : 1; }  // which face of
 int peer_of(const Lattice& lat, int mu, int side) { return lat.neighbour(mu, side == 0 ? -1 : +1); }
 }  // namespace
 
+namespace {
+bool profiling = false;
+HaloProfile profile_sums;
+}  // namespace
+
+void set_halo_profiling(bool on) {
+  profiling = on;
+  if (on) profile_sums = HaloProfile{};
+}
+
+HaloProfile halo_profile() { return profile_sums; }
+
+int exterior_pass_choice() {
+  static const int choice = [] {
+    const char* v = std::getenv("LATKE_DSLASH_EXTERIOR");
+    if (v && std::string(v) == "auto") return -1;
+    if (!v || std::string(v) == "whole") return 0;
+    require(std::string(v) == "partial", "LATKE_DSLASH_EXTERIOR '", v, "': expected auto, whole or partial");
+    return 1;
+  }();
+  return choice;
+}
+
+int choose_policy(const Lattice& lat, const std::string& key, int n, const std::function<double(int)>& time) {
+  const int mine = tuning_enabled() ? tuned_block_size(key) - 1 : 0;  // stored as index + 1
+  int lo = 0, hi = 0;
+  MPI_Allreduce(&mine, &lo, 1, MPI_INT, MPI_MIN, lat.comm());
+  MPI_Allreduce(&mine, &hi, 1, MPI_INT, MPI_MAX, lat.comm());
+  if (lo == hi && lo >= 0 && lo < n) return lo;
+  int best = 0;
+  double best_ms = 0;
+  for (int i = 0; i < n; ++i) {
+    const double ms = time(i);
+    double worst = 0;
+    MPI_Allreduce(&ms, &worst, 1, MPI_DOUBLE, MPI_MAX, lat.comm());
+    if (i == 0 || worst < best_ms) best = i, best_ms = worst;
+  }
+  store_block_size(key, best + 1, best_ms);
+  return best;
+}
+
+void* HaloExchange::scratch(std::size_t bytes) {
+  if (scratch_.bytes() < bytes) {
+    synchronize(backend_);  // the old scratch may still be read
+    scratch_ = Buffer(memory_for(backend_), bytes);
+  }
+  return scratch_.data();
+}
+
+struct HaloExchange::Timing {
+  Event begin, interior, packed, delivered, done;
+};
+
+#ifdef LATKE_HAVE_CUDA
+namespace {
+// cuStreamWaitValue32 / cuStreamWriteValue32 (v2), found through the runtime so that Latke
+// does not link the driver library (hosts without a GPU load it without one).
+using MemOp = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+struct MemOps {
+  MemOp wait = nullptr, write = nullptr;
+};
+const MemOps& mem_ops() {
+  static const MemOps ops = [] {
+    MemOps o;
+    auto find = [](const char* name) -> MemOp {
+      void* f = nullptr;
+      cudaDriverEntryPointQueryResult q{};
+      if (cudaGetDriverEntryPointByVersion(name, &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+          q != cudaDriverEntryPointSuccess) {
+        cudaGetLastError();
+        return nullptr;
+      }
+      return reinterpret_cast<MemOp>(f);
+    };
+    o.wait = find("cuStreamWaitValue32");
+    o.write = find("cuStreamWriteValue32");
+    return o;
+  }();
+  return ops;
+}
+/// The stream waits until the 32-bit flag at addr has reached v (wrap-around safe).
+void stream_wait(Stream s, const void* addr, unsigned v) {
+  const CUresult r = mem_ops().wait(static_cast<CUstream>(s.handle), reinterpret_cast<CUdeviceptr>(addr), v,
+                                    CU_STREAM_WAIT_VALUE_GEQ);
+  require(r == CUDA_SUCCESS, "halo exchange: cuStreamWaitValue32 failed (CUresult ", static_cast<int>(r), ")");
+}
+/// The stream writes v to the flag at addr after a fence on its earlier work (its faces).
+void stream_write(Stream s, void* addr, unsigned v) {
+  const CUresult r = mem_ops().write(static_cast<CUstream>(s.handle), reinterpret_cast<CUdeviceptr>(addr), v,
+                                     CU_STREAM_WRITE_VALUE_DEFAULT);
+  require(r == CUDA_SUCCESS, "halo exchange: cuStreamWriteValue32 failed (CUresult ", static_cast<int>(r), ")");
+}
+unsigned* flag(const Buffer& b, int set) { return static_cast<unsigned*>(b.data()) + set; }
+unsigned* flag(void* p, int set) { return static_cast<unsigned*>(p) + set; }
+}  // namespace
+#endif
+
 bool mpi_cuda_aware() {
   if (const char* v = std::getenv("LATKE_MPI_CUDA_AWARE")) return std::string(v) == "1";
 #if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
@@ -36,16 +138,33 @@ bool mpi_cuda_aware() {
 #endif
 }
 
-HaloExchange::HaloExchange(const Lattice& lat, Backend backend, std::size_t site_bytes, int depth)
-    : lat_(lat), backend_(backend) {
+namespace {
+std::array<std::size_t, 4> site_faces(const Lattice& lat, std::size_t site_bytes, int depth) {
   require(depth >= 1, "halo depth ", depth, ": expected a positive number of slices");
-  cuda_aware_ = backend == Backend::cuda && mpi_cuda_aware();
-  const bool staged = backend == Backend::cuda && !cuda_aware_;
+  std::array<std::size_t, 4> b{};
   for (int mu = 0; mu < 4; ++mu) {
     if (!lat.partitioned(mu)) continue;
     require(depth <= lat.local()[mu], "halo depth ", depth, " in dimension ", mu, ": the local extent is only ",
             lat.local()[mu]);
-    face_bytes_[mu] = (static_cast<std::size_t>(depth) * lat.face_volume_cb(mu) * site_bytes + 255) / 256 * 256;
+    b[mu] = static_cast<std::size_t>(depth) * lat.face_volume_cb(mu) * site_bytes;
+  }
+  return b;
+}
+}  // namespace
+
+HaloExchange::HaloExchange(const Lattice& lat, Backend backend, std::size_t site_bytes, int depth)
+    : HaloExchange(lat, backend, site_faces(lat, site_bytes, depth)) {}
+
+HaloExchange::HaloExchange(const Lattice& lat, Backend backend, const std::array<std::size_t, 4>& face_bytes)
+    : lat_(lat), backend_(backend) {
+  cuda_aware_ = backend == Backend::cuda && mpi_cuda_aware();
+  const bool staged = backend == Backend::cuda && !cuda_aware_;
+  for (int mu = 0; mu < 4; ++mu) {
+    if (!lat.partitioned(mu)) continue;
+    face_bytes_[mu] = (face_bytes[mu] + 255) / 256 * 256;
+    require(face_bytes_[mu] <= static_cast<std::size_t>(INT_MAX), "halo exchange: a face of ", face_bytes_[mu],
+            " bytes in dimension ", mu, " is more than one MPI message carries (", INT_MAX,
+            "); use more ranks in the other dimensions");
     for (int s = 0; s < 2; ++s) {
       send_[mu][s] = Buffer(memory_for(backend), face_bytes_[mu]);
       if (staged) send_host_[mu][s] = Buffer(MemoryKind::pinned, face_bytes_[mu]);
@@ -139,11 +258,83 @@ void HaloExchange::setup_peer_to_peer() {
         for (int k = 0; k < 2; ++k)
           LATKE_CUDA_CALL(cudaIpcOpenMemHandle(&remote_[k][mu][side], theirs[(mu * 2 + side) * 2 + k],
                                                cudaIpcMemLazyEnablePeerAccess));
+  setup_device_signals();
+#endif
+}
+
+void HaloExchange::setup_device_signals() {
+#ifdef LATKE_HAVE_CUDA
+  // Every rank must choose the same way, so the choice is agreed over all of them.
+  const char* v = std::getenv("LATKE_HALO_SIGNAL");
+  require(!v || std::string(v) == "device" || std::string(v) == "host", "LATKE_HALO_SIGNAL '", v,
+          "': expected device or host");
+  int mine = !(v && std::string(v) == "host") && mem_ops().wait && mem_ops().write, all = 0, links = 0;
+  for (int mu = 0; mu < 4; ++mu)
+    for (int s = 0; s < 2; ++s)
+      if (lat_.partitioned(mu)) {
+        ++links;
+        mine &= p2p_out_[mu][s] && p2p_in_[mu][s];
+      }
+  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, lat_.comm());
+  if (!all || links == 0) return;
+  for (int mu = 0; mu < 4; ++mu)
+    for (int s = 0; s < 2; ++s)
+      if (lat_.partitioned(mu)) {
+        sig_in_[mu][s] = Buffer(MemoryKind::device, 256);
+        sig_out_[mu][s] = Buffer(MemoryKind::device, 256);
+        zero_bytes(sig_in_[mu][s].data(), 256, MemoryKind::device, compute_stream());
+        zero_bytes(sig_out_[mu][s].data(), 256, MemoryKind::device, compute_stream());
+      }
+  synchronize(compute_stream());
+  // The writer of my "delivered" flags on incoming link (mu, d) is that link's sender; the
+  // writer of my "free" flag on outgoing link (mu, s) is that link's receiver.
+  std::vector<cudaIpcMemHandle_t> mine_h(16), theirs_h(16);
+  std::vector<MPI_Request> req;
+  for (int mu = 0; mu < 4; ++mu) {
+    if (!lat_.partitioned(mu)) continue;
+    for (int d = 0; d < 2; ++d) {
+      LATKE_CUDA_CALL(cudaIpcGetMemHandle(&mine_h[2 * mu + d], sig_in_[mu][d].data()));
+      req.emplace_back();
+      MPI_Isend(&mine_h[2 * mu + d], sizeof(cudaIpcMemHandle_t), MPI_BYTE, lat_.neighbour(mu, d ? +1 : -1),
+                600 + 2 * mu + sender_side(d), lat_.comm(), &req.back());
+      req.emplace_back();
+      MPI_Irecv(&theirs_h[2 * mu + d], sizeof(cudaIpcMemHandle_t), MPI_BYTE, peer_of(lat_, mu, d), 600 + 2 * mu + d,
+                lat_.comm(), &req.back());
+      LATKE_CUDA_CALL(cudaIpcGetMemHandle(&mine_h[8 + 2 * mu + d], sig_out_[mu][d].data()));
+      req.emplace_back();
+      MPI_Isend(&mine_h[8 + 2 * mu + d], sizeof(cudaIpcMemHandle_t), MPI_BYTE, peer_of(lat_, mu, d), 700 + 2 * mu + d,
+                lat_.comm(), &req.back());
+      req.emplace_back();
+      MPI_Irecv(&theirs_h[8 + 2 * mu + d], sizeof(cudaIpcMemHandle_t), MPI_BYTE, lat_.neighbour(mu, d ? +1 : -1),
+                700 + 2 * mu + sender_side(d), lat_.comm(), &req.back());
+    }
+  }
+  MPI_Waitall(static_cast<int>(req.size()), req.data(), MPI_STATUSES_IGNORE);
+  for (int mu = 0; mu < 4; ++mu) {
+    if (!lat_.partitioned(mu)) continue;
+    for (int d = 0; d < 2; ++d) {
+      // theirs_h[2mu + s]: the "delivered" flags of the receiver of my outgoing face (mu, s);
+      // theirs_h[8 + 2mu + d]: the "free" flag of the sender of my incoming face (mu, d).
+      LATKE_CUDA_CALL(
+          cudaIpcOpenMemHandle(&remote_sig_in_[mu][d], theirs_h[2 * mu + d], cudaIpcMemLazyEnablePeerAccess));
+      LATKE_CUDA_CALL(
+          cudaIpcOpenMemHandle(&remote_sig_out_[mu][d], theirs_h[8 + 2 * mu + d], cudaIpcMemLazyEnablePeerAccess));
+    }
+  }
+  device_signals_ = true;
 #endif
 }
 
 HaloExchange::~HaloExchange() {
+  timing_.reset();
 #ifdef LATKE_HAVE_CUDA
+  if (device_signals_) cudaDeviceSynchronize();  // no flag operation of this exchange still queued
+  for (auto& dim : remote_sig_in_)
+    for (void* p : dim)
+      if (p) cudaIpcCloseMemHandle(p);
+  for (auto& dim : remote_sig_out_)
+    for (void* p : dim)
+      if (p) cudaIpcCloseMemHandle(p);
   for (auto& set : remote_)
     for (auto& dim : set)
       for (void* p : dim)
@@ -168,12 +359,36 @@ std::string HaloExchange::describe() const {
   std::ostringstream o;
   if (links == 0) return "none (nothing split)";
   if (backend_ == Backend::cpu) return "MPI on host memory";
-  if (p2p) o << "peer-to-peer " << p2p << "/" << links << " links";
+  if (device_signals_)
+    o << "peer-to-peer " << p2p << "/" << links << " links, faces packed into the neighbours' buffers, signalled on the device";
+  else if (p2p)
+    o << "peer-to-peer " << p2p << "/" << links << " links";
   if (p2p < links) o << (p2p ? ", rest " : "") << (cuda_aware_ ? "CUDA-aware MPI" : "staged through pinned host memory");
+  o << (comm_stream_prioritized() ? "; halo stream at high priority" : "; halo stream at default priority");
+  const int ext = exterior_pass_choice();
+  o << (ext < 0 ? "; exterior pass: autotuned" : ext ? "; exterior pass: face hops" : "; exterior pass: whole boundary sites");
   return o.str();
 }
 
 void HaloExchange::begin() {
+#ifdef LATKE_HAVE_CUDA
+  if (device_signals_) {
+    ++seq_;
+    set_ = static_cast<int>(seq_ & 1);
+    compute_ready_.record(compute_stream());
+    compute_ready_.wait(comm_stream());
+    // The neighbours have read this set's faces of the exchange before last.
+    if (seq_ > 2)
+      for (int mu = 0; mu < 4; ++mu)
+        for (int s = 0; s < 2; ++s)
+          if (lat_.partitioned(mu)) stream_wait(comm_stream(), flag(sig_out_[mu][s], 0), seq_ - 2);
+    if (profiling) {
+      if (!timing_) timing_ = std::make_unique<Timing>();
+      timing_->begin.record(compute_stream());
+    }
+    return;
+  }
+#endif
   requests_.clear();
   ready_.clear();
   const bool staging = backend_ == Backend::cuda && !cuda_aware_;
@@ -203,12 +418,37 @@ void HaloExchange::begin() {
   if (backend_ == Backend::cuda) {
     compute_ready_.record(compute_stream());
     compute_ready_.wait(comm_stream());
+    if (profiling) {
+      if (!timing_) timing_ = std::make_unique<Timing>();
+      timing_->begin.record(compute_stream());
+    }
   }
 }
 
 void HaloExchange::finish() {
   const LogScope log(LogEvent::halo, 0, false);
   const bool staging = backend_ == Backend::cuda && !cuda_aware_;
+  const bool timed = profiling && timing_ && backend_ == Backend::cuda;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (timed) {
+    timing_->interior.record(compute_stream());  // the interior kernel was the last launched there
+    timing_->packed.record(comm_stream());
+  }
+#ifdef LATKE_HAVE_CUDA
+  if (device_signals_) {
+    for (int mu = 0; mu < 4; ++mu)
+      for (int s = 0; s < 2; ++s)
+        if (lat_.partitioned(mu)) stream_write(comm_stream(), flag(remote_sig_in_[mu][s], set_), seq_);
+    ghosts_ready_.record(comm_stream());  // my faces are read and sent: the input may change after
+    ghosts_ready_.wait(compute_stream());
+    for (int mu = 0; mu < 4; ++mu)
+      for (int d = 0; d < 2; ++d)
+        if (lat_.partitioned(mu)) stream_wait(compute_stream(), flag(sig_in_[mu][d], set_), seq_);
+    if (timed) timing_->delivered.record(compute_stream());
+    finish_host_us_ = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    return;
+  }
+#endif
   for (int mu = 0; mu < 4; ++mu)
     if (lat_.partitioned(mu))
       for (int s = 0; s < 2; ++s)
@@ -245,13 +485,39 @@ void HaloExchange::finish() {
               copy_bytes(recv_[set_][mu][d].data(), recv_host_[set_][mu][d].data(), face_bytes_[mu], comm_stream());
     ghosts_ready_.record(comm_stream());
     ghosts_ready_.wait(compute_stream());
+    if (timed) timing_->delivered.record(comm_stream());
   }
+  finish_host_us_ = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
 }
 
 void HaloExchange::end() {
   if (backend_ != Backend::cuda) return;
-  consumed_[set_].record(compute_stream());
-  pending_[set_] = true;
+#ifdef LATKE_HAVE_CUDA
+  if (device_signals_) {  // the exterior has read the faces: the senders may write this set again
+    for (int mu = 0; mu < 4; ++mu)
+      for (int d = 0; d < 2; ++d)
+        if (lat_.partitioned(mu)) stream_write(compute_stream(), flag(remote_sig_out_[mu][d], 0), seq_);
+  } else
+#endif
+  {
+    consumed_[set_].record(compute_stream());
+    pending_[set_] = true;
+  }
+  if (profiling && timing_) {
+    Timing& e = *timing_;
+    e.done.record(compute_stream());
+    const double interior = 1e3 * Event::elapsed_ms(e.begin, e.interior);
+    const double delivered = 1e3 * Event::elapsed_ms(e.begin, e.delivered);
+    const double done = 1e3 * Event::elapsed_ms(e.begin, e.done);
+    HaloProfile& s = profile_sums;
+    ++s.exchanges;
+    s.interior_us += interior;
+    s.packed_us += 1e3 * Event::elapsed_ms(e.begin, e.packed);
+    s.delivered_us += delivered;
+    s.done_us += done;
+    s.exterior_us += done - std::max(interior, delivered);
+    s.host_finish_us += finish_host_us_;
+  }
 }
 
 }  // namespace latke

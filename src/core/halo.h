@@ -5,6 +5,12 @@
 // L_mu-3..L_mu-1). What a face site carries is the operator's business (Wilson: a spin-
 // projected half-spinor; staggered: a color vector); this class owns the buffers and moves
 // them, per link the fastest way there is:
+//   device-signalled  every link of every rank peer to peer (CUDA IPC, NVLink where there is
+//                 one): the pack kernel writes straight into the neighbour's receive buffer,
+//                 and flags in device memory, written and waited for by stream memory
+//                 operations, say "face delivered" and "buffer free": no host, no MPI, no copy
+//                 per exchange, so the host never waits and the exterior starts as soon as the
+//                 faces land (LATKE_HALO_SIGNAL=host turns it off)
 //   peer-to-peer  neighbour's GPU on the same node: the sender copies its face straight into
 //                 the receiver's buffer (CUDA IPC, NVLink where there is one); MPI carries
 //                 only zero-byte "buffer free" and "face delivered" messages
@@ -23,6 +29,8 @@
 #pragma once
 
 #include <array>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -37,18 +45,55 @@ namespace latke {
 /// @brief Whether MPI can take device pointers (OpenMPI's query, or LATKE_MPI_CUDA_AWARE=0/1).
 bool mpi_cuda_aware();
 
+/// Where the time of halo-exchanging operator applications goes, summed over the exchanges
+/// made while profiling is on (CUDA backend; microseconds from the exchange's begin on the
+/// compute stream): the interior kernel done, the faces packed, the ghosts delivered (copied
+/// to the peer, or staged and uploaded, and every neighbour's signal in), and the exterior
+/// kernel done; and the host's time in finish(), which waits for the packing and the
+/// neighbours. Profiling synchronizes at each exchange's end, so time only the profile
+/// itself with it on.
+struct HaloProfile {
+  long exchanges = 0;
+  double interior_us = 0, packed_us = 0, delivered_us = 0, done_us = 0, host_finish_us = 0;
+  /// The exterior kernel's share: from the later of interior and delivery to done.
+  double exterior_us = 0;
+};
+/// @brief How stencils do their exterior (boundary) pass, from LATKE_DSLASH_EXTERIOR: 0
+/// (unset or "whole": the boundary sites whole, every hop, after the exchange), 1 ("partial":
+/// the interior pass sums every site's on-rank hops, the exterior adds the hops from the
+/// faces, faces.h) or -1 ("auto": the autotuner chooses per kernel, local lattice and grid,
+/// see choose_policy). All give the same sums up to rounding order.
+int exterior_pass_choice();
+
+/// @brief The fastest of n policies of a halo-exchanging stencil: time(i) runs policy i a few
+/// times and returns milliseconds on this rank; the slowest rank's time decides, so every
+/// rank chooses the same. Kept under key in the tune cache (and LATKE_RESOURCE_PATH's file,
+/// which so records the policy); a key every rank has already is not timed again. Collective.
+int choose_policy(const Lattice& lat, const std::string& key, int n, const std::function<double(int)>& time);
+
+/// @brief Start (clearing the sums) or stop profiling every HaloExchange of this process.
+void set_halo_profiling(bool on);
+/// The sums since profiling was last started.
+HaloProfile halo_profile();
+
 class HaloExchange {
  public:
   /// @param site_bytes bytes per face site of payload; layout within a face is the caller's.
   /// @param depth slices per face: each face holds depth x face_volume_cb(mu) sites.
   HaloExchange(const Lattice& lat, Backend backend, std::size_t site_bytes, int depth = 1);
+  /// @param face_bytes bytes of each face per dimension (used where the lattice is split):
+  ///        for payloads that are not whole face sites (the generator's extended slices).
+  HaloExchange(const Lattice& lat, Backend backend, const std::array<std::size_t, 4>& face_bytes);
   ~HaloExchange();
   HaloExchange(const HaloExchange&) = delete;
   HaloExchange& operator=(const HaloExchange&) = delete;
 
   /// Face region that rank sends in dimension mu: side 0 = its x_mu = 0 face (to the rank
-  /// behind), side 1 = its x_mu = L-1 face (to the rank ahead).
-  void* send_face(int mu, int side) const { return send_[mu][side].data(); }
+  /// behind), side 1 = its x_mu = L-1 face (to the rank ahead). Valid from begin() to
+  /// finish() of one exchange: with device signals it is the neighbour's receive buffer.
+  void* send_face(int mu, int side) const {
+    return device_signals_ ? remote_[set_][mu][side] : send_[mu][side].data();
+  }
   /// Face region received in dimension mu from the rank ahead (dir = +1: their x_mu = 0
   /// face, the forward neighbours of my last slice) or behind (dir = -1). Valid from
   /// begin() to end() of one exchange (the sets alternate).
@@ -60,6 +105,9 @@ class HaloExchange {
   void end();
 
   bool cuda_aware() const { return cuda_aware_; }
+  /// Scratch memory of the exchange's backend, at least `bytes` (kept and grown): what a
+  /// stencil keeps between its interior and exterior passes, on the compute stream.
+  void* scratch(std::size_t bytes);
   /// How the links move: "peer-to-peer 4/4 links", "staged through host", ... for reports.
   std::string describe() const;
   /// Bytes sent per exchange by this rank.
@@ -81,7 +129,19 @@ class HaloExchange {
   std::array<std::array<bool, 2>, 4> p2p_out_{}, p2p_in_{};  // [mu][side] / [mu][from ahead]
   std::array<std::array<std::array<void*, 2>, 4>, 2> remote_{};  // peer's receive buffers [set][mu][side]
   std::vector<MPI_Request> ready_;                             // peers' "buffer free" messages
+  struct Timing;  // events of one profiled exchange (halo.cpp)
+  std::unique_ptr<Timing> timing_;
+  Buffer scratch_;
+  double finish_host_us_ = 0;
+  // Device-signalled exchanges: per incoming link [mu][from ahead] the "delivered" flags of the
+  // two sets, per outgoing link [mu][side] the "buffer free" flag (this rank's memory, written
+  // by the neighbour), and the neighbours' flags as opened here.
+  bool device_signals_ = false;
+  unsigned seq_ = 0;
+  std::array<std::array<Buffer, 2>, 4> sig_in_, sig_out_;
+  std::array<std::array<void*, 2>, 4> remote_sig_in_{}, remote_sig_out_{};
   void setup_peer_to_peer();
+  void setup_device_signals();
 };
 
 }  // namespace latke
