@@ -67,19 +67,30 @@ struct WrapKernel {
 };
 
 /// One slice x_d = slice of the extended field (all extended coordinates of the other
-/// dimensions) to or from a packed buffer [site][mu - mu_begin][9].
+/// dimensions; with parity >= 0 only its sites of that parity) to or from a packed buffer
+/// [site][mu - mu_begin][9]. Extended extents are even (local ones are), so a parity's sites
+/// are every other site along the first dimension other than d.
 struct SliceKernel {
   ExtLinks ext;
   Complex<double>* buf;
-  int d, slice, mu_begin, mu_end;
+  int d, slice, mu_begin, mu_end, parity;
   bool pack;
   LATKE_HOST_DEVICE void operator()(int i, int) const {
+    const int k0 = d == 0 ? 1 : 0;
     long r = i, e = static_cast<long>(slice) * ext.stride[d];
+    int c[4] = {0, 0, 0, 0}, sum = slice;
     for (int k = 0; k < 4; ++k) {
       if (k == d) continue;
-      e += (r % ext.E[k]) * ext.stride[k];
-      r /= ext.E[k];
+      const int n = k == k0 && parity >= 0 ? ext.E[k] / 2 : ext.E[k];
+      c[k] = static_cast<int>(r % n);
+      r /= n;
+      if (k != k0 || parity < 0) sum += c[k];
     }
+    if (parity >= 0) {  // extended and global coordinates have the same parity (local extents even)
+      c[k0] = 2 * c[k0] + ((parity - sum) & 1);
+    }
+    for (int k = 0; k < 4; ++k)
+      if (k != d) e += c[k] * ext.stride[k];
     const int nmu = mu_end - mu_begin;
     for (int mu = mu_begin; mu < mu_end; ++mu)
       for (int k = 0; k < 9; ++k) {
@@ -106,13 +117,6 @@ ExtendedLinks::ExtendedLinks(const Lattice& lat, Backend backend) : lat_(lat), b
   view_.ext_volume = v;
   data_ = Buffer(memory_for(backend), static_cast<std::size_t>(v) * 36 * sizeof(Complex<double>));
   view_.data = static_cast<Complex<double>*>(data_.data());
-  long largest_slice = 0;
-  for (int d = 0; d < 4; ++d)
-    if (lat.partitioned(d)) largest_slice = std::max(largest_slice, v / view_.E[d]);
-  if (largest_slice > 0) {
-    for (auto& b : pack_) b = Buffer(memory_for(backend), largest_slice * 36 * sizeof(Complex<double>));
-    for (auto& h : host_) h.resize(largest_slice * 36);
-  }
 }
 
 void ExtendedLinks::upload(const std::vector<Complex<double>>& host) {
@@ -148,45 +152,51 @@ std::vector<Complex<double>> ExtendedLinks::download() const {
   return host;
 }
 
-void ExtendedLinks::refresh(int mu_begin, int mu_end) {
+HaloExchange& ExtendedLinks::halo_for(int nmu, bool one_parity) {
+  std::unique_ptr<HaloExchange>& h = halo_[{nmu, one_parity}];
+  if (!h) {
+    std::array<std::size_t, 4> bytes{};
+    for (int d = 0; d < 4; ++d)
+      if (lat_.partitioned(d))
+        bytes[d] = static_cast<std::size_t>(view_.ext_volume / view_.E[d] / (one_parity ? 2 : 1)) * nmu * 9 *
+                   sizeof(Complex<double>);
+    h = std::make_unique<HaloExchange>(lat_, backend_, bytes);
+  }
+  return *h;
+}
+
+void ExtendedLinks::refresh(int mu_begin, int mu_end, int parity) {
+  require(parity >= -1 && parity <= 1, "refresh: parity ", parity, ", expected 0, 1 or -1 (both)");
   WrapKernel wrap{view_, {}, mu_begin, mu_end};
-  bool any_unsplit = false;
+  bool any_unsplit = false, any_split = false;
   for (int d = 0; d < 4; ++d) {
     wrap.split[d] = lat_.partitioned(d) ? 1 : 0;
     any_unsplit |= !lat_.partitioned(d);
+    any_split |= lat_.partitioned(d);
   }
   if (any_unsplit) launch(backend_, wrap, {static_cast<int>(view_.ext_volume), 0, 1});
-  const int nmu = mu_end - mu_begin;
+  if (!any_split) return;
+  HaloExchange& halo = halo_for(mu_end - mu_begin, parity >= 0);
   for (int d = 0; d < 4; ++d) {
     if (!lat_.partitioned(d)) continue;
-    const long n = view_.ext_volume / view_.E[d];
-    const std::size_t count = static_cast<std::size_t>(n) * nmu * 9;
-    const std::size_t bytes = count * sizeof(Complex<double>);
+    const int n = static_cast<int>(view_.ext_volume / view_.E[d] / (parity >= 0 ? 2 : 1));
+    // In dimension order, so that later dimensions' slices carry the corners just received.
     // Slice 1 (my first local slice) goes behind, where it is the ghost at E-1; slice E-2
     // goes ahead, where it is the ghost at 0.
-    for (int side = 0; side < 2; ++side) {
-      SliceKernel k{
-          view_, static_cast<Complex<double>*>(pack_[side].data()), d, side == 0 ? 1 : view_.E[d] - 2, mu_begin, mu_end,
-          true};
-      launch(backend_, k, {static_cast<int>(n), 0, 1});
-      copy_bytes(host_[side].data(), pack_[side].data(), bytes, compute_stream());
-    }
-    synchronize(compute_stream());
-    const int doubles = static_cast<int>(count * 2);
-    MPI_Request req[4];
-    MPI_Irecv(host_[2].data(), doubles, MPI_DOUBLE, lat_.neighbour(d, -1), 2 * d, lat_.comm(), &req[0]);
-    MPI_Irecv(host_[3].data(), doubles, MPI_DOUBLE, lat_.neighbour(d, +1), 2 * d + 1, lat_.comm(), &req[1]);
-    MPI_Isend(host_[0].data(), doubles, MPI_DOUBLE, lat_.neighbour(d, -1), 2 * d + 1, lat_.comm(), &req[2]);
-    MPI_Isend(host_[1].data(), doubles, MPI_DOUBLE, lat_.neighbour(d, +1), 2 * d, lat_.comm(), &req[3]);
-    MPI_Waitall(4, req, MPI_STATUSES_IGNORE);
+    halo.begin();
+    for (int side = 0; side < 2; ++side)
+      launch(backend_,
+             SliceKernel{view_, static_cast<Complex<double>*>(halo.send_face(d, side)), d,
+                         side == 0 ? 1 : view_.E[d] - 2, mu_begin, mu_end, parity, true},
+             {n, 0, 1}, comm_stream());
+    halo.finish();
     // From behind: their slice E-2, my ghost 0. From ahead: their slice 1, my ghost E-1.
-    for (int side = 0; side < 2; ++side) {
-      copy_bytes(pack_[side].data(), host_[2 + side].data(), bytes, compute_stream());
-      SliceKernel k{
-          view_, static_cast<Complex<double>*>(pack_[side].data()), d, side == 0 ? 0 : view_.E[d] - 1, mu_begin, mu_end,
-          false};
-      launch(backend_, k, {static_cast<int>(n), 0, 1});
-    }
+    for (int side = 0; side < 2; ++side)
+      launch(backend_,
+             SliceKernel{view_, static_cast<Complex<double>*>(halo.recv_face(d, side ? +1 : -1)), d,
+                         side == 0 ? 0 : view_.E[d] - 1, mu_begin, mu_end, parity, false},
+             {n, 0, 1});
+    halo.end();
   }
 }
 

@@ -9,17 +9,21 @@
 // and complex entry k = 3 row + col of U_mu at data[(mu * 9 + k) * ext_volume + e], so that
 // neighbouring threads (sites) read neighbouring words.
 //
-// refresh(mu_begin, mu_end) brings the ghosts of links mu_begin..mu_end-1 up to date: one
-// kernel copies the periodic images along every dimension that is not split over ranks, then,
-// for each split dimension in turn, its two faces (over the full extended extents of the other
-// dimensions, so corners travel with them) are packed, exchanged with the neighbours and
-// unpacked. Messages go through host memory.
+// refresh(mu_begin, mu_end, parity) brings the ghosts of links mu_begin..mu_end-1 (of the sites
+// of one parity, or of both) up to date: one kernel copies the periodic images along every
+// dimension that is not split over ranks, then, for each split dimension in turn, its two
+// faces (over the full extended extents of the other dimensions, so corners travel with them)
+// are packed on the comm stream, exchanged with the neighbours through a HaloExchange (peer
+// to peer where the neighbour's GPU is reachable, else CUDA-aware or staged MPI) and unpacked.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "src/core/algebra.h"
+#include "src/core/halo.h"
 #include "src/core/indexing.h"
 #include "src/core/lattice.h"
 #include "src/core/memory.h"
@@ -56,8 +60,9 @@ class ExtendedLinks {
   void upload(const std::vector<Complex<double>>& host);
   /// @brief The local links as a host array (conventions.h layout).
   std::vector<Complex<double>> download() const;
-  /// @brief Bring the ghosts of links mu_begin .. mu_end - 1 up to date.
-  void refresh(int mu_begin = 0, int mu_end = 4);
+  /// @brief Bring the ghosts of links mu_begin .. mu_end - 1 up to date: of the sites of one
+  /// parity (the links a sub-sweep updated), or of both (parity -1).
+  void refresh(int mu_begin = 0, int mu_end = 4, int parity = -1);
 
   ExtLinks view() const { return view_; }
   const Lattice& lattice() const { return lat_; }
@@ -69,8 +74,9 @@ class ExtendedLinks {
   Backend backend_;
   Buffer data_;
   ExtLinks view_{};
-  Buffer pack_[2];                        // faces on the backend: [to the rank behind, ahead]
-  std::vector<Complex<double>> host_[4];  // staging: send behind, send ahead, recv behind, recv ahead
+  /// Exchanges per payload (links per site, one parity or both), made on first use.
+  std::map<std::pair<int, bool>, std::unique_ptr<HaloExchange>> halo_;
+  HaloExchange& halo_for(int nmu, bool one_parity);
 };
 
 }  // namespace latke::gauge

@@ -124,7 +124,7 @@ struct QuenchedGenerator::Impl {
       for (int parity = 0; parity < 2; ++parity) {
         // Not tunable: the kernel updates in place, so it must run exactly once.
         launch(backend, k, {lat->volume_cb(), parity, 1}, compute_stream(), false);
-        links.refresh(mu, mu + 1);
+        links.refresh(mu, mu + 1, parity);  // the links this sub-sweep updated
       }
     }
     if (heatbath) ++passes;
