@@ -48,6 +48,7 @@
 #include "petsc/gauge_handle.h"
 #include "src/core/copy_bandwidth.h"
 #include "src/core/error.h"
+#include "src/core/halo.h"
 #include "src/core/options.h"
 #include "src/core/tune.h"
 #include "src/fields/blas.h"
@@ -82,6 +83,7 @@ struct Result {
   std::string form, precision, reconstruct;
   double us, gflops, gbs;
   int iterations;
+  HaloProfile halo{};  ///< per exchange, mean over ranks (exchanges = 0: none profiled)
 };
 
 double now_ms() {
@@ -105,6 +107,28 @@ double time_per_call(Backend b, int n, F&& f) {
   return (now_ms() - t0) / n;
 }
 
+/// The split of an exchanging application's time (HaloProfile), per exchange and averaged
+/// over ranks, from n profiled calls of f (a separate pass: profiling synchronizes).
+HaloProfile profile_halo(const Lattice& lat, const std::function<void()>& f, int n) {
+  synchronize(Backend::cuda);
+  set_halo_profiling(true);
+  for (int i = 0; i < n; ++i) f();
+  synchronize(Backend::cuda);
+  HaloProfile h = halo_profile();
+  set_halo_profiling(false);
+  double v[6] = {h.interior_us, h.packed_us, h.delivered_us, h.exterior_us, h.done_us, h.host_finish_us}, sum[6];
+  const double per = h.exchanges > 0 ? 1.0 / h.exchanges : 0.0;
+  for (double& x : v) x *= per / lat.size();
+  MPI_Allreduce(v, sum, 6, MPI_DOUBLE, MPI_SUM, lat.comm());
+  long ex = h.exchanges, ex_min = 0;
+  MPI_Allreduce(&ex, &ex_min, 1, MPI_LONG, MPI_MIN, lat.comm());
+  HaloProfile r;
+  r.exchanges = ex_min;
+  r.interior_us = sum[0], r.packed_us = sum[1], r.delivered_us = sum[2], r.exterior_us = sum[3], r.done_us = sum[4];
+  r.host_finish_us = sum[5];
+  return r;
+}
+
 std::size_t spinor_bytes(Precision p) { return 24 * real_bytes(p) + (p == Precision::half ? 4 : 0); }
 std::size_t link_bytes(Precision p, Reconstruct r) { return static_cast<int>(r) * real_bytes(p); }
 std::size_t clover_bytes(Precision p) { return 72 * real_bytes(p) + (p == Precision::half ? 8 : 0); }
@@ -124,8 +148,12 @@ void write_json(const std::string& path, const std::string& op, const Lattice& l
       const Result& r = rs[i];
       f << "    {\"form\": \"" << r.form << "\", \"precision\": \"" << r.precision
         << "\", \"reconstruct\": " << r.reconstruct << ", \"time_us\": " << r.us << ", \"gflops\": " << r.gflops
-        << ", \"gbs\": " << r.gbs << ", \"ratio_to_copy\": " << r.gbs / copy_gbs << ", \"iterations\": " << r.iterations
-        << "}" << (i + 1 < rs.size() ? "," : "") << "\n";
+        << ", \"gbs\": " << r.gbs << ", \"ratio_to_copy\": " << r.gbs / copy_gbs << ", \"iterations\": " << r.iterations;
+      if (r.halo.exchanges > 0)
+        f << ", \"halo_us\": {\"interior\": " << r.halo.interior_us << ", \"packed\": " << r.halo.packed_us
+          << ", \"delivered\": " << r.halo.delivered_us << ", \"exterior\": " << r.halo.exterior_us
+          << ", \"exchange\": " << r.halo.done_us << ", \"host_finish\": " << r.halo.host_finish_us << "}";
+      f << "}" << (i + 1 < rs.size() ? "," : "") << "\n";
     }
     f << "  ]\n}\n";
   }
@@ -227,14 +255,20 @@ int bench_dslash() {
     const double ms_local = time_per_call(run.backend, n, f);
     double ms = 0;
     MPI_Allreduce(&ms_local, &ms, 1, MPI_DOUBLE, MPI_MAX, lat->comm());
-    const Result res{form, to_string(p), to_string(r), ms * 1e3, flops / (ms * 1e-3) / 1e9, bytes / (ms * 1e-3) / 1e9,
-                     n};
+    Result res{form, to_string(p), to_string(r), ms * 1e3, flops / (ms * 1e-3) / 1e9, bytes / (ms * 1e-3) / 1e9, n};
     const double check = norm2(out) / norm2(in);
     require(std::isfinite(check) && check > 0, "benchmark ", form, " produced ", check, " for |out|^2/|in|^2");
+    if (run.backend == Backend::cuda && lat->size() > 1) res.halo = profile_halo(*lat, f, std::min(n, 200));
     results.push_back(res);
-    if (root)
+    if (root) {
       std::printf("%-7s %-7s %-5s %10.1f %10.1f %10.1f %7.2fx %7d\n", res.form.c_str(), res.precision.c_str(),
                   res.reconstruct.c_str(), res.us, res.gflops, res.gbs, res.gbs / copy_gbs, n);
+      if (res.halo.exchanges > 0)
+        std::printf("        halo, per exchange (us, mean over ranks): interior %.1f, faces packed %.1f, ghosts in "
+                    "%.1f, exterior %.1f, exchange %.1f; host in finish %.1f\n",
+                    res.halo.interior_us, res.halo.packed_us, res.halo.delivered_us, res.halo.exterior_us,
+                    res.halo.done_us, res.halo.host_finish_us);
+    }
   };
   auto print_table_header = [&](const std::string& halo) {
     if (!root) return;
