@@ -268,7 +268,9 @@ void HaloExchange::setup_device_signals() {
   const char* v = std::getenv("LATKE_HALO_SIGNAL");
   require(!v || std::string(v) == "device" || std::string(v) == "host", "LATKE_HALO_SIGNAL '", v,
           "': expected device or host");
-  int mine = !(v && std::string(v) == "host") && mem_ops().wait && mem_ops().write, all = 0, links = 0;
+  // Opt-in: on H100 NVLink the faces arrived later this way than by host-signalled copies
+  // (docs/multi-gpu.md).
+  int mine = v && std::string(v) == "device" && mem_ops().wait && mem_ops().write, all = 0, links = 0;
   for (int mu = 0; mu < 4; ++mu)
     for (int s = 0; s < 2; ++s)
       if (lat_.partitioned(mu)) {

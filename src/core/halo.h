@@ -9,8 +9,8 @@
 //                 one): the pack kernel writes straight into the neighbour's receive buffer,
 //                 and flags in device memory, written and waited for by stream memory
 //                 operations, say "face delivered" and "buffer free": no host, no MPI, no copy
-//                 per exchange, so the host never waits and the exterior starts as soon as the
-//                 faces land (LATKE_HALO_SIGNAL=host turns it off)
+//                 per exchange, so the host never waits (opt-in: LATKE_HALO_SIGNAL=device;
+//                 slower than the host-signalled copies where measured, docs/multi-gpu.md)
 //   peer-to-peer  neighbour's GPU on the same node: the sender copies its face straight into
 //                 the receiver's buffer (CUDA IPC, NVLink where there is one); MPI carries
 //                 only zero-byte "buffer free" and "face delivered" messages
