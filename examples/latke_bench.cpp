@@ -90,23 +90,6 @@ double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-/// Milliseconds per call of f, over n calls after a warm-up (device events on CUDA).
-template <typename F>
-double time_per_call(Backend b, int n, F&& f) {
-  f();
-  synchronize(b);
-  if (b == Backend::cuda) {
-    Event e0, e1;
-    e0.record(compute_stream());
-    for (int i = 0; i < n; ++i) f();
-    e1.record(compute_stream());
-    return Event::elapsed_ms(e0, e1) / n;
-  }
-  const double t0 = now_ms();
-  for (int i = 0; i < n; ++i) f();
-  return (now_ms() - t0) / n;
-}
-
 /// The split of an exchanging application's time (HaloProfile), per exchange and averaged
 /// over ranks, from n profiled calls of f (a separate pass: profiling synchronizes).
 HaloProfile profile_halo(const Lattice& lat, const std::function<void()>& f, int n) {

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <array>
-#include <chrono>
 #include <map>
 #include <sstream>
 
@@ -148,18 +147,8 @@ void run_dslash(const DslashRequest& rq) {
           << " local " << where[0] << "x" << where[1] << "x" << where[2] << "x" << where[3] << " grid " << where[4]
           << "x" << where[5] << "x" << where[6] << "x" << where[7];
       const int c = choose_policy(lat, key.str(), 2, [&](int i) {
-        for (int k = 0; k < 3; ++k) run(i == 1);  // warm-up: the kernels tune their launches here
-        synchronize(b);
-        if (b == Backend::cpu) {
-          const auto t0 = std::chrono::steady_clock::now();
-          for (int k = 0; k < 10; ++k) run(i == 1);
-          return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / 10;
-        }
-        Event e0, e1;
-        e0.record(compute_stream());
-        for (int k = 0; k < 10; ++k) run(i == 1);
-        e1.record(compute_stream());
-        return Event::elapsed_ms(e0, e1) / 10;
+        for (int k = 0; k < 2; ++k) run(i == 1);  // warm-up (with time_per_call's): kernels tune here
+        return time_per_call(b, 10, [&] { run(i == 1); });
       });
       it = chosen.emplace(where, c).first;
     }

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <string>
 
@@ -195,6 +196,21 @@ double Event::elapsed_ms(const Event& start, const Event& stop) {
   (void)start, (void)stop;
   fail("Event::elapsed_ms needs the CUDA backend");
 #endif
+}
+
+double time_per_call(Backend b, int n, const std::function<void()>& f) {
+  f();
+  synchronize(b);
+  if (b == Backend::cuda) {
+    Event e0, e1;
+    e0.record(compute_stream());
+    for (int i = 0; i < n; ++i) f();
+    e1.record(compute_stream());
+    return Event::elapsed_ms(e0, e1) / n;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < n; ++i) f();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / n;
 }
 
 }  // namespace latke

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 
 namespace latke {
@@ -40,6 +41,10 @@ Stream compute_stream();
 Stream comm_stream();
 /// Whether the comm stream runs at the device's highest priority (LATKE_COMM_PRIORITY=0: not).
 bool comm_stream_prioritized();
+
+/// @brief Milliseconds per call of f over n calls (after one warm-up call): device events on
+/// the compute stream on CUDA, the host clock on the CPU.
+double time_per_call(Backend b, int n, const std::function<void()>& f);
 
 /// @brief Block the host until all work queued on b (both streams) has finished.
 void synchronize(Backend b);
