@@ -138,7 +138,11 @@ void write_json(const std::string& path, const std::string& op, const Lattice& l
           << ", \"exchange\": " << r.halo.done_us << ", \"host_finish\": " << r.halo.host_finish_us << "}";
       f << "}" << (i + 1 < rs.size() ? "," : "") << "\n";
     }
-    f << "  ]\n}\n";
+    f << "  ],\n  \"halo_policies\": {";
+    const auto& pol = chosen_policies();
+    for (std::size_t i = 0; i < pol.size(); ++i)
+      f << (i ? ", " : "") << "\"" << pol[i].first << "\": \"" << pol[i].second << "\"";
+    f << "}\n}\n";
   }
   write_text_atomically(path, f.str(), "-latke_json");
 }
@@ -224,6 +228,7 @@ int bench_dslash() {
   }
   const std::vector<Complex<double>> links = random_gauge(*lat, 20241022);
   std::vector<Result> results;
+  std::size_t policies_printed = 0;  // halo policies chosen by the autotuner, printed as they come
   // Times f (n applications, or about a second of work agreed over ranks), checks that it
   // produced a finite, nonzero result, and reports it.
   auto measure = [&](const std::string& form, Precision p, Reconstruct r, const std::function<void()>& f, double flops,
@@ -251,6 +256,9 @@ int bench_dslash() {
                     "%.1f, exterior %.1f, exchange %.1f; host in finish %.1f\n",
                     res.halo.interior_us, res.halo.packed_us, res.halo.delivered_us, res.halo.exterior_us,
                     res.halo.done_us, res.halo.host_finish_us);
+      for (; policies_printed < chosen_policies().size(); ++policies_printed)
+        std::printf("        policy %s: %s\n", chosen_policies()[policies_printed].first.c_str(),
+                    chosen_policies()[policies_printed].second.c_str());
     }
   };
   auto print_table_header = [&](const std::string& halo) {

@@ -5,7 +5,11 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
+#include <map>
+#include <sstream>
 
+#include "src/core/halo.h"
 #include "src/core/launch.h"
 #include "operators/staggered/staggered_kernel.h"
 #include "operators/staggered/staggered_launch.h"
@@ -70,28 +74,55 @@ void run_dslash(const DslashRequest& rq) {
     launch(b, DslashKernel<Store, RF, RL, Improved, Xpay, Improved>{arg}, {vcb});
     return;
   }
-  rq.halo->begin();  // picks the receive set that recv_face returns
   PackKernel<Store> pack;
   pack.in = arg.in;
   pack.faces = arg.faces;
   pack.parity = 1 - arg.parity;
-  for (int mu = 0; mu < 4; ++mu) {
-    if (!lat.partitioned(mu)) continue;
-    const int face_cb = arg.faces.face_cb[mu], sites = rq.depth * face_cb;
-    for (int side = 0; side < 2; ++side) {
-      pack.send[mu][side] = face_array<Store, 6>(rq.halo->send_face(mu, side), sites);
-      arg.ghost[mu][side] = face_array<Store, 6>(rq.halo->recv_face(mu, side ? +1 : -1), sites);
+  // The boundary (band) sites are done whole: after the interior on the compute stream, or
+  // on the halo stream as soon as the faces are in, concurrent with the interior, which skips
+  // them (exterior_pass_choice: "overlap"; "partial" is Wilson-clover's and means whole here).
+  auto run = [&](bool overlap) {
+    rq.halo->begin(overlap);  // picks the receive set that recv_face returns
+    for (int mu = 0; mu < 4; ++mu) {
+      if (!lat.partitioned(mu)) continue;
+      const int face_cb = arg.faces.face_cb[mu], sites = rq.depth * face_cb;
+      for (int side = 0; side < 2; ++side) {
+        pack.send[mu][side] = face_array<Store, 6>(rq.halo->send_face(mu, side), sites);
+        arg.ghost[mu][side] = face_array<Store, 6>(rq.halo->recv_face(mu, side ? +1 : -1), sites);
+      }
+      arg.ghost_fat[mu] = ghost_accessor<Store, RF>(rq.ghost_fat[mu], rq.fat->scale(), face_cb);
+      if constexpr (Improved)
+        arg.ghost_long[mu] = ghost_accessor<Store, RL>(rq.ghost_long[mu], rq.lng->scale(), face_cb);
     }
-    arg.ghost_fat[mu] = ghost_accessor<Store, RF>(rq.ghost_fat[mu], rq.fat->scale(), face_cb);
-    if constexpr (Improved) arg.ghost_long[mu] = ghost_accessor<Store, RL>(rq.ghost_long[mu], rq.lng->scale(), face_cb);
+    launch(b, pack, {arg.faces.pack_begin[4]}, comm_stream());
+    arg.mode = interior;
+    launch(b, Kernel{arg}, {vcb});
+    rq.halo->finish();
+    arg.mode = exterior;
+    launch(b, Kernel{arg}, {arg.faces.band_begin[4]}, rq.halo->exterior_stream());
+    rq.halo->end();
+  };
+  int choice = exterior_pass_choice();
+  if (choice < 0) {  // chosen once per kernel instance, local lattice and grid (as Wilson-clover's)
+    static std::map<std::array<int, 8>, int> chosen;
+    const std::array<int, 8> where{lat.local()[0], lat.local()[1], lat.local()[2], lat.local()[3],
+                                   lat.grid()[0],  lat.grid()[1],  lat.grid()[2],  lat.grid()[3]};
+    auto it = chosen.find(where);
+    if (it == chosen.end()) {
+      std::ostringstream key;
+      key << "staggered_dslash_exterior " << sizeof(Store) << "B r" << static_cast<int>(RF) << static_cast<int>(RL)
+          << (Improved ? " improved" : " naive") << (Xpay ? " xpay" : "") << " local " << where[0] << "x" << where[1]
+          << "x" << where[2] << "x" << where[3] << " grid " << where[4] << "x" << where[5] << "x" << where[6] << "x"
+          << where[7];
+      const int c = choose_policy(lat, key.str(), {"whole", "overlap"}, [&](int i) {
+        for (int k = 0; k < 2; ++k) run(i == 1);  // warm-up: kernels tune here
+        return time_per_call(b, 10, [&] { run(i == 1); });
+      });
+      it = chosen.emplace(where, c == 1 ? 2 : 0).first;
+    }
+    choice = it->second;
   }
-  launch(b, pack, {arg.faces.pack_begin[4]}, comm_stream());
-  arg.mode = interior;
-  launch(b, Kernel{arg}, {vcb});
-  rq.halo->finish();
-  arg.mode = exterior;
-  launch(b, Kernel{arg}, {arg.faces.band_begin[4]});
-  rq.halo->end();
+  run(choice == 2);
 }
 
 template <typename Store, Reconstruct RF, Reconstruct RL, bool Improved>

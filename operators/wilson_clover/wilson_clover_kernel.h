@@ -276,13 +276,18 @@ struct DslashKernel {
 
 /// The hopping term with its epilogue where no dimension is split over ranks (one rank, or a
 /// domain-local operator): one thread per output site, DslashKernel without the halo's modes
-/// and face reads (the hops of hop_sum).
-template <typename Store, Reconstruct R, Epilogue E>
+/// and face reads (the hops of hop_sum). With SkipFaces, the interior pass of a halo exchange
+/// whose boundary sites are done whole (the "lean" interior, wilson_clover_launch_impl.h): the
+/// sites with no hop to a face, which read no face, so none of DslashKernel's face code.
+template <typename Store, Reconstruct R, Epilogue E, bool SkipFaces = false>
 struct LocalDslashKernel {
   DslashArg<Store, R> arg;
   LATKE_HOST_DEVICE void operator()(int x_cb, int) const {
     int c[4];
     const int full = arg.faces.geom.coords(x_cb, arg.parity, c);
+    if constexpr (SkipFaces) {
+      LATKE_UNROLL for (int nu = 0; nu < 4; ++nu) if (arg.faces.on_split_face(nu, c)) return;
+    }
     arg.out.save(epilogue<E>(arg, hop_sum(arg, arg.in, x_cb, full, c), arg.x, x_cb), x_cb);
   }
 };

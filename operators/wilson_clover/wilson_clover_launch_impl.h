@@ -5,8 +5,11 @@
 #pragma once
 
 #include <array>
+#include <cstdlib>
 #include <map>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "operators/wilson_clover/wilson_clover_kernel.h"
 #include "operators/wilson_clover/wilson_clover_launch.h"
@@ -75,6 +78,20 @@ void run_dslash_set(const DslashRequest& rq, DslashArg<Store, R> arg) {
   launch(rq.out->backend(), k, {static_cast<int>(threads)});
 }
 
+/// The interior kernel of the whole and overlap passes, from LATKE_WILSON_INTERIOR: 1 "lean"
+/// (LocalDslashKernel skipping the boundary sites), 0 "halo" (DslashKernel's interior mode), -1 unset (the autotuner
+/// tries both; a pass chosen by hand takes "halo").
+inline int interior_kernel_choice() {
+  static const int choice = [] {
+    const char* v = std::getenv("LATKE_WILSON_INTERIOR");
+    if (!v) return -1;
+    require(std::string(v) == "lean" || std::string(v) == "halo", "LATKE_WILSON_INTERIOR '", v,
+            "': expected lean or halo");
+    return std::string(v) == "lean" ? 1 : 0;
+  }();
+  return choice;
+}
+
 template <typename Store, Reconstruct R, Epilogue E>
 void run_dslash(const DslashRequest& rq) {
   const Lattice& lat = rq.out->lattice();
@@ -109,14 +126,20 @@ void run_dslash(const DslashRequest& rq) {
   pack.sign = arg.sign;
   const int n_face = arg.faces.face_begin[4];
   using T = typename compute_type<Store>::type;
-  // The exterior pass (halo.h): boundary sites whole, or their on-rank hops in the interior
-  // pass and the face hops after the exchange. Where blocks mask hops (apply_split) only whole.
-  auto run = [&](bool partial) {
+  // The policy: the exterior pass (halo.h, exterior_pass_choice) and the interior kernel.
+  //   0 whole: boundary sites whole after the interior (DslashKernel's interior mode);
+  //   1 partial: their on-rank hops in the interior pass, the face hops after the exchange;
+  //   2 overlap: whole, on the halo stream as soon as the faces are in, concurrent with the
+  //     interior (which skips those sites);
+  //   3, 4: 0 and 2 with the lean interior pass (LocalDslashKernel skipping the boundary sites).
+  // Where blocks mask hops (apply_split) only 0.
+  auto run = [&](int policy) {
+    const bool partial = policy == 1, overlap = policy == 2 || policy == 4, lean = policy >= 3;
     if (partial) {
       arg.slots = n_face;
       arg.partial = static_cast<T*>(rq.halo->scratch(static_cast<std::size_t>(24) * n_face * sizeof(T)));
     }
-    rq.halo->begin();  // picks the receive set that recv_face returns, and where faces go
+    rq.halo->begin(overlap);  // picks the receive set that recv_face returns, and where faces go
     for (int mu = 0; mu < 4; ++mu)
       if (lat.partitioned(mu))
         for (int side = 0; side < 2; ++side) {
@@ -124,37 +147,49 @@ void run_dslash(const DslashRequest& rq) {
           arg.ghost[mu][side] = face_array<Store, 12>(rq.halo->recv_face(mu, side ? +1 : -1), arg.faces.face_cb[mu]);
         }
     launch(b, pack, {n_face}, comm_stream());
-    arg.mode = partial ? interior_partial : interior;
-    launch(b, DslashKernel<Store, R, E>{arg}, {vcb});
+    if (lean) {
+      launch(b, LocalDslashKernel<Store, R, E, true>{arg}, {vcb});
+    } else {
+      arg.mode = partial ? interior_partial : interior;
+      launch(b, DslashKernel<Store, R, E>{arg}, {vcb});
+    }
     rq.halo->finish();
     arg.mode = partial ? exterior_partial : exterior;
-    launch(b, DslashKernel<Store, R, E>{arg}, {n_face});
+    launch(b, DslashKernel<Store, R, E>{arg}, {n_face}, rq.halo->exterior_stream());
     rq.halo->end();
   };
   const bool may_split = arg.cut_mask == 0 && arg.inner_mask == 0;
-  int choice = may_split ? exterior_pass_choice() : 0;
-  if (choice < 0) {
+  const int pass = may_split ? exterior_pass_choice() : 0, interior = interior_kernel_choice();
+  int choice = pass == 1 ? 1 : pass + (pass >= 0 && interior == 1 ? 3 : 0);  // whole 0/3, overlap 2/4
+  if (pass < 0) {
     // Chosen once per kernel instance and local and process grid, the same on every rank (so
     // every rank times at the same call); timed on this call's fields, which the candidates
-    // overwrite alike.
+    // overwrite alike. With LATKE_WILSON_INTERIOR set, only that interior kernel's policies.
     static std::map<std::array<int, 8>, int> chosen;
     const std::array<int, 8> where{lat.local()[0], lat.local()[1], lat.local()[2], lat.local()[3],
                                    lat.grid()[0],  lat.grid()[1],  lat.grid()[2],  lat.grid()[3]};
     auto it = chosen.find(where);
     if (it == chosen.end()) {
+      std::vector<int> candidates{0, 1, 2, 3, 4};
+      if (interior == 0) candidates = {0, 1, 2};
+      if (interior == 1) candidates = {3, 1, 4};
       std::ostringstream key;
       key << "wilson_dslash_exterior " << sizeof(Store) << "B r" << static_cast<int>(R) << " e" << static_cast<int>(E)
           << " local " << where[0] << "x" << where[1] << "x" << where[2] << "x" << where[3] << " grid " << where[4]
-          << "x" << where[5] << "x" << where[6] << "x" << where[7];
-      const int c = choose_policy(lat, key.str(), 2, [&](int i) {
-        for (int k = 0; k < 2; ++k) run(i == 1);  // warm-up (with time_per_call's): kernels tune here
-        return time_per_call(b, 10, [&] { run(i == 1); });
+          << "x" << where[5] << "x" << where[6] << "x" << where[7] << (interior < 0 ? "" : interior ? " lean" : " halo");
+      static const char* const names[] = {"whole", "partial", "overlap", "whole, lean interior",
+                                          "overlap, lean interior"};
+      std::vector<std::string> named;
+      for (int c : candidates) named.emplace_back(names[c]);
+      const int c = choose_policy(lat, key.str(), named, [&](int i) {
+        for (int k = 0; k < 2; ++k) run(candidates[i]);  // warm-up (with time_per_call's): kernels tune here
+        return time_per_call(b, 10, [&] { run(candidates[i]); });
       });
-      it = chosen.emplace(where, c).first;
+      it = chosen.emplace(where, candidates[c]).first;
     }
     choice = it->second;
   }
-  run(choice == 1);
+  run(choice);
 }
 
 template <typename Store, Reconstruct R>

@@ -47,29 +47,42 @@ HaloProfile halo_profile() { return profile_sums; }
 int exterior_pass_choice() {
   static const int choice = [] {
     const char* v = std::getenv("LATKE_DSLASH_EXTERIOR");
-    if (v && std::string(v) == "auto") return -1;
-    if (!v || std::string(v) == "whole") return 0;
-    require(std::string(v) == "partial", "LATKE_DSLASH_EXTERIOR '", v, "': expected auto, whole or partial");
+    if (!v || std::string(v) == "auto") return -1;
+    if (std::string(v) == "whole") return 0;
+    if (std::string(v) == "overlap") return 2;
+    require(std::string(v) == "partial", "LATKE_DSLASH_EXTERIOR '", v, "': expected auto, whole, partial or overlap");
     return 1;
   }();
   return choice;
 }
 
-int choose_policy(const Lattice& lat, const std::string& key, int n, const std::function<double(int)>& time) {
+namespace {
+std::vector<std::pair<std::string, std::string>> policies_chosen;
+}  // namespace
+
+const std::vector<std::pair<std::string, std::string>>& chosen_policies() { return policies_chosen; }
+
+int choose_policy(const Lattice& lat, const std::string& key, const std::vector<std::string>& names,
+                  const std::function<double(int)>& time) {
+  const int n = static_cast<int>(names.size());
   const int mine = tuning_enabled() ? tuned_block_size(key) - 1 : 0;  // stored as index + 1
   int lo = 0, hi = 0;
   MPI_Allreduce(&mine, &lo, 1, MPI_INT, MPI_MIN, lat.comm());
   MPI_Allreduce(&mine, &hi, 1, MPI_INT, MPI_MAX, lat.comm());
-  if (lo == hi && lo >= 0 && lo < n) return lo;
   int best = 0;
-  double best_ms = 0;
-  for (int i = 0; i < n; ++i) {
-    const double ms = time(i);
-    double worst = 0;
-    MPI_Allreduce(&ms, &worst, 1, MPI_DOUBLE, MPI_MAX, lat.comm());
-    if (i == 0 || worst < best_ms) best = i, best_ms = worst;
+  if (lo == hi && lo >= 0 && lo < n) {
+    best = lo;
+  } else {
+    double best_ms = 0;
+    for (int i = 0; i < n; ++i) {
+      const double ms = time(i);
+      double worst = 0;
+      MPI_Allreduce(&ms, &worst, 1, MPI_DOUBLE, MPI_MAX, lat.comm());
+      if (i == 0 || worst < best_ms) best = i, best_ms = worst;
+    }
+    store_block_size(key, best + 1, best_ms);
   }
-  store_block_size(key, best + 1, best_ms);
+  policies_chosen.emplace_back(key, names[best]);
   return best;
 }
 
@@ -160,7 +173,7 @@ HaloExchange::HaloExchange(const Lattice& lat, Backend backend, const std::array
   cuda_aware_ = backend == Backend::cuda && mpi_cuda_aware();
   const bool staged = backend == Backend::cuda && !cuda_aware_;
   for (int mu = 0; mu < 4; ++mu) {
-    if (!lat.partitioned(mu)) continue;
+    if (!lat.partitioned(mu) || face_bytes[mu] == 0) continue;  // not exchanged (active)
     face_bytes_[mu] = (face_bytes[mu] + 255) / 256 * 256;
     require(face_bytes_[mu] <= static_cast<std::size_t>(INT_MAX), "halo exchange: a face of ", face_bytes_[mu],
             " bytes in dimension ", mu, " is more than one MPI message carries (", INT_MAX,
@@ -211,7 +224,7 @@ void HaloExchange::setup_peer_to_peer() {
   int out_view[4][2] = {}, in_view[4][2] = {}, out_peer[4][2] = {}, in_peer[4][2] = {};
   std::vector<MPI_Request> agree;
   for (int mu = 0; mu < 4; ++mu) {
-    if (!lat_.partitioned(mu)) continue;
+    if (!active(mu)) continue;
     for (int s = 0; s < 2; ++s) {
       out_view[mu][s] = reachable(peer_of(lat_, mu, s));
       const int d = s;  // incoming link from ahead (1) or behind (0)
@@ -266,14 +279,14 @@ void HaloExchange::setup_device_signals() {
 #ifdef LATKE_HAVE_CUDA
   // Every rank must choose the same way, so the choice is agreed over all of them.
   const char* v = std::getenv("LATKE_HALO_SIGNAL");
-  require(!v || std::string(v) == "device" || std::string(v) == "host", "LATKE_HALO_SIGNAL '", v,
-          "': expected device or host");
-  // Opt-in: on H100 NVLink the faces arrived later this way than by host-signalled copies
-  // (docs/multi-gpu.md).
-  int mine = v && std::string(v) == "device" && mem_ops().wait && mem_ops().write, all = 0, links = 0;
+  const std::string how = v ? v : "host";
+  require(how == "device" || how == "device-pack" || how == "host", "LATKE_HALO_SIGNAL '", how,
+          "': expected host, device or device-pack");
+  // Opt-in (docs/multi-gpu.md has the measurements).
+  int mine = how != "host" && mem_ops().wait && mem_ops().write, all = 0, links = 0;
   for (int mu = 0; mu < 4; ++mu)
     for (int s = 0; s < 2; ++s)
-      if (lat_.partitioned(mu)) {
+      if (active(mu)) {
         ++links;
         mine &= p2p_out_[mu][s] && p2p_in_[mu][s];
       }
@@ -281,7 +294,7 @@ void HaloExchange::setup_device_signals() {
   if (!all || links == 0) return;
   for (int mu = 0; mu < 4; ++mu)
     for (int s = 0; s < 2; ++s)
-      if (lat_.partitioned(mu)) {
+      if (active(mu)) {
         sig_in_[mu][s] = Buffer(MemoryKind::device, 256);
         sig_out_[mu][s] = Buffer(MemoryKind::device, 256);
         zero_bytes(sig_in_[mu][s].data(), 256, MemoryKind::device, compute_stream());
@@ -293,7 +306,7 @@ void HaloExchange::setup_device_signals() {
   std::vector<cudaIpcMemHandle_t> mine_h(16), theirs_h(16);
   std::vector<MPI_Request> req;
   for (int mu = 0; mu < 4; ++mu) {
-    if (!lat_.partitioned(mu)) continue;
+    if (!active(mu)) continue;
     for (int d = 0; d < 2; ++d) {
       LATKE_CUDA_CALL(cudaIpcGetMemHandle(&mine_h[2 * mu + d], sig_in_[mu][d].data()));
       req.emplace_back();
@@ -313,7 +326,7 @@ void HaloExchange::setup_device_signals() {
   }
   MPI_Waitall(static_cast<int>(req.size()), req.data(), MPI_STATUSES_IGNORE);
   for (int mu = 0; mu < 4; ++mu) {
-    if (!lat_.partitioned(mu)) continue;
+    if (!active(mu)) continue;
     for (int d = 0; d < 2; ++d) {
       // theirs_h[2mu + s]: the "delivered" flags of the receiver of my outgoing face (mu, s);
       // theirs_h[8 + 2mu + d]: the "free" flag of the sender of my incoming face (mu, d).
@@ -324,6 +337,7 @@ void HaloExchange::setup_device_signals() {
     }
   }
   device_signals_ = true;
+  pack_remote_ = how == "device-pack";
 #endif
 }
 
@@ -354,7 +368,7 @@ std::string HaloExchange::describe() const {
   int links = 0, p2p = 0;
   for (int mu = 0; mu < 4; ++mu)
     for (int s = 0; s < 2; ++s)
-      if (lat_.partitioned(mu)) {
+      if (active(mu)) {
         ++links;
         p2p += p2p_out_[mu][s];
       }
@@ -362,28 +376,36 @@ std::string HaloExchange::describe() const {
   if (links == 0) return "none (nothing split)";
   if (backend_ == Backend::cpu) return "MPI on host memory";
   if (device_signals_)
-    o << "peer-to-peer " << p2p << "/" << links << " links, faces packed into the neighbours' buffers, signalled on the device";
+    o << "peer-to-peer " << p2p << "/" << links << " links, "
+      << (pack_remote_ ? "faces packed into the neighbours' buffers" : "copy-engine copies") << ", signalled on the device";
   else if (p2p)
     o << "peer-to-peer " << p2p << "/" << links << " links";
   if (p2p < links) o << (p2p ? ", rest " : "") << (cuda_aware_ ? "CUDA-aware MPI" : "staged through pinned host memory");
   o << (comm_stream_prioritized() ? "; halo stream at high priority" : "; halo stream at default priority");
   const int ext = exterior_pass_choice();
-  o << (ext < 0 ? "; exterior pass: autotuned" : ext ? "; exterior pass: face hops" : "; exterior pass: whole boundary sites");
+  o << (ext < 0    ? "; exterior pass: autotuned"
+        : ext == 1 ? "; exterior pass: face hops"
+        : ext == 2 ? "; exterior pass: whole boundary sites, on the halo stream"
+                   : "; exterior pass: whole boundary sites");
   return o.str();
 }
 
-void HaloExchange::begin() {
+void HaloExchange::begin(bool exterior_on_comm, bool after_compute) {
+  exterior_on_comm_ = exterior_on_comm && backend_ == Backend::cuda;
 #ifdef LATKE_HAVE_CUDA
   if (device_signals_) {
     ++seq_;
     set_ = static_cast<int>(seq_ & 1);
-    compute_ready_.record(compute_stream());
-    compute_ready_.wait(comm_stream());
-    // The neighbours have read this set's faces of the exchange before last.
-    if (seq_ > 2)
+    if (after_compute) {
+      compute_ready_.record(compute_stream());
+      compute_ready_.wait(comm_stream());
+    }
+    // The neighbours have read this set's faces of the exchange before last (before the pack
+    // writes into their buffers; copies wait in finish(), so that the pack need not).
+    if (seq_ > 2 && pack_remote_)
       for (int mu = 0; mu < 4; ++mu)
         for (int s = 0; s < 2; ++s)
-          if (lat_.partitioned(mu)) stream_wait(comm_stream(), flag(sig_out_[mu][s], 0), seq_ - 2);
+          if (active(mu)) stream_wait(comm_stream(), flag(sig_out_[mu][s], 0), seq_ - 2);
     if (profiling) {
       if (!timing_) timing_ = std::make_unique<Timing>();
       timing_->begin.record(compute_stream());
@@ -398,7 +420,7 @@ void HaloExchange::begin() {
   if (pending_[set_]) consumed_[set_].synchronize();  // this set's last readers are done
   pending_[set_] = false;
   for (int mu = 0; mu < 4; ++mu) {
-    if (!lat_.partitioned(mu)) continue;
+    if (!active(mu)) continue;
     for (int d = 0; d < 2; ++d) {
       const int from = lat_.neighbour(mu, d ? +1 : -1), tag = 2 * mu + sender_side(d);
       requests_.emplace_back();
@@ -418,8 +440,10 @@ void HaloExchange::begin() {
       }
   }
   if (backend_ == Backend::cuda) {
-    compute_ready_.record(compute_stream());
-    compute_ready_.wait(comm_stream());
+    if (after_compute) {
+      compute_ready_.record(compute_stream());
+      compute_ready_.wait(comm_stream());
+    }
     if (profiling) {
       if (!timing_) timing_ = std::make_unique<Timing>();
       timing_->begin.record(compute_stream());
@@ -440,19 +464,27 @@ void HaloExchange::finish() {
   if (device_signals_) {
     for (int mu = 0; mu < 4; ++mu)
       for (int s = 0; s < 2; ++s)
-        if (lat_.partitioned(mu)) stream_write(comm_stream(), flag(remote_sig_in_[mu][s], set_), seq_);
-    ghosts_ready_.record(comm_stream());  // my faces are read and sent: the input may change after
-    ghosts_ready_.wait(compute_stream());
+        if (active(mu) && !pack_remote_) {
+          if (seq_ > 2) stream_wait(comm_stream(), flag(sig_out_[mu][s], 0), seq_ - 2);
+          copy_bytes(remote_[set_][mu][s], send_[mu][s].data(), face_bytes_[mu], comm_stream());
+        }
+    for (int mu = 0; mu < 4; ++mu)
+      for (int s = 0; s < 2; ++s)
+        if (active(mu)) stream_write(comm_stream(), flag(remote_sig_in_[mu][s], set_), seq_);
+    if (!exterior_on_comm_) {  // my faces are read and sent: the input may change after
+      ghosts_ready_.record(comm_stream());
+      ghosts_ready_.wait(compute_stream());
+    }
     for (int mu = 0; mu < 4; ++mu)
       for (int d = 0; d < 2; ++d)
-        if (lat_.partitioned(mu)) stream_wait(compute_stream(), flag(sig_in_[mu][d], set_), seq_);
-    if (timed) timing_->delivered.record(compute_stream());
+        if (active(mu)) stream_wait(exterior_stream(), flag(sig_in_[mu][d], set_), seq_);
+    if (timed) timing_->delivered.record(exterior_stream());
     finish_host_us_ = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
     return;
   }
 #endif
   for (int mu = 0; mu < 4; ++mu)
-    if (lat_.partitioned(mu))
+    if (active(mu))
       for (int s = 0; s < 2; ++s)
         if (staging && !p2p_out_[mu][s])
           copy_bytes(send_host_[mu][s].data(), send_[mu][s].data(), face_bytes_[mu], comm_stream());
@@ -464,7 +496,7 @@ void HaloExchange::finish() {
   }
   if (backend_ == Backend::cuda) synchronize(comm_stream());  // faces packed, staged or delivered
   for (int mu = 0; mu < 4; ++mu) {
-    if (!lat_.partitioned(mu)) continue;
+    if (!active(mu)) continue;
     for (int s = 0; s < 2; ++s) {
       requests_.emplace_back();
       if (p2p_out_[mu][s]) {
@@ -481,12 +513,14 @@ void HaloExchange::finish() {
   if (backend_ == Backend::cuda) {
     if (staging)
       for (int mu = 0; mu < 4; ++mu)
-        if (lat_.partitioned(mu))
+        if (active(mu))
           for (int d = 0; d < 2; ++d)
             if (!p2p_in_[mu][d])
               copy_bytes(recv_[set_][mu][d].data(), recv_host_[set_][mu][d].data(), face_bytes_[mu], comm_stream());
-    ghosts_ready_.record(comm_stream());
-    ghosts_ready_.wait(compute_stream());
+    if (!exterior_on_comm_) {
+      ghosts_ready_.record(comm_stream());
+      ghosts_ready_.wait(compute_stream());
+    }
     if (timed) timing_->delivered.record(comm_stream());
   }
   finish_host_us_ = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
@@ -494,11 +528,15 @@ void HaloExchange::finish() {
 
 void HaloExchange::end() {
   if (backend_ != Backend::cuda) return;
+  if (exterior_on_comm_) {  // the boundary pass (and the faces' sending) done before what follows
+    exterior_done_.record(comm_stream());
+    exterior_done_.wait(compute_stream());
+  }
 #ifdef LATKE_HAVE_CUDA
   if (device_signals_) {  // the exterior has read the faces: the senders may write this set again
     for (int mu = 0; mu < 4; ++mu)
       for (int d = 0; d < 2; ++d)
-        if (lat_.partitioned(mu)) stream_write(compute_stream(), flag(remote_sig_out_[mu][d], 0), seq_);
+        if (active(mu)) stream_write(compute_stream(), flag(remote_sig_out_[mu][d], 0), seq_);
   } else
 #endif
   {

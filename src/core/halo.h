@@ -6,11 +6,12 @@
 // projected half-spinor; staggered: a color vector); this class owns the buffers and moves
 // them, per link the fastest way there is:
 //   device-signalled  every link of every rank peer to peer (CUDA IPC, NVLink where there is
-//                 one): the pack kernel writes straight into the neighbour's receive buffer,
-//                 and flags in device memory, written and waited for by stream memory
-//                 operations, say "face delivered" and "buffer free": no host, no MPI, no copy
-//                 per exchange, so the host never waits (opt-in: LATKE_HALO_SIGNAL=device;
-//                 slower than the host-signalled copies where measured, docs/multi-gpu.md)
+//                 one): the faces go by copy-engine copies into the neighbour's receive buffer
+//                 (LATKE_HALO_SIGNAL=device) or the pack kernel writes them there itself
+//                 (LATKE_HALO_SIGNAL=device-pack), and flags in device memory, written and
+//                 waited for by stream memory operations, say "face delivered" and "buffer
+//                 free": no host and no MPI per exchange, so the host never waits (opt-in,
+//                 docs/multi-gpu.md)
 //   peer-to-peer  neighbour's GPU on the same node: the sender copies its face straight into
 //                 the receiver's buffer (CUDA IPC, NVLink where there is one); MPI carries
 //                 only zero-byte "buffer free" and "face delivered" messages
@@ -32,6 +33,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <mpi.h>
@@ -59,17 +61,23 @@ struct HaloProfile {
   double exterior_us = 0;
 };
 /// @brief How stencils do their exterior (boundary) pass, from LATKE_DSLASH_EXTERIOR: 0
-/// (unset or "whole": the boundary sites whole, every hop, after the exchange), 1 ("partial":
+/// ("whole": the boundary sites whole, every hop, after the exchange), 1 ("partial":
 /// the interior pass sums every site's on-rank hops, the exterior adds the hops from the
-/// faces, faces.h) or -1 ("auto": the autotuner chooses per kernel, local lattice and grid,
-/// see choose_policy). All give the same sums up to rounding order.
+/// faces, faces.h), 2 ("overlap": whole, on the halo stream as soon as the faces are in,
+/// concurrent with the interior, see HaloExchange::begin) or -1 (unset or "auto": the
+/// autotuner chooses per kernel, local lattice and grid, see choose_policy). All give the same
+/// sums up to rounding order.
 int exterior_pass_choice();
 
-/// @brief The fastest of n policies of a halo-exchanging stencil: time(i) runs policy i a few
-/// times and returns milliseconds on this rank; the slowest rank's time decides, so every
-/// rank chooses the same. Kept under key in the tune cache (and LATKE_RESOURCE_PATH's file,
-/// which so records the policy); a key every rank has already is not timed again. Collective.
-int choose_policy(const Lattice& lat, const std::string& key, int n, const std::function<double(int)>& time);
+/// @brief The fastest of the policies `names` of a halo-exchanging stencil: time(i) runs
+/// policy i a few times and returns milliseconds on this rank; the slowest rank's time
+/// decides, so every rank chooses the same. Kept under key in the tune cache (and
+/// LATKE_RESOURCE_PATH's file, which so records the policy); a key every rank has already is
+/// not timed again. Collective.
+int choose_policy(const Lattice& lat, const std::string& key, const std::vector<std::string>& names,
+                  const std::function<double(int)>& time);
+/// The policies chosen by choose_policy in this process, in order: (key, name of the policy).
+const std::vector<std::pair<std::string, std::string>>& chosen_policies();
 
 /// @brief Start (clearing the sums) or stop profiling every HaloExchange of this process.
 void set_halo_profiling(bool on);
@@ -81,8 +89,9 @@ class HaloExchange {
   /// @param site_bytes bytes per face site of payload; layout within a face is the caller's.
   /// @param depth slices per face: each face holds depth x face_volume_cb(mu) sites.
   HaloExchange(const Lattice& lat, Backend backend, std::size_t site_bytes, int depth = 1);
-  /// @param face_bytes bytes of each face per dimension (used where the lattice is split):
-  ///        for payloads that are not whole face sites (the generator's extended slices).
+  /// @param face_bytes bytes of each face per dimension (used where the lattice is split; 0:
+  ///        not exchanged): for payloads that are not whole face sites (the generator's
+  ///        extended slices, one dimension per exchange).
   HaloExchange(const Lattice& lat, Backend backend, const std::array<std::size_t, 4>& face_bytes);
   ~HaloExchange();
   HaloExchange(const HaloExchange&) = delete;
@@ -92,17 +101,28 @@ class HaloExchange {
   /// behind), side 1 = its x_mu = L-1 face (to the rank ahead). Valid from begin() to
   /// finish() of one exchange: with device signals it is the neighbour's receive buffer.
   void* send_face(int mu, int side) const {
-    return device_signals_ ? remote_[set_][mu][side] : send_[mu][side].data();
+    return device_signals_ && pack_remote_ ? remote_[set_][mu][side] : send_[mu][side].data();
   }
   /// Face region received in dimension mu from the rank ahead (dir = +1: their x_mu = 0
   /// face, the forward neighbours of my last slice) or behind (dir = -1). Valid from
   /// begin() to end() of one exchange (the sets alternate).
   void* recv_face(int mu, int dir) const { return recv_[set_][mu][dir > 0].data(); }
   std::size_t face_bytes(int mu) const { return face_bytes_[mu]; }
+  /// Whether dimension mu is exchanged: split over ranks, with faces of some bytes (a caller
+  /// may exchange only some of the split dimensions, giving the others no bytes).
+  bool active(int mu) const { return face_bytes_[mu] > 0; }
 
-  void begin();
+  /// @param exterior_on_comm the boundary pass of this exchange runs on exterior_stream() =
+  ///        the comm stream, which finish() makes wait for the ghosts (the compute stream does
+  ///        not wait for them), and end() joins it back to the compute stream: the pass then
+  ///        overlaps the interior kernel, so the two must write disjoint sites.
+  /// @param after_compute the packing waits for the compute stream's work so far (false: the
+  ///        caller has ordered it, e.g. a further exchange of one refresh on the comm stream).
+  void begin(bool exterior_on_comm = false, bool after_compute = true);
   void finish();
   void end();
+  /// Where the boundary pass of the current exchange is launched (see begin).
+  Stream exterior_stream() const { return exterior_on_comm_ ? comm_stream() : compute_stream(); }
 
   bool cuda_aware() const { return cuda_aware_; }
   /// Scratch memory of the exchange's backend, at least `bytes` (kept and grown): what a
@@ -123,7 +143,8 @@ class HaloExchange {
   std::array<Faces, 2> recv_, recv_host_;               // two sets, alternating
   int set_ = 0;
   std::vector<MPI_Request> requests_;
-  Event compute_ready_, ghosts_ready_;
+  Event compute_ready_, ghosts_ready_, exterior_done_;
+  bool exterior_on_comm_ = false;
   std::array<Event, 2> consumed_;
   std::array<bool, 2> pending_{false, false};
   std::array<std::array<bool, 2>, 4> p2p_out_{}, p2p_in_{};  // [mu][side] / [mu][from ahead]
@@ -136,7 +157,7 @@ class HaloExchange {
   // Device-signalled exchanges: per incoming link [mu][from ahead] the "delivered" flags of the
   // two sets, per outgoing link [mu][side] the "buffer free" flag (this rank's memory, written
   // by the neighbour), and the neighbours' flags as opened here.
-  bool device_signals_ = false;
+  bool device_signals_ = false, pack_remote_ = false;
   unsigned seq_ = 0;
   std::array<std::array<Buffer, 2>, 4> sig_in_, sig_out_;
   std::array<std::array<void*, 2>, 4> remote_sig_in_{}, remote_sig_out_{};

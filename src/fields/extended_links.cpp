@@ -36,8 +36,9 @@ struct LexCopyKernel {
   }
 };
 
-/// Ghost sites whose out-of-range coordinates all lie in unsplit dimensions take the links
-/// of their periodic image.
+/// Ghost sites with an out-of-range coordinate in a dimension that is not split take the links
+/// of their periodic image in those dimensions (keeping a ghost coordinate of a split
+/// dimension: the image is then in a ghost slice received from a neighbour).
 struct WrapKernel {
   ExtLinks ext;
   int split[4];
@@ -45,18 +46,17 @@ struct WrapKernel {
   LATKE_HOST_DEVICE void operator()(int e, int) const {
     int c[4], img[4];
     long r = e;
-    bool ghost = false;
+    bool wrapped = false;
     for (int d = 0; d < 4; ++d) {
       c[d] = static_cast<int>(r % ext.E[d]);
       r /= ext.E[d];
       img[d] = c[d];
-      if (c[d] == 0 || c[d] == ext.E[d] - 1) {
-        if (split[d]) return;
-        ghost = true;
+      if (!split[d] && (c[d] == 0 || c[d] == ext.E[d] - 1)) {
+        wrapped = true;
         img[d] = c[d] == 0 ? ext.E[d] - 2 : 1;
       }
     }
-    if (!ghost) return;
+    if (!wrapped) return;
     const long src = img[0] + img[1] * ext.stride[1] + img[2] * ext.stride[2] + img[3] * ext.stride[3];
     for (int mu = mu_begin; mu < mu_end; ++mu)
       for (int k = 0; k < 9; ++k) {
@@ -152,52 +152,56 @@ std::vector<Complex<double>> ExtendedLinks::download() const {
   return host;
 }
 
-HaloExchange& ExtendedLinks::halo_for(int nmu, bool one_parity) {
-  std::unique_ptr<HaloExchange>& h = halo_[{nmu, one_parity}];
-  if (!h) {
+HaloExchange& ExtendedLinks::halo_for(int nmu, bool one_parity, int d) {
+  std::unique_ptr<HaloExchange>& h = halo_[{nmu * 2 + one_parity, d}];
+  if (!h) {  // dimension d only: the dimensions go one after the other (corners)
     std::array<std::size_t, 4> bytes{};
-    for (int d = 0; d < 4; ++d)
-      if (lat_.partitioned(d))
-        bytes[d] = static_cast<std::size_t>(view_.ext_volume / view_.E[d] / (one_parity ? 2 : 1)) * nmu * 9 *
-                   sizeof(Complex<double>);
+    bytes[d] = static_cast<std::size_t>(view_.ext_volume / view_.E[d] / (one_parity ? 2 : 1)) * nmu * 9 *
+               sizeof(Complex<double>);
     h = std::make_unique<HaloExchange>(lat_, backend_, bytes);
   }
   return *h;
 }
 
-void ExtendedLinks::refresh(int mu_begin, int mu_end, int parity) {
+void ExtendedLinks::refresh(int mu_begin, int mu_end, int parity, const std::function<void()>& overlap) {
   require(parity >= -1 && parity <= 1, "refresh: parity ", parity, ", expected 0, 1 or -1 (both)");
   WrapKernel wrap{view_, {}, mu_begin, mu_end};
-  bool any_unsplit = false, any_split = false;
+  bool any_unsplit = false;
   for (int d = 0; d < 4; ++d) {
     wrap.split[d] = lat_.partitioned(d) ? 1 : 0;
     any_unsplit |= !lat_.partitioned(d);
-    any_split |= lat_.partitioned(d);
   }
-  if (any_unsplit) launch(backend_, wrap, {static_cast<int>(view_.ext_volume), 0, 1});
-  if (!any_split) return;
-  HaloExchange& halo = halo_for(mu_end - mu_begin, parity >= 0);
+  bool first = true;
   for (int d = 0; d < 4; ++d) {
     if (!lat_.partitioned(d)) continue;
+    HaloExchange& halo = halo_for(mu_end - mu_begin, parity >= 0, d);
     const int n = static_cast<int>(view_.ext_volume / view_.E[d] / (parity >= 0 ? 2 : 1));
-    // In dimension order, so that later dimensions' slices carry the corners just received.
-    // Slice 1 (my first local slice) goes behind, where it is the ghost at E-1; slice E-2
-    // goes ahead, where it is the ghost at 0.
-    halo.begin();
+    // In dimension order, so that later split dimensions' slices carry the corners just
+    // received. Slice 1 (my first local slice) goes behind, where it is the ghost at E-1;
+    // slice E-2 goes ahead, where it is the ghost at 0. With overlap, every exchange after the
+    // first follows the one before on the comm stream, not the compute stream's overlapping
+    // work. (The ghosts of unsplit dimensions the slices carry are not yet the new ones: the
+    // wrap below sets them after the exchanges.)
+    halo.begin(static_cast<bool>(overlap), !overlap || first);
     for (int side = 0; side < 2; ++side)
       launch(backend_,
              SliceKernel{view_, static_cast<Complex<double>*>(halo.send_face(d, side)), d,
                          side == 0 ? 1 : view_.E[d] - 2, mu_begin, mu_end, parity, true},
              {n, 0, 1}, comm_stream());
+    if (overlap && first) overlap();
+    first = false;
     halo.finish();
     // From behind: their slice E-2, my ghost 0. From ahead: their slice 1, my ghost E-1.
     for (int side = 0; side < 2; ++side)
       launch(backend_,
              SliceKernel{view_, static_cast<Complex<double>*>(halo.recv_face(d, side ? +1 : -1)), d,
                          side == 0 ? 0 : view_.E[d] - 1, mu_begin, mu_end, parity, false},
-             {n, 0, 1});
+             {n, 0, 1}, halo.exterior_stream());
     halo.end();
   }
+  if (first && overlap) overlap();  // nothing split
+  // The periodic images last, also of the ghost slices just received (their corners).
+  if (any_unsplit) launch(backend_, wrap, {static_cast<int>(view_.ext_volume), 0, 1});
 }
 
 }  // namespace latke::gauge

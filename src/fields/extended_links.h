@@ -10,13 +10,15 @@
 // neighbouring threads (sites) read neighbouring words.
 //
 // refresh(mu_begin, mu_end, parity) brings the ghosts of links mu_begin..mu_end-1 (of the sites
-// of one parity, or of both) up to date: one kernel copies the periodic images along every
-// dimension that is not split over ranks, then, for each split dimension in turn, its two
-// faces (over the full extended extents of the other dimensions, so corners travel with them)
-// are packed on the comm stream, exchanged with the neighbours through a HaloExchange (peer
-// to peer where the neighbour's GPU is reachable, else CUDA-aware or staged MPI) and unpacked.
+// of one parity, or of both) up to date: for each split dimension in turn, its two faces (over
+// the full extended extents of the other dimensions, so corners of split dimensions travel
+// with them) are packed on the comm stream, exchanged with the neighbours through a
+// HaloExchange (peer to peer where the neighbour's GPU is reachable, else CUDA-aware or staged
+// MPI) and unpacked; then one kernel copies the periodic images along every dimension that is
+// not split, the received ghost slices included.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <utility>
@@ -62,7 +64,11 @@ class ExtendedLinks {
   std::vector<Complex<double>> download() const;
   /// @brief Bring the ghosts of links mu_begin .. mu_end - 1 up to date: of the sites of one
   /// parity (the links a sub-sweep updated), or of both (parity -1).
-  void refresh(int mu_begin = 0, int mu_end = 4, int parity = -1);
+  /// @param overlap if given, work on the compute stream that neither reads a ghost nor
+  ///        writes a site on the surface of the local volume (the interior of an update): it
+  ///        is launched once the faces are packed, and the exchanges and unpacking run on the
+  ///        comm stream meanwhile; the compute stream waits for the ghosts after it.
+  void refresh(int mu_begin = 0, int mu_end = 4, int parity = -1, const std::function<void()>& overlap = {});
 
   ExtLinks view() const { return view_; }
   const Lattice& lattice() const { return lat_; }
@@ -74,9 +80,10 @@ class ExtendedLinks {
   Backend backend_;
   Buffer data_;
   ExtLinks view_{};
-  /// Exchanges per payload (links per site, one parity or both), made on first use.
-  std::map<std::pair<int, bool>, std::unique_ptr<HaloExchange>> halo_;
-  HaloExchange& halo_for(int nmu, bool one_parity);
+  /// Exchanges per payload (2 x links per site + one parity or both) and split dimension,
+  /// made on first use.
+  std::map<std::pair<int, int>, std::unique_ptr<HaloExchange>> halo_;
+  HaloExchange& halo_for(int nmu, bool one_parity, int d);
 };
 
 }  // namespace latke::gauge
