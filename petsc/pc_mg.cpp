@@ -227,8 +227,8 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
     coarse_restart = g.integer("-ksp_gcr_restart", p.coarse_restart, "GCR restart of the coarsest solve");
     ceo = g.flag("-even_odd", p.coarse_even_odd, "Solve the coarsest level's even-odd system");
     csolver = g.string("-solver", "auto",
-                       "Coarsest solve: gcr (to -ksp_rtol), direct (dense inverse; one rank), or auto (direct "
-                       "when on one rank with at most 4096 unknowns)");
+                       "Coarsest solve: gcr (to -ksp_rtol), direct (dense inverse, on several ranks gathered on "
+                       "every rank), or auto (direct with at most 4096 unknowns on all ranks)");
   });
   p.coarse_tol = ctol;
   p.coarse_max_it = static_cast<int>(coarse_max);
@@ -488,10 +488,14 @@ PetscErrorCode view(MGContext& c, PetscViewer viewer) {
   for (int l = 0; l < mg.levels(); ++l) {
     const mg::LevelInfo i = mg.info(l);
     const std::vector<long> w = mg.work(l);
+    int ranks = 1;  // where the level lives
+    for (int mu = 0; mu < 4; ++mu) ranks *= i.local[mu] > 0 ? i.global[mu] / i.local[mu] : 1;
     PetscCall(PetscViewerASCIIPrintf(
-        viewer, "level %d: lattice %dx%dx%dx%d (local %dx%dx%dx%d), %d components per site, %.1f MiB, setup %.3f s\n",
-        l, i.global[0], i.global[1], i.global[2], i.global[3], i.local[0], i.local[1], i.local[2], i.local[3],
-        i.components, i.bytes / 1048576.0, i.setup_seconds));
+        viewer,
+        "level %d: lattice %dx%dx%dx%d on %d rank%s (local %dx%dx%dx%d), %d components per site, %.1f MiB, setup "
+        "%.3f s\n",
+        l, i.global[0], i.global[1], i.global[2], i.global[3], ranks, ranks == 1 ? "" : "s", i.local[0], i.local[1],
+        i.local[2], i.local[3], i.components, i.bytes / 1048576.0, i.setup_seconds));
     PetscCall(PetscViewerASCIIPushTab(viewer));
     PetscCall(PetscViewerASCIIPrintf(viewer, "operator: %s\n", i.op.c_str()));
     if (l + 1 < mg.levels()) {
@@ -532,8 +536,9 @@ PetscErrorCode view(MGContext& c, PetscViewer viewer) {
     if (l + 1 == mg.levels() && i.direct)
       PetscCall(PetscViewerASCIIPrintf(viewer,
                                        "coarsest solve: direct (dense inverse of the %s system, 1-norm condition "
-                                       "number %.3g); %ld solves\n",
-                                       p.coarse_even_odd ? "even-odd" : "full", i.condition, w[1]));
+                                       "number %.3g%s); %ld solves\n",
+                                       p.coarse_even_odd ? "even-odd" : "full", i.condition,
+                                       i.direct_ranks > 1 ? ", gathered on every rank" : "", w[1]));
     else if (l + 1 == mg.levels())
       PetscCall(PetscViewerASCIIPrintf(viewer,
                                        "coarsest solve: GCR(%d) on the %s system to rtol %g, at most %d iterations; "

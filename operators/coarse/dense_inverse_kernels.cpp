@@ -16,15 +16,16 @@ namespace {
 
 using Cd = Complex<double>;
 
-/// Column j0 + k of the column-major matrix from field k of a probed set (n complex floats each).
+/// Column j0 + k of the column-major matrix of `rows` rows from field k of a probed set (rows
+/// complex floats each).
 struct StoreColumnsKernel {
   Cd* m;
   const Complex<float>* cols;
-  int n, j0;
+  int rows, j0;
   LATKE_HOST_DEVICE void operator()(int idx, int) const {
-    const long k = idx / n, i = idx % n;
-    const Complex<float> c = cols[k * n + i];
-    m[(j0 + k) * n + i] = Cd(c.re, c.im);
+    const long k = idx / rows, i = idx % rows;
+    const Complex<float> c = cols[k * rows + i];
+    m[(j0 + k) * static_cast<long>(rows) + i] = Cd(c.re, c.im);
   }
 };
 
@@ -96,14 +97,14 @@ struct AbsColumnTerm {
   }
 };
 
-/// The row-major single-precision copy that apply() reads.
+/// The row-major single-precision copy of rows row0 .. that apply() reads.
 struct RowMajorSingleKernel {
   const Cd* a;
   Complex<float>* out;
-  int n;
+  int n, row0;
   LATKE_HOST_DEVICE void operator()(int idx, int) const {
     const long j = idx % n, i = idx / n;
-    const Cd z = a[j * n + i];
+    const Cd z = a[j * n + row0 + i];
     out[idx] = Complex<float>(static_cast<float>(z.re), static_cast<float>(z.im));
   }
 };
@@ -121,8 +122,8 @@ struct DenseRowTerm {
 
 }  // namespace
 
-void store_columns(Backend b, Complex<double>* m, int n, int j0, const Complex<float>* cols, int count) {
-  launch(b, StoreColumnsKernel{m, cols, n, j0}, {n * count});
+void store_columns(Backend b, Complex<double>* m, int rows, int j0, const Complex<float>* cols, int count) {
+  launch(b, StoreColumnsKernel{m, cols, rows, j0}, {rows * count});
 }
 
 void gauss_jordan_inverse(Backend b, Complex<double>* a, int n) {
@@ -170,18 +171,27 @@ double norm1(Backend b, const Complex<double>* a, int n) {
   return m;
 }
 
-void to_row_major_single(Backend b, const Complex<double>* a, int n, Complex<float>* out) {
-  launch(b, RowMajorSingleKernel{a, out, n}, {n * n});
+void to_row_major_single(Backend b, const Complex<double>* a, int n, int row0, int rows, Complex<float>* out) {
+  launch(b, RowMajorSingleKernel{a, out, n, row0}, {rows * n});
 }
 
 void DenseInverse::apply(ColorSpinorField& x, const ColorSpinorField& b) const {
   require(x.precision() == param_.precision && b.precision() == param_.precision &&
-              x.bytes() == static_cast<std::size_t>(n_) * sizeof(Complex<float>) && b.bytes() == x.bytes(),
+              x.bytes() == static_cast<std::size_t>(rows_) * sizeof(Complex<float>) && b.bytes() == x.bytes(),
           "multigrid direct coarsest solve: fields not of the operator's shape");
-  launch_segmented_reduce(param_.backend,
-                          DenseRowTerm{static_cast<const Complex<float>*>(inv_.data()),
-                                       static_cast<const Complex<float>*>(b.block_data(0)), n_},
-                          n_, n_, static_cast<Complex<float>*>(x.block_data(0)));
+  const Complex<float>* rhs = static_cast<const Complex<float>*>(b.block_data(0));
+  if (ranks() > 1) {  // every rank's right-hand side, staged through the host
+    const std::size_t mine = static_cast<std::size_t>(rows_) * sizeof(Complex<float>);
+    copy_bytes(stage_mine_.data(), rhs, mine, compute_stream());
+    synchronize(compute_stream());
+    const int rc = MPI_Allgatherv(stage_mine_.data(), 2 * rows_, MPI_FLOAT, stage_all_.data(), counts_.data(),
+                                  displs_.data(), MPI_FLOAT, comm_);
+    require(rc == MPI_SUCCESS, "multigrid direct coarsest solve: MPI_Allgatherv failed with code ", rc);
+    copy_bytes(b_all_.data(), stage_all_.data(), b_all_.bytes(), compute_stream());
+    rhs = static_cast<const Complex<float>*>(b_all_.data());
+  }
+  launch_segmented_reduce(param_.backend, DenseRowTerm{static_cast<const Complex<float>*>(inv_.data()), rhs, n_},
+                          rows_, n_, static_cast<Complex<float>*>(x.block_data(0)));
 }
 
 }  // namespace latke::mg

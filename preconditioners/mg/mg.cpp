@@ -79,6 +79,7 @@ LevelInfo Multigrid::info(int l) const {
   i.setup_batch = L.transfer ? L.setup_batch : 0;
   i.setup_restricted = L.transfer ? L.setup_restricted : 0;
   i.direct = L.direct != nullptr;
+  i.direct_ranks = L.direct ? L.direct->ranks() : 0;
   i.condition = L.direct ? L.direct->condition() : 0.0;
   return i;
 }

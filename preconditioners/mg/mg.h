@@ -20,7 +20,8 @@
 // The cycle at level l applied to b (x ~ M_l^-1 b, from x = 0):
 //   x = S_pre(b);  r = b - M_l x;  x += P_l e with e ~ M_{l+1}^-1 R_l r;  x += S_post(b - M_l x)
 // where e is, for the coarsest level, a GCR solve of its even-odd (or full) system to the
-// coarse tolerance, or a direct solve (its dense inverse, when it is small and on one rank);
+// coarse tolerance, or a direct solve (its dense inverse, when it is small; on several ranks
+// gathered on every rank, so that no iterative solve runs across them);
 // otherwise, in a K-cycle, flexible GCR on M_{l+1} preconditioned by the cycle of level l+1,
 // to ksp_rtol in at most ksp_max_it iterations; in a V-cycle one application of the cycle of
 // level l+1.
@@ -45,8 +46,9 @@ namespace latke::mg {
 
 enum class CycleType { kcycle, vcycle };
 enum class SmootherType { mr, schwarz };
-/// The coarsest solve: GCR to coarse_tol, a dense direct solve (dense_inverse.h), or `automatic`:
-/// direct when the coarsest level lies on one rank with at most 4096 unknowns to invert, else GCR.
+/// The coarsest solve: GCR to coarse_tol, a dense direct solve (dense_inverse.h: on several ranks
+/// the matrix gathered on every rank), or `automatic`: direct when the coarsest system has at
+/// most 4096 unknowns on all ranks together, else GCR.
 enum class CoarseSolverType { automatic, gcr, direct };
 const char* to_string(CycleType t);
 const char* to_string(SmootherType t);
@@ -140,6 +142,7 @@ struct LevelInfo {
   int setup_batch = 0;          ///< null vectors the first setup pass solved together (1: one at a time)
   int setup_restricted = 0;     ///< null vectors the first pass started from the level above's, restricted
   bool direct = false;          ///< (coarsest) solved directly, by its dense inverse
+  int direct_ranks = 0;         ///< (direct) ranks that each hold the whole inverse
   double condition = 0;         ///< (direct) 1-norm condition number of the inverted system
 };
 

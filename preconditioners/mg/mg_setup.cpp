@@ -418,16 +418,18 @@ void Multigrid::build_level(int l, const std::function<void(const std::string&)>
   C.direct.reset();
   if (coarsest) {
     LinearOperator& A = C.system(C.schur != nullptr);
+    // Collective either way: every rank calls global_unknowns.
     const bool direct = param_.coarse_solver == CoarseSolverType::direct ||
-                        (param_.coarse_solver == CoarseSolverType::automatic && C.op->lattice()->size() == 1 &&
-                         DenseInverse::unknowns(A) <= 4096);
+                        (param_.coarse_solver == CoarseSolverType::automatic && DenseInverse::global_unknowns(A) <= 4096);
     if (direct) {
       const auto td = std::chrono::steady_clock::now();
       C.direct = std::make_unique<DenseInverse>(A);  // probed 32 columns per apply_set
       if (progress) {
         std::ostringstream s;
         s << "level " << l + 1 << ": direct coarsest solve: dense inverse of the " << (C.schur ? "even-odd" : "full")
-          << " system, " << C.direct->n() << " unknowns, 1-norm condition number " << C.direct->condition()
+          << " system, " << C.direct->n() << " unknowns"
+          << (C.direct->ranks() > 1 ? ", gathered on each of the " + std::to_string(C.direct->ranks()) + " ranks" : "")
+          << ", 1-norm condition number " << C.direct->condition()
           << ", built in " << seconds_since(td) << " s";
         progress(s.str());
       }

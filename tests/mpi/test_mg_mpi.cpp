@@ -3,7 +3,8 @@
 // ones, also applied to a set of fields at once (every rank also builds the whole lattice on
 // MPI_COMM_SELF and compares its part);
 // verify() holds on the split lattice; an MG-preconditioned GCR solve there reaches the
-// single-rank solution; and null vectors saved on the grid load on one rank. Labels mg, mpi.
+// single-rank solution; the coarsest direct solve (gathered on every rank) gives the one-rank
+// one; and null vectors saved on the grid load on one rank. Labels mg, mpi.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -17,6 +18,7 @@
 
 #include "src/fields/blas.h"
 #include "src/fields/random.h"
+#include "operators/coarse/dense_inverse.h"
 #include "preconditioners/mg/galerkin.h"
 #include "preconditioners/mg/mg.h"
 #include "tests/support/expect_error.h"
@@ -233,6 +235,48 @@ MultigridParam param(int levels) {
     p.level.push_back(q);
   }
   return p;
+}
+
+// The coarsest level's direct solve on the grid (its matrix gathered on every rank, each
+// keeping the rows of its unknowns) gives the one-rank solve, and solves the system there:
+// full and even-odd.
+TEST(MgMpi, DirectCoarsestSolveOnTheGridEqualsOneRank) {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  {
+    const Coords grid = grids_for(size).back();
+    Split s(grid, Precision::single);
+    const SpinorParam fp{4, 3, Precision::single, Subset::full, s.b};
+    Transfer tw(s.whole, fp, {2, 2, 2, 2}, 3, 1, Precision::single),
+        tp(s.part, fp, {2, 2, 2, 2}, 3, 1, Precision::single);
+    for (int k = 0; k < 3; ++k) {
+      fill_gaussian(tw.vectors()[k], 60 + k);
+      fill_gaussian(tp.vectors()[k], 60 + k);
+    }
+    tw.orthonormalize();
+    tp.orthonormalize();
+    auto dw = galerkin(*s.full(false), tw, Precision::single, true);
+    auto dp = galerkin(*s.full(true), tp, Precision::single, true);
+    for (bool eo : {false, true}) {
+      const std::string what = std::string(eo ? "even-odd" : "full") + ", grid " + std::to_string(grid[0]) +
+                               std::to_string(grid[1]) + std::to_string(grid[2]) + std::to_string(grid[3]);
+      CoarseLinear sw(dw, eo, 0, Precision::single), sp(dp, eo, 0, Precision::single);
+      const DenseInverse iw(sw), ip(sp);
+      EXPECT_EQ(ip.n(), iw.n()) << what;
+      EXPECT_EQ(ip.ranks(), size) << what;
+      ColorSpinorField bw = sw.make_field(), bp = sp.make_field(), xw = sw.make_field(), xp = sp.make_field();
+      fill_gaussian(bw, 11);
+      fill_gaussian(bp, 11);
+      iw.apply(xw, bw);
+      ip.apply(xp, bp);
+      EXPECT_LT(coarse_diff(xp, xw), 1e-4) << what;
+      EXPECT_GT(coarse_diff(xp, bw), 1e-3) << what << ": the solve changed nothing";
+      ColorSpinorField r = sp.make_field();
+      sp.apply(r, xp);
+      blas::caxpby(blas::Cplx(-1), bp, blas::Cplx(1), r);
+      EXPECT_LT(std::sqrt(blas::cdot_norms(r, r).xx / blas::cdot_norms(bp, bp).xx), 1e-4) << what << ": residual";
+    }
+  }
 }
 
 TEST(MgMpi, VerifyAndSolveOnTheGrid) {
