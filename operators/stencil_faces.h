@@ -25,6 +25,12 @@ constexpr std::size_t face_site_bytes() {
   return NReal * sizeof(Store) + (sizeof(Store) == 2 ? sizeof(float) : 0);
 }
 
+/// Bytes of one field's region in the face of a set exchanged at once (field k's region starts
+/// k of these into the face): `sites` face sites of site_bytes each, rounded up to 256.
+inline std::size_t set_face_region(int sites, std::size_t site_bytes) {
+  return (static_cast<std::size_t>(sites) * site_bytes + 255) / 256 * 256;
+}
+
 /// A face buffer of `sites` sites of NReal reals: the vectors, then (half) their norms.
 template <typename Store, int NReal>
 SiteArray<Store, NReal, 1> face_array(void* region, int sites) {

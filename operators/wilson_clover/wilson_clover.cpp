@@ -224,11 +224,21 @@ void WilsonCloverOperator::apply_schur_set(std::vector<ColorSpinorField>& out, c
     sp.subset = sq;
     set_tmp_ = ColorSpinorField::make_set(lattice_, sp, count);
   }
+  if (halo_ && set_halo_count_ != count) {
+    // The set's faces in one exchange, field k's at k regions into each face (stencil_faces.h).
+    set_halo_.reset();
+    std::array<std::size_t, 4> bytes{};
+    for (int mu = 0; mu < 4; ++mu)
+      if (lattice_->partitioned(mu))
+        bytes[mu] = count * set_face_region(lattice_->face_volume_cb(mu), face_bytes_for(param_.precision));
+    set_halo_ = std::make_unique<HaloExchange>(*lattice_, param_.backend, bytes);
+    set_halo_count_ = count;
+  }
   const double site_flops = 2 * (1320.0 + 504.0) + 48.0;
   const LogScope log(LogEvent::dslash, site_flops * lattice_->volume_cb() * count);
   auto run = [&](ColorSpinorField& o, const ColorSpinorField& i, Epilogue e, double a, const ColorSpinorField* x) {
     const CloverField* c = e == Epilogue::clover_xpay ? &clover_ : &clover_inv_;
-    wilson::DslashRequest rq{{&o, &i, x, nullptr}, &gauge_, c, &param_, e, a, false};
+    wilson::DslashRequest rq{{&o, &i, x, set_halo_.get()}, &gauge_, c, &param_, e, a, false};
     rq.count = count;
     dispatch_precision(param_.precision, [&](auto s) { wilson::launch_dslash<decltype(s)>(rq); });
   };

@@ -117,13 +117,18 @@ class WilsonCloverOperator {
   void apply_schur(ColorSpinorField& out, const ColorSpinorField& in, SchurType type, bool dagger = false);
   /// @brief out_k = Mhat in_k (not daggered) for two sets of parity-p fields made by
   /// ColorSpinorField::make_set, in one kernel per hopping term for the whole set (a warp reads
-  /// each link and clover word once for 4 fields). On a lattice split over ranks, field by
-  /// field. Keeps a scratch set (release_set_scratch).
+  /// each link and clover word once for 4 fields). On a lattice split over ranks the set's
+  /// faces go in one exchange, its interior sites in that pass, and its boundary sites field by
+  /// field. Keeps a scratch set and, split, the set's exchange (release_set_scratch).
   void apply_schur_set(std::vector<ColorSpinorField>& out, const std::vector<ColorSpinorField>& in, SchurType type);
-  /// Whether apply_schur_set runs in one pass (nothing split over ranks).
-  bool applies_sets() const { return !halo_; }
-  /// @brief Free apply_schur_set's scratch set.
-  void release_set_scratch() { set_tmp_.clear(); }
+  /// Whether apply_schur_set runs in one pass over the links (always).
+  bool applies_sets() const { return true; }
+  /// @brief Free apply_schur_set's scratch set and exchange buffers.
+  void release_set_scratch() {
+    set_tmp_.clear();
+    set_halo_.reset();
+    set_halo_count_ = 0;
+  }
   /// @brief bhat (parity p) from the full source b.
   void prepare_source(ColorSpinorField& bhat, const ColorSpinorField& b, SchurType type);
   /// @brief The full solution x from x_p (parity p) and the full source b.
@@ -175,6 +180,8 @@ class WilsonCloverOperator {
   GaugeField gauge_;
   CloverField clover_, clover_inv_;
   std::unique_ptr<HaloExchange> halo_;
+  std::unique_ptr<HaloExchange> set_halo_;  // apply_schur_set's on a split lattice, for set_halo_count_ fields
+  int set_halo_count_ = 0;
   std::unique_ptr<ColorSpinorField> tmp_[2];  // parity scratch
   std::vector<ColorSpinorField> set_tmp_;     // apply_schur_set's parity-q set
 };

@@ -303,12 +303,13 @@ LATKE_HOST_DEVICE LATKE_INLINE SpinorAccessor<Store, 3, 4> set_field(SpinorAcces
 }
 
 /// The hopping term with its epilogue over a set of `count` fields with no halo (all sites,
-/// nothing split), one field of one site per thread. A warp holds 8 consecutive sites of 4
+/// nothing split; with SkipFaces the interior sites of a split lattice, the boundary sites
+/// done per field by DslashKernel's exterior mode), one field of one site per thread. A warp holds 8 consecutive sites of 4
 /// fields, so it loads each link and clover word once for the 4 (and every field's spinor
 /// words as whole 32-byte sectors); the warps of the window's other fields follow it. It beat
 /// 32 sites of one field per warp, and two fields per thread (links decoded once for both, but
 /// 128 registers): docs/performance.md.
-template <typename Store, Reconstruct R, Epilogue E>
+template <typename Store, Reconstruct R, Epilogue E, bool SkipFaces = false>
 struct DslashSetKernel {
   static constexpr int sites_per_warp = 8, fields_per_warp = 32 / sites_per_warp;
   DslashArg<Store, R> arg;            ///< field 0's accessors
@@ -322,6 +323,9 @@ struct DslashSetKernel {
     if (x_cb >= vcb || k >= count) return;
     int c[4];
     const int full = arg.faces.geom.coords(x_cb, arg.parity, c);
+    if constexpr (SkipFaces) {  // the interior pass of a split lattice (the boundary sites: per field, after)
+      LATKE_UNROLL for (int nu = 0; nu < 4; ++nu) if (arg.faces.on_split_face(nu, c)) return;
+    }
     const SpinorAccessor<Store, 3, 4> in = set_field(arg.in, k, step, step_norm);
     set_field(arg.out, k, step, step_norm)
         .save(epilogue<E>(arg, hop_sum(arg, in, x_cb, full, c), set_field(arg.x, k, step, step_norm), x_cb), x_cb);

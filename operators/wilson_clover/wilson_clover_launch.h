@@ -23,7 +23,8 @@ struct DslashRequest : StencilFields {
   const int* split_block = nullptr;
   int split_dim = -1;
   /// A set of this many fields (ColorSpinorField::make_set; out, in and x are field 0 of
-  /// theirs), applied in one pass over the links and clover; only without a halo.
+  /// theirs), applied in one pass over the links and clover; on a split lattice halo is made
+  /// for the whole set (stencil_faces.h: set_face_region).
   int count = 1;
 };
 

@@ -62,20 +62,86 @@ DslashArg<Store, R> make_arg(const DslashRequest& rq) {
   return arg;
 }
 
-template <typename Store, Reconstruct R, Epilogue E>
+/// The pack kernel of the faces of arg's input (the parity opposite arg's output).
+template <typename Store, Reconstruct R>
+PackKernel<Store, R> make_pack(const DslashArg<Store, R>& arg) {
+  PackKernel<Store, R> pack;
+  pack.in = arg.in;
+  pack.gauge = arg.gauge;
+  pack.faces = arg.faces;
+  pack.parity = 1 - arg.parity;
+  for (int mu = 0; mu < 4; ++mu) {
+    pack.last_slice[mu] = arg.last_slice[mu];
+    pack.phase[mu] = arg.phase[mu];
+  }
+  pack.phase_mask = arg.phase_mask;
+  pack.sign = arg.sign;
+  return pack;
+}
+
+/// Words from field 0 to field 1 of a set made by make_set (and of their norms in half).
+template <typename Store>
+void set_steps(const DslashRequest& rq, long& step, long& step_norm) {
+  step = static_cast<long>(rq.out->n_parity() * rq.out->block_bytes() / sizeof(Store));  // make_set's layout
+  step_norm = sizeof(Store) == 2 ? rq.out->lattice().volume_cb() : 0;
+}
+
+template <typename Store, Reconstruct R, Epilogue E, bool SkipFaces>
 void run_dslash_set(const DslashRequest& rq, DslashArg<Store, R> arg) {
-  using K = DslashSetKernel<Store, R, E>;
+  using K = DslashSetKernel<Store, R, E, SkipFaces>;
   K k;
   k.arg = arg;
   k.count = rq.count;
   k.quads = (rq.count + K::fields_per_warp - 1) / K::fields_per_warp;
   k.vcb = rq.out->lattice().volume_cb();
-  k.step = static_cast<long>(rq.out->n_parity() * rq.out->block_bytes() / sizeof(Store));  // make_set's layout
-  k.step_norm = sizeof(Store) == 2 ? rq.out->lattice().volume_cb() : 0;
+  set_steps<Store>(rq, k.step, k.step_norm);
   const long threads = static_cast<long>((k.vcb + K::sites_per_warp - 1) / K::sites_per_warp) * k.quads * 32;
   require(threads < (1L << 31), "Wilson-clover dslash over a set: ", rq.count, " fields of ", k.vcb,
           " sites need more threads than one launch takes");
   launch(rq.out->backend(), k, {static_cast<int>(threads)});
+}
+
+/// A set on a split lattice, through rq.halo (made for rq.count fields: field k's faces at k
+/// set_face_region()s into each face): every field's faces packed on the comm stream, the
+/// interior sites of the whole set in one pass over links and clover meanwhile, then each
+/// field's boundary sites (DslashKernel's exterior mode) on the halo stream once the faces are in.
+template <typename Store, Reconstruct R, Epilogue E>
+void run_dslash_set_halo(const DslashRequest& rq, DslashArg<Store, R> arg) {
+  const Lattice& lat = rq.out->lattice();
+  const Backend b = rq.out->backend();
+  long step = 0, step_norm = 0;
+  set_steps<Store>(rq, step, step_norm);
+  const int n_face = arg.faces.face_begin[4];
+  std::size_t region[4] = {};
+  for (int mu = 0; mu < 4; ++mu)
+    if (lat.partitioned(mu)) region[mu] = set_face_region(arg.faces.face_cb[mu], face_site_bytes<Store, 12>());
+  auto at = [](void* face, std::size_t offset) { return static_cast<char*>(face) + offset; };
+  rq.halo->begin(true);
+  PackKernel<Store, R> pack = make_pack(arg);
+  for (int k = 0; k < rq.count; ++k) {
+    pack.in = set_field(arg.in, k, step, step_norm);
+    for (int mu = 0; mu < 4; ++mu)
+      if (lat.partitioned(mu))
+        for (int side = 0; side < 2; ++side)
+          pack.send[mu][side] = face_array<Store, 12>(at(rq.halo->send_face(mu, side), k * region[mu]), arg.faces.face_cb[mu]);
+    launch(b, pack, {n_face}, comm_stream());
+  }
+  run_dslash_set<Store, R, E, true>(rq, arg);
+  rq.halo->finish();
+  for (int k = 0; k < rq.count; ++k) {
+    DslashArg<Store, R> a = arg;
+    a.out = set_field(arg.out, k, step, step_norm);
+    a.in = set_field(arg.in, k, step, step_norm);
+    a.x = set_field(arg.x, k, step, step_norm);
+    for (int mu = 0; mu < 4; ++mu)
+      if (lat.partitioned(mu))
+        for (int side = 0; side < 2; ++side)
+          a.ghost[mu][side] =
+              face_array<Store, 12>(at(rq.halo->recv_face(mu, side ? +1 : -1), k * region[mu]), arg.faces.face_cb[mu]);
+    a.mode = exterior;
+    launch(b, DslashKernel<Store, R, E>{a}, {n_face}, rq.halo->exterior_stream());
+  }
+  rq.halo->end();
 }
 
 /// The interior kernel of the whole and overlap passes, from LATKE_WILSON_INTERIOR: 1 "lean"
@@ -104,8 +170,10 @@ void run_dslash(const DslashRequest& rq) {
         E == Epilogue::clover_inv || E == Epilogue::clover_inv_xpay || E == Epilogue::clover_xpay;
     require(set_kernel, "Wilson-clover dslash over a set: only the even-odd operator's clover epilogues are built ",
             "for sets");
-    require(!rq.halo, "Wilson-clover dslash over a set: the lattice is split over ranks (apply the fields one by one)");
-    if constexpr (set_kernel) return run_dslash_set<Store, R, E>(rq, arg);
+    if constexpr (set_kernel) {
+      if (rq.halo) return run_dslash_set_halo<Store, R, E>(rq, arg);  // (no halo where blocks mask hops)
+      return run_dslash_set<Store, R, E, false>(rq, arg);
+    }
   }
 
   if (!rq.halo) {  // nothing split over ranks: the kernel without the halo's code (docs/performance.md)
@@ -113,17 +181,7 @@ void run_dslash(const DslashRequest& rq) {
     launch(b, LocalDslashKernel<Store, R, E>{arg}, {vcb});
     return;
   }
-  PackKernel<Store, R> pack;
-  pack.in = arg.in;
-  pack.gauge = arg.gauge;
-  pack.faces = arg.faces;
-  pack.parity = 1 - arg.parity;
-  for (int mu = 0; mu < 4; ++mu) {
-    pack.last_slice[mu] = arg.last_slice[mu];
-    pack.phase[mu] = arg.phase[mu];
-  }
-  pack.phase_mask = arg.phase_mask;
-  pack.sign = arg.sign;
+  PackKernel<Store, R> pack = make_pack(arg);
   const int n_face = arg.faces.face_begin[4];
   using T = typename compute_type<Store>::type;
   // The policy: the exterior pass (halo.h, exterior_pass_choice) and the interior kernel.

@@ -275,7 +275,8 @@ void Multigrid::find_null_vectors(int l, bool refine, const std::function<void(c
   // vectors together (setup_batch(l)): their solves are independent, so this is the same
   // inverse iteration as one at a time. Coarse levels' sets run in their own precision
   // (single); the fine level's, where its even-odd operator applies a set in one pass
-  // (Wilson-clover on one rank), in its setup precision, as many as half the free memory holds.
+  // (Wilson-clover, on one rank or several), in its setup precision, as many as half the free
+  // memory holds.
   const bool eo = !refine && setup_on_even_odd(l);
   const int batch = refine ? 1 : setup_batch(l);
   // Whether a set's steps run on an operator in half (the fine one given) rather than the
