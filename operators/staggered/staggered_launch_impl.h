@@ -5,12 +5,13 @@
 #pragma once
 
 #include <algorithm>
-#include <array>
-#include <map>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "src/core/halo.h"
 #include "src/core/launch.h"
+#include "src/core/policy.h"
 #include "operators/staggered/staggered_kernel.h"
 #include "operators/staggered/staggered_launch.h"
 
@@ -104,23 +105,22 @@ void run_dslash(const DslashRequest& rq) {
   };
   int choice = exterior_pass_choice();
   if (choice < 0) {  // chosen once per kernel instance, local lattice and grid (as Wilson-clover's)
-    static std::map<std::array<int, 8>, int> chosen;
-    const std::array<int, 8> where{lat.local()[0], lat.local()[1], lat.local()[2], lat.local()[3],
-                                   lat.grid()[0],  lat.grid()[1],  lat.grid()[2],  lat.grid()[3]};
-    auto it = chosen.find(where);
-    if (it == chosen.end()) {
-      std::ostringstream key;
-      key << "staggered_dslash_exterior " << sizeof(Store) << "B r" << static_cast<int>(RF) << static_cast<int>(RL)
-          << (Improved ? " improved" : " naive") << (Xpay ? " xpay" : "") << " local " << where[0] << "x" << where[1]
-          << "x" << where[2] << "x" << where[3] << " grid " << where[4] << "x" << where[5] << "x" << where[6] << "x"
-          << where[7];
-      const int c = choose_policy(lat, key.str(), {"whole", "overlap"}, [&](int i) {
-        for (int k = 0; k < 2; ++k) run(i == 1);  // warm-up: kernels tune here
-        return time_per_call(b, 10, [&] { run(i == 1); });
-      });
-      it = chosen.emplace(where, c == 1 ? 2 : 0).first;
-    }
-    choice = it->second;
+    static PolicyChoice policy;
+    static const std::vector<std::string> names{"whole", "overlap"};
+    const int c = policy.get(
+        lat,
+        [&] {
+          std::ostringstream key;
+          key << "staggered_dslash_exterior " << sizeof(Store) << "B r" << static_cast<int>(RF)
+              << static_cast<int>(RL) << (Improved ? " improved" : " naive") << (Xpay ? " xpay" : "");
+          return key.str();
+        },
+        names,
+        [&](int i) {
+          for (int k = 0; k < 2; ++k) run(i == 1);  // warm-up: kernels tune here
+          return time_per_call(b, 10, [&] { run(i == 1); });
+        });
+    choice = c == 1 ? 2 : 0;
   }
   run(choice == 2);
 }

@@ -4,9 +4,7 @@
 // Included only by the per-precision files.
 #pragma once
 
-#include <array>
 #include <cstdlib>
-#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -16,6 +14,7 @@
 #include "src/core/error.h"
 #include "src/core/halo.h"
 #include "src/core/launch.h"
+#include "src/core/policy.h"
 
 namespace latke::wilson {
 
@@ -220,32 +219,32 @@ void run_dslash(const DslashRequest& rq) {
   const int pass = may_split ? exterior_pass_choice() : 0, interior = interior_kernel_choice();
   int choice = pass == 1 ? 1 : pass + (pass >= 0 && interior == 1 ? 3 : 0);  // whole 0/3, overlap 2/4
   if (pass < 0) {
-    // Chosen once per kernel instance and local and process grid, the same on every rank (so
-    // every rank times at the same call); timed on this call's fields, which the candidates
-    // overwrite alike. With LATKE_WILSON_INTERIOR set, only that interior kernel's policies.
-    static std::map<std::array<int, 8>, int> chosen;
-    const std::array<int, 8> where{lat.local()[0], lat.local()[1], lat.local()[2], lat.local()[3],
-                                   lat.grid()[0],  lat.grid()[1],  lat.grid()[2],  lat.grid()[3]};
-    auto it = chosen.find(where);
-    if (it == chosen.end()) {
-      std::vector<int> candidates{0, 1, 2, 3, 4};
-      if (interior == 0) candidates = {0, 1, 2};
-      if (interior == 1) candidates = {3, 1, 4};
-      std::ostringstream key;
-      key << "wilson_dslash_exterior " << sizeof(Store) << "B r" << static_cast<int>(R) << " e" << static_cast<int>(E)
-          << " local " << where[0] << "x" << where[1] << "x" << where[2] << "x" << where[3] << " grid " << where[4]
-          << "x" << where[5] << "x" << where[6] << "x" << where[7] << (interior < 0 ? "" : interior ? " lean" : " halo");
-      static const char* const names[] = {"whole", "partial", "overlap", "whole, lean interior",
-                                          "overlap, lean interior"};
-      std::vector<std::string> named;
-      for (int c : candidates) named.emplace_back(names[c]);
-      const int c = choose_policy(lat, key.str(), named, [&](int i) {
-        for (int k = 0; k < 2; ++k) run(candidates[i]);  // warm-up (with time_per_call's): kernels tune here
-        return time_per_call(b, 10, [&] { run(candidates[i]); });
-      });
-      it = chosen.emplace(where, candidates[c]).first;
-    }
-    choice = it->second;
+    // Chosen once per kernel instance, local lattice and process grid, the same on every rank;
+    // timed on this call's fields, which the candidates overwrite alike. With
+    // LATKE_WILSON_INTERIOR set, only that interior kernel's policies.
+    static PolicyChoice policy;
+    static const std::vector<int> candidates =
+        interior == 0 ? std::vector<int>{0, 1, 2} : interior == 1 ? std::vector<int>{3, 1, 4} : std::vector<int>{0, 1, 2, 3, 4};
+    static const std::vector<std::string> names = [] {
+      const char* const all[] = {"whole", "partial", "overlap", "whole, lean interior", "overlap, lean interior"};
+      std::vector<std::string> v;
+      for (int c : candidates) v.emplace_back(all[c]);
+      return v;
+    }();
+    const int c = policy.get(
+        lat,
+        [&] {
+          std::ostringstream key;
+          key << "wilson_dslash_exterior " << sizeof(Store) << "B r" << static_cast<int>(R) << " e"
+              << static_cast<int>(E) << (interior < 0 ? "" : interior ? " lean" : " halo");
+          return key.str();
+        },
+        names,
+        [&](int i) {
+          for (int k = 0; k < 2; ++k) run(candidates[i]);  // warm-up (with time_per_call's): kernels tune here
+          return time_per_call(b, 10, [&] { run(candidates[i]); });
+        });
+    choice = candidates[c];
   }
   run(choice);
 }

@@ -12,6 +12,7 @@
 
 #include "src/core/error.h"
 #include "src/core/log.h"
+#include "src/core/policy.h"
 #include "src/core/tune.h"
 
 #ifdef LATKE_HAVE_CUDA
@@ -84,6 +85,20 @@ int choose_policy(const Lattice& lat, const std::string& key, const std::vector<
   }
   policies_chosen.emplace_back(key, names[best]);
   return best;
+}
+
+int PolicyChoice::get(const Lattice& lat, const std::function<std::string()>& key,
+                      const std::vector<std::string>& names, const std::function<double(int)>& time) {
+  const std::array<int, 8> where{lat.local()[0], lat.local()[1], lat.local()[2], lat.local()[3],
+                                 lat.grid()[0],  lat.grid()[1],  lat.grid()[2],  lat.grid()[3]};
+  auto it = chosen_.find(where);
+  if (it == chosen_.end()) {
+    std::ostringstream k;
+    k << key() << " local " << where[0] << "x" << where[1] << "x" << where[2] << "x" << where[3] << " grid "
+      << where[4] << "x" << where[5] << "x" << where[6] << "x" << where[7];
+    it = chosen_.emplace(where, choose_policy(lat, k.str(), names, time)).first;
+  }
+  return it->second;
 }
 
 void* HaloExchange::scratch(std::size_t bytes) {

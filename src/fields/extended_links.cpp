@@ -153,7 +153,7 @@ std::vector<Complex<double>> ExtendedLinks::download() const {
 }
 
 HaloExchange& ExtendedLinks::halo_for(int nmu, bool one_parity, int d) {
-  std::unique_ptr<HaloExchange>& h = halo_[{nmu * 2 + one_parity, d}];
+  std::unique_ptr<HaloExchange>& h = halo_[{nmu, one_parity ? 1 : 0, d}];
   if (!h) {  // dimension d only: the dimensions go one after the other (corners)
     std::array<std::size_t, 4> bytes{};
     bytes[d] = static_cast<std::size_t>(view_.ext_volume / view_.E[d] / (one_parity ? 2 : 1)) * nmu * 9 *

@@ -18,10 +18,10 @@
 // not split, the received ghost slices included.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <map>
 #include <memory>
-#include <utility>
 #include <vector>
 
 #include "src/core/algebra.h"
@@ -64,10 +64,11 @@ class ExtendedLinks {
   std::vector<Complex<double>> download() const;
   /// @brief Bring the ghosts of links mu_begin .. mu_end - 1 up to date: of the sites of one
   /// parity (the links a sub-sweep updated), or of both (parity -1).
-  /// @param overlap if given, work on the compute stream that neither reads a ghost nor
-  ///        writes a site on the surface of the local volume (the interior of an update): it
-  ///        is launched once the faces are packed, and the exchanges and unpacking run on the
-  ///        comm stream meanwhile; the compute stream waits for the ghosts after it.
+  /// @param overlap if given, work on the compute stream that neither reads a ghost of a split
+  ///        dimension nor writes the links of a site on a split face (the rest of an update):
+  ///        it is launched once the faces are packed, and the exchanges and unpacking run on
+  ///        the comm stream meanwhile; the compute stream waits for the ghosts after it, and
+  ///        the periodic images of unsplit dimensions are copied after that.
   void refresh(int mu_begin = 0, int mu_end = 4, int parity = -1, const std::function<void()>& overlap = {});
 
   ExtLinks view() const { return view_; }
@@ -80,9 +81,9 @@ class ExtendedLinks {
   Backend backend_;
   Buffer data_;
   ExtLinks view_{};
-  /// Exchanges per payload (2 x links per site + one parity or both) and split dimension,
-  /// made on first use.
-  std::map<std::pair<int, int>, std::unique_ptr<HaloExchange>> halo_;
+  /// Exchanges per payload (links per site, one parity or both) and split dimension, made on
+  /// first use.
+  std::map<std::array<int, 3>, std::unique_ptr<HaloExchange>> halo_;
   HaloExchange& halo_for(int nmu, bool one_parity, int d);
 };
 
