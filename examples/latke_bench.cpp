@@ -55,6 +55,7 @@
 #include "src/fields/gauge_observables.h"
 #include "src/fields/random.h"
 #include "latke/latke.h"
+#include "preconditioners/mg/agglomerate.h"
 #include "preconditioners/mg/galerkin.h"
 #include "petsc/pc_mg.h"
 #include "solvers/solvers.h"
@@ -676,6 +677,9 @@ int bench_mg() {
     double f = flops, by = bytes;
     MPI_Allreduce(MPI_IN_PLACE, &f, 1, MPI_DOUBLE, MPI_SUM, lat->comm());
     MPI_Allreduce(MPI_IN_PLACE, &by, 1, MPI_DOUBLE, MPI_SUM, lat->comm());
+    const int copies = std::max(1, mgrid->info(l).copies);  // a gathered level: the same work on every rank
+    f /= copies;
+    by /= copies;
     const double gbs = by / (ms * 1e-3) * 1e-9;
     if (root)
       std::printf("%-5d %-22s %10.1f %10.1f %10.1f %7.2fx\n", l, what, ms * 1e3, f / (ms * 1e-3) * 1e-9, gbs,
@@ -760,6 +764,17 @@ int bench_mg() {
   }
   for (int l = 1; l < mgrid->levels(); ++l) {
     mg::CoarseOperator& D = mgrid->coarse_operator(l);
+    if (mg::Agglomeration* agg = mgrid->agglomeration(l)) {  // the level's right-hand side gathered onto every rank
+      const SpinorParam cp = D.field_param(Precision::single, Subset::full);
+      ColorSpinorField part(agg->part(), cp), whole(agg->whole(), cp);
+      fill_gaussian(part, 4);
+      double ms = time_per_call(run.backend, 3, [&] { agg->gather(whole, part); });
+      ms = time_per_call(run.backend, calls(ms), [&] { agg->gather(whole, part); });
+      // bytes: every rank's part into each rank (counted once, as the level's other rows)
+      report(l, "gather (all ranks)", ms, 0, static_cast<double>(agg->gather_bytes(part)) * agg->copies());
+      ms = time_per_call(run.backend, calls(ms), [&] { agg->scatter(part, whole); });
+      report(l, "scatter (own sites)", ms, 0, 2.0 * part.bytes() * agg->copies());
+    }
     ColorSpinorField x(D.lattice(), D.field_param(Precision::single, Subset::full)), y = x.like(Precision::single);
     fill_gaussian(x, 5);
     const double sites = D.lattice()->volume(), n = D.n();

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <limits>
 #include <sstream>
 
@@ -52,11 +53,18 @@ std::vector<long> int_list(const std::string& text, const std::string& option, i
 
 /// Default aggregates: on level 0 extent 4 where the local extent is a multiple of 8, else 2
 /// (a multiple of 4); on coarser levels 2. Levels are added while every extent allows one,
-/// up to max_levels. Returns the aggregates of each level but the coarsest.
-std::vector<Coords> default_blocks(const Lattice& fine, int max_levels) {
+/// up to max_levels; a level that `p` gathers (its ranks and gather_sites; mg::gathers) is
+/// aggregated from its whole extents. Returns the aggregates of each level but the coarsest.
+std::vector<Coords> default_blocks(const Lattice& fine, int max_levels, const mg::MultigridParam& p) {
   std::vector<Coords> blocks;
   Coords local = fine.local();
+  int ranks = fine.size();
   while (static_cast<int>(blocks.size()) + 1 < max_levels) {
+    const int level = static_cast<int>(blocks.size());
+    if (level > 0 && mg::gathers(p, level, local, ranks)) {
+      for (int mu = 0; mu < 4; ++mu) local[mu] *= fine.grid()[mu];
+      ranks = 1;
+    }
     Coords b;
     for (int mu = 0; mu < 4; ++mu) {
       if (blocks.empty() && local[mu] % 8 == 0)
@@ -82,6 +90,10 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
        seed = 1;
   std::string block, nvec, precision, transfer, setup_its, setup_restrict_its, setup_solver, setup_prec, cycle,
       set_math, refresh_its;
+  long gather_sites = p.gather_sites;
+  std::vector<long> ranks(5, 0);  // per level (the most levels: 5)
+  static const char* const rank_options[5] = {nullptr, "-pc_latke_mg_levels_1_ranks", "-pc_latke_mg_levels_2_ranks",
+                                              "-pc_latke_mg_levels_3_ranks", "-pc_latke_mg_levels_4_ranks"};
   double max_growth = o.reuse_max_growth;
   double setup_tol = 1e-6;
   bool setup_eo = p.setup_even_odd, setup_restrict = p.setup_restrict;
@@ -122,6 +134,13 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
                         "operands, nearly FP32's accuracy) or on the CUDA cores (fp32); automatic: tf32x3 on CUDA "
                         "where the level is large enough");
     cycle = g.string("-pc_latke_mg_cycle", "kcycle", "kcycle (GCR on intermediate levels) or vcycle");
+    gather_sites = g.integer("-pc_latke_mg_gather_sites", gather_sites,
+                             "A coarse level spread over several ranks is gathered whole onto every rank when it "
+                             "would have at most this many sites per rank (0: never; _levels_N_ranks decides first)");
+    for (int l = 1; l < 5; ++l)
+      ranks[l] = g.integer(rank_options[l], 0,
+                           "Ranks this coarse level lives on: 0 automatic (_gather_sites), 1 gathered (the whole "
+                           "level on every rank, solved there alone), or the fine level's rank count (spread)");
     seed = g.integer("-pc_latke_mg_seed", 1, "Seed of the random starting vectors");
     o.verify = g.flag("-pc_latke_mg_verify", false, "Check (1 - P P^dag) v = 0, R P = 1 and D_c = R M P after setup");
     o.monitor = g.flag("-pc_latke_mg_monitor", false, "Print progress lines during the setup");
@@ -141,12 +160,18 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
   require(max_growth >= 0, "-", prefix, "pc_latke_mg_reuse_max_growth ", max_growth, ": expected 0 (never) or more");
   o.reuse_max_growth = max_growth;
   const std::string pre = "-" + prefix;
-  const std::vector<Coords> auto_blocks = default_blocks(fine, levels == 0 ? 4 : static_cast<int>(levels));
+  p.gather_sites = gather_sites;
+  p.ranks.assign(ranks.begin(), ranks.end());
+  const std::vector<Coords> auto_blocks = default_blocks(fine, levels == 0 ? 4 : static_cast<int>(levels), p);
   require(levels != 0 || !auto_blocks.empty(), "multigrid: the local lattice ", fine.local()[0], ",", fine.local()[1],
           ",", fine.local()[2], ",", fine.local()[3],
           " cannot be coarsened (every local extent must be a multiple of 4); give -pc_latke_mg_block");
   p.levels = levels == 0 ? static_cast<int>(auto_blocks.size()) + 1 : static_cast<int>(levels);
   require(p.levels >= 2 && p.levels <= 5, pre, "pc_latke_mg_levels ", p.levels, ": expected 2 to 5");
+  for (int l = p.levels; l < 5; ++l)
+    require(ranks[l] == 0, pre, "pc_latke_mg_levels_", l, "_ranks ", ranks[l], ": the multigrid has ", p.levels,
+            " levels (0 to ", p.levels - 1, ")");
+  p.ranks.resize(p.levels);
   const int nt = p.levels - 1;
   const std::vector<std::string> blocks = split(block, ':');
   const std::vector<long> nv = int_list(nvec, pre + "pc_latke_mg_nvec", nt),
@@ -267,6 +292,7 @@ class MatMultigrid final : public Preconditioner {
     if (!o.save.empty()) mg_->save(o.save);
     make_parity_fields();
     if (o.verify) report(mg_->verify(), print);
+    if (o.monitor) mg_->set_profiling(true);  // the per-level breakdown, printed at the end
   }
 
   /// Rebuild for matrix m's operator keeping the null vectors (Multigrid::update), refreshed by
@@ -301,6 +327,7 @@ class MatMultigrid final : public Preconditioner {
     options_.verify = o.verify;
     make_parity_fields();
     if (o.verify) report(mg_->verify(), print_);
+    mg_->set_profiling(o.monitor);
     r.done = true;
     return r;
   }
@@ -316,6 +343,41 @@ class MatMultigrid final : public Preconditioner {
         s << ", " << w[1] << " solves, " << (w[1] ? static_cast<double>(w[2]) / w[1] : 0.0) << " iterations each";
       print_(s.str());
     }
+    print_profile();
+  }
+
+  /// The per-level profile (Multigrid::profile) per cycle from the fine level, on this rank.
+  void print_profile() const {
+    const long n = mg_->profiled_cycles();
+    if (n == 0) return;
+    char line[320];
+    std::snprintf(line, sizeof line,
+                  "per-level profile over %ld cycles (this rank; the device synchronized at each change of level), "
+                  "per cycle:",
+                  n);
+    print_(line);
+    double total = 0;
+    for (int l = 0; l < mg_->levels(); ++l) {
+      const mg::LevelProfile& p = mg_->profile()[l];
+      const mg::LevelInfo i = mg_->info(l);
+      total += p.seconds;
+      char gather[64] = "";
+      if (p.gather_seconds > 0)
+        std::snprintf(gather, sizeof gather, "; gathering its right-hand side %.3f ms", 1e3 * p.gather_seconds / n);
+      const std::string where = i.copies > 0 ? "gathered" : std::to_string(i.local[0]) + "x" +
+                                                                std::to_string(i.local[1]) + "x" +
+                                                                std::to_string(i.local[2]) + "x" +
+                                                                std::to_string(i.local[3]) + " per rank";
+      std::snprintf(line, sizeof line,
+                    "level %d (%s): %.3f ms in %.1f visits; halo wait %.3f ms in %.1f exchanges; global sums %.3f ms "
+                    "in %.1f; %.0f launches%s",
+                    l, where.c_str(), 1e3 * p.seconds / n, static_cast<double>(p.visits) / n,
+                    1e3 * p.halo_seconds / n, static_cast<double>(p.exchanges) / n, 1e3 * p.reduction_seconds / n,
+                    static_cast<double>(p.reductions) / n, static_cast<double>(p.launches) / n, gather);
+      print_(line);
+    }
+    std::snprintf(line, sizeof line, "all levels: %.3f ms per cycle", 1e3 * total / n);
+    print_(line);
   }
 
   void apply(ColorSpinorField& out, const ColorSpinorField& in) override {
@@ -490,12 +552,12 @@ PetscErrorCode view(MGContext& c, PetscViewer viewer) {
     const std::vector<long> w = mg.work(l);
     int ranks = 1;  // where the level lives
     for (int mu = 0; mu < 4; ++mu) ranks *= i.local[mu] > 0 ? i.global[mu] / i.local[mu] : 1;
+    const std::string where = i.copies > 0 ? "gathered whole onto each of the " + std::to_string(i.copies) + " ranks"
+                                           : "on " + std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks");
     PetscCall(PetscViewerASCIIPrintf(
-        viewer,
-        "level %d: lattice %dx%dx%dx%d on %d rank%s (local %dx%dx%dx%d), %d components per site, %.1f MiB, setup "
-        "%.3f s\n",
-        l, i.global[0], i.global[1], i.global[2], i.global[3], ranks, ranks == 1 ? "" : "s", i.local[0], i.local[1],
-        i.local[2], i.local[3], i.components, i.bytes / 1048576.0, i.setup_seconds));
+        viewer, "level %d: lattice %dx%dx%dx%d %s (local %dx%dx%dx%d), %d components per site, %.1f MiB, setup %.3f s\n",
+        l, i.global[0], i.global[1], i.global[2], i.global[3], where.c_str(), i.local[0], i.local[1], i.local[2],
+        i.local[3], i.components, i.bytes / 1048576.0, i.setup_seconds));
     PetscCall(PetscViewerASCIIPushTab(viewer));
     PetscCall(PetscViewerASCIIPrintf(viewer, "operator: %s\n", i.op.c_str()));
     if (l + 1 < mg.levels()) {

@@ -3,7 +3,11 @@
 // even-odd factorisation: coarse_even_odd.cpp. Compiled by nvcc in CUDA builds.
 #include "operators/coarse/coarse_operator.h"
 
+#include <mpi.h>
+
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <sstream>
 #include <vector>
 
@@ -81,6 +85,43 @@ std::shared_ptr<CoarseOperator> CoarseOperator::in_half(bool schur_only) const {
   if (even_odd_) h->hat_ = half_copy(hat_, precision_);
   synchronize(backend_);
   return h;
+}
+
+std::shared_ptr<CoarseOperator> CoarseOperator::gathered(std::shared_ptr<const Lattice> whole) const {
+  require(assembly_.data.data() != nullptr, "coarse operator: gathered after finalize");
+  require(whole->size() == 1 && whole->global() == lattice_->global(), "coarse operator: gathered onto ",
+          whole->describe(), "; expected the whole ", lattice_->describe(), " on one rank");
+  auto g = std::make_shared<CoarseOperator>(whole, nvec_, precision_, backend_);
+  const MPI_Comm comm = lattice_->comm();
+  const int ranks = lattice_->size();
+  // A site's nine blocks lie together ([parity][x_cb][d]): gathered and placed a site at a time.
+  const std::size_t site_bytes = static_cast<std::size_t>(n_blocks) * n() * n() * 2 * real_bytes(assembly_precision_);
+  const std::size_t mine = assembly_.data.bytes();
+  require(mine <= static_cast<std::size_t>(std::numeric_limits<int>::max()), "coarse operator: ", mine,
+          " bytes of blocks per rank are too many to gather (at most 2 GiB)");
+  std::vector<unsigned char> local(mine), all(mine * ranks), placed(g->assembly_.data.bytes());
+  copy_bytes(local.data(), assembly_.data.data(), mine, compute_stream());
+  synchronize(compute_stream());
+  std::vector<int> offsets(4 * ranks);
+  MPI_Allgather(lattice_->offset().data(), 4, MPI_INT, offsets.data(), 4, MPI_INT, comm);
+  const int rc = MPI_Allgather(local.data(), static_cast<int>(mine), MPI_BYTE, all.data(), static_cast<int>(mine),
+                               MPI_BYTE, comm);
+  require(rc == MPI_SUCCESS, "coarse operator: gathering the blocks failed (MPI_Allgather code ", rc, ")");
+  const LocalGeometry part = LocalGeometry::of(*lattice_), to = LocalGeometry::of(*whole);
+  const int vcb = lattice_->volume_cb(), wcb = whole->volume_cb();
+  for (int r = 0; r < ranks; ++r)
+    for (int p = 0; p < 2; ++p)
+      for (int x = 0; x < vcb; ++x) {
+        int c[4];
+        part.coords(x, p, c);
+        for (int mu = 0; mu < 4; ++mu) c[mu] += offsets[4 * r + mu];
+        const int w = to.full_index(c) / 2;  // global parity = local parity (even offsets)
+        std::memcpy(placed.data() + (static_cast<std::size_t>(p) * wcb + w) * site_bytes,
+                    all.data() + r * mine + (static_cast<std::size_t>(p) * vcb + x) * site_bytes, site_bytes);
+      }
+  copy_bytes(g->assembly_.data.data(), placed.data(), placed.size(), compute_stream());
+  synchronize(compute_stream());
+  return g;
 }
 
 CoarseOperator::Links CoarseOperator::half_copy(const Links& src, Precision from) const {

@@ -9,41 +9,39 @@
 
 namespace latke::mg {
 
-std::shared_ptr<CoarseOperator> galerkin(LinearOperator& fine, const Transfer& T, Precision precision, bool even_odd,
-                                         GalerkinAssembly how) {
+namespace {
+
+/// The blocks from 2 Nvec split applications (the operator splits its stencil).
+void assemble_split(LinearOperator& fine, const Transfer& T, CoarseOperator& op) {
   const SpinorParam fp = fine.field_param();
-  require(fp.subset == Subset::full,
-          "multigrid: the coarse operator is built from the full operator of the level above");
-  require(fp.precision != Precision::half,
-          "multigrid: the coarse operator is assembled from a double or single "
-          "precision operator of the level above, not half");
-  const Precision vp = fp.precision;
-  auto op = std::make_shared<CoarseOperator>(T.coarse_lattice(), T.nvec(), precision, fp.backend);
+  ColorSpinorField f = fine.make_field(), g = fine.make_field();
+  std::vector<ColorSpinorField> face = ColorSpinorField::make_set(fine.lattice(), fp, 4);
+  ColorSpinorField* const faces[4] = {&face[0], &face[1], &face[2], &face[3]};
+  // The nine blocks' columns: the hops (2 mu: forward, 2 mu + 1: backward) and the site block (8).
+  std::vector<ColorSpinorField> blocks =
+      ColorSpinorField::make_set(T.coarse_lattice(), T.coarse_param(fp.precision), 9);
+  for (int col = 0; col < op.n(); ++col) {
+    T.prolongate_unit(f, col, probe_all);
+    fine.apply_split(g, faces, f, T.block());
+    T.restrict_split(blocks, g, face);  // one pass over the basis for the five outputs
+    for (int b = 0; b < 9; ++b) op.set_column(b, col, blocks[b], probe_all);
+  }
+}
+
+/// The blocks from 10 x 2 Nvec probes (any operator).
+void assemble_by_probing(LinearOperator& fine, const Transfer& T, CoarseOperator& op) {
+  const Precision vp = fine.field_param().precision;
   ColorSpinorField rc(T.coarse_lattice(), T.coarse_param(vp)), rc2(T.coarse_lattice(), T.coarse_param(vp));
   ColorSpinorField f = fine.make_field(), g = fine.make_field();
-  if (how == GalerkinAssembly::automatic && fine.splits()) {
-    std::vector<ColorSpinorField> face = ColorSpinorField::make_set(fine.lattice(), fp, 4);
-    ColorSpinorField* const faces[4] = {&face[0], &face[1], &face[2], &face[3]};
-    // The nine blocks' columns: the hops (2 mu: forward, 2 mu + 1: backward) and the site block (8).
-    std::vector<ColorSpinorField> blocks = ColorSpinorField::make_set(T.coarse_lattice(), T.coarse_param(vp), 9);
-    for (int col = 0; col < op->n(); ++col) {
-      T.prolongate_unit(f, col, probe_all);
-      fine.apply_split(g, faces, f, T.block());
-      T.restrict_split(blocks, g, face);  // one pass over the basis for the five outputs
-      for (int b = 0; b < 9; ++b) op->set_column(b, col, blocks[b], probe_all);
-    }
-    op->finalize(even_odd);
-    return op;
-  }
   auto probe = [&](int col, int cls) {
     T.prolongate_unit(f, col, cls);
     fine.apply(g, f);
   };
-  for (int col = 0; col < op->n(); ++col) {
+  for (int col = 0; col < op.n(); ++col) {
     for (int cls = 0; cls < 2; ++cls) {  // site blocks X: aggregates of one colour
       probe(col, cls);
       T.restrict_to(rc, g);
-      op->set_column(8, col, rc, cls);
+      op.set_column(8, col, rc, cls);
     }
     for (int mu = 0; mu < 4; ++mu) {
       for (int q = 0; q < 2; ++q) {  // sources: coordinate mu of parity q; targets: the others
@@ -51,11 +49,29 @@ std::shared_ptr<CoarseOperator> galerkin(LinearOperator& fine, const Transfer& T
         const int target = 2 + 2 * mu + (1 - q);
         // last slice: the forward hop into a + mu; first slice: the backward hop into a - mu
         T.restrict_faces(rc, rc2, g, mu);
-        op->set_column(2 * mu, col, rc, target);
-        op->set_column(2 * mu + 1, col, rc2, target);
+        op.set_column(2 * mu, col, rc, target);
+        op.set_column(2 * mu + 1, col, rc2, target);
       }
     }
   }
+}
+
+}  // namespace
+
+std::shared_ptr<CoarseOperator> galerkin(LinearOperator& fine, const Transfer& T, Precision precision, bool even_odd,
+                                         GalerkinAssembly how, std::shared_ptr<const Lattice> onto) {
+  const SpinorParam fp = fine.field_param();
+  require(fp.subset == Subset::full,
+          "multigrid: the coarse operator is built from the full operator of the level above");
+  require(fp.precision != Precision::half,
+          "multigrid: the coarse operator is assembled from a double or single "
+          "precision operator of the level above, not half");
+  auto op = std::make_shared<CoarseOperator>(T.coarse_lattice(), T.nvec(), precision, fp.backend);
+  if (how == GalerkinAssembly::automatic && fine.splits())
+    assemble_split(fine, T, *op);
+  else
+    assemble_by_probing(fine, T, *op);
+  if (onto) op = op->gathered(std::move(onto));
   op->finalize(even_odd);
   return op;
 }

@@ -37,8 +37,11 @@ enum class GalerkinAssembly { automatic, probing };
 
 /// @brief D_c = R M P with M the full operator `fine` (on fields of T's fine shape), stored in
 /// `precision`; even_odd: also prepare the even-odd form. Probe vectors are in the fine
-/// operator's precision (double or single).
+/// operator's precision (double or single). With `onto` (the whole coarse lattice on one rank),
+/// the assembled blocks are gathered onto it on every rank before the even-odd form is
+/// prepared (CoarseOperator::gathered): the operator of a level agglomerated from several ranks.
 std::shared_ptr<CoarseOperator> galerkin(LinearOperator& fine, const Transfer& T, Precision precision, bool even_odd,
-                                         GalerkinAssembly how = GalerkinAssembly::automatic);
+                                         GalerkinAssembly how = GalerkinAssembly::automatic,
+                                         std::shared_ptr<const Lattice> onto = nullptr);
 
 }  // namespace latke::mg

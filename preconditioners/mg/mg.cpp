@@ -31,22 +31,22 @@ VerifyReport Multigrid::verify() {
     ColorSpinorField f = L.op->make_field(), g = L.op->make_field(), c1 = C.op->make_field(), c2 = C.op->make_field();
     double worst = 0;
     for (const ColorSpinorField& v : T.vectors()) {
-      T.restrict_to(c1, v);
-      T.prolongate(f, c1);
+      restrict_down(l, c1, v);
+      prolongate_up(l, f, c1);
       blas::caxpby(Cplx(1), v, Cplx(-1), f);
       worst = std::max(worst, std::sqrt(blas::cdot_norms(f, f).xx / blas::cdot_norms(v, v).xx));
     }
     rep.projector.push_back(worst);
     fill_gaussian(c1, 77 + l);
-    T.prolongate(f, c1);
-    T.restrict_to(c2, f);
+    prolongate_up(l, f, c1);
+    restrict_down(l, c2, f);
     blas::caxpby(Cplx(1), c1, Cplx(-1), c2);
     rep.restrict_prolong.push_back(std::sqrt(blas::cdot_norms(c2, c2).xx / blas::cdot_norms(c1, c1).xx));
     // D_c x against R M P x
     C.op->apply(c2, c1);
     L.op->apply(g, f);
     ColorSpinorField c3 = C.op->make_field();
-    T.restrict_to(c3, g);
+    restrict_down(l, c3, g);
     blas::caxpby(Cplx(1), c2, Cplx(-1), c3);
     rep.galerkin.push_back(std::sqrt(blas::cdot_norms(c3, c3).xx / blas::cdot_norms(c2, c2).xx));
     if (C.schur && l + 2 == levels()) {  // solve D_c x = b through Mhat, check with D_c
@@ -78,6 +78,8 @@ LevelInfo Multigrid::info(int l) const {
   i.setup_even_odd = L.transfer && setup_on_even_odd(l);
   i.setup_batch = L.transfer ? L.setup_batch : 0;
   i.setup_restricted = L.transfer ? L.setup_restricted : 0;
+  for (int k = l; k > 0 && i.copies == 0; --k)  // gathered here or above
+    if (levels_[k]->gather) i.copies = levels_[k]->gather->copies();
   i.direct = L.direct != nullptr;
   i.direct_ranks = L.direct ? L.direct->ranks() : 0;
   i.condition = L.direct ? L.direct->condition() : 0.0;
@@ -92,6 +94,11 @@ const Transfer& Multigrid::transfer(int l) const {
 CoarseOperator& Multigrid::coarse_operator(int l) {
   require(l >= 1 && l < levels() && levels_[l]->coarse, "multigrid: no coarse operator on level ", l);
   return *levels_[l]->coarse;
+}
+
+Agglomeration* Multigrid::agglomeration(int l) {
+  require(l >= 1 && l < levels(), "multigrid: no level ", l, " to be gathered");
+  return levels_[l]->gather.get();
 }
 
 std::vector<long> Multigrid::work(int l) const {

@@ -37,12 +37,15 @@
 #include <vector>
 
 #include "src/core/lattice.h"
+#include "src/core/work_counters.h"
 #include "operators/coarse/coarse_operator.h"
 #include "preconditioners/mg/transfer.h"
 #include "preconditioners/schwarz/schwarz.h"
 #include "solvers/solvers.h"
 
 namespace latke::mg {
+
+class Agglomeration;
 
 enum class CycleType { kcycle, vcycle };
 enum class SmootherType { mr, schwarz };
@@ -122,7 +125,25 @@ struct MultigridParam {
   /// How coarse levels' sets multiply (CoarseOperator::set_math): by default on tensor cores
   /// (tf32x3) on CUDA where the level is large enough, such as level 1 of 32^3x64.
   SetMath setup_set_math = SetMath::automatic;
+  /// Where each coarse level lives (index: level; entry 0 and missing entries: 0), as PETSc's
+  /// PCTELESCOPE places a coarse problem: 0 automatic; 1 gathered (agglomerate.h: the whole
+  /// level on every rank, each running it and the levels below alone); the fine level's rank
+  /// count: spread over the ranks as the fine level is. The levels below a gathered one are
+  /// gathered too.
+  std::vector<int> ranks;
+  /// The automatic rule: a coarse level spread over several ranks is gathered when its local
+  /// volume would be at most this many sites (there its stencil is launch- and latency-bound, and
+  /// gathered it can be coarsened further and solved directly).
+  long gather_sites = 512;
 };
+
+/// @brief Whether coarse level `level`, spread over `ranks` ranks with local extents `local`,
+/// is gathered onto every rank (MultigridParam::ranks and gather_sites); fails naming the
+/// level and the value for a rank count other than 0, 1 or `ranks`.
+bool gathers(const MultigridParam& p, int level, const Coords& local, int ranks);
+/// @brief Per level (0 .. levels - 1), whether it is gathered from the ranks of the level above
+/// (true on the first gathered level only; the ones below it live on one rank already).
+std::vector<bool> gathered_levels(const MultigridParam& p, const Lattice& fine);
 
 /// @brief Check the parameters against the fine lattice: level count, aggregates dividing
 /// each level's local extents with even coarse extents, nvec >= 1, iterations, tolerances;
@@ -141,9 +162,22 @@ struct LevelInfo {
   bool setup_even_odd = false;  ///< the null vectors were found on the level's even-odd system
   int setup_batch = 0;          ///< null vectors the first setup pass solved together (1: one at a time)
   int setup_restricted = 0;     ///< null vectors the first pass started from the level above's, restricted
+  int copies = 0;               ///< ranks that each hold the whole level (gathered; 0: spread or one rank)
   bool direct = false;          ///< (coarsest) solved directly, by its dense inverse
   int direct_ranks = 0;         ///< (direct) ranks that each hold the whole inverse
   double condition = 0;         ///< (direct) 1-norm condition number of the inverted system
+};
+
+/// What the cycles did on one level since profiling started (Multigrid::set_profiling), the
+/// levels below it excluded: wall time with the device synchronized at every change of level,
+/// and the latency-bound parts of it (work_counters.h). Each rank measures its own.
+struct LevelProfile {
+  long visits = 0;                 ///< cycles run on the level (its coarsest solves on the coarsest)
+  double seconds = 0;              ///< wall time on the level
+  double halo_seconds = 0;         ///< of it, the host waiting in halo exchanges
+  double reduction_seconds = 0;    ///< of it, in global sums across the ranks (MPI_Allreduce)
+  double gather_seconds = 0;       ///< of it, gathering the level's right-hand side (agglomerated)
+  long launches = 0, reductions = 0, exchanges = 0;
 };
 
 /// Deviations found by verify().
@@ -236,10 +270,20 @@ class Multigrid {
   /// Per level, so far: smoother steps, solves (K-cycle or coarsest), their iterations, and
   /// (level 0) the cycles apply_parity ran on one parity.
   std::vector<long> work(int level) const;
+  /// @brief Start (clearing it) or stop the per-level profile of the cycles. While it is on,
+  /// every change of level synchronizes the device, which costs a little time of its own.
+  void set_profiling(bool on);
+  /// Per level, since profiling started.
+  const std::vector<LevelProfile>& profile() const { return profile_; }
+  /// Cycles from the fine level (apply, apply_parity) since profiling started.
+  long profiled_cycles() const { return profiled_cycles_; }
   /// The transfer from level l to l + 1 (l < levels() - 1), after setup; for benchmarks.
   const Transfer& transfer(int level) const;
   /// The Galerkin operator of level l >= 1, after setup; for benchmarks.
   CoarseOperator& coarse_operator(int level);
+  /// How level l >= 1 is gathered from the ranks of the level above, or null where it is not
+  /// (after setup); for benchmarks.
+  Agglomeration* agglomeration(int level);
 
   struct Level;
 
@@ -278,7 +322,17 @@ class Multigrid {
   /// Returns each vector's solver statistics.
   std::vector<SolverStats> solve_null_vectors(int l, int k0, int count, bool refine, const SolverParam& sp,
                                               LinearOperator* low, NullVectorFields& f, int restricted);
+  /// c = R_l f: c a field of level l + 1 (where that level lives: gathered from the ranks' parts
+  /// when it is agglomerated; collective then).
+  void restrict_down(int l, ColorSpinorField& c, const ColorSpinorField& f);
+  /// f = P_l c, from this rank's sites of c when level l + 1 is agglomerated.
+  void prolongate_up(int l, ColorSpinorField& f, const ColorSpinorField& c);
   void cycle(int l, ColorSpinorField& x, const ColorSpinorField& b);
+  /// While profiling: the work since the last change of level (device synchronized) goes to the
+  /// level it was on, and from now on to level l (-1: outside the multigrid). Returns the level
+  /// before. A no-op returning it when not profiling.
+  int attribute_to(int l);
+  class LevelScope;
   /// The coarse correction of a cycle on level l: C.x from C.b on level l + 1 (coarsest
   /// solve, K-cycle or V-cycle).
   void coarse_correction(int l);
@@ -311,6 +365,13 @@ class Multigrid {
   LocalFactory local_;
   mutable double fine_nullness_ = 0;  ///< fine_reference() once measured; 0: not yet (build_level resets it)
   std::vector<std::unique_ptr<Level>> levels_;
+  std::vector<bool> gathered_;  ///< gathered_levels(param_, fine lattice)
+  bool profiling_ = false;
+  int profile_level_ = -1;
+  long profiled_cycles_ = 0;
+  double profile_time_ = 0;  ///< at the last change of level (steady clock, seconds)
+  WorkCounters profile_mark_;
+  std::vector<LevelProfile> profile_;
   double setup_seconds_ = 0;
 };
 

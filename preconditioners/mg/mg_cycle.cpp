@@ -62,6 +62,53 @@ int fgcr(LinearOperator& A, Preconditioner* K, ColorSpinorField& x, const ColorS
 
 }  // namespace
 
+namespace {
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+/// Attributes the work inside its lifetime to one level (Multigrid::attribute_to).
+class Multigrid::LevelScope {
+ public:
+  LevelScope(Multigrid& m, int l) : m_(m), was_(m.attribute_to(l)) {}
+  ~LevelScope() { m_.attribute_to(was_); }
+  LevelScope(const LevelScope&) = delete;
+  LevelScope& operator=(const LevelScope&) = delete;
+
+ private:
+  Multigrid& m_;
+  int was_;
+};
+
+void Multigrid::set_profiling(bool on) {
+  profiling_ = on;
+  profile_.assign(levels(), LevelProfile{});
+  profiled_cycles_ = 0;
+  profile_level_ = -1;
+}
+
+int Multigrid::attribute_to(int l) {
+  const int was = profile_level_;
+  if (!profiling_ || l == was) return was;
+  synchronize(levels_[0]->op->field_param().backend);
+  const double t = now_seconds();
+  const WorkCounters c = work_counters();
+  if (was >= 0) {
+    LevelProfile& p = profile_[was];
+    p.seconds += t - profile_time_;
+    p.halo_seconds += c.halo_seconds - profile_mark_.halo_seconds;
+    p.reduction_seconds += c.reduction_seconds - profile_mark_.reduction_seconds;
+    p.launches += c.launches - profile_mark_.launches;
+    p.reductions += c.reductions - profile_mark_.reductions;
+    p.exchanges += c.exchanges - profile_mark_.exchanges;
+  }
+  profile_level_ = l;
+  profile_time_ = t;
+  profile_mark_ = c;
+  return was;
+}
+
 void Multigrid::smooth(int l, ColorSpinorField& x, const ColorSpinorField& r, int steps) {
   Level& L = *levels_[l];
   const LevelParam& q = param_.level[l];
@@ -130,6 +177,8 @@ int Multigrid::coarsest_system_solve(int l, LinearOperator& A, ColorSpinorField&
 
 void Multigrid::coarse_solve(int l, ColorSpinorField& x, const ColorSpinorField& b) {
   Level& C = *levels_[l];
+  const LevelScope on(*this, l);
+  if (profiling_) ++profile_[l].visits;
   const LogScope log(LogEvent::mg_coarse_solve, 0, true);
   int it = 0;
   if (C.schur) {
@@ -148,6 +197,7 @@ void Multigrid::coarse_correction(int l) {
   if (l + 2 == param_.levels) {
     coarse_solve(l + 1, *C.x, *C.b);
   } else if (param_.cycle == CycleType::kcycle) {
+    const LevelScope on(*this, l + 1);
     LevelPreconditioner K([this, l](ColorSpinorField& o, const ColorSpinorField& i) { cycle(l + 1, o, i); }, "cycle");
     const LevelParam& cq = param_.level[l + 1];
     C.solve_iterations += fgcr(*C.op, &K, *C.x, *C.b, cq.ksp_rtol, cq.ksp_max_it, *C.gr, C.z, C.az, *C.gcr);
@@ -168,7 +218,7 @@ void Multigrid::correct_on_parity(int l, ColorSpinorField& xp, const ColorSpinor
   const int steps = param_.level[l].post_smooth;
   {
     const LogScope log(LogEvent::mg_transfer, 0, true);
-    L.transfer->prolongate(xp, *levels_[l + 1]->x);
+    prolongate_up(l, xp, *levels_[l + 1]->x);
   }
   if (steps == 0) return;
   const LogScope log(static_cast<LogEvent>(static_cast<int>(LogEvent::mg_smooth0) + std::min(l, 3)), 0, true);
@@ -178,9 +228,38 @@ void Multigrid::correct_on_parity(int l, ColorSpinorField& xp, const ColorSpinor
   blas::caxpby(Cplx(1), *L.hx, Cplx(1), xp);
 }
 
+void Multigrid::restrict_down(int l, ColorSpinorField& c, const ColorSpinorField& f) {
+  Level& C = *levels_[l + 1];
+  if (!C.gather) {
+    levels_[l]->transfer->restrict_to(c, f);
+    return;
+  }
+  levels_[l]->transfer->restrict_to(*C.part_b, f);
+  const LevelScope on(*this, l + 1);
+  const LogScope log(LogEvent::mg_gather, 0, true);
+  const double t0 = profiling_ ? now_seconds() : 0;
+  C.gather->gather(c, *C.part_b);
+  if (profiling_) {
+    synchronize(C.part_b->backend());
+    profile_[l + 1].gather_seconds += now_seconds() - t0;
+  }
+}
+
+void Multigrid::prolongate_up(int l, ColorSpinorField& f, const ColorSpinorField& c) {
+  Level& C = *levels_[l + 1];
+  if (!C.gather) {
+    levels_[l]->transfer->prolongate(f, c);
+    return;
+  }
+  C.gather->scatter(*C.part_x, c);
+  levels_[l]->transfer->prolongate(f, *C.part_x);
+}
+
 void Multigrid::cycle(int l, ColorSpinorField& x, const ColorSpinorField& b) {
   Level& L = *levels_[l];
   Level& C = *levels_[l + 1];
+  const LevelScope on(*this, l);
+  if (profiling_ && l > 0) ++profile_[l].visits;  // level 0: counted by apply and apply_parity
   const LevelParam& q = param_.level[l];
   // Without pre-smoothing x starts at zero: the coarse level corrects b itself and x is P x_c,
   // with no zeroing, copies or sums (on the fine level each costs a pass over a field).
@@ -193,7 +272,7 @@ void Multigrid::cycle(int l, ColorSpinorField& x, const ColorSpinorField& b) {
   }
   {
     const LogScope log(LogEvent::mg_transfer, 0, true);
-    L.transfer->restrict_to(*C.b, *r);
+    restrict_down(l, *C.b, *r);
   }
   coarse_correction(l);
   if (q.post_smooth > 0 && smooths_on_parity(l)) {  // x_q from the reconstruction
@@ -204,7 +283,7 @@ void Multigrid::cycle(int l, ColorSpinorField& x, const ColorSpinorField& b) {
   }
   {
     const LogScope log(LogEvent::mg_transfer, 0, true);
-    L.transfer->prolongate(q.pre_smooth > 0 ? *L.t : x, *C.x);
+    prolongate_up(l, q.pre_smooth > 0 ? *L.t : x, *C.x);
   }
   if (q.pre_smooth > 0) blas::caxpby(Cplx(1), *L.t, Cplx(1), x);
   if (q.post_smooth > 0) {
@@ -219,6 +298,11 @@ void Multigrid::apply(ColorSpinorField& x, const ColorSpinorField& b) {
   Level& F = *levels_[0];
   require(F.transfer != nullptr && levels_.back()->op != nullptr, "multigrid applied before setup");
   const LogScope log(LogEvent::mg_apply, 0, true);
+  const LevelScope on(*this, 0);
+  if (profiling_) {
+    ++profiled_cycles_;
+    ++profile_[0].visits;
+  }
   // The cycle reads b and writes x: on the caller's fields where they are the fine level's
   // kind (distinct fields), else on copies converted to it.
   if (F.b->is_like(x) && F.b->is_like(b) && x.block_data(0) != b.block_data(0)) {
@@ -241,6 +325,11 @@ void Multigrid::apply_parity(ColorSpinorField& x, const ColorSpinorField& f_p, c
           "multigrid apply_parity: f_p and bhat must be in single precision (got ", to_string(f_p.precision()), " and ",
           to_string(bhat.precision()), ")");
   const LogScope log(LogEvent::mg_apply, 0, true);
+  const LevelScope on(*this, 0);
+  if (profiling_) {
+    ++profiled_cycles_;
+    ++profile_[0].visits;
+  }
   const int p = f_p.block_parity(0);
   // The parity cycle needs the even-odd smoother on parity p, after the coarse correction only.
   if (!smooths_on_parity(0) || !F.hr->is_like(f_p) || !F.hr->is_like(bhat)) {  // the full cycle on f = (f_p, 0)
@@ -256,7 +345,7 @@ void Multigrid::apply_parity(ColorSpinorField& x, const ColorSpinorField& f_p, c
   ColorSpinorField& xp = in_place ? x : *F.hb;
   {
     const LogScope t(LogEvent::mg_transfer, 0, true);
-    F.transfer->restrict_to(*C.b, f_p);
+    restrict_down(0, *C.b, f_p);
   }
   coarse_correction(0);
   correct_on_parity(0, xp, bhat);

@@ -10,6 +10,7 @@
 
 #include "operators/coarse/coarse_operator.h"
 #include "operators/coarse/dense_inverse.h"
+#include "preconditioners/mg/agglomerate.h"
 #include "preconditioners/mg/mg.h"
 #include "preconditioners/mg/transfer.h"
 
@@ -42,6 +43,10 @@ struct Multigrid::Level {
   std::unique_ptr<Transfer> transfer;                ///< to level l + 1
   std::unique_ptr<SchwarzPreconditioner> schwarz;
   std::unique_ptr<DenseInverse> direct;                     ///< coarsest level solved directly
+  /// An agglomerated level: gathered from its parts on the ranks of the level above (whose
+  /// transfer restricts into part_b and prolongates from part_x, fields of the part lattice).
+  std::unique_ptr<Agglomeration> gather;
+  std::unique_ptr<ColorSpinorField> part_b, part_x;
   std::unique_ptr<ColorSpinorField> x, b, r, t, e, sr, sa;  ///< x, b: this level's solve
   // GCR workspace for solves on this level (K-cycle or coarsest): full or one parity.
   std::unique_ptr<ColorSpinorField> bhat, xhat, gr;

@@ -35,13 +35,47 @@ CoarseSolverType parse_coarse_solver_type(const std::string& name) {
   fail("unknown multigrid coarsest solver '", name, "': expected auto, gcr or direct");
 }
 
+bool gathers(const MultigridParam& p, int level, const Coords& local, int ranks) {
+  const int want = level < static_cast<int>(p.ranks.size()) ? p.ranks[level] : 0;
+  require(want == 0 || want == 1 || want == ranks, "multigrid level ", level, ": ", want,
+          " ranks; expected 0 (automatic), 1 (gathered: the whole level on every rank)",
+          ranks > 1 ? " or " + std::to_string(ranks) + " (spread over the ranks of the level above)" : std::string(),
+          " (gathering onto some ranks only is not implemented)");
+  if (ranks <= 1 || level < 1) return false;
+  if (want != 0) return want == 1;
+  return static_cast<long>(local[0]) * local[1] * local[2] * local[3] <= p.gather_sites;
+}
+
+std::vector<bool> gathered_levels(const MultigridParam& p, const Lattice& fine) {
+  std::vector<bool> g(p.levels, false);
+  Coords local = fine.local();
+  int ranks = fine.size();
+  for (int l = 1; l < p.levels && l <= static_cast<int>(p.level.size()); ++l) {
+    for (int mu = 0; mu < 4; ++mu) local[mu] /= p.level[l - 1].block[mu];
+    if (gathers(p, l, local, ranks)) {
+      g[l] = true;
+      for (int mu = 0; mu < 4; ++mu) local[mu] *= fine.grid()[mu];
+      ranks = 1;
+    }
+  }
+  return g;
+}
+
 void check_param(const MultigridParam& p, const Lattice& fine) {
   require(p.levels >= 2, "multigrid levels ", p.levels, ": expected at least 2");
   require(static_cast<int>(p.level.size()) == p.levels - 1, "multigrid: ", p.level.size(), " level parameter sets for ",
           p.levels, " levels (expected ", p.levels - 1, ")");
+  require(p.gather_sites >= 0, "multigrid: gather below ", p.gather_sites, " sites per rank: expected 0 or more");
+  require(static_cast<int>(p.ranks.size()) <= p.levels, "multigrid: ranks given for ", p.ranks.size(), " levels of ",
+          p.levels);
   Coords local = fine.local();
+  int ranks = fine.size();
   for (int l = 0; l + 1 < p.levels; ++l) {
     const LevelParam& q = p.level[l];
+    if (l > 0 && gathers(p, l, local, ranks)) {  // the level lives whole on every rank
+      for (int mu = 0; mu < 4; ++mu) local[mu] *= fine.grid()[mu];
+      ranks = 1;
+    }
     for (int mu = 0; mu < 4; ++mu) {
       const int b = q.block[mu];
       require(b >= 2 && local[mu] % b == 0 && (local[mu] / b) % 2 == 0, "multigrid with ", p.levels, " levels: level ",

@@ -42,6 +42,7 @@ Multigrid::Multigrid(std::shared_ptr<LinearOperator> fine, const MultigridParam&
                      std::shared_ptr<LinearOperator> fine_setup)
     : param_(param) {
   check_param(param_, *fine->lattice());
+  gathered_ = gathered_levels(param_, *fine->lattice());
   for (int l = 0; l < param_.levels; ++l) levels_.push_back(std::make_unique<Level>());
   install_fine(std::move(fine), std::move(local), std::move(fine_schur), std::move(fine_smoother),
                std::move(fine_setup));
@@ -385,10 +386,14 @@ void Multigrid::build_level(int l, const std::function<void(const std::string&)>
   const double t_orth = seconds_since(t0);
   const bool coarsest = l + 1 == param_.levels - 1;
   const bool even_odd = coarsest ? param_.coarse_even_odd : param_.level[l + 1].smooth_even_odd;
+  // An agglomerated level: its blocks gathered onto the whole lattice on every rank (the
+  // Agglomeration made once; update() keeps it with the transfer).
+  if (gathered_[l + 1] && !C.gather) C.gather = std::make_unique<Agglomeration>(L.transfer->coarse_lattice());
   const auto tg = std::chrono::steady_clock::now();
   {
     const LogScope log(LogEvent::mg_galerkin, 0, true);
-    C.coarse = galerkin(*L.op, *L.transfer, q.coarse_precision, even_odd);
+    C.coarse = galerkin(*L.op, *L.transfer, q.coarse_precision, even_odd, GalerkinAssembly::automatic,
+                        C.gather ? C.gather->whole() : nullptr);
   }
   C.coarse->set_math(param_.setup_set_math);
   const double t_galerkin = seconds_since(tg);  // finalize synchronized
@@ -396,6 +401,10 @@ void Multigrid::build_level(int l, const std::function<void(const std::string&)>
   C.schur.reset();
   if (even_odd) C.schur = std::make_shared<CoarseLinear>(C.coarse, true, 0, Precision::single);
   C.allocate(C.op->field_param());
+  if (C.gather) {
+    C.part_b = std::make_unique<ColorSpinorField>(C.gather->part(), C.op->field_param());
+    C.part_x = std::make_unique<ColorSpinorField>(C.gather->part(), C.op->field_param());
+  }
   const int nk = coarsest ? param_.coarse_restart : param_.level[l + 1].ksp_max_it;
   const SpinorParam wp = coarsest && C.schur ? C.schur->field_param() : C.op->field_param();
   C.z = ColorSpinorField::make_set(C.op->lattice(), wp, nk);
@@ -441,6 +450,7 @@ void Multigrid::build_level(int l, const std::function<void(const std::string&)>
   if (progress) {
     std::ostringstream s;
     s << "level " << l + 1 << ": coarse operator " << dims(C.op->lattice()->global()) << " x " << C.coarse->n()
+      << (C.gather ? ", gathered onto each of the " + std::to_string(C.gather->copies()) + " ranks," : "")
       << " built in " << seconds_since(t0) << " s (orthonormalization " << t_orth << " s, Galerkin products "
       << t_galerkin - C.coarse->finalize_seconds() << " s, " << (even_odd ? "even-odd blocks and " : "") << "storage "
       << C.coarse->finalize_seconds() << " s; " << C.coarse->bytes() / 1048576.0 << " MiB per rank)";
@@ -474,7 +484,7 @@ void Multigrid::setup(const std::function<void(const std::string&)>& progress) {
     vp.precision = Precision::single;
     L.transfer = std::make_unique<Transfer>(L.op->lattice(), vp, q.block, q.nvec, l + 1, q.transfer_precision);
     const int restricted = std::min<int>(q.nvec, static_cast<int>(above.size()));
-    for (int k = 0; k < restricted; ++k) levels_[l - 1]->transfer->restrict_to(L.transfer->vectors()[k], above[k]);
+    for (int k = 0; k < restricted; ++k) restrict_down(l - 1, L.transfer->vectors()[k], above[k]);
     above.clear();
     find_null_vectors(l, false, progress, restricted);
     if (param_.setup_restrict && l + 2 < param_.levels) {

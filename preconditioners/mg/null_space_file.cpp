@@ -55,14 +55,21 @@ void Multigrid::save(const std::string& file) const {
   std::vector<Complex<double>> host;
   for (int l = 0; l + 1 < levels(); ++l) {
     const Level& L = *levels_[l];
-    const Lattice& lat = *L.op->lattice();
+    // An agglomerated level is written from its parts, as where it is spread: each rank its
+    // sites of the whole it holds (the same file on any process grid).
+    const Lattice& lat = L.gather ? *L.gather->part() : *L.op->lattice();
     const SpinorParam p = L.op->field_param();
     const int comps = p.nspin * p.ncolor;
     const std::size_t site_bytes = comps * sizeof(Complex<double>);
     std::uint32_t a = 0, b = 0;
     for (const ColorSpinorField& v : L.transfer->vectors()) {
       host.clear();
-      v.to_lexicographic(host);
+      if (L.gather) {
+        L.gather->scatter(*L.part_x, v);
+        L.part_x->to_lexicographic(host);
+      } else {
+        v.to_lexicographic(host);
+      }
       std::vector<unsigned char> bytes(host.size() * sizeof(Complex<double>));
       std::memcpy(bytes.data(), host.data(), bytes.size());
       const auto sum = vector_checksum(lat, bytes, site_bytes);
@@ -120,25 +127,27 @@ void Multigrid::load(const std::string& file, const std::function<void(const std
   };
   std::vector<Stated> stated(levels() - 1);
   std::uint64_t expected = header_bytes;
+  Coords g = F.op->lattice()->global();
+  int comps = F.op->field_param().nspin * F.op->field_param().ncolor;
   for (int l = 0; l + 1 < levels(); ++l) {
-    Level& L = *levels_[l];
     const LevelParam& q = param_.level[l];
     Stated& t = stated[l];
     int index = -1;
     std::string w1, w2, w3, w4, w5;
     h >> w1 >> index >> w2 >> t.lattice >> w3 >> t.comps >> w4 >> t.nvec;
     if (version >= 2) h >> w5 >> t.a >> t.b;
-    const Coords& g = L.op->lattice()->global();
+    // Level l's lattice and components from the fine ones and the aggregates (the coarse
+    // levels' operators do not exist before their transfers are loaded).
     const std::string want =
         std::to_string(g[0]) + "," + std::to_string(g[1]) + "," + std::to_string(g[2]) + "," + std::to_string(g[3]);
-    const SpinorParam p = L.op->field_param();
     require(w1 == "transfer" && index == l && (version == 1 || w5 == "checksum"), file,
             ": the header's line for transfer ", l, " is malformed");
-    require(t.lattice == want && t.comps == p.nspin * p.ncolor && t.nvec == q.nvec, file, ": transfer ", l,
-            " in the file is 'lattice ", t.lattice, " components ", t.comps, " nvec ", t.nvec,
-            "', the preconditioner's is 'lattice ", want, " components ", p.nspin * p.ncolor, " nvec ", q.nvec,
-            "' (same lattice, aggregates and null-vector counts needed)");
-    expected += static_cast<std::uint64_t>(t.nvec) * t.comps * sizeof(Complex<double>) * global_sites(*L.op->lattice());
+    require(t.lattice == want && t.comps == comps && t.nvec == q.nvec, file, ": transfer ", l, " in the file is 'lattice ",
+            t.lattice, " components ", t.comps, " nvec ", t.nvec, "', the preconditioner's is 'lattice ", want,
+            " components ", comps, " nvec ", q.nvec, "' (same lattice, aggregates and null-vector counts needed)");
+    expected += static_cast<std::uint64_t>(t.nvec) * t.comps * sizeof(Complex<double>) * g[0] * g[1] * g[2] * g[3];
+    for (int mu = 0; mu < 4; ++mu) g[mu] /= q.block[mu];
+    comps = 2 * q.nvec;
   }
   require(size_text == std::to_string(expected), file, ": the file has ",
           size_text.empty() ? std::string("an unknown number of") : size_text, " bytes, its header describes ",
@@ -153,7 +162,7 @@ void Multigrid::load(const std::string& file, const std::function<void(const std
     SpinorParam vp = L.op->field_param();
     vp.precision = Precision::single;
     L.transfer = std::make_unique<Transfer>(L.op->lattice(), vp, q.block, q.nvec, l + 1, q.transfer_precision);
-    const Lattice& lat = *L.op->lattice();
+    const Lattice& lat = L.gather ? *L.gather->part() : *L.op->lattice();  // read as save() wrote
     const std::size_t site_bytes = t.comps * sizeof(Complex<double>);
     std::vector<Complex<double>> host(static_cast<std::size_t>(lat.volume()) * t.comps);
     std::uint32_t a = 0, b = 0;
@@ -166,7 +175,12 @@ void Multigrid::load(const std::string& file, const std::function<void(const std
       for (const Complex<double>& z : host) finite = finite && std::isfinite(z.re) && std::isfinite(z.im);
       collective_require(comm, finite, file + ": transfer " + std::to_string(l) +
                                                       ": a null vector holds numbers that are not finite");
-      v.from_lexicographic(host);
+      if (L.gather) {
+        L.part_x->from_lexicographic(host);
+        L.gather->gather(v, *L.part_x);
+      } else {
+        v.from_lexicographic(host);
+      }
       offset += site_bytes * global_sites(lat);
     }
     if (version >= 2)

@@ -17,7 +17,9 @@
 #        = np:grid:p2p:overlap ...): link updates/s, and the plaquette, which must be the same
 #        on every grid.
 # mg:    native GCR + latke_mg solves of 32^3x64 at kappa 0.1351 on 1, 2 and 4 GPUs, the coarsest
-#        solve direct or GCR (LATKE_MULTI_MG = np:grid:coarse-solver ...).
+#        solve direct or GCR, coarse levels gathered by the default rule or below a number of
+#        sites per rank (LATKE_MULTI_MG = np:grid:coarse-solver[:gather-sites] ...; 0: spread);
+#        LATKE_MULTI_MG_OPTS adds options to every run (e.g. -log_view).
 # Logs and JSON under $OUT; summaries on stdout. LATKE_MULTI_LATTICE overrides 32,32,32,64.
 set -uo pipefail
 source "$(dirname "$0")/host-env.sh"
@@ -85,15 +87,16 @@ if [[ $steps == *mg* ]]; then
   # the coarsest solve direct (gathered on every rank) or GCR across the ranks.
   gauge="-latke_gauge quenched -latke_gauge_sweeps ${LATKE_MULTI_SWEEPS_MG:-100} -latke_gauge_cache /tmp/latke-cache"
   mkdir -p /tmp/latke-cache
-  for c in ${LATKE_MULTI_MG:-1:1,1,1,1:auto 2:1,1,1,2:auto 4:1,1,1,4:auto 4:1,1,1,4:gcr}; do
-    IFS=: read -r np grid coarse <<< "$c"
+  for c in ${LATKE_MULTI_MG:-1:1,1,1,1:auto 2:1,1,1,2:auto 2:1,1,1,2:auto:0 4:1,1,1,4:auto 4:1,1,1,4:auto:0}; do
+    IFS=: read -r np grid coarse gather <<< "$c"
     [ "$np" -le "$ngpu" ] || continue
-    tag=mg_${grid//,/}_$coarse
+    tag=mg_${grid//,/}_$coarse${gather:+_gather$gather}
     run_np $np "$bin/latke-solve" -latke_lattice $L -latke_grid $grid $gauge -latke_kappa 0.1351 -latke_csw 1.769 \
       -latke_source z2 -latke_native -latke_solver gcr -latke_solver_pc mg -latke_solves 2 \
-      -latke_mg_coarse_solver $coarse -latke_json "$out/$tag.json" > "$out/$tag.log" 2>&1; rc=$?; status=$((status | rc))
-    echo "== native GCR + MG, $np GPUs, grid $grid, coarsest solve $coarse: exit $rc"
-    grep -E "^  (KSP|true residual|time|solved|setup)|^latke-solve: (true residual|the solve)|coarsest|LatkeMG" "$out/$tag.log" | head -20
+      -latke_mg_coarse_solver $coarse ${gather:+-pc_latke_mg_gather_sites $gather} ${LATKE_MULTI_MG_OPTS:-} \
+      -latke_json "$out/$tag.json" > "$out/$tag.log" 2>&1; rc=$?; status=$((status | rc))
+    echo "== native GCR + MG, $np GPUs, grid $grid, coarsest solve $coarse${gather:+, gathered below $gather sites per rank}: exit $rc"
+    grep -E "^  (KSP|true residual|time|solved|setup)|^latke-solve: (true residual|the solve)|coarsest|gathered|LatkeMG|LatkeHalo " "$out/$tag.log" | head -30
   done
 fi
 exit $status

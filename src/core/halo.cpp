@@ -14,6 +14,7 @@
 #include "src/core/log.h"
 #include "src/core/policy.h"
 #include "src/core/tune.h"
+#include "src/core/work_counters.h"
 
 #ifdef LATKE_HAVE_CUDA
 #include <cuda.h>  // stream memory operations' types; the functions come through the runtime
@@ -36,6 +37,13 @@ int peer_of(const Lattice& lat, int mu, int side) { return lat.neighbour(mu, sid
 namespace {
 bool profiling = false;
 HaloProfile profile_sums;
+
+/// One exchange finished after the host waited `us` in it (work_counters.h).
+void count_wait(double us) {
+  WorkCounters& c = work_counters();
+  ++c.exchanges;
+  c.halo_seconds += us * 1e-6;
+}
 }  // namespace
 
 void set_halo_profiling(bool on) {
@@ -495,6 +503,7 @@ void HaloExchange::finish() {
         if (active(mu)) stream_wait(exterior_stream(), flag(sig_in_[mu][d], set_), seq_);
     if (timed) timing_->delivered.record(exterior_stream());
     finish_host_us_ = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    count_wait(finish_host_us_);
     return;
   }
 #endif
@@ -539,6 +548,7 @@ void HaloExchange::finish() {
     if (timed) timing_->delivered.record(comm_stream());
   }
   finish_host_us_ = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  count_wait(finish_host_us_);
 }
 
 void HaloExchange::end() {

@@ -23,6 +23,7 @@
 #include "src/core/error.h"
 #include "src/core/macros.h"
 #include "src/core/tune.h"
+#include "src/core/work_counters.h"
 
 #ifdef __CUDACC__
 #include <cuda_runtime.h>
@@ -118,6 +119,7 @@ void launch_cpu(const F& f, LaunchRange r) {
 template <typename F>
 void launch(Backend b, const F& f, LaunchRange r, Stream s = compute_stream(), bool tunable = true) {
   if (r.n <= 0 || r.n_parity <= 0) return;
+  ++work_counters().launches;
   if (b == Backend::cpu) return launch_cpu(f, r);
 #ifdef __CUDACC__
   const cudaStream_t stream = static_cast<cudaStream_t>(s.handle);
@@ -172,6 +174,7 @@ template <typename T, typename F>
 T launch_reduce(Backend b, const F& f, LaunchRange r, Stream s = compute_stream()) {
   const int total = r.n * r.n_parity;
   if (total <= 0) return T{};
+  ++work_counters().launches;
   const int blocks = std::min(detail::reduce_max_blocks, (total + detail::reduce_block - 1) / detail::reduce_block);
   if (b == Backend::cpu) {
     std::vector<T> partial(blocks);
@@ -210,6 +213,7 @@ T launch_reduce(Backend b, const F& f, LaunchRange r, Stream s = compute_stream(
 template <typename T, typename F>
 void launch_segmented_reduce(Backend b, const F& f, int n_segments, int length, T* out, Stream s = compute_stream()) {
   if (n_segments <= 0) return;
+  ++work_counters().launches;
   if (b == Backend::cpu) {
 #pragma omp parallel for schedule(static)
     for (int seg = 0; seg < n_segments; ++seg) {

@@ -32,6 +32,7 @@ enum class LogEvent {
   mg_coarse_solve,  ///< LatkeMGCoarseSolve: the coarsest level's solves
   mg_null_vectors,  ///< LatkeMGNullVectors: the setup's inverse iterations (inside LatkeMGSetup)
   mg_galerkin,      ///< LatkeMGGalerkin: assembling the coarse operators (inside LatkeMGSetup)
+  mg_gather,        ///< LatkeMGGather: all-gathering an agglomerated level's right-hand side (inside LatkeMGTransfer)
   operator_build,   ///< LatkeOpBuild: building a Wilson-clover operator (links, clover terms)
   link_upload,      ///< LatkeLinkUpload: converting and uploading links (inside LatkeOpBuild)
   count_

@@ -4,11 +4,13 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
 #include "src/core/error.h"
 #include "src/core/launch.h"
+#include "src/core/work_counters.h"
 
 namespace latke::blas {
 
@@ -162,8 +164,8 @@ struct DotNormKernel {
 
 /// A rank's sums of <x, y>, |x|^2, |y|^2 added over all ranks.
 DotNorms over_ranks(const DotNormSum& local, MPI_Comm comm) {
-  double in[4] = {local.re, local.im, local.xx, local.yy}, out[4];
-  MPI_Allreduce(in, out, 4, MPI_DOUBLE, MPI_SUM, comm);
+  double out[4] = {local.re, local.im, local.xx, local.yy};
+  global_sum(out, 4, comm);
   return {Cplx(out[0], out[1]), out[2], out[3]};
 }
 
@@ -216,8 +218,8 @@ double axpbyz(Cplx a, const ColorSpinorField& x, Cplx b, const ColorSpinorField*
     }
   });
   if constexpr (Norm) {
-    double global = 0;
-    MPI_Allreduce(&norm, &global, 1, MPI_DOUBLE, MPI_SUM, z.lattice().comm());
+    double global = norm;
+    global_sum(&global, 1, z.lattice().comm());
     return global;
   }
   return 0;
@@ -553,7 +555,8 @@ void cdot_multi(const ColorSpinorField* const* x, int n, const ColorSpinorField&
       }
     }
   });
-  MPI_Allreduce(local.data(), global.data(), 2 * n, MPI_DOUBLE, MPI_SUM, y.lattice().comm());
+  global = local;
+  global_sum(global.data(), 2 * n, y.lattice().comm());
   for (int j = 0; j < n; ++j) out[j] = Cplx(global[2 * j], global[2 * j + 1]);
 }
 
@@ -704,7 +707,8 @@ void caxpbypcz_set(const Cplx* a, const std::vector<ColorSpinorField>& x, const 
     if (norms) {
       std::vector<double> local(n);
       launch_segmented_reduce_host<double>(be, t, n, n_index, local.data());
-      MPI_Allreduce(local.data(), norms, n, MPI_DOUBLE, MPI_SUM, z[0].lattice().comm());
+      std::copy(local.begin(), local.end(), norms);
+      global_sum(norms, n, z[0].lattice().comm());
     } else {
       launch(be, SetAsKernel<std::remove_reference_t<decltype(t)>>{t, n_index}, {n * n_index}, compute_stream(), false);
     }
@@ -785,7 +789,8 @@ void cdot_norms_set(const std::vector<ColorSpinorField>& x, const std::vector<Co
     });
   }
   static_assert(sizeof(DotNormSum) == 4 * sizeof(double), "DotNormSum is four doubles");
-  MPI_Allreduce(local.data(), global.data(), 4 * n, MPI_DOUBLE, MPI_SUM, x[0].lattice().comm());
+  std::memcpy(global.data(), local.data(), 4 * n * sizeof(double));
+  global_sum(global.data(), 4 * n, x[0].lattice().comm());
   for (int k = 0; k < n; ++k) out[k] = {Cplx(global[4 * k], global[4 * k + 1]), global[4 * k + 2], global[4 * k + 3]};
 }
 

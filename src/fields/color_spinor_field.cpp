@@ -10,6 +10,7 @@
 #include "src/core/error.h"
 #include "src/core/indexing.h"
 #include "src/core/launch.h"
+#include "src/core/work_counters.h"
 #include "src/fields/philox.h"
 
 namespace latke {
@@ -456,8 +457,8 @@ Complex<double> dot(const ColorSpinorField& x, const ColorSpinorField& y) {
             {x.lattice().volume_cb()});
     });
   }
-  double in[2] = {local.re, local.im}, out[2];
-  MPI_Allreduce(in, out, 2, MPI_DOUBLE, MPI_SUM, x.lattice().comm());
+  double out[2] = {local.re, local.im};
+  global_sum(out, 2, x.lattice().comm());
   return {out[0], out[1]};
 }
 

@@ -4,7 +4,9 @@
 // MPI_COMM_SELF and compares its part);
 // verify() holds on the split lattice; an MG-preconditioned GCR solve there reaches the
 // single-rank solution; the coarsest direct solve (gathered on every rank) gives the one-rank
-// one; and null vectors saved on the grid load on one rank. Labels mg, mpi.
+// one; null vectors saved on the grid load on one rank; and a hierarchy whose coarse levels are
+// gathered whole onto every rank (agglomerate.h) gives the preconditioner of the spread one and
+// of one rank. Labels mg, mpi.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -19,6 +21,7 @@
 #include "src/fields/blas.h"
 #include "src/fields/random.h"
 #include "operators/coarse/dense_inverse.h"
+#include "preconditioners/mg/agglomerate.h"
 #include "preconditioners/mg/galerkin.h"
 #include "preconditioners/mg/mg.h"
 #include "tests/support/expect_error.h"
@@ -234,6 +237,7 @@ MultigridParam param(int levels) {
     q.setup_iterations = 30;
     p.level.push_back(q);
   }
+  p.gather_sites = 0;  // every level spread over the ranks unless a test gathers it
   return p;
 }
 
@@ -420,6 +424,174 @@ TEST(MgMpi, NullVectorsSavedOnTheGridLoadOnOneRank) {
     std::remove(file.c_str());
     std::remove(wrong.c_str());
     std::remove(damaged.c_str());
+  }
+}
+
+// Agglomeration: a field gathered from the ranks' parts is the whole field, and scattered back
+// it is the part again; the Galerkin operator gathered onto the whole lattice is the one built
+// there.
+TEST(MgMpi, GatheredFieldsAndOperatorAreTheWholeOnes) {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  for (const Coords& grid : grids_for(size)) {
+    const std::string what = "grid " + std::to_string(grid[0]) + std::to_string(grid[1]) + std::to_string(grid[2]) +
+                             std::to_string(grid[3]);
+    Split s(grid, Precision::single);
+    const SpinorParam fp{4, 3, Precision::single, Subset::full, s.b};
+    Transfer tw(s.whole, fp, {2, 2, 2, 2}, 4, 1, Precision::single),
+        tp(s.part, fp, {2, 2, 2, 2}, 4, 1, Precision::single);
+    for (int k = 0; k < 4; ++k) {
+      fill_gaussian(tw.vectors()[k], 20 + k);
+      fill_gaussian(tp.vectors()[k], 20 + k);
+    }
+    tw.orthonormalize();
+    tp.orthonormalize();
+    Agglomeration agg(tp.coarse_lattice());
+    EXPECT_EQ(agg.copies(), size);
+    EXPECT_EQ(agg.whole()->size(), 1);
+    EXPECT_EQ(agg.whole()->global(), tp.coarse_lattice()->global());
+    for (Precision p : {Precision::double_, Precision::single}) {
+      ColorSpinorField part(tp.coarse_lattice(), tp.coarse_param(p)), whole(agg.whole(), tp.coarse_param(p)),
+          expect(agg.whole(), tp.coarse_param(p)), back(tp.coarse_lattice(), tp.coarse_param(p));
+      fill_gaussian(part, 31);
+      fill_gaussian(expect, 31);  // a function of the global site: the whole field
+      agg.gather(whole, part);
+      std::vector<Complex<double>> a, b;
+      whole.to_lexicographic(a);
+      expect.to_lexicographic(b);
+      double worst = 0;
+      for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i].re - b[i].re) + std::abs(a[i].im - b[i].im));
+      EXPECT_EQ(worst, 0.0) << what << ": gathered " << to_string(p) << " field";
+      agg.scatter(back, whole);
+      EXPECT_EQ(coarse_diff(back, expect), 0.0) << what << ": scattered " << to_string(p) << " field";
+    }
+    // The operator: assembled on the parts and gathered, against the one assembled whole.
+    auto dw = galerkin(*s.full(false), tw, Precision::single, true);
+    auto dg = galerkin(*s.full(true), tp, Precision::single, true, GalerkinAssembly::automatic, agg.whole());
+    EXPECT_EQ(dg->lattice()->size(), 1);
+    ColorSpinorField xw(tw.coarse_lattice(), tw.coarse_param(Precision::single)), yw = xw.like(Precision::single),
+        yg = xw.like(Precision::single);
+    ColorSpinorField xg(agg.whole(), tp.coarse_param(Precision::single));
+    fill_gaussian(xw, 8);
+    fill_gaussian(xg, 8);
+    dw->apply(yw, xw);
+    dg->apply(yg, xg);
+    std::vector<Complex<double>> a, b;
+    yg.to_lexicographic(a);
+    yw.to_lexicographic(b);
+    EXPECT_LT(global_rel_diff(a, b), 1e-6) << what << ": gathered coarse operator";
+    CoarseLinear sw(dw, true, 1, Precision::single), sg(dg, true, 1, Precision::single);
+    ColorSpinorField hw = sw.make_field(), hg = sg.make_field(), ow = sw.make_field(), og = sg.make_field();
+    fill_gaussian(hw, 9);
+    fill_gaussian(hg, 9);
+    sw.apply(ow, hw);
+    sg.apply(og, hg);
+    ow.to_lexicographic(b);
+    og.to_lexicographic(a);
+    EXPECT_LT(global_rel_diff(a, b), 1e-6) << what << ": gathered even-odd operator";
+  }
+}
+
+/// K b for the preconditioner of `mg`, b Gaussian (a function of the global site), as the
+/// whole lattice's values (gathered from the ranks where mg's fine level is spread).
+std::vector<Complex<double>> apply_to_gaussian(Multigrid& mg, LinearOperator& fine) {
+  ColorSpinorField b = fine.make_field(), x = fine.make_field();
+  fill_gaussian(b, 44);
+  mg.apply(x, b);
+  std::vector<Complex<double>> h;
+  x.to_lexicographic(h);
+  return h;
+}
+
+// Agglomeration gives the same preconditioner: from the same null vectors (saved from one
+// hierarchy, loaded into the others), the cycle of a hierarchy whose coarse levels are gathered
+// whole onto every rank equals, to rounding, the cycle of the spread hierarchy (2 levels: the
+// local lattice allows no third spread) and of one rank's on the whole lattice (3 levels, which
+// only the gathered hierarchy can have on the grid); an MG-GCR solve takes the same iterations
+// within 2. Null vectors of gathered levels save as spread ones do. Where each level lives is
+// reported, and rank counts it cannot honour fail naming the level.
+TEST(MgMpi, AgglomeratedLevelsGiveTheSpreadPreconditioner) {
+  int size = 1, rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const Coords grid = grids_for(size).back();
+  Split s(grid, Precision::single, -0.1);
+  auto fine_part = s.full(true), fine_whole = s.full(false);
+  const std::string tag = "_np" + std::to_string(size) + ".bin";
+  const std::string file2 = ::testing::TempDir() + "latke_mg_agg2" + tag, file3 = ::testing::TempDir() + "latke_mg_agg3" + tag;
+  // Two levels: spread, gathered, one rank.
+  MultigridParam spread = param(2);
+  spread.coarse_solver = CoarseSolverType::direct;
+  MultigridParam gathered = spread;
+  gathered.ranks = {0, 1};
+  Multigrid a(fine_part, spread), g(fine_part, gathered), w(fine_whole, spread);
+  a.setup();
+  a.save(file2);
+  g.load(file2);
+  w.load(file2);
+  EXPECT_EQ(g.info(1).copies, size > 1 ? size : 0);
+  EXPECT_EQ(a.info(1).copies, 0);
+  const std::vector<Complex<double>> ka = apply_to_gaussian(a, *fine_part), kg = apply_to_gaussian(g, *fine_part),
+                                     kw = apply_to_gaussian(w, *fine_whole);
+  EXPECT_LT(global_rel_diff(kg, ka), 1e-5) << "2 levels: gathered against spread";
+  EXPECT_LT(global_rel_diff(kg, local_part(*s.part, kw, 12)), 1e-5) << "2 levels: gathered against one rank";
+  EXPECT_LT(global_rel_diff(ka, local_part(*s.part, kw, 12)), 1e-5) << "2 levels: spread against one rank";
+  // Three levels: level 1 gathered by the automatic rule (a local coarse volume of at most
+  // gather_sites), set up on the grid, its null vectors saved and loaded on one rank.
+  MultigridParam three = param(3);
+  three.coarse_solver = CoarseSolverType::direct;
+  three.gather_sites = 512;
+  if (size > 1) {
+    MultigridParam spread3 = three;
+    spread3.gather_sites = 0;
+    test::expect_error([&] { Multigrid(fine_part, spread3); }, "does not fit its local lattice",
+                       "three spread levels on the grid");
+  }
+  auto g3 = std::make_shared<Multigrid>(fine_part, three);
+  g3->setup();
+  g3->save(file3);
+  auto w3 = std::make_shared<Multigrid>(fine_whole, three);
+  w3->load(file3);
+  auto again = std::make_shared<Multigrid>(fine_part, three);
+  again->load(file3);
+  for (int l = 1; l < 3; ++l) EXPECT_EQ(g3->info(l).copies, size > 1 ? size : 0) << "level " << l;
+  EXPECT_EQ(g3->info(2).global, w3->info(2).global);
+  const std::vector<Complex<double>> k3 = apply_to_gaussian(*g3, *fine_part), k3a = apply_to_gaussian(*again, *fine_part),
+                                     k3w = apply_to_gaussian(*w3, *fine_whole);
+  EXPECT_LT(global_rel_diff(k3, local_part(*s.part, k3w, 12)), 1e-5) << "3 levels: gathered against one rank";
+  EXPECT_LT(global_rel_diff(k3a, k3), 1e-5) << "3 levels: saved and loaded on the grid";
+  EXPECT_GT(global_rel_diff(k3, apply_to_gaussian(a, *fine_part)), 1e-4) << "3 levels differ from 2";
+  // MG-GCR: the same iterations within 2 on the grid and on one rank.
+  Split d(grid, Precision::double_, -0.1);
+  auto iterations = [&](Multigrid& mg, bool on_part) {
+    MultigridPreconditioner K(std::shared_ptr<Multigrid>(&mg, [](Multigrid*) {}));
+    auto M = d.full(on_part);
+    ColorSpinorField b = M->make_field(), x = M->make_field();
+    fill_gaussian(b, 3);
+    SolverParam sp;
+    sp.type = SolverType::gcr;
+    sp.tol = 1e-10;
+    const SolverStats st = solve(*M, nullptr, &K, x, b, sp);
+    EXPECT_TRUE(st.converged);
+    return st.iterations;
+  };
+  const int it_grid = iterations(*g3, true), it_one = iterations(*w3, false);
+  EXPECT_LE(std::abs(it_grid - it_one), 2) << it_grid << " iterations on the grid, " << it_one << " on one rank";
+  // Rank counts that cannot be honoured.
+  if (size > 1) {
+    MultigridParam some = param(2);
+    some.ranks = {0, size == 2 ? 3 : 2};  // neither one rank nor all
+    test::expect_error([&] { Multigrid(fine_part, some); }, "gathering onto some ranks only is not implemented",
+                       "gathering onto some ranks");
+    MultigridParam below = three;
+    below.ranks = {0, 1, size};
+    test::expect_error([&] { Multigrid(fine_part, below); }, "multigrid level 2: " + std::to_string(size) + " ranks",
+                       "a level below a gathered one spread again");
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) {
+    std::remove(file2.c_str());
+    std::remove(file3.c_str());
   }
 }
 

@@ -1,0 +1,146 @@
+// Agglomeration of a multigrid level (agglomerate.h): the site maps between the spread and the
+// whole lattice, and the gather (host-staged all-gather, then one placing kernel) and scatter
+// (one kernel). Compiled by nvcc in CUDA builds.
+#include "preconditioners/mg/agglomerate.h"
+
+#include <mpi.h>
+
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "src/core/error.h"
+#include "src/core/indexing.h"
+#include "src/core/launch.h"
+
+namespace latke::mg {
+
+namespace {
+
+/// out(parity, x) = in(chunk, parity, site) with map[parity * out_vcb + x] = chunk * in.stride
+/// + site: one thread per (output site, real). Chunks are full fields laid end to end (the
+/// all-gathered parts), or one (the whole field, for a scatter).
+template <typename S>
+struct PlaceKernel {
+  RealArray<S> out, in;  ///< parity-0 blocks (of chunk 0 for in)
+  const int* map;
+  long out_block, in_block, in_chunk;  ///< in elements
+  int out_vcb, reals;
+  LATKE_HOST_DEVICE void operator()(int idx, int parity) const {
+    const int r = idx % reals, x = idx / reals;
+    const int m = map[parity * out_vcb + x];
+    const int chunk = m / in.stride, site = m - chunk * in.stride;
+    RealArray<S> o = out, i = in;
+    o.data += parity * out_block;
+    i.data += chunk * in_chunk + parity * in_block;
+    o.template set<S>(r, x, i.template get<S>(r, site));
+  }
+};
+
+Buffer upload(Backend b, const std::vector<int>& host) {
+  Buffer d(memory_for(b), host.size() * sizeof(int));
+  copy_bytes(d.data(), host.data(), d.bytes(), compute_stream());
+  synchronize(compute_stream());
+  return d;
+}
+
+}  // namespace
+
+Agglomeration::Agglomeration(std::shared_ptr<const Lattice> part) : part_(std::move(part)) {
+  whole_ = std::make_shared<Lattice>(MPI_COMM_SELF, part_->global(), Coords{1, 1, 1, 1});
+  const int ranks = part_->size();
+  std::vector<int> offsets(4 * ranks);
+  MPI_Allgather(part_->offset().data(), 4, MPI_INT, offsets.data(), 4, MPI_INT, part_->comm());
+  const LocalGeometry pg = LocalGeometry::of(*part_), wg = LocalGeometry::of(*whole_);
+  const int vcb = part_->volume_cb(), wcb = whole_->volume_cb();
+  std::vector<int> gmap(2 * static_cast<std::size_t>(wcb), -1), smap(2 * static_cast<std::size_t>(vcb));
+  for (int r = 0; r < ranks; ++r)
+    for (int p = 0; p < 2; ++p)
+      for (int x = 0; x < vcb; ++x) {
+        int c[4];
+        pg.coords(x, p, c);
+        for (int mu = 0; mu < 4; ++mu) c[mu] += offsets[4 * r + mu];
+        const int w = wg.full_index(c) / 2;  // offsets are even: the parity is the same
+        gmap[static_cast<std::size_t>(p) * wcb + w] = r * vcb + x;
+        if (r == part_->rank()) smap[static_cast<std::size_t>(p) * vcb + x] = w;
+      }
+  for (int m : gmap) require(m >= 0, "agglomeration: the ranks' parts do not cover ", whole_->describe());
+  // Backend-agnostic: the maps live where the fields do; made for the first field's backend.
+  gmap_host_ = std::move(gmap);
+  smap_host_ = std::move(smap);
+}
+
+void Agglomeration::check(const ColorSpinorField& whole, const ColorSpinorField& part, const char* what) const {
+  require(whole.n_parity() == 2 && part.n_parity() == 2 && whole.precision() == part.precision() &&
+              whole.precision() != Precision::half && whole.nspin() == part.nspin() &&
+              whole.ncolor() == part.ncolor() && whole.backend() == part.backend() &&
+              whole.lattice().volume() == whole_->volume() && part.lattice().volume() == part_->volume() &&
+              whole.lattice().size() == 1,
+          "agglomeration (", what, "): expected full double or single fields of one shape, on the whole lattice ",
+          whole_->describe(), " and on its part ", part_->describe());
+}
+
+void Agglomeration::maps(Backend b) {
+  if (gather_map_.data() && backend_ == b) return;
+  backend_ = b;
+  gather_map_ = upload(b, gmap_host_);
+  scatter_map_ = upload(b, smap_host_);
+}
+
+void Agglomeration::gather(ColorSpinorField& whole, const ColorSpinorField& part) {
+  check(whole, part, "gather");
+  const Backend b = part.backend();
+  maps(b);
+  const int ranks = part_->size();
+  const std::size_t mine = 2 * part.block_bytes();
+  require(mine * ranks <= static_cast<std::size_t>(std::numeric_limits<int>::max()), "agglomeration: ", mine,
+          " bytes per rank are too many to gather");
+  const MemoryKind staging = b == Backend::cuda ? MemoryKind::pinned : MemoryKind::host;
+  if (stage_.bytes() != mine) {
+    stage_ = Buffer(staging, mine);
+    stage_all_ = Buffer(staging, mine * ranks);
+    if (b == Backend::cuda) device_all_ = Buffer(MemoryKind::device, mine * ranks);
+  }
+  copy_bytes(stage_.data(), part.block_data(0), mine, compute_stream());
+  synchronize(compute_stream());
+  const int rc = MPI_Allgather(stage_.data(), static_cast<int>(mine), MPI_BYTE, stage_all_.data(),
+                               static_cast<int>(mine), MPI_BYTE, part_->comm());
+  require(rc == MPI_SUCCESS, "agglomeration: MPI_Allgather of ", mine, " bytes per rank failed (code ", rc, ")");
+  const void* all = stage_all_.data();
+  if (b == Backend::cuda) {
+    copy_bytes(device_all_.data(), stage_all_.data(), mine * ranks, compute_stream());
+    all = device_all_.data();
+  }
+  place(whole, all, part.lattice().volume_cb(), static_cast<const int*>(gather_map_.data()));
+}
+
+void Agglomeration::scatter(ColorSpinorField& part, const ColorSpinorField& whole) {
+  check(whole, part, "scatter");
+  maps(part.backend());
+  place(part, whole.block_data(0), whole.lattice().volume_cb(), static_cast<const int*>(scatter_map_.data()));
+}
+
+void Agglomeration::place(ColorSpinorField& out, const void* in, int in_vcb, const int* map) {
+  const int reals = out.site_reals(), vcb = out.lattice().volume_cb();
+  auto run = [&](auto s) {
+    using S = decltype(s);
+    PlaceKernel<S> k;
+    k.out = real_array<S>(out, 0);
+    k.in = k.out;
+    k.in.data = static_cast<S*>(const_cast<void*>(in));
+    k.in.stride = in_vcb;
+    k.map = map;
+    k.out_block = static_cast<long>(reals) * vcb;
+    k.in_block = static_cast<long>(reals) * in_vcb;
+    k.in_chunk = 2 * k.in_block;
+    k.out_vcb = vcb;
+    k.reals = reals;
+    launch(out.backend(), k, {vcb * reals, 0, 2}, compute_stream(), false);
+  };
+  if (out.precision() == Precision::double_)
+    run(double{});
+  else
+    run(float{});
+}
+
+}  // namespace latke::mg
