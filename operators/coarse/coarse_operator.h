@@ -5,7 +5,8 @@
 //
 // assembled as the Galerkin product R M P of the level above (galerkin.h). Boundary phases
 // and everything else of the fine operator are inside the blocks; hops wrap periodically
-// and cross ranks through a halo exchange of whole coarse sites.
+// and cross ranks through a halo exchange of whole coarse sites, overlapped with the block
+// products that read no ghost.
 //
 // Even-odd on coarse levels, with Yhat_d(a) = X(a)^-1 Y_d(a) computed once:
 //   Mhat_pp = 1 - Yhat_pq Yhat_qp                       (on fields of parity p)

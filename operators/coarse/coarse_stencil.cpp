@@ -47,6 +47,9 @@ struct StencilPartsKernel {
   Complex<T>* parts;  ///< [site][part][row]
   int parity, n, n_parts;
   bool hop, dagger;
+  /// 0: every part; 1: the parts that read no ghost (while the faces travel); 2: only those
+  /// that read one (after they are in).
+  int pass = 0;
 
   /// The input of one column: a ghost site's 2n reals or a site of a field (whose words
   /// hold at least the two reals of a complex number: 2n is a multiple of 4).
@@ -101,7 +104,9 @@ struct StencilPartsKernel {
       const int* L = faces.geom.L;
       const long blk = links.block(parity, x, part);
       const bool edge = back ? cc[mu] == 0 : cc[mu] == L[mu] - 1;
-      if (((faces.comm_mask >> mu) & 1) && edge) {
+      const bool from_ghost = ((faces.comm_mask >> mu) & 1) && edge;
+      if (pass != 0 && from_ghost != (pass == 2)) return;
+      if (from_ghost) {
         rows(blk, row0,
              GhostInput{ghost[mu][back ? 0 : 1] + static_cast<long>(face_position(faces.geom, mu, cc)) * 2 * n}, acc);
       } else {
@@ -110,6 +115,7 @@ struct StencilPartsKernel {
         rows(blk, row0, FieldInput{in_q, faces.geom.full_index(y) >> 1}, acc);
       }
     } else {
+      if (pass == 2) return;
       rows(links.block(parity, x, 8), row0, FieldInput{in_p, x}, acc);
     }
     Complex<T>* out = parts + (static_cast<long>(x) * n_parts + part) * n + row0;
@@ -500,10 +506,12 @@ namespace {
 /// a partitioned direction), starts it with in_q's face sites of `count` fields (field k
 /// `stride` reals after field 0) and points ghost[mu][0: from behind, 1: from ahead] at the
 /// received faces; otherwise clears ghost. Returns whether it started one (end it after the
-/// stencil's launch with halo->end()).
+/// stencil's launch with halo->end()). With finish, waits for the faces too (else the caller
+/// calls halo->finish() before launching what reads the ghosts).
 template <typename SV>
 bool begin_exchange(const Lattice& lat, Backend be, HaloExchange* halo, const FaceGeometry& faces,
-                    const RealArray<SV>* in_q, long stride, int count, int parity, int n, const SV* (&ghost)[4][2]) {
+                    const RealArray<SV>* in_q, long stride, int count, int parity, int n, const SV* (&ghost)[4][2],
+                    bool finish = true) {
   for (int mu = 0; mu < 4; ++mu) ghost[mu][0] = ghost[mu][1] = nullptr;
   if (!halo || !in_q || !faces.comm_mask) return false;
   halo->begin();
@@ -520,7 +528,7 @@ bool begin_exchange(const Lattice& lat, Backend be, HaloExchange* halo, const Fa
       ghost[mu][side] = lat.partitioned(mu) ? static_cast<const SV*>(halo->recv_face(mu, side ? +1 : -1)) : nullptr;
     }
   launch(be, pack, {faces.face_begin[4]}, comm_stream(), false);
-  halo->finish();
+  if (finish) halo->finish();
   return true;
 }
 
@@ -543,9 +551,20 @@ int stencil_parts(const Lattice& lat, Backend be, HaloExchange* halo, BlockView<
   k.hop = in_q != nullptr;
   k.n_parts = (k.hop ? 8 : 0) + (in_p ? 1 : 0);
   k.dagger = dagger;
-  const bool exchange = begin_exchange(lat, be, halo, k.faces, in_q, 0, 1, parity, n, k.ghost);
-  launch(be, k, {lat.volume_cb() * k.n_parts * (n / R)}, compute_stream(), false);
-  if (exchange) halo->end();
+  const int threads = lat.volume_cb() * k.n_parts * (n / R);
+  if (begin_exchange(lat, be, halo, k.faces, in_q, 0, 1, parity, n, k.ghost, false)) {
+    // Overlapped with the exchange: the parts that read no ghost are computed while the faces
+    // travel, the others once they are in (coarse levels are small: the second launch's
+    // threads that have nothing to do return at once).
+    k.pass = 1;
+    launch(be, k, {threads}, compute_stream(), false);
+    halo->finish();
+    k.pass = 2;
+    launch(be, k, {threads}, compute_stream(), false);
+    halo->end();
+  } else {
+    launch(be, k, {threads}, compute_stream(), false);
+  }
   return k.n_parts;
 }
 
