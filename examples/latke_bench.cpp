@@ -673,8 +673,9 @@ int bench_mg() {
     std::printf("copy bandwidth (read + write) measured in this run: %.1f GB/s\n", copy_gbs);
     std::printf("%-5s %-22s %10s %10s %10s %8s\n", "level", "kernel", "time/us", "GFLOPS", "GB/s", "vs copy");
   }
-  auto report = [&](int l, const char* what, double ms, double flops, double bytes) {
-    double f = flops, by = bytes;
+  auto report = [&](int l, const char* what, double ms_local, double flops, double bytes) {
+    double f = flops, by = bytes, ms = ms_local;
+    MPI_Allreduce(MPI_IN_PLACE, &ms, 1, MPI_DOUBLE, MPI_MAX, lat->comm());  // the slowest rank's time
     MPI_Allreduce(MPI_IN_PLACE, &f, 1, MPI_DOUBLE, MPI_SUM, lat->comm());
     MPI_Allreduce(MPI_IN_PLACE, &by, 1, MPI_DOUBLE, MPI_SUM, lat->comm());
     const int copies = std::max(1, mgrid->info(l).copies);  // a gathered level: the same work on every rank
@@ -685,8 +686,13 @@ int bench_mg() {
       std::printf("%-5d %-22s %10.1f %10.1f %10.1f %7.2fx\n", l, what, ms * 1e3, f / (ms * 1e-3) * 1e-9, gbs,
                   gbs / copy_gbs);
   };
+  // Repetitions from a first timing, agreed over the ranks (the slowest rank's): a kernel with
+  // a halo exchange is collective, and ranks that repeated it different numbers of times would
+  // wait for each other forever.
   auto calls = [&](double ms_guess) {
-    return iters > 0 ? static_cast<int>(iters) : std::max(3, static_cast<int>(500 / std::max(ms_guess, 1e-3)));
+    double worst = ms_guess;
+    MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_DOUBLE, MPI_MAX, lat->comm());
+    return iters > 0 ? static_cast<int>(iters) : std::max(3, static_cast<int>(500 / std::max(worst, 1e-3)));
   };
   for (int l = 0; l + 1 < mgrid->levels(); ++l) {
     const mg::Transfer& T = mgrid->transfer(l);
