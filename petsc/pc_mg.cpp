@@ -133,7 +133,7 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
                         "Coarse levels' null vectors solved together multiply on tensor cores (tf32x3: split "
                         "operands, nearly FP32's accuracy) or on the CUDA cores (fp32); automatic: tf32x3 on CUDA "
                         "where the level is large enough");
-    cycle = g.string("-pc_latke_mg_cycle", "kcycle", "kcycle (GCR on intermediate levels) or vcycle");
+    cycle = g.string("-pc_latke_mg_cycle", "vcycle", "vcycle, or kcycle (GCR on intermediate levels)");
     gather_sites = g.integer("-pc_latke_mg_gather_sites", gather_sites,
                              "A coarse level spread over several ranks is gathered whole onto every rank when it "
                              "would have at most this many sites per rank (0: never; _levels_N_ranks decides first)");
@@ -591,7 +591,7 @@ PetscErrorCode view(MGContext& c, PetscViewer viewer) {
             q.smooth_even_odd ? "even-odd" : "full", to_string(q.smoother_precision), q.omega, q.pre_smooth,
             q.post_smooth, w[0]));
     }
-    if (l > 0 && l + 1 < mg.levels())
+    if (l > 0 && l + 1 < mg.levels() && p.cycle == mg::CycleType::kcycle)
       PetscCall(PetscViewerASCIIPrintf(
           viewer, "K-cycle GCR: rtol %g, at most %d iterations; %ld solves, %.1f iterations each\n",
           p.level[l].ksp_rtol, p.level[l].ksp_max_it, w[1], w[1] ? static_cast<double>(w[2]) / w[1] : 0.0));
