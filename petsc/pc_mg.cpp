@@ -52,7 +52,7 @@ std::vector<long> int_list(const std::string& text, const std::string& option, i
 }
 
 /// Default aggregates: on level 0 extent 4 where the local extent is a multiple of 8, else 2
-/// (a multiple of 4); on coarser levels 2. Levels are added while every extent allows one,
+/// (a multiple of 4); on coarser levels 2; else 3 where the extent is a multiple of 6. Levels are added while every extent allows one,
 /// up to max_levels; a level that `p` gathers (its ranks and gather_sites; mg::gathers) is
 /// aggregated from its whole extents. Returns the aggregates of each level but the coarsest.
 std::vector<Coords> default_blocks(const Lattice& fine, int max_levels, const mg::MultigridParam& p) {
@@ -71,6 +71,8 @@ std::vector<Coords> default_blocks(const Lattice& fine, int max_levels, const mg
         b[mu] = 4;
       else if (local[mu] % 4 == 0)
         b[mu] = 2;
+      else if (local[mu] % 6 == 0)  // e.g. 6 -> 2 (48^3x96 on 4 ranks: level 1 is 12^3x6 per rank)
+        b[mu] = 3;
       else
         return blocks;
     }
@@ -102,7 +104,8 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
                        "Levels including the fine one (0: as many as the default aggregates allow, at most 4)");
     block = g.string("-pc_latke_mg_block", "",
                      "Aggregate extents per level, X,Y,Z,T for level 0, then :X,Y,Z,T for level 1, ... "
-                     "(default: 4 where the local extent is a multiple of 8 on level 0, else 2)");
+                     "(default: 4 where the local extent is a multiple of 8 on level 0, else 2 where it is a "
+                     "multiple of 4, else 3 where it is a multiple of 6)");
     nvec = g.string("-pc_latke_mg_nvec", "24,32", "Null vectors per level (comma list; the last repeats)");
     transfer = g.string("-pc_latke_mg_transfer_precision", "half",
                         "Storage of the null-space basis that P and R read: single or half (comma list per level)");
@@ -165,7 +168,7 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
   const std::vector<Coords> auto_blocks = default_blocks(fine, levels == 0 ? 4 : static_cast<int>(levels), p);
   require(levels != 0 || !auto_blocks.empty(), "multigrid: the local lattice ", fine.local()[0], ",", fine.local()[1],
           ",", fine.local()[2], ",", fine.local()[3],
-          " cannot be coarsened (every local extent must be a multiple of 4); give -pc_latke_mg_block");
+          " cannot be coarsened (every local extent must be a multiple of 4 or 6); give -pc_latke_mg_block");
   p.levels = levels == 0 ? static_cast<int>(auto_blocks.size()) + 1 : static_cast<int>(levels);
   require(p.levels >= 2 && p.levels <= 5, pre, "pc_latke_mg_levels ", p.levels, ": expected 2 to 5");
   for (int l = p.levels; l < 5; ++l)
