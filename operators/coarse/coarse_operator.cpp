@@ -16,6 +16,7 @@
 #include "src/core/error.h"
 #include "src/core/indexing.h"
 #include "src/core/launch.h"
+#include "src/core/sites_on_whole.h"
 
 namespace latke::mg {
 
@@ -102,22 +103,17 @@ std::shared_ptr<CoarseOperator> CoarseOperator::gathered(std::shared_ptr<const L
   std::vector<unsigned char> local(mine), all(mine * ranks), placed(g->assembly_.data.bytes());
   copy_bytes(local.data(), assembly_.data.data(), mine, compute_stream());
   synchronize(compute_stream());
-  std::vector<int> offsets(4 * ranks);
-  MPI_Allgather(lattice_->offset().data(), 4, MPI_INT, offsets.data(), 4, MPI_INT, comm);
+  const std::vector<int> site = sites_on_whole(*lattice_, *whole);  // collective
   const int rc = MPI_Allgather(local.data(), static_cast<int>(mine), MPI_BYTE, all.data(), static_cast<int>(mine),
                                MPI_BYTE, comm);
   require(rc == MPI_SUCCESS, "coarse operator: gathering the blocks failed (MPI_Allgather code ", rc, ")");
-  const LocalGeometry part = LocalGeometry::of(*lattice_), to = LocalGeometry::of(*whole);
   const int vcb = lattice_->volume_cb(), wcb = whole->volume_cb();
   for (int r = 0; r < ranks; ++r)
     for (int p = 0; p < 2; ++p)
       for (int x = 0; x < vcb; ++x) {
-        int c[4];
-        part.coords(x, p, c);
-        for (int mu = 0; mu < 4; ++mu) c[mu] += offsets[4 * r + mu];
-        const int w = to.full_index(c) / 2;  // global parity = local parity (even offsets)
-        std::memcpy(placed.data() + (static_cast<std::size_t>(p) * wcb + w) * site_bytes,
-                    all.data() + r * mine + (static_cast<std::size_t>(p) * vcb + x) * site_bytes, site_bytes);
+        const std::size_t from = (static_cast<std::size_t>(r) * 2 + p) * vcb + x;  // rank r's blocks lie in that order
+        std::memcpy(placed.data() + (static_cast<std::size_t>(p) * wcb + site[from]) * site_bytes,
+                    all.data() + from * site_bytes, site_bytes);
       }
   copy_bytes(g->assembly_.data.data(), placed.data(), placed.size(), compute_stream());
   synchronize(compute_stream());

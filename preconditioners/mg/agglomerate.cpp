@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "src/core/error.h"
-#include "src/core/indexing.h"
 #include "src/core/launch.h"
+#include "src/core/sites_on_whole.h"
 
 namespace latke::mg {
 
@@ -48,24 +48,18 @@ Buffer upload(Backend b, const std::vector<int>& host) {
 
 Agglomeration::Agglomeration(std::shared_ptr<const Lattice> part) : part_(std::move(part)) {
   whole_ = std::make_shared<Lattice>(MPI_COMM_SELF, part_->global(), Coords{1, 1, 1, 1});
-  const int ranks = part_->size();
-  std::vector<int> offsets(4 * ranks);
-  MPI_Allgather(part_->offset().data(), 4, MPI_INT, offsets.data(), 4, MPI_INT, part_->comm());
-  const LocalGeometry pg = LocalGeometry::of(*part_), wg = LocalGeometry::of(*whole_);
-  const int vcb = part_->volume_cb(), wcb = whole_->volume_cb();
+  const int ranks = part_->size(), vcb = part_->volume_cb(), wcb = whole_->volume_cb();
+  const std::vector<int> site = sites_on_whole(*part_, *whole_);
   std::vector<int> gmap(2 * static_cast<std::size_t>(wcb), -1), smap(2 * static_cast<std::size_t>(vcb));
   for (int r = 0; r < ranks; ++r)
     for (int p = 0; p < 2; ++p)
       for (int x = 0; x < vcb; ++x) {
-        int c[4];
-        pg.coords(x, p, c);
-        for (int mu = 0; mu < 4; ++mu) c[mu] += offsets[4 * r + mu];
-        const int w = wg.full_index(c) / 2;  // offsets are even: the parity is the same
+        const int w = site[(static_cast<std::size_t>(r) * 2 + p) * vcb + x];
         gmap[static_cast<std::size_t>(p) * wcb + w] = r * vcb + x;
         if (r == part_->rank()) smap[static_cast<std::size_t>(p) * vcb + x] = w;
       }
   for (int m : gmap) require(m >= 0, "agglomeration: the ranks' parts do not cover ", whole_->describe());
-  // Backend-agnostic: the maps live where the fields do; made for the first field's backend.
+  // Kept on the host; maps() puts them where the fields are at the first gather or scatter.
   gmap_host_ = std::move(gmap);
   smap_host_ = std::move(smap);
 }
