@@ -270,8 +270,8 @@ class Multigrid {
   /// Per level, so far: smoother steps, solves (K-cycle or coarsest), their iterations, and
   /// (level 0) the cycles apply_parity ran on one parity.
   std::vector<long> work(int level) const;
-  /// @brief Start (clearing it) or stop the per-level profile of the cycles. While it is on,
-  /// every change of level synchronizes the device, which costs a little time of its own.
+  /// @brief Start (clearing it) or stop (keeping it) the per-level profile of the cycles. While
+  /// it is on, every change of level synchronizes the device, which costs a little time of its own.
   void set_profiling(bool on);
   /// Per level, since profiling started.
   const std::vector<LevelProfile>& profile() const { return profile_; }

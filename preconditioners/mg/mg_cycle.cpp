@@ -83,9 +83,10 @@ class Multigrid::LevelScope {
 
 void Multigrid::set_profiling(bool on) {
   profiling_ = on;
+  profile_level_ = -1;
+  if (!on) return;  // the profile so far stays readable
   profile_.assign(levels(), LevelProfile{});
   profiled_cycles_ = 0;
-  profile_level_ = -1;
 }
 
 int Multigrid::attribute_to(int l) {

@@ -595,5 +595,49 @@ TEST(MgMpi, AgglomeratedLevelsGiveTheSpreadPreconditioner) {
   }
 }
 
+// The per-level profile (-pc_latke_mg_monitor) counts what each level did: with the V-cycle
+// every level is visited once per cycle; the spread fine level exchanges halos and sums over
+// the ranks, the levels gathered onto every rank exchange nothing and the first of them gathers
+// its right-hand side; stopping keeps the profile and stops counting.
+TEST(MgMpi, ProfileCountsWhatEachLevelDoes) {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const Coords grid = grids_for(size).back();
+  Split s(grid, Precision::single, -0.1);
+  MultigridParam p = param(3);
+  p.cycle = CycleType::vcycle;
+  p.coarse_solver = CoarseSolverType::direct;
+  p.gather_sites = 512;  // level 1 (64 sites per rank on 4 ranks, 256 on 2) gathered
+  auto fine = s.full(true);
+  Multigrid mg(fine, p);
+  mg.setup();
+  ColorSpinorField b = fine->make_field(), x = fine->make_field();
+  fill_gaussian(b, 5);
+  mg.apply(x, b);  // not profiled
+  mg.set_profiling(true);
+  for (int k = 0; k < 3; ++k) mg.apply(x, b);
+  mg.set_profiling(false);
+  mg.apply(x, b);  // not counted
+  ASSERT_EQ(mg.profiled_cycles(), 3);
+  const std::vector<LevelProfile>& pr = mg.profile();
+  ASSERT_EQ(pr.size(), 3u);
+  for (int l = 0; l < 3; ++l) {
+    EXPECT_EQ(pr[l].visits, 3) << "level " << l;
+    EXPECT_GT(pr[l].seconds, 0) << "level " << l;
+    EXPECT_GT(pr[l].launches, 0) << "level " << l;
+  }
+  EXPECT_GE(pr[0].reductions, 3 * p.level[0].post_smooth) << "MR: one global sum per step";
+  if (size > 1) {
+    EXPECT_GT(pr[0].exchanges, 0) << "the spread fine level exchanges halos";
+    EXPECT_GT(pr[1].gather_seconds, 0) << "the gathered level 1 gathers its right-hand side";
+  } else {
+    EXPECT_EQ(pr[0].exchanges, 0);
+    EXPECT_EQ(pr[1].gather_seconds, 0);
+  }
+  EXPECT_EQ(pr[1].exchanges, 0) << "a gathered level exchanges no halo";
+  EXPECT_EQ(pr[2].exchanges, 0);
+  EXPECT_EQ(mg.info(1).copies, size > 1 ? size : 0);
+}
+
 }  // namespace
 }  // namespace latke::mg
