@@ -284,7 +284,12 @@ def cmd_run(a):
                       flush=True)
                 failed += rec["status"] != "ok"
     if not a.no_report:
-        report(a.out, a.out)
+        try:
+            for path in report(a.out, a.out):
+                print(f"wrote {path}")
+        except ImportError as e:  # a GPU host without matplotlib: the records are there
+            print(f"latke-scale: no report ({e}); run 'latke-scale report {a.out}' where matplotlib is installed",
+                  file=sys.stderr)
     return 1 if failed else 0
 
 
