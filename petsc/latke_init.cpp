@@ -49,6 +49,18 @@ PetscErrorCode LatkeInitialize(void) {
   PetscFunctionReturn(0);
 }
 
+// PETSc calls this when a program loads liblatke itself (-dll_append /path/liblatke.so, or
+// -dll_prepend): Latke is initialized there (its options read, the backend activated, the PC
+// types latke_mg and latke_schwarz registered) and finalized by PetscFinalize, so a PETSc
+// program that never calls Latke can still take -pc_type latke_mg.
+PetscErrorCode PetscDLLibraryRegister_latke(void) {
+  PetscFunctionBeginUser;
+  const bool was = state().initialized;
+  PetscCall(LatkeInitialize());
+  if (!was) PetscCall(PetscRegisterFinalize(LatkeFinalize));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode LatkeGetBackend(const char** name) {
   PetscFunctionBeginUser;
   LatkeCheckNull(name);

@@ -47,6 +47,10 @@ PetscErrorCode LatkeGetBackend(const char **name);
 /* Release what LatkeInitialize set up; call before PetscFinalize, after destroying Latke's
  * objects. */
 PetscErrorCode LatkeFinalize(void);
+/* Called by PETSc when a program loads the library (-dll_append /path/liblatke.so): runs
+ * LatkeInitialize, and LatkeFinalize at PetscFinalize, so that a PETSc program that never
+ * calls Latke can still take -pc_type latke_mg or latke_schwarz. */
+PetscErrorCode PetscDLLibraryRegister_latke(void);
 
 /* ---- Gauge configurations ------------------------------------------------------------- */
 
