@@ -2,6 +2,7 @@
 // which recognize the format and hand over to nersc_io.cpp or ildg_io.cpp.
 #include <mpi.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <cerrno>
 #include <cmath>
@@ -340,18 +341,7 @@ std::uint32_t nersc_checksum(const std::vector<unsigned char>& bytes, const Site
 }
 
 std::uint32_t crc32(const unsigned char* data, std::size_t n) {
-  static const auto table = [] {
-    std::vector<std::uint32_t> t(256);
-    for (std::uint32_t i = 0; i < 256; ++i) {
-      std::uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-      t[i] = c;
-    }
-    return t;
-  }();
-  std::uint32_t c = 0xFFFFFFFFu;
-  for (std::size_t i = 0; i < n; ++i) c = table[(c ^ data[i]) & 0xFF] ^ (c >> 8);
-  return c ^ 0xFFFFFFFFu;
+  return static_cast<std::uint32_t>(::crc32_z(::crc32_z(0L, Z_NULL, 0), data, n));
 }
 
 void scidac_checksum(const Lattice& lat, const std::vector<unsigned char>& bytes, std::size_t site_bytes,
