@@ -709,6 +709,17 @@ PetscErrorCode run(int& status) {
       PetscCall(PCSetType(pc, staggered || !coarsens ? PCNONE : PCLATKEMG));
     }
     PetscCall(KSPSetFromOptions(ksp));
+    {
+      // PETSc's CGNE multiplies by A^T, not A^H, for complex scalars: the normal equations it
+      // solves are not Hermitian for Latke's operators, and it does not converge on them.
+      PetscBool cgne = PETSC_FALSE;
+      PetscCall(PetscObjectTypeCompare(reinterpret_cast<PetscObject>(ksp), KSPCGNE, &cgne));
+      if (cgne)
+        PetscCall(PetscPrintf(PETSC_COMM_WORLD,
+                              "latke-solve: warning: PETSc's -ksp_type cgne multiplies by the transpose A^T, not "
+                              "A^H, for complex matrices, and does not converge on Latke's operators; use "
+                              "-ksp_type cgls or bicg, or -latke_native -latke_solver cgne\n"));
+    }
     PetscCall(KSPSetUp(ksp));
     PetscBool logging = PETSC_FALSE;
     LogSnapshot before, after;
