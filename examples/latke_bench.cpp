@@ -123,7 +123,12 @@ void write_json(const std::string& path, const std::string& op, const Lattice& l
   std::ostringstream f;
   {
     const DeviceInfo d = device_info();
-    f << "{\n  \"benchmark\": \"dslash\",\n  \"operator\": \"" << op << "\",\n  \"lattice\": [" << lat.global()[0]
+    int v[3];
+    PetscInt p[4];
+    LatkeGetVersion(&v[0], &v[1], &v[2]);
+    PetscGetVersionNumber(&p[0], &p[1], &p[2], &p[3]);
+    f << "{\n  \"benchmark\": \"dslash\",\n  \"latke_version\": \"" << v[0] << "." << v[1] << "." << v[2]
+      << "\",\n  \"petsc_version\": \"" << p[0] << "." << p[1] << "." << p[2] << "\",\n  \"operator\": \"" << op << "\",\n  \"lattice\": [" << lat.global()[0]
       << ", " << lat.global()[1] << ", " << lat.global()[2] << ", " << lat.global()[3] << "],\n  \"grid\": ["
       << lat.grid()[0] << ", " << lat.grid()[1] << ", " << lat.grid()[2] << ", " << lat.grid()[3]
       << "],\n  \"backend\": \"" << to_string(b) << "\",\n  \"device\": \"" << (b == Backend::cuda ? d.name : "cpu")

@@ -214,6 +214,8 @@ def run_case(a, study, config, options, ranks, grid, repeat, out_dir, versions, 
         rec["error"] = (f"exit {rc}: " if rc is not None else "") + why[:300]
         return rec
     rec["status"] = "ok"
+    rec["versions"] = dict(versions, latke=summary.get("latke_version", versions["latke"]),
+                           petsc=summary.get("petsc_version", versions["petsc"]))  # the ones that ran
     rec["lattice"] = summary["lattice"]
     if "grid" not in rec and grid_of(summary["lattice"]):
         rec["grid"] = grid_of(summary["lattice"])

@@ -284,7 +284,7 @@ struct AgainResult {
 };
 
 struct Summary {
-  std::string ksp, pc, reason, lattice, backend, op, form, vec_type;
+  std::string ksp, pc, reason, lattice, backend, op, form, vec_type, latke_version, petsc_version;
   PetscInt iterations = 0, operator_applications = 0, sloppy_applications = 0;
   PetscInt fallback_at = -1;  ///< native CG, BiCGstab: iteration at which half fell back to single
   PetscInt restarts = 0;      ///< native BiCGstab: fresh starts
@@ -315,7 +315,8 @@ PetscErrorCode push_again_stage(long solves) {
 std::string json_text(const Summary& s) {
   std::ostringstream f;
   {
-    f << "{\n  \"program\": \"latke-solve\",\n  \"lattice\": \"" << s.lattice << "\",\n  \"backend\": \"" << s.backend
+    f << "{\n  \"program\": \"latke-solve\",\n  \"latke_version\": \"" << s.latke_version
+      << "\",\n  \"petsc_version\": \"" << s.petsc_version << "\",\n  \"lattice\": \"" << s.lattice << "\",\n  \"backend\": \"" << s.backend
       << "\",\n  \"op\": \"" << s.op << "\",\n  \"operator\": \"" << s.form << "\",\n  \"ksp_type\": \"" << s.ksp
       << "\",\n  \"pc_type\": \"" << s.pc << "\",\n  \"converged\": " << (s.converged ? "true" : "false")
       << ",\n  \"reason\": \"" << s.reason << "\",\n  \"iterations\": " << s.iterations << ",\n  \"rtol\": " << s.rtol
@@ -822,11 +823,21 @@ PetscErrorCode run(int& status) {
   PetscCall(LatkeGetBackend(&backend));
   sum.backend = backend;
   {
+    int v[3];
+    PetscInt p[4];
+    PetscCall(LatkeGetVersion(&v[0], &v[1], &v[2]));
+    PetscCall(PetscGetVersionNumber(&p[0], &p[1], &p[2], &p[3]));
+    sum.latke_version = std::to_string(v[0]) + "." + std::to_string(v[1]) + "." + std::to_string(v[2]);
+    sum.petsc_version = std::to_string(p[0]) + "." + std::to_string(p[1]) + "." + std::to_string(p[2]);
+  }
+  {
     PetscViewer out = PETSC_VIEWER_STDOUT_WORLD;
     PetscCall(PetscViewerASCIIPrintf(out, "latke-solve: %s (%s) on %s, %s backend, %s source, %s vectors\n",
                                      sum.op.c_str(), sum.form.c_str(), lat, backend, opt.source.c_str(),
                                      sum.vec_type.c_str()));
     PetscCall(PetscViewerASCIIPushTab(out));
+    PetscCall(PetscViewerASCIIPrintf(out, "Latke %s, PETSc %s\n", sum.latke_version.c_str(),
+                                     sum.petsc_version.c_str()));
     PetscCall(LatkeGaugeView(gauge, out));
     PetscCall(PetscViewerASCIIPopTab(out));
     if (multi) {

@@ -61,6 +61,14 @@ PetscErrorCode PetscDLLibraryRegister_latke(void) {
   PetscFunctionReturn(0);
 }
 
+PetscErrorCode LatkeGetVersion(int* major, int* minor, int* patch) {
+  PetscFunctionBeginUser;
+  if (major) *major = LATKE_VERSION_MAJOR;  // the header the library was built with
+  if (minor) *minor = LATKE_VERSION_MINOR;
+  if (patch) *patch = LATKE_VERSION_PATCH;
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode LatkeGetBackend(const char** name) {
   PetscFunctionBeginUser;
   LatkeCheckNull(name);

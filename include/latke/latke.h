@@ -35,6 +35,7 @@ extern "C" {
 
 #define LATKE_VERSION_MAJOR 0
 #define LATKE_VERSION_MINOR 1
+#define LATKE_VERSION_PATCH 0
 
 /* ---- Start and end -------------------------------------------------------------------- */
 
@@ -42,6 +43,9 @@ extern "C" {
  * GPU, and register Latke's log events (LatkeMatMult, LatkeDslash, LatkeClover, LatkeHalo,
  * LatkeStage) and preconditioners. Call after PetscInitialize; calling it again is harmless. */
 PetscErrorCode LatkeInitialize(void);
+/* The version of the library linked at run time (which may differ from the LATKE_VERSION_*
+ * macros of the header a program was compiled with); any argument may be NULL. */
+PetscErrorCode LatkeGetVersion(int *major, int *minor, int *patch);
 /* The backend in use: "cpu" or "cuda". */
 PetscErrorCode LatkeGetBackend(const char **name);
 /* Release what LatkeInitialize set up; call before PetscFinalize, after destroying Latke's
