@@ -6,6 +6,7 @@
 
 #include "src/core/error.h"
 #include "src/core/options.h"
+#include "src/core/output_files.h"
 #include "src/fields/gauge_field.h"
 #include "src/fields/gauge_generator.h"
 #include "src/fields/gauge_io.h"
@@ -41,6 +42,14 @@ void require_su3(const Lattice& lat, const std::vector<Complex<double>>& links, 
   MPI_Allreduce(&dev, &worst, 1, MPI_DOUBLE, MPI_MAX, lat.comm());
   require(worst <= 1e-10, what, " gave links that deviate from SU(3) by ", worst,
           " (expected at most 1e-10): the spread is too large for double arithmetic");
+}
+
+/// The per-user cache of generated configurations, one directory per Latke version (another
+/// version's generator may draw other links).
+std::string default_gauge_cache() {
+  std::ostringstream v;
+  v << "gauge/" << LATKE_VERSION_MAJOR << "." << LATKE_VERSION_MINOR << "." << LATKE_VERSION_PATCH;
+  return user_cache_dir(v.str());
 }
 
 }  // namespace
@@ -114,7 +123,9 @@ PetscErrorCode LatkeGaugeCreateFromOptions(MPI_Comm comm, const char prefix[], L
       seed = o.integer("-latke_gauge_seed", 1, "Seed of the generated or random field");
       beta = o.real("-latke_gauge_beta", 6.0, "quenched: Wilson gauge coupling");
       sweeps = o.integer("-latke_gauge_sweeps", 200, "quenched: sweeps from a hot start (1 heat bath + 4 over-relaxation)");
-      cache = o.string("-latke_gauge_cache", LATKE_GAUGE_CACHE_DIR, "quenched: directory caching generated configurations");
+      cache = o.string("-latke_gauge_cache", default_gauge_cache(),
+                       "quenched: directory caching generated configurations (default: per user, "
+                       "$LATKE_CACHE_DIR/gauge, $XDG_CACHE_HOME/latke/gauge or ~/.cache/latke/gauge; empty: none)");
       spread = o.real("-latke_gauge_spread", -1.0,
                       "random: < 0 independent SU(3) links, >= 0 SU(3) projection of 1 + spread x noise");
       accept_nonunitary = o.flag("-latke_gauge_accept_nonunitary", false,

@@ -1,6 +1,7 @@
 // Output files: writability checks, atomic text writes and removal of temporaries on interrupt.
 #include "src/core/output_files.h"
 
+#include <cstdlib>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -162,6 +164,14 @@ void write_text_atomically(const std::string& path, const std::string& text, con
          access(path.c_str(), F_OK) == 0 ? path + " is kept as it was" : path + " was not written");
   }
   cleanup.release();
+}
+
+std::string user_cache_dir(const std::string& what) {
+  auto env = [](const char* name) -> const char* { return std::getenv(name); };
+  if (const char* d = env("LATKE_CACHE_DIR")) return *d ? std::string(d) + "/" + what : std::string();
+  if (const char* d = env("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/latke/" + what;
+  if (const char* d = env("HOME"); d && *d) return std::string(d) + "/.cache/latke/" + what;
+  return "";
 }
 
 }  // namespace latke

@@ -29,6 +29,12 @@ void write_text_atomically(const std::string& path, const std::string& text, con
 /// @brief "path.tmp-PID": the temporary a writer of path uses.
 std::string temporary_name(const std::string& path);
 
+/// @brief A per-user cache directory for `what` (e.g. "gauge"), as the XDG base directories
+/// place one: $LATKE_CACHE_DIR/what when that is set (empty: no cache, ""), else
+/// $XDG_CACHE_HOME/latke/what, else $HOME/.cache/latke/what; "" where none of them is set.
+/// Not created here.
+std::string user_cache_dir(const std::string& what);
+
 /// A temporary file that is removed when the process is interrupted (SIGINT, SIGTERM, SIGHUP)
 /// before release(); the handler then says which file it removed and that the target was
 /// kept as it was (or not written), and ends the process by the same signal. The first

@@ -95,6 +95,6 @@ std::vector<Complex<double>> thermalized_configuration(std::shared_ptr<const Lat
                                                        const std::string& cache_dir, bool* loaded = nullptr);
 
 /// @brief The cache file name thermalized_configuration uses (without the directory).
-std::string thermalized_cache_name(const Coords& dims, const HeatbathParam& param, int sweeps);
+std::string thermalized_cache_name(const Coords& dims, const HeatbathParam& param, int sweeps, Backend b);
 
 }  // namespace latke

@@ -12,10 +12,12 @@
 
 namespace latke {
 
-std::string thermalized_cache_name(const Coords& dims, const HeatbathParam& param, int sweeps) {
+std::string thermalized_cache_name(const Coords& dims, const HeatbathParam& param, int sweeps, Backend b) {
+  // The backend too: the CPU and the CUDA generator draw the same distribution, not the same
+  // links.
   std::ostringstream s;
   s << "quenched_" << dims[0] << "x" << dims[1] << "x" << dims[2] << "x" << dims[3] << "_b" << param.beta << "_or"
-    << param.overrelax << "_s" << param.seed << "_n" << sweeps << ".nersc";
+    << param.overrelax << "_s" << param.seed << "_n" << sweeps << "_" << to_string(b) << ".nersc";
   return s.str();
 }
 
@@ -24,7 +26,7 @@ std::vector<Complex<double>> thermalized_configuration(std::shared_ptr<const Lat
                                                        const std::string& cache_dir, bool* loaded) {
   require(sweeps >= 0, "thermalization sweeps ", sweeps, ": expected 0 or more");
   const std::string path =
-      cache_dir.empty() ? "" : cache_dir + "/" + thermalized_cache_name(lattice->global(), param, sweeps);
+      cache_dir.empty() ? "" : cache_dir + "/" + thermalized_cache_name(lattice->global(), param, sweeps, b);
   int exists = 0;
   if (!path.empty() && lattice->rank() == 0) exists = std::ifstream(path).good() ? 1 : 0;
   MPI_Bcast(&exists, 1, MPI_INT, 0, lattice->comm());

@@ -4,12 +4,15 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "src/core/error.h"
 #include "src/core/indexing.h"
+#include "src/core/output_files.h"
 #include "src/core/tune.h"
 #include "src/fields/color_spinor_field.h"
 #include "src/fields/gauge_field.h"
@@ -59,6 +62,38 @@ TEST(Lattice, BadInputNamesTheValue) {
   EXPECT_NE(error_of([] { parse_precision("quad"); }).find("unknown precision 'quad'"), std::string::npos);
   EXPECT_NE(error_of([] { parse_reconstruct("8"); }).find("unknown reconstruct '8'"), std::string::npos);
   EXPECT_NE(error_of([] { parse_backend("gpu"); }).find("unknown backend 'gpu'"), std::string::npos);
+}
+
+// The per-user cache directory: $LATKE_CACHE_DIR (empty: none), else the XDG cache home,
+// else ~/.cache; nothing where none is set.
+TEST(UserCache, FollowsTheXdgBaseDirectories) {
+  struct Saved {
+    const char* name;
+    std::string value;
+    bool set;
+  };
+  std::vector<Saved> saved;
+  for (const char* n : {"LATKE_CACHE_DIR", "XDG_CACHE_HOME", "HOME"}) {
+    const char* v = std::getenv(n);
+    saved.push_back({n, v ? v : "", v != nullptr});
+    unsetenv(n);
+  }
+  EXPECT_EQ(user_cache_dir("gauge"), "");
+  setenv("HOME", "/home/q", 1);
+  EXPECT_EQ(user_cache_dir("gauge"), "/home/q/.cache/latke/gauge");
+  setenv("XDG_CACHE_HOME", "/var/cache/q", 1);
+  EXPECT_EQ(user_cache_dir("gauge/0.1.0"), "/var/cache/q/latke/gauge/0.1.0");
+  setenv("XDG_CACHE_HOME", "", 1);  // empty: as if unset
+  EXPECT_EQ(user_cache_dir("gauge"), "/home/q/.cache/latke/gauge");
+  setenv("LATKE_CACHE_DIR", "/scratch/latke", 1);
+  EXPECT_EQ(user_cache_dir("gauge"), "/scratch/latke/gauge");
+  setenv("LATKE_CACHE_DIR", "", 1);  // empty: no cache
+  EXPECT_EQ(user_cache_dir("gauge"), "");
+  for (const Saved& s : saved)
+    if (s.set)
+      setenv(s.name, s.value.c_str(), 1);
+    else
+      unsetenv(s.name);
 }
 
 TEST(Backend, CudaWithoutDeviceIsAClearError) {

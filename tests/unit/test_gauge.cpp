@@ -492,7 +492,7 @@ TEST(Thermalized, CachedConfigurationIsWrittenOnceAndReadBack) {
   bool loaded = true;
   const auto made = thermalized_configuration(lat, Backend::cpu, p, 3, dir, &loaded);
   EXPECT_FALSE(loaded);
-  EXPECT_TRUE(std::filesystem::exists(dir + "/" + thermalized_cache_name(lat->global(), p, 3)));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/" + thermalized_cache_name(lat->global(), p, 3, Backend::cpu)));
   const auto again = thermalized_configuration(lat, Backend::cpu, p, 3, dir, &loaded);
   EXPECT_TRUE(loaded);
   EXPECT_TRUE(identical(made, again));
