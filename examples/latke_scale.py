@@ -200,9 +200,11 @@ def run_case(a, study, config, options, ranks, grid, repeat, out_dir, versions, 
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
         text, rc = p.stdout + p.stderr, p.returncode
-    except subprocess.TimeoutExpired as e:
-        text, rc = (e.stdout or "") if isinstance(e.stdout, str) else "", None
-        text += f"\nlatke-scale: the run took longer than {a.timeout} s and was stopped"
+    except subprocess.TimeoutExpired as e:  # (OpenMPI's mpiexec may also hang after ranks that failed)
+        out = (e.stdout or b"") + (e.stderr or b"") if isinstance(e.stdout or b"", bytes) else (e.stdout or "") + (
+            e.stderr or "")
+        text = out.decode(errors="replace") if isinstance(out, bytes) else out
+        text, rc = text + f"\nlatke-scale: the run took longer than {a.timeout} s and was stopped", None
     write_atomically(log_path, text)
     summary = None
     if rc == 0 and os.path.exists(json_path):
