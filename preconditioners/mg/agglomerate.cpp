@@ -46,7 +46,8 @@ Buffer upload(Backend b, const std::vector<int>& host) {
 
 }  // namespace
 
-Agglomeration::Agglomeration(std::shared_ptr<const Lattice> part) : part_(std::move(part)) {
+Agglomeration::Agglomeration(std::shared_ptr<const Lattice> part, Backend backend)
+    : part_(std::move(part)), backend_(backend) {
   whole_ = std::make_shared<Lattice>(MPI_COMM_SELF, part_->global(), Coords{1, 1, 1, 1});
   const int ranks = part_->size(), vcb = part_->volume_cb(), wcb = whole_->volume_cb();
   const std::vector<int> site = sites_on_whole(*part_, *whole_);
@@ -59,32 +60,23 @@ Agglomeration::Agglomeration(std::shared_ptr<const Lattice> part) : part_(std::m
         if (r == part_->rank()) smap[static_cast<std::size_t>(p) * vcb + x] = w;
       }
   for (int m : gmap) require(m >= 0, "agglomeration: the ranks' parts do not cover ", whole_->describe());
-  // Kept on the host; maps() puts them where the fields are at the first gather or scatter.
-  gmap_host_ = std::move(gmap);
-  smap_host_ = std::move(smap);
+  gather_map_ = upload(backend_, gmap);
+  scatter_map_ = upload(backend_, smap);
 }
 
 void Agglomeration::check(const ColorSpinorField& whole, const ColorSpinorField& part, const char* what) const {
   require(whole.n_parity() == 2 && part.n_parity() == 2 && whole.precision() == part.precision() &&
               whole.precision() != Precision::half && whole.nspin() == part.nspin() &&
-              whole.ncolor() == part.ncolor() && whole.backend() == part.backend() &&
+              whole.ncolor() == part.ncolor() && whole.backend() == backend_ && part.backend() == backend_ &&
               whole.lattice().volume() == whole_->volume() && part.lattice().volume() == part_->volume() &&
               whole.lattice().size() == 1,
-          "agglomeration (", what, "): expected full double or single fields of one shape, on the whole lattice ",
-          whole_->describe(), " and on its part ", part_->describe());
-}
-
-void Agglomeration::maps(Backend b) {
-  if (gather_map_.data() && backend_ == b) return;
-  backend_ = b;
-  gather_map_ = upload(b, gmap_host_);
-  scatter_map_ = upload(b, smap_host_);
+          "agglomeration (", what, "): expected full double or single fields of one shape on the ", to_string(backend_),
+          " backend, on the whole lattice ", whole_->describe(), " and on its part ", part_->describe());
 }
 
 void Agglomeration::gather(ColorSpinorField& whole, const ColorSpinorField& part) {
   check(whole, part, "gather");
-  const Backend b = part.backend();
-  maps(b);
+  const Backend b = backend_;
   const int ranks = part_->size();
   const std::size_t mine = 2 * part.block_bytes();
   require(mine * ranks <= static_cast<std::size_t>(std::numeric_limits<int>::max()), "agglomeration: ", mine,
@@ -110,7 +102,6 @@ void Agglomeration::gather(ColorSpinorField& whole, const ColorSpinorField& part
 
 void Agglomeration::scatter(ColorSpinorField& part, const ColorSpinorField& whole) {
   check(whole, part, "scatter");
-  maps(part.backend());
   place(part, whole.block_data(0), whole.lattice().volume_cb(), static_cast<const int*>(scatter_map_.data()));
 }
 

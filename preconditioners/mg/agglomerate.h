@@ -9,7 +9,6 @@
 #pragma once
 
 #include <memory>
-#include <vector>
 
 #include "src/core/lattice.h"
 #include "src/core/memory.h"
@@ -20,7 +19,8 @@ namespace latke::mg {
 class Agglomeration {
  public:
   /// @param part the level's lattice, spread over the ranks of its communicator.
-  explicit Agglomeration(std::shared_ptr<const Lattice> part);
+  /// @param backend where the level's fields live (the site maps are put there).
+  Agglomeration(std::shared_ptr<const Lattice> part, Backend backend);
 
   const std::shared_ptr<const Lattice>& part() const { return part_; }
   /// The same global lattice on this rank alone.
@@ -38,14 +38,11 @@ class Agglomeration {
 
  private:
   void check(const ColorSpinorField& whole, const ColorSpinorField& part, const char* what) const;
-  /// The maps on backend b (uploaded at the first use).
-  void maps(Backend b);
   /// out(parity, x) = in's site map[parity * out's volume_cb + x] (see PlaceKernel).
   void place(ColorSpinorField& out, const void* in, int in_vcb, const int* map);
 
   std::shared_ptr<const Lattice> part_, whole_;
-  std::vector<int> gmap_host_, smap_host_;
-  Backend backend_ = Backend::cpu;
+  Backend backend_;
   Buffer gather_map_;   ///< per whole (parity, site): rank * part volume_cb + the site there
   Buffer scatter_map_;  ///< per part (parity, site): the site in the whole lattice
   Buffer stage_, stage_all_, device_all_;  ///< host staging (this rank's, everyone's) and everyone's on the device

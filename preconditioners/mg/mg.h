@@ -141,14 +141,14 @@ struct MultigridParam {
 /// is gathered onto every rank (MultigridParam::ranks and gather_sites); fails naming the
 /// level and the value for a rank count other than 0, 1 or `ranks`.
 bool gathers(const MultigridParam& p, int level, const Coords& local, int ranks);
-/// @brief Per level (0 .. levels - 1), whether it is gathered from the ranks of the level above
-/// (true on the first gathered level only; the ones below it live on one rank already).
-std::vector<bool> gathered_levels(const MultigridParam& p, const Lattice& fine);
 
 /// @brief Check the parameters against the fine lattice: level count, aggregates dividing
-/// each level's local extents with even coarse extents, nvec >= 1, iterations, tolerances;
-/// fails naming the option's meaning, the value and what was expected.
-void check_param(const MultigridParam& p, const Lattice& fine);
+/// each level's local extents (whole extents on a gathered level) with even coarse extents,
+/// rank counts, nvec >= 1, iterations, tolerances; fails naming the option's meaning, the value
+/// and what was expected. Returns, per level (0 .. levels - 1), whether it is gathered from the
+/// ranks of the level above (true on the first gathered level only; the ones below it live on
+/// one rank already).
+std::vector<bool> check_param(const MultigridParam& p, const Lattice& fine);
 
 /// Per-level facts for views and reports.
 struct LevelInfo {
@@ -276,7 +276,7 @@ class Multigrid {
   /// Per level, since profiling started.
   const std::vector<LevelProfile>& profile() const { return profile_; }
   /// Cycles from the fine level (apply, apply_parity) since profiling started.
-  long profiled_cycles() const { return profiled_cycles_; }
+  long profiled_cycles() const { return profile_.empty() ? 0 : profile_[0].visits; }
   /// The transfer from level l to l + 1 (l < levels() - 1), after setup; for benchmarks.
   const Transfer& transfer(int level) const;
   /// The Galerkin operator of level l >= 1, after setup; for benchmarks.
@@ -365,10 +365,9 @@ class Multigrid {
   LocalFactory local_;
   mutable double fine_nullness_ = 0;  ///< fine_reference() once measured; 0: not yet (build_level resets it)
   std::vector<std::unique_ptr<Level>> levels_;
-  std::vector<bool> gathered_;  ///< gathered_levels(param_, fine lattice)
+  std::vector<bool> gathered_;  ///< per level, whether it is gathered from the level above's ranks (check_param)
   bool profiling_ = false;
   int profile_level_ = -1;
-  long profiled_cycles_ = 0;
   double profile_time_ = 0;  ///< at the last change of level (steady clock, seconds)
   WorkCounters profile_mark_;
   std::vector<LevelProfile> profile_;

@@ -84,9 +84,7 @@ class Multigrid::LevelScope {
 void Multigrid::set_profiling(bool on) {
   profiling_ = on;
   profile_level_ = -1;
-  if (!on) return;  // the profile so far stays readable
-  profile_.assign(levels(), LevelProfile{});
-  profiled_cycles_ = 0;
+  if (on) profile_.assign(levels(), LevelProfile{});  // stopping keeps the profile readable
 }
 
 int Multigrid::attribute_to(int l) {
@@ -300,10 +298,7 @@ void Multigrid::apply(ColorSpinorField& x, const ColorSpinorField& b) {
   require(F.transfer != nullptr && levels_.back()->op != nullptr, "multigrid applied before setup");
   const LogScope log(LogEvent::mg_apply, 0, true);
   const LevelScope on(*this, 0);
-  if (profiling_) {
-    ++profiled_cycles_;
-    ++profile_[0].visits;
-  }
+  if (profiling_) ++profile_[0].visits;  // a cycle from the fine level (profiled_cycles)
   // The cycle reads b and writes x: on the caller's fields where they are the fine level's
   // kind (distinct fields), else on copies converted to it.
   if (F.b->is_like(x) && F.b->is_like(b) && x.block_data(0) != b.block_data(0)) {
@@ -327,10 +322,7 @@ void Multigrid::apply_parity(ColorSpinorField& x, const ColorSpinorField& f_p, c
           to_string(bhat.precision()), ")");
   const LogScope log(LogEvent::mg_apply, 0, true);
   const LevelScope on(*this, 0);
-  if (profiling_) {
-    ++profiled_cycles_;
-    ++profile_[0].visits;
-  }
+  if (profiling_) ++profile_[0].visits;  // a cycle from the fine level (profiled_cycles)
   const int p = f_p.block_parity(0);
   // The parity cycle needs the even-odd smoother on parity p, after the coarse correction only.
   if (!smooths_on_parity(0) || !F.hr->is_like(f_p) || !F.hr->is_like(bhat)) {  // the full cycle on f = (f_p, 0)

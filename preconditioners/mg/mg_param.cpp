@@ -46,36 +46,28 @@ bool gathers(const MultigridParam& p, int level, const Coords& local, int ranks)
   return static_cast<long>(local[0]) * local[1] * local[2] * local[3] <= p.gather_sites;
 }
 
-std::vector<bool> gathered_levels(const MultigridParam& p, const Lattice& fine) {
-  std::vector<bool> g(p.levels, false);
-  Coords local = fine.local();
-  int ranks = fine.size();
-  for (int l = 1; l < p.levels && l <= static_cast<int>(p.level.size()); ++l) {
-    for (int mu = 0; mu < 4; ++mu) local[mu] /= p.level[l - 1].block[mu];
-    if (gathers(p, l, local, ranks)) {
-      g[l] = true;
-      for (int mu = 0; mu < 4; ++mu) local[mu] *= fine.grid()[mu];
-      ranks = 1;
-    }
-  }
-  return g;
-}
-
-void check_param(const MultigridParam& p, const Lattice& fine) {
+std::vector<bool> check_param(const MultigridParam& p, const Lattice& fine) {
   require(p.levels >= 2, "multigrid levels ", p.levels, ": expected at least 2");
   require(static_cast<int>(p.level.size()) == p.levels - 1, "multigrid: ", p.level.size(), " level parameter sets for ",
           p.levels, " levels (expected ", p.levels - 1, ")");
   require(p.gather_sites >= 0, "multigrid: gather below ", p.gather_sites, " sites per rank: expected 0 or more");
   require(static_cast<int>(p.ranks.size()) <= p.levels, "multigrid: ranks given for ", p.ranks.size(), " levels of ",
           p.levels);
+  // Where each level lives: local extents divided by the aggregates level by level, and
+  // multiplied back to the whole extents where a level is gathered (ranks then 1 below it).
+  std::vector<bool> gathered(p.levels, false);
   Coords local = fine.local();
   int ranks = fine.size();
-  for (int l = 0; l + 1 < p.levels; ++l) {
-    const LevelParam& q = p.level[l];
+  auto place = [&](int l) {
     if (l > 0 && gathers(p, l, local, ranks)) {  // the level lives whole on every rank
+      gathered[l] = true;
       for (int mu = 0; mu < 4; ++mu) local[mu] *= fine.grid()[mu];
       ranks = 1;
     }
+  };
+  for (int l = 0; l + 1 < p.levels; ++l) {
+    const LevelParam& q = p.level[l];
+    place(l);
     for (int mu = 0; mu < 4; ++mu) {
       const int b = q.block[mu];
       require(b >= 2 && local[mu] % b == 0 && (local[mu] / b) % 2 == 0, "multigrid with ", p.levels, " levels: level ",
@@ -120,6 +112,8 @@ void check_param(const MultigridParam& p, const Lattice& fine) {
   require(p.setup_refine >= 0, "multigrid setup refinement passes ", p.setup_refine, ": expected 0 or more");
   require(p.setup_batch >= 1 && p.setup_batch <= blas::set_max, "multigrid setup batch ", p.setup_batch,
           ": expected 1 to ", blas::set_max, " null vectors solved together");
+  place(p.levels - 1);  // the coarsest level's place (its rank count checked too)
+  return gathered;
 }
 
 }  // namespace latke::mg

@@ -41,8 +41,7 @@ Multigrid::Multigrid(std::shared_ptr<LinearOperator> fine, const MultigridParam&
                      std::shared_ptr<SchurOperator> fine_schur, std::shared_ptr<SchurOperator> fine_smoother,
                      std::shared_ptr<LinearOperator> fine_setup)
     : param_(param) {
-  check_param(param_, *fine->lattice());
-  gathered_ = gathered_levels(param_, *fine->lattice());
+  gathered_ = check_param(param_, *fine->lattice());
   for (int l = 0; l < param_.levels; ++l) levels_.push_back(std::make_unique<Level>());
   install_fine(std::move(fine), std::move(local), std::move(fine_schur), std::move(fine_smoother),
                std::move(fine_setup));
@@ -388,7 +387,8 @@ void Multigrid::build_level(int l, const std::function<void(const std::string&)>
   const bool even_odd = coarsest ? param_.coarse_even_odd : param_.level[l + 1].smooth_even_odd;
   // An agglomerated level: its blocks gathered onto the whole lattice on every rank (the
   // Agglomeration made once; update() keeps it with the transfer).
-  if (gathered_[l + 1] && !C.gather) C.gather = std::make_unique<Agglomeration>(L.transfer->coarse_lattice());
+  if (gathered_[l + 1] && !C.gather)
+    C.gather = std::make_unique<Agglomeration>(L.transfer->coarse_lattice(), L.op->field_param().backend);
   const auto tg = std::chrono::steady_clock::now();
   {
     const LogScope log(LogEvent::mg_galerkin, 0, true);

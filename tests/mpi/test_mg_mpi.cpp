@@ -76,6 +76,23 @@ struct Split {
   }
 };
 
+/// The same transfer on the whole lattice and on the grid: nvec Gaussian vectors from `seed` on
+/// (a function of the global site, so the same on both), orthonormalized over 2^4 aggregates.
+struct TransferPair {
+  std::unique_ptr<Transfer> whole, part;
+};
+TransferPair transfers(const Split& s, const SpinorParam& fp, int nvec, Precision basis, int seed) {
+  TransferPair t{std::make_unique<Transfer>(s.whole, fp, Coords{2, 2, 2, 2}, nvec, 1, basis),
+                 std::make_unique<Transfer>(s.part, fp, Coords{2, 2, 2, 2}, nvec, 1, basis)};
+  for (int k = 0; k < nvec; ++k) {
+    fill_gaussian(t.whole->vectors()[k], seed + k);
+    fill_gaussian(t.part->vectors()[k], seed + k);
+  }
+  t.whole->orthonormalize();
+  t.part->orthonormalize();
+  return t;
+}
+
 /// A coarse field's values compared across lattices: rank-local part of the whole one.
 double coarse_diff(const ColorSpinorField& part, const ColorSpinorField& whole) {
   std::vector<Complex<double>> hp, hw;
@@ -90,14 +107,8 @@ TEST(MgMpi, CoarseOperatorAndTransfersEqualOneRank) {
   for (const Coords& grid : grids_for(size)) {
     Split s(grid, Precision::double_);
     const SpinorParam fp{4, 3, Precision::double_, Subset::full, s.b};
-    Transfer tw(s.whole, fp, {2, 2, 2, 2}, 3, 1, Precision::double_),
-        tp(s.part, fp, {2, 2, 2, 2}, 3, 1, Precision::double_);
-    for (int k = 0; k < 3; ++k) {  // the same Gaussian basis on both (a function of the global site)
-      fill_gaussian(tw.vectors()[k], 40 + k);
-      fill_gaussian(tp.vectors()[k], 40 + k);
-    }
-    tw.orthonormalize();
-    tp.orthonormalize();
+    const TransferPair t = transfers(s, fp, 3, Precision::double_, 40);
+    Transfer &tw = *t.whole, &tp = *t.part;
     auto dw = galerkin(*s.full(false), tw, Precision::double_, true);
     auto dp = galerkin(*s.full(true), tp, Precision::double_, true);
     ColorSpinorField xw(tw.coarse_lattice(), tw.coarse_param(Precision::double_)), yw = xw.like(Precision::double_);
@@ -149,14 +160,8 @@ TEST(MgMpi, CoarseOperatorAndTransfersEqualOneRank) {
     // from the halo as the FP32 set does: single blocks, N = 16, 11 fields; against the whole
     // lattice's FP32 set.
     {
-      Transfer tw8(s.whole, fp, {2, 2, 2, 2}, 8, 1, Precision::double_),
-          tp8(s.part, fp, {2, 2, 2, 2}, 8, 1, Precision::double_);
-      for (int k = 0; k < 8; ++k) {
-        fill_gaussian(tw8.vectors()[k], 80 + k);
-        fill_gaussian(tp8.vectors()[k], 80 + k);
-      }
-      tw8.orthonormalize();
-      tp8.orthonormalize();
+      const TransferPair t8 = transfers(s, fp, 8, Precision::double_, 80);
+      Transfer &tw8 = *t8.whole, &tp8 = *t8.part;
       auto dw8 = galerkin(*s.full(false), tw8, Precision::single, true);
       auto dp8 = galerkin(*s.full(true), tp8, Precision::single, true);
       dw8->set_math(SetMath::fp32);
@@ -251,14 +256,8 @@ TEST(MgMpi, DirectCoarsestSolveOnTheGridEqualsOneRank) {
     const Coords grid = grids_for(size).back();
     Split s(grid, Precision::single);
     const SpinorParam fp{4, 3, Precision::single, Subset::full, s.b};
-    Transfer tw(s.whole, fp, {2, 2, 2, 2}, 3, 1, Precision::single),
-        tp(s.part, fp, {2, 2, 2, 2}, 3, 1, Precision::single);
-    for (int k = 0; k < 3; ++k) {
-      fill_gaussian(tw.vectors()[k], 60 + k);
-      fill_gaussian(tp.vectors()[k], 60 + k);
-    }
-    tw.orthonormalize();
-    tp.orthonormalize();
+    const TransferPair t = transfers(s, fp, 3, Precision::single, 60);
+    Transfer &tw = *t.whole, &tp = *t.part;
     auto dw = galerkin(*s.full(false), tw, Precision::single, true);
     auto dp = galerkin(*s.full(true), tp, Precision::single, true);
     for (bool eo : {false, true}) {
@@ -438,15 +437,9 @@ TEST(MgMpi, GatheredFieldsAndOperatorAreTheWholeOnes) {
                              std::to_string(grid[3]);
     Split s(grid, Precision::single);
     const SpinorParam fp{4, 3, Precision::single, Subset::full, s.b};
-    Transfer tw(s.whole, fp, {2, 2, 2, 2}, 4, 1, Precision::single),
-        tp(s.part, fp, {2, 2, 2, 2}, 4, 1, Precision::single);
-    for (int k = 0; k < 4; ++k) {
-      fill_gaussian(tw.vectors()[k], 20 + k);
-      fill_gaussian(tp.vectors()[k], 20 + k);
-    }
-    tw.orthonormalize();
-    tp.orthonormalize();
-    Agglomeration agg(tp.coarse_lattice());
+    const TransferPair t = transfers(s, fp, 4, Precision::single, 20);
+    Transfer &tw = *t.whole, &tp = *t.part;
+    Agglomeration agg(tp.coarse_lattice(), s.b);
     EXPECT_EQ(agg.copies(), size);
     EXPECT_EQ(agg.whole()->size(), 1);
     EXPECT_EQ(agg.whole()->global(), tp.coarse_lattice()->global());
