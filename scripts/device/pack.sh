@@ -8,5 +8,10 @@ mkdir -p "$here/.gpu/bin"
 cp "$build"/bin/* "$here/.gpu/bin/"
 # The faults tier's write-fault library (tests/faults/fault_inject.c), where it was built.
 [ -f "$build/lib/liblatke_fault_inject.so" ] && cp "$build/lib/liblatke_fault_inject.so" "$here/.gpu/bin/"
-"$here/../shared/gpu/runtime-bundle.sh" "$here/.gpu/rt.tar.xz" "$here"/.gpu/bin/*
+# Only ELF files have libraries to bundle (latke-scale is a Python script).
+elves=()
+for f in "$here"/.gpu/bin/*; do
+  [ "$(head -c4 "$f" | od -An -c | tr -d ' ')" = '177ELF' ] && elves+=("$f")
+done
+"$here/../shared/gpu/runtime-bundle.sh" "$here/.gpu/rt.tar.xz" "${elves[@]}"
 du -sh "$here/.gpu"
