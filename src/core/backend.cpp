@@ -1,6 +1,7 @@
 // Backend selection, streams, events and device queries. Host-side CUDA runtime calls only;
 // no kernels here, so this file is ordinary C++ in every build.
 #include "src/core/backend.h"
+#include "src/core/launch_team.h"
 
 #include <unistd.h>
 
@@ -126,6 +127,23 @@ std::size_t free_memory(Backend b) {
 #endif
   const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) : 0;
+}
+
+std::size_t team_shared_limit(Backend b) {
+#ifdef LATKE_HAVE_CUDA
+  if (b == Backend::cuda) {
+    static const std::size_t limit = [] {
+      int dev = 0, bytes = 0;
+      LATKE_CUDA_CALL(cudaGetDevice(&dev));
+      LATKE_CUDA_CALL(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+      return static_cast<std::size_t>(bytes);
+    }();
+    return limit;
+  }
+#else
+  (void)b;
+#endif
+  return cpu_team_shared_bytes;
 }
 
 void synchronize(Backend b) {

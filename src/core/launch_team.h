@@ -1,0 +1,119 @@
+// Team kernels, one source for both backends: a functor
+//   LATKE_HOST_DEVICE void operator()(const Team& team) const;
+// runs once per team, n_teams teams. On CUDA a team is one thread block with `bytes` of
+// dynamic shared memory (team.shared()); on the CPU it is one OpenMP iteration with a host
+// buffer of the same size. The functor is written as phases over the team's items,
+// team.for_each(n, g) (on CUDA strided over the block's threads, on the CPU a loop),
+// separated by team.sync() (__syncthreads on CUDA, nothing on the CPU), and team.sum(n, g),
+// which returns the sum of g(i) over [0, n) to every thread (fixed order for a given team
+// size). For work that keeps its data on chip across many steps, e.g. a Schwarz block solve.
+#pragma once
+
+#include <cstddef>
+#include <typeinfo>
+#include <vector>
+
+#include "src/core/backend.h"
+#include "src/core/error.h"
+#include "src/core/macros.h"
+#include "src/core/work_counters.h"
+
+#ifdef __CUDACC__
+#include <cuda_runtime.h>
+#endif
+
+namespace latke {
+
+/// Shared memory a team may use on the CPU backend: that of an H100's thread block, so that
+/// the CPU takes the same decisions as the GPU path it tests.
+inline constexpr std::size_t cpu_team_shared_bytes = 227 * 1024;
+
+struct Team {
+  int index;  ///< which team
+  int rank;   ///< this thread within the team (0 on the CPU)
+  int size;   ///< threads in the team (a power of two; 1 on the CPU)
+  unsigned char* smem;
+  unsigned char* scratch;  ///< team.sum's space: size * sizeof(T), after the functor's bytes
+
+  LATKE_HOST_DEVICE LATKE_INLINE unsigned char* shared() const { return smem; }
+  template <typename G>
+  LATKE_HOST_DEVICE LATKE_INLINE void for_each(int n, const G& g) const {
+    for (int i = rank; i < n; i += size) g(i);
+  }
+  LATKE_HOST_DEVICE LATKE_INLINE void sync() const {
+#ifdef __CUDA_ARCH__
+    __syncthreads();
+#endif
+  }
+  /// The sum of g(i) over [0, n), returned to every thread of the team.
+  template <typename T, typename G>
+  LATKE_HOST_DEVICE LATKE_INLINE T sum(int n, const G& g) const {
+    T acc{};
+    for (int i = rank; i < n; i += size) acc += g(i);
+#ifdef __CUDA_ARCH__
+    T* s = reinterpret_cast<T*>(scratch);
+    s[rank] = acc;
+    __syncthreads();
+    for (int w = size >> 1; w > 0; w >>= 1) {
+      if (rank < w) s[rank] += s[rank + w];
+      __syncthreads();
+    }
+    acc = s[0];
+    __syncthreads();
+#endif
+    return acc;
+  }
+};
+
+#ifdef __CUDACC__
+template <typename F>
+__global__ void team_kernel(const F f, std::size_t bytes) {
+  extern __shared__ __align__(16) unsigned char team_smem[];
+  f(Team{static_cast<int>(blockIdx.x), static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), team_smem,
+         team_smem + bytes});
+}
+#endif
+
+/// @brief The most shared memory a team may ask for on backend b (the device's opt-in limit
+/// on CUDA).
+std::size_t team_shared_limit(Backend b);
+
+/// @brief Run f for teams [0, n_teams) of `size` threads (a power of two; CUDA), each with
+/// `bytes` of shared memory and room for team.sum over values of `sum_bytes`. Asynchronous
+/// in stream s on CUDA.
+template <typename F>
+void launch_teams(Backend b, const F& f, int n_teams, int size, std::size_t bytes, std::size_t sum_bytes,
+                  Stream s = compute_stream()) {
+  if (n_teams <= 0) return;
+  require(size > 0 && (size & (size - 1)) == 0, "team kernel ", typeid(F).name(), ": team size ", size,
+          " is not a power of two");
+  const std::size_t total = bytes + sum_bytes * static_cast<std::size_t>(size);
+  require(total <= team_shared_limit(b), "team kernel ", typeid(F).name(), ": ", total,
+          " bytes of shared memory per team; the limit is ", team_shared_limit(b));
+  ++work_counters().launches;
+  if (b == Backend::cpu) {
+#pragma omp parallel
+    {
+      std::vector<unsigned char> buffer(total + 16);
+      unsigned char* base = buffer.data();
+#pragma omp for schedule(static)
+      for (int t = 0; t < n_teams; ++t) f(Team{t, 0, 1, base, base + bytes});
+    }
+    return;
+  }
+#ifdef __CUDACC__
+  static std::size_t raised = 48 * 1024;  // per functor type: the dynamic shared memory allowed so far
+  if (total > raised) {
+    LATKE_CUDA_CALL(cudaFuncSetAttribute(team_kernel<F>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(total)));
+    raised = total;
+  }
+  team_kernel<F><<<n_teams, size, total, static_cast<cudaStream_t>(s.handle)>>>(f, bytes);
+  LATKE_CUDA_CALL(cudaGetLastError());
+#else
+  (void)s;
+  fail("team kernel ", typeid(F).name(), " asked to run on CUDA, but its file was compiled without CUDA");
+#endif
+}
+
+}  // namespace latke
