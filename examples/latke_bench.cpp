@@ -2,6 +2,8 @@
 //
 //   latke-bench dslash [options]
 //   latke-bench multimass [options]
+//   latke-bench mg [options]
+//   latke-bench schwarz [options]
 //
 // For each precision and reconstruct asked for, times the Wilson-clover forms on a random
 // SU(3) field and prints time per application, GFLOPS, effective GB/s, the device's copy
@@ -57,6 +59,7 @@
 #include "latke/latke.h"
 #include "preconditioners/mg/agglomerate.h"
 #include "preconditioners/mg/galerkin.h"
+#include "preconditioners/schwarz/schwarz.h"
 #include "petsc/pc_mg.h"
 #include "solvers/solvers.h"
 #include "operators/staggered/staggered.h"
@@ -66,8 +69,9 @@
 
 static const char help[] =
     "latke-bench dslash: Wilson-clover and staggered operator performance;\n"
-    "latke-bench multimass: staggered solves at many masses, multi-shift against sequential (-help lists every "
-    "option).\n";
+    "latke-bench multimass: staggered solves at many masses, multi-shift against sequential;\n"
+    "latke-bench schwarz: the Schwarz preconditioner's blocks on chip and streamed against one MatPC (-help lists "
+    "every option).\n";
 
 namespace latke {
 namespace {
@@ -837,6 +841,129 @@ int bench_mg() {
 }
 
 }  // namespace
+/// latke-bench schwarz: one application of the Schwarz preconditioner per block shape and
+/// precision, with the blocks solved on chip and streamed, against one MatPC of the same
+/// precision in the same run.
+int bench_schwarz() {
+  const RunOptions run = setup_from_options();
+  std::string lattice, precision_list, block_list, type_name;
+  long steps = 8, iters_opt = 0;
+  double mass = 0.1, csw = 1.0;
+  read_options(PETSC_COMM_WORLD, "", "latke-bench schwarz options", [&](OptionGroup& o) {
+    lattice = o.string("-latke_lattice", "16,16,16,16", "Global lattice X,Y,Z,T");
+    precision_list = o.string("-latke_precision", "half,single", "Precisions to time: list of double, single, half");
+    block_list = o.string("-latke_schwarz_blocks", "4,4,4,4:8,4,4,4:8,8,8,8",
+                          "Block shapes to time, separated by colons: X,Y,Z,T:X,Y,Z,T...");
+    steps = o.integer("-latke_schwarz_iterations", steps, "MR steps per block per application");
+    type_name = o.string("-latke_schwarz_type", "additive", "additive or multiplicative");
+    mass = o.real("-latke_mass", mass, "Bare quark mass");
+    csw = o.real("-latke_csw", csw, "Clover coefficient");
+    iters_opt = o.integer("-latke_iterations", 0, "Applications per timing (0: about 1 s of work)");
+  });
+  require(steps >= 1, "-latke_schwarz_iterations ", steps, ": expected at least 1");
+  auto lat = std::make_shared<Lattice>(PETSC_COMM_WORLD, parse_coords(lattice, "-latke_lattice"), run.grid);
+  std::vector<Coords> blocks;
+  {
+    std::stringstream ss(block_list);
+    std::string item;
+    while (std::getline(ss, item, ':')) {
+      blocks.push_back(parse_coords(item, "-latke_schwarz_blocks"));
+      check_schwarz_block(*lat, blocks.back());
+    }
+  }
+  const SchwarzType type = parse_schwarz_type(type_name);
+  const bool root = lat->rank() == 0;
+  const double copy_gbs = measure_copy_bandwidth(run.backend, run.backend == Backend::cuda ? (1ul << 30) : (1ul << 27));
+  if (root) {
+    std::printf("latke-bench schwarz: Wilson-clover, lattice %s, backend %s%s%s, %s Schwarz, %ld MR steps\n",
+                lat->describe().c_str(), to_string(run.backend), run.backend == Backend::cuda ? " (" : "",
+                run.backend == Backend::cuda ? (device_info().name + ")").c_str() : "", to_string(type), steps);
+    std::printf("copy bandwidth (read + write) measured in this run: %.1f GB/s\n", copy_gbs);
+    std::printf("%-9s %-7s %-9s %10s %9s %10s %10s %8s\n", "block", "prec", "solves", "time/us", "x matpc", "GFLOPS",
+                "GB/s", "vs copy");
+  }
+  const std::vector<Complex<double>> links = random_gauge(*lat, 20241022), src = random_spinor(*lat, 7);
+  const double vcb = static_cast<double>(lat->volume_cb()) * lat->size();
+  auto timed = [&](const std::function<void()>& f) {  // ms per call, the slowest rank's
+    int n = static_cast<int>(iters_opt);
+    if (n == 0) {
+      double worst = time_per_call(run.backend, 3, f);
+      MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_DOUBLE, MPI_MAX, lat->comm());
+      n = std::max(3, std::min(2000, static_cast<int>(1000.0 / std::max(worst, 1e-3))));
+    }
+    double ms = time_per_call(run.backend, n, f);
+    MPI_Allreduce(MPI_IN_PLACE, &ms, 1, MPI_DOUBLE, MPI_MAX, lat->comm());
+    return ms;
+  };
+  for (Precision p : [&] {
+         std::vector<Precision> v;
+         for (const auto& s : split(precision_list)) v.push_back(parse_precision(s));
+         return v;
+       }()) {
+    WilsonCloverParam wp;
+    wp.mass = mass;
+    wp.csw = csw;
+    wp.precision = p;
+    wp.reconstruct = Reconstruct::r12;
+    wp.backend = run.backend;
+    auto full = std::make_shared<WilsonCloverOperator>(lat, links, wp);
+    auto A = std::make_shared<WilsonCloverLinear>(full, true, SchurType::symmetric, 0);
+    ColorSpinorField b = A->make_field(), x = A->make_field();
+    {
+      ColorSpinorField whole(lat, SpinorParam{4, 3, p, Subset::full, run.backend});
+      whole.from_lexicographic(src);
+      b.copy_from(whole.parity(0));
+    }
+    const double matpc_ms = timed([&] { A->apply(x, b); });
+    const Reconstruct r = Reconstruct::r12;
+    // On chip: the links and both parities' clover (inverse) read once, the right-hand side
+    // read and the solution written once; streamed: per step the local MatPC's words and the
+    // block MR's vector passes (sums: r, Ar; update: x, r, Ar read, x, r written).
+    const double chip_bytes = (8.0 * link_bytes(p, r) + 2 * clover_bytes(p) + 2 * spinor_bytes(p)) * vcb;
+    const double matpc_bytes =
+        (2 * (8.0 * (link_bytes(p, r) + spinor_bytes(p)) + clover_bytes(p) + spinor_bytes(p)) + spinor_bytes(p)) * vcb;
+    const double streamed_bytes = steps * (matpc_bytes + 7.0 * spinor_bytes(p) * vcb);
+    const double flops = steps * (3792.0 + 8 * 24) * vcb;  // QUDA's MatPC count per step and the MR vector work
+    if (root)
+      std::printf("%-9s %-7s %-9s %10.1f %9.2f %10.1f %10.1f %7.2fx\n", "(global)", to_string(p), "matpc",
+                  matpc_ms * 1e3, 1.0, 3792.0 * vcb / (matpc_ms * 1e-3) * 1e-9,
+                  matpc_bytes / (matpc_ms * 1e-3) * 1e-9, matpc_bytes / (matpc_ms * 1e-3) * 1e-9 / copy_gbs);
+    for (const Coords& blk : blocks) {
+      WilsonCloverParam lp = wp;
+      lp.block = {blk[0], blk[1], blk[2], blk[3]};
+      auto local = std::make_shared<WilsonCloverLinear>(std::make_shared<WilsonCloverOperator>(*full, links, lp), true,
+                                                        SchurType::symmetric, 0);
+      for (bool on_chip : {true, false}) {
+        SchwarzParam sp;
+        sp.block = blk;
+        sp.iterations = static_cast<int>(steps);
+        sp.precision = p;
+        sp.type = type;
+        sp.on_chip = on_chip;
+        SchwarzPreconditioner k(local, schwarz_needs_full_operator(sp) ? A : nullptr, sp);
+        char name[32];
+        std::snprintf(name, sizeof name, "%d,%d,%d,%d", blk[0], blk[1], blk[2], blk[3]);
+        if (on_chip && !k.on_chip()) {
+          if (root)
+            std::printf("%-9s %-7s %-9s (its spinors do not fit in a team's shared memory)\n", name, to_string(p),
+                        "on chip");
+          continue;
+        }
+        const double ms = timed([&] { k.apply(x, b); });
+        const double bytes = on_chip ? chip_bytes : streamed_bytes;
+        const double gbs = bytes / (ms * 1e-3) * 1e-9;
+        if (root)
+          std::printf("%-9s %-7s %-9s %10.1f %9.2f %10.1f %10.1f %7.2fx\n", name, to_string(p),
+                      on_chip ? "on chip" : "streamed", ms * 1e3, ms / matpc_ms, flops / (ms * 1e-3) * 1e-9, gbs,
+                      gbs / copy_gbs);
+        const double check = norm2(x) / norm2(b);
+        require(std::isfinite(check) && check > 0, "benchmark schwarz produced ", check, " for |out|^2/|in|^2");
+      }
+    }
+  }
+  return 0;
+}
+
 }  // namespace latke
 
 int main(int argc, char** argv) {
@@ -846,10 +973,11 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(PETSC_COMM_WORLD, &rank);
   try {
     const std::string command = argc > 1 && argv[1][0] != '-' ? argv[1] : "dslash";
-    latke::require(command == "dslash" || command == "multimass" || command == "mg", "unknown benchmark '", command,
-                   "': expected dslash, multimass or mg");
-    status = command == "dslash" ? latke::bench_dslash()
-             : command == "mg"   ? latke::bench_mg()
+    latke::require(command == "dslash" || command == "multimass" || command == "mg" || command == "schwarz",
+                   "unknown benchmark '", command, "': expected dslash, multimass, mg or schwarz");
+    status = command == "dslash"    ? latke::bench_dslash()
+             : command == "mg"      ? latke::bench_mg()
+             : command == "schwarz" ? latke::bench_schwarz()
                                  : latke::bench_multimass();
   } catch (const std::exception& e) {
     if (rank == 0) std::fprintf(stderr, "latke-bench: error: %s\n", e.what());

@@ -61,6 +61,15 @@ class LinearOperator {
     (void)site, (void)faces, (void)in, (void)block;
     fail("apply_split: ", describe(), " cannot split its stencil");
   }
+  /// Whether solve_blocks works: a domain-local operator that solves its blocks on chip.
+  virtual bool solves_blocks() const { return false; }
+  /// @brief x = `steps` minimal-residual steps from zero on each block's system A_B x = b, on
+  /// the blocks of colour `colour` (0 or 1, red-black over the global block grid; x zero on the
+  /// others) or on all (-1). Only when solves_blocks().
+  virtual void solve_blocks(ColorSpinorField& x, const ColorSpinorField& b, int steps, int colour) {
+    (void)x, (void)b, (void)steps, (void)colour;
+    fail("solve_blocks: ", describe(), " does not solve its blocks on chip");
+  }
   /// Flops that a non-zero shift adds to one application on this rank (0 when it is fused).
   virtual double shift_flops() const {
     const SpinorParam p = field_param();

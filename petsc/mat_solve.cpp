@@ -108,7 +108,7 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams* param
     p.restart_drop = in.restart_drop;
     Precision sloppy = precision_of(in.sloppy);
     std::string type, sl, pc;
-    long max_it = p.max_iter, restart = p.restart;
+    long max_it = p.max_iter, restart = p.restart, stall = p.stall_iterations;
     bool monitor = false;
     read_options(comm, prefix ? prefix : "", "Latke native solver options", [&](OptionGroup& o) {
       type = o.string("-latke_solver", to_string(p.type), "Native solver: cg, cgne, cgnr, bicgstab, gcr or mr");
@@ -122,7 +122,11 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams* param
       pc = o.string("-latke_solver_pc", "none",
                     "GCR's preconditioner: none, schwarz (-pc_latke_schwarz_* options) or mg (-pc_latke_mg_* options)");
       monitor = o.flag("-latke_solver_monitor", false, "Print the iterated relative residual at every iteration");
+      stall = o.integer("-latke_solver_stall_it", p.stall_iterations,
+                        "GCR: stop once the true residual has not fallen by 10% in this many iterations (0: never)");
     });
+    require(stall >= 0, "-", prefix ? prefix : "", "latke_solver_stall_it ", stall, ": expected 0 or more");
+    p.stall_iterations = static_cast<int>(stall);
     require(pc == "none" || pc == "schwarz" || pc == "mg", "-", prefix ? prefix : "", "latke_solver_pc '", pc,
             "': expected none, schwarz or mg");
     p.type = parse_solver_type(type);
@@ -157,7 +161,8 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams* param
       k = cached.k;
     } else if (pc == "schwarz") {
       require(p.type == SolverType::gcr, "-latke_solver_pc schwarz needs -latke_solver gcr (a flexible method)");
-      const SchwarzParam sp = schwarz_param_from_options(comm, prefix, SchwarzParam{});
+      SchwarzParam sp = schwarz_param_from_options(comm, prefix, SchwarzParam{});
+      sp.block = schwarz_block_for(*c.op->lattice(), sp);
       std::shared_ptr<LinearOperator> full;
       if (schwarz_needs_full_operator(sp)) full = c.op->linear_operator(c.form, sp.precision, none);
       k = std::make_shared<SchwarzPreconditioner>(c.op->linear_operator(c.form, sp.precision, sp.block),
@@ -168,6 +173,9 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams* param
     const SolverStats st = solve(*outer, low.get(), k.get(), fx.field(), fb.field(), p, fallback.get());
     fx.release();
     fb.release();
+    if (!st.stop_reason.empty())
+      PetscPrintf(comm, "Latke %s: stopped after %d iterations, not converged: %s\n", to_string(p.type), st.iterations,
+                  st.stop_reason.c_str());
     if (stats) {
       stats->iterations = st.iterations;
       stats->reliable_updates = st.reliable_updates;

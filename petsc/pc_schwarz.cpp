@@ -17,19 +17,26 @@ namespace latke {
 SchwarzParam schwarz_param_from_options(MPI_Comm comm, const char* prefix, SchwarzParam p) {
   std::string block, precision, type;
   long iterations = p.iterations, cycles = p.cycles;
+  bool on_chip = p.on_chip, given_block = false;
   double omega = p.omega;
   std::ostringstream def;
   def << p.block[0] << "," << p.block[1] << "," << p.block[2] << "," << p.block[3];
   read_options(comm, prefix ? prefix : "", "Latke Schwarz preconditioner options", [&](OptionGroup& o) {
-    block = o.string("-pc_latke_schwarz_block", def.str(), "Block extents X,Y,Z,T (even, dividing the local volume)");
+    block = o.string("-pc_latke_schwarz_block", def.str(),
+                     "Block extents X,Y,Z,T (even, dividing the local volume; by default halved where they do not)");
+    given_block = o.given("-pc_latke_schwarz_block");
     iterations = o.integer("-pc_latke_schwarz_iterations", p.iterations, "MR steps per block per application");
     precision = o.string("-pc_latke_schwarz_precision", to_string(p.precision), "Block solve storage: double, single or half");
     type = o.string("-pc_latke_schwarz_type", to_string(p.type), "additive or multiplicative (red-black SAP)");
     omega = o.real("-pc_latke_schwarz_omega", p.omega, "Relaxation weight on each correction, in (0, 2)");
     cycles = o.integer("-pc_latke_schwarz_cycles", p.cycles,
                        "Schwarz cycles per application (each from the residual of the earlier ones)");
+    on_chip = o.flag("-pc_latke_schwarz_on_chip", p.on_chip,
+                        "Each block's MR steps in one kernel with the block in shared memory (else streamed over the rank)");
   });
+  p.on_chip = on_chip;
   p.block = parse_coords(block, std::string("-") + (prefix ? prefix : "") + "pc_latke_schwarz_block");
+  if (given_block) p.adapt_block = false;
   require(iterations >= 1, "-", prefix ? prefix : "", "pc_latke_schwarz_iterations ", iterations,
           ": expected at least 1");
   p.iterations = static_cast<int>(iterations);
@@ -62,6 +69,7 @@ void read_params(MPI_Comm comm, const char* prefix, SchwarzParam& p) { p = schwa
 void set_up(SchwarzContext& c, Mat pmat) {
   const auto t0 = std::chrono::steady_clock::now();
   MatContext& m = context_of(pmat);
+  c.param.block = schwarz_block_for(*m.op->lattice(), c.param);
   check_schwarz_block(*m.op->lattice(), c.param.block);
   c.op = m.op;
   c.form = m.form;
@@ -84,8 +92,10 @@ PetscErrorCode view(SchwarzContext& c, PetscViewer viewer) {
                                    to_string(p.type), p.block[0], p.block[1], p.block[2], p.block[3], p.cycles,
                                    p.iterations, to_string(p.precision), p.omega));
   if (c.k)
-    PetscCall(PetscViewerASCIIPrintf(viewer, "  %d blocks per rank; block operator: %s; set up in %.3f s; %ld applications\n",
-                                     c.k->block_count(), c.k->block_operator().c_str(), c.setup_seconds, c.applies));
+    PetscCall(PetscViewerASCIIPrintf(viewer,
+                                     "  %d blocks per rank, solved %s; block operator: %s; set up in %.3f s; %ld applications\n",
+                                     c.k->block_count(), c.k->on_chip() ? "on chip (one kernel per colour)" : "streamed over the rank",
+                                     c.k->block_operator().c_str(), c.setup_seconds, c.applies));
   PetscFunctionReturn(0);
 }
 

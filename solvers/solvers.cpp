@@ -9,6 +9,7 @@
 #include <cmath>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <vector>
 
 #include "src/core/error.h"
@@ -393,7 +394,17 @@ void gcr(Work& w, Preconditioner* K, ColorSpinorField& x, const ColorSpinorField
   // condition allow (in single at light quark masses three to four: past them the iterated
   // residual runs ahead of the true one and the cycle's last directions are wasted), so it also
   // ends, as a reliable update, once its iterated residual fell by restart_drop.
+  // Stagnation: the best true residual and the iteration at which it last fell by 10%.
+  double best = r2;
+  int best_at = 0;
   while (r2 > target && st.iterations < p.max_iter) {
+    if (p.stall_iterations > 0 && st.iterations - best_at >= p.stall_iterations) {
+      std::ostringstream why;
+      why << "the true residual stayed above " << std::sqrt(0.81 * best / b2) << " of |b| for the last "
+          << st.iterations - best_at << " iterations (stalled)";
+      st.stop_reason = why.str();
+      break;
+    }
     if (w.mixed()) rs.copy_from(r);
     const double cycle_target = w.mixed() ? std::max(target, p.restart_drop * p.restart_drop * r2) : target;
     cycle.begin();
@@ -411,6 +422,10 @@ void gcr(Work& w, Preconditioner* K, ColorSpinorField& x, const ColorSpinorField
     if (w.mixed()) fold(x, xs, *tmp);
     r2 = w.true_residual(r, x, b);  // restart from the true residual
     ++st.reliable_updates;
+    if (r2 < 0.81 * best) {
+      best = r2;
+      best_at = st.iterations;
+    }
   }
 }
 

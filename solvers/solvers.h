@@ -44,6 +44,10 @@ struct SolverParam {
   /// 0.1 loses too many directions with a weak hierarchy, never (restart only) loses iterations
   /// with a strong one; 1e-4 has neither loss.
   double restart_drop = 1e-4;
+  /// GCR: stop, not converged, once the true residual has not fallen below 0.9 of its best
+  /// value for this many iterations (a preconditioner too weak for the system: near kappa_c an
+  /// additive Schwarz whose blocks are not solved well enough); 0: only max_iter stops it.
+  int stall_iterations = 500;
   /// Called with 0 and the initial |r|/|b|, then after every iteration with the iterated
   /// relative residual of the system the method iterates on (the true one after a reliable
   /// update; CGNR: of the normal equations). Null: none.
@@ -62,6 +66,9 @@ struct SolverStats {
   double flops = 0;              ///< operator flops (QUDA's counting), all ranks
   int fallback_at = -1;          ///< CG, BiCGstab: iteration at which it moved to the fallback precision (-1: never)
   bool converged = false;
+  /// Why an unconverged solve stopped, for reports: empty (the iteration limit), or a sentence
+  /// ("the true residual stayed above ... for ... iterations").
+  std::string stop_reason;
 };
 
 /// A preconditioner for flexible methods: out ~ A^-1 in, on fields of A's shape (double).

@@ -152,6 +152,15 @@ class WilsonCloverOperator {
   void apply_split(ColorSpinorField& site, ColorSpinorField* const faces[4], const ColorSpinorField& in,
                    const Coords& block);
 
+  /// Whether solve_blocks runs: the domain-local form, with blocks whose spinors fit in the
+  /// shared memory of one team (src/core/launch_team.h) in the compute precision.
+  bool solves_blocks() const;
+  /// @brief x_p = `steps` minimal-residual steps from x = 0 on Mhat_B x = b on every block B
+  /// (Mhat_B: the block's Schur complement of `type`, Dirichlet boundaries), each block kept on
+  /// chip by one team for all its steps (wilson_clover_blocks.cpp). colour 0 or 1: only the
+  /// blocks whose global block coordinates sum to that parity, x zero on the others; -1: all.
+  void solve_blocks(ColorSpinorField& x, const ColorSpinorField& b, SchurType type, int steps, int colour);
+
   /// kappa = 1/(2m + 8) of this operator's mass.
   double kappa() const;
   /// Whether this is the domain-local (blocked, Dirichlet, no communication) form.

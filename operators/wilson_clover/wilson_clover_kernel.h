@@ -122,13 +122,14 @@ struct DslashArg {
   int slots = 0;
 };
 
-/// The hopping sum D_hop in (x) at one site with no faces (nothing split), for the set kernel.
-/// The same hops as DslashKernel's, which keeps its own loop (with the halo's faces): sharing
-/// this one cost it 8 registers in half precision (ptxas).
-template <typename Store, Reconstruct R, typename T = typename compute_type<Store>::type>
-LATKE_HOST_DEVICE LATKE_INLINE ColorSpinor<T, 3, 4> hop_sum(const DslashArg<Store, R>& arg,
-                                                            const SpinorAccessor<Store, 3, 4>& in, int x_cb, int full,
-                                                            const int (&c)[4]) {
+/// The hopping sum D_hop in (x) at one site with no faces (nothing split), for the set kernel
+/// and the Schwarz block solver; links through `gauge` (arg.gauge, or a block's view of it),
+/// the input through `in` (a field, or a block's spinors on chip), both indexed by arg's
+/// geometry. The same hops as DslashKernel's, which keeps its own loop (with the halo's faces):
+/// sharing this one cost it 8 registers in half precision (ptxas).
+template <typename Store, Reconstruct R, typename Gauge, typename In, typename T = typename compute_type<Store>::type>
+LATKE_HOST_DEVICE LATKE_INLINE ColorSpinor<T, 3, 4> hop_sum(const DslashArg<Store, R>& arg, const Gauge& gauge,
+                                                            const In& in, int x_cb, int full, const int (&c)[4]) {
   const int parity = arg.parity;
   const int* L = arg.faces.geom.L;
   const T s = arg.sign;
@@ -146,13 +147,13 @@ LATKE_HOST_DEVICE LATKE_INLINE ColorSpinor<T, 3, 4> hop_sum(const DslashArg<Stor
     }
     if (forward) {  // forward: (1 + s gamma_mu) U_mu(x) psi(x + mu)
       const int nb = c[mu] == L[mu] - 1 ? full - (L[mu] - 1) * stride : full + stride;
-      ColorSpinor<T, 3, 2> uh = arg.gauge.load(mu, x_cb, parity) * project<mu>(in.load(nb >> 1), s);
+      ColorSpinor<T, 3, 2> uh = gauge.load(mu, x_cb, parity) * project<mu>(in.load(nb >> 1), s);
       if (((arg.phase_mask >> mu) & 1) && c[mu] == arg.last_slice[mu]) uh = scale_phase(uh, arg.phase[mu]);
       accumulate<mu>(acc, uh, s);
     }
     if (backward) {  // backward: (1 - s gamma_mu) U_mu(x - mu)^dag psi(x - mu)
       const int nb = c[mu] == 0 ? full + (L[mu] - 1) * stride : full - stride;
-      ColorSpinor<T, 3, 2> uh = adj_mul(arg.gauge.load(mu, nb >> 1, 1 - parity), project<mu>(in.load(nb >> 1), -s));
+      ColorSpinor<T, 3, 2> uh = adj_mul(gauge.load(mu, nb >> 1, 1 - parity), project<mu>(in.load(nb >> 1), -s));
       if (((arg.phase_mask >> mu) & 1) && c[mu] == arg.first_slice[mu]) uh = scale_phase(uh, conj(arg.phase[mu]));
       accumulate<mu>(acc, uh, -s);
     }
@@ -288,7 +289,7 @@ struct LocalDslashKernel {
     if constexpr (SkipFaces) {
       LATKE_UNROLL for (int nu = 0; nu < 4; ++nu) if (arg.faces.on_split_face(nu, c)) return;
     }
-    arg.out.save(epilogue<E>(arg, hop_sum(arg, arg.in, x_cb, full, c), arg.x, x_cb), x_cb);
+    arg.out.save(epilogue<E>(arg, hop_sum(arg, arg.gauge, arg.in, x_cb, full, c), arg.x, x_cb), x_cb);
   }
 };
 
@@ -328,7 +329,7 @@ struct DslashSetKernel {
     }
     const SpinorAccessor<Store, 3, 4> in = set_field(arg.in, k, step, step_norm);
     set_field(arg.out, k, step, step_norm)
-        .save(epilogue<E>(arg, hop_sum(arg, in, x_cb, full, c), set_field(arg.x, k, step, step_norm), x_cb), x_cb);
+        .save(epilogue<E>(arg, hop_sum(arg, arg.gauge, in, x_cb, full, c), set_field(arg.x, k, step, step_norm), x_cb), x_cb);
   }
 };
 

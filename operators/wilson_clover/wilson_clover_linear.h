@@ -62,6 +62,11 @@ class WilsonCloverLinear final : public SchurOperator {
     require(splits(), "apply_split: ", describe(), " cannot split its stencil (expected the full operator)");
     op_->apply_split(site, faces, in, block);
   }
+  bool solves_blocks() const override { return even_odd_ && op_->solves_blocks(); }
+  void solve_blocks(ColorSpinorField& x, const ColorSpinorField& b, int steps, int colour) override {
+    require(solves_blocks(), "solve_blocks: ", describe(), " does not solve its blocks on chip");
+    op_->solve_blocks(x, b, schur_, steps, colour);
+  }
   WilsonCloverOperator& op() { return *op_; }
 
  private:

@@ -463,7 +463,8 @@ void Multigrid::prepare_fine_level() {
   F.allocate(F.op->field_param());
   if (F.schur) F.allocate_even_odd();
   if (param_.level[0].smoother == SmootherType::schwarz) {
-    const SchwarzParam& sp = param_.level[0].schwarz;
+    SchwarzParam sp = param_.level[0].schwarz;
+    sp.block = schwarz_block_for(*F.op->lattice(), sp);
     F.schwarz = std::make_unique<SchwarzPreconditioner>(local_(sp.block, sp.precision), nullptr, sp);
   }
 }

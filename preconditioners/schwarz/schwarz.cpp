@@ -30,6 +30,14 @@ void check_schwarz_block(const Lattice& lat, const Coords& block) {
   }
 }
 
+Coords schwarz_block_for(const Lattice& lat, const SchwarzParam& p) {
+  Coords b = p.block;
+  if (!p.adapt_block) return b;
+  for (int mu = 0; mu < 4; ++mu)
+    while (b[mu] > 2 && b[mu] % 2 == 0 && lat.local()[mu] % b[mu] != 0) b[mu] /= 2;
+  return b;
+}
+
 namespace {
 
 struct Sum3 {
@@ -196,12 +204,18 @@ SchwarzPreconditioner::SchwarzPreconditioner(std::shared_ptr<LinearOperator> loc
           to_string(local_->field_param().precision), " precision, the preconditioner in ", to_string(param.precision));
   n_blocks_ = 1;
   for (int mu = 0; mu < 4; ++mu) n_blocks_ *= local_->lattice()->local()[mu] / param.block[mu];
-  sums_ = Buffer(memory_for(local_->field_param().backend), sizeof(Sum3) * n_blocks_);
+  on_chip_ = param.on_chip && local_->solves_blocks();
+  if (!on_chip_) sums_ = Buffer(memory_for(local_->field_param().backend), sizeof(Sum3) * n_blocks_);
 }
 
 SchwarzPreconditioner::~SchwarzPreconditioner() = default;
 
 void SchwarzPreconditioner::block_mr(int colour) {
+  if (on_chip_) {
+    local_->solve_blocks(x_, r_, param_.iterations, colour);
+    local_applications_ += param_.iterations;
+    return;
+  }
   const BlockGeometry g = block_geometry(r_, param_.block);
   const Backend be = r_.backend();
   Sum3* sums = static_cast<Sum3*>(sums_.data());
@@ -245,7 +259,7 @@ void SchwarzPreconditioner::apply(ColorSpinorField& out, const ColorSpinorField&
       full_->apply(ar_, acc_);
       blas::caxpby(blas::Cplx(-1), ar_, blas::Cplx(1), r_);
     }
-    if (colour < 0) return;
+    if (colour < 0 || on_chip_) return;  // on chip, the block solver leaves the other colour alone
     dispatch_precision(r_.precision(), [&](auto s) {
       using S = decltype(s);
       for (int b = 0; b < r_.n_parity(); ++b)
@@ -272,7 +286,7 @@ std::string SchwarzPreconditioner::describe() const {
   std::ostringstream s;
   s << to_string(param_.type) << " Schwarz, blocks " << param_.block[0] << "x" << param_.block[1] << "x"
     << param_.block[2] << "x" << param_.block[3] << " (" << n_blocks_ << " per rank), " << param_.cycles
-    << (param_.cycles == 1 ? " cycle, " : " cycles, ") << param_.iterations << " MR steps, "
+    << (param_.cycles == 1 ? " cycle, " : " cycles, ") << param_.iterations << " MR steps " << (on_chip_ ? "on chip" : "streamed") << ", "
     << to_string(param_.precision) << " precision, omega " << param_.omega << "; block operator: " << local_->describe();
   return s.str();
 }

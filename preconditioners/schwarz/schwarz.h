@@ -1,11 +1,17 @@
 // Additive (and multiplicative) Schwarz preconditioner on non-overlapping blocks with
 // communication switched off: K r ~ omega * sum over blocks of (the block's operator)^-1 r,
 // each block inverse approximated by a fixed number of minimal-residual (MR) steps from zero.
-// All blocks of the rank advance together: per MR step, the domain-local operator over the
-// whole rank (one hopping kernel per parity, hops leaving a block dropped), one kernel of
-// block-local reductions (one CUDA block per Schwarz block, fixed order, no host
+// On chip (the default where the block operator can, LinearOperator::solves_blocks): one
+// kernel per application in which a team (CUDA thread block) owns a block and runs all its MR
+// steps with the block's spinors in shared memory (operators/wilson_clover/
+// wilson_clover_blocks.cpp), so the application reads the links, clover and right-hand side
+// from DRAM once and writes the solution once. Streamed (on_chip off, or blocks too large for
+// shared memory): all blocks of the rank advance together; per MR step, the domain-local
+// operator over the whole rank (one hopping kernel per parity, hops leaving a block dropped),
+// one kernel of block-local reductions (one CUDA block per Schwarz block, fixed order, no host
 // synchronisation) and one update kernel that reads each block's step length on the device.
-// Fields are in the preconditioner's storage precision (half by default; single arithmetic).
+// Fields are in the preconditioner's storage precision (half by default; single arithmetic;
+// on chip the steps keep the compute precision between them).
 //
 // Multiplicative (SAP): blocks are coloured red/black by the parity of their block
 // coordinates; for each colour in turn the residual is recomputed with the operator with
@@ -39,7 +45,13 @@ struct SchwarzParam {
   SchwarzType type = SchwarzType::additive;
   double omega = 1.0;  ///< relaxation weight on each correction
   int cycles = 1;      ///< Schwarz cycles per application
+  bool on_chip = true; ///< block solves in one kernel, blocks in shared memory, where the operator can
+  bool adapt_block = true;  ///< block is a default: schwarz_block_for fits it to the local volume
 };
+
+/// @brief The block to use on `lat`: p.block, or where p.adapt_block each extent halved (down
+/// to 2) until it divides the local extent, as the multigrid's default aggregates adapt.
+Coords schwarz_block_for(const Lattice& lat, const SchwarzParam& p);
 
 /// @brief Whether the preconditioner needs the operator with communication (the `full` of
 /// the constructor): multiplicative, or more than one cycle.
@@ -65,6 +77,8 @@ class SchwarzPreconditioner final : public Preconditioner {
   std::string block_operator() const { return local_->describe(); }
   /// Domain-local operator applications per apply (for reports).
   long local_applications() const { return local_applications_; }
+  /// Whether the block solves run on chip (one kernel per application and colour).
+  bool on_chip() const { return on_chip_; }
 
  private:
   /// MR steps on all blocks of colour `colour` (-1: all), from x = 0, with r holding the
@@ -74,6 +88,7 @@ class SchwarzPreconditioner final : public Preconditioner {
   std::shared_ptr<LinearOperator> local_, full_;
   SchwarzParam param_;
   int n_blocks_ = 0;
+  bool on_chip_ = false;
   ColorSpinorField x_, r_, ar_, acc_;
   Buffer sums_;
   long local_applications_ = 0;

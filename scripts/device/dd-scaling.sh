@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs on a GPU host (binaries from scripts/device/pack.sh): time to solution of the native
-# mixed-precision BiCGstab against device-resident GCR + Schwarz (GCR's cycles in single or
-# double, blocks in half; additive and SAP, one or more Schwarz cycles), on 1 and 2 GPUs (one
-# rank each, the lattice split in t), on a thermalized quenched configuration near the
-# critical kappa. Results under $OUT.  Environment: LATKE_DD_LATTICE (32,32,32,64),
+# mixed-precision BiCGstab against device-resident GCR + Schwarz (GCR's cycles in single,
+# blocks in half, solved on chip or streamed; additive and SAP, one or more Schwarz cycles), on
+# 1 GPU and on all the host's GPUs (one rank each, the lattice split in t), on a thermalized
+# quenched configuration near the critical kappa (LATKE_DD_KAPPA, default 0.1345). Results under $OUT.  Environment: LATKE_DD_LATTICE (32,32,32,64),
 # LATKE_DD_GAUGE, LATKE_DD_CASES (a grep pattern on the case names; default all).
 set -uo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -14,7 +14,7 @@ mkdir -p "$out" /tmp/rt /tmp/latke-cache
 export LD_LIBRARY_PATH=/tmp/rt/lib:${LD_LIBRARY_PATH:-}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 L=${LATKE_DD_LATTICE:-32,32,32,64}
-gauge=${LATKE_DD_GAUGE:--latke_gauge quenched -latke_gauge_sweeps 300 -latke_gauge_cache /tmp/latke-cache -latke_kappa 0.1345 -latke_csw 1.769}
+gauge=${LATKE_DD_GAUGE:--latke_gauge quenched -latke_gauge_sweeps 300 -latke_gauge_cache /tmp/latke-cache -latke_kappa ${LATKE_DD_KAPPA:-0.1345} -latke_csw 1.769}
 status=0
 ngpu=$(nvidia-smi -L | wc -l)
 for np in $(echo 1 $ngpu | tr " " "\n" | sort -un); do  # 1 and all GPUs, once each
@@ -22,20 +22,20 @@ for np in $(echo 1 $ngpu | tr " " "\n" | sort -un); do  # 1 and all GPUs, once e
   while read -r name opts; do
     [ -z "$name" ] && continue
     [[ $name =~ ${LATKE_DD_CASES:-.} ]] || continue
-    OMP_NUM_THREADS=4 mpirun -np $np "$bin/latke-solve" -latke_lattice $L $gauge $grid -latke_source z2 -latke_native $opts \
+    OMP_NUM_THREADS=4 timeout ${LATKE_DD_TIMEOUT:-300} mpirun -np $np --bind-to none "$bin/latke-solve" -latke_lattice $L $gauge $grid -latke_source z2 -latke_native $opts \
       -latke_json "$out/dd_np${np}_$name.json" < /dev/null > "$out/dd_np${np}_$name.log" 2>&1; rc=$?; status=$((status | rc))
     printf 'np=%d %-22s exit %d | %s | %s | %s\n' $np "$name" $rc "$(grep -E '^  KSP' "$out/dd_np${np}_$name.log" | sed 's/^ *KSP //')" \
       "$(grep -E 'operator applications' "$out/dd_np${np}_$name.log" | sed 's/^ *//')" "$(grep -E '^  time' "$out/dd_np${np}_$name.log" | sed 's/^ *time: //')"
   done <<'CASES'
 bicgstab_single -latke_solver bicgstab -latke_solver_sloppy single
 bicgstab_half -latke_solver bicgstab -latke_solver_sloppy half
-gcr_single -latke_solver gcr -latke_solver_sloppy single
-gcr_double_dd16_8 -latke_solver gcr -latke_solver_sloppy double -latke_solver_pc schwarz -pc_latke_schwarz_block 16,16,16,16 -pc_latke_schwarz_iterations 8
-gcr_dd16_8 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 16,16,16,16 -pc_latke_schwarz_iterations 8
+gcr_dd4_8 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 4,4,4,4 -pc_latke_schwarz_iterations 8
+gcr_dd4_8_streamed -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 4,4,4,4 -pc_latke_schwarz_iterations 8 -pc_latke_schwarz_on_chip 0
+gcr_dd8x4_8 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 8,4,4,4 -pc_latke_schwarz_iterations 8
+gcr_sap4_8 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 4,4,4,4 -pc_latke_schwarz_iterations 8 -pc_latke_schwarz_type multiplicative
+gcr_sap4_4x2 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 4,4,4,4 -pc_latke_schwarz_iterations 4 -pc_latke_schwarz_type multiplicative -pc_latke_schwarz_cycles 2
+gcr_sap8x4_8 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 8,4,4,4 -pc_latke_schwarz_iterations 8 -pc_latke_schwarz_type multiplicative
 gcr_dd8_4 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 8,8,8,8 -pc_latke_schwarz_iterations 4
-gcr_dd16_4x2 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 16,16,16,16 -pc_latke_schwarz_iterations 4 -pc_latke_schwarz_cycles 2
-gcr_sap8_4x2 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 8,8,8,8 -pc_latke_schwarz_type multiplicative -pc_latke_schwarz_cycles 2
-gcr_sap16_4x4 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 16,16,16,16 -pc_latke_schwarz_type multiplicative -pc_latke_schwarz_cycles 4
 CASES
 done
 exit $status

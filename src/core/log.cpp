@@ -59,7 +59,8 @@ const char* const* event_names() {
                                       "LatkeStage",      "LatkeMGSetup",       "LatkeMGApply",       "LatkeMGSmooth0",
                                       "LatkeMGSmooth1",  "LatkeMGSmooth2",     "LatkeMGSmooth3",     "LatkeMGTransfer",
                                       "LatkeMGCoarseOp", "LatkeMGCoarseSolve", "LatkeMGNullVectors", "LatkeMGGalerkin",
-                                      "LatkeMGGather",   "LatkeOpBuild",       "LatkeLinkUpload"};
+                                      "LatkeMGGather",   "LatkeOpBuild",       "LatkeLinkUpload",
+                                      "LatkeSchwarzBlocks"};
   static_assert(sizeof(names) / sizeof(names[0]) == static_cast<int>(LogEvent::count_), "a name per event");
   return names;
 }

@@ -35,6 +35,7 @@ enum class LogEvent {
   mg_gather,        ///< LatkeMGGather: all-gathering an agglomerated level's right-hand side (inside LatkeMGTransfer)
   operator_build,   ///< LatkeOpBuild: building a Wilson-clover operator (links, clover terms)
   link_upload,      ///< LatkeLinkUpload: converting and uploading links (inside LatkeOpBuild)
+  schwarz_blocks,   ///< LatkeSchwarzBlocks: block solves with the blocks on chip (one kernel per application)
   count_
 };
 

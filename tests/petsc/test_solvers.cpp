@@ -9,6 +9,7 @@
 #include <complex>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -140,6 +141,93 @@ TEST(Schwarz, OneBlockEqualsMrOnTheLocalOperator) {
   y.to_lexicographic(fy);
   EXPECT_LT(rel(fx, fy), 1e-12);
   EXPECT_GT(st.true_residual, 1e-5);  // six steps are far from the solution: x is not trivially A^-1 b
+}
+
+// The block solver on chip (one team per block, its MR steps in shared memory) gives the
+// streamed block solves' result: to rounding in double; in single and half at least as close
+// to the double result as the streamed solves, which round r and x to storage every step.
+// Both Schur forms, both link storages, additive and red-black, a non-cubic block.
+TEST(Schwarz, OnChipBlockSolvesEqualStreamedOnes) {
+  const Coords dims{8, 4, 8, 8};
+  auto lat = std::make_shared<const Lattice>(PETSC_COMM_SELF, dims);
+  const cvec links = random_gauge(*lat, 21), rhs = random_spinor(*lat, 22);
+  for (const Coords block : {Coords{4, 4, 4, 4}, Coords{2, 4, 4, 2}})
+    for (SchurType schur : {SchurType::symmetric, SchurType::asymmetric})
+      for (SchwarzType type : {SchwarzType::additive, SchwarzType::multiplicative}) {
+        std::map<Precision, cvec> chip, streamed;
+        for (Precision prec : {Precision::double_, Precision::single, Precision::half}) {
+          WilsonCloverParam w = wilson(prec, block);
+          w.reconstruct = prec == Precision::double_ ? Reconstruct::r18 : Reconstruct::r12;
+          auto local = std::make_shared<WilsonCloverOperator>(lat, links, w);
+          w.block = {0, 0, 0, 0};
+          auto full = std::make_shared<WilsonCloverOperator>(lat, links, w);
+          for (bool on_chip : {true, false}) {
+            SchwarzParam sp;
+            sp.block = block;
+            sp.iterations = 5;
+            sp.precision = prec;
+            sp.type = type;
+            sp.on_chip = on_chip;
+            SchwarzPreconditioner k(std::make_shared<WilsonCloverLinear>(local, true, schur, 1),
+                                    std::make_shared<WilsonCloverLinear>(full, true, schur, 1), sp);
+            ASSERT_EQ(k.on_chip(), on_chip);
+            SpinorParam dp{4, 3, Precision::double_, Subset::odd, w.backend};
+            ColorSpinorField b(lat, dp), x(lat, dp);
+            b.from_lexicographic(rhs);
+            k.apply(x, b);
+            x.to_lexicographic(on_chip ? chip[prec] : streamed[prec]);
+          }
+        }
+        const std::string what = std::string(to_string(schur)) + " " + to_string(type) + " block " +
+                                 std::to_string(block[0]) + "x" + std::to_string(block[1]) + "x" +
+                                 std::to_string(block[2]) + "x" + std::to_string(block[3]);
+        const cvec& ref = streamed[Precision::double_];
+        EXPECT_LT(rel(chip[Precision::double_], ref), 1e-12) << what;
+        for (Precision prec : {Precision::single, Precision::half}) {
+          const double e_chip = rel(chip[prec], ref), e_streamed = rel(streamed[prec], ref);
+          EXPECT_LT(e_chip, prec == Precision::single ? 1e-5 : 3e-2) << what << ", " << to_string(prec);
+          EXPECT_LT(e_chip, 1.5 * e_streamed + 1e-6) << what << ", " << to_string(prec);
+        }
+      }
+}
+
+// GCR stops, unconverged and saying why, once its true residual stops falling: here its
+// preconditioner reaches only the sites of one time slice, so the residual elsewhere stays.
+// Without the stall rule the same solve runs to its iteration limit.
+TEST(Gcr, StopsWhenTheResidualStallsAndSaysWhy) {
+  const BlockProblem pr({4, 4, 4, 4}, 5, {0, 0, 0, 0});
+  const std::shared_ptr<WilsonCloverLinear> A = pr.linear();
+  struct OneSlice final : Preconditioner {
+    std::shared_ptr<const Lattice> lat;
+    void apply(ColorSpinorField& out, const ColorSpinorField& in) override {
+      cvec h;
+      in.to_lexicographic(h);
+      for (long s = 0; s < lat->volume(); ++s)
+        if (lat->coords_of(s)[3] != 0)
+          for (int k = 0; k < 12; ++k) h[s * 12 + k] = Complex<double>();
+      out.from_lexicographic(h);
+    }
+    std::string describe() const override { return "one time slice"; }
+  } k;
+  k.lat = pr.lat;
+  ColorSpinorField b = A->make_field(), x = A->make_field();
+  b.from_lexicographic(random_spinor(*pr.lat, 9));
+  SolverParam p;
+  p.type = SolverType::gcr;
+  p.max_iter = 2000;
+  p.stall_iterations = 60;
+  x.zero();
+  const SolverStats st = solve(*A, nullptr, &k, x, b, p);
+  EXPECT_FALSE(st.converged);
+  EXPECT_LT(st.iterations, 400);
+  EXPECT_NE(st.stop_reason.find("stalled"), std::string::npos) << st.stop_reason;
+  EXPECT_GT(st.true_residual, 0.1);
+  p.stall_iterations = 0;
+  p.max_iter = 200;
+  x.zero();
+  const SolverStats all = solve(*A, nullptr, &k, x, b, p);
+  EXPECT_EQ(all.iterations, 200);
+  EXPECT_TRUE(all.stop_reason.empty());
 }
 
 // Two cycles are one cycle K followed by K on the residual left: K2 b = K b + K (b - A K b),
