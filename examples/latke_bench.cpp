@@ -4,6 +4,7 @@
 //   latke-bench multimass [options]
 //   latke-bench mg [options]
 //   latke-bench schwarz [options]
+//   latke-bench machine [options]      (the performance model's machine file)
 //
 // For each precision and reconstruct asked for, times the Wilson-clover forms on a random
 // SU(3) field and prints time per application, GFLOPS, effective GB/s, the device's copy
@@ -49,6 +50,7 @@
 #include "src/core/output_files.h"
 #include "petsc/gauge_handle.h"
 #include "src/core/copy_bandwidth.h"
+#include "src/core/machine_bench.h"
 #include "src/core/error.h"
 #include "src/core/halo.h"
 #include "src/core/options.h"
@@ -70,8 +72,8 @@
 static const char help[] =
     "latke-bench dslash: Wilson-clover and staggered operator performance;\n"
     "latke-bench multimass: staggered solves at many masses, multi-shift against sequential;\n"
-    "latke-bench schwarz: the Schwarz preconditioner's blocks on chip and streamed against one MatPC (-help lists "
-    "every option).\n";
+    "latke-bench schwarz: the Schwarz preconditioner's blocks on chip and streamed against one MatPC;\n"
+    "latke-bench machine: micro-benchmarks of the machine for latke-scale model (-help lists every option).\n";
 
 namespace latke {
 namespace {
@@ -964,6 +966,138 @@ int bench_schwarz() {
   return 0;
 }
 
+/// latke-bench machine: the micro-benchmarks of the performance model, written to a machine
+/// file (latke-machine/1) for latke-scale model. Run on one node with one rank per GPU.
+int bench_machine() {
+  const RunOptions run = setup_from_options();
+  std::string json, kernel_lattice;
+  read_options(PETSC_COMM_WORLD, "", "latke-bench machine options", [&](OptionGroup& o) {
+    json = o.string("-latke_json", "machine.json", "The machine file to write");
+    kernel_lattice = o.string("-latke_kernel_lattice", "32,32,32,32",
+                              "Each rank's lattice for the kernels' calibration (MatPC, Schwarz blocks)");
+  });
+  require_writable(PETSC_COMM_WORLD, json, "-latke_json");
+  int size = 1, rank = 0;
+  MPI_Comm_size(PETSC_COMM_WORLD, &size);
+  MPI_Comm_rank(PETSC_COMM_WORLD, &rank);
+  const bool root = rank == 0;
+  const Backend b = run.backend;
+  const std::size_t big = b == Backend::cuda ? (1ul << 30) : (1ul << 26);
+  const double copy_gbs = measure_copy_bandwidth(b, big), read_gbs = read_bandwidth_gbs(b, big);
+  const double launch_us = launch_latency_us(b), h2d_gbs = host_device_gbs(b, big / 4);
+  // Exchanges over the world's ranks split in t, faces from 64 bytes to 16 MiB.
+  std::vector<std::pair<std::size_t, double>> exchanges;
+  if (size > 1) {
+    const Lattice lat(PETSC_COMM_WORLD, Coords{4, 4, 4, 4 * size}, Coords{1, 1, 1, size});
+    for (std::size_t bytes : {std::size_t(64), std::size_t(4096), std::size_t(65536), std::size_t(1) << 20,
+                              std::size_t(4) << 20, std::size_t(16) << 20}) {
+      const ExchangeTiming e = exchange_timing(lat, b, bytes);
+      exchanges.emplace_back(bytes, e.us);
+    }
+  }
+  // Global sums over the first k ranks, k = 1, 2, 4, ..., size.
+  std::vector<std::pair<int, double>> sums;
+  for (int k = 1; k <= size; k *= 2) {
+    MPI_Comm sub;
+    MPI_Comm_split(PETSC_COMM_WORLD, rank < k ? 0 : MPI_UNDEFINED, rank, &sub);
+    double us = 0;
+    if (sub != MPI_COMM_NULL) {
+      us = global_sum_us(sub, b);
+      MPI_Comm_free(&sub);
+    }
+    MPI_Bcast(&us, 1, MPI_DOUBLE, 0, PETSC_COMM_WORLD);
+    sums.emplace_back(k, us);
+    if (k < size && 2 * k > size) k = size / 2;  // end with the whole world
+  }
+  // Kernels on each rank's own lattice (no communication): MatPC per precision as a fraction
+  // of the copy bandwidth (latke-bench dslash's byte model), on the kernel lattice and on it
+  // with t halved down to 2 (a kernel's efficiency falls with its volume: the model reads it
+  // at each local volume); and the Schwarz blocks' arithmetic rate (4^4, 8 MR steps, half, on
+  // chip).
+  const Coords kdims = parse_coords(kernel_lattice, "-latke_kernel_lattice");
+  std::vector<std::pair<std::string, double>> matpc;
+  std::vector<std::pair<std::string, std::vector<std::pair<long, double>>>> by_volume;
+  double schwarz_gflops = 0;
+  for (Precision p : {Precision::half, Precision::single, Precision::double_}) {
+    by_volume.emplace_back(to_string(p), std::vector<std::pair<long, double>>{});
+    for (int t = kdims[3]; t >= 2; t /= 2) {
+      auto lat = std::make_shared<Lattice>(PETSC_COMM_SELF, Coords{kdims[0], kdims[1], kdims[2], t});
+      const std::vector<Complex<double>> links = random_gauge(*lat, 20241022), src = random_spinor(*lat, 7);
+      const double vcb = lat->volume_cb();
+      WilsonCloverParam wp;
+      wp.mass = 0.1;
+      wp.csw = 1.0;
+      wp.precision = p;
+      wp.reconstruct = Reconstruct::r12;
+      wp.backend = b;
+      auto op = std::make_shared<WilsonCloverOperator>(lat, links, wp);
+      auto A = std::make_shared<WilsonCloverLinear>(op, true, SchurType::symmetric, 0);
+      ColorSpinorField in = A->make_field(), out = A->make_field();
+      {
+        ColorSpinorField whole(lat, SpinorParam{4, 3, p, Subset::full, b});
+        whole.from_lexicographic(src);
+        in.copy_from(whole.parity(0));
+      }
+      const double kernel_bytes =
+          8.0 * (link_bytes(p, Reconstruct::r12) + spinor_bytes(p)) + clover_bytes(p) + spinor_bytes(p);
+      const double bytes = (2 * kernel_bytes + spinor_bytes(p)) * vcb;
+      const double ms = time_per_call(b, b == Backend::cuda ? 200 : 3, [&] { A->apply(out, in); });
+      const double ratio = bytes / (ms * 1e-3) / 1e9 / copy_gbs;
+      by_volume.back().second.emplace_back(static_cast<long>(vcb), ratio);
+      if (t != kdims[3]) continue;
+      matpc.emplace_back(to_string(p), ratio);
+      if (p == Precision::half) {
+        WilsonCloverParam lp = wp;
+        lp.block = {4, 4, 4, 4};
+        SchwarzParam sp;
+        sp.block = Coords{4, 4, 4, 4};
+        sp.iterations = 8;
+        auto local = std::make_shared<WilsonCloverLinear>(std::make_shared<WilsonCloverOperator>(*op, links, lp), true,
+                                                          SchurType::symmetric, 0);
+        SchwarzPreconditioner k(local, nullptr, sp);
+        const double sms = time_per_call(b, b == Backend::cuda ? 20 : 1, [&] { k.apply(out, in); });
+        schwarz_gflops = sp.iterations * (3792.0 + 8 * 24) * vcb / (sms * 1e-3) / 1e9;
+      }
+    }
+  }
+  if (!root) return 0;
+  const DeviceInfo dev = device_info();
+  std::ostringstream f;
+  f << "{\n  \"schema\": \"latke-machine/1\",\n  \"backend\": \"" << to_string(b) << "\",\n  \"device\": \""
+    << (b == Backend::cuda ? dev.name : "cpu") << "\",\n  \"ranks\": " << size << ",\n  \"copy_gbs\": " << copy_gbs
+    << ",\n  \"read_gbs\": " << read_gbs << ",\n  \"launch_us\": " << launch_us << ",\n  \"host_device_gbs\": "
+    << h2d_gbs << ",\n  \"exchange\": [";
+  for (std::size_t i = 0; i < exchanges.size(); ++i)
+    f << (i ? ", " : "") << "{\"face_bytes\": " << exchanges[i].first << ", \"us\": " << exchanges[i].second << "}";
+  f << "],\n  \"global_sum\": [";
+  for (std::size_t i = 0; i < sums.size(); ++i)
+    f << (i ? ", " : "") << "{\"ranks\": " << sums[i].first << ", \"us\": " << sums[i].second << "}";
+  f << "],\n  \"kernel_lattice\": [" << kdims[0] << ", " << kdims[1] << ", " << kdims[2] << ", " << kdims[3]
+    << "],\n  \"matpc_vs_copy\": {";
+  for (std::size_t i = 0; i < matpc.size(); ++i)
+    f << (i ? ", " : "") << "\"" << matpc[i].first << "\": " << matpc[i].second;
+  f << "},\n  \"matpc_by_volume\": {";
+  for (std::size_t i = 0; i < by_volume.size(); ++i) {
+    f << (i ? ", " : "") << "\"" << by_volume[i].first << "\": [";
+    for (std::size_t j = 0; j < by_volume[i].second.size(); ++j)
+      f << (j ? ", " : "") << "[" << by_volume[i].second[j].first << ", " << by_volume[i].second[j].second << "]";
+    f << "]";
+  }
+  f << "},\n  \"schwarz_gflops\": " << schwarz_gflops << "\n}\n";
+  write_text_atomically(json, f.str(), "-latke_json");
+  std::printf("latke-bench machine: %d rank(s), backend %s%s%s; machine file %s\n", size, to_string(b),
+              b == Backend::cuda ? " (" : "", b == Backend::cuda ? (dev.name + ")").c_str() : "", json.c_str());
+  std::printf("copy %.1f GB/s, read %.1f GB/s, host-device %.1f GB/s, launch %.2f us\n", copy_gbs, read_gbs, h2d_gbs,
+              launch_us);
+  for (const auto& e : exchanges) std::printf("exchange, faces of %zu bytes: %.1f us\n", e.first, e.second);
+  for (const auto& s : sums) std::printf("global sum over %d rank(s): %.1f us\n", s.first, s.second);
+  for (const auto& v : by_volume)
+    for (const auto& e : v.second)
+      std::printf("MatPC %s, %ld sites per parity: %.2f of the copy bandwidth\n", v.first.c_str(), e.first, e.second);
+  std::printf("Schwarz blocks 4^4, 8 MR steps, half: %.0f GFLOPS\n", schwarz_gflops);
+  return 0;
+}
+
 }  // namespace latke
 
 int main(int argc, char** argv) {
@@ -973,9 +1107,11 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(PETSC_COMM_WORLD, &rank);
   try {
     const std::string command = argc > 1 && argv[1][0] != '-' ? argv[1] : "dslash";
-    latke::require(command == "dslash" || command == "multimass" || command == "mg" || command == "schwarz",
-                   "unknown benchmark '", command, "': expected dslash, multimass, mg or schwarz");
+    latke::require(command == "dslash" || command == "multimass" || command == "mg" || command == "schwarz" ||
+                       command == "machine",
+                   "unknown benchmark '", command, "': expected dslash, multimass, mg, schwarz or machine");
     status = command == "dslash"    ? latke::bench_dslash()
+             : command == "machine" ? latke::bench_machine()
              : command == "mg"      ? latke::bench_mg()
              : command == "schwarz" ? latke::bench_schwarz()
                                  : latke::bench_multimass();
