@@ -9,6 +9,7 @@ import datetime
 import glob
 import html
 import json
+import math
 import os
 import re
 import shlex
@@ -18,6 +19,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import latke_model as model  # noqa: E402  (installed beside latke-scale)
+
 SCHEMA = "latke-scale/1"
 LATKE_VERSION = "@PROJECT_VERSION@"
 PETSC_VERSION = "@PETSC_VERSION@"
@@ -26,6 +30,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 DEFAULT_PROBLEM = ("-latke_lattice 32,32,32,64 -latke_kappa 0.1351 -latke_csw 1.769 -latke_source z2 "
                    "-latke_gauge quenched -latke_gauge_sweeps 100")
+# The model's solvers (the options decide which; MG needs a one-rank profile from --study).
+DEFAULT_MODEL_CONFIGS = [
+    "bicgstab=-latke_native -latke_solver bicgstab -latke_solver_sloppy half",
+    "gcr-schwarz=-latke_native -latke_solver gcr -latke_solver_pc schwarz -pc_latke_schwarz_iterations 8",
+    "mg=-latke_native -latke_solver gcr -latke_solver_pc mg",
+]
 DEFAULT_CONFIGS = [
     "mg=-latke_native -latke_solver gcr -latke_solver_pc mg",
     "bicgstab=-latke_native -latke_solver bicgstab",
@@ -340,8 +350,68 @@ def phase_split(rec):
     return {"halo wait": halo, "operator": max(0.0, op - halo), "rest of the solver": max(0.0, total / n - op)}
 
 
-def report(study_dir, out_dir):
-    """Writes report.md, report.html and the figures; returns the files written."""
+
+def option_value(options, name, default=None):
+    """The value after `name` in a list of options (the last one given)."""
+    value = default
+    for i, o in enumerate(options[:-1]):
+        if o == name:
+            value = options[i + 1]
+    return value
+
+
+def lattice_of(options):
+    text = option_value(options, "-latke_lattice")
+    if text is None:
+        return None
+    try:
+        dims = [int(v) for v in text.split(",")]
+    except ValueError:
+        return None
+    return dims if len(dims) == 4 else None
+
+
+def predict_iteration(machine, options, lattice, grid, mg_profiles):
+    """The model's parts of one iteration (microseconds) of the solver `options` name, or None
+    for solvers the model does not cover (and MG without a one-rank profile)."""
+    s = model.Split(lattice, grid, machine)
+    solver = option_value(options, "-latke_solver", "bicgstab")
+    pc = option_value(options, "-latke_solver_pc", "none")
+    if "-latke_native" not in options:
+        return None
+    if solver == "bicgstab" and pc == "none":
+        return model.bicgstab_iteration_us(machine, s, option_value(options, "-latke_solver_sloppy", "single"))
+    if solver == "gcr" and pc == "schwarz":
+        return model.gcr_schwarz_iteration_us(machine, s, int(option_value(options, "-pc_latke_schwarz_iterations", 4)))
+    if solver == "gcr" and pc == "mg" and mg_profiles and mg_profiles.get(1):
+        comm = mg_profiles.get("comm")
+        if model.parse_where(mg_profiles[1][0]["where"]) != list(lattice):
+            comm = None  # its levels are another lattice's: the counts of the one-rank profile
+        return model.mg_iteration_us(machine, s, model.rescale_profile(mg_profiles[1], lattice),
+                                     int(option_value(options, "-pc_latke_mg_nvec", 24)), comm)
+    return None
+
+
+def one_rank_profiles(records):
+    """Per configuration, the multigrid profiles the model is calibrated with: its work from a
+    one-rank run ({1: levels}) and its exchanges and launches per cycle from the run on the
+    fewest ranks above one ({"comm": levels})."""
+    out = {}
+    for r in sorted(records, key=lambda r: r["ranks"]):
+        if r["status"] != "ok" or not r.get("mg_levels"):
+            continue
+        got = out.setdefault(r["config"], {})
+        if r["ranks"] == 1:
+            got.setdefault(1, r["mg_levels"])
+        else:
+            got.setdefault("comm", r["mg_levels"])
+    return out
+
+
+def report(study_dir, out_dir, machine=None):
+    """Writes report.md, report.html and the figures; returns the files written. With a
+    machine (latke_model.Machine) the model's solve times (its time per iteration times the
+    measured iterations) are drawn over the measurements and tabled beside them."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -356,6 +426,7 @@ def report(study_dir, out_dir):
         by.setdefault(r["config"], {}).setdefault(r["ranks"], []).append(r)
     written = []
     unit = "GPUs" if any(r["backend"] == "cuda" for r in records) else "ranks"
+    profiles = one_rank_profiles(records)
 
     def median(rs, key):
         return statistics.median(r[key] for r in rs)
@@ -371,13 +442,28 @@ def report(study_dir, out_dir):
         t = [median(rs, "solve_seconds_warm") for _, rs in pts]
         lo = [t[i] - min(r["solve_seconds_warm"] for r in rs) for i, (_, rs) in enumerate(pts)]
         hi = [max(r["solve_seconds_warm"] for r in rs) - t[i] for i, (_, rs) in enumerate(pts)]
-        ax1.errorbar(n, t, yerr=[lo, hi], marker="o", capsize=3, label=c)
+        line = ax1.errorbar(n, t, yerr=[lo, hi], marker="o", capsize=3, label=c)
         base_n, base_t = n[0], t[0]
         speed = [base_t / x for x in t]
         ax2.plot(n, speed, marker="o", label=c)
+        predicted = {}
+        if machine:
+            for k, rs in pts:
+                lattice, grid = lattice_of(rs[0]["problem"]), rs[0].get("grid")
+                try:
+                    parts = predict_iteration(machine, rs[0]["options"], lattice, grid, profiles.get(c)) \
+                        if lattice and grid else None
+                except model.ModelError:
+                    parts = None
+                if parts:
+                    predicted[k] = model.total(parts) * 1e-6 * median(rs, "iterations")
+            if predicted:
+                ks = sorted(predicted)
+                ax1.plot(ks, [predicted[k] for k in ks], "--", color=line[0].get_color(), label=f"{c} (model)")
         for i, (k, rs) in enumerate(pts):
             eff = speed[i] * base_n / k
-            table.append((c, k, len(rs), median(rs, "iterations"), t[i], median(rs, "setup_seconds"), speed[i], eff))
+            table.append((c, k, len(rs), median(rs, "iterations"), t[i], median(rs, "setup_seconds"), speed[i], eff,
+                          predicted.get(k)))
     for ax in (ax1, ax2):
         ax.set_xscale("log", base=2)
         ax.set_xlabel(unit)
@@ -434,10 +520,17 @@ def report(study_dir, out_dir):
                f"MPI {first['versions'].get('mpi') or '-'}; {first['host']}, {first['date']}.", ""]
     md += ["Solve time: the faster of a process's second and third solves (kernels tuned, preconditioner set up); "
            "speed-up and parallel efficiency against the fewest " + unit + " of each configuration.", "",
-           f"| configuration | {unit} | runs | iterations | solve (s) | setup (s) | speed-up | efficiency |",
-           "|---|---|---|---|---|---|---|---|"]
-    for c, k, runs, its, t, setup, sp, eff in table:
-        md.append(f"| {c} | {k} | {runs} | {its:g} | {t:.4g} | {setup:.4g} | {sp:.2f}x | {100 * eff:.0f}% |")
+           f"| configuration | {unit} | runs | iterations | solve (s) | setup (s) | speed-up | efficiency |"
+           + (" model (s) | model error |" if machine else ""),
+           "|---|---|---|---|---|---|---|---|" + ("---|---|" if machine else "")]
+    for c, k, runs, its, t, setup, sp, eff, pred in table:
+        row = f"| {c} | {k} | {runs} | {its:g} | {t:.4g} | {setup:.4g} | {sp:.2f}x | {100 * eff:.0f}% |"
+        if machine:
+            row += f" {pred:.4g} | {100 * (pred - t) / t:+.0f}% |" if pred else " - | - |"
+        md.append(row)
+    if machine:
+        md += ["", f"Model: `latke-scale model` with the machine file of {machine.d['device']} "
+               "(its time per iteration times the measured iterations; docs/latke-scale.md)."]
     md += ["", "![time and speed-up](scaling.png)", ""]
     if phase_png:
         md += ["Where a solve goes (a separate run with `-log_view` and `-pc_latke_mg_monitor`, whose events "
@@ -518,6 +611,105 @@ def markdown_to_html(lines, title):
     return "\n".join(out) + "\n"
 
 
+
+def parse_grids(text):
+    out = []
+    for item in text.split():
+        np_, _, g = item.partition(":")
+        out.append((int(np_), [int(v) for v in g.split(",")]))
+    return out
+
+
+def cmd_model(a):
+    """Predictions per rank count: MatPC per precision and one iteration of each solver; with
+    --study the measured time per iteration beside them; --extrapolate past one node."""
+    net = {}
+    if a.gpus_per_node:
+        net["gpus_per_node"] = a.gpus_per_node
+    if a.network_gbs:
+        net["gbs_per_gpu"] = a.network_gbs
+    if a.network_latency_us is not None:
+        net["latency_us"] = a.network_latency_us
+    machine = model.Machine.load(a.machine, net)
+    records = load_records(a.study)[0] if a.study else []
+    profiles = one_rank_profiles(records)
+    lattices = [[int(v) for v in t.split(",")] for t in (a.lattice or (["64,64,64,128", "96,96,96,192"] if a.extrapolate
+                                                                        else ["32,32,32,64"]))]
+    if a.extrapolate:
+        rank_list = [2 ** k for k in range(0, 13)]
+    elif a.ranks:
+        rank_list = [int(v) for v in a.ranks.split(",")]
+    else:
+        rank_list = [2 ** k for k in range(0, int(math.log2(max(1, machine.d["ranks"]))) + 1)]
+    configs = [c.partition("=") for c in (a.config or DEFAULT_MODEL_CONFIGS)]
+    out = {"schema": "latke-model/1", "machine": machine.d["device"], "network": machine.net, "lattices": []}
+    for lattice in lattices:
+        cases = parse_grids(a.grids) if a.grids else [(n, None) for n in rank_list]
+        rows = []
+        print(f"lattice {','.join(map(str, lattice))}, machine {machine.d['device']} "
+              f"({machine.net['gpus_per_node']} per node); microseconds")
+        head = f"{'ranks':>5} {'grid':<10} {'matpc h':>9} {'matpc s':>9} {'matpc d':>9}"
+        for name, _, _ in configs:
+            head += f" {name + '/it':>16}"
+        print(head)
+        base = {}
+        for n, grid in cases:
+            try:
+                grid = grid or model.default_grid(lattice, n)
+                s = model.Split(lattice, grid, machine)
+            except model.ModelError as e:
+                print(f"{n:>5} {'-':<10} {e}")
+                rows.append({"ranks": n, "error": str(e)})
+                continue
+            row = {"ranks": n, "grid": grid, "matpc_us": {p: model.matpc_us(machine, s, p)
+                                                          for p in ("half", "single", "double")}, "solvers": {}}
+            line = f"{n:>5} {','.join(map(str, grid)):<10}" + "".join(f" {row['matpc_us'][p]:>9.1f}"
+                                                                     for p in ("half", "single", "double"))
+            for name, _, opts in configs:
+                options = shlex.split(opts)
+                try:
+                    parts = predict_iteration(machine, options, lattice, grid, profiles.get(name))
+                except model.ModelError as e:
+                    parts, err = None, str(e)
+                if not parts:
+                    line += f" {'-':>16}"
+                    continue
+                t = model.total(parts)
+                base.setdefault(name, (n, t))
+                eff = base[name][1] * base[name][0] / (t * n)
+                row["solvers"][name] = {"us": t, "efficiency": eff, "breakdown": model.breakdown(parts),
+                                        "parts": {k: v for k, v in parts.items() if k != "levels"},
+                                        "levels": parts.get("levels", [])}
+                line += f" {t:>9.1f} {100 * eff:>4.0f}%"
+            print(line)
+            rows.append(row)
+        for name, _, _ in configs:
+            stop = next((r for r in rows if name in r.get("solvers", {}) and r["solvers"][name]["efficiency"] < 0.5),
+                        None)
+            if stop:
+                print(f"  {name}: parallel efficiency below 50% from {stop['ranks']} ranks; there: "
+                      f"{stop['solvers'][name]['breakdown']}")
+        if records:
+            print("  measured (the study's median warm solve per iteration) against the model:")
+            for r in sorted({(r["config"], r["ranks"]) for r in records if r["status"] == "ok"}):
+                rs = [x for x in records if x["status"] == "ok" and (x["config"], x["ranks"]) == r]
+                if lattice_of(rs[0]["problem"]) != lattice:
+                    continue
+                measured = statistics.median(x["solve_seconds_warm"] / x["iterations"] for x in rs) * 1e6
+                try:
+                    parts = predict_iteration(machine, rs[0]["options"], lattice, rs[0]["grid"], profiles.get(r[0]))
+                except model.ModelError:
+                    parts = None
+                pred = model.total(parts) if parts else None
+                print(f"  {r[0]:>12} {r[1]:>3} ranks: measured {measured:9.1f}, model "
+                      + (f"{pred:9.1f} ({100 * (pred - measured) / measured:+.0f}%)" if pred else "-"))
+        out["lattices"].append({"lattice": lattice, "rows": rows})
+    if a.json:
+        write_atomically(a.json, json.dumps(out, indent=1) + "\n")
+        print(f"wrote {a.json}")
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="latke-scale", description="Strong-scaling studies of latke-solve.")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -543,6 +735,21 @@ def main(argv=None):
     p = sub.add_parser("report", help="write a study's report from its records")
     p.add_argument("study", help="the study's directory")
     p.add_argument("--out", help="where to write the report (default: the study's directory)")
+    p.add_argument("--machine", help="a machine file (latke-bench machine): draw the model over the measurements")
+    m = sub.add_parser("model", help="the performance model's predictions (docs/latke-scale.md)")
+    m.add_argument("--machine", required=True, help="the machine file written by latke-bench machine")
+    m.add_argument("--lattice", action="append", help="X,Y,Z,T (repeat; default 32,32,32,64, or with --extrapolate "
+                                                      "64,64,64,128 and 96,96,96,192)")
+    m.add_argument("--ranks", help="rank counts, comma list of powers of two (default: 1 to the machine's ranks)")
+    m.add_argument("--grids", help="'np:a,b,c,d ...' rank counts with their process grids")
+    m.add_argument("--extrapolate", action="store_true", help="1 to 4096 GPUs over the network model")
+    m.add_argument("--config", action="append", help="NAME=OPTIONS as latke-solve takes them (default: BiCGstab, "
+                                                     "GCR + Schwarz, MG-GCR)")
+    m.add_argument("--study", help="a study's directory: the MG profile of its one-rank run, and its measurements")
+    m.add_argument("--gpus-per-node", type=int, help="GPUs per node of the network model (default 4)")
+    m.add_argument("--network-gbs", type=float, help="network GB/s per GPU (default 50: one NDR port)")
+    m.add_argument("--network-latency-us", type=float, help="network latency in us (default 3)")
+    m.add_argument("--json", help="also write the predictions to this file")
     v = sub.add_parser("validate", help="check record files against the schema")
     v.add_argument("files", nargs="+")
     a = ap.parse_args(argv)
@@ -555,13 +762,24 @@ def main(argv=None):
     if a.command == "report":
         if not os.path.isdir(os.path.join(a.study, "records")):
             sys.exit(f"latke-scale: {a.study} has no records/ directory (not a study written by latke-scale run)")
-        for path in report(a.study, a.out or a.study):
+        machine = None
+        if a.machine:
+            try:
+                machine = model.Machine.load(a.machine)
+            except (OSError, model.ModelError) as e:
+                sys.exit(f"latke-scale: --machine {a.machine}: {e}")
+        for path in report(a.study, a.out or a.study, machine):
             print(f"wrote {path}")
         records, problems = load_records(a.study)
         failed = sum(r["status"] != "ok" for r in records)
         print(f"{len(records)} runs: {len(records) - failed} succeeded, {failed} failed; "
               f"{len(problems)} record(s) unreadable or invalid")
         return 0
+    if a.command == "model":
+        try:
+            return cmd_model(a)
+        except (OSError, model.ModelError) as e:
+            sys.exit(f"latke-scale model: {e}")
     status = 0
     for path in a.files:
         try:
