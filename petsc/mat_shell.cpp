@@ -311,12 +311,31 @@ const char* vector_path(const ShellOperator& op) {
   return "host vectors staged to the GPU through pinned buffers (this PETSc or this Latke has no CUDA device path)";
 }
 
+/// Global rows up to which a viewer that needs the entries (binary, HDF5, draw, ...) gets the
+/// assembled operator (one application per column).
+constexpr PetscInt assemble_rows_max = 65536;
+
 PetscErrorCode MatView_Latke(Mat A, PetscViewer viewer) {
   PetscBool ascii = PETSC_FALSE;
   PetscFunctionBeginUser;
   PetscCall(PetscObjectTypeCompare(reinterpret_cast<PetscObject>(viewer), PETSCVIEWERASCII, &ascii));
-  if (!ascii) PetscFunctionReturn(0);
   MatContext& c = ctx(A);
+  if (!ascii) {
+    // The entries: a matrix-free operator is assembled, column by column, where that is cheap.
+    PetscInt rows = 0;
+    PetscCall(MatGetSize(A, &rows, nullptr));
+    PetscCheck(rows <= assemble_rows_max, comm_of(A), PETSC_ERR_SUP,
+               "%s is matrix-free: viewing its entries assembles it with one application per column, and it has "
+               "%" PetscInt_FMT " rows (at most %" PetscInt_FMT " are assembled); view it as ASCII (-mat_view, "
+               "-ksp_view_mat) or assemble a smaller lattice",
+               c.op->name(), rows, assemble_rows_max);
+    Mat B = nullptr;
+    PetscCall(MatComputeOperator(A, MATAIJ, &B));
+    PetscCall(PetscObjectSetName(reinterpret_cast<PetscObject>(B), c.op->name()));
+    PetscCall(MatView(B, viewer));
+    PetscCall(MatDestroy(&B));
+    PetscFunctionReturn(0);
+  }
   std::string text;
   PetscCall(guarded(comm_of(A), [&] {
     std::ostringstream s;
@@ -329,6 +348,28 @@ PetscErrorCode MatView_Latke(Mat A, PetscViewer viewer) {
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) PetscCall(PetscViewerASCIIPrintf(viewer, "%s\n", line.c_str()));
   PetscCall(PetscViewerASCIIPopTab(viewer));
+  PetscFunctionReturn(0);
+}
+
+/// MatGetInfo of a matrix-free operator: each row's entries counted as its stencil's (the
+/// coupled sites' spin-colour blocks taken whole; an upper bound on small lattices, where
+/// displacements wrap onto one site), nothing allocated for entries, the fields' bytes as
+/// memory.
+PetscErrorCode MatGetInfo_Latke(Mat A, MatInfoType flag, MatInfo* info) {
+  PetscFunctionBeginUser;
+  MatContext& c = ctx(A);
+  PetscInt rows = 0;
+  PetscCall(MatGetLocalSize(A, &rows, nullptr));
+  const double nz = static_cast<double>(rows) * c.op->coupled_sites(c.form) * c.op->nspin() * c.op->ncolor();
+  double v[2] = {nz, static_cast<double>(c.op->bytes())};
+  if (flag == MAT_GLOBAL_SUM) PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_DOUBLE, MPI_SUM, comm_of(A)));
+  if (flag == MAT_GLOBAL_MAX) PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_DOUBLE, MPI_MAX, comm_of(A)));
+  PetscCall(PetscMemzero(info, sizeof(MatInfo)));
+  info->block_size = 1;
+  info->nz_used = v[0];
+  info->nz_allocated = v[0];
+  info->memory = v[1];
+  info->assemblies = 1;
   PetscFunctionReturn(0);
 }
 
@@ -390,12 +431,16 @@ Mat create_shell(std::shared_ptr<ShellOperator> op, LatkeOperatorForm form, cons
                              compat::shell_operation(MatMultHermitianTranspose_Latke)),
         "MatShellSetOperation");
   check(MatShellSetOperation(A, MATOP_VIEW, compat::shell_operation(MatView_Latke)), "MatShellSetOperation");
+  check(MatShellSetOperation(A, MATOP_GETINFO, compat::shell_operation(MatGetInfo_Latke)), "MatShellSetOperation");
   if (c->op->has_diagonal(form))
     check(MatShellSetOperation(A, MATOP_GET_DIAGONAL, compat::shell_operation(MatGetDiagonal_Latke)),
           "MatShellSetOperation");
   if (prefix && *prefix) check(MatSetOptionsPrefix(A, prefix), "MatSetOptionsPrefix");
   check(MatShellSetVecType(A, vector_type(*c->op, prefix).c_str()), "MatShellSetVecType");
   check(PetscObjectSetName(reinterpret_cast<PetscObject>(A), c->op->name()), "PetscObjectSetName");
+  // Final assembly, as for any PETSc matrix: -mat_view (under the prefix) shows it here.
+  check(MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY), "MatAssemblyBegin");
+  check(MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY), "MatAssemblyEnd");
   return A;
 }
 

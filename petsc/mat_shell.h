@@ -65,6 +65,11 @@ class ShellOperator {
   virtual double flops(LatkeOperatorForm form) const = 0;
   /// Lines describing the operator, for MatView.
   virtual std::string describe(LatkeOperatorForm form) const = 0;
+  /// Sites one row of the form couples to, the row's own included (the stencil's reach: for a
+  /// Schur complement, two hops), for MatGetInfo's nonzero counts.
+  virtual int coupled_sites(LatkeOperatorForm form) const = 0;
+  /// Bytes of the operator's fields on its backend (links, clover terms), for MatGetInfo.
+  virtual std::size_t bytes() const = 0;
   /// @brief The operator of a form for native solvers and preconditioners, with its fields in
   /// precision p; domain-local (Dirichlet blocks, no communication) when block is non-zero.
   /// Made once per (form, precision, block) and kept, so repeated solves and preconditioner

@@ -120,6 +120,15 @@ class StaggeredShell final : public StoredShell {
     return form == LATKE_OPERATOR_FULL ? 2 * vcb * (d + 12) : vcb * (2 * d + 12);
   }
 
+  // Naive: the site and its 8 neighbours (full), two hops (the normal operator: 33 sites);
+  // asqtad: hops of 1 and 3 (full: 17), two of them (1 + 24 along one axis + 96 across two).
+  int coupled_sites(LatkeOperatorForm form) const override {
+    const bool naik = op_->param().type == StaggeredType::asqtad;
+    if (form == LATKE_OPERATOR_FULL) return naik ? 17 : 9;
+    return naik ? 121 : 33;
+  }
+  std::size_t bytes() const override { return op_->bytes(); }
+
   std::string describe(LatkeOperatorForm form) const override {
     const StaggeredParam& p = op_->param();
     std::ostringstream s;

@@ -177,6 +177,11 @@ class WilsonCloverShell final : public StoredShell {
     return form == LATKE_OPERATOR_FULL ? 2 * vcb * (1320 + 504 + 48) : vcb * (2 * (1320 + 504) + 48);
   }
 
+  // Full: the site and its 8 neighbours; Schur complement: every displacement of two hops
+  // (0 in 8 ways, 2 mu in 8, mu +- nu in 24).
+  int coupled_sites(LatkeOperatorForm form) const override { return form == LATKE_OPERATOR_FULL ? 9 : 33; }
+  std::size_t bytes() const override { return op_->bytes(); }
+
   std::string describe(LatkeOperatorForm form) const override {
     const WilsonCloverParam& p = op_->param();
     std::ostringstream s;

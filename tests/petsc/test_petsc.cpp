@@ -599,4 +599,62 @@ TEST(PetscMat, View) {
       EXPECT_NE(s.find(want), std::string::npos) << "missing '" << want << "' in:\n" << s;
 }
 
+// A viewer that needs the entries of the matrix-free operator (binary) gets it assembled: read
+// back as AIJ, its product is the operator's. A lattice too large to assemble is refused
+// (PETSC_ERR_SUP) instead of an empty file. MatGetInfo counts the stencil's entries: two hops
+// of 12x12 blocks (33 sites) per row of the Schur complement, 9 sites for the full operator.
+TEST(PetscMat, BinaryViewAssemblesAndGetInfoCountsTheStencil) {
+  Fixture fx(LATKE_OPERATOR_EVEN_ODD);
+  const char* file = "test_petsc_mat.bin";
+  PetscViewer v;
+  ASSERT_PETSC(PetscViewerBinaryOpen(PETSC_COMM_WORLD, file, FILE_MODE_WRITE, &v));
+  ASSERT_PETSC(MatView(fx.A, v));
+  PetscViewerDestroy(&v);
+  PetscInt m = 0, n = 0, rows = 0;
+  MatGetLocalSize(fx.A, &m, &n);
+  MatGetSize(fx.A, &rows, nullptr);
+  Mat B;
+  MatCreate(PETSC_COMM_WORLD, &B);
+  MatSetSizes(B, m, n, PETSC_DETERMINE, PETSC_DETERMINE);
+  MatSetType(B, MATAIJ);
+  ASSERT_PETSC(PetscViewerBinaryOpen(PETSC_COMM_WORLD, file, FILE_MODE_READ, &v));
+  ASSERT_PETSC(MatLoad(B, v));
+  PetscViewerDestroy(&v);
+  Vec x = random_vec(fx.A, 5), ax, bx;
+  VecDuplicate(x, &ax);
+  VecDuplicate(x, &bx);
+  ASSERT_PETSC(MatMult(fx.A, x, ax));
+  ASSERT_PETSC(MatMult(B, x, bx));
+  PetscReal na = 0, d = 0;
+  VecNorm(ax, NORM_2, &na);
+  VecAXPY(bx, -1.0, ax);
+  VecNorm(bx, NORM_2, &d);
+  EXPECT_LT(d, 1e-12 * na);
+  EXPECT_GT(na, 0.0);
+  MatInfo info;
+  ASSERT_PETSC(MatGetInfo(fx.A, MAT_GLOBAL_SUM, &info));
+  EXPECT_EQ(info.nz_used, static_cast<double>(rows) * 33 * 12);
+  EXPECT_GT(info.memory, 0.0);
+  MatInfo b_info;
+  MatGetInfo(B, MAT_GLOBAL_SUM, &b_info);
+  EXPECT_LE(b_info.nz_used, info.nz_used);  // the stencil's count bounds the entries
+  VecDestroy(&x), VecDestroy(&ax), VecDestroy(&bx), MatDestroy(&B);
+
+  LatkeGauge g = nullptr;
+  const PetscInt big[4] = {8, 8, 8, 16};  // 8192 sites: 98304 rows of the full operator
+  ASSERT_EQ(LatkeGaugeCreateRandom(PETSC_COMM_WORLD, big, nullptr, 1, -1.0, &g), 0);
+  const LatkeWilsonCloverParams p = params();
+  Mat F = nullptr;
+  ASSERT_PETSC(MatCreateLatkeWilsonClover(g, LATKE_OPERATOR_FULL, &p, nullptr, &F));
+  ASSERT_PETSC(MatGetInfo(F, MAT_GLOBAL_SUM, &info));
+  EXPECT_EQ(info.nz_used, 98304.0 * 9 * 12);
+  ASSERT_PETSC(PetscViewerBinaryOpen(PETSC_COMM_WORLD, "test_petsc_mat_big.bin", FILE_MODE_WRITE, &v));
+  PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
+  EXPECT_EQ(MatView(F, v), PETSC_ERR_SUP);
+  PetscPopErrorHandler();
+  PetscViewerDestroy(&v);
+  MatDestroy(&F);
+  LatkeGaugeDestroy(&g);
+}
+
 }  // namespace

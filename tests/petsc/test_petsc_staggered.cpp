@@ -5,6 +5,8 @@
 // on 1 rank and, with the same expectations, on 4 (where solutions are compared with
 // single-rank ones).
 #include <gtest/gtest.h>
+
+#include <utility>
 #include <petscksp.h>
 
 #include <cmath>
@@ -243,6 +245,24 @@ TEST(PetscStaggered, NormalOperatorFlags) {
   EXPECT_FALSE(set && flag);
   ASSERT_PETSC(MatIsHermitianKnown(full.A, &set, &flag));
   EXPECT_FALSE(set && flag);
+}
+
+// MatGetInfo counts each row's stencil: asqtad reaches 17 sites (hops of 1 and 3), its normal
+// operator 121; naive 9 and 33; three colours per site.
+TEST(PetscStaggered, GetInfoCountsTheStencil) {
+  const std::pair<LatkeStaggeredType, LatkeOperatorForm> cases[] = {
+      {LATKE_STAGGERED_ASQTAD, LATKE_OPERATOR_FULL}, {LATKE_STAGGERED_ASQTAD, LATKE_OPERATOR_EVEN_ODD},
+      {LATKE_STAGGERED_NAIVE, LATKE_OPERATOR_FULL}, {LATKE_STAGGERED_NAIVE, LATKE_OPERATOR_EVEN_ODD}};
+  const double sites[] = {17, 121, 9, 33};
+  for (int i = 0; i < 4; ++i) {
+    Fixture fx(cases[i].second, cases[i].first);
+    PetscInt rows = 0;
+    MatGetSize(fx.A, &rows, nullptr);
+    MatInfo info;
+    ASSERT_PETSC(MatGetInfo(fx.A, MAT_GLOBAL_SUM, &info));
+    EXPECT_EQ(info.nz_used, static_cast<double>(rows) * sites[i] * 3) << "case " << i;
+    EXPECT_GT(info.memory, 0.0);
+  }
 }
 
 // MatGetDiagonal of M is 2m; a staggered vector has three components per site.
