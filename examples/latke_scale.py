@@ -259,20 +259,25 @@ def run_case(a, study, config, options, ranks, grid, repeat, out_dir, versions, 
 
 
 def cmd_run(a):
-    if not os.path.exists(a.solve):
-        sys.exit(f"latke-scale: latke-solve not found at {a.solve} (give --solve)")
     devices = gpu_names() if a.backend == "cuda" else []
+    present = max(1, len(devices)) if a.backend == "cuda" else 4
     if a.grids:
         cases = []
         for item in a.grids.split():
             np_text, _, grid = item.partition(":")
             cases.append((int(np_text), grid))
-    else:
-        counts = [int(n) for n in a.ranks.split(",")] if a.ranks else None
-        if counts is None:
-            present = max(1, len(devices)) if a.backend == "cuda" else 4
-            counts = [n for n in (1, 2, 4, 8, 16, 32, 64) if n <= present]
-        cases = [(n, "") for n in counts]
+    elif a.ranks:
+        cases = [(int(n), "") for n in a.ranks.split(",")]
+    else:  # every grid the lattice allows, 1, 2, 4, ... up to the GPUs present
+        lattice = lattice_of(shlex.split(a.problem)) or [8, 8, 8, 8]
+        cases = [(n, ",".join(map(str, g))) for n in (1, 2, 4, 8, 16, 32, 64) if n <= present
+                 for g in process_grids(lattice, n)]
+    if a.list:
+        for n, grid in cases:
+            print(f"{n} rank(s){' grid ' + grid if grid else ''}")
+        return 0
+    if not os.path.exists(a.solve):
+        sys.exit(f"latke-scale: latke-solve not found at {a.solve} (give --solve)")
     if a.backend == "cuda" and devices:
         for n, _ in cases:
             if n > len(devices):
@@ -358,6 +363,35 @@ def option_value(options, name, default=None):
         if o == name:
             value = options[i + 1]
     return value
+
+
+def process_grids(lattice, ranks):
+    """Every process grid of `ranks` ranks (powers of two per dimension) that leaves even local
+    extents, one per class of grids that differ only by a permutation of dimensions of equal
+    extent (the same problem): within such a class the one splitting later dimensions more."""
+    out = set()
+
+    def rec(d, left, grid):
+        if d == 4:
+            if left == 1:
+                out.add(tuple(grid))
+            return
+        g = 1
+        while g <= left:
+            if lattice[d] % g == 0 and (lattice[d] // g) % 2 == 0:
+                rec(d + 1, left // g, grid + [g])
+            g *= 2
+
+    rec(0, ranks, [])
+    canonical = set()
+    for grid in out:
+        grid = list(grid)
+        for extent in set(lattice):
+            dims = [m for m in range(4) if lattice[m] == extent]
+            for m, v in zip(dims, sorted(grid[m] for m in dims)):
+                grid[m] = v
+        canonical.add(tuple(grid))
+    return sorted(canonical, key=lambda g: tuple(reversed(g)), reverse=True)
 
 
 def lattice_of(options):
@@ -720,8 +754,10 @@ def main(argv=None):
     r.add_argument("--config", action="append",
                    help="NAME=OPTIONS, a solver/preconditioner configuration (repeat; default: native MG-GCR and "
                         "BiCGstab)")
-    r.add_argument("--ranks", help="rank counts, comma list (default: 1, 2, 4, ... up to the GPUs present; "
-                                   "4 on the CPU backend); the process grid is latke-solve's choice")
+    r.add_argument("--ranks", help="rank counts, comma list; the process grid is latke-solve's choice (default: "
+                                   "every grid the lattice allows for 1, 2, 4, ... ranks up to the GPUs present, "
+                                   "4 on the CPU backend, one per class of grids equal by symmetry)")
+    r.add_argument("--list", action="store_true", help="print the cases (rank counts and grids) and stop")
     r.add_argument("--grids", help="instead of --ranks: 'np:a,b,c,d ...' rank counts with their process grids")
     r.add_argument("--repeat", type=int, default=3, help="runs per case, for a spread (default 3)")
     r.add_argument("--backend", default="cuda" if gpu_names() else "cpu", help="cpu or cuda (default: cuda on a "
