@@ -1119,6 +1119,10 @@ int main(int argc, char** argv) {
     if (rank == 0) std::fprintf(stderr, "latke-bench: error: %s\n", e.what());
     status = 1;
   }
+  try {
+    latke::warn_unused_options("latke-bench");
+  } catch (const std::exception&) {  // a report, never a reason to fail
+  }
   PetscCall(PetscFinalize());
   return status;
 }

@@ -434,6 +434,10 @@ int main(int argc, char** argv) {
     if (latke::is_root()) std::fprintf(stderr, "latke-gauge: error: %s\n", e.what());
     status = 1;
   }
+  try {
+    latke::warn_unused_options("latke-gauge");
+  } catch (const std::exception&) {  // a report, never a reason to fail
+  }
   PetscCall(PetscFinalize());
   return status;
 }

@@ -986,6 +986,10 @@ int main(int argc, char** argv) {
   int status = 0;
   const PetscErrorCode ierr = run(status);
   if (ierr) status = 1;
+  try {
+    latke::warn_unused_options("latke-solve");
+  } catch (const std::exception&) {  // a report, never a reason to fail
+  }
   const PetscErrorCode fin = PetscFinalize();
   return status ? status : static_cast<int>(fin != 0);
 }

@@ -144,4 +144,23 @@ RunOptions setup_from_options(MPI_Comm comm) {
   return o;
 }
 
+int warn_unused_options(const char* program) {
+  PetscBool set = PETSC_FALSE;
+  check(PetscOptionsHasName(nullptr, nullptr, "-options_left", &set), "-options_left");
+  if (set) return 0;
+  PetscInt n = 0;
+  char** names = nullptr;
+  char** values = nullptr;
+  check(PetscOptionsLeftGet(nullptr, &n, &names, &values), "PetscOptionsLeftGet");
+  for (PetscInt i = 0; i < n; ++i)
+    check(PetscPrintf(PETSC_COMM_WORLD,
+                      "%s: WARNING: option -%s%s%s was not used (misspelt, or for a solver, preconditioner or "
+                      "operator this run does not make)\n",
+                      program, names[i], values[i] ? " " : "", values[i] ? values[i] : ""),
+          "PetscPrintf");
+  check(PetscOptionsLeftRestore(nullptr, &n, &names, &values), "PetscOptionsLeftRestore");
+  check(PetscOptionsSetValue(nullptr, "-options_left", "false"), "-options_left");  // reported once, here
+  return static_cast<int>(n);
+}
+
 }  // namespace latke

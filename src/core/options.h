@@ -57,4 +57,9 @@ struct RunOptions {
 /// be initialized. Throws latke::Error.
 RunOptions setup_from_options(MPI_Comm comm = MPI_COMM_WORLD);
 
+/// @brief For Latke's programs, before PetscFinalize: unless -options_left is given (then
+/// PETSc reports), name every option the run did not use, one warning line each on rank 0
+/// (a misspelt or misplaced option is otherwise silently ignored); returns how many.
+int warn_unused_options(const char* program);
+
 }  // namespace latke
