@@ -48,6 +48,8 @@
 #include "src/core/error.h"
 #include "src/core/lattice.h"
 #include "src/core/options.h"
+#include "petsc/option_help.h"
+#include "petsc/schwarz_options.h"
 #include "latke/latke.h"
 
 namespace {
@@ -609,6 +611,22 @@ PetscErrorCode run(int& status) {
     if (!opt.save.empty()) latke::require_writable(PETSC_COMM_WORLD, opt.save, "-latke_save_solution");
   } catch (const std::exception& e) {
     SETERRQ(PETSC_COMM_WORLD, PETSC_ERR_FILE_OPEN, "%s", e.what());
+  }
+  {
+    // -help lists every option Latke takes, the groups of objects this run does not make too.
+    PetscBool help = PETSC_FALSE;
+    PetscCall(PetscOptionsHasHelp(nullptr, &help));
+    if (help) {
+      if (opt.op == "wilson")
+        latke::petsc::staggered_options_help(PETSC_COMM_WORLD, nullptr);
+      else
+        latke::petsc::wilson_clover_options_help(PETSC_COMM_WORLD, nullptr);
+      if (!opt.native) latke::petsc::native_solver_options_help(PETSC_COMM_WORLD, nullptr);
+      try {
+        (void)latke::schwarz_param_from_options(PETSC_COMM_WORLD, nullptr, latke::SchwarzParam{});
+      } catch (const std::exception&) {  // reported by a run that makes the preconditioner
+      }
+    }
   }
   PetscCall(LatkeGaugeCreateFromOptions(PETSC_COMM_WORLD, nullptr, &gauge));
   PetscLogDouble t0, t1, t2, f0, f1;

@@ -11,6 +11,7 @@
 #include "petsc/mat_shell.h"
 #include "petsc/pc_mg.h"
 #include "petsc/schwarz_options.h"
+#include "petsc/option_help.h"
 #include "solvers/solvers.h"
 #include "petsc/mat_staggered.h"
 
@@ -66,7 +67,69 @@ std::unique_ptr<DeferredOperator> half_fallback(const MatContext& c, Precision s
       [op = c.op, form = c.form] { return op->linear_operator(form, Precision::single, Coords{0, 0, 0, 0}); });
 }
 
+
+/// The native solver's options under prefix, from the C struct's values (MatLatkeSolve).
+struct NativeOptions {
+  SolverParam p;
+  Precision sloppy = Precision::single;
+  std::string pc;
+  bool monitor = false;
+};
+
+NativeOptions native_options(MPI_Comm comm, const char* prefix, const LatkeSolverParams& in) {
+  SolverParam p;
+  p.type = solver_of(in.type);
+  p.tol = in.tol;
+  p.max_iter = static_cast<int>(in.max_it);
+  p.delta = in.delta;
+  p.restart = static_cast<int>(in.restart);
+  p.restart_drop = in.restart_drop;
+  Precision sloppy = precision_of(in.sloppy);
+  std::string type, sl, pc;
+  long max_it = p.max_iter, restart = p.restart, stall = p.stall_iterations;
+  bool monitor = false;
+  read_options(comm, prefix ? prefix : "", "Latke native solver options", [&](OptionGroup& o) {
+    type = o.string("-latke_solver", to_string(p.type), "Native solver: cg, cgne, cgnr, bicgstab, gcr or mr");
+    p.tol = o.real("-latke_solver_tol", p.tol, "Relative tolerance on the true residual");
+    max_it = o.integer("-latke_solver_max_it", p.max_iter, "Iteration limit");
+    sl = o.string("-latke_solver_sloppy", to_string(sloppy), "Precision of the iteration: double, single or half");
+    p.delta = o.real("-latke_solver_delta", p.delta, "Reliable update when the residual fell by this factor");
+    restart = o.integer("-latke_solver_restart", p.restart, "GCR: directions before a restart");
+    p.restart_drop = o.real("-latke_solver_restart_drop", p.restart_drop,
+                            "GCR in a sloppy precision: end a cycle once its residual fell by this factor");
+    pc = o.string("-latke_solver_pc", "none",
+                  "GCR's preconditioner: none, schwarz (-pc_latke_schwarz_* options) or mg (-pc_latke_mg_* options)");
+    monitor = o.flag("-latke_solver_monitor", false, "Print the iterated relative residual at every iteration");
+    stall = o.integer("-latke_solver_stall_it", p.stall_iterations,
+                      "GCR: stop once the true residual has not fallen by 10% in this many iterations (0: never)");
+  });
+  require(stall >= 0, "-", prefix ? prefix : "", "latke_solver_stall_it ", stall, ": expected 0 or more");
+  p.stall_iterations = static_cast<int>(stall);
+  require(pc == "none" || pc == "schwarz" || pc == "mg", "-", prefix ? prefix : "", "latke_solver_pc '", pc,
+          "': expected none, schwarz or mg");
+  p.type = parse_solver_type(type);
+  p.max_iter = static_cast<int>(max_it);
+  p.restart = static_cast<int>(restart);
+  sloppy = parse_precision(sl);
+  NativeOptions o;
+  o.p = p;
+  o.sloppy = sloppy;
+  o.pc = pc;
+  o.monitor = monitor;
+  return o;
+}
+
 }  // namespace
+
+void native_solver_options_help(MPI_Comm comm, const char* prefix) {
+  LatkeSolverParams in;
+  (void)LatkeSolverParamsDefault(&in);  // fills the struct
+  try {
+    (void)native_options(comm, prefix, in);
+  } catch (const Error&) {  // the run that solves reports it
+  }
+}
+
 }  // namespace latke::petsc
 
 using namespace latke;
@@ -99,40 +162,11 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams* param
   const MPI_Comm comm = PetscObjectComm(reinterpret_cast<PetscObject>(A));
   PetscCall(guarded(comm, [&] {
     MatContext& c = context_of(A);
-    SolverParam p;
-    p.type = solver_of(in.type);
-    p.tol = in.tol;
-    p.max_iter = static_cast<int>(in.max_it);
-    p.delta = in.delta;
-    p.restart = static_cast<int>(in.restart);
-    p.restart_drop = in.restart_drop;
-    Precision sloppy = precision_of(in.sloppy);
-    std::string type, sl, pc;
-    long max_it = p.max_iter, restart = p.restart, stall = p.stall_iterations;
-    bool monitor = false;
-    read_options(comm, prefix ? prefix : "", "Latke native solver options", [&](OptionGroup& o) {
-      type = o.string("-latke_solver", to_string(p.type), "Native solver: cg, cgne, cgnr, bicgstab, gcr or mr");
-      p.tol = o.real("-latke_solver_tol", p.tol, "Relative tolerance on the true residual");
-      max_it = o.integer("-latke_solver_max_it", p.max_iter, "Iteration limit");
-      sl = o.string("-latke_solver_sloppy", to_string(sloppy), "Precision of the iteration: double, single or half");
-      p.delta = o.real("-latke_solver_delta", p.delta, "Reliable update when the residual fell by this factor");
-      restart = o.integer("-latke_solver_restart", p.restart, "GCR: directions before a restart");
-      p.restart_drop = o.real("-latke_solver_restart_drop", p.restart_drop,
-                              "GCR in a sloppy precision: end a cycle once its residual fell by this factor");
-      pc = o.string("-latke_solver_pc", "none",
-                    "GCR's preconditioner: none, schwarz (-pc_latke_schwarz_* options) or mg (-pc_latke_mg_* options)");
-      monitor = o.flag("-latke_solver_monitor", false, "Print the iterated relative residual at every iteration");
-      stall = o.integer("-latke_solver_stall_it", p.stall_iterations,
-                        "GCR: stop once the true residual has not fallen by 10% in this many iterations (0: never)");
-    });
-    require(stall >= 0, "-", prefix ? prefix : "", "latke_solver_stall_it ", stall, ": expected 0 or more");
-    p.stall_iterations = static_cast<int>(stall);
-    require(pc == "none" || pc == "schwarz" || pc == "mg", "-", prefix ? prefix : "", "latke_solver_pc '", pc,
-            "': expected none, schwarz or mg");
-    p.type = parse_solver_type(type);
-    p.max_iter = static_cast<int>(max_it);
-    p.restart = static_cast<int>(restart);
-    sloppy = parse_precision(sl);
+    NativeOptions o = native_options(comm, prefix, in);
+    SolverParam& p = o.p;
+    Precision sloppy = o.sloppy;
+    const std::string& pc = o.pc;
+    const bool monitor = o.monitor;
     if (monitor) {
       const std::string name = to_string(p.type);
       p.monitor = [comm, name](int it, double res) {

@@ -10,6 +10,7 @@
 #include "src/core/error.h"
 #include "src/core/options.h"
 #include "petsc/mat_shell.h"
+#include "petsc/option_help.h"
 #include "operators/staggered/staggered.h"
 #include "operators/staggered/staggered_linear.h"
 
@@ -188,6 +189,15 @@ Mat create(LatkeOperatorForm form, const LatkeStaggeredParams* params, const cha
 }
 
 }  // namespace
+
+void staggered_options_help(MPI_Comm comm, const char* prefix) {
+  LatkeStaggeredParams in;
+  (void)LatkeStaggeredParamsDefault(&in);  // fills the struct
+  try {
+    (void)resolve(in, comm, prefix ? prefix : "", Backend::cpu);
+  } catch (const Error&) {  // the run that makes the operator reports it
+  }
+}
 
 const StaggeredParam& staggered_param(const ShellOperator& op, const char* what) {
   const auto* s = dynamic_cast<const StaggeredShell*>(&op);

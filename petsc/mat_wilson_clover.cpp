@@ -6,6 +6,7 @@
 #include "src/core/error.h"
 #include "src/core/options.h"
 #include "petsc/mat_shell.h"
+#include "petsc/option_help.h"
 #include "operators/wilson_clover/wilson_clover.h"
 #include "operators/wilson_clover/wilson_clover_linear.h"
 
@@ -212,6 +213,16 @@ class WilsonCloverShell final : public StoredShell {
 };
 
 }  // namespace
+
+void wilson_clover_options_help(MPI_Comm comm, const char* prefix) {
+  LatkeWilsonCloverParams in;
+  (void)LatkeWilsonCloverParamsDefault(&in);  // fills the struct
+  try {
+    (void)resolve(in, comm, prefix ? prefix : "", Backend::cpu);
+  } catch (const Error&) {  // the run that makes the operator reports it
+  }
+}
+
 }  // namespace latke::petsc
 
 using namespace latke;
