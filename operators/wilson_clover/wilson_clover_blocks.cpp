@@ -16,18 +16,13 @@
 #include "operators/wilson_clover/wilson_clover_launch_impl.h"
 #include "src/core/launch_team.h"
 #include "src/core/log.h"
+#include "src/core/mr_sums.h"
 
 namespace latke {
 
 namespace {
 
-struct BlockSums {
-  double re = 0, im = 0, nn = 0;
-  LATKE_HOST_DEVICE BlockSums& operator+=(const BlockSums& o) {
-    re += o.re, im += o.im, nn += o.nn;
-    return *this;
-  }
-};
+using BlockSums = MrSums;
 
 /// A block's spinors in shared memory, real k of site i at d[k * n + i] (consecutive threads,
 /// consecutive banks).

@@ -8,6 +8,7 @@
 #include "src/core/error.h"
 #include "src/core/indexing.h"
 #include "src/core/launch.h"
+#include "src/core/mr_sums.h"
 #include "src/fields/blas.h"
 
 namespace latke {
@@ -40,13 +41,7 @@ Coords schwarz_block_for(const Lattice& lat, const SchwarzParam& p) {
 
 namespace {
 
-struct Sum3 {
-  double re = 0, im = 0, nn = 0;
-  LATKE_HOST_DEVICE Sum3& operator+=(const Sum3& o) {
-    re += o.re, im += o.im, nn += o.nn;
-    return *this;
-  }
-};
+using Sum3 = MrSums;
 
 /// Blocks of the rank's local volume and the sites of a (full or parity) field within them.
 struct BlockGeometry {
