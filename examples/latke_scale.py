@@ -133,7 +133,7 @@ MG_ROW = re.compile(r"Latke MG: level (\d+) \(([^)]*)\): ([\d.]+) ms in ([\d.]+)
                     r"(?:; gathering its right-hand side ([\d.]+) ms)?")
 EVENTS = ("KSPSolve", "MatMult", "PCApply", "LatkeMatMult", "LatkeDslash", "LatkeClover", "LatkeHalo", "LatkeStage",
           "LatkeMGSetup", "LatkeMGApply", "LatkeMGSmooth0", "LatkeMGSmooth1", "LatkeMGSmooth2", "LatkeMGSmooth3",
-          "LatkeMGTransfer", "LatkeMGGather", "LatkeMGCoarseOp", "LatkeMGCoarseSolve", "VecMDot", "VecNorm",
+          "LatkeMGTransfer", "LatkeMGGather", "LatkeMGCoarseOp", "LatkeMGCoarseSolve", "LatkeSchwarzBlocks", "VecMDot", "VecNorm",
           "VecMAXPY", "VecAXPY", "VecAYPX", "VecWAXPY")
 
 
@@ -333,7 +333,8 @@ def phase_split(rec):
     """Seconds per warm solve in the profiled run, in parts that do not overlap: for a multigrid
     configuration each level's own time and the halo waits and gathers of all of them (from the
     per-level profile, times the cycles per solve) and the outer solver; otherwise the halo
-    wait, the operator's kernels and the rest of the solver."""
+    wait, the operator's kernels, the Schwarz blocks solved on chip (where there are) and the
+    rest of the solver."""
     ev = rec.get("events") or {}
     n = max(1, rec.get("profiled_solves", 1))
     total = ev.get("Stage", {}).get("seconds")
@@ -350,9 +351,15 @@ def phase_split(rec):
         parts["outer solver"] = max(0.0, total / n - get("LatkeMGApply"))
         return parts
     halo = get("LatkeHalo")
-    # The operator: PETSc's MatMult of it (LatkeMatMult) or, in Latke's solvers, its kernels.
+    # The operator: PETSc's MatMult of it (LatkeMatMult) or, in Latke's solvers, its kernels;
+    # the Schwarz blocks solved on chip (no exchange) apart.
     op = max(get("LatkeMatMult"), get("LatkeDslash") + get("LatkeClover"))
-    return {"halo wait": halo, "operator": max(0.0, op - halo), "rest of the solver": max(0.0, total / n - op)}
+    blocks = get("LatkeSchwarzBlocks")
+    parts = {"halo wait": halo, "operator": max(0.0, op - halo)}
+    if blocks:
+        parts["Schwarz blocks"] = blocks
+    parts["rest of the solver"] = max(0.0, total / n - op - blocks)
+    return parts
 
 
 
