@@ -89,16 +89,16 @@ NativeOptions native_options(MPI_Comm comm, const char* prefix, const LatkeSolve
   long max_it = p.max_iter, restart = p.restart, stall = p.stall_iterations;
   bool monitor = false;
   read_options(comm, prefix ? prefix : "", "Latke native solver options", [&](OptionGroup& o) {
-    type = o.string("-latke_solver", to_string(p.type), "Native solver: cg, cgne, cgnr, bicgstab, gcr or mr");
+    type = o.choice("-latke_solver", to_string(p.type), {"cg", "cgne", "cgnr", "bicgstab", "gcr", "mr"}, "Native solver");
     p.tol = o.real("-latke_solver_tol", p.tol, "Relative tolerance on the true residual");
     max_it = o.integer("-latke_solver_max_it", p.max_iter, "Iteration limit");
-    sl = o.string("-latke_solver_sloppy", to_string(sloppy), "Precision of the iteration: double, single or half");
+    sl = o.choice("-latke_solver_sloppy", to_string(sloppy), {"double", "single", "half"}, "Precision of the iteration");
     p.delta = o.real("-latke_solver_delta", p.delta, "Reliable update when the residual fell by this factor");
     restart = o.integer("-latke_solver_restart", p.restart, "GCR: directions before a restart");
     p.restart_drop = o.real("-latke_solver_restart_drop", p.restart_drop,
                             "GCR in a sloppy precision: end a cycle once its residual fell by this factor");
-    pc = o.string("-latke_solver_pc", "none",
-                  "GCR's preconditioner: none, schwarz (-pc_latke_schwarz_* options) or mg (-pc_latke_mg_* options)");
+    pc = o.choice("-latke_solver_pc", "none", {"none", "schwarz", "mg"},
+                  "GCR's preconditioner: schwarz (-pc_latke_schwarz_* options) or mg (-pc_latke_mg_* options)");
     monitor = o.flag("-latke_solver_monitor", false, "Print the iterated relative residual at every iteration");
     stall = o.integer("-latke_solver_stall_it", p.stall_iterations,
                       "GCR: stop once the true residual has not fallen by 10% in this many iterations (0: never)");
@@ -306,7 +306,7 @@ PetscErrorCode MatLatkeSolveMultiMass(Mat A, PetscInt n, const PetscReal masses[
                     "Sequential: earlier solutions the polynomial extrapolation of a guess uses (0: zero guess)");
       tol = o.real("-latke_solver_tol", tol, "Relative tolerance on each mass's true residual");
       max_it = o.integer("-latke_solver_max_it", p.max_iter, "Iteration limit of each solve");
-      sl = o.string("-latke_solver_sloppy", to_string(sloppy), "Precision of the iterations: double, single or half");
+      sl = o.choice("-latke_solver_sloppy", to_string(sloppy), {"double", "single", "half"}, "Precision of the iterations");
       p.delta = o.real("-latke_solver_delta", p.delta, "Reliable update when the residual fell by this factor");
     });
     p.strategy = parse_multishift_strategy(strategy);

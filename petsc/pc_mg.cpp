@@ -216,7 +216,7 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
     long pre_s = q.pre_smooth, post_s = q.post_smooth, kmax = q.ksp_max_it;
     read_options(comm, lp, "Latke multigrid level " + std::to_string(l), [&](OptionGroup& g) {
       smoother =
-          g.string("-smoother", "mr", "Smoother: mr, or schwarz (level 0; -pc_latke_schwarz_* under this prefix)");
+          g.choice("-smoother", "mr", {"mr", "schwarz"}, "Smoother (schwarz: level 0; -pc_latke_schwarz_* under this prefix)");
       pre_s = g.integer("-pre_smooth", q.pre_smooth, "Smoothing steps before the coarse correction");
       post_s = g.integer("-post_smooth", q.post_smooth, "Smoothing steps after the coarse correction");
       q.omega = g.real("-omega", q.omega, "MR relaxation weight in (0, 2)");

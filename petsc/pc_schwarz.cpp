@@ -26,8 +26,10 @@ SchwarzParam schwarz_param_from_options(MPI_Comm comm, const char* prefix, Schwa
                      "Block extents X,Y,Z,T (even, dividing the local volume; by default halved where they do not)");
     given_block = o.given("-pc_latke_schwarz_block");
     iterations = o.integer("-pc_latke_schwarz_iterations", p.iterations, "MR steps per block per application");
-    precision = o.string("-pc_latke_schwarz_precision", to_string(p.precision), "Block solve storage: double, single or half");
-    type = o.string("-pc_latke_schwarz_type", to_string(p.type), "additive or multiplicative (red-black SAP)");
+    precision = o.choice("-pc_latke_schwarz_precision", to_string(p.precision), {"double", "single", "half"},
+                         "Block solve storage");
+    type = o.choice("-pc_latke_schwarz_type", to_string(p.type), {"additive", "multiplicative"},
+                    "Additive, or multiplicative (red-black SAP)");
     omega = o.real("-pc_latke_schwarz_omega", p.omega, "Relaxation weight on each correction, in (0, 2)");
     cycles = o.integer("-pc_latke_schwarz_cycles", p.cycles,
                        "Schwarz cycles per application (each from the residual of the earlier ones)");

@@ -35,6 +35,29 @@ std::string OptionGroup::string(const char* name, const std::string& def, const 
   return set ? std::string(buf) : def;
 }
 
+std::string OptionGroup::choice(const char* name, const std::string& def, const std::vector<std::string>& choices,
+                                const char* help) {
+  std::string full;
+  if (const char* text = raw(name, full)) {
+    bool known = false;
+    std::string list;
+    for (const std::string& c : choices) {
+      known = known || c == text;
+      list += (list.empty() ? "" : ", ") + c;
+    }
+    require(known, full, " '", text, "': expected one of ", list);
+  }
+  std::vector<const char*> names;
+  for (const std::string& c : choices) names.push_back(c.c_str());
+  PetscInt index = 0;
+  PetscBool set = PETSC_FALSE;
+  check(PetscOptionsEList_Private(static_cast<petsc::compat::OptionItems>(items_), name, help, "None", names.data(),
+                                  static_cast<PetscInt>(names.size()), def.c_str(), &index, &set),
+        name);
+  note(name, set);
+  return set ? choices[static_cast<std::size_t>(index)] : def;
+}
+
 const char* OptionGroup::raw(const char* name, std::string& full) const {
   full = "-" + prefix_ + (name[0] == '-' ? name + 1 : name);
   const char* value = nullptr;

@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <mpi.h>
 
@@ -27,6 +28,10 @@ class OptionGroup {
   /// @brief A real option, or def when not set; text that is not a number fails naming the
   /// option.
   double real(const char* name, double def, const char* help);
+  /// @brief One of `choices` (listed by -help), or def when not set; any other text fails
+  /// naming the option, the value and the choices.
+  std::string choice(const char* name, const std::string& def, const std::vector<std::string>& choices,
+                     const char* help);
   /// @brief A flag (-name, or -name true|false), def when not given.
   bool flag(const char* name, bool def, const char* help);
   /// @brief Whether the user gave option `name` (read earlier in this group).
