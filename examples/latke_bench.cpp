@@ -123,6 +123,50 @@ std::size_t spinor_bytes(Precision p) { return 24 * real_bytes(p) + (p == Precis
 std::size_t link_bytes(Precision p, Reconstruct r) { return static_cast<int>(r) * real_bytes(p); }
 std::size_t clover_bytes(Precision p) { return 72 * real_bytes(p) + (p == Precision::half ? 8 : 0); }
 std::size_t vector_bytes(Precision p) { return 6 * real_bytes(p) + (p == Precision::half ? 4 : 0); }  // staggered
+/// Bytes per output site of the Wilson-clover hopping term with its clover epilogue: 8 links,
+/// 8 neighbour spinors, the clover block pair and the output.
+double wilson_dslash_site_bytes(Precision p, Reconstruct r) {
+  return 8.0 * (link_bytes(p, r) + spinor_bytes(p)) + clover_bytes(p) + spinor_bytes(p);
+}
+/// The even-odd operator per output site: two hopping terms and the xpay input.
+double wilson_matpc_site_bytes(Precision p, Reconstruct r) {
+  return 2 * wilson_dslash_site_bytes(p, r) + spinor_bytes(p);
+}
+/// Flops per site of one Schwarz block MR step: QUDA's MatPC count and the MR vector work.
+constexpr double schwarz_step_site_flops = 3792.0 + 8 * 24;
+
+/// A Wilson-clover even-odd system (symmetric Schur complement, links as 12 reals) in
+/// precision p on lat, and its right-hand side: the even sites of the lexicographic src.
+struct EvenOddWilson {
+  std::shared_ptr<WilsonCloverOperator> op;
+  std::shared_ptr<WilsonCloverLinear> A;
+  ColorSpinorField b;
+};
+EvenOddWilson even_odd_wilson(const std::shared_ptr<const Lattice>& lat, const std::vector<Complex<double>>& links,
+                              const std::vector<Complex<double>>& src, Precision p, double mass, double csw,
+                              Backend be) {
+  WilsonCloverParam wp;
+  wp.mass = mass;
+  wp.csw = csw;
+  wp.precision = p;
+  wp.reconstruct = Reconstruct::r12;
+  wp.backend = be;
+  auto op = std::make_shared<WilsonCloverOperator>(lat, links, wp);
+  auto A = std::make_shared<WilsonCloverLinear>(op, true, SchurType::symmetric, 0);
+  ColorSpinorField b = A->make_field();
+  ColorSpinorField whole(lat, SpinorParam{4, 3, p, Subset::full, be});
+  whole.from_lexicographic(src);
+  b.copy_from(whole.parity(0));
+  return EvenOddWilson{std::move(op), std::move(A), std::move(b)};
+}
+/// w's even-odd system domain-local on blocks of `block` (the Schwarz preconditioner's).
+std::shared_ptr<WilsonCloverLinear> domain_local(const EvenOddWilson& w, const std::vector<Complex<double>>& links,
+                                                 const Coords& block) {
+  WilsonCloverParam lp = w.op->param();
+  lp.block = block;
+  return std::make_shared<WilsonCloverLinear>(std::make_shared<WilsonCloverOperator>(*w.op, links, lp), true,
+                                              SchurType::symmetric, 0);
+}
 
 void write_json(const std::string& path, const std::string& op, const Lattice& lat, Backend b, double copy_gbs,
                 const std::vector<Result>& rs) {
@@ -327,7 +371,7 @@ int bench_dslash() {
         in.from_lexicographic(src);
         ColorSpinorField out = in.like(p);
         ColorSpinorField in_e = in.parity(0), in_o = in.parity(1), out_e = out.parity(0);
-        const double kernel_bytes = 8.0 * (link_bytes(p, r) + spinor_bytes(p)) + clover_bytes(p) + spinor_bytes(p);
+        const double kernel_bytes = wilson_dslash_site_bytes(p, r);
         for (const auto& form : forms) {
           if (form == "dslash")
             measure(
@@ -336,7 +380,7 @@ int bench_dslash() {
           else if (form == "matpc")
             measure(
                 form, p, r, [&] { op.apply_schur(out_e, in_e, schur, dagger); }, 3792 * vcb,
-                (2 * kernel_bytes + spinor_bytes(p)) * vcb, out, in);
+                wilson_matpc_site_bytes(p, r) * vcb, out, in);
           else
             measure(
                 form, p, r, [&] { op.apply(out, in, dagger); }, 2 * 1872 * vcb,
@@ -902,39 +946,25 @@ int bench_schwarz() {
          for (const auto& s : split(precision_list)) v.push_back(parse_precision(s));
          return v;
        }()) {
-    WilsonCloverParam wp;
-    wp.mass = mass;
-    wp.csw = csw;
-    wp.precision = p;
-    wp.reconstruct = Reconstruct::r12;
-    wp.backend = run.backend;
-    auto full = std::make_shared<WilsonCloverOperator>(lat, links, wp);
-    auto A = std::make_shared<WilsonCloverLinear>(full, true, SchurType::symmetric, 0);
-    ColorSpinorField b = A->make_field(), x = A->make_field();
-    {
-      ColorSpinorField whole(lat, SpinorParam{4, 3, p, Subset::full, run.backend});
-      whole.from_lexicographic(src);
-      b.copy_from(whole.parity(0));
-    }
+    EvenOddWilson w = even_odd_wilson(lat, links, src, p, mass, csw, run.backend);
+    const std::shared_ptr<WilsonCloverLinear>& A = w.A;
+    const ColorSpinorField& b = w.b;
+    ColorSpinorField x = A->make_field();
     const double matpc_ms = timed([&] { A->apply(x, b); });
     const Reconstruct r = Reconstruct::r12;
     // On chip: the links and both parities' clover (inverse) read once, the right-hand side
     // read and the solution written once; streamed: per step the local MatPC's words and the
     // block MR's vector passes (sums: r, Ar; update: x, r, Ar read, x, r written).
     const double chip_bytes = (8.0 * link_bytes(p, r) + 2 * clover_bytes(p) + 2 * spinor_bytes(p)) * vcb;
-    const double matpc_bytes =
-        (2 * (8.0 * (link_bytes(p, r) + spinor_bytes(p)) + clover_bytes(p) + spinor_bytes(p)) + spinor_bytes(p)) * vcb;
+    const double matpc_bytes = wilson_matpc_site_bytes(p, r) * vcb;
     const double streamed_bytes = steps * (matpc_bytes + 7.0 * spinor_bytes(p) * vcb);
-    const double flops = steps * (3792.0 + 8 * 24) * vcb;  // QUDA's MatPC count per step and the MR vector work
+    const double flops = steps * schwarz_step_site_flops * vcb;
     if (root)
       std::printf("%-9s %-7s %-9s %10.1f %9.2f %10.1f %10.1f %7.2fx\n", "(global)", to_string(p), "matpc",
                   matpc_ms * 1e3, 1.0, 3792.0 * vcb / (matpc_ms * 1e-3) * 1e-9,
                   matpc_bytes / (matpc_ms * 1e-3) * 1e-9, matpc_bytes / (matpc_ms * 1e-3) * 1e-9 / copy_gbs);
     for (const Coords& blk : blocks) {
-      WilsonCloverParam lp = wp;
-      lp.block = {blk[0], blk[1], blk[2], blk[3]};
-      auto local = std::make_shared<WilsonCloverLinear>(std::make_shared<WilsonCloverOperator>(*full, links, lp), true,
-                                                        SchurType::symmetric, 0);
+      const std::shared_ptr<WilsonCloverLinear> local = domain_local(w, links, blk);
       for (bool on_chip : {true, false}) {
         SchwarzParam sp;
         sp.block = blk;
@@ -1024,39 +1054,23 @@ int bench_machine() {
       auto lat = std::make_shared<Lattice>(PETSC_COMM_SELF, Coords{kdims[0], kdims[1], kdims[2], t});
       const std::vector<Complex<double>> links = random_gauge(*lat, 20241022), src = random_spinor(*lat, 7);
       const double vcb = lat->volume_cb();
-      WilsonCloverParam wp;
-      wp.mass = 0.1;
-      wp.csw = 1.0;
-      wp.precision = p;
-      wp.reconstruct = Reconstruct::r12;
-      wp.backend = b;
-      auto op = std::make_shared<WilsonCloverOperator>(lat, links, wp);
-      auto A = std::make_shared<WilsonCloverLinear>(op, true, SchurType::symmetric, 0);
-      ColorSpinorField in = A->make_field(), out = A->make_field();
-      {
-        ColorSpinorField whole(lat, SpinorParam{4, 3, p, Subset::full, b});
-        whole.from_lexicographic(src);
-        in.copy_from(whole.parity(0));
-      }
-      const double kernel_bytes =
-          8.0 * (link_bytes(p, Reconstruct::r12) + spinor_bytes(p)) + clover_bytes(p) + spinor_bytes(p);
-      const double bytes = (2 * kernel_bytes + spinor_bytes(p)) * vcb;
-      const double ms = time_per_call(b, b == Backend::cuda ? 200 : 3, [&] { A->apply(out, in); });
+      const EvenOddWilson w = even_odd_wilson(lat, links, src, p, 0.1, 1.0, b);
+      const ColorSpinorField& in = w.b;
+      ColorSpinorField out = w.A->make_field();
+      const double bytes = wilson_matpc_site_bytes(p, Reconstruct::r12) * vcb;
+      const double ms = time_per_call(b, b == Backend::cuda ? 200 : 3, [&] { w.A->apply(out, in); });
       const double ratio = bytes / (ms * 1e-3) / 1e9 / copy_gbs;
       by_volume.back().second.emplace_back(static_cast<long>(vcb), ratio);
       if (t != kdims[3]) continue;
       matpc.emplace_back(to_string(p), ratio);
       if (p == Precision::half) {
-        WilsonCloverParam lp = wp;
-        lp.block = {4, 4, 4, 4};
         SchwarzParam sp;
         sp.block = Coords{4, 4, 4, 4};
         sp.iterations = 8;
-        auto local = std::make_shared<WilsonCloverLinear>(std::make_shared<WilsonCloverOperator>(*op, links, lp), true,
-                                                          SchurType::symmetric, 0);
+        const std::shared_ptr<WilsonCloverLinear> local = domain_local(w, links, sp.block);
         SchwarzPreconditioner k(local, nullptr, sp);
         const double sms = time_per_call(b, b == Backend::cuda ? 20 : 1, [&] { k.apply(out, in); });
-        schwarz_gflops = sp.iterations * (3792.0 + 8 * 24) * vcb / (sms * 1e-3) / 1e9;
+        schwarz_gflops = sp.iterations * schwarz_step_site_flops * vcb / (sms * 1e-3) / 1e9;
       }
     }
   }

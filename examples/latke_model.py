@@ -166,9 +166,14 @@ def default_grid(lattice, ranks):
     return grid
 
 
+def grid_fits(lattice, grid):
+    """Whether a process grid divides the lattice into even local extents."""
+    return all(grid[m] >= 1 and lattice[m] % grid[m] == 0 and (lattice[m] // grid[m]) % 2 == 0 for m in range(4))
+
+
 def check_grid(lattice, grid):
     for m in range(4):
-        if grid[m] < 1 or lattice[m] % grid[m] or (lattice[m] // grid[m]) % 2:
+        if not grid_fits(lattice, [grid[k] if k == m else 1 for k in range(4)]):
             raise ModelError(f"grid {grid} does not fit lattice {lattice}: extent {lattice[m]} in dimension {m} "
                              f"over {grid[m]} ranks must leave an even local extent")
 
@@ -216,10 +221,6 @@ def dslash_parts(machine, s, precision, reconstruct=12):
     interior = machine.kernel_us((vcb - edge) * site, precision, vcb)
     exterior = machine.kernel_us(edge * site, precision, edge)
     return interior + exterior, max(0.0, exchange - interior)
-
-
-def dslash_us(machine, s, precision, reconstruct=12):
-    return sum(dslash_parts(machine, s, precision, reconstruct))
 
 
 def matpc_parts(machine, s, precision, reconstruct=12):

@@ -8,6 +8,7 @@ import argparse
 import datetime
 import glob
 import html
+import itertools
 import json
 import math
 import os
@@ -376,20 +377,8 @@ def process_grids(lattice, ranks):
     """Every process grid of `ranks` ranks (powers of two per dimension) that leaves even local
     extents, one per class of grids that differ only by a permutation of dimensions of equal
     extent (the same problem): within such a class the one splitting later dimensions more."""
-    out = set()
-
-    def rec(d, left, grid):
-        if d == 4:
-            if left == 1:
-                out.add(tuple(grid))
-            return
-        g = 1
-        while g <= left:
-            if lattice[d] % g == 0 and (lattice[d] // g) % 2 == 0:
-                rec(d + 1, left // g, grid + [g])
-            g *= 2
-
-    rec(0, ranks, [])
+    powers = [2 ** k for k in range(int(math.log2(ranks)) + 1)]
+    out = [g for g in itertools.product(powers, repeat=4) if math.prod(g) == ranks and model.grid_fits(lattice, g)]
     canonical = set()
     for grid in out:
         grid = list(grid)
@@ -433,7 +422,7 @@ def predict_iteration(machine, options, lattice, grid, mg_profiles):
     return None
 
 
-def one_rank_profiles(records):
+def mg_profiles_of(records):
     """Per configuration, the multigrid profiles the model is calibrated with: its work from a
     one-rank run ({1: levels}) and its exchanges and launches per cycle from the run on the
     fewest ranks above one ({"comm": levels})."""
@@ -467,7 +456,7 @@ def report(study_dir, out_dir, machine=None):
         by.setdefault(r["config"], {}).setdefault(r["ranks"], []).append(r)
     written = []
     unit = "GPUs" if any(r["backend"] == "cuda" for r in records) else "ranks"
-    profiles = one_rank_profiles(records)
+    profiles = mg_profiles_of(records)
 
     def median(rs, key):
         return statistics.median(r[key] for r in rs)
@@ -673,7 +662,7 @@ def cmd_model(a):
         net["latency_us"] = a.network_latency_us
     machine = model.Machine.load(a.machine, net)
     records = load_records(a.study)[0] if a.study else []
-    profiles = one_rank_profiles(records)
+    profiles = mg_profiles_of(records)
     lattices = [[int(v) for v in t.split(",")] for t in (a.lattice or (["64,64,64,128", "96,96,96,192"] if a.extrapolate
                                                                         else ["32,32,32,64"]))]
     if a.extrapolate:

@@ -622,10 +622,8 @@ PetscErrorCode run(int& status) {
       else
         latke::petsc::wilson_clover_options_help(PETSC_COMM_WORLD, nullptr);
       if (!opt.native) latke::petsc::native_solver_options_help(PETSC_COMM_WORLD, nullptr);
-      try {
-        (void)latke::schwarz_param_from_options(PETSC_COMM_WORLD, nullptr, latke::SchwarzParam{});
-      } catch (const std::exception&) {  // reported by a run that makes the preconditioner
-      }
+      latke::petsc::read_for_help(
+          [] { (void)latke::schwarz_param_from_options(PETSC_COMM_WORLD, nullptr, latke::SchwarzParam{}); });
     }
   }
   PetscCall(LatkeGaugeCreateFromOptions(PETSC_COMM_WORLD, nullptr, &gauge));

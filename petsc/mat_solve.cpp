@@ -77,45 +77,39 @@ struct NativeOptions {
 };
 
 NativeOptions native_options(MPI_Comm comm, const char* prefix, const LatkeSolverParams& in) {
-  SolverParam p;
+  NativeOptions o;
+  SolverParam& p = o.p;
   p.type = solver_of(in.type);
   p.tol = in.tol;
   p.max_iter = static_cast<int>(in.max_it);
   p.delta = in.delta;
   p.restart = static_cast<int>(in.restart);
   p.restart_drop = in.restart_drop;
-  Precision sloppy = precision_of(in.sloppy);
-  std::string type, sl, pc;
+  std::string type, sl;
   long max_it = p.max_iter, restart = p.restart, stall = p.stall_iterations;
-  bool monitor = false;
-  read_options(comm, prefix ? prefix : "", "Latke native solver options", [&](OptionGroup& o) {
-    type = o.choice("-latke_solver", to_string(p.type), {"cg", "cgne", "cgnr", "bicgstab", "gcr", "mr"}, "Native solver");
-    p.tol = o.real("-latke_solver_tol", p.tol, "Relative tolerance on the true residual");
-    max_it = o.integer("-latke_solver_max_it", p.max_iter, "Iteration limit");
-    sl = o.choice("-latke_solver_sloppy", to_string(sloppy), {"double", "single", "half"}, "Precision of the iteration");
-    p.delta = o.real("-latke_solver_delta", p.delta, "Reliable update when the residual fell by this factor");
-    restart = o.integer("-latke_solver_restart", p.restart, "GCR: directions before a restart");
-    p.restart_drop = o.real("-latke_solver_restart_drop", p.restart_drop,
+  read_options(comm, prefix ? prefix : "", "Latke native solver options", [&](OptionGroup& g) {
+    type = g.choice("-latke_solver", to_string(p.type), {"cg", "cgne", "cgnr", "bicgstab", "gcr", "mr"},
+                    "Native solver");
+    p.tol = g.real("-latke_solver_tol", p.tol, "Relative tolerance on the true residual");
+    max_it = g.integer("-latke_solver_max_it", p.max_iter, "Iteration limit");
+    sl = g.choice("-latke_solver_sloppy", to_string(precision_of(in.sloppy)), {"double", "single", "half"},
+                  "Precision of the iteration");
+    p.delta = g.real("-latke_solver_delta", p.delta, "Reliable update when the residual fell by this factor");
+    restart = g.integer("-latke_solver_restart", p.restart, "GCR: directions before a restart");
+    p.restart_drop = g.real("-latke_solver_restart_drop", p.restart_drop,
                             "GCR in a sloppy precision: end a cycle once its residual fell by this factor");
-    pc = o.choice("-latke_solver_pc", "none", {"none", "schwarz", "mg"},
-                  "GCR's preconditioner: schwarz (-pc_latke_schwarz_* options) or mg (-pc_latke_mg_* options)");
-    monitor = o.flag("-latke_solver_monitor", false, "Print the iterated relative residual at every iteration");
-    stall = o.integer("-latke_solver_stall_it", p.stall_iterations,
+    o.pc = g.choice("-latke_solver_pc", "none", {"none", "schwarz", "mg"},
+                    "GCR's preconditioner: schwarz (-pc_latke_schwarz_* options) or mg (-pc_latke_mg_* options)");
+    o.monitor = g.flag("-latke_solver_monitor", false, "Print the iterated relative residual at every iteration");
+    stall = g.integer("-latke_solver_stall_it", p.stall_iterations,
                       "GCR: stop once the true residual has not fallen by 10% in this many iterations (0: never)");
   });
   require(stall >= 0, "-", prefix ? prefix : "", "latke_solver_stall_it ", stall, ": expected 0 or more");
   p.stall_iterations = static_cast<int>(stall);
-  require(pc == "none" || pc == "schwarz" || pc == "mg", "-", prefix ? prefix : "", "latke_solver_pc '", pc,
-          "': expected none, schwarz or mg");
   p.type = parse_solver_type(type);
   p.max_iter = static_cast<int>(max_it);
   p.restart = static_cast<int>(restart);
-  sloppy = parse_precision(sl);
-  NativeOptions o;
-  o.p = p;
-  o.sloppy = sloppy;
-  o.pc = pc;
-  o.monitor = monitor;
+  o.sloppy = parse_precision(sl);
   return o;
 }
 
@@ -124,10 +118,7 @@ NativeOptions native_options(MPI_Comm comm, const char* prefix, const LatkeSolve
 void native_solver_options_help(MPI_Comm comm, const char* prefix) {
   LatkeSolverParams in;
   (void)LatkeSolverParamsDefault(&in);  // fills the struct
-  try {
-    (void)native_options(comm, prefix, in);
-  } catch (const Error&) {  // the run that solves reports it
-  }
+  read_for_help([&] { (void)native_options(comm, prefix, in); });
 }
 
 }  // namespace latke::petsc
@@ -306,7 +297,8 @@ PetscErrorCode MatLatkeSolveMultiMass(Mat A, PetscInt n, const PetscReal masses[
                     "Sequential: earlier solutions the polynomial extrapolation of a guess uses (0: zero guess)");
       tol = o.real("-latke_solver_tol", tol, "Relative tolerance on each mass's true residual");
       max_it = o.integer("-latke_solver_max_it", p.max_iter, "Iteration limit of each solve");
-      sl = o.choice("-latke_solver_sloppy", to_string(sloppy), {"double", "single", "half"}, "Precision of the iterations");
+      sl = o.choice("-latke_solver_sloppy", to_string(sloppy), {"double", "single", "half"},
+                    "Precision of the iterations");
       p.delta = o.real("-latke_solver_delta", p.delta, "Reliable update when the residual fell by this factor");
     });
     p.strategy = parse_multishift_strategy(strategy);

@@ -193,10 +193,7 @@ Mat create(LatkeOperatorForm form, const LatkeStaggeredParams* params, const cha
 void staggered_options_help(MPI_Comm comm, const char* prefix) {
   LatkeStaggeredParams in;
   (void)LatkeStaggeredParamsDefault(&in);  // fills the struct
-  try {
-    (void)resolve(in, comm, prefix ? prefix : "", Backend::cpu);
-  } catch (const Error&) {  // the run that makes the operator reports it
-  }
+  read_for_help([&] { (void)resolve(in, comm, prefix ? prefix : "", Backend::cpu); });
 }
 
 const StaggeredParam& staggered_param(const ShellOperator& op, const char* what) {

@@ -7,7 +7,19 @@
 
 #include <mpi.h>
 
+#include "src/core/error.h"
+
 namespace latke::petsc {
+
+/// @brief Run a group's reader for -help; an error in its options is left to the run that
+/// uses them.
+template <typename Read>
+void read_for_help(const Read& read) {
+  try {
+    read();
+  } catch (const Error&) {
+  }
+}
 
 void wilson_clover_options_help(MPI_Comm comm, const char* prefix);
 void staggered_options_help(MPI_Comm comm, const char* prefix);

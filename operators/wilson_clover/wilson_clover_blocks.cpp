@@ -12,8 +12,8 @@
 // 24 KB of half-precision links and 36 KB of clover inverse). DRAM traffic per application is
 // then one read of the links, clover and right-hand side and one write of the solution.
 #include "operators/wilson_clover/wilson_clover.h"
-
 #include "operators/wilson_clover/wilson_clover_launch_impl.h"
+#include "src/core/block_grid.h"
 #include "src/core/launch_team.h"
 #include "src/core/log.h"
 #include "src/core/mr_sums.h"
@@ -21,8 +21,6 @@
 namespace latke {
 
 namespace {
-
-using BlockSums = MrSums;
 
 /// A block's spinors in shared memory, real k of site i at d[k * n + i] (consecutive threads,
 /// consecutive banks).
@@ -32,8 +30,8 @@ struct SharedSpinors {
   int n;
   LATKE_HOST_DEVICE LATKE_INLINE ColorSpinor<T, 3, 4> load(int i) const {
     ColorSpinor<T, 3, 4> v;
-    LATKE_UNROLL for (int s = 0; s < 4; ++s) LATKE_UNROLL for (int c = 0; c < 3; ++c)
-      v.d[s][c] = Complex<T>(d[(6 * s + 2 * c) * n + i], d[(6 * s + 2 * c + 1) * n + i]);
+    LATKE_UNROLL for (int s = 0; s < 4; ++s) LATKE_UNROLL for (int c = 0; c < 3; ++c) v.d[s][c] =
+        Complex<T>(d[(6 * s + 2 * c) * n + i], d[(6 * s + 2 * c + 1) * n + i]);
     return v;
   }
   LATKE_HOST_DEVICE LATKE_INLINE void save(const ColorSpinor<T, 3, 4>& v, int i) const {
@@ -51,7 +49,9 @@ struct BlockLinks {
   Gauge g;
   const int* map;
   int n;
-  LATKE_HOST_DEVICE LATKE_INLINE auto load(int mu, int i, int parity) const { return g.load(mu, map[parity * n + i], parity); }
+  LATKE_HOST_DEVICE LATKE_INLINE auto load(int mu, int i, int parity) const {
+    return g.load(mu, map[parity * n + i], parity);
+  }
 };
 
 /// Spinors of one block per team: 4 sets of 24 reals per site of one parity, and the site map.
@@ -71,42 +71,32 @@ template <typename Store, Reconstruct R, bool Symmetric>
 struct BlockMRKernel {
   using T = typename compute_type<Store>::type;
   wilson::DslashArg<Store, R> arg[2];  ///< by output parity; their geometry is one block's
-  LocalGeometry rank;
+  BlockGrid grid;
   CloverAccessor<Store> site_p;  ///< A_pp^-1 (symmetric) or A_pp (asymmetric)
   CloverAccessor<Store> inv_q;   ///< A_qq^-1
   SpinorAccessor<Store, 3, 4> b, x;
   int p = 0;
-  int nb[4];
-  int origin_sum = 0;  ///< the global block coordinates of the rank's first block, summed
   int colour = -1;
   int steps = 1;
   T a = 0;  ///< -hop^2
 
   LATKE_HOST_DEVICE void operator()(const Team& t) const {
-    const LocalGeometry& blk = arg[0].faces.geom;
+    const LocalGeometry& blk = grid.blk;
     const int n = blk.volume_cb, q = 1 - p;
-    int o[4], rest = t.index, sum = origin_sum;
-    for (int mu = 0; mu < 4; ++mu) {
-      const int bc = rest % nb[mu];
-      rest /= nb[mu];
-      o[mu] = bc * blk.L[mu];
-      sum += bc;
-    }
+    int o[4];
+    const int block_colour = grid.origin(t.index, o);
     T* base = reinterpret_cast<T*>(t.shared());
     const SharedSpinors<T> r{base, n}, ar{base + 24 * n, n}, xs{base + 48 * n, n}, tq{base + 72 * n, n};
     int* map = reinterpret_cast<int*>(base + 96 * n);
     t.for_each(2 * n, [&](int k) {
       const int par = k >= n ? 1 : 0;
-      int c[4];
-      blk.coords(k - par * n, par, c);  // block origins are even: a site's parity is the rank's
-      LATKE_UNROLL for (int mu = 0; mu < 4; ++mu) c[mu] += o[mu];
-      map[k] = rank.full_index(c) >> 1;
+      map[k] = grid.rank_cb(o, k - par * n, par);
     });
     t.sync();
     const int *map_p = map + p * n, *map_q = map + q * n;
     ColorSpinor<T, 3, 4> zero;
     zero.zero();
-    if (colour >= 0 && (sum & 1) != colour) {  // a block of the other colour: no correction
+    if (colour >= 0 && block_colour != colour) {  // a block of the other colour: no correction
       t.for_each(n, [&](int i) { x.save(zero, map_p[i]); });
       return;
     }
@@ -123,14 +113,14 @@ struct BlockMRKernel {
         tq.save(inv_q.apply(wilson::hop_sum(arg[q], links, r, i, full, c), map_q[i]), i);
       });
       t.sync();
-      const BlockSums s = t.template sum<BlockSums>(n, [&](int i) {  // ar = Mhat r, and its sums
+      const MrSums s = t.template sum<MrSums>(n, [&](int i) {  // ar = Mhat r, and its sums
         int c[4];
         const int full = blk.coords(i, p, c);
         const ColorSpinor<T, 3, 4> h = wilson::hop_sum(arg[p], links, tq, i, full, c), v = r.load(i);
         const ColorSpinor<T, 3, 4> w =
             Symmetric ? axpy(a, site_p.apply(h, map_p[i]), v) : axpy(a, h, site_p.apply(v, map_p[i]));
         ar.save(w, i);
-        BlockSums e;
+        MrSums e;
         LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) {
           const Complex<T> u = w.d[sp][cc], z = v.d[sp][cc];
           e.re += static_cast<double>(u.re) * z.re + static_cast<double>(u.im) * z.im;
@@ -161,37 +151,26 @@ struct BlockMRKernel {
 
 bool WilsonCloverOperator::solves_blocks() const {
   if (!domain_local()) return false;
-  long v = 1;
-  for (int mu = 0; mu < 4; ++mu) v *= param_.block[mu];
-  const int vcb = static_cast<int>(v / 2);
+  const int vcb = BlockGrid::of(*lattice_, param_.block).blk.volume_cb;
   const std::size_t bytes = dispatch_precision(param_.precision, [&](auto s) {
     using T = typename compute_type<decltype(s)>::type;
-    return block_solver_bytes<T>(vcb) + sizeof(BlockSums) * block_team_size(vcb);
+    return block_solver_bytes<T>(vcb) + sizeof(MrSums) * block_team_size(vcb);
   });
   return bytes <= team_shared_limit(param_.backend);
 }
 
 void WilsonCloverOperator::solve_blocks(ColorSpinorField& x, const ColorSpinorField& b, SchurType type, int steps,
                                         int colour) {
-  require(solves_blocks(), "Wilson-clover block solver: ", domain_local() ? "the blocks' spinors do not fit in "
-                                                                           "shared memory"
-                                                                         : "not a domain-local operator");
+  require(solves_blocks(), "Wilson-clover block solver: ",
+          domain_local() ? "the blocks' spinors do not fit in "
+                           "shared memory"
+                         : "not a domain-local operator");
   require_field(x, "block solution");
   require_field(b, "block right-hand side");
   require(x.n_parity() == 1 && b.n_parity() == 1 && x.block_parity(0) == b.block_parity(0),
           "Wilson-clover block solver: takes two fields of the same parity");
   const Lattice& lat = *lattice_;
-  LocalGeometry blk;
-  long v = 1;
-  int nb[4], origin_sum = 0, n_blocks = 1;
-  for (int mu = 0; mu < 4; ++mu) {
-    blk.L[mu] = param_.block[mu];
-    v *= param_.block[mu];
-    nb[mu] = lat.local()[mu] / param_.block[mu];
-    n_blocks *= nb[mu];
-    origin_sum += lat.offset()[mu] / param_.block[mu];
-  }
-  blk.volume_cb = static_cast<int>(v / 2);
+  const BlockGrid grid = BlockGrid::of(lat, param_.block);
   const int p = b.block_parity(0), q = 1 - p;
   const double site_flops = 2 * (1320.0 + 504.0) + 48.0 + 4 * 24 + 2 * 48;
   const LogScope log(LogEvent::schwarz_blocks, site_flops * lat.volume_cb() * steps * (colour < 0 ? 1.0 : 0.5));
@@ -205,29 +184,31 @@ void WilsonCloverOperator::solve_blocks(ColorSpinorField& x, const ColorSpinorFi
       for (int par = 0; par < 2; ++par) {
         k.arg[par] = wilson::make_arg<Store, R>(rq);
         k.arg[par].parity = par;
-        k.arg[par].faces.geom = blk;
+        k.arg[par].faces.geom = grid.blk;
       }
-      k.rank = LocalGeometry::of(lat);
+      k.grid = grid;
       k.site_p = (type == SchurType::symmetric ? clover_inv_ : clover_).template accessor<Store>(p);
       k.inv_q = clover_inv_.template accessor<Store>(q);
       k.b = b.accessor<Store, 3, 4>();
       k.x = x.accessor<Store, 3, 4>();
       k.p = p;
-      for (int mu = 0; mu < 4; ++mu) k.nb[mu] = nb[mu];
-      k.origin_sum = origin_sum;
       k.colour = colour;
       k.steps = steps;
       k.a = static_cast<T>(-hop() * hop());
-      const int size = block_team_size(blk.volume_cb);
-      launch_teams(param_.backend, k, n_blocks, size, block_solver_bytes<T>(blk.volume_cb), sizeof(BlockSums));
+      const int n = grid.blk.volume_cb;
+      launch_teams(param_.backend, k, grid.count(), block_team_size(n), block_solver_bytes<T>(n), sizeof(MrSums));
     };
     using R12 = std::integral_constant<Reconstruct, Reconstruct::r12>;
     using R18 = std::integral_constant<Reconstruct, Reconstruct::r18>;
     const bool r12 = gauge_.reconstruct() == Reconstruct::r12, sym = type == SchurType::symmetric;
-    if (r12 && sym) run(R12{}, std::true_type{});
-    else if (r12) run(R12{}, std::false_type{});
-    else if (sym) run(R18{}, std::true_type{});
-    else run(R18{}, std::false_type{});
+    if (r12 && sym)
+      run(R12{}, std::true_type{});
+    else if (r12)
+      run(R12{}, std::false_type{});
+    else if (sym)
+      run(R18{}, std::true_type{});
+    else
+      run(R18{}, std::false_type{});
   });
 }
 

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <vector>
 
+#include "src/core/block_grid.h"
 #include "src/core/error.h"
 #include "src/core/indexing.h"
 #include "src/core/launch.h"
@@ -41,40 +42,17 @@ Coords schwarz_block_for(const Lattice& lat, const SchwarzParam& p) {
 
 namespace {
 
-using Sum3 = MrSums;
-
-/// Blocks of the rank's local volume and the sites of a (full or parity) field within them.
-struct BlockGeometry {
-  LocalGeometry rank, blk;  ///< the rank's local volume; one block (volume_cb: sites per parity)
-  int nb[4];                ///< blocks per dimension
-  int origin_sum;           ///< sum of the rank origin's global block coordinates (colouring)
-  int parity[2];            ///< site parity held in field block 0 and 1
+/// The blocks of the rank (BlockGrid) and the sites of a (full or parity) field within them.
+struct BlockGeometry : BlockGrid {
+  int parity[2];  ///< site parity held in field block 0 and 1
   int n_parity;
 
-  /// Block index and colour of the site at rank coordinates c.
-  LATKE_HOST_DEVICE LATKE_INLINE int block_of(const int (&c)[4], int& colour) const {
-    int b = 0, sum = 0;
-    for (int mu = 3; mu >= 0; --mu) {
-      const int bc = c[mu] / blk.L[mu];
-      b = b * nb[mu] + bc;
-      sum += bc;
-    }
-    colour = (sum + origin_sum) & 1;  // red-black over the global block grid
-    return b;
-  }
   /// Element i of block b: the field block it lives in and its x_cb there.
   LATKE_HOST_DEVICE LATKE_INLINE int site_of(int b, int i, int& fblock) const {
     fblock = i / blk.volume_cb;
-    const int j = i - fblock * blk.volume_cb;
     int o[4];
-    for (int mu = 0; mu < 4; ++mu) {
-      o[mu] = (b % nb[mu]) * blk.L[mu];
-      b /= nb[mu];
-    }
-    int c[4];
-    blk.coords(j, parity[fblock], c);  // block origins are even: block parity = rank parity
-    for (int mu = 0; mu < 4; ++mu) c[mu] += o[mu];
-    return rank.full_index(c) >> 1;
+    origin(b, o);
+    return rank_cb(o, i - fblock * blk.volume_cb, parity[fblock]);
   }
 };
 
@@ -86,14 +64,14 @@ template <typename S, int NR>
 struct BlockSumsKernel {
   BlockGeometry g;
   Arr<S, NR> r[2], ar[2];
-  LATKE_HOST_DEVICE Sum3 operator()(int b, int i) const {
+  LATKE_HOST_DEVICE MrSums operator()(int b, int i) const {
     int fb;
     const int x = g.site_of(b, i, fb);
     using T = typename compute_type<S>::type;
     T u[NR], v[NR];
     ar[fb].load(u, x);
     r[fb].load(v, x);
-    Sum3 s;
+    MrSums s;
     for (int k = 0; k < NR; k += 2) {
       s.re += static_cast<double>(u[k]) * v[k] + static_cast<double>(u[k + 1]) * v[k + 1];
       s.im += static_cast<double>(u[k]) * v[k + 1] - static_cast<double>(u[k + 1]) * v[k];
@@ -108,7 +86,7 @@ template <typename S, int NR>
 struct BlockUpdateKernel {
   BlockGeometry g;
   Arr<S, NR> x, r, ar;
-  const Sum3* sums;
+  const MrSums* sums;
   int parity;
   int colour;  ///< -1: every block
   LATKE_HOST_DEVICE void operator()(int x_cb, int) const {
@@ -116,7 +94,7 @@ struct BlockUpdateKernel {
     g.rank.coords(x_cb, parity, c);
     const int b = g.block_of(c, col);
     if (colour >= 0 && col != colour) return;
-    const Sum3 s = sums[b];
+    const MrSums s = sums[b];
     if (!(s.nn > 0)) return;
     using T = typename compute_type<S>::type;
     const T ar_ = static_cast<T>(s.re / s.nn), ai = static_cast<T>(s.im / s.nn);
@@ -163,16 +141,7 @@ Arr<S, NR> arr(const ColorSpinorField& f, int block) {
 
 BlockGeometry block_geometry(const ColorSpinorField& f, const Coords& block) {
   BlockGeometry g;
-  g.rank = LocalGeometry::of(f.lattice());
-  long bvol = 1;
-  g.origin_sum = 0;
-  for (int mu = 0; mu < 4; ++mu) {
-    g.origin_sum += f.lattice().offset()[mu] / block[mu];
-    g.blk.L[mu] = block[mu];
-    g.nb[mu] = f.lattice().local()[mu] / block[mu];
-    bvol *= block[mu];
-  }
-  g.blk.volume_cb = static_cast<int>(bvol / 2);
+  static_cast<BlockGrid&>(g) = BlockGrid::of(f.lattice(), block);
   g.n_parity = f.n_parity();
   for (int b = 0; b < 2; ++b) g.parity[b] = f.block_parity(b < f.n_parity() ? b : 0);
   return g;
@@ -197,10 +166,9 @@ SchwarzPreconditioner::SchwarzPreconditioner(std::shared_ptr<LinearOperator> loc
           "multiplicative Schwarz and more than one cycle need the operator with communication to update residuals");
   require(local_->field_param().precision == param.precision, "Schwarz: the block operator is in ",
           to_string(local_->field_param().precision), " precision, the preconditioner in ", to_string(param.precision));
-  n_blocks_ = 1;
-  for (int mu = 0; mu < 4; ++mu) n_blocks_ *= local_->lattice()->local()[mu] / param.block[mu];
+  n_blocks_ = BlockGrid::of(*local_->lattice(), param.block).count();
   on_chip_ = param.on_chip && local_->solves_blocks();
-  if (!on_chip_) sums_ = Buffer(memory_for(local_->field_param().backend), sizeof(Sum3) * n_blocks_);
+  if (!on_chip_) sums_ = Buffer(memory_for(local_->field_param().backend), sizeof(MrSums) * n_blocks_);
 }
 
 SchwarzPreconditioner::~SchwarzPreconditioner() = default;
@@ -213,7 +181,7 @@ void SchwarzPreconditioner::block_mr(int colour) {
   }
   const BlockGeometry g = block_geometry(r_, param_.block);
   const Backend be = r_.backend();
-  Sum3* sums = static_cast<Sum3*>(sums_.data());
+  MrSums* sums = static_cast<MrSums*>(sums_.data());
   x_.zero();
   for (int step = 0; step < param_.iterations; ++step) {
     local_->apply(ar_, r_);
@@ -226,7 +194,7 @@ void SchwarzPreconditioner::block_mr(int colour) {
         k.r[b] = arr<S, 24>(r_, b);
         k.ar[b] = arr<S, 24>(ar_, b);
       }
-      launch_segmented_reduce<Sum3>(be, k, n_blocks_, g.blk.volume_cb * r_.n_parity(), sums);
+      launch_segmented_reduce<MrSums>(be, k, n_blocks_, g.blk.volume_cb * r_.n_parity(), sums);
       for (int b = 0; b < r_.n_parity(); ++b) {
         BlockUpdateKernel<S, 24> u{g, arr<S, 24>(x_, b), arr<S, 24>(r_, b), arr<S, 24>(ar_, b), sums,
                                    r_.block_parity(b), colour};
@@ -281,7 +249,8 @@ std::string SchwarzPreconditioner::describe() const {
   std::ostringstream s;
   s << to_string(param_.type) << " Schwarz, blocks " << param_.block[0] << "x" << param_.block[1] << "x"
     << param_.block[2] << "x" << param_.block[3] << " (" << n_blocks_ << " per rank), " << param_.cycles
-    << (param_.cycles == 1 ? " cycle, " : " cycles, ") << param_.iterations << " MR steps " << (on_chip_ ? "on chip" : "streamed") << ", "
+    << (param_.cycles == 1 ? " cycle, " : " cycles, ") << param_.iterations << " MR steps "
+    << (on_chip_ ? "on chip" : "streamed") << ", "
     << to_string(param_.precision) << " precision, omega " << param_.omega << "; block operator: " << local_->describe();
   return s.str();
 }

@@ -104,8 +104,8 @@ void launch_teams(Backend b, const F& f, int n_teams, int size, std::size_t byte
 #ifdef __CUDACC__
   static std::size_t raised = 48 * 1024;  // per functor type: the dynamic shared memory allowed so far
   if (total > raised) {
-    LATKE_CUDA_CALL(cudaFuncSetAttribute(team_kernel<F>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(total)));
+    LATKE_CUDA_CALL(
+        cudaFuncSetAttribute(team_kernel<F>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(total)));
     raised = total;
   }
   team_kernel<F><<<n_teams, size, total, static_cast<cudaStream_t>(s.handle)>>>(f, bytes);

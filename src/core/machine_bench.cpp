@@ -40,7 +40,8 @@ double now_us() {
 
 double launch_latency_us(Backend b) {
   std::vector<double> t;
-  for (int r = 0; r < 7; ++r) t.push_back(1e3 * time_per_call(b, 200, [&] { launch(b, EmptyKernel{}, {1}, compute_stream(), false); }));
+  for (int r = 0; r < 7; ++r)
+    t.push_back(1e3 * time_per_call(b, 200, [&] { launch(b, EmptyKernel{}, {1}, compute_stream(), false); }));
   return median(t);
 }
 
