@@ -437,6 +437,32 @@ PetscErrorCode LatkeVecLoad(Mat A, Vec x, PetscViewer viewer);
  * rank with one message and leaves an existing path as it was. */
 PetscErrorCode LatkeVecSave(Mat A, Vec x, const char path[]);
 
+/* ---- Spectroscopy ------------------------------------------------------------------------- */
+
+/* Meson channels (J^PC), sink / source gamma structure in the DeGrand-Rossi basis:
+ *   PION 0-+ g5/g5;  PION_A4 0-+ g4g5/g4g5;  A4_PION g4g5/g5 (the PCAC correlator <A_4 P>);
+ *   RHO 1-- gi/gi;  A0 0++ 1/1;  A1 1++ gig5/gig5;  B1 1+- gjgk/gjgk  (i, jk averaged over
+ *   the three spatial directions). */
+typedef enum {
+  LATKE_MESON_PION,
+  LATKE_MESON_PION_A4,
+  LATKE_MESON_A4_PION,
+  LATKE_MESON_RHO,
+  LATKE_MESON_A0,
+  LATKE_MESON_A1,
+  LATKE_MESON_B1
+} LatkeMesonChannel;
+/* "pion", "pion_a4", "a4_pion", "rho", "a0", "a1", "b1". */
+PetscErrorCode LatkeMesonChannelGetName(LatkeMesonChannel channel, const char **name);
+/* Zero-momentum meson correlators C(t) = sum_x <O_snk(x, t) O_src(0)^dag> of the propagator
+ * whose 12 columns prop[3 s0 + c0] are full-lattice vectors of the Wilson-clover matrix A (the
+ * solutions for sources of spin s0 and color c0 at one site or wall of time slice t0), for the
+ * n channels: corr[k T + t] for channel k and t = 0 .. T-1 counted from t0. The pion is
+ * sum_x |S(x)|^2, positive; the formula and signs are in spectroscopy/mesons.h. Every rank gets
+ * them. Collective. */
+PetscErrorCode MatLatkeMesonCorrelators(Mat A, const Vec prop[], PetscInt t0, PetscInt n,
+                                        const LatkeMesonChannel channels[], PetscScalar corr[]);
+
 /* Host<->device staging copies of whole vectors made on this rank so far (zero when the
  * vectors live where the operator runs). */
 PetscErrorCode LatkeGetStagingCounts(PetscInt *to_device, PetscInt *to_host);

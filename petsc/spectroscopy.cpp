@@ -1,0 +1,74 @@
+// The spectroscopy functions of the C API (latke.h): meson correlators of a Wilson-clover
+// matrix's propagator (spectroscopy/mesons.h).
+#include <cstring>
+#include <vector>
+
+#include "petsc/mat_shell.h"
+#include "spectroscopy/mesons.h"
+#include "src/core/error.h"
+
+namespace latke::petsc {
+namespace {
+
+MPI_Comm comm_of(Mat A) { return PetscObjectComm(reinterpret_cast<PetscObject>(A)); }
+
+MesonChannel channel_of(LatkeMesonChannel c) {
+  require(c >= LATKE_MESON_PION && c <= LATKE_MESON_B1, "meson channel ", static_cast<int>(c),
+          ": expected LATKE_MESON_PION ... LATKE_MESON_B1");
+  return static_cast<MesonChannel>(c);
+}
+
+}  // namespace
+}  // namespace latke::petsc
+
+using namespace latke;
+using namespace latke::petsc;
+
+extern "C" {
+
+PetscErrorCode LatkeMesonChannelGetName(LatkeMesonChannel channel, const char** name) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(name);
+  PetscCall(guarded(PETSC_COMM_SELF, [&] { *name = to_string(channel_of(channel)); }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatLatkeMesonCorrelators(Mat A, const Vec prop[], PetscInt t0, PetscInt n,
+                                        const LatkeMesonChannel channels[], PetscScalar corr[]) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(A);
+  LatkeCheckNull(prop);
+  PetscCall(guarded(comm_of(A), [&] {
+    ShellOperator& op = *context_of(A).op;
+    require(op.nspin() == 4 && op.ncolor() == 3, "MatLatkeMesonCorrelators: ", op.name(),
+            " is not a Wilson-type operator (4 spins, 3 colours)");
+    require(n >= 0 && (n == 0 || (channels && corr)), "MatLatkeMesonCorrelators: ", n,
+            " channels with a NULL channel list or output");
+    std::vector<MesonChannel> ch;
+    for (PetscInt k = 0; k < n; ++k) ch.push_back(channel_of(channels[k]));
+    // Each column copied from its vector (wrapped or staged) into a field of its own.
+    std::vector<ColorSpinorField> cols;
+    std::vector<const ColorSpinorField*> ptr;
+    cols.reserve(12);
+    for (int j = 0; j < 12; ++j) {
+      require(prop[j] != nullptr, "MatLatkeMesonCorrelators: propagator column ", j, " is NULL");
+      PetscInt size = 0;
+      require(VecGetLocalSize(prop[j], &size) == 0, "VecGetLocalSize failed");
+      require(is_full_vector(op, size, "a propagator column"), "MatLatkeMesonCorrelators: propagator column ", j,
+              " is a vector of one parity; expected full-lattice vectors (MatLatkeCreateFullVecs)");
+      VecField f(op, prop[j], Access::read, 0);
+      cols.push_back(f.field().like(Precision::double_));
+      cols.back().copy_from(f.field());
+      f.release();
+      ptr.push_back(&cols.back());
+    }
+    const int T = op.lattice()->global()[3];
+    require(t0 >= 0 && t0 < T, "MatLatkeMesonCorrelators: source time slice ", t0, ": expected 0 to ", T - 1);
+    const auto c = meson_correlators(ptr, static_cast<int>(t0), ch);
+    for (PetscInt k = 0; k < n; ++k)
+      for (int t = 0; t < T; ++t) corr[k * T + t] = PetscScalar(c[k][t].re, c[k][t].im);
+  }));
+  PetscFunctionReturn(0);
+}
+
+}  // extern "C"

@@ -1,0 +1,350 @@
+// Meson correlators (MatLatkeMesonCorrelators, spectroscopy/mesons.h) against what they must be:
+// on the free field, the lattice momentum sum of the Wilson propagator, computed here from the
+// gamma matrices of conventions.h alone; the gamma_5-hermiticity identity C_pi(t) = sum |S|^2;
+// invariance under a random gauge transformation of the links; real diagonal channels; bad
+// input. On 1 rank and on 2 (the lattice split in t), with the same expectations.
+#include <gtest/gtest.h>
+#include <petscksp.h>
+
+#include <Eigen/Dense>
+#include <cmath>
+#include <complex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "latke/conventions.h"
+#include "latke/latke.h"
+#include "petsc/mat_shell.h"
+
+namespace {
+
+using cplx = std::complex<double>;
+using cvec = std::vector<cplx>;
+using Spin = Eigen::Matrix4cd;
+const PetscInt dims[4] = {4, 4, 4, 8};
+const std::array<int, 4> D = {4, 4, 4, 8};
+constexpr int T = 8;
+constexpr int n_channels = 7;
+
+#define ASSERT_PETSC(call) ASSERT_EQ((call), 0) << #call
+
+int world_size() {
+  int n = 1;
+  MPI_Comm_size(PETSC_COMM_WORLD, &n);
+  return n;
+}
+
+const PetscInt* grid() {
+  static const PetscInt one[4] = {1, 1, 1, 1}, two[4] = {1, 1, 1, 2};
+  return world_size() == 1 ? one : two;
+}
+
+Spin spin_matrix(const latke::SpinMatrix& m) {
+  Spin s;
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 4; ++c) s(r, c) = cplx(m[r][c].re, m[r][c].im);
+  return s;
+}
+Spin gamma(int mu) { return spin_matrix(latke::gamma_matrix(mu)); }
+Spin g5() { return spin_matrix(latke::gamma5_matrix()); }
+
+/// (sink, source) gamma pairs of each channel, in LatkeMesonChannel's order.
+std::vector<std::vector<std::pair<Spin, Spin>>> channel_gammas() {
+  std::vector<std::vector<std::pair<Spin, Spin>>> ch(n_channels);
+  const Spin g4g5 = gamma(3) * g5();
+  ch[LATKE_MESON_PION] = {{g5(), g5()}};
+  ch[LATKE_MESON_PION_A4] = {{g4g5, g4g5}};
+  ch[LATKE_MESON_A4_PION] = {{g4g5, g5()}};
+  ch[LATKE_MESON_A0] = {{Spin::Identity(), Spin::Identity()}};
+  for (int i = 0; i < 3; ++i) {
+    ch[LATKE_MESON_RHO].push_back({gamma(i), gamma(i)});
+    ch[LATKE_MESON_A1].push_back({gamma(i) * g5(), gamma(i) * g5()});
+    const Spin gjk = gamma((i + 1) % 3) * gamma((i + 2) % 3);
+    ch[LATKE_MESON_B1].push_back({gjk, gjk});
+  }
+  return ch;
+}
+
+/// -1/n sum over the channel's pairs of Tr[G S Gbar g5 S^dag g5] for one site's 12x12 S
+/// (row 3 s + c, column 3 s0 + c0), Gbar = g4 G^dag g4.
+cplx site_term(const std::vector<std::pair<Spin, Spin>>& pairs, const Eigen::MatrixXcd& S) {
+  cplx sum = 0;
+  const Eigen::MatrixXcd id3 = Eigen::MatrixXcd::Identity(3, 3);
+  auto kron = [&](const Spin& s) {
+    Eigen::MatrixXcd k(12, 12);
+    for (int a = 0; a < 4; ++a)
+      for (int b = 0; b < 4; ++b) k.block(3 * a, 3 * b, 3, 3) = s(a, b) * id3;
+    return k;
+  };
+  for (const auto& [snk, src] : pairs) {
+    const Spin bar = gamma(3) * src.adjoint() * gamma(3);
+    sum += (kron(snk) * S * kron(bar) * kron(g5()) * S.adjoint() * kron(g5())).trace();
+  }
+  return -sum / static_cast<double>(pairs.size());
+}
+
+Mat wilson(LatkeGauge g, double kappa, double csw) {
+  LatkeWilsonCloverParams p;
+  LatkeWilsonCloverParamsDefault(&p);
+  p.kappa = kappa;
+  p.csw = csw;
+  Mat A = nullptr;
+  EXPECT_EQ(MatCreateLatkeWilsonClover(g, LATKE_OPERATOR_EVEN_ODD, &p, nullptr, &A), 0);
+  return A;
+}
+
+/// The 12 columns of the point-source propagator at `site`, solved to 1e-12 in double.
+std::vector<Vec> propagator(Mat A, const PetscInt site[4]) {
+  std::vector<Vec> cols(12);
+  Vec b, bh, xh;
+  EXPECT_EQ(MatLatkeCreateFullVecs(A, nullptr, &b), 0);
+  EXPECT_EQ(MatCreateVecs(A, &xh, &bh), 0);
+  LatkeSolverParams p;
+  LatkeSolverParamsDefault(&p);
+  p.type = LATKE_SOLVER_BICGSTAB;
+  p.sloppy = LATKE_PRECISION_DOUBLE;
+  p.tol = 1e-12;
+  for (int j = 0; j < 12; ++j) {
+    EXPECT_EQ(MatLatkeCreateFullVecs(A, &cols[j], nullptr), 0);
+    EXPECT_EQ(LatkeVecSetPointSource(A, b, site, j / 3, j % 3), 0);
+    EXPECT_EQ(MatLatkePrepareSource(A, b, bh), 0);
+    EXPECT_EQ(VecSet(xh, 0.0), 0);
+    LatkeSolverStats st;
+    EXPECT_EQ(MatLatkeSolve(A, bh, xh, &p, nullptr, &st), 0);
+    EXPECT_TRUE(st.converged) << "column " << j << ": residual " << st.true_residual;
+    EXPECT_EQ(MatLatkeReconstruct(A, xh, b, cols[j]), 0);
+  }
+  VecDestroy(&b);
+  VecDestroy(&bh);
+  VecDestroy(&xh);
+  return cols;
+}
+
+void destroy(std::vector<Vec>& cols) {
+  for (Vec& v : cols) VecDestroy(&v);
+}
+
+std::vector<cplx> correlators(Mat A, const std::vector<Vec>& cols, PetscInt t0) {
+  std::vector<LatkeMesonChannel> ch;
+  for (int k = 0; k < n_channels; ++k) ch.push_back(static_cast<LatkeMesonChannel>(k));
+  std::vector<PetscScalar> c(n_channels * T);
+  EXPECT_EQ(MatLatkeMesonCorrelators(A, cols.data(), t0, n_channels, ch.data(), c.data()), 0);
+  return std::vector<cplx>(c.begin(), c.end());
+}
+
+/// max_t |a(t) - b(t)| / max_t |b(t)| over one channel.
+double channel_error(const std::vector<cplx>& a, const std::vector<cplx>& b, int k) {
+  double d = 0, n = 0;
+  for (int t = 0; t < T; ++t) {
+    d = std::max(d, std::abs(a[k * T + t] - b[k * T + t]));
+    n = std::max(n, std::abs(b[k * T + t]));
+  }
+  return d / n;
+}
+
+const latke::Lattice& lattice_of(Mat A) { return *latke::petsc::context_of(A).op->lattice(); }
+
+// ---- the free field ------------------------------------------------------------------------
+
+// With unit links, M(p) = (4 + m) - sum_mu cos p_mu + i sum_mu gamma_mu sin p_mu (plane waves
+// e^{ipx}; p_4 = (2n+1) pi / T antiperiodic, p_i = 2 pi n / L), M_kappa = 2 kappa M, and by
+// Parseval sum_xvec f(S(xvec, t)) S(xvec, t)^dag = (1/V3) sum_pvec f(St(p, t)) St(p, t)^dag with
+// St(pvec, t) = (1/T) sum_p4 e^{i p4 t} M_kappa(p)^-1 (colour-diagonal).
+std::vector<cplx> free_field_correlators(double kappa) {
+  const double m = 1 / (2 * kappa) - 4;
+  const auto ch = channel_gammas();
+  const int V3 = D[0] * D[1] * D[2];
+  std::vector<cplx> c(n_channels * T, 0.0);
+  for (int n0 = 0; n0 < D[0]; ++n0)
+    for (int n1 = 0; n1 < D[1]; ++n1)
+      for (int n2 = 0; n2 < D[2]; ++n2) {
+        const double p[3] = {2 * M_PI * n0 / D[0], 2 * M_PI * n1 / D[1], 2 * M_PI * n2 / D[2]};
+        for (int t = 0; t < T; ++t) {
+          Spin st = Spin::Zero();
+          for (int n3 = 0; n3 < T; ++n3) {
+            const double p4 = M_PI * (2 * n3 + 1) / T;
+            const double pp[4] = {p[0], p[1], p[2], p4};
+            Spin M = Spin::Identity() * cplx(4 + m, 0);
+            for (int mu = 0; mu < 4; ++mu)
+              M += -std::cos(pp[mu]) * Spin::Identity() + cplx(0, std::sin(pp[mu])) * gamma(mu);
+            st += std::exp(cplx(0, p4 * t)) * (2 * kappa * M).inverse() / static_cast<double>(T);
+          }
+          Eigen::MatrixXcd S = Eigen::MatrixXcd::Zero(12, 12);
+          for (int a = 0; a < 4; ++a)
+            for (int b = 0; b < 4; ++b)
+              for (int col = 0; col < 3; ++col) S(3 * a + col, 3 * b + col) = st(a, b);
+          for (int k = 0; k < n_channels; ++k) c[k * T + t] += site_term(ch[k], S) / static_cast<double>(V3);
+        }
+      }
+  return c;
+}
+
+TEST(Mesons, FreeFieldCorrelatorsAreTheMomentumSumOfTheWilsonPropagator) {
+  LatkeGauge g;
+  ASSERT_PETSC(LatkeGaugeCreateRandom(PETSC_COMM_WORLD, dims, grid(), 1, 0.0, &g));  // unit links
+  const double kappa = 0.115;
+  Mat A = wilson(g, kappa, 1.0);
+  const PetscInt site[4] = {1, 2, 3, 5};  // the source's slice, t0 = 5: t counted from it, across the boundary
+  std::vector<Vec> cols = propagator(A, site);
+  const std::vector<cplx> got = correlators(A, cols, site[3]);
+  const std::vector<cplx> want = free_field_correlators(kappa);
+  for (int k = 0; k < n_channels; ++k) {
+    const char* name = nullptr;
+    ASSERT_PETSC(LatkeMesonChannelGetName(static_cast<LatkeMesonChannel>(k), &name));
+    EXPECT_LT(channel_error(got, want, k), 1e-9) << name << ": C(0) " << got[k * T] << " against " << want[k * T];
+  }
+  EXPECT_GT(got[0].real(), 0);  // the pion is positive
+  destroy(cols);
+  MatDestroy(&A);
+  LatkeGaugeDestroy(&g);
+}
+
+// ---- interacting fields --------------------------------------------------------------------
+
+/// A reproducible SU(3) matrix: Gram-Schmidt on two Gaussian rows, the third their conjugate
+/// cross product.
+Eigen::Matrix3cd random_su3(std::mt19937_64& rng) {
+  std::normal_distribution<double> n;
+  Eigen::Matrix3cd u;
+  for (int r = 0; r < 2; ++r)
+    for (int c = 0; c < 3; ++c) u(r, c) = cplx(n(rng), n(rng));
+  u.row(0).normalize();
+  const cplx overlap = u.row(0).dot(u.row(1));  // sum conj(row 0) row 1
+  u.row(1) -= overlap * u.row(0);
+  u.row(1).normalize();
+  for (int c = 0; c < 3; ++c) {
+    const int a = (c + 1) % 3, b = (c + 2) % 3;
+    u(2, c) = std::conj(u(0, a) * u(1, b) - u(0, b) * u(1, a));
+  }
+  return u;
+}
+
+/// Global links, lexicographic, per site U_x, U_y, U_z, U_t (3x3 row-major).
+cvec random_links(std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const long vol = static_cast<long>(D[0]) * D[1] * D[2] * D[3];
+  cvec links(vol * 36);
+  for (long s = 0; s < vol; ++s)
+    for (int mu = 0; mu < 4; ++mu) {
+      const Eigen::Matrix3cd u = random_su3(rng);
+      for (int r = 0; r < 3; ++r)
+        for (int c = 0; c < 3; ++c) links[(s * 4 + mu) * 9 + r * 3 + c] = u(r, c);
+    }
+  return links;
+}
+
+/// U'_mu(x) = g(x) U_mu(x) g(x + mu)^dag for random g (periodic neighbours).
+cvec gauge_transform(const cvec& links, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const long vol = static_cast<long>(D[0]) * D[1] * D[2] * D[3];
+  std::vector<Eigen::Matrix3cd> g(vol);
+  for (auto& m : g) m = random_su3(rng);
+  cvec out(links.size());
+  for (long s = 0; s < vol; ++s) {
+    std::array<int, 4> c{static_cast<int>(s % D[0]), static_cast<int>(s / D[0] % D[1]),
+                         static_cast<int>(s / (D[0] * D[1]) % D[2]), static_cast<int>(s / (D[0] * D[1] * D[2]))};
+    for (int mu = 0; mu < 4; ++mu) {
+      std::array<int, 4> f = c;
+      f[mu] = (f[mu] + 1) % D[mu];
+      Eigen::Matrix3cd u;
+      for (int r = 0; r < 3; ++r)
+        for (int k = 0; k < 3; ++k) u(r, k) = links[(s * 4 + mu) * 9 + r * 3 + k];
+      const Eigen::Matrix3cd v = g[s] * u * g[latke::lex_site(f, D)].adjoint();
+      for (int r = 0; r < 3; ++r)
+        for (int k = 0; k < 3; ++k) out[(s * 4 + mu) * 9 + r * 3 + k] = v(r, k);
+    }
+  }
+  return out;
+}
+
+/// A gauge from global links: this rank's part, by the lattice of a matrix on the same grid.
+LatkeGauge gauge_from(const cvec& links) {
+  LatkeGauge probe, g;
+  EXPECT_EQ(LatkeGaugeCreateRandom(PETSC_COMM_WORLD, dims, grid(), 1, 0.0, &probe), 0);
+  Mat P = wilson(probe, 0.1, 1.0);
+  const latke::Lattice& lat = lattice_of(P);
+  std::vector<PetscScalar> part(static_cast<std::size_t>(lat.volume()) * 36);
+  for (long s = 0; s < lat.volume(); ++s) {
+    const latke::Coords c = lat.coords_of(s);
+    long gs = 0;
+    for (int mu = 3; mu >= 0; --mu) gs = gs * D[mu] + c[mu] + lat.offset()[mu];
+    for (int k = 0; k < 36; ++k) part[s * 36 + k] = links[gs * 36 + k];
+  }
+  EXPECT_EQ(LatkeGaugeCreateFromArray(PETSC_COMM_WORLD, dims, grid(), part.data(), &g), 0);
+  MatDestroy(&P);
+  LatkeGaugeDestroy(&probe);
+  return g;
+}
+
+TEST(Mesons, CorrelatorsAreGaugeInvariantAndThePionIsTheSumOfSquares) {
+  const cvec links = random_links(7);
+  LatkeGauge g = gauge_from(links), h = gauge_from(gauge_transform(links, 8));
+  const double kappa = 0.105, csw = 1.2;
+  Mat A = wilson(g, kappa, csw), B = wilson(h, kappa, csw);
+  const PetscInt site[4] = {2, 1, 0, 6};
+  std::vector<Vec> sa = propagator(A, site), sb = propagator(B, site);
+  const std::vector<cplx> ca = correlators(A, sa, site[3]), cb = correlators(B, sb, site[3]);
+  for (int k = 0; k < n_channels; ++k) EXPECT_LT(channel_error(cb, ca, k), 1e-9) << "channel " << k;
+  // The propagators themselves differ (the transformation moved them), so the test can fail.
+  PetscReal na = 0, nd = 0;
+  Vec d;
+  ASSERT_PETSC(VecDuplicate(sa[4], &d));
+  ASSERT_PETSC(VecWAXPY(d, -1.0, sa[4], sb[4]));
+  ASSERT_PETSC(VecNorm(d, NORM_2, &nd));
+  ASSERT_PETSC(VecNorm(sa[4], NORM_2, &na));
+  EXPECT_GT(nd, 0.1 * na);
+  VecDestroy(&d);
+  // gamma_5-hermiticity: C_pi(t) = sum_x |S(x)|^2, summed here from the lexicographic columns.
+  const latke::Lattice& lat = lattice_of(A);
+  std::vector<double> sq(T, 0.0), all(T);
+  std::vector<PetscScalar> lex(static_cast<std::size_t>(lat.volume()) * 12);
+  for (Vec v : sa) {
+    ASSERT_PETSC(LatkeVecGetLexicographic(A, v, lex.data()));
+    for (long s = 0; s < lat.volume(); ++s) {
+      const int t = lat.coords_of(s)[3] + lat.offset()[3];
+      for (int k = 0; k < 12; ++k) sq[(t - site[3] + T) % T] += std::norm(cplx(lex[s * 12 + k]));
+    }
+  }
+  MPI_Allreduce(sq.data(), all.data(), T, MPI_DOUBLE, MPI_SUM, PETSC_COMM_WORLD);
+  for (int t = 0; t < T; ++t) {
+    EXPECT_NEAR(ca[LATKE_MESON_PION * T + t].real(), all[t], 1e-12 * all[0]) << "t = " << t;
+    // Channels with one gamma structure at both ends are real on every configuration.
+    for (int k :
+         {LATKE_MESON_PION, LATKE_MESON_PION_A4, LATKE_MESON_RHO, LATKE_MESON_A0, LATKE_MESON_A1, LATKE_MESON_B1})
+      EXPECT_LT(std::abs(ca[k * T + t].imag()), 1e-12 * std::abs(ca[k * T]) + 1e-300) << "channel " << k;
+  }
+  destroy(sa);
+  destroy(sb);
+  MatDestroy(&A);
+  MatDestroy(&B);
+  LatkeGaugeDestroy(&g);
+  LatkeGaugeDestroy(&h);
+}
+
+TEST(Mesons, BadInputIsNamed) {
+  LatkeGauge g;
+  ASSERT_PETSC(LatkeGaugeCreateRandom(PETSC_COMM_WORLD, dims, grid(), 1, 0.0, &g));
+  Mat A = wilson(g, 0.1, 1.0);
+  std::vector<Vec> cols(12);
+  for (Vec& v : cols) ASSERT_PETSC(MatLatkeCreateFullVecs(A, &v, nullptr));
+  LatkeMesonChannel pion = LATKE_MESON_PION, bad = static_cast<LatkeMesonChannel>(42);
+  std::vector<PetscScalar> c(T);
+  Vec half;
+  ASSERT_PETSC(MatCreateVecs(A, &half, nullptr));
+  PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
+  EXPECT_NE(MatLatkeMesonCorrelators(A, cols.data(), T, 1, &pion, c.data()), 0);  // t0 past the lattice
+  EXPECT_NE(MatLatkeMesonCorrelators(A, cols.data(), 0, 1, &bad, c.data()), 0);
+  std::swap(cols[3], half);
+  EXPECT_NE(MatLatkeMesonCorrelators(A, cols.data(), 0, 1, &pion, c.data()), 0);  // a parity vector
+  std::swap(cols[3], half);
+  PetscPopErrorHandler();
+  EXPECT_EQ(MatLatkeMesonCorrelators(A, cols.data(), 0, 1, &pion, c.data()), 0);
+  EXPECT_EQ(std::abs(cplx(c[0])), 0.0);  // zero columns: zero correlator
+  VecDestroy(&half);
+  destroy(cols);
+  MatDestroy(&A);
+  LatkeGaugeDestroy(&g);
+}
+
+}  // namespace
