@@ -8,10 +8,10 @@
 #include <cstring>
 #include <exception>
 
-#include "src/core/petsc_compat.h"
-#include "src/core/petsc_device.h"
 #include "src/core/error.h"
 #include "src/core/log.h"
+#include "src/core/petsc_compat.h"
+#include "src/core/petsc_device.h"
 
 namespace latke {
 
@@ -28,8 +28,8 @@ void OptionGroup::note(const char* name, int set) {
 std::string OptionGroup::string(const char* name, const std::string& def, const char* help) {
   char buf[PETSC_MAX_PATH_LEN];
   PetscBool set = PETSC_FALSE;
-  check(PetscOptionsString_Private(static_cast<petsc::compat::OptionItems>(items_), name, help, "None", def.c_str(), buf,
-                                   sizeof(buf), &set),
+  check(PetscOptionsString_Private(static_cast<petsc::compat::OptionItems>(items_), name, help, "None", def.c_str(),
+                                   buf, sizeof(buf), &set),
         name);
   note(name, set);
   return set ? std::string(buf) : def;
@@ -101,14 +101,43 @@ double OptionGroup::real(const char* name, double def, const char* help) {
   }
   PetscReal v = def;
   PetscBool set = PETSC_FALSE;
-  check(petsc::compat::options_real(static_cast<petsc::compat::OptionItems>(items_), name, help, "None", v, &v, &set), name);
+  check(petsc::compat::options_real(static_cast<petsc::compat::OptionItems>(items_), name, help, "None", v, &v, &set),
+        name);
   note(name, set);
   return v;
 }
 
+std::vector<double> OptionGroup::reals(const char* name, const std::vector<double>& def, const char* help, int max) {
+  std::string full;
+  if (const char* text = raw(name, full)) {
+    // PETSc reads an unparsable item as an error without naming it, and a list longer than
+    // the array silently short: both are checked here first.
+    int count = 0;
+    for (const char* item = text;; ++count) {
+      char* end = nullptr;
+      std::strtod(item, &end);
+      require(end != item && (*end == ',' || *end == 0), full, " '", text, "': item ", count + 1,
+              " is not a number (expected a comma-separated list of numbers)");
+      if (*end == 0) break;
+      item = end + 1;
+    }
+    require(count < max, full, " '", text, "': ", count + 1, " numbers; expected at most ", max);
+  }
+  std::vector<PetscReal> v(max);
+  PetscInt n = max;
+  PetscBool set = PETSC_FALSE;
+  check(PetscOptionsRealArray_Private(static_cast<petsc::compat::OptionItems>(items_), name, help, "None", v.data(), &n,
+                                      &set),
+        name);
+  note(name, set);
+  if (!set) return def;
+  return std::vector<double>(v.begin(), v.begin() + n);
+}
+
 bool OptionGroup::flag(const char* name, bool def, const char* help) {
   PetscBool v = def ? PETSC_TRUE : PETSC_FALSE, set = PETSC_FALSE;
-  check(PetscOptionsBool_Private(static_cast<petsc::compat::OptionItems>(items_), name, help, "None", v, &v, &set), name);
+  check(PetscOptionsBool_Private(static_cast<petsc::compat::OptionItems>(items_), name, help, "None", v, &v, &set),
+        name);
   note(name, set);
   return v == PETSC_TRUE;
 }

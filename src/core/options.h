@@ -3,13 +3,13 @@
 // one with its default and meaning under the group's title, as PETSc's own options are.
 #pragma once
 
+#include <mpi.h>
+
 #include <functional>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <mpi.h>
 
 #include "src/core/backend.h"
 #include "src/core/lattice.h"
@@ -28,6 +28,9 @@ class OptionGroup {
   /// @brief A real option, or def when not set; text that is not a number fails naming the
   /// option.
   double real(const char* name, double def, const char* help);
+  /// @brief A comma-separated list of at most `max` reals (PetscOptionsRealArray), or def
+  /// when not set; an item that is not a number, or too many, fails naming the option.
+  std::vector<double> reals(const char* name, const std::vector<double>& def, const char* help, int max = 64);
   /// @brief One of `choices` (listed by -help), or def when not set; any other text fails
   /// naming the option, the value and the choices.
   std::string choice(const char* name, const std::string& def, const std::vector<std::string>& choices,

@@ -1,0 +1,305 @@
+// latke-propagator: point-source Wilson-clover propagators and their meson correlators, per
+// configuration and kappa, as a spectroscopy run needs them.
+//
+//   latke-propagator -latke_kappas k1,k2,... [-latke_csw c] [-latke_gauge quenched|FILE ...]
+//                    [-latke_configs N -latke_config_sweeps n] [-latke_source_site x,y,z,t]
+//                    [-latke_json FILE] [-latke_solver gcr -latke_solver_pc mg ...]
+//
+// For each configuration (the one -latke_gauge gives, then N-1 more of its quenched chain, n
+// sweeps apart: LatkeGaugeCreateEvolved) and each kappa, the 12 spin-colour columns of the
+// propagator from a point source are solved with the native solver (default: GCR preconditioned
+// by Latke's multigrid, set up once per configuration at the first kappa and rebuilt from its
+// null vectors at the others: MatLatkeReusePreconditioner), each checked independently with
+// the full double-precision operator (|b - M x| / |b| <= -latke_solver_tol, solving on from the
+// solution at most twice where it is not). The meson correlators of MatLatkeMesonCorrelators
+// (pion, A4A4, A4P, rho, a0, a1, b1) go to a JSON file (schema latke-propagator/1,
+// docs/latke-propagator.md) that latke-spectrum analyses. Exit status 0 only when every column
+// of every solve met the tolerance; the JSON is written in any case, saying which did not.
+#include <petscsys.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "latke/latke.h"
+#include "petsc/option_help.h"
+#include "src/core/error.h"
+#include "src/core/options.h"
+#include "src/core/output_files.h"
+
+namespace {
+
+const char help[] = "latke-propagator: Wilson-clover point-source propagators and meson correlators.\n";
+
+struct Options {
+  std::vector<double> kappas;
+  std::vector<double> site{0, 0, 0, 0};
+  long configs = 1, sweeps = 100;
+  std::string json = "propagator.json";
+  double tol = 1e-10;
+};
+
+Options read_propagator_options() {
+  Options o;
+  latke::read_options(PETSC_COMM_WORLD, "", "latke-propagator options", [&](latke::OptionGroup& g) {
+    o.kappas = g.reals("-latke_kappas", {}, "Hopping parameters k1,k2,... (each solved on every configuration)");
+    o.site = g.reals("-latke_source_site", o.site, "Point source site x,y,z,t", 4);
+    o.configs = g.integer("-latke_configs", 1, "Configurations: -latke_gauge's, then more of its quenched chain");
+    o.sweeps = g.integer("-latke_config_sweeps", 100, "Sweeps between the configurations of the chain");
+    o.json = g.string("-latke_json", o.json, "Write the correlators as JSON (schema latke-propagator/1) to this file");
+    o.tol = g.real("-latke_solver_tol", o.tol, "Relative tolerance of every column (true residual, full operator)");
+  });
+  for (const char* single : {"-latke_kappa", "-latke_mass"}) {
+    PetscBool set = PETSC_FALSE;
+    PetscOptionsHasName(nullptr, nullptr, single, &set);
+    latke::require(!set, single, ": give the hopping parameters as -latke_kappas k1,k2,...");
+  }
+  latke::require(!o.kappas.empty(), "-latke_kappas: not given: expected one or more hopping parameters k1,k2,...");
+  for (double k : o.kappas)
+    latke::require(std::isfinite(k) && k > 0 && k < 0.25, "-latke_kappas: ", k, ": expected 0 < kappa < 0.25");
+  latke::require(o.site.size() == 4, "-latke_source_site: ", o.site.size(), " coordinates; expected x,y,z,t");
+  for (double c : o.site)
+    latke::require(c >= 0 && c == std::floor(c), "-latke_source_site: ", c, ": expected non-negative integers");
+  latke::require(o.configs >= 1 && o.sweeps >= 1, "-latke_configs ", o.configs, " -latke_config_sweeps ", o.sweeps,
+                 ": expected at least 1 each");
+  latke::require(o.tol > 0 && o.tol < 1, "-latke_solver_tol ", o.tol, ": expected 0 < tol < 1");
+  return o;
+}
+
+/// A number for JSON: 17 significant digits, null where not finite.
+std::string num(double v) {
+  if (!std::isfinite(v)) return "null";
+  char b[40];
+  for (int digits = 15; digits <= 17; ++digits) {  // the shortest text that reads back as v
+    std::snprintf(b, sizeof b, "%.*g", digits, v);
+    if (std::strtod(b, nullptr) == v) break;
+  }
+  return b;
+}
+
+struct Measurement {
+  long config = 0;
+  double kappa = 0;
+  std::vector<PetscInt> iterations;  ///< per column, all passes
+  double solve_s = 0, setup_s = 0, max_residual = 0;
+  bool converged = true, reused = false;
+  std::vector<PetscScalar> corr;  ///< [channel * T + t]
+};
+
+constexpr int n_channels = 7;
+
+std::string json_text(const Options& o, const PetscInt global[4], const PetscInt grid[4], double csw,
+                      const std::vector<Measurement>& ms) {
+  int major = 0, minor = 0, patch = 0;
+  LatkeGetVersion(&major, &minor, &patch);
+  const char* backend = "?";
+  LatkeGetBackend(&backend);
+  std::ostringstream f;
+  f << "{\n  \"schema\": \"latke-propagator/1\",\n  \"latke_version\": \"" << major << "." << minor << "." << patch
+    << "\",\n  \"backend\": \"" << backend << "\",\n  \"lattice\": [" << global[0] << ", " << global[1] << ", "
+    << global[2] << ", " << global[3] << "],\n  \"grid\": [" << grid[0] << ", " << grid[1] << ", " << grid[2] << ", "
+    << grid[3] << "],\n  \"csw\": " << num(csw) << ",\n  \"tolerance\": " << num(o.tol)
+    << ",\n  \"config_sweeps\": " << o.sweeps << ",\n  \"source\": {\"type\": \"point\", \"site\": [" << o.site[0]
+    << ", " << o.site[1] << ", " << o.site[2] << ", " << o.site[3] << "]},\n  \"measurements\": [";
+  const PetscInt T = global[3];
+  for (std::size_t m = 0; m < ms.size(); ++m) {
+    const Measurement& r = ms[m];
+    f << (m ? ",\n" : "\n") << "    {\"config\": " << r.config << ", \"kappa\": " << num(r.kappa)
+      << ",\n     \"solve\": {\"iterations\": [";
+    for (std::size_t j = 0; j < r.iterations.size(); ++j) f << (j ? ", " : "") << r.iterations[j];
+    f << "], \"seconds\": " << num(r.solve_s) << ", \"setup_seconds\": " << num(r.setup_s)
+      << ", \"setup_reused\": " << (r.reused ? "true" : "false") << ", \"max_true_residual\": " << num(r.max_residual)
+      << ", \"converged\": " << (r.converged ? "true" : "false") << "},\n     \"correlators\": {";
+    for (int k = 0; k < n_channels; ++k) {
+      const char* name = nullptr;
+      LatkeMesonChannelGetName(static_cast<LatkeMesonChannel>(k), &name);
+      f << (k ? ",\n" : "\n") << "       \"" << name << "\": {\"re\": [";
+      for (PetscInt t = 0; t < T; ++t) f << (t ? ", " : "") << num(PetscRealPart(r.corr[k * T + t]));
+      f << "], \"im\": [";
+      for (PetscInt t = 0; t < T; ++t) f << (t ? ", " : "") << num(PetscImaginaryPart(r.corr[k * T + t]));
+      f << "]}";
+    }
+    f << "}}";
+  }
+  f << "\n  ]\n}\n";
+  return f.str();
+}
+
+/// |b - M x| / |b|, x the full solution reconstructed from A's xhat (r: scratch).
+PetscErrorCode full_residual(Mat A, Mat M, Vec xhat, Vec b, Vec x, Vec r, double* res) {
+  PetscReal rn, bn;
+  PetscFunctionBeginUser;
+  PetscCall(MatLatkeReconstruct(A, xhat, b, x));
+  PetscCall(MatMult(M, x, r));
+  PetscCall(VecAYPX(r, -1.0, b));
+  PetscCall(VecNorm(r, NORM_2, &rn));
+  PetscCall(VecNorm(b, NORM_2, &bn));
+  *res = rn / bn;
+  PetscFunctionReturn(0);
+}
+
+/// The 12 columns at one kappa on gauge into cols (made here, full vectors); *made: the new matrix; prev: the
+/// matrix of the configuration's previous kappa, whose multigrid A takes over (or null).
+PetscErrorCode solve_columns(LatkeGauge gauge, const Options& o, double kappa, double csw, Mat prev, Mat* made,
+                             std::vector<Vec>& cols, Measurement& m) {
+  Mat A, M;
+  Vec b, bhat, xhat, r;
+  PetscFunctionBeginUser;
+  LatkeWilsonCloverParams p;
+  PetscCall(LatkeWilsonCloverParamsDefault(&p));
+  p.kappa = kappa;
+  p.csw = csw;
+  PetscCall(MatCreateLatkeWilsonClover(gauge, LATKE_OPERATOR_EVEN_ODD, &p, nullptr, &A));
+  *made = A;
+  for (Vec& v : cols) PetscCall(MatLatkeCreateFullVecs(A, &v, nullptr));
+  PetscLogDouble t0, t1;
+  PetscCall(PetscTime(&t0));
+  if (prev) {
+    PetscBool reused = PETSC_FALSE;
+    PetscCall(MatLatkeReusePreconditioner(A, prev, nullptr, &reused));
+    m.reused = reused == PETSC_TRUE;
+  }
+  PetscCall(PetscTime(&t1));
+  m.setup_s = t1 - t0;
+  PetscCall(MatLatkeCreateReference(A, LATKE_OPERATOR_FULL, &M));
+  PetscCall(MatLatkeCreateFullVecs(A, nullptr, &b));
+  PetscCall(VecDuplicate(b, &r));
+  PetscCall(MatCreateVecs(A, &xhat, &bhat));
+  LatkeSolverParams sp;
+  PetscCall(LatkeSolverParamsDefault(&sp));
+  sp.tol = o.tol;
+  const PetscInt site[4] = {static_cast<PetscInt>(o.site[0]), static_cast<PetscInt>(o.site[1]),
+                            static_cast<PetscInt>(o.site[2]), static_cast<PetscInt>(o.site[3])};
+  m.kappa = kappa;
+  for (int j = 0; j < 12; ++j) {
+    PetscCall(LatkeVecSetPointSource(A, b, site, j / 3, j % 3));
+    PetscCall(MatLatkePrepareSource(A, b, bhat));
+    PetscCall(VecSet(xhat, 0.0));
+    LatkeSolverStats st;
+    double res = 0;
+    PetscInt its = 0;
+    LatkeSolverParams pass = sp;
+    for (int k = 0; k < 3; ++k) {  // the solve, then at most two more from its solution
+      PetscCall(MatLatkeSolve(A, bhat, xhat, &pass, nullptr, &st));
+      its += st.iterations;
+      m.solve_s += st.seconds;
+      m.setup_s += st.pc_setup_seconds;
+      PetscCall(full_residual(A, M, xhat, b, cols[j], r, &res));
+      if (res <= o.tol || !st.converged) break;
+      pass.tol = pass.tol * std::fmax(0.01, 0.5 * o.tol / res);
+      PetscCall(PetscPrintf(PETSC_COMM_WORLD,
+                            "latke-propagator: column %d: true residual %.3e above %.1e: solving on with tolerance "
+                            "%.2e\n",
+                            j, res, o.tol, (double)pass.tol));
+    }
+    m.iterations.push_back(its);
+    m.max_residual = std::max(m.max_residual, res);
+    m.converged = m.converged && res <= o.tol;
+  }
+  PetscCall(VecDestroy(&b));
+  PetscCall(VecDestroy(&r));
+  PetscCall(VecDestroy(&bhat));
+  PetscCall(VecDestroy(&xhat));
+  PetscCall(MatDestroy(&M));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode run(int& status) {
+  Options o;
+  PetscFunctionBeginUser;
+  PetscCall(LatkeInitialize());
+  try {
+    o = read_propagator_options();
+    latke::require_writable(PETSC_COMM_WORLD, o.json, "-latke_json");
+  } catch (const std::exception& e) {
+    SETERRQ(PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "%s", e.what());
+  }
+  PetscReal csw = 1.0;
+  PetscCall(PetscOptionsGetReal(nullptr, nullptr, "-latke_csw", &csw, nullptr));
+  {
+    PetscBool help = PETSC_FALSE;
+    PetscCall(PetscOptionsHasHelp(nullptr, &help));
+    if (help) latke::petsc::native_solver_options_help(PETSC_COMM_WORLD, nullptr);
+  }
+  LatkeGauge gauge = nullptr;
+  PetscCall(LatkeGaugeCreateFromOptions(PETSC_COMM_WORLD, nullptr, &gauge));
+  PetscInt global[4], grid[4];
+  PetscCall(LatkeGaugeGetLattice(gauge, global, nullptr, grid));
+  for (int mu = 0; mu < 4; ++mu)
+    PetscCheck(o.site[mu] < global[mu], PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT,
+               "-latke_source_site: coordinate %d in dimension %d: expected 0 to %d", (int)o.site[mu], mu,
+               (int)global[mu] - 1);
+  // Propagators are solved with GCR and the multigrid unless the options say otherwise.
+  PetscBool has = PETSC_FALSE;
+  PetscCall(PetscOptionsHasName(nullptr, nullptr, "-latke_solver", &has));
+  if (!has) PetscCall(PetscOptionsSetValue(nullptr, "-latke_solver", "gcr"));
+  PetscCall(PetscOptionsHasName(nullptr, nullptr, "-latke_solver_pc", &has));
+  if (!has) PetscCall(PetscOptionsSetValue(nullptr, "-latke_solver_pc", "mg"));
+  const PetscInt T = global[3];
+  std::vector<Measurement> ms;
+  std::vector<LatkeMesonChannel> channels;
+  for (int k = 0; k < n_channels; ++k) channels.push_back(static_cast<LatkeMesonChannel>(k));
+  for (long c = 0; c < o.configs; ++c) {
+    if (c > 0) {
+      LatkeGauge next = nullptr;
+      PetscCall(LatkeGaugeCreateEvolved(gauge, PETSC_DEFAULT, PETSC_DEFAULT, o.sweeps, &next));
+      PetscCall(LatkeGaugeDestroy(&gauge));
+      gauge = next;
+    }
+    Mat prev = nullptr;
+    for (double kappa : o.kappas) {
+      Measurement m;
+      m.config = c;
+      std::vector<Vec> cols(12);
+      Mat A = nullptr;
+      PetscCall(solve_columns(gauge, o, kappa, csw, prev, &A, cols, m));
+      m.corr.resize(static_cast<std::size_t>(n_channels) * T);
+      PetscCall(MatLatkeMesonCorrelators(A, cols.data(), static_cast<PetscInt>(o.site[3]), n_channels, channels.data(),
+                                         m.corr.data()));
+      int lo = 1 << 30, hi = 0;
+      for (PetscInt i : m.iterations) lo = std::min(lo, (int)i), hi = std::max(hi, (int)i);
+      PetscCall(PetscPrintf(PETSC_COMM_WORLD,
+                            "config %ld kappa %.6g: 12 columns, %d-%d iterations, solve %.3f s, setup %.3f s%s, "
+                            "max true residual %.2e%s; C_pi(%d) = %.6e\n",
+                            c, kappa, lo, hi, m.solve_s, m.setup_s, m.reused ? " (reused)" : "", m.max_residual,
+                            m.converged ? "" : " NOT CONVERGED", (int)(T / 2), (double)PetscRealPart(m.corr[T / 2])));
+      if (!m.converged) status = 1;
+      ms.push_back(std::move(m));
+      for (Vec& v : cols) PetscCall(VecDestroy(&v));
+      PetscCall(MatDestroy(&prev));
+      prev = A;
+    }
+    PetscCall(MatDestroy(&prev));
+  }
+  PetscCall(LatkeGaugeDestroy(&gauge));
+  PetscMPIInt rank = 0;
+  PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
+  try {
+    if (rank == 0) latke::write_text_atomically(o.json, json_text(o, global, grid, csw, ms), "-latke_json");
+  } catch (const std::exception& e) {
+    SETERRQ(PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "%s", e.what());
+  }
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "latke-propagator: %zu measurements written to %s%s\n", ms.size(),
+                        o.json.c_str(), status ? "; some solves did not meet the tolerance" : ""));
+  PetscFunctionReturn(0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  PetscCall(PetscInitialize(&argc, &argv, nullptr, help));
+  int status = 0;
+  const PetscErrorCode ierr = run(status);
+  if (ierr) status = 1;
+  try {
+    latke::warn_unused_options("latke-propagator");
+  } catch (const std::exception&) {  // a report, never a reason to fail
+  }
+  const PetscErrorCode fin = PetscFinalize();
+  return status ? status : static_cast<int>(fin != 0);
+}

@@ -1,0 +1,585 @@
+#!@LATKE_SCALE_PYTHON@
+# latke-spectrum: meson spectroscopy from latke-propagator's correlators. It reads one or more
+# "latke-propagator/1" JSON files, folds each channel's correlator about T/2 and, per kappa,
+# gives the effective masses of every channel, the pion mass and the PCAC quark mass (plateaus
+# over one fit range), then kappa_c from m_pi^2 and from m_PCAC, each linear in 1/kappa. Every
+# error is a leave-one-out jackknife over gauge configurations. docs/latke-spectrum.md.
+import argparse
+import json
+import math
+import os
+import sys
+
+try:
+    import numpy as np
+except ImportError:
+    sys.exit(f"latke-spectrum: error: numpy is not available to {sys.executable}; run it with a Python that has "
+             "numpy (and matplotlib for the figures)")
+
+INPUT_SCHEMA = "latke-propagator/1"
+SCHEMA = "latke-spectrum/1"
+CHANNELS = ("pion", "pion_a4", "a4_pion", "rho", "a0", "a1", "b1")
+ANTISYMMETRIC = ("a4_pion",)  # C(T - t) = -C(t); every other channel is symmetric
+
+
+class SpectrumError(Exception):
+    """Input that cannot be analysed, or an analysis that cannot be done; main prints it and exits 1."""
+
+
+# --- jackknife ---------------------------------------------------------------------------------
+# A quantity is carried as "rows": row 0 its value on the full sample, rows 1..N its values with
+# configuration j left out. Every derived quantity is computed row by row, so the jackknife of
+# a fit or a plateau is the same code as its central value.
+
+def jackknife_rows(x):
+    """Rows of the mean over configurations (axis 0 of x): the full mean, then the N leave-one-out means."""
+    x = np.asarray(x, dtype=float)
+    n = x.shape[0]
+    if n < 2:
+        raise SpectrumError("a jackknife needs at least 2 configurations")
+    total = x.sum(axis=0)
+    return np.concatenate([(total / n)[None], (total[None] - x) / (n - 1)])
+
+
+def jackknife_error(rows):
+    """sqrt((N-1)/N sum_j (theta_j - mean_j theta_j)^2) over rows 1..N, per element."""
+    samples = np.asarray(rows, dtype=float)[1:]
+    n = samples.shape[0]
+    return np.sqrt((n - 1) / n * np.sum((samples - samples.mean(axis=0)) ** 2, axis=0))
+
+
+# --- correlators and effective masses --------------------------------------------------------
+
+def fold(c, antisymmetric=False):
+    """(C(t) + C(T-t))/2, or (C(t) - C(T-t))/2 when antisymmetric, for t = 0 .. T/2 (last axis).
+    t = 0 is its own mirror: an antisymmetric channel keeps C(0) as measured there (its
+    antisymmetric part would be 0 identically, and the PCAC derivative at t = 1 needs C(0))."""
+    c = np.asarray(c, dtype=float)
+    nt = c.shape[-1]
+    t = np.arange(nt // 2 + 1)
+    mirror = c[..., (nt - t) % nt]
+    if not antisymmetric:
+        return 0.5 * (c[..., t] + mirror)
+    folded = 0.5 * (c[..., t] - mirror)
+    folded[..., 0] = c[..., 0]
+    return folded
+
+
+def _log_cosh(x):
+    x = np.abs(x)
+    return x + np.log1p(np.exp(-2.0 * x)) - math.log(2.0)
+
+
+def _log_sinh(x):  # x > 0
+    return x + np.log(-np.expm1(-2.0 * x)) - math.log(2.0)
+
+
+def effective_mass(c, kind="cosh"):
+    """m(t), t = 0 .. T/2 - 1, from a folded correlator c[..., 0 .. T/2] (last axis):
+    C(t)/C(t+1) = f(m (T/2 - t)) / f(m (T/2 - t - 1)), f = cosh or sinh, solved by bisection.
+    The ratio is monotonic in m, so the root is unique where it exists: ratio > 1 (cosh) or
+    ratio > a/(a-1), a = T/2 - t (sinh; none at t = T/2 - 1). Elsewhere NaN."""
+    c = np.asarray(c, dtype=float)
+    half = c.shape[-1] - 1
+    a = (half - np.arange(half)).astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = c[..., :-1] / c[..., 1:]
+        if kind == "cosh":
+            log_f, threshold = _log_cosh, np.ones_like(a)
+        elif kind == "sinh":
+            log_f, threshold = _log_sinh, np.where(a > 1, a / np.maximum(a - 1, 1), np.inf)
+        else:
+            raise ValueError(f"unknown effective mass kind {kind!r}")
+        valid = np.isfinite(ratio) & (ratio > threshold)
+    a = np.broadcast_to(np.where(threshold < np.inf, a, 2.0), ratio.shape)
+    log_r = np.log(np.where(valid, ratio, 4.0))
+
+    def excess(m):
+        return log_f(a * m) - log_f((a - 1) * m) - log_r
+
+    lo = np.zeros(ratio.shape)
+    hi = log_r + 1.0
+    for _ in range(64):  # both ratios grow like e^m: hi = log r + 1 brackets the root almost always
+        short = excess(hi) < 0
+        if not short.any():
+            break
+        hi = np.where(short, 2.0 * hi, hi)
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        above = excess(mid) >= 0
+        hi = np.where(above, mid, hi)
+        lo = np.where(above, lo, mid)
+    return np.where(valid, 0.5 * (lo + hi), np.nan)
+
+
+def pcac_mass(c_a4p, c_pp, sign=1.0):
+    """m_PCAC(t) = sign [C_A4P(t+1) - C_A4P(t-1)] / (4 C_PP(t)), t = 0 .. T/2 - 1, from folded
+    correlators (last axis 0 .. T/2); at t = 0, C_A4P(-1) = C_A4P(T-1) = -C_A4P(1)."""
+    c_a4p = np.asarray(c_a4p, dtype=float)
+    c_pp = np.asarray(c_pp, dtype=float)
+    half = c_pp.shape[-1] - 1
+    ahead = c_a4p[..., 1:half + 1]
+    behind = np.concatenate([-c_a4p[..., 1:2], c_a4p[..., 0:half - 1]], axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return sign * (ahead - behind) / (4.0 * c_pp[..., :half])
+
+
+# --- fits ---------------------------------------------------------------------------------------
+
+def _weights(err):
+    """1/sigma^2, or equal weights where some sigma is zero (noiseless data)."""
+    err = np.asarray(err, dtype=float)
+    return 1.0 / err ** 2 if np.all(err > 0) else np.ones_like(err)
+
+
+def plateau(rows, tmin, tmax):
+    """Error-weighted mean over t = tmin .. tmax of each row of rows[:, t], the weights 1/sigma_t^2
+    from the jackknife errors of the t's (held fixed in every row); and the uncorrelated
+    chi^2/dof of the full sample (None for one point)."""
+    seg = np.asarray(rows, dtype=float)[:, tmin:tmax + 1]
+    err = jackknife_error(seg)
+    w = _weights(err)
+    mean = (seg * w).sum(axis=1) / w.sum()
+    n = seg.shape[1]
+    chi2_dof = None
+    if n > 1 and np.all(err > 0):
+        chi2_dof = float(np.sum(((seg[0] - mean[0]) / err) ** 2) / (n - 1))
+    return mean, chi2_dof
+
+
+def fit_line(x, rows):
+    """y = a + b x by weighted least squares on each row of rows[:, i] (y at x[i]), the weights
+    1/sigma_i^2 from the jackknife errors (held fixed in every row). Rows of a and b, and the
+    uncorrelated chi^2/dof of the full sample (None with two points)."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(rows, dtype=float)
+    err = jackknife_error(y)
+    w = _weights(err)
+    s, sx, sxx = w.sum(), (w * x).sum(), (w * x * x).sum()
+    sy, sxy = (y * w).sum(axis=1), (y * w * x).sum(axis=1)
+    det = s * sxx - sx * sx
+    b = (s * sxy - sx * sy) / det
+    a = (sxx * sy - sx * sxy) / det
+    chi2_dof = None
+    if len(x) > 2 and np.all(err > 0):
+        chi2_dof = float(np.sum(((y[0] - a[0] - b[0] * x) / err) ** 2) / (len(x) - 2))
+    return a, b, chi2_dof
+
+
+def default_fit_range(nt):
+    """tmin = max(2, T//4), tmax = T//2 - 2."""
+    return max(2, nt // 4), nt // 2 - 2
+
+
+# --- input --------------------------------------------------------------------------------------
+
+class KappaData:
+    """The measurements at one kappa: configs (sorted), the file of each, correlators[channel]
+    (N x T, real parts, in config order), plaquettes."""
+
+    def __init__(self, kappa):
+        self.kappa = kappa
+        self.by_config = {}  # config -> (path, measurement)
+
+    def finish(self):
+        self.configs = sorted(self.by_config)
+        present = [set(m["correlators"]) & set(CHANNELS) for _, m in self.by_config.values()]
+        self.channels = [ch for ch in CHANNELS if all(ch in p for p in present)]
+        self.dropped = sorted(set().union(*present) - set(self.channels))
+        self.correlators = {ch: np.array([self.by_config[c][1]["correlators"][ch]["re"] for c in self.configs],
+                                         dtype=float) for ch in self.channels}
+        plaq = [self.by_config[c][1].get("plaquette") for c in self.configs]
+        self.plaquette = float(np.mean(plaq)) if all(isinstance(p, (int, float)) for p in plaq) else None
+
+
+def _is_number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _read(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except OSError as e:
+        raise SpectrumError(f"{path}: cannot read it ({e.strerror})")
+    except (ValueError, UnicodeDecodeError) as e:
+        raise SpectrumError(f"{path}: not JSON ({e})")
+
+
+def load(paths, notes):
+    """Meta data (lattice, csw, source) and {kappa: KappaData} of the files' measurements, checked."""
+    meta = None
+    data = {}
+    for path in paths:
+        doc = _read(path)
+        if not isinstance(doc, dict):
+            raise SpectrumError(f"{path}: not a latke-propagator file (the JSON is not an object)")
+        if doc.get("schema") != INPUT_SCHEMA:
+            raise SpectrumError(f"{path}: schema is {doc.get('schema')!r}, expected {INPUT_SCHEMA!r}")
+        lattice = doc.get("lattice")
+        if not (isinstance(lattice, list) and len(lattice) == 4
+                and all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in lattice)):
+            raise SpectrumError(f"{path}: 'lattice' is {lattice!r}, expected four positive integers")
+        nt = lattice[3]
+        if nt % 2 or nt < 4:
+            raise SpectrumError(f"{path}: T = {nt}; folding needs an even T of at least 4")
+        if meta is None:
+            meta = {"lattice": lattice, "csw": doc.get("csw"), "source": doc.get("source"), "file": path}
+        elif lattice[3] != meta["lattice"][3]:
+            raise SpectrumError(f"{path}: inconsistent T: lattice {lattice} has T = {nt}, "
+                                f"but {meta['file']} has T = {meta['lattice'][3]}")
+        elif lattice != meta["lattice"]:
+            raise SpectrumError(f"{path}: lattice {lattice} differs from {meta['lattice']} of {meta['file']}")
+        elif doc.get("csw") != meta["csw"]:
+            raise SpectrumError(f"{path}: csw {doc.get('csw')!r} differs from {meta['csw']!r} of {meta['file']}")
+        measurements = doc.get("measurements")
+        if not isinstance(measurements, list) or not measurements:
+            raise SpectrumError(f"{path}: no 'measurements' (expected a non-empty list)")
+        for i, m in enumerate(measurements):
+            _check_measurement(path, i, m, nt, notes)
+            kd = data.setdefault(m["kappa"], KappaData(m["kappa"]))
+            if m["config"] in kd.by_config:
+                raise SpectrumError(f"{path}: config {m['config']} at kappa {m['kappa']} is measured twice "
+                                    f"(also in {kd.by_config[m['config']][0]})")
+            kd.by_config[m["config"]] = (path, m)
+    if meta is None:
+        raise SpectrumError("no input files")
+    for kappa, kd in sorted(data.items()):
+        if len(kd.by_config) < 2:
+            files = sorted({p for p, _ in kd.by_config.values()})
+            raise SpectrumError(f"kappa {kappa}: {len(kd.by_config)} configuration ({', '.join(files)}); "
+                                "a jackknife needs at least 2")
+        kd.finish()
+        if kd.dropped:
+            notes.append(f"kappa {kappa}: channels {', '.join(kd.dropped)} are missing from some "
+                         "configurations and are not analysed")
+    kappas = sorted(data)
+    for kappa in kappas[1:]:
+        if data[kappa].configs != data[kappas[0]].configs:
+            a, b = set(data[kappas[0]].configs), set(data[kappa].configs)
+            raise SpectrumError(f"kappa {kappa} and kappa {kappas[0]} have different configurations "
+                                f"(only at {kappas[0]}: {sorted(a - b)}; only at {kappa}: {sorted(b - a)}); "
+                                "the kappa_c jackknife needs the same set at every kappa")
+    return meta, data
+
+
+def _check_measurement(path, i, m, nt, notes):
+    if not isinstance(m, dict):
+        raise SpectrumError(f"{path}: measurement {i} is not an object")
+    config, kappa = m.get("config"), m.get("kappa")
+    if not isinstance(config, int) or isinstance(config, bool):
+        raise SpectrumError(f"{path}: measurement {i}: 'config' is {config!r}, expected an integer")
+    if not _is_number(kappa) or kappa <= 0:
+        raise SpectrumError(f"{path}: measurement {i}: 'kappa' is {kappa!r}, expected a positive number")
+    where = f"{path}: config {config}, kappa {kappa}"
+    solve = m.get("solve")
+    converged = solve.get("converged") if isinstance(solve, dict) else None
+    if converged is not True:
+        raise SpectrumError(f"{where}: the propagator's solve did not converge (solve.converged is "
+                            f"{json.dumps(converged)}); refusing to analyse it")
+    corr = m.get("correlators")
+    if not isinstance(corr, dict):
+        raise SpectrumError(f"{where}: no 'correlators' object")
+    if "pion" not in corr:
+        raise SpectrumError(f"{where}: the pion correlator is missing (correlators has {sorted(corr)})")
+    for ch in list(corr):
+        if ch not in CHANNELS:
+            note = f"{path}: unknown channel {ch!r} ignored"
+            if note not in notes:
+                notes.append(note)
+            continue
+        re = corr[ch].get("re") if isinstance(corr[ch], dict) else None
+        if not (isinstance(re, list) and len(re) == nt and all(_is_number(v) for v in re)):
+            got = f"{len(re)} values" if isinstance(re, list) else repr(type(re).__name__)
+            raise SpectrumError(f"{where}: correlators.{ch}.re must be T = {nt} finite numbers (got {got})")
+
+
+# --- analysis -----------------------------------------------------------------------------------
+
+def _value_error(rows):
+    return {"value": rows[0], "error": jackknife_error(rows)}
+
+
+def analyse_kappa(kd, tmin, tmax, a4_sign):
+    """Rows (full sample, then leave-one-out) of everything measured at one kappa."""
+    rows = {ch: jackknife_rows(fold(kd.correlators[ch], ch in ANTISYMMETRIC)) for ch in kd.channels}
+    meff = {ch: effective_mass(rows[ch], "sinh" if ch in ANTISYMMETRIC else "cosh") for ch in kd.channels}
+    bad = [t for t in range(tmin, tmax + 1) if not np.all(np.isfinite(meff["pion"][:, t]))]
+    if bad:
+        raise SpectrumError(f"kappa {kd.kappa}: the pion effective mass is undefined at t = "
+                            f"{', '.join(map(str, bad))} (C(t)/C(t+1) <= 1 in the mean or a jackknife sample); "
+                            "choose another --fit-range")
+    m_pi, chi2_pi = plateau(meff["pion"], tmin, tmax)
+    result = {"kappa": kd.kappa, "rows": rows, "meff": meff, "m_pi": m_pi, "m_pi_chi2_dof": chi2_pi}
+    if "a4_pion" in kd.channels:
+        pcac_t = pcac_mass(rows["a4_pion"], rows["pion"], a4_sign)
+        result["pcac_t"] = pcac_t
+        result["m_pcac"], result["m_pcac_chi2_dof"] = plateau(pcac_t, tmin, tmax)
+    return result
+
+
+def kappa_c_fit(kappas, rows_by_kappa):
+    """y = a + b/kappa = b (1/kappa - 1/kappa_c): kappa_c = -b/a, jackknifed."""
+    x = 1.0 / np.asarray(kappas)
+    a, b, chi2_dof = fit_line(x, np.stack(rows_by_kappa, axis=1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kc = -b / a
+    return {"kappa_c": float(kc[0]), "kappa_c_error": float(jackknife_error(kc)),
+            "slope": float(b[0]), "slope_error": float(jackknife_error(b)),
+            "intercept": float(a[0]), "intercept_error": float(jackknife_error(a)),
+            "chi2_dof": chi2_dof, "n_kappa": len(kappas)}
+
+
+def analyse(paths, fit_range=None, a4_sign=1):
+    """The whole analysis of the files: the summary (schema latke-spectrum/1) and its notes."""
+    notes = []
+    meta, data = load(paths, notes)
+    nt = meta["lattice"][3]
+    half = nt // 2
+    tmin, tmax = fit_range if fit_range is not None else default_fit_range(nt)
+    if not 0 <= tmin <= tmax <= half - 1:
+        what = "--fit-range" if fit_range is not None else "the default fit range"
+        raise SpectrumError(f"{what} t = {tmin}..{tmax} is not within 0..{half - 1} (T = {nt}); "
+                            "give --fit-range tmin,tmax with 0 <= tmin <= tmax <= T/2 - 1")
+    kappas = sorted(data)
+    results = [analyse_kappa(data[k], tmin, tmax, a4_sign) for k in kappas]
+
+    per_kappa = []
+    for kd, r in zip((data[k] for k in kappas), results):
+        entry = {"kappa": kd.kappa, "n_configs": len(kd.configs), "configs": kd.configs,
+                 "plaquette": kd.plaquette, "channels": kd.channels,
+                 "m_pi": {"value": r["m_pi"][0], "error": jackknife_error(r["m_pi"]),
+                          "chi2_dof": r["m_pi_chi2_dof"]},
+                 "m_pi_sq": _value_error(r["m_pi"] ** 2), "m_pcac": None,
+                 "correlator": {ch: _value_error(r["rows"][ch]) for ch in kd.channels},
+                 "effective_mass": {ch: dict(_value_error(r["meff"][ch]),
+                                             kind="sinh" if ch in ANTISYMMETRIC else "cosh")
+                                    for ch in kd.channels}}
+        if "pcac_t" in r:
+            entry["m_pcac"] = {"value": r["m_pcac"][0], "error": jackknife_error(r["m_pcac"]),
+                               "chi2_dof": r["m_pcac_chi2_dof"]}
+            entry["pcac_mass"] = _value_error(r["pcac_t"])
+        per_kappa.append(entry)
+
+    kappa_c = {"from_m_pi_sq": None, "from_m_pcac": None}
+    if len(kappas) < 2:
+        notes.append("one kappa: no kappa_c (it needs at least two)")
+    else:
+        kappa_c["from_m_pi_sq"] = kappa_c_fit(kappas, [r["m_pi"] ** 2 for r in results])
+        if all("pcac_t" in r for r in results):
+            kappa_c["from_m_pcac"] = kappa_c_fit(kappas, [r["m_pcac"] for r in results])
+    without = [k for k, r in zip(kappas, results) if "pcac_t" not in r]
+    if without:
+        notes.append(f"no a4_pion correlator at kappa {', '.join(map(str, without))}: no PCAC mass there"
+                     + (" and no kappa_c from m_PCAC" if len(kappas) > 1 else ""))
+    pcac = [e["m_pcac"]["value"] for e in per_kappa if e["m_pcac"]]
+    if pcac and all(v < 0 for v in pcac):
+        notes.append("m_PCAC < 0 at every kappa: the data's a4_pion sign is the opposite of the convention "
+                     "in docs/latke-spectrum.md; --a4-sign -1 flips it")
+
+    summary = {"schema": SCHEMA, "inputs": list(paths), "lattice": meta["lattice"], "csw": meta["csw"],
+               "source": meta["source"], "fit_range": [tmin, tmax],
+               "fit_range_rule": "given" if fit_range is not None else "default: tmin = max(2, T//4), tmax = T//2 - 2",
+               "a4_sign": a4_sign, "kappas": per_kappa, "kappa_c": kappa_c, "notes": notes}
+    return _plain(summary)
+
+
+def _plain(v):
+    """JSON-ready: arrays to lists, numpy scalars to floats, NaN and inf to None."""
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, np.ndarray):
+        return _plain(v.tolist())
+    if isinstance(v, (np.floating, float)):
+        return float(v) if math.isfinite(v) else None
+    if isinstance(v, np.integer):
+        return int(v)
+    return v
+
+
+# --- output -------------------------------------------------------------------------------------
+
+def fmt(v, e):
+    """v(e), the error to two significant digits; '-' for a missing value."""
+    if v is None:
+        return "-"
+    if e is None or not e > 0:
+        return f"{v:.6g}"
+    d = max(0, 1 - math.floor(math.log10(e)))
+    return f"{v:.{d}f}({round(e * 10 ** d)})"
+
+
+def fmt_pm(v, e):
+    if v is None:
+        return "-"
+    if e is None or not e > 0:
+        return f"{v:.6g}"
+    d = max(0, 1 - math.floor(math.log10(e)))
+    return f"{v:.{d}f} ± {e:.{d}f}"
+
+
+def print_table(s, out=None):
+    out = out or sys.stdout
+    lat = s["lattice"]
+    kappas = s["kappas"]
+    tmin, tmax = s["fit_range"]
+    print(f"latke-spectrum: {len(kappas)} kappa value(s), lattice {'x'.join(map(str, lat))}, "
+          f"fit range t = {tmin}..{tmax} ({s['fit_range_rule']})", file=out)
+    for e in kappas:
+        chans = e["channels"]
+        kinds = ", ".join(f"{ch}: {e['effective_mass'][ch]['kind']}" for ch in chans if ch in ANTISYMMETRIC)
+        print(f"\neffective masses, kappa {e['kappa']} ({e['n_configs']} configurations; cosh"
+              + (f", {kinds}" if kinds else "") + ")", file=out)
+        print("  t " + "".join(f"{ch:>14}" for ch in chans), file=out)
+        for t in range(lat[3] // 2):
+            cells = [fmt(e["effective_mass"][ch]["value"][t], e["effective_mass"][ch]["error"][t]) for ch in chans]
+            print(f"{t:3d} " + "".join(f"{c:>14}" for c in cells), file=out)
+    print(f"\n{'kappa':>10} {'N':>4}  {'m_pi':<22}{'m_PCAC':<22}{'m_pi^2':<22}", file=out)
+    for e in kappas:
+        pcac = e["m_pcac"]
+        print(f"{e['kappa']:>10} {e['n_configs']:>4}  {fmt_pm(e['m_pi']['value'], e['m_pi']['error']):<22}"
+              f"{fmt_pm(pcac['value'], pcac['error']) if pcac else '-':<22}"
+              f"{fmt_pm(e['m_pi_sq']['value'], e['m_pi_sq']['error']):<22}", file=out)
+    for key, label in (("from_m_pi_sq", "m_pi^2 "), ("from_m_pcac", "m_PCAC")):
+        f = s["kappa_c"][key]
+        if f is None:
+            print(f"kappa_c from {label}: -", file=out)
+            continue
+        chi = f"   chi2/dof {f['chi2_dof']:.2f}" if f["chi2_dof"] is not None else ""
+        print(f"kappa_c from {label}: {fmt_pm(f['kappa_c'], f['kappa_c_error'])}   "
+              f"(slope {fmt_pm(f['slope'], f['slope_error'])}, {f['n_kappa']} kappas){chi}", file=out)
+
+
+def _atomic_write(path, write, binary=False):
+    """write(file) into a temporary file beside path, then rename it over path: a reader sees the
+    old file or the whole new one, never part of one."""
+    tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb" if binary else "w", encoding=None if binary else "utf-8") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_summary(s, out_dir):
+    path = os.path.join(out_dir, "summary.json")
+    _atomic_write(path, lambda f: (json.dump(s, f, indent=1, allow_nan=False), f.write("\n")))
+    return path
+
+
+def write_plots(s, out_dir):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise SpectrumError("matplotlib is not available to this Python; use --json-only, or another Python")
+    tmin, tmax = s["fit_range"]
+    nan = float("nan")
+
+    def arr(values):
+        return np.array([nan if v is None else v for v in values], dtype=float)
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    plateau_values = []
+    for i, e in enumerate(s["kappas"]):
+        m = e["effective_mass"]["pion"]
+        t = np.arange(len(m["value"])) + 0.08 * (i - (len(s["kappas"]) - 1) / 2)
+        bars = ax.errorbar(t, arr(m["value"]), yerr=arr(m["error"]), fmt="o", ms=3, capsize=2,
+                           label=f"κ = {e['kappa']}: m_π = {fmt(e['m_pi']['value'], e['m_pi']['error'])}")
+        v, err = e["m_pi"]["value"], e["m_pi"]["error"] or 0.0
+        ax.fill_between([tmin, tmax], v - err, v + err, color=bars[0].get_color(), alpha=0.3, lw=0)
+        ax.plot([tmin, tmax], [v, v], color=bars[0].get_color(), lw=1)
+        plateau_values.append(v)
+    ax.set_ylim(0.7 * min(plateau_values), 1.3 * max(plateau_values))
+    ax.set_xlabel("t")
+    ax.set_ylabel("pion effective mass (cosh)")
+    ax.set_title(f"pion effective mass, plateau t = {tmin}..{tmax}")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    _atomic_write(os.path.join(out_dir, "effective_mass.png"), lambda f: fig.savefig(f, format="png", dpi=120),
+                  binary=True)
+    plt.close(fig)
+
+    panels = [("m_pi_sq", "from_m_pi_sq", "m_π²"), ("m_pcac", "from_m_pcac", "m_PCAC")]
+    panels = [p for p in panels if all(e[p[0]] for e in s["kappas"])]
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.5), squeeze=False)
+    for ax, (key, fit_key, label) in zip(axes[0], panels):
+        x = np.array([1.0 / e["kappa"] for e in s["kappas"]])
+        ax.errorbar(x, [e[key]["value"] for e in s["kappas"]], yerr=[e[key]["error"] or 0.0 for e in s["kappas"]],
+                    fmt="o", capsize=3, label=label)
+        f = s["kappa_c"][fit_key]
+        if f and f["kappa_c"]:
+            xc = 1.0 / f["kappa_c"]
+            lo, hi = min(x.min(), xc), max(x.max(), xc)
+            xs = np.linspace(lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo), 50)
+            ax.plot(xs, f["intercept"] + f["slope"] * xs, lw=1, label=f"{f['intercept']:.4g} + {f['slope']:.4g}/κ")
+            ax.axvline(xc, color="k", ls="--", lw=1,
+                       label=f"κ_c = {fmt(f['kappa_c'], f['kappa_c_error'])}")
+        ax.axhline(0.0, color="gray", lw=0.5)
+        ax.set_xlabel("1/κ")
+        ax.set_ylabel(label)
+        ax.legend(fontsize="small")
+    fig.suptitle("κ_c: linear extrapolation in 1/κ")
+    fig.tight_layout()
+    _atomic_write(os.path.join(out_dir, "kappa_c.png"), lambda f: fig.savefig(f, format="png", dpi=120), binary=True)
+    plt.close(fig)
+
+
+# --- command line -------------------------------------------------------------------------------
+
+def _fit_range(text):
+    try:
+        tmin, tmax = (int(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not tmin,tmax (two integers)")
+    return tmin, tmax
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        prog="latke-spectrum",
+        description="Meson spectroscopy from latke-propagator files: effective masses, the pion and PCAC "
+                    "masses per kappa, kappa_c; jackknife errors over configurations.")
+    p.add_argument("files", nargs="+", metavar="FILE", help="latke-propagator/1 JSON files (measurements concatenated)")
+    p.add_argument("--out", default="spectrum", metavar="DIR",
+                   help="where summary.json and the figures go (default: spectrum/)")
+    p.add_argument("--fit-range", type=_fit_range, metavar="TMIN,TMAX",
+                   help="plateau range of m_pi and m_PCAC (default: max(2, T//4), T//2 - 2)")
+    p.add_argument("--a4-sign", type=int, choices=(1, -1), default=1,
+                   help="multiplies a4_pion before the PCAC mass (default 1; see the docs)")
+    p.add_argument("--json-only", action="store_true", help="write summary.json only, no figures (no matplotlib)")
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    try:
+        summary = analyse(args.files, args.fit_range, args.a4_sign)
+        print_table(summary)
+        for note in summary["notes"]:
+            print(f"latke-spectrum: note: {note}", file=sys.stderr)
+        try:
+            os.makedirs(args.out, exist_ok=True)
+        except OSError as e:
+            raise SpectrumError(f"{args.out}: cannot create the output directory ({e.strerror})")
+        written = [write_summary(summary, args.out)]
+        if not args.json_only:
+            write_plots(summary, args.out)
+            written += [os.path.join(args.out, n) for n in ("effective_mass.png", "kappa_c.png")]
+        print(f"wrote {', '.join(written)}")
+    except SpectrumError as e:
+        print(f"latke-spectrum: error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
