@@ -46,5 +46,20 @@ elseif(LATKE_ENABLE_CUDA)
 else()
   set(LATKE_PETSC_VECTORS "host vectors")
 endif()
+# PETSc's HDF5 viewer API (petscviewerhdf5.h: groups, attributes) includes hdf5.h, whose
+# directory PETSc's pkg-config file does not give; it is read from PETSc's petscvariables.
+# Programs that write HDF5 groups (latke-propagator) use it where LATKE_HAVE_HDF5_VIEWER.
+set(LATKE_HDF5_INCLUDE_DIRS "")
+file(STRINGS "${LATKE_PETSCCONF}" latke_petsc_hdf5 REGEX "^#define PETSC_HAVE_HDF5 1")
+find_file(LATKE_PETSCVARIABLES petscvariables PATHS ${PETSC_LIBDIR}/petsc/conf NO_DEFAULT_PATH)
+if(latke_petsc_hdf5 AND LATKE_PETSCVARIABLES)
+  file(STRINGS "${LATKE_PETSCVARIABLES}" latke_hdf5_line REGEX "^HDF5_INCLUDE *=")
+  string(REGEX MATCHALL "-I[^ ]+" latke_hdf5_flags "${latke_hdf5_line}")
+  foreach(flag ${latke_hdf5_flags})
+    string(SUBSTRING "${flag}" 2 -1 dir)
+    list(APPEND LATKE_HDF5_INCLUDE_DIRS "${dir}")
+  endforeach()
+  find_file(LATKE_HDF5_H hdf5.h PATHS ${LATKE_HDF5_INCLUDE_DIRS} /usr/include NO_DEFAULT_PATH)
+endif()
 message(STATUS "Latke: PETSc ${PETSC_VERSION} at ${LATKE_PETSC_PREFIX} (${PETSC_SCALAR} scalars, CUDA: ${PETSC_HAS_CUDA}); "
                "Latke matrices use ${LATKE_PETSC_VECTORS}")

@@ -13,15 +13,21 @@
 // the full double-precision operator (|b - M x| / |b| <= -latke_solver_tol, solving on from the
 // solution at most twice where it is not). The meson correlators of MatLatkeMesonCorrelators
 // (pion, A4A4, A4P, rho, a0, a1, b1) go to a JSON file (schema latke-propagator/1,
-// docs/latke-propagator.md) that latke-spectrum analyses. Exit status 0 only when every column
+// docs/latke-propagator.md) that latke-spectrum analyses; with -latke_save_propagator FILE.h5
+// the propagators themselves go to an HDF5 file (group /config_<c>/kappa_<k>, datasets s0_c0 ...
+// s3_c2 in global lexicographic order, the physics parameters as attributes). Exit status 0 only when every column
 // of every solve met the tolerance; the JSON is written in any case, saying which did not.
 #include <petscsys.h>
+#if defined(LATKE_HAVE_HDF5_VIEWER)
+#include <petscviewerhdf5.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -41,6 +47,7 @@ struct Options {
   std::vector<double> site{0, 0, 0, 0};
   long configs = 1, sweeps = 100;
   std::string json = "propagator.json";
+  std::string save;  ///< -latke_save_propagator: HDF5 file of the propagators
   double tol = 1e-10;
 };
 
@@ -52,6 +59,9 @@ Options read_propagator_options() {
     o.configs = g.integer("-latke_configs", 1, "Configurations: -latke_gauge's, then more of its quenched chain");
     o.sweeps = g.integer("-latke_config_sweeps", 100, "Sweeps between the configurations of the chain");
     o.json = g.string("-latke_json", o.json, "Write the correlators as JSON (schema latke-propagator/1) to this file");
+    o.save =
+        g.string("-latke_save_propagator", "",
+                 "Write every propagator to this HDF5 file (group /config_<c>/kappa_<k>, datasets s<spin>_c<color>)");
     o.tol = g.real("-latke_solver_tol", o.tol, "Relative tolerance of every column (true residual, full operator)");
   });
   for (const char* single : {"-latke_kappa", "-latke_mass"}) {
@@ -209,6 +219,81 @@ PetscErrorCode solve_columns(LatkeGauge gauge, const Options& o, double kappa, d
   PetscFunctionReturn(0);
 }
 
+/// -latke_save_propagator: one HDF5 file for the run, written under a temporary name (rank 0's)
+/// and renamed over the target only once every propagator is in it and the file is closed.
+class PropagatorFile {
+ public:
+  PetscErrorCode open(const std::string& path, const Options& o, const PetscInt global[4], double csw) {
+    PetscFunctionBeginUser;
+#if defined(LATKE_HAVE_HDF5_VIEWER)
+    path_ = path;
+    PetscMPIInt rank = 0;
+    PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
+    char tmp[4096] = {0};
+    if (rank == 0) std::snprintf(tmp, sizeof tmp, "%s", latke::temporary_name(path).c_str());
+    PetscCallMPI(MPI_Bcast(tmp, sizeof tmp, MPI_CHAR, 0, PETSC_COMM_WORLD));
+    tmp_ = tmp;
+    if (rank == 0) cleanup_ = std::make_unique<latke::InterruptCleanup>(tmp_, path_);
+    PetscCall(PetscViewerHDF5Open(PETSC_COMM_WORLD, tmp_.c_str(), FILE_MODE_WRITE, &v_));
+    char lattice[64];
+    std::snprintf(lattice, sizeof lattice, "%d,%d,%d,%d", (int)global[0], (int)global[1], (int)global[2],
+                  (int)global[3]);
+    char site[64];
+    std::snprintf(site, sizeof site, "%d,%d,%d,%d", (int)o.site[0], (int)o.site[1], (int)o.site[2], (int)o.site[3]);
+    PetscCall(PetscViewerHDF5WriteAttribute(v_, "/", "schema", PETSC_STRING, "latke-propagator/1"));
+    PetscCall(PetscViewerHDF5WriteAttribute(v_, "/", "lattice", PETSC_STRING, lattice));
+    PetscCall(PetscViewerHDF5WriteAttribute(v_, "/", "source_site", PETSC_STRING, site));
+    PetscCall(PetscViewerHDF5WriteAttribute(v_, "/", "csw", PETSC_REAL, &csw));
+    PetscCall(PetscViewerHDF5WriteAttribute(v_, "/", "order", PETSC_STRING,
+                                            "global lexicographic (x fastest); per site spin, then color"));
+#else
+    (void)path, (void)o, (void)global, (void)csw;
+#endif
+    PetscFunctionReturn(0);
+  }
+  /// The 12 columns of configuration c at kappa number k, in group /config_<c>/kappa_<k>.
+  PetscErrorCode write(Mat A, const std::vector<Vec>& cols, long c, int k, const Measurement& m) {
+    PetscFunctionBeginUser;
+#if defined(LATKE_HAVE_HDF5_VIEWER)
+    char group[64];
+    std::snprintf(group, sizeof group, "/config_%ld/kappa_%d", c, k);
+    PetscCall(PetscViewerHDF5PushGroup(v_, group));
+    PetscCall(LatkePropagatorView(A, cols.data(), v_));
+    PetscCall(PetscViewerHDF5PopGroup(v_));
+    const PetscInt config = static_cast<PetscInt>(c);
+    const PetscReal residual = m.max_residual;
+    PetscCall(PetscViewerHDF5WriteAttribute(v_, group, "kappa", PETSC_REAL, &m.kappa));
+    PetscCall(PetscViewerHDF5WriteAttribute(v_, group, "config", PETSC_INT, &config));
+    PetscCall(PetscViewerHDF5WriteAttribute(v_, group, "max_true_residual", PETSC_REAL, &residual));
+#else
+    (void)A, (void)cols, (void)c, (void)k, (void)m;
+#endif
+    PetscFunctionReturn(0);
+  }
+  /// Closes the file and renames it over the target (collective).
+  PetscErrorCode close() {
+    PetscFunctionBeginUser;
+#if defined(LATKE_HAVE_HDF5_VIEWER)
+    PetscCall(PetscViewerDestroy(&v_));
+    PetscMPIInt rank = 0;
+    PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
+    int ok = 1;
+    if (rank == 0) ok = std::rename(tmp_.c_str(), path_.c_str()) == 0;
+    PetscCallMPI(MPI_Bcast(&ok, 1, MPI_INT, 0, PETSC_COMM_WORLD));
+    PetscCheck(ok, PETSC_COMM_WORLD, PETSC_ERR_FILE_WRITE, "-latke_save_propagator %s: renaming %s over it failed",
+               path_.c_str(), tmp_.c_str());
+    if (cleanup_) cleanup_->release();
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "latke-propagator: propagators written to %s\n", path_.c_str()));
+#endif
+    PetscFunctionReturn(0);
+  }
+
+ private:
+  std::string path_, tmp_;
+  PetscViewer v_ = nullptr;
+  std::unique_ptr<latke::InterruptCleanup> cleanup_;
+};
+
 PetscErrorCode run(int& status) {
   Options o;
   PetscFunctionBeginUser;
@@ -216,6 +301,13 @@ PetscErrorCode run(int& status) {
   try {
     o = read_propagator_options();
     latke::require_writable(PETSC_COMM_WORLD, o.json, "-latke_json");
+    if (!o.save.empty()) {
+#if defined(LATKE_HAVE_HDF5_VIEWER)
+      latke::require_writable(PETSC_COMM_WORLD, o.save, "-latke_save_propagator");
+#else
+      latke::fail("-latke_save_propagator ", o.save, ": this build has no HDF5 viewer (PETSc without HDF5)");
+#endif
+    }
   } catch (const std::exception& e) {
     SETERRQ(PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "%s", e.what());
   }
@@ -240,6 +332,8 @@ PetscErrorCode run(int& status) {
   if (!has) PetscCall(PetscOptionsSetValue(nullptr, "-latke_solver", "gcr"));
   PetscCall(PetscOptionsHasName(nullptr, nullptr, "-latke_solver_pc", &has));
   if (!has) PetscCall(PetscOptionsSetValue(nullptr, "-latke_solver_pc", "mg"));
+  PropagatorFile file;
+  if (!o.save.empty()) PetscCall(file.open(o.save, o, global, csw));
   const PetscInt T = global[3];
   std::vector<Measurement> ms;
   std::vector<LatkeMesonChannel> channels;
@@ -252,7 +346,7 @@ PetscErrorCode run(int& status) {
       gauge = next;
     }
     Mat prev = nullptr;
-    for (double kappa : o.kappas) {
+    for (const double& kappa : o.kappas) {
       Measurement m;
       m.config = c;
       std::vector<Vec> cols(12);
@@ -269,6 +363,7 @@ PetscErrorCode run(int& status) {
                             c, kappa, lo, hi, m.solve_s, m.setup_s, m.reused ? " (reused)" : "", m.max_residual,
                             m.converged ? "" : " NOT CONVERGED", (int)(T / 2), (double)PetscRealPart(m.corr[T / 2])));
       if (!m.converged) status = 1;
+      if (!o.save.empty()) PetscCall(file.write(A, cols, c, static_cast<int>(&kappa - o.kappas.data()), m));
       ms.push_back(std::move(m));
       for (Vec& v : cols) PetscCall(VecDestroy(&v));
       PetscCall(MatDestroy(&prev));
@@ -277,6 +372,7 @@ PetscErrorCode run(int& status) {
     PetscCall(MatDestroy(&prev));
   }
   PetscCall(LatkeGaugeDestroy(&gauge));
+  if (!o.save.empty()) PetscCall(file.close());
   PetscMPIInt rank = 0;
   PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
   try {

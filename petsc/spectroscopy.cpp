@@ -1,6 +1,9 @@
 // The spectroscopy functions of the C API (latke.h): meson correlators of a Wilson-clover
-// matrix's propagator (spectroscopy/mesons.h).
+// matrix's propagator (spectroscopy/mesons.h), and propagators saved and loaded through PETSc
+// viewers.
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "petsc/mat_shell.h"
@@ -16,6 +19,25 @@ MesonChannel channel_of(LatkeMesonChannel c) {
   require(c >= LATKE_MESON_PION && c <= LATKE_MESON_B1, "meson channel ", static_cast<int>(c),
           ": expected LATKE_MESON_PION ... LATKE_MESON_B1");
   return static_cast<MesonChannel>(c);
+}
+
+/// Runs io on each column j with the vector named "s<spin>_c<color>" (its dataset in an HDF5
+/// file), the vector's own name restored after.
+PetscErrorCode each_column(Vec prop[], PetscErrorCode (*io)(Mat, Vec, PetscViewer), Mat A, PetscViewer viewer) {
+  PetscFunctionBeginUser;
+  for (int j = 0; j < 12; ++j) {
+    PetscCheck(prop[j] != nullptr, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "propagator column %d is NULL", j);
+    const char* name = nullptr;
+    PetscCall(PetscObjectGetName(reinterpret_cast<PetscObject>(prop[j]), &name));
+    const std::string own = name ? name : "";
+    char dataset[16];
+    std::snprintf(dataset, sizeof dataset, "s%d_c%d", j / 3, j % 3);
+    PetscCall(PetscObjectSetName(reinterpret_cast<PetscObject>(prop[j]), dataset));
+    const PetscErrorCode ierr = io(A, prop[j], viewer);
+    PetscCall(PetscObjectSetName(reinterpret_cast<PetscObject>(prop[j]), own.c_str()));
+    PetscCall(ierr);
+  }
+  PetscFunctionReturn(0);
 }
 
 }  // namespace
@@ -68,6 +90,22 @@ PetscErrorCode MatLatkeMesonCorrelators(Mat A, const Vec prop[], PetscInt t0, Pe
     for (PetscInt k = 0; k < n; ++k)
       for (int t = 0; t < T; ++t) corr[k * T + t] = PetscScalar(c[k][t].re, c[k][t].im);
   }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LatkePropagatorView(Mat A, const Vec prop[], PetscViewer viewer) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(A);
+  LatkeCheckNull(prop);
+  PetscCall(each_column(const_cast<Vec*>(prop), LatkeVecView, A, viewer));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LatkePropagatorLoad(Mat A, Vec prop[], PetscViewer viewer) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(A);
+  LatkeCheckNull(prop);
+  PetscCall(each_column(prop, LatkeVecLoad, A, viewer));
   PetscFunctionReturn(0);
 }
 

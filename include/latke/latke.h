@@ -462,6 +462,12 @@ PetscErrorCode LatkeMesonChannelGetName(LatkeMesonChannel channel, const char **
  * them. Collective. */
 PetscErrorCode MatLatkeMesonCorrelators(Mat A, const Vec prop[], PetscInt t0, PetscInt n,
                                         const LatkeMesonChannel channels[], PetscScalar corr[]);
+/* The 12 columns of a propagator (full-lattice vectors of A) saved or loaded with a PETSc
+ * viewer, each in global lexicographic order (LatkeVecView / LatkeVecLoad) under the name
+ * s<spin>_c<color> of its source: in an HDF5 viewer, datasets s0_c0 ... s3_c2 of the viewer's
+ * current group (PetscViewerHDF5PushGroup). The vectors' own names are kept. */
+PetscErrorCode LatkePropagatorView(Mat A, const Vec prop[], PetscViewer viewer);
+PetscErrorCode LatkePropagatorLoad(Mat A, Vec prop[], PetscViewer viewer);
 
 /* Host<->device staging copies of whole vectors made on this rank so far (zero when the
  * vectors live where the operator runs). */

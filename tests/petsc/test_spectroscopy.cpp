@@ -2,13 +2,19 @@
 // on the free field, the lattice momentum sum of the Wilson propagator, computed here from the
 // gamma matrices of conventions.h alone; the gamma_5-hermiticity identity C_pi(t) = sum |S|^2;
 // invariance under a random gauge transformation of the links; real diagonal channels; bad
-// input. On 1 rank and on 2 (the lattice split in t), with the same expectations.
+// input; a propagator written to an HDF5 file and read back bit for bit. On 1 rank and on 2
+// (the lattice split in t), with the same expectations.
 #include <gtest/gtest.h>
 #include <petscksp.h>
+#if defined(LATKE_HAVE_HDF5_VIEWER)
+#include <petscviewerhdf5.h>
+#endif
 
 #include <Eigen/Dense>
 #include <cmath>
 #include <complex>
+#include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -321,6 +327,53 @@ TEST(Mesons, CorrelatorsAreGaugeInvariantAndThePionIsTheSumOfSquares) {
   LatkeGaugeDestroy(&g);
   LatkeGaugeDestroy(&h);
 }
+
+#if defined(LATKE_HAVE_HDF5_VIEWER)
+TEST(Propagators, WrittenToHdf5AndReadBackAreBitIdentical) {
+  LatkeGauge g = gauge_from(random_links(11));
+  Mat A = wilson(g, 0.11, 1.0);
+  const PetscInt site[4] = {0, 3, 1, 2};
+  std::vector<Vec> s = propagator(A, site), back(12);
+  const char* path = "spectroscopy_propagator.h5";
+  PetscViewer v;
+  ASSERT_PETSC(PetscViewerHDF5Open(PETSC_COMM_WORLD, path, FILE_MODE_WRITE, &v));
+  ASSERT_PETSC(PetscViewerHDF5PushGroup(v, "/config_0/kappa_0"));
+  ASSERT_PETSC(LatkePropagatorView(A, s.data(), v));
+  ASSERT_PETSC(PetscViewerHDF5PopGroup(v));
+  ASSERT_PETSC(PetscViewerDestroy(&v));
+  for (Vec& x : back) ASSERT_PETSC(MatLatkeCreateFullVecs(A, &x, nullptr));
+  ASSERT_PETSC(PetscViewerHDF5Open(PETSC_COMM_WORLD, path, FILE_MODE_READ, &v));
+  ASSERT_PETSC(PetscViewerHDF5PushGroup(v, "/config_0/kappa_0"));
+  ASSERT_PETSC(LatkePropagatorLoad(A, back.data(), v));
+  ASSERT_PETSC(PetscViewerHDF5PopGroup(v));
+  // A group the file does not have is an error, not zeros.
+  ASSERT_PETSC(PetscViewerHDF5PushGroup(v, "/config_1/kappa_0"));
+  PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
+  EXPECT_NE(LatkePropagatorLoad(A, back.data(), v), 0);
+  PetscPopErrorHandler();
+  ASSERT_PETSC(PetscViewerDestroy(&v));
+  for (int j = 0; j < 12; ++j) {
+    PetscInt n = 0;
+    const PetscScalar *a, *b;
+    ASSERT_PETSC(VecGetLocalSize(s[j], &n));
+    ASSERT_PETSC(VecGetArrayRead(s[j], &a));
+    ASSERT_PETSC(VecGetArrayRead(back[j], &b));
+    EXPECT_EQ(std::memcmp(a, b, sizeof(PetscScalar) * n), 0) << "column " << j;
+    ASSERT_PETSC(VecRestoreArrayRead(s[j], &a));
+    ASSERT_PETSC(VecRestoreArrayRead(back[j], &b));
+  }
+  PetscReal norm = 0;
+  ASSERT_PETSC(VecNorm(back[5], NORM_2, &norm));
+  EXPECT_GT(norm, 0);  // a solution, not zeros
+  int rank = 0;
+  MPI_Comm_rank(PETSC_COMM_WORLD, &rank);
+  if (rank == 0) std::remove(path);
+  destroy(s);
+  destroy(back);
+  MatDestroy(&A);
+  LatkeGaugeDestroy(&g);
+}
+#endif
 
 TEST(Mesons, BadInputIsNamed) {
   LatkeGauge g;
