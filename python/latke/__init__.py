@@ -1,0 +1,367 @@
+"""Latke from Python: its operators as petsc4py matrices, its preconditioners as PETSc PC types.
+
+    import petsc4py; petsc4py.init(sys.argv)
+    from petsc4py import PETSc
+    import latke
+    latke.initialize()                                   # registers latke_mg and latke_schwarz
+    U = latke.Gauge.quenched((8, 8, 8, 16), beta=6.0, sweeps=200)   # or Gauge.load(path)
+    A = latke.WilsonClover(U, kappa=0.1345, csw=1.769)  # a petsc4py Mat (the even-odd system)
+    x, b = latke.full_vecs(A)
+    latke.point_source(A, b, site=(0, 0, 0, 0), spin=0, color=0)
+    ...                                                  # KSP with -pc_type latke_mg, as in C
+    psi = latke.to_numpy(A, x)                           # [t, z, y, x, spin, color] of this rank
+
+The C API (include/latke/latke.h) is called through ctypes on the same PETSc library that
+petsc4py loaded; Latke's matrices and vectors come back as petsc4py objects (they are handed
+over through PetscObjectCompose/query on a carrier object, which petsc4py wraps in the right
+type). Every call checks PETSc's error code and raises latke.Error, PETSc's message having
+been printed by PETSc. docs/python.md.
+"""
+import ctypes
+import os
+
+import numpy as np
+from petsc4py import PETSc
+
+__all__ = ["Error", "initialize", "version", "backend", "Gauge", "WilsonClover", "Staggered", "full_vecs",
+           "prepare_source", "reconstruct", "point_source", "wall_source", "noise_source", "to_numpy", "from_numpy",
+           "meson_correlators", "MESON_CHANNELS", "solve"]
+
+
+class Error(RuntimeError):
+    """A Latke or PETSc call failed (PETSc printed why)."""
+
+
+_lib = None
+_Int = ctypes.c_int64 if np.dtype(PETSc.IntType).itemsize == 8 else ctypes.c_int32
+_Real = ctypes.c_double
+_ptr = ctypes.c_void_p
+
+
+class _Scalar(ctypes.Structure):
+    _fields_ = [("re", ctypes.c_double), ("im", ctypes.c_double)]
+
+
+class _WilsonCloverParams(ctypes.Structure):
+    _fields_ = [("mass", _Real), ("kappa", _Real), ("csw", _Real), ("boundary_phase", _Scalar * 4),
+                ("schur", ctypes.c_int), ("parity", _Int), ("precision", ctypes.c_int), ("reconstruct", _Int)]
+
+
+class _StaggeredParams(ctypes.Structure):
+    _fields_ = [("mass", _Real), ("type", ctypes.c_int), ("u0", _Real), ("boundary_phase", _Scalar * 4),
+                ("parity", _Int), ("precision", ctypes.c_int), ("reconstruct", _Int)]
+
+
+class _SolverParams(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_int), ("tol", _Real), ("max_it", _Int), ("sloppy", ctypes.c_int),
+                ("delta", _Real), ("restart", _Int), ("restart_drop", _Real)]
+
+
+class _SolverStats(ctypes.Structure):
+    _fields_ = [("iterations", _Int), ("reliable_updates", _Int), ("outer_applications", _Int),
+                ("sloppy_applications", _Int), ("fallback_at", _Int), ("restarts", _Int), ("true_residual", _Real),
+                ("seconds", _Real), ("gflops", _Real), ("converged", ctypes.c_int), ("pc_setup_seconds", _Real)]
+
+
+_FORMS = {"full": 0, "even_odd": 1}
+_PRECISIONS = {"double": 0, "single": 1, "half": 2}
+_SOLVERS = {"cg": 0, "cgne": 1, "cgnr": 2, "bicgstab": 3, "gcr": 4, "mr": 5}
+MESON_CHANNELS = ("pion", "pion_a4", "a4_pion", "rho", "a0", "a1", "b1")
+
+
+def _library_path():
+    """$LATKE_LIBRARY, else the library this package was built or installed with (_library.py)."""
+    path = os.environ.get("LATKE_LIBRARY")
+    if path:
+        return path
+    try:
+        from latke._library import LIBRARY
+    except ImportError:
+        raise Error("latke: the Latke library is unknown: set LATKE_LIBRARY to liblatke.so, or use the package "
+                    "from Latke's build tree (build/python) or installation") from None
+    return LIBRARY
+
+
+def _check(code, what):
+    if code != 0:
+        raise Error(f"latke: {what} failed (PETSc error {code})")
+
+
+def _call(name, *args):
+    _check(getattr(_lib, name)(*args), name)
+
+
+def _handle(obj):
+    return _ptr(obj.handle)
+
+
+def _comm(comm):
+    """The C MPI_Comm of a petsc4py Comm (through its Fortran handle)."""
+    return _ptr(_lib.MPI_Comm_f2c(comm.fortran))
+
+
+def _adopt(pointer, comm):
+    """A petsc4py object for a C PETSc object this module created (the reference moves to it)."""
+    carrier = PETSc.Vec().createSeq(1, comm=PETSc.COMM_SELF)
+    _call("PetscObjectCompose", _handle(carrier), b"latke_adopt", pointer)
+    obj = carrier.query("latke_adopt")  # petsc4py wraps it in its own type, one reference more
+    _call("PetscObjectCompose", _handle(carrier), b"latke_adopt", None)
+    carrier.destroy()
+    _call("PetscObjectDereference", pointer)  # the creator's reference: petsc4py's is the one left
+    return obj
+
+
+def initialize():
+    """Load the library and run LatkeInitialize (after petsc4py.init): registers the PC types
+    latke_mg and latke_schwarz and reads -latke_backend and -latke_grid. Idempotent."""
+    global _lib
+    if _lib is not None:
+        return
+    PETSc.Sys.getVersion()  # PETSc is initialized (petsc4py.init has run) and loaded
+    lib = ctypes.CDLL(_library_path(), mode=ctypes.RTLD_GLOBAL)
+    lib.PetscObjectCompose.argtypes = [_ptr, ctypes.c_char_p, _ptr]
+    lib.PetscObjectDereference.argtypes = [_ptr]
+    lib.MPI_Comm_f2c.restype = _ptr
+    lib.MPI_Comm_f2c.argtypes = [ctypes.c_int]
+    _lib = lib
+    _call("LatkeInitialize")
+
+
+def version():
+    """(major, minor, patch) of the library."""
+    v = [ctypes.c_int(), ctypes.c_int(), ctypes.c_int()]
+    _call("LatkeGetVersion", *[ctypes.byref(x) for x in v])
+    return tuple(x.value for x in v)
+
+
+def backend():
+    """'cuda' or 'cpu': where Latke's operators run."""
+    name = ctypes.c_char_p()
+    _call("LatkeGetBackend", ctypes.byref(name))
+    return name.value.decode()
+
+
+def _ints(values, n, what):
+    values = tuple(int(v) for v in values)
+    if len(values) != n:
+        raise Error(f"latke: {what} {values}: expected {n} integers")
+    return (_Int * n)(*values)
+
+
+class Gauge:
+    """A gauge configuration on a distributed lattice (LatkeGauge). Destroyed with destroy() or
+    when garbage-collected."""
+
+    _options = 0
+
+    def __init__(self, handle, comm):
+        self._h = handle
+        self.comm = comm
+
+    @classmethod
+    def _from_options(cls, options, comm):
+        # The C API reads gauge sources from the options database: under a prefix of its own.
+        prefix = f"latke_py{Gauge._options}_"
+        Gauge._options += 1
+        db = PETSc.Options()
+        for k, v in options.items():
+            db.setValue(f"-{prefix}{k}", v)
+        h = _ptr()
+        try:
+            _call("LatkeGaugeCreateFromOptions", _comm(comm), prefix.encode(), ctypes.byref(h))
+        finally:
+            for k in options:
+                db.delValue(f"-{prefix}{k}")
+        return cls(h, comm)
+
+    @classmethod
+    def load(cls, path, comm=PETSc.COMM_WORLD, grid=None):
+        """A NERSC or ILDG file (format detected, checksums checked)."""
+        opts = {"latke_gauge": str(path)}
+        if grid is not None:
+            opts["latke_grid"] = ",".join(str(int(g)) for g in grid)
+        return cls._from_options(opts, comm)
+
+    @classmethod
+    def quenched(cls, lattice, beta=6.0, sweeps=200, seed=1, cache=None, comm=PETSc.COMM_WORLD):
+        """A thermalized quenched configuration from Latke's generator (cached when cache, a
+        directory, is given; "" or None: not cached)."""
+        opts = {"latke_gauge": "quenched", "latke_lattice": ",".join(str(int(v)) for v in lattice),
+                "latke_gauge_beta": repr(float(beta)), "latke_gauge_sweeps": str(int(sweeps)),
+                "latke_gauge_seed": str(int(seed)), "latke_gauge_cache": cache or ""}
+        return cls._from_options(opts, comm)
+
+    @classmethod
+    def random(cls, lattice, seed=1, spread=-1.0, grid=None, comm=PETSc.COMM_WORLD):
+        """Reproducible random links (spread < 0: random SU(3); spread = 0: the unit gauge)."""
+        h = _ptr()
+        g = _ints(grid, 4, "grid") if grid is not None else None
+        _call("LatkeGaugeCreateRandom", _comm(comm), _ints(lattice, 4, "lattice"), g, _Int(seed),
+              _Real(spread), ctypes.byref(h))
+        return cls(h, comm)
+
+    def evolved(self, sweeps, beta=None, seed=None):
+        """The configuration `sweeps` sweeps further along its quenched chain."""
+        h = _ptr()
+        default = -2  # PETSC_DEFAULT
+        _call("LatkeGaugeCreateEvolved", self._h, _Real(default if beta is None else beta),
+              _Int(default if seed is None else seed), _Int(sweeps), ctypes.byref(h))
+        return Gauge(h, self.comm)
+
+    def lattice(self):
+        """(global extents, local extents, process grid), each a tuple of 4."""
+        arrays = [(_Int * 4)() for _ in range(3)]
+        _call("LatkeGaugeGetLattice", self._h, *arrays)
+        return tuple(tuple(int(v) for v in a) for a in arrays)
+
+    def destroy(self):
+        if self._h and _lib is not None:
+            _call("LatkeGaugeDestroy", ctypes.byref(self._h))
+        self._h = None
+
+    def __del__(self):
+        try:
+            self.destroy()
+        except Exception:
+            pass
+
+
+def WilsonClover(gauge, kappa=None, mass=None, csw=1.0, form="even_odd", precision="double", prefix=None):
+    """A Latke Wilson-clover matrix (petsc4py Mat): kappa (M_kappa = 2 kappa M) or mass; the
+    options database still overrides under the matrix's prefix (latke.h)."""
+    if (kappa is None) == (mass is None):
+        raise Error("latke.WilsonClover: give kappa or mass, one of them")
+    p = _WilsonCloverParams()
+    _call("LatkeWilsonCloverParamsDefault", ctypes.byref(p))
+    if kappa is not None:
+        p.kappa = float(kappa)
+    else:
+        p.mass = float(mass)
+    p.csw = float(csw)
+    p.precision = _choice(_PRECISIONS, precision, "precision")
+    a = _ptr()
+    _call("MatCreateLatkeWilsonClover", gauge._h, _choice(_FORMS, form, "form"), ctypes.byref(p),
+          prefix.encode() if prefix else None, ctypes.byref(a))
+    return _remember(_adopt(a, gauge.comm), gauge, 4)
+
+
+def Staggered(gauge, mass, kind="asqtad", u0=1.0, form="even_odd", precision="double", prefix=None):
+    """A Latke staggered matrix (naive or asqtad; even_odd: the normal operator 4m^2 - D D)."""
+    p = _StaggeredParams()
+    _call("LatkeStaggeredParamsDefault", ctypes.byref(p))
+    p.mass = float(mass)
+    p.type = _choice({"naive": 0, "asqtad": 1}, kind, "staggered kind")
+    p.u0 = float(u0)
+    p.precision = _choice(_PRECISIONS, precision, "precision")
+    a = _ptr()
+    _call("MatCreateLatkeStaggered", gauge._h, _choice(_FORMS, form, "form"), ctypes.byref(p),
+          prefix.encode() if prefix else None, ctypes.byref(a))
+    return _remember(_adopt(a, gauge.comm), gauge, 1)
+
+
+def _choice(table, value, what):
+    if value not in table:
+        raise Error(f"latke: {what} {value!r}: expected one of {', '.join(table)}")
+    return table[value]
+
+
+def full_vecs(A):
+    """(x, b): full-lattice vectors of Latke matrix A (solution and source)."""
+    x, b = _ptr(), _ptr()
+    _call("MatLatkeCreateFullVecs", _handle(A), ctypes.byref(x), ctypes.byref(b))
+    comm = A.getComm()
+    return _adopt(x, comm), _adopt(b, comm)
+
+
+def prepare_source(A, b, bhat):
+    """bhat, the right-hand side of A's (even-odd) system, from the full source b."""
+    _call("MatLatkePrepareSource", _handle(A), _handle(b), _handle(bhat))
+
+
+def reconstruct(A, xhat, b, x):
+    """The full solution x from the system's solution xhat and the full source b."""
+    _call("MatLatkeReconstruct", _handle(A), _handle(xhat), _handle(b), _handle(x))
+
+
+def point_source(A, b, site, spin=0, color=0):
+    _call("LatkeVecSetPointSource", _handle(A), _handle(b), _ints(site, 4, "site"), _Int(spin), _Int(color))
+
+
+def wall_source(A, b, t, spin=0, color=0):
+    _call("LatkeVecSetWallSource", _handle(A), _handle(b), _Int(t), _Int(spin), _Int(color))
+
+
+def noise_source(A, b, noise="z2", seed=1):
+    _call("LatkeVecSetNoiseSource", _handle(A), _handle(b), _choice({"z2": 0, "z4": 1}, noise, "noise"), _Int(seed))
+
+
+def to_numpy(A, x):
+    """This rank's part of vector x of A as a numpy array [t, z, y, x, spin, color] over the
+    local volume in lexicographic order (a parity vector's other sites are zero)."""
+    shape = _shape(A)
+    out = np.zeros(shape, dtype=np.complex128)
+    _call("LatkeVecGetLexicographic", _handle(A), _handle(x), out.ctypes.data_as(_ptr))
+    return out
+
+
+def from_numpy(A, x, array):
+    """Set vector x of A from this rank's local volume [t, z, y, x, spin, color] (lexicographic)."""
+    a = np.ascontiguousarray(array, dtype=np.complex128)
+    if a.shape != _shape(A):
+        raise Error(f"latke.from_numpy: an array of shape {a.shape}; expected {_shape(A)}")
+    _call("LatkeVecSetLexicographic", _handle(A), _handle(x), a.ctypes.data_as(_ptr))
+
+
+_matrices = {}  # Mat handle -> (global extents, local extents, spins) of the Latke matrices made here
+
+
+def _remember(A, gauge, nspin):
+    glob, local, _ = gauge.lattice()
+    _matrices[A.handle] = (glob, local, nspin)
+    return A
+
+
+def _info(A):
+    info = _matrices.get(A.handle)
+    if info is None:
+        raise Error("latke: the matrix was not made by latke.WilsonClover or latke.Staggered")
+    return info
+
+
+def _shape(A):
+    """[t, z, y, x, spin, color] of this rank's local volume for Latke matrix A."""
+    _, local, nspin = _info(A)
+    return tuple(reversed(local)) + (nspin, 3)
+
+
+def meson_correlators(A, columns, t0, channels=MESON_CHANNELS):
+    """{channel: complex array C(t), t = 0..T-1 from time slice t0} from the 12 propagator
+    columns (full vectors of Wilson-clover matrix A, column 3 spin + color); every rank gets them."""
+    if len(columns) != 12:
+        raise Error(f"latke.meson_correlators: {len(columns)} columns; expected 12")
+    ids = [_choice({c: i for i, c in enumerate(MESON_CHANNELS)}, c, "meson channel") for c in channels]
+    T = _global_t(A)
+    corr = np.zeros(len(ids) * T, dtype=np.complex128)
+    cols = (_ptr * 12)(*[c.handle for c in columns])
+    _call("MatLatkeMesonCorrelators", _handle(A), cols, _Int(t0), _Int(len(ids)), (ctypes.c_int * len(ids))(*ids),
+          corr.ctypes.data_as(_ptr))
+    return {c: corr[k * T:(k + 1) * T].copy() for k, c in enumerate(channels)}
+
+
+def _global_t(A):
+    return _info(A)[0][3]
+
+
+def solve(A, b, x, solver="gcr", tol=1e-10, max_it=10000, sloppy="single", prefix=None):
+    """Latke's native solver on A x = b (MatLatkeSolve; x holds the initial guess; the multigrid
+    with -latke_solver_pc mg in the options). Returns a dict of the solver's statistics."""
+    p = _SolverParams()
+    _call("LatkeSolverParamsDefault", ctypes.byref(p))
+    p.type = _choice(_SOLVERS, solver, "solver")
+    p.tol = float(tol)
+    p.max_it = int(max_it)
+    p.sloppy = _choice(_PRECISIONS, sloppy, "sloppy precision")
+    st = _SolverStats()
+    _call("MatLatkeSolve", _handle(A), _handle(b), _handle(x), ctypes.byref(p), prefix.encode() if prefix else None,
+          ctypes.byref(st))
+    return {name: getattr(st, name) for name, _ in _SolverStats._fields_} | {"converged": bool(st.converged)}

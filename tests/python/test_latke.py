@@ -1,0 +1,147 @@
+# The latke Python package (python/latke) with petsc4py: matrices and vectors as petsc4py
+# objects, numpy in lexicographic order, a petsc4py KSP with -pc_type latke_mg, the native solver,
+# meson correlators against sum |S|^2 computed in numpy, staggered CG, bad input. Runs under
+# mpirun with 1 and 2 ranks (the lattice split in t), with the same expectations.
+import os
+import sys
+import unittest
+
+import petsc4py
+
+petsc4py.init(sys.argv[:1])
+import numpy as np  # noqa: E402
+from petsc4py import PETSc  # noqa: E402
+
+import latke  # noqa: E402
+
+latke.initialize()
+COMM = PETSc.COMM_WORLD
+LATTICE = (4, 4, 4, 8)
+GRID = (1, 1, 1, COMM.getSize())
+
+
+def allsum(local):
+    """Sum of a numpy array over the ranks (every rank gets it)."""
+    local = np.asarray(local, dtype=np.complex128).ravel()
+    v = PETSc.Vec().createMPI((len(local) if COMM.getRank() == 0 else 0, len(local)), comm=COMM)
+    v.setValues(range(len(local)), local, addv=PETSc.InsertMode.ADD_VALUES)
+    v.assemble()
+    scatter, whole = PETSc.Scatter.toAll(v)
+    scatter.scatter(v, whole)
+    out = whole.getArray().copy()
+    for o in (scatter, whole, v):
+        o.destroy()
+    return out
+
+
+class Package(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.U = latke.Gauge.random(LATTICE, seed=5, spread=0.4, grid=GRID)
+        cls.A = latke.WilsonClover(cls.U, kappa=0.12, csw=1.0)
+
+    def test_a_matrix_is_a_petsc4py_shell_of_the_lattice(self):
+        glob, local, grid = self.U.lattice()
+        self.assertEqual(glob, LATTICE)
+        self.assertEqual(grid, GRID)
+        self.assertEqual(self.A.getType(), "shell")
+        self.assertEqual(self.A.getName(), "LatkeWilsonClover")
+        self.assertEqual(self.A.getSize()[0], 12 * int(np.prod(LATTICE)) // 2)  # one parity
+        x, b = latke.full_vecs(self.A)
+        self.assertEqual(x.getSize(), 12 * int(np.prod(LATTICE)))
+        self.assertEqual(self.A.getRefCount(), 1)  # petsc4py holds the only reference
+
+    def test_numpy_round_trip_and_a_point_source_where_it_belongs(self):
+        x, b = latke.full_vecs(self.A)
+        shape = latke.to_numpy(self.A, x).shape
+        self.assertEqual(shape, (LATTICE[3] // GRID[3], 4, 4, 4, 4, 3))
+        rng = np.random.default_rng(COMM.getRank())
+        a = rng.normal(size=shape) + 1j * rng.normal(size=shape)
+        latke.from_numpy(self.A, x, a)
+        self.assertTrue(np.array_equal(latke.to_numpy(self.A, x), a))
+        latke.point_source(self.A, b, site=(1, 2, 3, 6), spin=2, color=1)
+        s = latke.to_numpy(self.A, b)
+        t_local = 6 - COMM.getRank() * shape[0]
+        mine = 0 <= t_local < shape[0]
+        self.assertEqual(allsum([np.abs(s).sum()])[0], 1.0)
+        if mine:
+            self.assertEqual(s[t_local, 3, 2, 1, 2, 1], 1.0)
+
+    def test_a_petsc4py_ksp_with_latke_mg_solves(self):
+        ksp = PETSc.KSP().create(COMM)
+        ksp.setOperators(self.A)
+        ksp.setType("fgmres")
+        ksp.getPC().setType("latke_mg")
+        ksp.setTolerances(rtol=1e-10, max_it=200)
+        x, b = latke.full_vecs(self.A)
+        latke.noise_source(self.A, b, "z2", seed=3)
+        bhat, xhat = self.A.createVecRight(), self.A.createVecLeft()
+        latke.prepare_source(self.A, b, bhat)
+        ksp.solve(bhat, xhat)
+        self.assertGreater(ksp.getConvergedReason(), 0)
+        self.assertEqual(ksp.getPC().getType(), "latke_mg")
+        r = bhat.duplicate()
+        self.A.mult(xhat, r)
+        r.aypx(-1.0, bhat)
+        self.assertLess(r.norm() / bhat.norm(), 1e-9)
+        latke.reconstruct(self.A, xhat, b, x)  # the full solution: nonzero on both parities
+        self.assertGreater(x.norm(), xhat.norm())
+        ksp.destroy()
+
+    def test_the_pion_is_the_sum_of_squares_of_the_propagator(self):
+        cols, sq = [], np.zeros(LATTICE[3])
+        bhat, xhat = self.A.createVecRight(), self.A.createVecLeft()
+        t_offset = COMM.getRank() * (LATTICE[3] // GRID[3])
+        for j in range(12):
+            x, b = latke.full_vecs(self.A)
+            latke.point_source(self.A, b, site=(0, 0, 0, 5), spin=j // 3, color=j % 3)
+            latke.prepare_source(self.A, b, bhat)
+            xhat.zeroEntries()
+            st = latke.solve(self.A, bhat, xhat, solver="bicgstab", tol=1e-12, sloppy="double")
+            self.assertTrue(st["converged"], st)
+            latke.reconstruct(self.A, xhat, b, x)
+            cols.append(x)
+            s = latke.to_numpy(self.A, x)
+            for t in range(s.shape[0]):
+                sq[(t + t_offset - 5) % LATTICE[3]] += np.sum(np.abs(s[t]) ** 2)
+        c = latke.meson_correlators(self.A, cols, t0=5)
+        self.assertEqual(set(c), set(latke.MESON_CHANNELS))
+        want = allsum(sq).real
+        np.testing.assert_allclose(c["pion"].real, want, rtol=1e-12)
+        self.assertTrue(np.all(c["pion"].real > 0))
+
+    def test_staggered_cg_on_the_normal_operator(self):
+        S = latke.Staggered(self.U, mass=0.2, kind="naive")
+        ksp = PETSc.KSP().create(COMM)
+        ksp.setOperators(S)
+        ksp.setType("cg")
+        ksp.getPC().setType("none")
+        ksp.setTolerances(rtol=1e-10, max_it=1000)
+        bhat, xhat = S.createVecRight(), S.createVecLeft()
+        bhat.setRandom()
+        ksp.solve(bhat, xhat)
+        self.assertGreater(ksp.getConvergedReason(), 0)
+        ksp.destroy()
+
+    def test_bad_input_raises_latke_error(self):
+        with self.assertRaisesRegex(latke.Error, "give kappa or mass"):
+            latke.WilsonClover(self.U, csw=1.0)
+        with self.assertRaisesRegex(latke.Error, "precision 'quad'"):
+            latke.WilsonClover(self.U, kappa=0.1, precision="quad")
+        x, _ = latke.full_vecs(self.A)
+        with self.assertRaisesRegex(latke.Error, "an array of shape"):
+            latke.from_numpy(self.A, x, np.zeros((2, 2)))
+        with self.assertRaisesRegex(latke.Error, "11 columns; expected 12"):
+            latke.meson_correlators(self.A, [x] * 11, 0)
+        with self.assertRaisesRegex(latke.Error, "meson channel 'kaon'"):
+            latke.meson_correlators(self.A, [x] * 12, 0, channels=("kaon",))
+        other = PETSc.Mat().createAIJ((4, 4), comm=PETSc.COMM_SELF)
+        with self.assertRaisesRegex(latke.Error, "not made by latke"):
+            latke.to_numpy(other, x)
+
+
+if __name__ == "__main__":
+    stream = sys.stderr if COMM.getRank() == 0 else open(os.devnull, "w")  # one report, rank 0's
+    runner = unittest.TextTestRunner(stream=stream)
+    result = unittest.main(argv=sys.argv[:1], exit=False, testRunner=runner).result
+    sys.exit(0 if result.wasSuccessful() else 1)
