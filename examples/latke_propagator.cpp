@@ -2,21 +2,22 @@
 // configuration and kappa, as a spectroscopy run needs them.
 //
 //   latke-propagator -latke_kappas k1,k2,... [-latke_csw c] [-latke_gauge quenched|FILE ...]
-//                    [-latke_configs N -latke_config_sweeps n] [-latke_source_site x,y,z,t]
+//                    [-latke_configs N -latke_config_sweeps n] [-latke_source point|z2_wall|z4_wall]
+//                    [-latke_source_site x,y,z,t] [-latke_source_seed s]
 //                    [-latke_json FILE] [-latke_solver gcr -latke_solver_pc mg ...]
 //
 // For each configuration (the one -latke_gauge gives, then N-1 more of its quenched chain, n
 // sweeps apart: LatkeGaugeCreateEvolved) and each kappa, the 12 spin-colour columns of the
-// propagator from a point source are solved with the native solver (default: GCR preconditioned
-// by Latke's multigrid, set up once per configuration at the first kappa and rebuilt from its
-// null vectors at the others: MatLatkeReusePreconditioner), each checked independently with
-// the full double-precision operator (|b - M x| / |b| <= -latke_solver_tol, solving on from the
-// solution at most twice where it is not). The meson correlators of MatLatkeMesonCorrelators
-// (pion, A4A4, A4P, rho, a0, a1, b1) go to a JSON file (schema latke-propagator/1,
-// docs/latke-propagator.md) that latke-spectrum analyses; with -latke_save_propagator FILE.h5
-// the propagators themselves go to an HDF5 file (group /config_<c>/kappa_<k>, datasets s0_c0 ...
-// s3_c2 in global lexicographic order, the physics parameters as attributes). Exit status 0 only when every column
-// of every solve met the tolerance; the JSON is written in any case, saying which did not.
+// propagator from a point source (or the 12 spin-colour dilutions of Z2/Z4 noise on the source's
+// time slice, the one-end trick: LatkeVecSetDilutedNoiseSource) are solved with the native solver (default: GCR
+// preconditioned by Latke's multigrid, set up once per configuration at the first kappa and rebuilt from its null
+// vectors at the others: MatLatkeReusePreconditioner), each checked independently with the full double-precision
+// operator (|b - M x| / |b| <= -latke_solver_tol, solving on from the solution at most twice where it is not). The
+// meson correlators of MatLatkeMesonCorrelators (pion, A4A4, A4P, rho, a0, a1, b1) go to a JSON file (schema
+// latke-propagator/1, docs/latke-propagator.md) that latke-spectrum analyses; with -latke_save_propagator FILE.h5 the
+// propagators themselves go to an HDF5 file (group /config_<c>/kappa_<k>, datasets s0_c0 ... s3_c2 in global
+// lexicographic order, the physics parameters as attributes). Exit status 0 only when every column of every solve met
+// the tolerance; the JSON is written in any case, saying which did not.
 #include <petscsys.h>
 #if defined(LATKE_HAVE_HDF5_VIEWER)
 #include <petscviewerhdf5.h>
@@ -40,11 +41,14 @@
 
 namespace {
 
-const char help[] = "latke-propagator: Wilson-clover point-source propagators and meson correlators.\n";
+const char help[] =
+    "latke-propagator: Wilson-clover propagators (point or diluted noise sources) and meson correlators.\n";
 
 struct Options {
   std::vector<double> kappas;
   std::vector<double> site{0, 0, 0, 0};
+  std::string source = "point";  ///< point, z2_wall or z4_wall
+  long seed = 1;                 ///< noise: configuration c uses seed + c
   long configs = 1, sweeps = 100;
   std::string json = "propagator.json";
   std::string save;  ///< -latke_save_propagator: HDF5 file of the propagators
@@ -55,7 +59,11 @@ Options read_propagator_options() {
   Options o;
   latke::read_options(PETSC_COMM_WORLD, "", "latke-propagator options", [&](latke::OptionGroup& g) {
     o.kappas = g.reals("-latke_kappas", {}, "Hopping parameters k1,k2,... (each solved on every configuration)");
-    o.site = g.reals("-latke_source_site", o.site, "Point source site x,y,z,t", 4);
+    o.source = g.choice("-latke_source", o.source, {"point", "z2_wall", "z4_wall"},
+                        "Source: a point, or spin-colour diluted Z2/Z4 noise on the time slice of -latke_source_site "
+                        "(the one-end trick; correlators per source site)");
+    o.site = g.reals("-latke_source_site", o.site, "Source site x,y,z,t (a wall: its time slice t)", 4);
+    o.seed = g.integer("-latke_source_seed", o.seed, "Noise seed (configuration c uses seed + c)");
     o.configs = g.integer("-latke_configs", 1, "Configurations: -latke_gauge's, then more of its quenched chain");
     o.sweeps = g.integer("-latke_config_sweeps", 100, "Sweeps between the configurations of the chain");
     o.json = g.string("-latke_json", o.json, "Write the correlators as JSON (schema latke-propagator/1) to this file");
@@ -114,8 +122,11 @@ std::string json_text(const Options& o, const PetscInt global[4], const PetscInt
     << "\",\n  \"backend\": \"" << backend << "\",\n  \"lattice\": [" << global[0] << ", " << global[1] << ", "
     << global[2] << ", " << global[3] << "],\n  \"grid\": [" << grid[0] << ", " << grid[1] << ", " << grid[2] << ", "
     << grid[3] << "],\n  \"csw\": " << num(csw) << ",\n  \"tolerance\": " << num(o.tol)
-    << ",\n  \"config_sweeps\": " << o.sweeps << ",\n  \"source\": {\"type\": \"point\", \"site\": [" << o.site[0]
-    << ", " << o.site[1] << ", " << o.site[2] << ", " << o.site[3] << "]},\n  \"measurements\": [";
+    << ",\n  \"config_sweeps\": " << o.sweeps << ",\n  \"source\": {\"type\": \"" << o.source << "\", \"site\": ["
+    << o.site[0] << ", " << o.site[1] << ", " << o.site[2] << ", " << o.site[3] << "]";
+  if (o.source != "point")
+    f << ", \"seed\": " << o.seed << ", \"dilution\": \"spin-color\", \"normalization\": \"per source site\"";
+  f << "},\n  \"measurements\": [";
   const PetscInt T = global[3];
   for (std::size_t m = 0; m < ms.size(); ++m) {
     const Measurement& r = ms[m];
@@ -157,6 +168,8 @@ PetscErrorCode full_residual(Mat A, Mat M, Vec xhat, Vec b, Vec x, Vec r, double
 /// matrix of the configuration's previous kappa, whose multigrid A takes over (or null).
 PetscErrorCode solve_columns(LatkeGauge gauge, const Options& o, double kappa, double csw, Mat prev, Mat* made,
                              std::vector<Vec>& cols, Measurement& m) {
+  const bool noise = o.source != "point";
+  const LatkeNoise kind = o.source == "z4_wall" ? LATKE_NOISE_Z4 : LATKE_NOISE_Z2;
   Mat A, M;
   Vec b, bhat, xhat, r;
   PetscFunctionBeginUser;
@@ -187,7 +200,10 @@ PetscErrorCode solve_columns(LatkeGauge gauge, const Options& o, double kappa, d
                             static_cast<PetscInt>(o.site[2]), static_cast<PetscInt>(o.site[3])};
   m.kappa = kappa;
   for (int j = 0; j < 12; ++j) {
-    PetscCall(LatkeVecSetPointSource(A, b, site, j / 3, j % 3));
+    if (noise)
+      PetscCall(LatkeVecSetDilutedNoiseSource(A, b, kind, o.seed + m.config, site[3], j / 3, j % 3));
+    else
+      PetscCall(LatkeVecSetPointSource(A, b, site, j / 3, j % 3));
     PetscCall(MatLatkePrepareSource(A, b, bhat));
     PetscCall(VecSet(xhat, 0.0));
     LatkeSolverStats st;
@@ -242,6 +258,7 @@ class PropagatorFile {
     std::snprintf(site, sizeof site, "%d,%d,%d,%d", (int)o.site[0], (int)o.site[1], (int)o.site[2], (int)o.site[3]);
     PetscCall(PetscViewerHDF5WriteAttribute(v_, "/", "schema", PETSC_STRING, "latke-propagator/1"));
     PetscCall(PetscViewerHDF5WriteAttribute(v_, "/", "lattice", PETSC_STRING, lattice));
+    PetscCall(PetscViewerHDF5WriteAttribute(v_, "/", "source", PETSC_STRING, o.source.c_str()));
     PetscCall(PetscViewerHDF5WriteAttribute(v_, "/", "source_site", PETSC_STRING, site));
     PetscCall(PetscViewerHDF5WriteAttribute(v_, "/", "csw", PETSC_REAL, &csw));
     PetscCall(PetscViewerHDF5WriteAttribute(v_, "/", "order", PETSC_STRING,
@@ -355,6 +372,8 @@ PetscErrorCode run(int& status) {
       m.corr.resize(static_cast<std::size_t>(n_channels) * T);
       PetscCall(MatLatkeMesonCorrelators(A, cols.data(), static_cast<PetscInt>(o.site[3]), n_channels, channels.data(),
                                          m.corr.data()));
+      if (o.source != "point")  // the mean of the slice's point sources: their sum over its sites
+        for (PetscScalar& v : m.corr) v /= static_cast<PetscReal>(global[0] * global[1] * global[2]);
       int lo = 1 << 30, hi = 0;
       for (PetscInt i : m.iterations) lo = std::min(lo, (int)i), hi = std::max(hi, (int)i);
       PetscCall(PetscPrintf(PETSC_COMM_WORLD,

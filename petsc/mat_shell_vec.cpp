@@ -3,12 +3,12 @@
 #include <cstdint>
 #include <cstring>
 
-#include "src/core/site_files.h"
-#include "src/fields/gauge_io_detail.h"
+#include "petsc/mat_shell.h"
 #include "src/core/error.h"
 #include "src/core/indexing.h"
+#include "src/core/site_files.h"
+#include "src/fields/gauge_io_detail.h"
 #include "src/fields/random.h"
-#include "petsc/mat_shell.h"
 
 namespace latke::petsc {
 
@@ -66,7 +66,8 @@ std::vector<PetscInt> natural_indices(const ShellOperator& op, bool full) {
       for (int mu = 3; mu >= 0; --mu) site = site * lat.global()[mu] + c[mu] + lat.offset()[mu];
       if (!full) site /= 2;
       for (int k = 0; k < ncomp; ++k)
-        idx[(static_cast<std::size_t>(b) * ncomp + k) * lat.volume_cb() + x_cb] = static_cast<PetscInt>(site * ncomp + k);
+        idx[(static_cast<std::size_t>(b) * ncomp + k) * lat.volume_cb() + x_cb] =
+            static_cast<PetscInt>(site * ncomp + k);
     }
   }
   return idx;
@@ -122,7 +123,8 @@ PetscErrorCode LatkeVecSetLexicographic(Mat A, Vec x, const PetscScalar lex[]) {
     const Shape s = shape_of(op);
     require(lex != nullptr, "LatkeVecSetLexicographic: the array is NULL");
     std::vector<Complex<double>> host(static_cast<std::size_t>(s.volume) * s.ncomp);
-    for (std::size_t i = 0; i < host.size(); ++i) host[i] = Complex<double>(PetscRealPart(lex[i]), PetscImaginaryPart(lex[i]));
+    for (std::size_t i = 0; i < host.size(); ++i)
+      host[i] = Complex<double>(PetscRealPart(lex[i]), PetscImaginaryPart(lex[i]));
     set_lex(op, x, host);
   }));
   PetscFunctionReturn(0);
@@ -205,7 +207,8 @@ PetscErrorCode LatkeVecSetWallSource(Mat A, Vec b, PetscInt t, PetscInt spin, Pe
     std::vector<Complex<double>> host(static_cast<std::size_t>(s.volume) * s.ncomp);
     for (long i = 0; i < s.volume; ++i) {
       const Coords c = lat.coords_of(i);
-      if (c[3] + lat.offset()[3] == t) host[static_cast<std::size_t>(i) * s.ncomp + spin * op.ncolor() + color] = Complex<double>(1.0);
+      if (c[3] + lat.offset()[3] == t)
+        host[static_cast<std::size_t>(i) * s.ncomp + spin * op.ncolor() + color] = Complex<double>(1.0);
     }
     set_lex(op, b, host);
   }));
@@ -228,8 +231,39 @@ PetscErrorCode LatkeVecSetNoiseSource(Mat A, Vec b, LatkeNoise noise, PetscInt s
       const std::uint64_t g = global_site(lat, i);
       for (int k = 0; k < s.ncomp; ++k) {
         const std::uint64_t r = random_bits(static_cast<std::uint64_t>(seed), g, static_cast<std::uint64_t>(k)) >> 62;
-        host[static_cast<std::size_t>(i) * s.ncomp + k] = noise == LATKE_NOISE_Z2 ? Complex<double>((r & 1) ? -1.0 : 1.0) : z4[r];
+        host[static_cast<std::size_t>(i) * s.ncomp + k] =
+            noise == LATKE_NOISE_Z2 ? Complex<double>((r & 1) ? -1.0 : 1.0) : z4[r];
       }
+    }
+    set_lex(op, b, host);
+  }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LatkeVecSetDilutedNoiseSource(Mat A, Vec b, LatkeNoise noise, PetscInt seed, PetscInt t, PetscInt spin,
+                                             PetscInt color) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(A);
+  LatkeCheckNull(b);
+  PetscCall(guarded(comm_of(A), [&] {
+    require(noise == LATKE_NOISE_Z2 || noise == LATKE_NOISE_Z4, "noise ", static_cast<int>(noise),
+            ": expected LATKE_NOISE_Z2 or LATKE_NOISE_Z4");
+    ShellOperator& op = *context_of(A).op;
+    const Lattice& lat = *op.lattice();
+    const Shape s = shape_of(op);
+    require(t >= -1 && t < lat.global()[3], "diluted noise source time slice ", t, ": expected -1 (all) or 0 to ",
+            lat.global()[3] - 1);
+    require(spin >= 0 && spin < op.nspin(), "diluted noise source spin ", spin, ": expected 0 to ", op.nspin() - 1);
+    require(color >= 0 && color < op.ncolor(), "diluted noise source color ", color, ": expected 0 to ",
+            op.ncolor() - 1);
+    std::vector<Complex<double>> host(static_cast<std::size_t>(s.volume) * s.ncomp);
+    const Complex<double> z4[4] = {{1, 0}, {0, 1}, {-1, 0}, {0, -1}};
+    for (long i = 0; i < s.volume; ++i) {
+      if (t >= 0 && lat.coords_of(i)[3] + lat.offset()[3] != t) continue;
+      // One number per site, the same for every spin and color (the dilution's columns share it).
+      const std::uint64_t r = random_bits(static_cast<std::uint64_t>(seed), global_site(lat, i), 0) >> 62;
+      host[static_cast<std::size_t>(i) * s.ncomp + spin * op.ncolor() + color] =
+          noise == LATKE_NOISE_Z2 ? Complex<double>((r & 1) ? -1.0 : 1.0) : z4[r];
     }
     set_lex(op, b, host);
   }));

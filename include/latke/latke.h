@@ -424,6 +424,14 @@ PetscErrorCode LatkeVecSetPointSource(Mat A, Vec b, const PetscInt site[4], Pets
 PetscErrorCode LatkeVecSetWallSource(Mat A, Vec b, PetscInt t, PetscInt spin, PetscInt color);
 typedef enum { LATKE_NOISE_Z2, LATKE_NOISE_Z4 } LatkeNoise;
 PetscErrorCode LatkeVecSetNoiseSource(Mat A, Vec b, LatkeNoise noise, PetscInt seed);
+/* A spin-color diluted noise source: eta(x) at (spin, color) on every site of time slice t
+ * (t = -1: every site), zero elsewhere, with eta(x) one Z2 or Z4 number per site, a function of
+ * the seed and the global site only, so the same for all 12 dilutions (and on any process
+ * grid). The 12 solutions phi_{s,c} contract like a propagator's columns, and their correlator
+ * averages the point sources of the slice: E[C_noise(t)] = sum over the slice's sites y of
+ * C_y(t) (the one-end trick), gauge invariant in the mean without gauge fixing. */
+PetscErrorCode LatkeVecSetDilutedNoiseSource(Mat A, Vec b, LatkeNoise noise, PetscInt seed, PetscInt t,
+                                             PetscInt spin, PetscInt color);
 
 /* Save and load a vector in global lexicographic order (independent of the process grid and
  * of the parity layout), with any PETSc viewer that VecView/VecLoad accept: binary, HDF5

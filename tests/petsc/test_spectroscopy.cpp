@@ -15,6 +15,7 @@
 #include <complex>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -100,8 +101,9 @@ Mat wilson(LatkeGauge g, double kappa, double csw) {
   return A;
 }
 
-/// The 12 columns of the point-source propagator at `site`, solved to 1e-12 in double.
-std::vector<Vec> propagator(Mat A, const PetscInt site[4]) {
+/// The 12 solutions for the sources that `source` sets (column j: spin j / 3, colour j % 3), each
+/// solved to 1e-12 in double.
+std::vector<Vec> solve_columns(Mat A, const std::function<PetscErrorCode(Vec b, int j)>& source) {
   std::vector<Vec> cols(12);
   Vec b, bh, xh;
   EXPECT_EQ(MatLatkeCreateFullVecs(A, nullptr, &b), 0);
@@ -113,7 +115,7 @@ std::vector<Vec> propagator(Mat A, const PetscInt site[4]) {
   p.tol = 1e-12;
   for (int j = 0; j < 12; ++j) {
     EXPECT_EQ(MatLatkeCreateFullVecs(A, &cols[j], nullptr), 0);
-    EXPECT_EQ(LatkeVecSetPointSource(A, b, site, j / 3, j % 3), 0);
+    EXPECT_EQ(source(b, j), 0);
     EXPECT_EQ(MatLatkePrepareSource(A, b, bh), 0);
     EXPECT_EQ(VecSet(xh, 0.0), 0);
     LatkeSolverStats st;
@@ -125,6 +127,11 @@ std::vector<Vec> propagator(Mat A, const PetscInt site[4]) {
   VecDestroy(&bh);
   VecDestroy(&xh);
   return cols;
+}
+
+/// The 12 columns of the point-source propagator at `site`.
+std::vector<Vec> propagator(Mat A, const PetscInt site[4]) {
+  return solve_columns(A, [&](Vec b, int j) { return LatkeVecSetPointSource(A, b, site, j / 3, j % 3); });
 }
 
 void destroy(std::vector<Vec>& cols) {
@@ -326,6 +333,69 @@ TEST(Mesons, CorrelatorsAreGaugeInvariantAndThePionIsTheSumOfSquares) {
   MatDestroy(&B);
   LatkeGaugeDestroy(&g);
   LatkeGaugeDestroy(&h);
+}
+
+// The one-end trick: spin-colour diluted noise on one time slice, its 12 solutions contracted
+// like a propagator's columns, averages over the noise to the sum of the slice's point-source
+// correlators. The mean over seeds must agree with that sum within its statistical error.
+TEST(Mesons, DilutedNoiseOnASliceAveragesItsPointSources) {
+  LatkeGauge g = gauge_from(random_links(21));
+  Mat A = wilson(g, 0.1, 1.0);
+  const PetscInt t0 = 3;
+  std::vector<cplx> exact(n_channels * T, 0.0);
+  for (PetscInt y = 0; y < D[0] * D[1] * D[2]; ++y) {
+    const PetscInt site[4] = {y % D[0], y / D[0] % D[1], y / (D[0] * D[1]), t0};
+    std::vector<Vec> s = propagator(A, site);
+    const std::vector<cplx> c = correlators(A, s, t0);
+    for (std::size_t i = 0; i < c.size(); ++i) exact[i] += c[i];
+    destroy(s);
+  }
+  constexpr int seeds = 16;
+  std::vector<double> sum(n_channels * T, 0.0), sum2(n_channels * T, 0.0);
+  for (int k = 0; k < seeds; ++k) {
+    std::vector<Vec> s = solve_columns(A, [&](Vec b, int j) {
+      return LatkeVecSetDilutedNoiseSource(A, b, LATKE_NOISE_Z4, 100 + k, t0, j / 3, j % 3);
+    });
+    const std::vector<cplx> c = correlators(A, s, t0);
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      sum[i] += c[i].real();
+      sum2[i] += c[i].real() * c[i].real();
+    }
+    destroy(s);
+  }
+  for (int ch : {LATKE_MESON_PION, LATKE_MESON_RHO, LATKE_MESON_A0}) {
+    double spread = 0;
+    for (int t = 0; t < T; ++t) {
+      const int i = ch * T + t;
+      const double mean = sum[i] / seeds, var = (sum2[i] / seeds - mean * mean) / (seeds - 1);
+      const double err = std::sqrt(std::max(var, 0.0));
+      spread = std::max(spread, err);
+      EXPECT_LT(std::abs(mean - exact[i].real()), 5 * err + 1e-9 * std::abs(exact[ch * T].real()))
+          << "channel " << ch << " t " << t << ": " << mean << " +- " << err << " against " << exact[i].real();
+    }
+    EXPECT_GT(spread, 0) << "channel " << ch << ": no noise at all";
+  }
+  // The noise is the same for the 12 dilutions, and only on the slice.
+  Vec b0, b5;
+  ASSERT_PETSC(MatLatkeCreateFullVecs(A, &b0, &b5));
+  ASSERT_PETSC(LatkeVecSetDilutedNoiseSource(A, b0, LATKE_NOISE_Z2, 7, t0, 0, 0));
+  ASSERT_PETSC(LatkeVecSetDilutedNoiseSource(A, b5, LATKE_NOISE_Z2, 7, t0, 1, 2));
+  const latke::Lattice& lat = lattice_of(A);
+  std::vector<PetscScalar> l0(lat.volume() * 12), l5(lat.volume() * 12);
+  ASSERT_PETSC(LatkeVecGetLexicographic(A, b0, l0.data()));
+  ASSERT_PETSC(LatkeVecGetLexicographic(A, b5, l5.data()));
+  for (long i = 0; i < lat.volume(); ++i) {
+    const bool on = lat.coords_of(i)[3] + lat.offset()[3] == t0;
+    EXPECT_EQ(std::abs(cplx(l0[i * 12])), on ? 1.0 : 0.0);
+    EXPECT_EQ(cplx(l0[i * 12]), cplx(l5[i * 12 + 5]));
+  }
+  PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
+  EXPECT_NE(LatkeVecSetDilutedNoiseSource(A, b0, LATKE_NOISE_Z2, 7, T, 0, 0), 0);
+  PetscPopErrorHandler();
+  VecDestroy(&b0);
+  VecDestroy(&b5);
+  MatDestroy(&A);
+  LatkeGaugeDestroy(&g);
 }
 
 #if defined(LATKE_HAVE_HDF5_VIEWER)
