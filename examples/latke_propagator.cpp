@@ -104,7 +104,7 @@ struct Measurement {
   long config = 0;
   double kappa = 0;
   std::vector<PetscInt> iterations;  ///< per column, all passes
-  double solve_s = 0, setup_s = 0, max_residual = 0;
+  double solve_s = 0, setup_s = 0, max_residual = 0, plaquette = 0;
   bool converged = true, reused = false;
   std::vector<PetscScalar> corr;  ///< [channel * T + t]
 };
@@ -131,7 +131,7 @@ std::string json_text(const Options& o, const PetscInt global[4], const PetscInt
   for (std::size_t m = 0; m < ms.size(); ++m) {
     const Measurement& r = ms[m];
     f << (m ? ",\n" : "\n") << "    {\"config\": " << r.config << ", \"kappa\": " << num(r.kappa)
-      << ",\n     \"solve\": {\"iterations\": [";
+      << ", \"plaquette\": " << num(r.plaquette) << ",\n     \"solve\": {\"iterations\": [";
     for (std::size_t j = 0; j < r.iterations.size(); ++j) f << (j ? ", " : "") << r.iterations[j];
     f << "], \"seconds\": " << num(r.solve_s) << ", \"setup_seconds\": " << num(r.setup_s)
       << ", \"setup_reused\": " << (r.reused ? "true" : "false") << ", \"max_true_residual\": " << num(r.max_residual)
@@ -366,6 +366,7 @@ PetscErrorCode run(int& status) {
     for (const double& kappa : o.kappas) {
       Measurement m;
       m.config = c;
+      PetscCall(LatkeGaugeGetPlaquette(gauge, &m.plaquette));
       std::vector<Vec> cols(12);
       Mat A = nullptr;
       PetscCall(solve_columns(gauge, o, kappa, csw, prev, &A, cols, m));

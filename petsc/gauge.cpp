@@ -4,6 +4,9 @@
 #include <filesystem>
 #include <sstream>
 
+#include "latke/latke.h"
+#include "petsc/c_api.h"
+#include "petsc/gauge_handle.h"
 #include "src/core/error.h"
 #include "src/core/options.h"
 #include "src/core/output_files.h"
@@ -12,9 +15,6 @@
 #include "src/fields/gauge_io.h"
 #include "src/fields/gauge_observables.h"
 #include "src/fields/random.h"
-#include "petsc/c_api.h"
-#include "petsc/gauge_handle.h"
-#include "latke/latke.h"
 
 namespace latke::petsc {
 namespace {
@@ -71,7 +71,8 @@ PetscErrorCode LatkeGaugeCreateFromArray(MPI_Comm comm, const PetscInt global[4]
     require(links != nullptr, "LatkeGaugeCreateFromArray: the links array is NULL");
     const std::size_t n = static_cast<std::size_t>(d->lattice->volume()) * 36;
     d->links.resize(n);
-    for (std::size_t i = 0; i < n; ++i) d->links[i] = Complex<double>(PetscRealPart(links[i]), PetscImaginaryPart(links[i]));
+    for (std::size_t i = 0; i < n; ++i)
+      d->links[i] = Complex<double>(PetscRealPart(links[i]), PetscImaginaryPart(links[i]));
     d->description = "links given by the program";
     *gauge = new _p_LatkeGauge{std::move(d)};
   }));
@@ -118,11 +119,13 @@ PetscErrorCode LatkeGaugeCreateFromOptions(MPI_Comm comm, const char prefix[], L
     bool lattice_given = false, accept_nonunitary = false;
     read_options(comm, prefix ? prefix : "", "Latke gauge configuration options", [&](OptionGroup& o) {
       lattice = o.string("-latke_lattice", "8,8,8,8", "Lattice extents X,Y,Z,T (a gauge file brings its own)");
-      kind = o.string("-latke_gauge", "quenched",
-                      "Gauge field: quenched (thermalized by Latke's generator, cached), random, unit, or a NERSC/ILDG file");
+      kind = o.string(
+          "-latke_gauge", "quenched",
+          "Gauge field: quenched (thermalized by Latke's generator, cached), random, unit, or a NERSC/ILDG file");
       seed = o.integer("-latke_gauge_seed", 1, "Seed of the generated or random field");
       beta = o.real("-latke_gauge_beta", 6.0, "quenched: Wilson gauge coupling");
-      sweeps = o.integer("-latke_gauge_sweeps", 200, "quenched: sweeps from a hot start (1 heat bath + 4 over-relaxation)");
+      sweeps =
+          o.integer("-latke_gauge_sweeps", 200, "quenched: sweeps from a hot start (1 heat bath + 4 over-relaxation)");
       cache = o.string("-latke_gauge_cache", default_gauge_cache(),
                        "quenched: directory caching generated configurations (default: per user, "
                        "$LATKE_CACHE_DIR/gauge, $XDG_CACHE_HOME/latke/gauge or ~/.cache/latke/gauge; empty: none)");
@@ -239,6 +242,65 @@ PetscErrorCode LatkeGaugeCreateEvolved(LatkeGauge gauge, PetscReal beta, PetscIn
          << d->heatbath_passes << " heat-bath passes in all), plaquette " << gen.measure().plaquette;
     d->description = desc.str();
     *next = new _p_LatkeGauge{std::move(d)};
+  }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LatkeGaugeLoad(MPI_Comm comm, const char path[], const PetscInt grid[4], LatkeGauge* gauge) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(path);
+  LatkeCheckNull(gauge);
+  *gauge = nullptr;
+  PetscCall(guarded(comm, [&] {
+    require_initialized();
+    const Backend backend = run_backend();
+    GaugeFileInfo info = read_gauge_info(comm, path);
+    Coords g = default_grid();
+    if (grid)
+      for (int mu = 0; mu < 4; ++mu) g[mu] = static_cast<int>(grid[mu]);
+    auto d = std::make_shared<LatkeGaugeData>();
+    d->lattice = std::make_shared<const Lattice>(comm, info.dims, g);
+    d->links = read_gauge(*d->lattice, path, &info, backend, GaugeReadParam{});
+    const GaugeObservables obs = measure_gauge(*d->lattice, d->links, backend);
+    d->description = std::string("gauge file ") + path + " (" +
+                     (info.format == GaugeFileFormat::ildg ? "ILDG" : "NERSC") + "), plaquette " +
+                     std::to_string(obs.plaquette);
+    *gauge = new _p_LatkeGauge{std::move(d)};
+  }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LatkeGaugeSave(LatkeGauge gauge, const char path[], const char format[]) {
+  PetscFunctionBeginUser;
+  PetscCheck(gauge && gauge->data, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "LatkeGaugeSave: the gauge is NULL");
+  LatkeCheckNull(path);
+  const LatkeGaugeData& g = *gauge->data;
+  PetscCall(guarded(g.lattice->comm(), [&] {
+    require_initialized();
+    GaugeWriteParam wp;
+    wp.format = parse_gauge_format(format ? format : "nersc");
+    write_gauge(*g.lattice, g.links, path, wp, run_backend());
+  }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LatkeGaugeGetLinks(LatkeGauge gauge, PetscScalar links[]) {
+  PetscFunctionBeginUser;
+  PetscCheck(gauge && gauge->data, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "LatkeGaugeGetLinks: the gauge is NULL");
+  LatkeCheckNull(links);
+  const std::vector<Complex<double>>& l = gauge->data->links;
+  for (std::size_t i = 0; i < l.size(); ++i) links[i] = PetscScalar(l[i].re, l[i].im);
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LatkeGaugeGetPlaquette(LatkeGauge gauge, PetscReal* plaquette) {
+  PetscFunctionBeginUser;
+  PetscCheck(gauge && gauge->data, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "LatkeGaugeGetPlaquette: the gauge is NULL");
+  LatkeCheckNull(plaquette);
+  const LatkeGaugeData& g = *gauge->data;
+  PetscCall(guarded(g.lattice->comm(), [&] {
+    require_initialized();
+    *plaquette = measure_gauge(*g.lattice, g.links, run_backend()).plaquette;
   }));
   PetscFunctionReturn(0);
 }

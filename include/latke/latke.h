@@ -100,6 +100,17 @@ PetscErrorCode LatkeGaugeCreateFromOptions(MPI_Comm comm, const char prefix[], L
  * demonstrations of solver setups reused from one configuration to the next. Collective. */
 PetscErrorCode LatkeGaugeCreateEvolved(LatkeGauge gauge, PetscReal beta, PetscInt seed, PetscInt sweeps,
                                        LatkeGauge* next);
+/* A NERSC or ILDG file (format recognized, checksums and SU(3) checked; the file brings the
+ * lattice), on the process grid `grid` (NULL: -latke_grid or a chosen one). Collective. */
+PetscErrorCode LatkeGaugeLoad(MPI_Comm comm, const char path[], const PetscInt grid[4], LatkeGauge *gauge);
+/* Write the configuration to path in format "nersc" or "ildg" (NULL: nersc), in double, through
+ * a temporary file renamed when complete. Collective. */
+PetscErrorCode LatkeGaugeSave(LatkeGauge gauge, const char path[], const char format[]);
+/* This rank's links, laid out as LatkeGaugeCreateFromArray takes them (36 complex numbers per
+ * local site, lexicographic; U_x, U_y, U_z, U_t row-major). */
+PetscErrorCode LatkeGaugeGetLinks(LatkeGauge gauge, PetscScalar links[]);
+/* The average plaquette Re tr U_P / 3 over all ranks. Collective. */
+PetscErrorCode LatkeGaugeGetPlaquette(LatkeGauge gauge, PetscReal *plaquette);
 /* Global extents, local extents and process grid (any may be NULL). */
 PetscErrorCode LatkeGaugeGetLattice(LatkeGauge gauge, PetscInt global[4], PetscInt local[4], PetscInt grid[4]);
 PetscErrorCode LatkeGaugeView(LatkeGauge gauge, PetscViewer viewer);

@@ -176,11 +176,29 @@ class Gauge:
 
     @classmethod
     def load(cls, path, comm=PETSc.COMM_WORLD, grid=None):
-        """A NERSC or ILDG file (format detected, checksums checked)."""
-        opts = {"latke_gauge": str(path)}
-        if grid is not None:
-            opts["latke_grid"] = ",".join(str(int(g)) for g in grid)
-        return cls._from_options(opts, comm)
+        """A NERSC or ILDG file (format recognized, checksums and SU(3) checked), on the process
+        grid `grid` (None: -latke_grid or a chosen one)."""
+        h = _ptr()
+        g = _ints(grid, 4, "grid") if grid is not None else None
+        _call("LatkeGaugeLoad", _comm(comm), str(path).encode(), g, ctypes.byref(h))
+        return cls(h, comm)
+
+    def save(self, path, format="nersc"):
+        """Write it as a NERSC or ILDG file (double precision; atomically). Collective."""
+        _call("LatkeGaugeSave", self._h, str(path).encode(), format.encode())
+
+    def links(self):
+        """This rank's links as numpy [t, z, y, x, mu, row, col] (mu = x, y, z, t)."""
+        _, local, _ = self.lattice()
+        out = np.zeros(tuple(reversed(local)) + (4, 3, 3), dtype=np.complex128)
+        _call("LatkeGaugeGetLinks", self._h, out.ctypes.data_as(_ptr))
+        return out
+
+    def plaquette(self):
+        """The average plaquette Re tr U_P / 3 over the lattice. Collective."""
+        p = _Real()
+        _call("LatkeGaugeGetPlaquette", self._h, ctypes.byref(p))
+        return p.value
 
     @classmethod
     def quenched(cls, lattice, beta=6.0, sweeps=200, seed=1, cache=None, comm=PETSc.COMM_WORLD):

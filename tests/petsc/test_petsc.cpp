@@ -14,8 +14,8 @@
 
 #include "latke/latke.h"
 #include "petsc/mat_shell.h"
-#include "tests/support/wilson_host.h"
 #include "tests/reference/wilson_reference.h"
+#include "tests/support/wilson_host.h"
 
 namespace {
 
@@ -78,8 +78,8 @@ double rel(const cvec& a, const cvec& b) {
 }
 
 struct Solution {
-  cvec x;          ///< full solution, this rank's sites, lexicographic
-  double true_res; ///< |b - M x| / |b| with Latke's full operator
+  cvec x;           ///< full solution, this rank's sites, lexicographic
+  double true_res;  ///< |b - M x| / |b| with Latke's full operator
   KSPConvergedReason reason;
   PetscInt its;
 };
@@ -162,19 +162,18 @@ TEST_P(PetscKsp, ConvergesToTheSolution) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Wilson, PetscKsp,
-    ::testing::Values(KspCase{KSPGMRES, LATKE_OPERATOR_EVEN_ODD, LATKE_SCHUR_SYMMETRIC},
-                      KspCase{KSPFGMRES, LATKE_OPERATOR_EVEN_ODD, LATKE_SCHUR_SYMMETRIC},
-                      KspCase{KSPGCR, LATKE_OPERATOR_EVEN_ODD, LATKE_SCHUR_ASYMMETRIC},
-                      KspCase{KSPBCGS, LATKE_OPERATOR_EVEN_ODD, LATKE_SCHUR_SYMMETRIC},
-                      KspCase{KSPGCR, LATKE_OPERATOR_FULL, LATKE_SCHUR_SYMMETRIC},
-                      KspCase{KSPBCGS, LATKE_OPERATOR_FULL, LATKE_SCHUR_SYMMETRIC},
-                      KspCase{KSPLSQR, LATKE_OPERATOR_EVEN_ODD, LATKE_SCHUR_SYMMETRIC}),
-    [](const ::testing::TestParamInfo<KspCase>& i) {
-      return std::string(i.param.ksp) + (i.param.form == LATKE_OPERATOR_FULL ? "_full" : "_eo") +
-             (i.param.schur == LATKE_SCHUR_SYMMETRIC ? "_sym" : "_asym");
-    });
+INSTANTIATE_TEST_SUITE_P(Wilson, PetscKsp,
+                         ::testing::Values(KspCase{KSPGMRES, LATKE_OPERATOR_EVEN_ODD, LATKE_SCHUR_SYMMETRIC},
+                                           KspCase{KSPFGMRES, LATKE_OPERATOR_EVEN_ODD, LATKE_SCHUR_SYMMETRIC},
+                                           KspCase{KSPGCR, LATKE_OPERATOR_EVEN_ODD, LATKE_SCHUR_ASYMMETRIC},
+                                           KspCase{KSPBCGS, LATKE_OPERATOR_EVEN_ODD, LATKE_SCHUR_SYMMETRIC},
+                                           KspCase{KSPGCR, LATKE_OPERATOR_FULL, LATKE_SCHUR_SYMMETRIC},
+                                           KspCase{KSPBCGS, LATKE_OPERATOR_FULL, LATKE_SCHUR_SYMMETRIC},
+                                           KspCase{KSPLSQR, LATKE_OPERATOR_EVEN_ODD, LATKE_SCHUR_SYMMETRIC}),
+                         [](const ::testing::TestParamInfo<KspCase>& i) {
+                           return std::string(i.param.ksp) + (i.param.form == LATKE_OPERATOR_FULL ? "_full" : "_eo") +
+                                  (i.param.schur == LATKE_SCHUR_SYMMETRIC ? "_sym" : "_asym");
+                         });
 
 struct Fixture {
   LatkeGauge g = nullptr;
@@ -257,7 +256,8 @@ TEST(PetscMat, Diagonal) {
       VecRestoreArrayRead(ae, &pa);
       VecRestoreArrayRead(d, &pd);
     }
-    double local[4] = {PetscRealPart(want), PetscImaginaryPart(want), PetscRealPart(got), PetscImaginaryPart(got)}, all[4];
+    double local[4] = {PetscRealPart(want), PetscImaginaryPart(want), PetscRealPart(got), PetscImaginaryPart(got)},
+           all[4];
     MPI_Allreduce(local, all, 4, MPI_DOUBLE, MPI_SUM, PETSC_COMM_WORLD);  // one rank owns entry i
     want = PetscScalar(all[0], all[1]);
     got = PetscScalar(all[2], all[3]);
@@ -352,8 +352,10 @@ TEST(PetscVec, SourcesHaveTheirNorms) {
       neg += PetscRealPart(a[i]) < 0 || PetscImaginaryPart(a[i]) < 0;
     }
     VecRestoreArrayRead(b, &a);
-    if (noise == LATKE_NOISE_Z2) EXPECT_EQ(imag, 0);
-    else EXPECT_GT(imag, len / 4);
+    if (noise == LATKE_NOISE_Z2)
+      EXPECT_EQ(imag, 0);
+    else
+      EXPECT_GT(imag, len / 4);
     EXPECT_GT(neg, len / 4);
   }
   // Noise is a function of the global site: the same on one rank as on the process grid.
@@ -588,6 +590,41 @@ TEST(PetscMat, AutomaticLinkStorage) {
 }
 
 // MatView names the operator, its parameters and the vector path.
+// The gauge handle by path: saved (NERSC and ILDG) and loaded back with the same links and
+// plaquette, on this run's grid; a missing file is an error naming it.
+TEST(PetscGauge, SavedAndLoadedByPathWithItsLinksAndPlaquette) {
+  LatkeGauge g = make_gauge(PETSC_COMM_WORLD);
+  PetscInt local[4];
+  ASSERT_PETSC(LatkeGaugeGetLattice(g, nullptr, local, nullptr));
+  const std::size_t n = static_cast<std::size_t>(local[0] * local[1] * local[2] * local[3]) * 36;
+  std::vector<PetscScalar> a(n), b(n);
+  ASSERT_PETSC(LatkeGaugeGetLinks(g, a.data()));
+  PetscReal pa = 0, pb = 0;
+  ASSERT_PETSC(LatkeGaugeGetPlaquette(g, &pa));
+  EXPECT_GT(pa, -1.0);
+  EXPECT_LT(pa, 1.0);
+  for (const char* format : {"nersc", "ildg"}) {
+    const std::string path = std::string("test_petsc_gauge.") + format;
+    ASSERT_PETSC(LatkeGaugeSave(g, path.c_str(), format));
+    LatkeGauge h = nullptr;
+    ASSERT_PETSC(LatkeGaugeLoad(PETSC_COMM_WORLD, path.c_str(), nullptr, &h));
+    ASSERT_PETSC(LatkeGaugeGetLinks(h, b.data()));
+    ASSERT_PETSC(LatkeGaugeGetPlaquette(h, &pb));
+    EXPECT_EQ(pa, pb) << format;
+    double d = 0;
+    for (std::size_t i = 0; i < n; ++i) d = std::max(d, std::abs(cvec::value_type(a[i]) - cvec::value_type(b[i])));
+    EXPECT_EQ(d, 0.0) << format << ": links differ after a double-precision round trip";
+    LatkeGaugeDestroy(&h);
+  }
+  LatkeGauge missing = nullptr;
+  PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
+  EXPECT_NE(LatkeGaugeLoad(PETSC_COMM_WORLD, "no-such-gauge.nersc", nullptr, &missing), 0);
+  EXPECT_NE(LatkeGaugeSave(g, "test_petsc_gauge.x", "xml"), 0);
+  PetscPopErrorHandler();
+  EXPECT_EQ(missing, nullptr);
+  LatkeGaugeDestroy(&g);
+}
+
 TEST(PetscMat, View) {
   Fixture fx(LATKE_OPERATOR_EVEN_ODD);
   const std::string s = view_text(fx.A);  // ASCII into a file, read back on rank 0

@@ -123,6 +123,21 @@ class Package(unittest.TestCase):
         self.assertGreater(ksp.getConvergedReason(), 0)
         ksp.destroy()
 
+    def test_a_gauge_saved_and_loaded_keeps_its_links(self):
+        links = self.U.links()
+        self.assertEqual(links.shape, (LATTICE[3] // GRID[3], 4, 4, 4, 4, 3, 3))
+        u = links[0, 0, 0, 0, 3]  # an SU(3) matrix
+        np.testing.assert_allclose(u @ u.conj().T, np.eye(3), atol=1e-12)
+        path = "test_python_gauge.nersc"
+        self.U.save(path)
+        V = latke.Gauge.load(path, grid=GRID)
+        self.assertTrue(np.array_equal(V.links(), links))
+        self.assertEqual(V.plaquette(), self.U.plaquette())
+        self.assertLess(abs(self.U.plaquette()), 1.0)
+        V.destroy()
+        with self.assertRaises(latke.Error):
+            latke.Gauge.load("no-such-file.nersc")
+
     def test_bad_input_raises_latke_error(self):
         with self.assertRaisesRegex(latke.Error, "give kappa or mass"):
             latke.WilsonClover(self.U, csw=1.0)
