@@ -19,6 +19,8 @@
 // lexicographic order, the physics parameters as attributes). Exit status 0 only when every column of every solve met
 // the tolerance; the JSON is written in any case, saying which did not.
 #include <petscsys.h>
+
+#include <nlohmann/json.hpp>
 #if defined(LATKE_HAVE_HDF5_VIEWER)
 #include <petscviewerhdf5.h>
 #endif
@@ -89,16 +91,7 @@ Options read_propagator_options() {
   return o;
 }
 
-/// A number for JSON: 17 significant digits, null where not finite.
-std::string num(double v) {
-  if (!std::isfinite(v)) return "null";
-  char b[40];
-  for (int digits = 15; digits <= 17; ++digits) {  // the shortest text that reads back as v
-    std::snprintf(b, sizeof b, "%.*g", digits, v);
-    if (std::strtod(b, nullptr) == v) break;
-  }
-  return b;
-}
+constexpr int n_channels = 7;  ///< every LatkeMesonChannel
 
 struct Measurement {
   long config = 0;
@@ -109,46 +102,54 @@ struct Measurement {
   std::vector<PetscScalar> corr;  ///< [channel * T + t]
 };
 
-constexpr int n_channels = 7;
-
+/// The record (schema latke-propagator/1, docs/latke-propagator.md): numbers as exact as a
+/// double reads back, non-finite ones null.
 std::string json_text(const Options& o, const PetscInt global[4], const PetscInt grid[4], double csw,
                       const std::vector<Measurement>& ms) {
+  using json = nlohmann::ordered_json;
   int major = 0, minor = 0, patch = 0;
   LatkeGetVersion(&major, &minor, &patch);
   const char* backend = "?";
   LatkeGetBackend(&backend);
-  std::ostringstream f;
-  f << "{\n  \"schema\": \"latke-propagator/1\",\n  \"latke_version\": \"" << major << "." << minor << "." << patch
-    << "\",\n  \"backend\": \"" << backend << "\",\n  \"lattice\": [" << global[0] << ", " << global[1] << ", "
-    << global[2] << ", " << global[3] << "],\n  \"grid\": [" << grid[0] << ", " << grid[1] << ", " << grid[2] << ", "
-    << grid[3] << "],\n  \"csw\": " << num(csw) << ",\n  \"tolerance\": " << num(o.tol)
-    << ",\n  \"config_sweeps\": " << o.sweeps << ",\n  \"source\": {\"type\": \"" << o.source << "\", \"site\": ["
-    << o.site[0] << ", " << o.site[1] << ", " << o.site[2] << ", " << o.site[3] << "]";
-  if (o.source != "point")
-    f << ", \"seed\": " << o.seed << ", \"dilution\": \"spin-color\", \"normalization\": \"per source site\"";
-  f << "},\n  \"measurements\": [";
   const PetscInt T = global[3];
-  for (std::size_t m = 0; m < ms.size(); ++m) {
-    const Measurement& r = ms[m];
-    f << (m ? ",\n" : "\n") << "    {\"config\": " << r.config << ", \"kappa\": " << num(r.kappa)
-      << ", \"plaquette\": " << num(r.plaquette) << ",\n     \"solve\": {\"iterations\": [";
-    for (std::size_t j = 0; j < r.iterations.size(); ++j) f << (j ? ", " : "") << r.iterations[j];
-    f << "], \"seconds\": " << num(r.solve_s) << ", \"setup_seconds\": " << num(r.setup_s)
-      << ", \"setup_reused\": " << (r.reused ? "true" : "false") << ", \"max_true_residual\": " << num(r.max_residual)
-      << ", \"converged\": " << (r.converged ? "true" : "false") << "},\n     \"correlators\": {";
+  json source = {{"type", o.source}, {"site", std::vector<long>(o.site.begin(), o.site.end())}};
+  if (o.source != "point")
+    source.update({{"seed", o.seed}, {"dilution", "spin-color"}, {"normalization", "per source site"}});
+  json f = {{"schema", "latke-propagator/1"},
+            {"latke_version", std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch)},
+            {"backend", backend},
+            {"lattice", std::vector<PetscInt>(global, global + 4)},
+            {"grid", std::vector<PetscInt>(grid, grid + 4)},
+            {"csw", csw},
+            {"tolerance", o.tol},
+            {"config_sweeps", o.sweeps},
+            {"source", source},
+            {"measurements", json::array()}};
+  for (const Measurement& r : ms) {
+    json corr = json::object();
     for (int k = 0; k < n_channels; ++k) {
       const char* name = nullptr;
       LatkeMesonChannelGetName(static_cast<LatkeMesonChannel>(k), &name);
-      f << (k ? ",\n" : "\n") << "       \"" << name << "\": {\"re\": [";
-      for (PetscInt t = 0; t < T; ++t) f << (t ? ", " : "") << num(PetscRealPart(r.corr[k * T + t]));
-      f << "], \"im\": [";
-      for (PetscInt t = 0; t < T; ++t) f << (t ? ", " : "") << num(PetscImaginaryPart(r.corr[k * T + t]));
-      f << "]}";
+      std::vector<double> re(T), im(T);
+      for (PetscInt t = 0; t < T; ++t) {
+        re[t] = PetscRealPart(r.corr[k * T + t]);
+        im[t] = PetscImaginaryPart(r.corr[k * T + t]);
+      }
+      corr[name] = {{"re", re}, {"im", im}};
     }
-    f << "}}";
+    f["measurements"].push_back({{"config", r.config},
+                                 {"kappa", r.kappa},
+                                 {"plaquette", r.plaquette},
+                                 {"solve",
+                                  {{"iterations", r.iterations},
+                                   {"seconds", r.solve_s},
+                                   {"setup_seconds", r.setup_s},
+                                   {"setup_reused", r.reused},
+                                   {"max_true_residual", r.max_residual},
+                                   {"converged", r.converged}}},
+                                 {"correlators", corr}});
   }
-  f << "\n  ]\n}\n";
-  return f.str();
+  return f.dump(1) + "\n";
 }
 
 /// |b - M x| / |b|, x the full solution reconstructed from A's xhat (r: scratch).

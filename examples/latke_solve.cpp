@@ -40,21 +40,23 @@
 #include <cmath>
 #include <cstdio>
 #include <iomanip>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "src/core/output_files.h"
+#include "latke/latke.h"
+#include "petsc/option_help.h"
+#include "petsc/schwarz_options.h"
 #include "src/core/error.h"
 #include "src/core/lattice.h"
 #include "src/core/options.h"
-#include "petsc/option_help.h"
-#include "petsc/schwarz_options.h"
-#include "latke/latke.h"
+#include "src/core/output_files.h"
 
 namespace {
 
-const char help[] = "latke-solve: a Wilson-clover or staggered solve with a Latke operator and a PETSc Krylov method.\n";
+const char help[] =
+    "latke-solve: a Wilson-clover or staggered solve with a Latke operator and a PETSc Krylov method.\n";
 
 struct SolveOptions {
   std::string op = "wilson";
@@ -188,8 +190,8 @@ struct LogSnapshot {
 
 /// PETSc's Vec events a Krylov method calls at its own level (VecNormalize is left out: it
 /// calls VecNorm and VecScale, which are counted).
-const char* const vec_events[] = {"VecDot",  "VecDotNorm2", "VecMDot", "VecTDot",    "VecMTDot", "VecNorm",
-                                  "VecScale", "VecCopy",     "VecSet",  "VecAXPY",    "VecAYPX",  "VecAXPBYCZ",
+const char* const vec_events[] = {"VecDot",   "VecDotNorm2", "VecMDot",  "VecTDot",     "VecMTDot", "VecNorm",
+                                  "VecScale", "VecCopy",     "VecSet",   "VecAXPY",     "VecAYPX",  "VecAXPBYCZ",
                                   "VecWAXPY", "VecMAXPY",    "VecAXPBY", "VecConjugate"};
 
 PetscErrorCode event_info(const char* name, PetscEventPerfInfo* info) {
@@ -287,6 +289,8 @@ struct AgainResult {
 
 struct Summary {
   std::string ksp, pc, reason, lattice, backend, op, form, vec_type, latke_version, petsc_version;
+  std::vector<long> extents, grid;  ///< global lattice extents, process grid
+  nlohmann::ordered_json physics;   ///< kappa or mass, c_sw, the gauge field's plaquette, the source
   PetscInt iterations = 0, operator_applications = 0, sloppy_applications = 0;
   PetscInt fallback_at = -1;  ///< native CG, BiCGstab: iteration at which half fell back to single
   PetscInt restarts = 0;      ///< native BiCGstab: fresh starts
@@ -294,8 +298,8 @@ struct Summary {
   double true_residual = 0, solver_residual = 0, rtol = 0, setup_s = 0, solve_s = 0, gflops = 0;
   bool converged = false;
   Split split;
-  std::vector<MassResult> masses;  ///< -latke_masses
-  std::vector<double> repeat_s;    ///< -latke_solves: the solves after the first
+  std::vector<MassResult> masses;    ///< -latke_masses
+  std::vector<double> repeat_s;      ///< -latke_solves: the solves after the first
   std::vector<AgainResult> kappas;   ///< -latke_kappas
   std::vector<AgainResult> configs;  ///< -latke_gauge_next
 };
@@ -313,70 +317,86 @@ PetscErrorCode push_again_stage(long solves) {
   PetscFunctionReturn(0);
 }
 
-/// The summary as JSON text.
+/// The summary as JSON (schema latke-solve/1, docs/latke-solve.md): every number as exact as
+/// a double reads back, non-finite ones null.
 std::string json_text(const Summary& s) {
-  std::ostringstream f;
-  {
-    f << "{\n  \"program\": \"latke-solve\",\n  \"latke_version\": \"" << s.latke_version
-      << "\",\n  \"petsc_version\": \"" << s.petsc_version << "\",\n  \"lattice\": \"" << s.lattice << "\",\n  \"backend\": \"" << s.backend
-      << "\",\n  \"op\": \"" << s.op << "\",\n  \"operator\": \"" << s.form << "\",\n  \"ksp_type\": \"" << s.ksp
-      << "\",\n  \"pc_type\": \"" << s.pc << "\",\n  \"converged\": " << (s.converged ? "true" : "false")
-      << ",\n  \"reason\": \"" << s.reason << "\",\n  \"iterations\": " << s.iterations << ",\n  \"rtol\": " << s.rtol
-      << ",\n  \"solver_residual\": " << s.solver_residual << ",\n  \"true_residual\": " << s.true_residual
-      << ",\n  \"setup_seconds\": " << s.setup_s << ",\n  \"solve_seconds\": " << s.solve_s
-      << ",\n  \"gflops\": " << s.gflops << ",\n  \"vec_type\": \"" << s.vec_type << "\"";
-    if (!s.repeat_s.empty()) {
-      f << ",\n  \"repeat_solve_seconds\": [";
-      for (std::size_t i = 0; i < s.repeat_s.size(); ++i) f << (i ? ", " : "") << s.repeat_s[i];
-      f << "]";
+  using json = nlohmann::ordered_json;
+  json f = {{"schema", "latke-solve/1"},
+            {"program", "latke-solve"},
+            {"latke_version", s.latke_version},
+            {"petsc_version", s.petsc_version},
+            {"lattice", s.lattice},
+            {"lattice_extents", s.extents},
+            {"process_grid", s.grid},
+            {"backend", s.backend},
+            {"op", s.op},
+            {"operator", s.form},
+            {"physics", s.physics},
+            {"ksp_type", s.ksp},
+            {"pc_type", s.pc},
+            {"converged", s.converged},
+            {"reason", s.reason},
+            {"iterations", s.iterations},
+            {"rtol", s.rtol},
+            {"solver_residual", s.solver_residual},
+            {"true_residual", s.true_residual},
+            {"setup_seconds", s.setup_s},
+            {"solve_seconds", s.solve_s},
+            {"gflops", s.gflops},
+            {"vec_type", s.vec_type}};
+  if (!s.repeat_s.empty()) f["repeat_solve_seconds"] = s.repeat_s;
+  for (const bool by_kappa : {true, false}) {
+    const std::vector<AgainResult>& again = by_kappa ? s.kappas : s.configs;
+    if (again.empty()) continue;
+    json list = json::array();
+    for (const AgainResult& k : again) {
+      json e;
+      if (by_kappa)
+        e["kappa"] = k.kappa;
+      else
+        e["sweeps"] = k.sweeps;
+      e["pc_reused"] = k.pc == PcAgain::kept || k.pc == PcAgain::refreshed;
+      e["pc_refreshed"] = k.pc == PcAgain::refreshed;
+      e["pc_stale"] = k.pc == PcAgain::stale;
+      e["setup_seconds"] = k.setup_s;
+      e["iterations"] = k.iterations;
+      e["solve_seconds"] = k.solve_s;
+      e["true_residual"] = k.true_residual;
+      e["converged"] = k.converged;
+      list.push_back(e);
     }
-    for (const bool by_kappa : {true, false}) {
-      const std::vector<AgainResult>& again = by_kappa ? s.kappas : s.configs;
-      if (again.empty()) continue;
-      f << ",\n  \"" << (by_kappa ? "kappas" : "configurations") << "\": [";
-      for (std::size_t i = 0; i < again.size(); ++i) {
-        const AgainResult& k = again[i];
-        f << (i ? ",\n" : "\n") << "    {";
-        if (by_kappa)
-          f << "\"kappa\": " << k.kappa;
-        else
-          f << "\"sweeps\": " << k.sweeps;
-        const bool reused = k.pc == PcAgain::kept || k.pc == PcAgain::refreshed;
-        f << ", \"pc_reused\": " << (reused ? "true" : "false")
-          << ", \"pc_refreshed\": " << (k.pc == PcAgain::refreshed ? "true" : "false")
-          << ", \"pc_stale\": " << (k.pc == PcAgain::stale ? "true" : "false") << ", \"setup_seconds\": " << k.setup_s
-          << ", \"iterations\": " << k.iterations << ", \"solve_seconds\": " << k.solve_s
-          << ", \"true_residual\": " << k.true_residual << ", \"converged\": " << (k.converged ? "true" : "false")
-          << "}";
-      }
-      f << "\n  ]";
-    }
-    if (s.fallback_at >= 0) f << ",\n  \"fallback_at\": " << s.fallback_at;
-    if (s.restarts > 0) f << ",\n  \"restarts\": " << s.restarts;
-    if (s.refinements > 0) f << ",\n  \"refinements\": " << s.refinements;
-    if (s.split.valid)
-      f << ",\n  \"per_iteration_ms\": {\"operator\": " << s.split.op_ms << ", \"latke_operator\": "
-        << s.split.latke_op_ms << ", \"preconditioner\": " << s.split.pc_ms << ", \"petsc_own\": " << s.split.own_ms
-        << ", \"vec_events\": " << s.split.vec_ms << "},\n  \"petsc_own_share\": " << s.split.own_share
-        << ",\n  \"solve_copies\": {\"petsc_cpu_to_gpu\": " << s.split.to_device << ", \"petsc_gpu_to_cpu\": "
-        << s.split.to_host << ", \"petsc_cpu_to_gpu_mb\": " << s.split.to_device_mb << ", \"petsc_gpu_to_cpu_mb\": "
-        << s.split.to_host_mb << ", \"petsc_vector_copies\": " << s.split.offloads << ", \"latke_staged\": "
-        << s.split.staged << "}";
-    if (!s.masses.empty()) {
-      f << ",\n  \"masses\": [";
-      for (std::size_t i = 0; i < s.masses.size(); ++i) {
-        const LatkeMassStats& m = s.masses[i].stats;
-        f << (i ? ",\n" : "\n") << "    {\"mass\": " << m.mass << ", \"iterations\": " << m.iterations
-          << ", \"refine_iterations\": " << m.refine_iterations << ", \"initial_residual\": " << m.initial_residual
-          << ", \"true_residual\": " << m.true_residual << ", \"check_residual\": " << s.masses[i].check
-          << ", \"fallback_at\": " << m.fallback_at
-          << ", \"converged\": " << (m.converged ? "true" : "false") << "}";
-      }
-      f << "\n  ]";
-    }
-    f << "\n}\n";
+    f[by_kappa ? "kappas" : "configurations"] = list;
   }
-  return f.str();
+  if (s.fallback_at >= 0) f["fallback_at"] = s.fallback_at;
+  if (s.restarts > 0) f["restarts"] = s.restarts;
+  if (s.refinements > 0) f["refinements"] = s.refinements;
+  if (s.split.valid) {
+    f["per_iteration_ms"] = {{"operator", s.split.op_ms},
+                             {"latke_operator", s.split.latke_op_ms},
+                             {"preconditioner", s.split.pc_ms},
+                             {"petsc_own", s.split.own_ms},
+                             {"vec_events", s.split.vec_ms}};
+    f["petsc_own_share"] = s.split.own_share;
+    f["solve_copies"] = {{"petsc_cpu_to_gpu", s.split.to_device},       {"petsc_gpu_to_cpu", s.split.to_host},
+                         {"petsc_cpu_to_gpu_mb", s.split.to_device_mb}, {"petsc_gpu_to_cpu_mb", s.split.to_host_mb},
+                         {"petsc_vector_copies", s.split.offloads},     {"latke_staged", s.split.staged}};
+  }
+  if (!s.masses.empty()) {
+    json list = json::array();
+    for (const MassResult& r : s.masses) {
+      const LatkeMassStats& m = r.stats;
+      list.push_back({{"mass", m.mass},
+                      {"iterations", m.iterations},
+                      {"refine_iterations", m.refine_iterations},
+                      {"initial_residual", m.initial_residual},
+                      {"true_residual", m.true_residual},
+                      {"check_residual", r.check},
+                      {"fallback_at", m.fallback_at},
+                      {"converged", m.converged == PETSC_TRUE}});
+    }
+    f["masses"] = list;
+  }
+  return f.dump(2) + "\n";
 }
 
 /// The multi-mass solve of -latke_masses: (4 m_i^2 - D_pq D_qp) x_i = b_p for every mass,
@@ -480,8 +500,7 @@ PetscErrorCode check_and_refine(KSP ksp, Mat A, Mat M, Vec bhat, Vec xhat, Vec b
   PetscCall(KSPGetIterationNumber(ksp, &c.iterations));
   PetscCall(true_residual(A, M, xhat, b, x, r, &c.true_residual));
   step = rtol;
-  while (c.true_residual > rtol && c.passes < 2 &&
-         (c.reason == KSP_CONVERGED_RTOL || c.reason == KSP_CONVERGED_ATOL)) {
+  while (c.true_residual > rtol && c.passes < 2 && (c.reason == KSP_CONVERGED_RTOL || c.reason == KSP_CONVERGED_ATOL)) {
     step *= std::fmax(0.01, 0.5 * rtol / c.true_residual);
     PetscCall(PetscPrintf(PETSC_COMM_WORLD,
                           "latke-solve: true residual %.3e above the tolerance %.1e after %s: solving on from the "
@@ -720,8 +739,9 @@ PetscErrorCode run(int& status) {
       bool coarsens = true;
       for (int mu = 0; mu < 4; ++mu) coarsens = coarsens && local[mu] % 4 == 0;
       if (!staggered && !coarsens)
-        PetscCall(PetscPrintf(PETSC_COMM_WORLD, "latke-solve: local lattice %dx%dx%dx%d too small to coarsen (extents "
-                                                "must be multiples of 4): no multigrid preconditioner by default\n",
+        PetscCall(PetscPrintf(PETSC_COMM_WORLD,
+                              "latke-solve: local lattice %dx%dx%dx%d too small to coarsen (extents "
+                              "must be multiples of 4): no multigrid preconditioner by default\n",
                               (int)local[0], (int)local[1], (int)local[2], (int)local[3]));
       PetscCall(PCSetType(pc, staggered || !coarsens ? PCNONE : PCLATKEMG));
     }
@@ -833,6 +853,23 @@ PetscErrorCode run(int& status) {
   std::snprintf(lat, sizeof lat, "%dx%dx%dx%d on %dx%dx%dx%d ranks", (int)global[0], (int)global[1], (int)global[2],
                 (int)global[3], (int)grid[0], (int)grid[1], (int)grid[2], (int)grid[3]);
   sum.lattice = lat;
+  for (int mu = 0; mu < 4; ++mu) sum.extents.push_back(global[mu]), sum.grid.push_back(grid[mu]);
+  {
+    auto& ph = sum.physics;
+    PetscReal v = 0, plaquette = 0;
+    PetscBool set = PETSC_FALSE;
+    for (const char* name : {"kappa", "mass", "csw"}) {
+      PetscCall(PetscOptionsGetReal(nullptr, nullptr, (std::string("-latke_") + name).c_str(), &v, &set));
+      if (set) ph[name] = v;
+    }
+    PetscCall(LatkeGaugeGetPlaquette(gauge, &plaquette));
+    ph["plaquette"] = plaquette;
+    ph["source"] = {{"type", opt.source}};
+    if (opt.source == "point" || opt.source == "wall")
+      ph["source"].update({{"site", opt.site}, {"spin", opt.spin}, {"color", opt.color}});
+    else
+      ph["source"]["seed"] = opt.seed;
+  }
   sum.form = opt.form == LATKE_OPERATOR_FULL ? "full" : "even_odd";
   sum.op = opt.op == "wilson" ? "Wilson-clover" : opt.op == "asqtad" ? "asqtad staggered" : "naive staggered";
   const char* backend = nullptr;
@@ -852,8 +889,8 @@ PetscErrorCode run(int& status) {
                                      sum.op.c_str(), sum.form.c_str(), lat, backend, opt.source.c_str(),
                                      sum.vec_type.c_str()));
     PetscCall(PetscViewerASCIIPushTab(out));
-    PetscCall(PetscViewerASCIIPrintf(out, "Latke %s, PETSc %s\n", sum.latke_version.c_str(),
-                                     sum.petsc_version.c_str()));
+    PetscCall(
+        PetscViewerASCIIPrintf(out, "Latke %s, PETSc %s\n", sum.latke_version.c_str(), sum.petsc_version.c_str()));
     PetscCall(LatkeGaugeView(gauge, out));
     PetscCall(PetscViewerASCIIPopTab(out));
     if (multi) {
@@ -863,15 +900,15 @@ PetscErrorCode run(int& status) {
           sum.solver_residual, sum.rtol));
       PetscCall(PetscViewerASCIIPrintf(out, "  operator applications: %d double, %d sloppy\n",
                                        (int)sum.operator_applications, (int)sum.sloppy_applications));
-      PetscCall(PetscViewerASCIIPrintf(out, "  %10s %10s %10s %12s %12s %12s %9s\n", "mass", "iterations",
-                                       "refinement", "start res", "true res", "MatMult res", "to single"));
+      PetscCall(PetscViewerASCIIPrintf(out, "  %10s %10s %10s %12s %12s %12s %9s\n", "mass", "iterations", "refinement",
+                                       "start res", "true res", "MatMult res", "to single"));
       for (const MassResult& m : sum.masses) {
         char fell[16] = "-";
         if (m.stats.fallback_at >= 0) std::snprintf(fell, sizeof fell, "%d", (int)m.stats.fallback_at);
         PetscCall(PetscViewerASCIIPrintf(out, "  %10g %10d %10d %12.3e %12.3e %12.3e %9s%s\n", (double)m.stats.mass,
                                          (int)m.stats.iterations, (int)m.stats.refine_iterations,
-                                         (double)m.stats.initial_residual, (double)m.stats.true_residual, m.check,
-                                         fell, m.stats.converged ? "" : "  NOT converged"));
+                                         (double)m.stats.initial_residual, (double)m.stats.true_residual, m.check, fell,
+                                         m.stats.converged ? "" : "  NOT converged"));
       }
       PetscCall(PetscViewerASCIIPrintf(out,
                                        "  (true res: the solver's |b_p - A_i x_i|/|b_p| in double; MatMult res: "
@@ -936,7 +973,8 @@ PetscErrorCode run(int& status) {
                                        "  copies in the solve: whole vectors: PETSc %ld (VecCUDACopyTo/From), Latke "
                                        "staging %ld; all of PETSc's, reduction results included: CPU->GPU %.0f "
                                        "(%.3f MB), GPU->CPU %.0f (%.3f MB)\n",
-                                       sp.offloads, sp.staged, sp.to_device, sp.to_device_mb, sp.to_host, sp.to_host_mb));
+                                       sp.offloads, sp.staged, sp.to_device, sp.to_device_mb, sp.to_host,
+                                       sp.to_host_mb));
     }
   }
   if (!opt.save.empty()) PetscCall(LatkeVecSave(A, x, opt.save.c_str()));

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what Latke needs and is missing, from Debian's (or Ubuntu's) packages: a C++
-# toolchain, CMake, pkg-config, OpenMPI, Eigen, GoogleTest, PETSc with complex scalars, zlib,
+# toolchain, CMake, pkg-config, OpenMPI, Eigen, GoogleTest, PETSc with complex scalars, zlib, nlohmann-json,
 # matplotlib (python3-matplotlib) for latke-scale's reports, and petsc4py (python3-petsc4py-complex)
 # for the latke Python package.
 # CUDA is used when nvcc is already installed (it is not installed here). Idempotent: does
@@ -9,7 +9,7 @@
 #   install-deps.sh --petsc-build   what scripts/build-petsc-cuda.sh needs (no Debian PETSc)
 set -euo pipefail
 packages=(g++ make cmake pkg-config openmpi-bin libopenmpi-dev libeigen3-dev libgtest-dev libpetsc-complex-dev
-          zlib1g-dev python3-matplotlib python3-petsc4py-complex)
+          zlib1g-dev nlohmann-json3-dev python3-matplotlib python3-petsc4py-complex)
 if [ "${1:-}" = --petsc-build ]; then
   packages=(python3 make g++ openmpi-bin libopenmpi-dev libblas-dev liblapack-dev)
 elif [ $# -ne 0 ]; then
