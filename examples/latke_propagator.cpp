@@ -37,6 +37,7 @@
 
 #include "latke/latke.h"
 #include "petsc/option_help.h"
+#include "petsc/program_main.h"
 #include "src/core/error.h"
 #include "src/core/options.h"
 #include "src/core/output_files.h"
@@ -408,15 +409,4 @@ PetscErrorCode run(int& status) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  PetscCall(PetscInitialize(&argc, &argv, nullptr, help));
-  int status = 0;
-  const PetscErrorCode ierr = run(status);
-  if (ierr) status = 1;
-  try {
-    latke::warn_unused_options("latke-propagator");
-  } catch (const std::exception&) {  // a report, never a reason to fail
-  }
-  const PetscErrorCode fin = PetscFinalize();
-  return status ? status : static_cast<int>(fin != 0);
-}
+int main(int argc, char** argv) { return latke::petsc::program_main(argc, argv, help, "latke-propagator", run); }

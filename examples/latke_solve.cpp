@@ -47,6 +47,7 @@
 
 #include "latke/latke.h"
 #include "petsc/option_help.h"
+#include "petsc/program_main.h"
 #include "petsc/schwarz_options.h"
 #include "src/core/error.h"
 #include "src/core/lattice.h"
@@ -1035,15 +1036,4 @@ PetscErrorCode run(int& status) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  PetscCall(PetscInitialize(&argc, &argv, nullptr, help));
-  int status = 0;
-  const PetscErrorCode ierr = run(status);
-  if (ierr) status = 1;
-  try {
-    latke::warn_unused_options("latke-solve");
-  } catch (const std::exception&) {  // a report, never a reason to fail
-  }
-  const PetscErrorCode fin = PetscFinalize();
-  return status ? status : static_cast<int>(fin != 0);
-}
+int main(int argc, char** argv) { return latke::petsc::program_main(argc, argv, help, "latke-solve", run); }

@@ -106,6 +106,14 @@ void make_natural(ShellOperator& op, Vec x, Natural& nat) {
   check(ierr, "VecScatterCreate");
 }
 
+/// Z2 (+-1) or Z4 (1, i, -1, -i) noise for component k of global site g: a function of the seed,
+/// the site and the component only, so the same on any process grid.
+Complex<double> noise_value(LatkeNoise noise, PetscInt seed, std::uint64_t g, int k) {
+  static const Complex<double> z4[4] = {{1, 0}, {0, 1}, {-1, 0}, {0, -1}};
+  const std::uint64_t r = random_bits(static_cast<std::uint64_t>(seed), g, static_cast<std::uint64_t>(k)) >> 62;
+  return noise == LATKE_NOISE_Z2 ? Complex<double>((r & 1) ? -1.0 : 1.0) : z4[r];
+}
+
 }  // namespace
 }  // namespace latke::petsc
 
@@ -226,15 +234,9 @@ PetscErrorCode LatkeVecSetNoiseSource(Mat A, Vec b, LatkeNoise noise, PetscInt s
     const Lattice& lat = *op.lattice();
     const Shape s = shape_of(op);
     std::vector<Complex<double>> host(static_cast<std::size_t>(s.volume) * s.ncomp);
-    const Complex<double> z4[4] = {{1, 0}, {0, 1}, {-1, 0}, {0, -1}};
-    for (long i = 0; i < s.volume; ++i) {
-      const std::uint64_t g = global_site(lat, i);
-      for (int k = 0; k < s.ncomp; ++k) {
-        const std::uint64_t r = random_bits(static_cast<std::uint64_t>(seed), g, static_cast<std::uint64_t>(k)) >> 62;
-        host[static_cast<std::size_t>(i) * s.ncomp + k] =
-            noise == LATKE_NOISE_Z2 ? Complex<double>((r & 1) ? -1.0 : 1.0) : z4[r];
-      }
-    }
+    for (long i = 0; i < s.volume; ++i)
+      for (int k = 0; k < s.ncomp; ++k)
+        host[static_cast<std::size_t>(i) * s.ncomp + k] = noise_value(noise, seed, global_site(lat, i), k);
     set_lex(op, b, host);
   }));
   PetscFunctionReturn(0);
@@ -257,13 +259,11 @@ PetscErrorCode LatkeVecSetDilutedNoiseSource(Mat A, Vec b, LatkeNoise noise, Pet
     require(color >= 0 && color < op.ncolor(), "diluted noise source color ", color, ": expected 0 to ",
             op.ncolor() - 1);
     std::vector<Complex<double>> host(static_cast<std::size_t>(s.volume) * s.ncomp);
-    const Complex<double> z4[4] = {{1, 0}, {0, 1}, {-1, 0}, {0, -1}};
     for (long i = 0; i < s.volume; ++i) {
       if (t >= 0 && lat.coords_of(i)[3] + lat.offset()[3] != t) continue;
       // One number per site, the same for every spin and color (the dilution's columns share it).
-      const std::uint64_t r = random_bits(static_cast<std::uint64_t>(seed), global_site(lat, i), 0) >> 62;
       host[static_cast<std::size_t>(i) * s.ncomp + spin * op.ncolor() + color] =
-          noise == LATKE_NOISE_Z2 ? Complex<double>((r & 1) ? -1.0 : 1.0) : z4[r];
+          noise_value(noise, seed, global_site(lat, i), 0);
     }
     set_lex(op, b, host);
   }));
