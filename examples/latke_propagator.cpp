@@ -241,6 +241,21 @@ PetscErrorCode solve_columns(LatkeGauge gauge, const Options& o, double kappa, d
 /// and renamed over the target only once every propagator is in it and the file is closed.
 class PropagatorFile {
  public:
+  PropagatorFile() = default;
+  PropagatorFile(const PropagatorFile&) = delete;
+  PropagatorFile& operator=(const PropagatorFile&) = delete;
+  /// A file not closed (a failed write, a failed solve): its temporary removed, the target kept.
+  ~PropagatorFile() {
+    if (tmp_.empty() || done_) return;
+    PetscViewerDestroy(&v_);
+    int rank = 0;
+    MPI_Comm_rank(PETSC_COMM_WORLD, &rank);
+    if (rank == 0 && std::remove(tmp_.c_str()) == 0)
+      std::fprintf(stderr,
+                   "latke-propagator: -latke_save_propagator %s: not completed; removed %s, %s is kept as it was\n",
+                   path_.c_str(), tmp_.c_str(), path_.c_str());
+    if (cleanup_) cleanup_->release();
+  }
   PetscErrorCode open(const std::string& path, const Options& o, const PetscInt global[4], double csw) {
     PetscFunctionBeginUser;
 #if defined(LATKE_HAVE_HDF5_VIEWER)
@@ -301,6 +316,7 @@ class PropagatorFile {
     PetscCallMPI(MPI_Bcast(&ok, 1, MPI_INT, 0, PETSC_COMM_WORLD));
     PetscCheck(ok, PETSC_COMM_WORLD, PETSC_ERR_FILE_WRITE, "-latke_save_propagator %s: renaming %s over it failed",
                path_.c_str(), tmp_.c_str());
+    done_ = true;
     if (cleanup_) cleanup_->release();
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "latke-propagator: propagators written to %s\n", path_.c_str()));
 #endif
@@ -309,6 +325,7 @@ class PropagatorFile {
 
  private:
   std::string path_, tmp_;
+  bool done_ = false;  ///< renamed over the target
   PetscViewer v_ = nullptr;
   std::unique_ptr<latke::InterruptCleanup> cleanup_;
 };

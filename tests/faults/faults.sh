@@ -4,7 +4,8 @@
 # tolerance, a full disk, a missing directory, a writer killed mid-write, a damaged file, one
 # failing rank of several) and asserts the exit status, the message (it names the input) and
 # that an earlier good file is intact. The programs and the fault library come from the
-# environment: LATKE_SOLVE, LATKE_BENCH, LATKE_GAUGE, LATKE_EMBED, LATKE_MPIEXEC, LATKE_FAULT_LIB.
+# environment: LATKE_SOLVE, LATKE_BENCH, LATKE_GAUGE, LATKE_EMBED, LATKE_PROPAGATOR, LATKE_MPIEXEC,
+# LATKE_FAULT_LIB.
 set -u
 case_name=$1
 work=$(mktemp -d "${TMPDIR:-/tmp}/latke-faults.XXXXXX") || exit 1
@@ -12,6 +13,7 @@ trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
 export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 solve=$LATKE_SOLVE bench=$LATKE_BENCH gauge=$LATKE_GAUGE embed=$LATKE_EMBED mpiexec=$LATKE_MPIEXEC
+propagator=$LATKE_PROPAGATOR
 small=(-latke_lattice 4,4,4,8 -latke_gauge random)
 
 fail() { echo "FAILED ($case_name): $*"; exit 1; }
@@ -138,6 +140,25 @@ solution_full_disk)
   run ok "$solve" "${small[@]}" -latke_save_solution x.bin
   [ "$(stat -c %s x.bin)" = $((8 + 4 * 4 * 4 * 8 * 12 * 16)) ] || fail "x.bin has $(stat -c %s x.bin) bytes"
   [ "$(ls)" = "$(printf 'full\nout.txt\nx.bin')" ] || fail "unexpected files: $(ls)"
+  ;;
+propagator_full_disk)
+  # latke-propagator's record and propagator file on a full disk (one rank: parallel HDF5 has
+  # no way back from a write that fails on one rank of several): an error naming the file, the
+  # earlier files intact, no temporary left.
+  mkdir full && echo previous > full/p.json && echo previous > full/p.h5
+  prop=("$propagator" -latke_lattice 4,4,4,8 -latke_gauge random -latke_kappas 0.12)
+  run error "${full_disk[@]}" "${prop[@]}" -latke_json full/p.json
+  expect "-latke_json full/p.json: writing full/p.json.tmp-[0-9]+ failed .*full/p.json is kept as it was"
+  intact full/p.json previous
+  run error env LATKE_FAULT_FULL_AFTER=20000 LD_PRELOAD="$LATKE_FAULT_LIB" LATKE_FAULT_FULL="$work/full" \
+      "${prop[@]}" -latke_json p.json -latke_save_propagator full/p.h5
+  expect "-latke_save_propagator full/p.h5: not completed; removed full/p.h5.tmp-[0-9]+, full/p.h5 is kept as it was"
+  intact full/p.h5 previous
+  no_temporaries
+  # And a good write works, with nothing beside it.
+  run ok "${prop[@]}" -latke_json p.json -latke_save_propagator p.h5
+  expect "propagators written to p.h5"
+  [ -s p.h5 ] || fail "p.h5 is empty"
   ;;
 gauge_full_disk)
   # A configuration written to a full disk, on one rank and with rank 0 of two failing: the
