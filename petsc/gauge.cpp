@@ -1,5 +1,6 @@
 // Gauge configurations of the C API (latke.h): LatkeGauge handles from arrays, random
 // fields and the options database.
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <sstream>
@@ -116,7 +117,7 @@ PetscErrorCode LatkeGaugeCreateFromOptions(MPI_Comm comm, const char prefix[], L
     std::string lattice, kind, cache;
     long seed = 1, sweeps = 200;
     double spread = -1, beta = 6.0;
-    bool lattice_given = false, accept_nonunitary = false;
+    bool lattice_given = false, accept_nonunitary = false, quiet = false;
     read_options(comm, prefix ? prefix : "", "Latke gauge configuration options", [&](OptionGroup& o) {
       lattice = o.string("-latke_lattice", "8,8,8,8", "Lattice extents X,Y,Z,T (a gauge file brings its own)");
       kind = o.string(
@@ -133,6 +134,7 @@ PetscErrorCode LatkeGaugeCreateFromOptions(MPI_Comm comm, const char prefix[], L
                       "random: < 0 independent SU(3) links, >= 0 SU(3) projection of 1 + spread x noise");
       accept_nonunitary = o.flag("-latke_gauge_accept_nonunitary", false,
                                  "FILE: read 3x3 links that are not SU(3) (smeared, fat) instead of refusing them");
+      quiet = o.flag("-latke_gauge_quiet", false, "quenched: no progress lines while a configuration is generated");
       lattice_given = o.given("-latke_lattice");
     });
     const std::string pre = prefix ? prefix : "";
@@ -173,7 +175,19 @@ PetscErrorCode LatkeGaugeCreateFromOptions(MPI_Comm comm, const char prefix[], L
       MPI_Bcast(&failed, 1, MPI_INT, 0, comm);  // every rank waits for the directory
       require(!failed, "-latke_gauge_cache ", cache, ": cannot create the directory",
               rank == 0 ? " (" + ec.message() + ")" : std::string(" (see rank 0)"));
-      d->links = thermalized_configuration(d->lattice, backend, hp, static_cast<int>(sweeps), cache, &loaded);
+      // Generation is the long phase of a first run (minutes on a CPU): once it has taken 2 s, a
+      // line about every tenth of the sweeps.
+      const auto t0 = std::chrono::steady_clock::now();
+      std::ostringstream what;
+      what << lattice << ", beta " << beta << ", seed " << seed;
+      const auto progress = [&, what = what.str()](int done, int total) {
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (s >= 2.0)
+          PetscPrintf(comm, "Latke gauge: generating a quenched configuration (%s): %d/%d sweeps, %.1f s\n",
+                      what.c_str(), done, total, s);
+      };
+      d->links = thermalized_configuration(d->lattice, backend, hp, static_cast<int>(sweeps), cache, &loaded,
+                                           quiet ? std::function<void(int, int)>() : progress);
       d->heatbath_passes = sweeps;
       desc << "quenched Wilson gauge action, beta " << beta << ", " << sweeps << " sweeps from a hot start, seed "
            << seed

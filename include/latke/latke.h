@@ -84,6 +84,8 @@ PetscErrorCode LatkeGaugeCreateRandom(MPI_Comm comm, const PetscInt global[4], c
  *   -latke_gauge_cache DIR       quenched: cache directory (default: the build tree's gauge-cache)
  *   -latke_gauge_spread S        random: < 0 independent random SU(3) links; >= 0 the SU(3)
  *                                projection of 1 + S * noise (default -1)
+ *   -latke_gauge_quiet           quenched: no progress lines while generating (by default a line
+ *                                about every tenth of the sweeps once generation has taken 2 s)
  *   -latke_gauge_accept_nonunitary   FILE: read 3x3 links that are not SU(3) (smeared, fat);
  *                                by default a file's links must be SU(3); non-finite links are
  *                                always refused

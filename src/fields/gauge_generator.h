@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -90,9 +91,12 @@ class QuenchedGenerator {
 /// when that file exists (and verified), and otherwise generated and written there (double
 /// precision NERSC, written to a temporary name and renamed). Collective.
 /// @param loaded when not null, set to whether the cache file was used.
+/// progress (may be null) hears (sweeps done, sweeps) about ten times while it generates; the
+/// configuration is the same with or without it.
 std::vector<Complex<double>> thermalized_configuration(std::shared_ptr<const Lattice> lattice, Backend b,
                                                        const HeatbathParam& param, int sweeps,
-                                                       const std::string& cache_dir, bool* loaded = nullptr);
+                                                       const std::string& cache_dir, bool* loaded = nullptr,
+                                                       const std::function<void(int, int)>& progress = nullptr);
 
 /// @brief The cache file name thermalized_configuration uses (without the directory).
 std::string thermalized_cache_name(const Coords& dims, const HeatbathParam& param, int sweeps, Backend b);

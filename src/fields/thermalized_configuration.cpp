@@ -2,11 +2,12 @@
 // (gauge_generator.h).
 #include <mpi.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
-#include "src/core/output_files.h"
 #include "src/core/error.h"
+#include "src/core/output_files.h"
 #include "src/fields/gauge_generator.h"
 #include "src/fields/gauge_io.h"
 
@@ -23,7 +24,8 @@ std::string thermalized_cache_name(const Coords& dims, const HeatbathParam& para
 
 std::vector<Complex<double>> thermalized_configuration(std::shared_ptr<const Lattice> lattice, Backend b,
                                                        const HeatbathParam& param, int sweeps,
-                                                       const std::string& cache_dir, bool* loaded) {
+                                                       const std::string& cache_dir, bool* loaded,
+                                                       const std::function<void(int, int)>& progress) {
   require(sweeps >= 0, "thermalization sweeps ", sweeps, ": expected 0 or more");
   const std::string path =
       cache_dir.empty() ? "" : cache_dir + "/" + thermalized_cache_name(lattice->global(), param, sweeps, b);
@@ -36,7 +38,13 @@ std::vector<Complex<double>> thermalized_configuration(std::shared_ptr<const Lat
   if (!path.empty()) require_writable(lattice->comm(), path, "the gauge cache's file");
   QuenchedGenerator gen(lattice, b, param);
   gen.start(GaugeStart::hot);
-  gen.sweep(sweeps);
+  const int chunk = progress ? std::max(1, (sweeps + 9) / 10) : std::max(1, sweeps);
+  for (int done = 0; done < sweeps;) {  // sweep(a) then sweep(b) is sweep(a + b)
+    const int n = std::min(chunk, sweeps - done);
+    gen.sweep(n);
+    done += n;
+    if (progress) progress(done, sweeps);
+  }
   std::vector<Complex<double>> links = gen.links();
   if (!path.empty()) {
     GaugeWriteParam w;

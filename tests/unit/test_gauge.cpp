@@ -14,16 +14,16 @@
 #include <memory>
 #include <vector>
 
-#include "src/fields/su3_update.h"
 #include "latke/conventions.h"
+#include "operators/wilson_clover/clover_build.h"
 #include "src/core/autocorrelation.h"
 #include "src/core/error.h"
 #include "src/fields/gauge_field.h"
 #include "src/fields/gauge_generator.h"
 #include "src/fields/philox.h"
 #include "src/fields/random.h"
+#include "src/fields/su3_update.h"
 #include "tests/support/backends.h"
-#include "operators/wilson_clover/clover_build.h"
 
 namespace latke {
 namespace {
@@ -498,6 +498,20 @@ TEST(Thermalized, CachedConfigurationIsWrittenOnceAndReadBack) {
   EXPECT_TRUE(identical(made, again));
   EXPECT_TRUE(identical(thermalized_configuration(lat, Backend::cpu, p, 3, ""), made));  // no cache: the same chain
   std::filesystem::remove_all(dir);
+}
+
+// Progress reports split the sweeps into chunks; the chain is the same configuration.
+TEST(Thermalized, ProgressReportsLeaveTheConfigurationAsItIs) {
+  auto lat = std::make_shared<Lattice>(MPI_COMM_SELF, Coords{4, 4, 4, 4});
+  HeatbathParam p;
+  p.overrelax = 1;
+  std::vector<int> heard;
+  const auto with = thermalized_configuration(lat, Backend::cpu, p, 12, "", nullptr, [&](int done, int total) {
+    EXPECT_EQ(total, 12);
+    heard.push_back(done);
+  });
+  EXPECT_EQ(heard, (std::vector<int>{2, 4, 6, 8, 10, 12}));
+  EXPECT_TRUE(identical(with, thermalized_configuration(lat, Backend::cpu, p, 12, "")));
 }
 
 // ---------------------------------------------------------------------------------------
