@@ -12,11 +12,12 @@
 #include <limits>
 #include <sstream>
 
-#include "src/core/error.h"
-#include "src/core/options.h"
 #include "petsc/mat_shell.h"
 #include "petsc/pc_adapter.h"
 #include "petsc/schwarz_options.h"
+#include "src/core/error.h"
+#include "src/core/options.h"
+#include "src/core/petsc_compat.h"
 
 namespace latke::mg {
 
@@ -52,8 +53,8 @@ std::vector<long> int_list(const std::string& text, const std::string& option, i
 }
 
 /// Default aggregates: on level 0 extent 4 where the local extent is a multiple of 8, else 2
-/// (a multiple of 4); on coarser levels 2; else 3 where the extent is a multiple of 6. Levels are added while every extent allows one,
-/// up to max_levels; a level that `p` gathers (its ranks and gather_sites; mg::gathers) is
+/// (a multiple of 4); on coarser levels 2; else 3 where the extent is a multiple of 6. Levels are added while every
+/// extent allows one, up to max_levels; a level that `p` gathers (its ranks and gather_sites; mg::gathers) is
 /// aggregated from its whole extents. Returns the aggregates of each level but the coarsest.
 std::vector<Coords> default_blocks(const Lattice& fine, int max_levels, const mg::MultigridParam& p) {
   std::vector<Coords> blocks;
@@ -215,8 +216,8 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
     std::string smoother, smoother_prec = "single";
     long pre_s = q.pre_smooth, post_s = q.post_smooth, kmax = q.ksp_max_it;
     read_options(comm, lp, "Latke multigrid level " + std::to_string(l), [&](OptionGroup& g) {
-      smoother =
-          g.choice("-smoother", "mr", {"mr", "schwarz"}, "Smoother (schwarz: level 0; -pc_latke_schwarz_* under this prefix)");
+      smoother = g.choice("-smoother", "mr", {"mr", "schwarz"},
+                          "Smoother (schwarz: level 0; -pc_latke_schwarz_* under this prefix)");
       pre_s = g.integer("-pre_smooth", q.pre_smooth, "Smoothing steps before the coarse correction");
       post_s = g.integer("-post_smooth", q.post_smooth, "Smoothing steps after the coarse correction");
       q.omega = g.real("-omega", q.omega, "MR relaxation weight in (0, 2)");
@@ -242,7 +243,8 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
       sp.block = Coords{4, 4, 4, 4};
       q.schwarz = schwarz_param_from_options(comm, lp.c_str(), sp);
       require(!schwarz_needs_full_operator(q.schwarz), "-", lp, "pc_latke_schwarz_type ", to_string(q.schwarz.type),
-              " with ", q.schwarz.cycles, " cycle(s): the multigrid smoother is one additive Schwarz cycle per "
+              " with ", q.schwarz.cycles,
+              " cycle(s): the multigrid smoother is one additive Schwarz cycle per "
               "smoothing step (more steps: _pre_smooth, _post_smooth)");
     }
   }
@@ -367,15 +369,15 @@ class MatMultigrid final : public Preconditioner {
       char gather[64] = "";
       if (p.gather_seconds > 0)
         std::snprintf(gather, sizeof gather, "; gathering its right-hand side %.3f ms", 1e3 * p.gather_seconds / n);
-      const std::string where = i.copies > 0 ? "gathered" : std::to_string(i.local[0]) + "x" +
-                                                                std::to_string(i.local[1]) + "x" +
-                                                                std::to_string(i.local[2]) + "x" +
-                                                                std::to_string(i.local[3]) + " per rank";
+      const std::string where = i.copies > 0
+                                    ? "gathered"
+                                    : std::to_string(i.local[0]) + "x" + std::to_string(i.local[1]) + "x" +
+                                          std::to_string(i.local[2]) + "x" + std::to_string(i.local[3]) + " per rank";
       std::snprintf(line, sizeof line,
                     "level %d (%s): %.3f ms in %.1f visits; halo wait %.3f ms in %.1f exchanges; global sums %.3f ms "
                     "in %.1f; %.0f launches%s",
-                    l, where.c_str(), 1e3 * p.seconds / n, static_cast<double>(p.visits) / n,
-                    1e3 * p.halo_seconds / n, static_cast<double>(p.exchanges) / n, 1e3 * p.reduction_seconds / n,
+                    l, where.c_str(), 1e3 * p.seconds / n, static_cast<double>(p.visits) / n, 1e3 * p.halo_seconds / n,
+                    static_cast<double>(p.exchanges) / n, 1e3 * p.reduction_seconds / n,
                     static_cast<double>(p.reductions) / n, static_cast<double>(p.launches) / n, gather);
       print_(line);
     }
@@ -489,7 +491,7 @@ struct MGContext {
   std::string prefix;
   double setup_seconds = 0;
   long applies = 0;
-  int updates = 0;  ///< set-ups that kept the null vectors (-pc_latke_mg_reuse_interpolation)
+  int updates = 0;           ///< set-ups that kept the null vectors (-pc_latke_mg_reuse_interpolation)
   std::vector<int> refresh;  ///< the last such set-up's refresh steps per level
   /// The last set-up's attempt to reuse the null vectors: done, or why not (no why: not tried).
   MultigridUpdate last;
@@ -558,8 +560,9 @@ PetscErrorCode view(MGContext& c, PetscViewer viewer) {
     const std::string where = i.copies > 0 ? "gathered whole onto each of the " + std::to_string(i.copies) + " ranks"
                                            : "on " + std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks");
     PetscCall(PetscViewerASCIIPrintf(
-        viewer, "level %d: lattice %dx%dx%dx%d %s (local %dx%dx%dx%d), %d components per site, %.1f MiB, setup %.3f s\n",
-        l, i.global[0], i.global[1], i.global[2], i.global[3], where.c_str(), i.local[0], i.local[1], i.local[2],
+        viewer,
+        "level %d: lattice %dx%dx%dx%d %s (local %dx%dx%dx%d), %d components per site, %.1f MiB, setup %.3f s\n", l,
+        i.global[0], i.global[1], i.global[2], i.global[3], where.c_str(), i.local[0], i.local[1], i.local[2],
         i.local[3], i.components, i.bytes / 1048576.0, i.setup_seconds));
     PetscCall(PetscViewerASCIIPushTab(viewer));
     PetscCall(PetscViewerASCIIPrintf(viewer, "operator: %s\n", i.op.c_str()));
@@ -629,6 +632,24 @@ PetscErrorCode PCSetUp_LatkeMG(PC pc) {
   PetscFunctionReturn(0);
 }
 
+/// KSPSetFromOptions: the options read and checked now, where the preconditioning matrix is
+/// known (their defaults depend on its lattice), so that -help lists them with the PC's and a bad
+/// value fails here rather than at the first solve. PCSetUp reads them again (the PC's prefix
+/// may change in between).
+PetscErrorCode PCSetFromOptions_LatkeMG(PC pc, compat::OptionItems) {
+  const char* prefix = nullptr;
+  PetscBool latke = PETSC_FALSE;
+  PetscFunctionBeginUser;
+  if (!pc->pmat) PetscFunctionReturn(0);
+  PetscCall(MatIsLatke(pc->pmat, &latke));
+  if (!latke) PetscFunctionReturn(0);
+  PetscCall(PCGetOptionsPrefix(pc, &prefix));
+  PetscCall(guarded(Adapter::comm(pc), [&] {
+    (void)mg::multigrid_options(Adapter::comm(pc), prefix ? prefix : "", *context_of(pc->pmat).op->lattice());
+  }));
+  PetscFunctionReturn(0);
+}
+
 }  // namespace
 }  // namespace latke::petsc
 
@@ -638,7 +659,7 @@ extern "C" {
 
 PetscErrorCode PCCreate_LatkeMG(PC pc) {
   PetscFunctionBeginUser;
-  Adapter::install(pc, PCSetUp_LatkeMG);
+  Adapter::install(pc, PCSetUp_LatkeMG, PCSetFromOptions_LatkeMG);
   PetscFunctionReturn(0);
 }
 
