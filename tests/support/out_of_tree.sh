@@ -1,7 +1,8 @@
 #!/bin/sh
 # out_of_tree.sh BUILD_DIR SOURCE_DIR WORK_DIR: install Latke from BUILD_DIR into a fresh
 # prefix, then build examples/embed_in_petsc.c against it twice (CMake find_package and
-# pkg-config) and run both; each must converge.
+# pkg-config) and run both, each of which must converge; and a C++-only project's program
+# through find_package.
 set -eu
 build=$1; src=$2; work=$3
 rm -rf "$work"; mkdir -p "$work"
@@ -16,6 +17,12 @@ cmake -S "$src/tests/install_consumer" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$wo
 cmake --build "$work/cmake" > "$work/cmake-build.log"
 "$work/cmake/embed_in_petsc" -latke_lattice 4,4,4,8 -latke_gauge random -latke_backend cpu | tee "$work/run-cmake.log"
 grep -q CONVERGED_RTOL "$work/run-cmake.log"
+
+echo "== CMake: find_package(Latke) from a C++-only project"
+cmake -S "$src/tests/install_consumer_cxx" -B "$work/cxx" -DCMAKE_PREFIX_PATH="$work/prefix" > "$work/cxx.log"
+cmake --build "$work/cxx" > "$work/cxx-build.log"
+"$work/cxx/latke_version" -latke_backend cpu | tee "$work/run-cxx.log"
+grep -q "^Latke [0-9]*[.][0-9]*[.][0-9]* on cpu" "$work/run-cxx.log"
 
 echo "== pkg-config latke"
 export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
