@@ -43,31 +43,32 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <vector>
 
-#include "petsc/c_api.h"
-#include "src/core/output_files.h"
-#include "petsc/gauge_handle.h"
-#include "src/core/copy_bandwidth.h"
-#include "src/core/machine_bench.h"
-#include "src/core/error.h"
-#include "src/core/halo.h"
-#include "src/core/options.h"
-#include "src/core/tune.h"
-#include "src/fields/blas.h"
-#include "src/fields/gauge_observables.h"
-#include "src/fields/random.h"
 #include "latke/latke.h"
-#include "preconditioners/mg/agglomerate.h"
-#include "preconditioners/mg/galerkin.h"
-#include "preconditioners/schwarz/schwarz.h"
-#include "petsc/pc_mg.h"
-#include "solvers/solvers.h"
 #include "operators/staggered/staggered.h"
 #include "operators/staggered/staggered_linear.h"
 #include "operators/wilson_clover/wilson_clover.h"
 #include "operators/wilson_clover/wilson_clover_linear.h"
+#include "petsc/c_api.h"
+#include "petsc/gauge_handle.h"
+#include "petsc/pc_mg.h"
+#include "preconditioners/mg/agglomerate.h"
+#include "preconditioners/mg/galerkin.h"
+#include "preconditioners/schwarz/schwarz.h"
+#include "solvers/solvers.h"
+#include "src/core/copy_bandwidth.h"
+#include "src/core/error.h"
+#include "src/core/halo.h"
+#include "src/core/machine_bench.h"
+#include "src/core/options.h"
+#include "src/core/output_files.h"
+#include "src/core/tune.h"
+#include "src/fields/blas.h"
+#include "src/fields/gauge_observables.h"
+#include "src/fields/random.h"
 
 static const char help[] =
     "latke-bench dslash: Wilson-clover and staggered operator performance;\n"
@@ -170,37 +171,39 @@ std::shared_ptr<WilsonCloverLinear> domain_local(const EvenOddWilson& w, const s
 
 void write_json(const std::string& path, const std::string& op, const Lattice& lat, Backend b, double copy_gbs,
                 const std::vector<Result>& rs) {
-  std::ostringstream f;
-  {
-    const DeviceInfo d = device_info();
-    int v[3];
-    PetscInt p[4];
-    LatkeGetVersion(&v[0], &v[1], &v[2]);
-    PetscGetVersionNumber(&p[0], &p[1], &p[2], &p[3]);
-    f << "{\n  \"benchmark\": \"dslash\",\n  \"latke_version\": \"" << v[0] << "." << v[1] << "." << v[2]
-      << "\",\n  \"petsc_version\": \"" << p[0] << "." << p[1] << "." << p[2] << "\",\n  \"operator\": \"" << op << "\",\n  \"lattice\": [" << lat.global()[0]
-      << ", " << lat.global()[1] << ", " << lat.global()[2] << ", " << lat.global()[3] << "],\n  \"grid\": ["
-      << lat.grid()[0] << ", " << lat.grid()[1] << ", " << lat.grid()[2] << ", " << lat.grid()[3]
-      << "],\n  \"backend\": \"" << to_string(b) << "\",\n  \"device\": \"" << (b == Backend::cuda ? d.name : "cpu")
-      << "\",\n  \"copy_bandwidth_gbs\": " << copy_gbs << ",\n  \"results\": [\n";
-    for (std::size_t i = 0; i < rs.size(); ++i) {
-      const Result& r = rs[i];
-      f << "    {\"form\": \"" << r.form << "\", \"precision\": \"" << r.precision
-        << "\", \"reconstruct\": " << r.reconstruct << ", \"time_us\": " << r.us << ", \"gflops\": " << r.gflops
-        << ", \"gbs\": " << r.gbs << ", \"ratio_to_copy\": " << r.gbs / copy_gbs << ", \"iterations\": " << r.iterations;
-      if (r.halo.exchanges > 0)
-        f << ", \"halo_us\": {\"interior\": " << r.halo.interior_us << ", \"packed\": " << r.halo.packed_us
-          << ", \"delivered\": " << r.halo.delivered_us << ", \"exterior\": " << r.halo.exterior_us
-          << ", \"exchange\": " << r.halo.done_us << ", \"host_finish\": " << r.halo.host_finish_us << "}";
-      f << "}" << (i + 1 < rs.size() ? "," : "") << "\n";
-    }
-    f << "  ],\n  \"halo_policies\": {";
-    const auto& pol = chosen_policies();
-    for (std::size_t i = 0; i < pol.size(); ++i)
-      f << (i ? ", " : "") << "\"" << pol[i].first << "\": \"" << pol[i].second << "\"";
-    f << "}\n}\n";
+  using json = nlohmann::ordered_json;
+  int v[3];
+  PetscInt p[4];
+  LatkeGetVersion(&v[0], &v[1], &v[2]);
+  PetscGetVersionNumber(&p[0], &p[1], &p[2], &p[3]);
+  json f = {{"benchmark", "dslash"},
+            {"latke_version", std::to_string(v[0]) + "." + std::to_string(v[1]) + "." + std::to_string(v[2])},
+            {"petsc_version", std::to_string(p[0]) + "." + std::to_string(p[1]) + "." + std::to_string(p[2])},
+            {"operator", op},
+            {"lattice", lat.global()},
+            {"grid", lat.grid()},
+            {"backend", to_string(b)},
+            {"device", b == Backend::cuda ? device_info().name : "cpu"},
+            {"copy_bandwidth_gbs", copy_gbs},
+            {"results", json::array()}};
+  for (const Result& r : rs) {
+    json e = {{"form", r.form},
+              {"precision", r.precision},
+              {"reconstruct", r.reconstruct},
+              {"time_us", r.us},
+              {"gflops", r.gflops},
+              {"gbs", r.gbs},
+              {"ratio_to_copy", r.gbs / copy_gbs},
+              {"iterations", r.iterations}};
+    if (r.halo.exchanges > 0)
+      e["halo_us"] = {{"interior", r.halo.interior_us},   {"packed", r.halo.packed_us},
+                      {"delivered", r.halo.delivered_us}, {"exterior", r.halo.exterior_us},
+                      {"exchange", r.halo.done_us},       {"host_finish", r.halo.host_finish_us}};
+    f["results"].push_back(e);
   }
-  write_text_atomically(path, f.str(), "-latke_json");
+  f["halo_policies"] = json::object();
+  for (const auto& [name, policy] : chosen_policies()) f["halo_policies"][name] = policy;
+  write_text_atomically(path, f.dump(2) + "\n", "-latke_json");
 }
 
 int bench_dslash() {
@@ -308,10 +311,11 @@ int bench_dslash() {
       std::printf("%-7s %-7s %-5s %10.1f %10.1f %10.1f %7.2fx %7d\n", res.form.c_str(), res.precision.c_str(),
                   res.reconstruct.c_str(), res.us, res.gflops, res.gbs, res.gbs / copy_gbs, n);
       if (res.halo.exchanges > 0)
-        std::printf("        halo, per exchange (us, mean over ranks): interior %.1f, faces packed %.1f, ghosts in "
-                    "%.1f, exterior %.1f, exchange %.1f; host in finish %.1f\n",
-                    res.halo.interior_us, res.halo.packed_us, res.halo.delivered_us, res.halo.exterior_us,
-                    res.halo.done_us, res.halo.host_finish_us);
+        std::printf(
+            "        halo, per exchange (us, mean over ranks): interior %.1f, faces packed %.1f, ghosts in "
+            "%.1f, exterior %.1f, exchange %.1f; host in finish %.1f\n",
+            res.halo.interior_us, res.halo.packed_us, res.halo.delivered_us, res.halo.exterior_us, res.halo.done_us,
+            res.halo.host_finish_us);
       for (; policies_printed < chosen_policies().size(); ++policies_printed)
         std::printf("        policy %s: %s\n", chosen_policies()[policies_printed].first.c_str(),
                     chosen_policies()[policies_printed].second.c_str());
@@ -454,44 +458,44 @@ struct StrategyRun {
 void write_multimass_json(const std::string& path, const std::string& op, const Lattice& lat, Backend b,
                           double copy_gbs, double u0, Precision sloppy, double tol, int extrapolation,
                           const std::vector<double>& masses, const std::vector<StrategyRun>& runs) {
-  std::ostringstream f;
-  {
-    const DeviceInfo d = device_info();
-    f << "{\n  \"benchmark\": \"multimass\",\n  \"operator\": \"" << op << "\",\n  \"lattice\": [" << lat.global()[0]
-      << ", " << lat.global()[1] << ", " << lat.global()[2] << ", " << lat.global()[3] << "],\n  \"grid\": ["
-      << lat.grid()[0] << ", " << lat.grid()[1] << ", " << lat.grid()[2] << ", " << lat.grid()[3]
-      << "],\n  \"backend\": \"" << to_string(b) << "\",\n  \"device\": \"" << (b == Backend::cuda ? d.name : "cpu")
-      << "\",\n  \"copy_bandwidth_gbs\": " << copy_gbs << ",\n  \"u0\": " << u0 << ",\n  \"sloppy\": \""
-      << to_string(sloppy) << "\",\n  \"tol\": " << tol << ",\n  \"extrapolation\": " << extrapolation
-      << ",\n  \"masses\": [";
-    for (std::size_t i = 0; i < masses.size(); ++i) f << (i ? ", " : "") << masses[i];
-    f << "],\n  \"strategies\": [\n";
-    for (std::size_t k = 0; k < runs.size(); ++k) {
-      const StrategyRun& r = runs[k];
-      f << "    {\"strategy\": \"" << to_string(r.strategy) << "\", \"seconds\": " << r.st.seconds
-        << ", \"iterations\": " << r.st.iterations << ", \"double_applications\": " << r.st.outer_applications
-        << ", \"sloppy_applications\": " << r.st.sloppy_applications << ", \"gflops\": " << r.gflops
-        << ", \"gbs\": " << r.gbs << ", \"ratio_to_copy\": " << r.gbs / copy_gbs
-        << ", \"converged\": " << (r.st.converged ? "true" : "false") << ",\n     \"masses\": [";
-      for (std::size_t i = 0; i < r.st.shifts.size(); ++i) {
-        const ShiftStats& s = r.st.shifts[i];
-        f << (i ? ",\n       " : "\n       ") << "{\"mass\": " << masses[i] << ", \"iterations\": " << s.iterations
-          << ", \"refine_iterations\": " << s.refine_iterations << ", \"initial_residual\": " << s.initial_residual
-          << ", \"true_residual\": " << s.true_residual << ", \"seconds\": " << s.seconds
-          << ", \"fallback_at\": " << s.fallback_at << "}";
-      }
-      f << "]}" << (k + 1 < runs.size() ? "," : "") << "\n";
+  using json = nlohmann::ordered_json;
+  json f = {{"benchmark", "multimass"},       {"operator", op},
+            {"lattice", lat.global()},        {"grid", lat.grid()},
+            {"backend", to_string(b)},        {"device", b == Backend::cuda ? device_info().name : "cpu"},
+            {"copy_bandwidth_gbs", copy_gbs}, {"u0", u0},
+            {"sloppy", to_string(sloppy)},    {"tol", tol},
+            {"extrapolation", extrapolation}, {"masses", masses},
+            {"strategies", json::array()}};
+  for (const StrategyRun& r : runs) {
+    json per_mass = json::array();
+    for (std::size_t i = 0; i < r.st.shifts.size(); ++i) {
+      const ShiftStats& s = r.st.shifts[i];
+      per_mass.push_back({{"mass", masses[i]},
+                          {"iterations", s.iterations},
+                          {"refine_iterations", s.refine_iterations},
+                          {"initial_residual", s.initial_residual},
+                          {"true_residual", s.true_residual},
+                          {"seconds", s.seconds},
+                          {"fallback_at", s.fallback_at}});
     }
-    f << "  ]";
-    if (runs.size() == 2) {
-      const bool first = runs[0].st.seconds <= runs[1].st.seconds;
-      const StrategyRun &fast = first ? runs[0] : runs[1], &slow = first ? runs[1] : runs[0];
-      f << ",\n  \"faster\": \"" << to_string(fast.strategy)
-        << "\",\n  \"speedup\": " << slow.st.seconds / fast.st.seconds;
-    }
-    f << "\n}\n";
+    f["strategies"].push_back({{"strategy", to_string(r.strategy)},
+                               {"seconds", r.st.seconds},
+                               {"iterations", r.st.iterations},
+                               {"double_applications", r.st.outer_applications},
+                               {"sloppy_applications", r.st.sloppy_applications},
+                               {"gflops", r.gflops},
+                               {"gbs", r.gbs},
+                               {"ratio_to_copy", r.gbs / copy_gbs},
+                               {"converged", r.st.converged},
+                               {"masses", per_mass}});
   }
-  write_text_atomically(path, f.str(), "-latke_json");
+  if (runs.size() == 2) {
+    const bool first = runs[0].st.seconds <= runs[1].st.seconds;
+    const StrategyRun &fast = first ? runs[0] : runs[1], &slow = first ? runs[1] : runs[0];
+    f["faster"] = to_string(fast.strategy);
+    f["speedup"] = slow.st.seconds / fast.st.seconds;
+  }
+  write_text_atomically(path, f.dump(2) + "\n", "-latke_json");
 }
 
 int bench_multimass() {
@@ -580,9 +584,8 @@ int bench_multimass() {
   // MatLatkeSolveMultiMass does; the single links are built only then.
   StaggeredParam fp = sp;
   fp.precision = Precision::single;
-  DeferredOperator fallback([&] {
-    return std::make_shared<StaggeredLinear>(std::make_shared<StaggeredOperator>(lat, links, fp), true, 0);
-  });
+  DeferredOperator fallback(
+      [&] { return std::make_shared<StaggeredLinear>(std::make_shared<StaggeredOperator>(lat, links, fp), true, 0); });
   LinearOperator* fallback_op = sloppy == Precision::half ? &fallback : nullptr;
   if (root) {
     const DeviceInfo dev = device_info();
@@ -961,8 +964,8 @@ int bench_schwarz() {
     const double flops = steps * schwarz_step_site_flops * vcb;
     if (root)
       std::printf("%-9s %-7s %-9s %10.1f %9.2f %10.1f %10.1f %7.2fx\n", "(global)", to_string(p), "matpc",
-                  matpc_ms * 1e3, 1.0, 3792.0 * vcb / (matpc_ms * 1e-3) * 1e-9,
-                  matpc_bytes / (matpc_ms * 1e-3) * 1e-9, matpc_bytes / (matpc_ms * 1e-3) * 1e-9 / copy_gbs);
+                  matpc_ms * 1e3, 1.0, 3792.0 * vcb / (matpc_ms * 1e-3) * 1e-9, matpc_bytes / (matpc_ms * 1e-3) * 1e-9,
+                  matpc_bytes / (matpc_ms * 1e-3) * 1e-9 / copy_gbs);
     for (const Coords& blk : blocks) {
       const std::shared_ptr<WilsonCloverLinear> local = domain_local(w, links, blk);
       for (bool on_chip : {true, false}) {
@@ -1076,29 +1079,30 @@ int bench_machine() {
   }
   if (!root) return 0;
   const DeviceInfo dev = device_info();
-  std::ostringstream f;
-  f << "{\n  \"schema\": \"latke-machine/1\",\n  \"backend\": \"" << to_string(b) << "\",\n  \"device\": \""
-    << (b == Backend::cuda ? dev.name : "cpu") << "\",\n  \"ranks\": " << size << ",\n  \"copy_gbs\": " << copy_gbs
-    << ",\n  \"read_gbs\": " << read_gbs << ",\n  \"launch_us\": " << launch_us << ",\n  \"host_device_gbs\": "
-    << h2d_gbs << ",\n  \"exchange\": [";
-  for (std::size_t i = 0; i < exchanges.size(); ++i)
-    f << (i ? ", " : "") << "{\"face_bytes\": " << exchanges[i].first << ", \"us\": " << exchanges[i].second << "}";
-  f << "],\n  \"global_sum\": [";
-  for (std::size_t i = 0; i < sums.size(); ++i)
-    f << (i ? ", " : "") << "{\"ranks\": " << sums[i].first << ", \"us\": " << sums[i].second << "}";
-  f << "],\n  \"kernel_lattice\": [" << kdims[0] << ", " << kdims[1] << ", " << kdims[2] << ", " << kdims[3]
-    << "],\n  \"matpc_vs_copy\": {";
-  for (std::size_t i = 0; i < matpc.size(); ++i)
-    f << (i ? ", " : "") << "\"" << matpc[i].first << "\": " << matpc[i].second;
-  f << "},\n  \"matpc_by_volume\": {";
-  for (std::size_t i = 0; i < by_volume.size(); ++i) {
-    f << (i ? ", " : "") << "\"" << by_volume[i].first << "\": [";
-    for (std::size_t j = 0; j < by_volume[i].second.size(); ++j)
-      f << (j ? ", " : "") << "[" << by_volume[i].second[j].first << ", " << by_volume[i].second[j].second << "]";
-    f << "]";
+  using njson = nlohmann::ordered_json;
+  njson f = {{"schema", "latke-machine/1"},
+             {"backend", to_string(b)},
+             {"device", b == Backend::cuda ? dev.name : "cpu"},
+             {"ranks", size},
+             {"copy_gbs", copy_gbs},
+             {"read_gbs", read_gbs},
+             {"launch_us", launch_us},
+             {"host_device_gbs", h2d_gbs},
+             {"exchange", njson::array()},
+             {"global_sum", njson::array()},
+             {"kernel_lattice", kdims},
+             {"matpc_vs_copy", njson::object()},
+             {"matpc_by_volume", njson::object()}};
+  for (const auto& [bytes, us] : exchanges) f["exchange"].push_back({{"face_bytes", bytes}, {"us", us}});
+  for (const auto& [ranks, us] : sums) f["global_sum"].push_back({{"ranks", ranks}, {"us", us}});
+  for (const auto& [precision, ratio] : matpc) f["matpc_vs_copy"][precision] = ratio;
+  for (const auto& [precision, points] : by_volume) {
+    njson list = njson::array();
+    for (const auto& [vcb, ratio] : points) list.push_back({vcb, ratio});
+    f["matpc_by_volume"][precision] = list;
   }
-  f << "},\n  \"schwarz_gflops\": " << schwarz_gflops << "\n}\n";
-  write_text_atomically(json, f.str(), "-latke_json");
+  f["schwarz_gflops"] = schwarz_gflops;
+  write_text_atomically(json, f.dump(2) + "\n", "-latke_json");
   std::printf("latke-bench machine: %d rank(s), backend %s%s%s; machine file %s\n", size, to_string(b),
               b == Backend::cuda ? " (" : "", b == Backend::cuda ? (dev.name + ")").c_str() : "", json.c_str());
   std::printf("copy %.1f GB/s, read %.1f GB/s, host-device %.1f GB/s, launch %.2f us\n", copy_gbs, read_gbs, h2d_gbs,
@@ -1128,7 +1132,7 @@ int main(int argc, char** argv) {
              : command == "machine" ? latke::bench_machine()
              : command == "mg"      ? latke::bench_mg()
              : command == "schwarz" ? latke::bench_schwarz()
-                                 : latke::bench_multimass();
+                                    : latke::bench_multimass();
   } catch (const std::exception& e) {
     if (rank == 0) std::fprintf(stderr, "latke-bench: error: %s\n", e.what());
     status = 1;
