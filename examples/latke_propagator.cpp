@@ -37,7 +37,7 @@
 
 #include "latke/latke.h"
 #include "petsc/option_help.h"
-#include "petsc/program_main.h"
+#include "petsc/program.h"
 #include "src/core/error.h"
 #include "src/core/options.h"
 #include "src/core/output_files.h"
@@ -153,19 +153,6 @@ std::string json_text(const Options& o, const PetscInt global[4], const PetscInt
   return f.dump(1) + "\n";
 }
 
-/// |b - M x| / |b|, x the full solution reconstructed from A's xhat (r: scratch).
-PetscErrorCode full_residual(Mat A, Mat M, Vec xhat, Vec b, Vec x, Vec r, double* res) {
-  PetscReal rn, bn;
-  PetscFunctionBeginUser;
-  PetscCall(MatLatkeReconstruct(A, xhat, b, x));
-  PetscCall(MatMult(M, x, r));
-  PetscCall(VecAYPX(r, -1.0, b));
-  PetscCall(VecNorm(r, NORM_2, &rn));
-  PetscCall(VecNorm(b, NORM_2, &bn));
-  *res = rn / bn;
-  PetscFunctionReturn(0);
-}
-
 /// The 12 columns at one kappa on gauge into cols (made here, full vectors); *made: the new matrix; prev: the
 /// matrix of the configuration's previous kappa, whose multigrid A takes over (or null).
 PetscErrorCode solve_columns(LatkeGauge gauge, const Options& o, double kappa, double csw, Mat prev, Mat* made,
@@ -217,7 +204,7 @@ PetscErrorCode solve_columns(LatkeGauge gauge, const Options& o, double kappa, d
       its += st.iterations;
       m.solve_s += st.seconds;
       m.setup_s += st.pc_setup_seconds;
-      PetscCall(full_residual(A, M, xhat, b, cols[j], r, &res));
+      PetscCall(latke::petsc::full_residual(A, M, xhat, b, cols[j], r, &res));
       if (res <= o.tol || !st.converged) break;
       pass.tol = pass.tol * std::fmax(0.01, 0.5 * o.tol / res);
       PetscCall(PetscPrintf(PETSC_COMM_WORLD,
@@ -347,6 +334,9 @@ PetscErrorCode run(int& status) {
   } catch (const std::exception& e) {
     SETERRQ(PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "%s", e.what());
   }
+  // The tolerance is the program's: MatLatkeSolve takes it from LatkeSolverParams, so that the
+  // tighter ones of a refinement pass are not overridden by the options database.
+  PetscCall(PetscOptionsClearValue(nullptr, "-latke_solver_tol"));
   PetscReal csw = 1.0;
   PetscCall(PetscOptionsGetReal(nullptr, nullptr, "-latke_csw", &csw, nullptr));
   {
@@ -381,11 +371,14 @@ PetscErrorCode run(int& status) {
       PetscCall(LatkeGaugeDestroy(&gauge));
       gauge = next;
     }
+    PetscReal plaquette = 0;
+    PetscCall(LatkeGaugeGetPlaquette(gauge, &plaquette));
     Mat prev = nullptr;
-    for (const double& kappa : o.kappas) {
+    for (std::size_t k = 0; k < o.kappas.size(); ++k) {
+      const double kappa = o.kappas[k];
       Measurement m;
       m.config = c;
-      PetscCall(LatkeGaugeGetPlaquette(gauge, &m.plaquette));
+      m.plaquette = plaquette;
       std::vector<Vec> cols(12);
       Mat A = nullptr;
       PetscCall(solve_columns(gauge, o, kappa, csw, prev, &A, cols, m));
@@ -402,7 +395,7 @@ PetscErrorCode run(int& status) {
                             c, kappa, lo, hi, m.solve_s, m.setup_s, m.reused ? " (reused)" : "", m.max_residual,
                             m.converged ? "" : " NOT CONVERGED", (int)(T / 2), (double)PetscRealPart(m.corr[T / 2])));
       if (!m.converged) status = 1;
-      if (!o.save.empty()) PetscCall(file.write(A, cols, c, static_cast<int>(&kappa - o.kappas.data()), m));
+      if (!o.save.empty()) PetscCall(file.write(A, cols, c, static_cast<int>(k), m));
       ms.push_back(std::move(m));
       for (Vec& v : cols) PetscCall(VecDestroy(&v));
       PetscCall(MatDestroy(&prev));

@@ -47,7 +47,7 @@
 
 #include "latke/latke.h"
 #include "petsc/option_help.h"
-#include "petsc/program_main.h"
+#include "petsc/program.h"
 #include "petsc/schwarz_options.h"
 #include "src/core/error.h"
 #include "src/core/lattice.h"
@@ -462,21 +462,6 @@ PetscErrorCode solve_masses(LatkeGauge gauge, Mat A, Vec b, Vec bhat, const Solv
   PetscFunctionReturn(0);
 }
 
-/// |b - M x| / |b| for x reconstructed from A's solution xhat, with the full operator M in
-/// double precision (MatLatkeCreateReference), independently of the solver (r: scratch of
-/// x's shape). This residual decides success, whatever the solver reported.
-PetscErrorCode true_residual(Mat A, Mat M, Vec xhat, Vec b, Vec x, Vec r, double* res) {
-  PetscReal rn, bn;
-  PetscFunctionBeginUser;
-  PetscCall(MatLatkeReconstruct(A, xhat, b, x));
-  PetscCall(MatMult(M, x, r));
-  PetscCall(VecAYPX(r, -1.0, b));
-  PetscCall(VecNorm(r, NORM_2, &rn));
-  PetscCall(VecNorm(b, NORM_2, &bn));
-  *res = rn / bn;
-  PetscFunctionReturn(0);
-}
-
 /// A KSP's solve and the independent check of its solution. The KSP's tolerance is on the
 /// even-odd system's residual in the KSP's own norm; success is the full solution's residual
 /// with the double-precision full operator at or below rtol. Where the KSP converged by its
@@ -499,7 +484,7 @@ PetscErrorCode check_and_refine(KSP ksp, Mat A, Mat M, Vec bhat, Vec xhat, Vec b
   PetscCall(KSPGetInitialGuessNonzero(ksp, &guess));
   PetscCall(KSPGetConvergedReason(ksp, &c.reason));
   PetscCall(KSPGetIterationNumber(ksp, &c.iterations));
-  PetscCall(true_residual(A, M, xhat, b, x, r, &c.true_residual));
+  PetscCall(latke::petsc::full_residual(A, M, xhat, b, x, r, &c.true_residual));
   step = rtol;
   while (c.true_residual > rtol && c.passes < 2 && (c.reason == KSP_CONVERGED_RTOL || c.reason == KSP_CONVERGED_ATOL)) {
     step *= std::fmax(0.01, 0.5 * rtol / c.true_residual);
@@ -514,7 +499,7 @@ PetscErrorCode check_and_refine(KSP ksp, Mat A, Mat M, Vec bhat, Vec xhat, Vec b
     PetscCall(KSPGetIterationNumber(ksp, &its));
     c.iterations += its;
     ++c.passes;
-    PetscCall(true_residual(A, M, xhat, b, x, r, &c.true_residual));
+    PetscCall(latke::petsc::full_residual(A, M, xhat, b, x, r, &c.true_residual));
   }
   PetscCall(KSPSetTolerances(ksp, rtol, abstol, dtol, maxit));
   PetscCall(KSPSetInitialGuessNonzero(ksp, guess));
@@ -595,7 +580,7 @@ PetscErrorCode solve_again(LatkeGauge gauge, const SolveOptions& opt, const doub
     res.pc = !asked ? PcAgain::set_up : moved ? rebuilt : PcAgain::stale;
     LatkeSolverStats st;
     PetscCall(MatLatkeSolve(A2, bhat2, xhat2, nullptr, nullptr, &st));
-    PetscCall(true_residual(A2, M2, xhat2, b, x2, r2, &res.true_residual));
+    PetscCall(latke::petsc::full_residual(A2, M2, xhat2, b, x2, r2, &res.true_residual));
     PetscReal tol = 1e-10;
     PetscCall(PetscOptionsGetReal(nullptr, nullptr, "-latke_solver_tol", &tol, nullptr));
     res.iterations = st.iterations;
@@ -817,7 +802,7 @@ PetscErrorCode run(int& status) {
   }
 
   if (opt.native) {
-    PetscCall(true_residual(A, M, xhat, b, x, r, &sum.true_residual));
+    PetscCall(latke::petsc::full_residual(A, M, xhat, b, x, r, &sum.true_residual));
     sum.converged = reason > 0 && sum.true_residual <= sum.rtol;
   }
   {  // -latke_kappas, -latke_gauge_next: each solved with a new matrix, after the one before

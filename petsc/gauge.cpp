@@ -20,6 +20,24 @@
 namespace latke::petsc {
 namespace {
 
+/// The links of a NERSC or ILDG file on grid (its header checked, the file bringing the lattice),
+/// with "gauge file PATH (FORMAT)" appended to desc.
+void read_file(LatkeGaugeData& d, MPI_Comm comm, const std::string& path, GaugeFileInfo info, const Coords& grid,
+               const GaugeReadParam& rp, std::ostringstream& desc) {
+  d.lattice = std::make_shared<const Lattice>(comm, info.dims, grid);
+  d.links = read_gauge(*d.lattice, path, &info, run_backend(), rp);
+  desc << "gauge file " << path << " (" << (info.format == GaugeFileFormat::ildg ? "ILDG" : "NERSC") << ")";
+}
+
+/// Completes d's description with its plaquette, which must be finite.
+void describe(LatkeGaugeData& d, std::ostringstream& desc) {
+  const GaugeObservables obs = measure_gauge(*d.lattice, d.links, run_backend());
+  require(std::isfinite(obs.plaquette), "the gauge configuration (", desc.str(), ") has plaquette ", obs.plaquette,
+          ": its links are not finite numbers");
+  desc << ", plaquette " << obs.plaquette;
+  d.description = desc.str();
+}
+
 Coords to_coords(const PetscInt v[4], const char* what) {
   Coords c{};
   for (int mu = 0; mu < 4; ++mu) {
@@ -202,19 +220,13 @@ PetscErrorCode LatkeGaugeCreateFromOptions(MPI_Comm comm, const char prefix[], L
                 ", which holds a ", info.dims[0], "x", info.dims[1], "x", info.dims[2], "x", info.dims[3],
                 " lattice (the file brings its own: leave -", pre, "latke_lattice out or give the same)");
       }
-      d->lattice = std::make_shared<const Lattice>(comm, info.dims, default_grid());
       GaugeReadParam rp;
       rp.accept_nonunitary = accept_nonunitary;
-      d->links = read_gauge(*d->lattice, kind, &info, backend, rp);
-      desc << "gauge file " << kind << " (" << (info.format == GaugeFileFormat::ildg ? "ILDG" : "NERSC") << ")";
+      read_file(*d, comm, kind, info, default_grid(), rp, desc);
     }
     d->chain_beta = beta;
     d->chain_seed = seed;
-    const GaugeObservables obs = measure_gauge(*d->lattice, d->links, backend);
-    require(std::isfinite(obs.plaquette), "the gauge configuration (", desc.str(), ") has plaquette ", obs.plaquette,
-            ": its links are not finite numbers");
-    desc << ", plaquette " << obs.plaquette;
-    d->description = desc.str();
+    describe(*d, desc);
     *gauge = new _p_LatkeGauge{std::move(d)};
   }));
   PetscFunctionReturn(0);
@@ -267,18 +279,11 @@ PetscErrorCode LatkeGaugeLoad(MPI_Comm comm, const char path[], const PetscInt g
   *gauge = nullptr;
   PetscCall(guarded(comm, [&] {
     require_initialized();
-    const Backend backend = run_backend();
-    GaugeFileInfo info = read_gauge_info(comm, path);
-    Coords g = default_grid();
-    if (grid)
-      for (int mu = 0; mu < 4; ++mu) g[mu] = static_cast<int>(grid[mu]);
     auto d = std::make_shared<LatkeGaugeData>();
-    d->lattice = std::make_shared<const Lattice>(comm, info.dims, g);
-    d->links = read_gauge(*d->lattice, path, &info, backend, GaugeReadParam{});
-    const GaugeObservables obs = measure_gauge(*d->lattice, d->links, backend);
-    d->description = std::string("gauge file ") + path + " (" +
-                     (info.format == GaugeFileFormat::ildg ? "ILDG" : "NERSC") + "), plaquette " +
-                     std::to_string(obs.plaquette);
+    std::ostringstream desc;
+    read_file(*d, comm, path, read_gauge_info(comm, path), grid ? to_coords(grid, "grid") : default_grid(),
+              GaugeReadParam{}, desc);
+    describe(*d, desc);
     *gauge = new _p_LatkeGauge{std::move(d)};
   }));
   PetscFunctionReturn(0);

@@ -132,6 +132,8 @@ class VecField {
   VecField& operator=(const VecField&) = delete;
   ColorSpinorField& field() { return *field_; }
   bool full() const { return full_; }
+  /// Whether the vector went through a scratch field (which the next VecField of its slot reuses).
+  bool staged() const { return staged_; }
   void release();
 
  private:

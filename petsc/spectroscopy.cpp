@@ -3,6 +3,7 @@
 // viewers.
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -68,25 +69,33 @@ PetscErrorCode MatLatkeMesonCorrelators(Mat A, const Vec prop[], PetscInt t0, Pe
             " channels with a NULL channel list or output");
     std::vector<MesonChannel> ch;
     for (PetscInt k = 0; k < n; ++k) ch.push_back(channel_of(channels[k]));
-    // Each column copied from its vector (wrapped or staged) into a field of its own.
-    std::vector<ColorSpinorField> cols;
+    // Columns whose memory is where the operator runs are read in place; a staged one (host
+    // vectors of a GPU operator) is copied out of the scratch field the next one reuses.
+    std::vector<std::unique_ptr<VecField>> wrapped;
+    std::vector<ColorSpinorField> copies;
     std::vector<const ColorSpinorField*> ptr;
-    cols.reserve(12);
+    copies.reserve(12);
     for (int j = 0; j < 12; ++j) {
       require(prop[j] != nullptr, "MatLatkeMesonCorrelators: propagator column ", j, " is NULL");
       PetscInt size = 0;
       require(VecGetLocalSize(prop[j], &size) == 0, "VecGetLocalSize failed");
       require(is_full_vector(op, size, "a propagator column"), "MatLatkeMesonCorrelators: propagator column ", j,
               " is a vector of one parity; expected full-lattice vectors (MatLatkeCreateFullVecs)");
-      VecField f(op, prop[j], Access::read, 0);
-      cols.push_back(f.field().like(Precision::double_));
-      cols.back().copy_from(f.field());
-      f.release();
-      ptr.push_back(&cols.back());
+      auto f = std::make_unique<VecField>(op, prop[j], Access::read, 0);
+      if (f->staged()) {
+        copies.push_back(f->field().like(Precision::double_));
+        copies.back().copy_from(f->field());
+        f->release();
+        ptr.push_back(&copies.back());
+      } else {
+        ptr.push_back(&f->field());
+        wrapped.push_back(std::move(f));
+      }
     }
     const int T = op.lattice()->global()[3];
     require(t0 >= 0 && t0 < T, "MatLatkeMesonCorrelators: source time slice ", t0, ": expected 0 to ", T - 1);
     const auto c = meson_correlators(ptr, static_cast<int>(t0), ch);
+    for (auto& f : wrapped) f->release();
     for (PetscInt k = 0; k < n; ++k)
       for (int t = 0; t < T; ++t) corr[k * T + t] = PetscScalar(c[k][t].re, c[k][t].im);
   }));

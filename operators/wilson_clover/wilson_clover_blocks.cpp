@@ -162,9 +162,7 @@ bool WilsonCloverOperator::solves_blocks() const {
 void WilsonCloverOperator::solve_blocks(ColorSpinorField& x, const ColorSpinorField& b, SchurType type, int steps,
                                         int colour) {
   require(solves_blocks(), "Wilson-clover block solver: ",
-          domain_local() ? "the blocks' spinors do not fit in "
-                           "shared memory"
-                         : "not a domain-local operator");
+          domain_local() ? "the blocks' spinors do not fit in shared memory" : "not a domain-local operator");
   require_field(x, "block solution");
   require_field(b, "block right-hand side");
   require(x.n_parity() == 1 && b.n_parity() == 1 && x.block_parity(0) == b.block_parity(0),
