@@ -76,6 +76,11 @@ class Preconditioner {
  public:
   virtual ~Preconditioner() = default;
   virtual void apply(ColorSpinorField& out, const ColorSpinorField& in) = 0;
+  /// @brief out[k] = K in[k] for the fields of two sets (ColorSpinorField::make_set) of equal
+  /// size: field by field here; preconditioners that do the set at once override it.
+  virtual void apply_set(std::vector<ColorSpinorField>& out, const std::vector<ColorSpinorField>& in) {
+    for (std::size_t k = 0; k < in.size(); ++k) apply(out[k], in[k]);
+  }
   virtual std::string describe() const = 0;
 };
 
@@ -162,6 +167,20 @@ std::vector<SolverStats> bicgstab_set(const SetOperator& A, std::vector<ColorSpi
                                       const std::vector<ColorSpinorField>& b, const SolverParam& param,
                                       const SetOperator* precise = nullptr,
                                       const std::vector<ColorSpinorField>* b_precise = nullptr);
+
+/// @brief Flexible GCR, mixed precision as solve() runs it, on A x_k = b_k for a set of
+/// right-hand sides (at most blas::set_max): each system keeps its own Krylov space, residual
+/// and restarts, but every iteration applies the preconditioner (K->apply_set) and the sloppy
+/// operator (apply_set) once for the whole set, so that a multigrid or an operator that reads
+/// its coefficients once per set does so. x[k] (initial guesses; receive the solutions) and
+/// b[k]: double fields of A's shape, any fields (they need not be a set). A system that meets
+/// its tolerance stops taking directions (its residual is zeroed for the rest of the set's
+/// cycle); the set ends when every system has converged, stalled or reached max_iter. Returns
+/// per system what solve() returns, its applications counting those made for the whole set.
+/// Needs p.type gcr.
+std::vector<SolverStats> gcr_set(LinearOperator& A, LinearOperator* sloppy, Preconditioner* K,
+                                 std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& b,
+                                 const SolverParam& p);
 
 // ---- Shifted systems: (A + sigma_i) x_i = b for a list of shifts -------------------------------
 //

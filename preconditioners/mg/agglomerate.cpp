@@ -74,11 +74,9 @@ void Agglomeration::check(const ColorSpinorField& whole, const ColorSpinorField&
           " backend, on the whole lattice ", whole_->describe(), " and on its part ", part_->describe());
 }
 
-void Agglomeration::gather(ColorSpinorField& whole, const ColorSpinorField& part) {
-  check(whole, part, "gather");
+const void* Agglomeration::all_gather(const void* from, std::size_t mine) {
   const Backend b = backend_;
   const int ranks = part_->size();
-  const std::size_t mine = 2 * part.block_bytes();
   require(mine * ranks <= static_cast<std::size_t>(std::numeric_limits<int>::max()), "agglomeration: ", mine,
           " bytes per rank are too many to gather");
   const MemoryKind staging = b == Backend::cuda ? MemoryKind::pinned : MemoryKind::host;
@@ -87,17 +85,31 @@ void Agglomeration::gather(ColorSpinorField& whole, const ColorSpinorField& part
     stage_all_ = Buffer(staging, mine * ranks);
     if (b == Backend::cuda) device_all_ = Buffer(MemoryKind::device, mine * ranks);
   }
-  copy_bytes(stage_.data(), part.block_data(0), mine, compute_stream());
+  copy_bytes(stage_.data(), from, mine, compute_stream());
   synchronize(compute_stream());
   const int rc = MPI_Allgather(stage_.data(), static_cast<int>(mine), MPI_BYTE, stage_all_.data(),
                                static_cast<int>(mine), MPI_BYTE, part_->comm());
   require(rc == MPI_SUCCESS, "agglomeration: MPI_Allgather of ", mine, " bytes per rank failed (code ", rc, ")");
-  const void* all = stage_all_.data();
-  if (b == Backend::cuda) {
-    copy_bytes(device_all_.data(), stage_all_.data(), mine * ranks, compute_stream());
-    all = device_all_.data();
-  }
+  if (b != Backend::cuda) return stage_all_.data();
+  copy_bytes(device_all_.data(), stage_all_.data(), mine * ranks, compute_stream());
+  return device_all_.data();
+}
+
+void Agglomeration::gather(ColorSpinorField& whole, const ColorSpinorField& part) {
+  check(whole, part, "gather");
+  const void* all = all_gather(part.block_data(0), 2 * part.block_bytes());
   place(whole, all, part.lattice().volume_cb(), static_cast<const int*>(gather_map_.data()));
+}
+
+void Agglomeration::gather_set(std::vector<ColorSpinorField>& whole, const std::vector<ColorSpinorField>& part) {
+  require(whole.size() == part.size() && is_set(whole) && is_set(part), "agglomeration (gather_set): expected two ",
+          "sets (make_set) of equal size");
+  check(whole[0], part[0], "gather_set");
+  const int n = static_cast<int>(part.size());
+  const std::size_t field = 2 * part[0].block_bytes();
+  const char* all = static_cast<const char*>(all_gather(part[0].block_data(0), field * n));
+  for (int k = 0; k < n; ++k)
+    place(whole[k], all + field * k, part[0].lattice().volume_cb(), static_cast<const int*>(gather_map_.data()), n);
 }
 
 void Agglomeration::scatter(ColorSpinorField& part, const ColorSpinorField& whole) {
@@ -105,7 +117,7 @@ void Agglomeration::scatter(ColorSpinorField& part, const ColorSpinorField& whol
   place(part, whole.block_data(0), whole.lattice().volume_cb(), static_cast<const int*>(scatter_map_.data()));
 }
 
-void Agglomeration::place(ColorSpinorField& out, const void* in, int in_vcb, const int* map) {
+void Agglomeration::place(ColorSpinorField& out, const void* in, int in_vcb, const int* map, int fields) {
   const int reals = out.site_reals(), vcb = out.lattice().volume_cb();
   auto run = [&](auto s) {
     using S = decltype(s);
@@ -117,7 +129,7 @@ void Agglomeration::place(ColorSpinorField& out, const void* in, int in_vcb, con
     k.map = map;
     k.out_block = static_cast<long>(reals) * vcb;
     k.in_block = static_cast<long>(reals) * in_vcb;
-    k.in_chunk = 2 * k.in_block;
+    k.in_chunk = 2 * k.in_block * fields;
     k.out_vcb = vcb;
     k.reals = reals;
     launch(out.backend(), k, {vcb * reals, 0, 2}, compute_stream(), false);

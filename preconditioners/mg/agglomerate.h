@@ -9,6 +9,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "src/core/lattice.h"
 #include "src/core/memory.h"
@@ -31,6 +32,9 @@ class Agglomeration {
   /// @brief whole = every rank's `part`, placed at its sites. Collective over part()'s
   /// communicator. Full fields in double or single (coarse fields), of one shape.
   void gather(ColorSpinorField& whole, const ColorSpinorField& part);
+  /// @brief gather for every field of two sets (ColorSpinorField::make_set) of equal size, in
+  /// one all-gather for the set.
+  void gather_set(std::vector<ColorSpinorField>& whole, const std::vector<ColorSpinorField>& part);
   /// @brief part = this rank's sites of `whole`; no communication.
   void scatter(ColorSpinorField& part, const ColorSpinorField& whole);
   /// Bytes one gather moves into each rank (every rank's part).
@@ -38,8 +42,11 @@ class Agglomeration {
 
  private:
   void check(const ColorSpinorField& whole, const ColorSpinorField& part, const char* what) const;
-  /// out(parity, x) = in's site map[parity * out's volume_cb + x] (see PlaceKernel).
-  void place(ColorSpinorField& out, const void* in, int in_vcb, const int* map);
+  /// out(parity, x) = in's site map[parity * out's volume_cb + x] (see PlaceKernel); in holds
+  /// `fields` fields per rank's chunk (all-gathered sets), out takes the first.
+  void place(ColorSpinorField& out, const void* in, int in_vcb, const int* map, int fields = 1);
+  /// All-gathers `bytes` from `from` (device or host) into everyone's buffer; returns it.
+  const void* all_gather(const void* from, std::size_t bytes);
 
   std::shared_ptr<const Lattice> part_, whole_;
   Backend backend_;

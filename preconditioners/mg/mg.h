@@ -261,6 +261,17 @@ class Multigrid {
   /// depend on x's other parity) and skips a full operator, the prepare and reconstruct, and
   /// half of R and P. Otherwise it runs apply() on f.
   void apply_parity(ColorSpinorField& x, const ColorSpinorField& f_p, const ColorSpinorField& bhat);
+  /// @brief apply_parity for a set of right-hand sides: x[k] = [K f_k]_p for the fields k of
+  /// sets made by ColorSpinorField::make_set (at most blas::set_max fields; single precision;
+  /// shaped as apply_parity's). Where cycles_sets(), the whole set goes through one cycle: each
+  /// level's smoother applies its operator once for all the fields (reading links, clover and
+  /// coarse blocks once), and its reductions are one per step for the set; the result is the
+  /// one apply_parity gives each field, to rounding. Otherwise apply_parity field by field.
+  void apply_parity_set(std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& f_p,
+                        const std::vector<ColorSpinorField>& bhat);
+  /// Whether apply_parity_set cycles whole sets: a V-cycle that smooths every level's even-odd
+  /// system with MR after the coarse correction only (the default hierarchy).
+  bool cycles_sets() const;
   VerifyReport verify();
 
   int levels() const { return static_cast<int>(levels_.size()); }
@@ -328,6 +339,14 @@ class Multigrid {
   /// f = P_l c, from this rank's sites of c when level l + 1 is agglomerated.
   void prolongate_up(int l, ColorSpinorField& f, const ColorSpinorField& c);
   void cycle(int l, ColorSpinorField& x, const ColorSpinorField& b);
+  // The same for sets of fields (apply_parity_set; cycles_sets()): on level l's Sets.
+  void restrict_down_set(int l, std::vector<ColorSpinorField>& c, const std::vector<ColorSpinorField>& f);
+  void prolongate_up_set(int l, std::vector<ColorSpinorField>& f, const std::vector<ColorSpinorField>& c);
+  void cycle_set(int l, std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& b);
+  void coarse_correction_set(int l);
+  void correct_on_parity_set(int l, std::vector<ColorSpinorField>& xp, const std::vector<ColorSpinorField>& bhat);
+  void mr_steps_set(int l, int steps);
+  void coarse_solve_set(int l, std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& b);
   /// While profiling: the work since the last change of level (device synchronized) goes to the
   /// level it was on, and from now on to level l (-1: outside the multigrid). Returns the level
   /// before. A no-op returning it when not profiling.

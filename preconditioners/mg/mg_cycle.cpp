@@ -346,4 +346,151 @@ void Multigrid::apply_parity(ColorSpinorField& x, const ColorSpinorField& f_p, c
   ++F.parity_cycles;
 }
 
+// ---- The cycle on sets of right-hand sides (apply_parity_set) -----------------------------------
+
+bool Multigrid::cycles_sets() const {
+  if (param_.cycle != CycleType::vcycle) return false;
+  for (int l = 0; l + 1 < levels(); ++l)
+    if (!smooths_on_parity(l) || param_.level[l].post_smooth < 1) return false;
+  return true;
+}
+
+void Multigrid::restrict_down_set(int l, std::vector<ColorSpinorField>& c, const std::vector<ColorSpinorField>& f) {
+  Level& C = *levels_[l + 1];
+  if (!C.gather) {
+    levels_[l]->transfer->restrict_set(c, f);
+    return;
+  }
+  levels_[l]->transfer->restrict_set(C.sets.part_b, f);
+  const LevelScope on(*this, l + 1);
+  const LogScope log(LogEvent::mg_gather, 0, true);
+  const double t0 = profiling_ ? now_seconds() : 0;
+  C.gather->gather_set(c, C.sets.part_b);
+  if (profiling_) {
+    synchronize(C.part_b->backend());
+    profile_[l + 1].gather_seconds += now_seconds() - t0;
+  }
+}
+
+void Multigrid::prolongate_up_set(int l, std::vector<ColorSpinorField>& f, const std::vector<ColorSpinorField>& c) {
+  Level& C = *levels_[l + 1];
+  if (!C.gather) {
+    levels_[l]->transfer->prolongate_set(f, c);
+    return;
+  }
+  for (std::size_t k = 0; k < c.size(); ++k) C.gather->scatter(C.sets.part_x[k], c[k]);
+  levels_[l]->transfer->prolongate_set(f, C.sets.part_x);
+}
+
+void Multigrid::mr_steps_set(int l, int steps) {
+  Level& L = *levels_[l];
+  Level::Sets& S = L.sets;
+  const int n = S.n;
+  const double omega = param_.level[l].omega;
+  // As mr_steps on the even-odd system: the right-hand sides in S.hr, the results left in S.hx.
+  const bool low = L.schur_low != nullptr, low_fields = low && L.lx;
+  LinearOperator& A = low ? static_cast<LinearOperator&>(*L.schur_low) : *L.schur;
+  std::vector<ColorSpinorField>& xs = low_fields ? S.lx : S.hx;
+  std::vector<ColorSpinorField>& rs = low_fields ? S.lr : S.hr;
+  std::vector<ColorSpinorField>& as = low_fields ? S.la : S.ha;
+  for (int k = 0; k < n; ++k) {
+    if (low_fields) rs[k].copy_from(S.hr[k]);
+    xs[k].zero();
+  }
+  std::vector<blas::DotNorms> d(n);
+  std::vector<Cplx> a(n), minus_a(n), one(n, Cplx(1));
+  for (int s = 0; s < steps; ++s) {  // x_k += omega alpha_k r_k, r_k -= omega alpha_k A r_k (not after the last step)
+    A.apply_set(as, rs);
+    blas::cdot_norms_set(as, rs, d.data());
+    for (int k = 0; k < n; ++k) {
+      // A field whose residual vanished (or a zero right-hand side) takes no step.
+      a[k] = d[k].xx > 0 ? Cplx(omega * d[k].dot.re / d[k].xx, omega * d[k].dot.im / d[k].xx) : Cplx(0);
+      minus_a[k] = Cplx(-a[k].re, -a[k].im);
+    }
+    blas::caxpbypcz_set(a.data(), rs, nullptr, nullptr, one.data(), xs);
+    if (s + 1 < steps) blas::caxpbypcz_set(minus_a.data(), as, nullptr, nullptr, one.data(), rs);
+    L.smooth_steps += n;
+  }
+  if (low_fields)
+    for (int k = 0; k < n; ++k) S.hx[k].copy_from(xs[k]);
+}
+
+void Multigrid::correct_on_parity_set(int l, std::vector<ColorSpinorField>& xp,
+                                      const std::vector<ColorSpinorField>& bhat) {
+  Level& L = *levels_[l];
+  Level::Sets& S = L.sets;
+  const int n = S.n;
+  {
+    const LogScope log(LogEvent::mg_transfer, 0, true);
+    prolongate_up_set(l, xp, levels_[l + 1]->sets.x);
+  }
+  const LogScope log(static_cast<LogEvent>(static_cast<int>(LogEvent::mg_smooth0) + std::min(l, 3)), 0, true);
+  std::vector<Cplx> one(n, Cplx(1)), minus_one(n, Cplx(-1));
+  L.schur->apply_set(S.hr, xp);
+  blas::caxpbypcz_set(one.data(), bhat, nullptr, nullptr, minus_one.data(), S.hr);  // rhat = bhat - Mhat x_p
+  mr_steps_set(l, param_.level[l].post_smooth);
+  blas::caxpbypcz_set(one.data(), S.hx, nullptr, nullptr, one.data(), xp);
+}
+
+void Multigrid::coarse_solve_set(int l, std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& b) {
+  // The coarsest level is small (a dense inverse, or GCR on a few thousand unknowns): field by field.
+  for (std::size_t k = 0; k < b.size(); ++k) coarse_solve(l, x[k], b[k]);
+}
+
+void Multigrid::coarse_correction_set(int l) {
+  Level& C = *levels_[l + 1];
+  if (l + 2 == param_.levels)
+    coarse_solve_set(l + 1, C.sets.x, C.sets.b);
+  else
+    cycle_set(l + 1, C.sets.x, C.sets.b);
+}
+
+void Multigrid::cycle_set(int l, std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& b) {
+  Level& L = *levels_[l];
+  Level::Sets& S = L.sets;
+  const LevelScope on(*this, l);
+  if (profiling_) profile_[l].visits += S.n;
+  {
+    const LogScope log(LogEvent::mg_transfer, 0, true);
+    restrict_down_set(l, levels_[l + 1]->sets.b, b);
+  }
+  coarse_correction_set(l);
+  // As cycle() where it smooths on parity: x_p = [P x_c]_p smoothed, then x_q from the reconstruction.
+  for (int k = 0; k < S.n; ++k) L.schur->prepare(S.hx[k], b[k]);
+  correct_on_parity_set(l, S.hb, S.hx);
+  for (int k = 0; k < S.n; ++k) L.schur->reconstruct(x[k], S.hb[k], b[k]);
+}
+
+void Multigrid::apply_parity_set(std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& f_p,
+                                 const std::vector<ColorSpinorField>& bhat) {
+  const std::size_t n = x.size();
+  require(n >= 1 && f_p.size() == n && bhat.size() == n, "multigrid apply_parity_set: sets of ", x.size(), ", ",
+          f_p.size(), " and ", bhat.size(), " fields; expected equal, non-empty sets");
+  if (n == 1 || !cycles_sets()) {
+    for (std::size_t k = 0; k < n; ++k) apply_parity(x[k], f_p[k], bhat[k]);
+    return;
+  }
+  Level& F = *levels_[0];
+  require(F.transfer != nullptr && levels_.back()->op != nullptr, "multigrid applied before setup");
+  require(static_cast<int>(n) <= blas::set_max, "multigrid apply_parity_set: ", n, " fields; at most ", blas::set_max,
+          " in one set");
+  require(is_set(x) && is_set(f_p) && is_set(bhat) && F.hr->is_like(x[0]) && F.hr->is_like(f_p[0]) &&
+              F.hr->is_like(bhat[0]),
+          "multigrid apply_parity_set: x, f_p and bhat must be sets (ColorSpinorField::make_set) of single-precision "
+          "fields of the fine level's even-odd parity");
+  require(x[0].block_data(0) != f_p[0].block_data(0) && x[0].block_data(0) != bhat[0].block_data(0),
+          "multigrid apply_parity_set: x must be a set apart from f_p and bhat");
+  const LogScope log(LogEvent::mg_apply, 0, true);
+  const LevelScope on(*this, 0);
+  if (profiling_) profile_[0].visits += static_cast<long>(n);
+  for (int l = 0; l < levels(); ++l) levels_[l]->allocate_sets(static_cast<int>(n), l == 0);
+  {
+    const LogScope t(LogEvent::mg_transfer, 0, true);
+    restrict_down_set(0, levels_[1]->sets.b, f_p);
+  }
+  coarse_correction_set(0);
+  correct_on_parity_set(0, x, bhat);
+  F.parity_cycles += static_cast<long>(n);
+}
+
 }  // namespace latke::mg

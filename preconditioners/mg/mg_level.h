@@ -58,6 +58,36 @@ struct Multigrid::Level {
   int setup_batch = 1;  ///< null vectors the last first-pass setup solved together
   int setup_restricted = 0;  ///< null vectors the first pass started from the level above's, restricted
 
+  /// The cycle's fields for a set of right-hand sides (Multigrid::apply_parity_set), each a
+  /// ColorSpinorField::make_set of `n` fields shaped as the single fields above: x, b, hb
+  /// (coarse levels), hx, hr, ha or lx, lr, la (even-odd smoothing), part_b, part_x
+  /// (agglomerated). Made at the first set of n fields, kept while the sets keep that size.
+  struct Sets {
+    int n = 0;
+    std::vector<ColorSpinorField> x, b, hb, hx, hr, ha, lx, lr, la, part_b, part_x;
+  } sets;
+  void allocate_sets(int n, bool fine) {
+    if (sets.n == n) return;
+    sets = Sets{};  // free the old sets first
+    auto make = [&](std::vector<ColorSpinorField>& s, const ColorSpinorField* like) {
+      if (like) s = ColorSpinorField::make_set(like->lattice_ptr(), like->param(), n);
+    };
+    if (!fine) {
+      make(sets.x, x.get());
+      make(sets.b, b.get());
+      make(sets.hb, hb.get());
+    }
+    make(sets.hx, hx.get());
+    make(sets.hr, hr.get());
+    make(sets.ha, ha.get());
+    make(sets.lx, lx.get());
+    make(sets.lr, lr.get());
+    make(sets.la, la.get());
+    make(sets.part_b, part_b.get());
+    make(sets.part_x, part_x.get());
+    sets.n = n;
+  }
+
   /// The level's operator on its even-odd system (eo) or on full fields, single vectors.
   LinearOperator& system(bool eo) const { return eo ? static_cast<LinearOperator&>(*schur) : *op; }
 

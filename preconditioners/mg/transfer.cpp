@@ -403,6 +403,151 @@ struct ProlongSiteKernel {
   }
 };
 
+/// R for a set of Wilson fine fields (Transfer::restrict_set): RestrictPartsKernel's threads,
+/// one per (group of MB fields, chunk, aggregate, k), each loading a basis record once per site
+/// for the MB fields of its group (the records are the bytes of R; the fields' sites are shared
+/// by the nvec threads of an aggregate, in cache). Field m of the set starts `fine_stride` reals
+/// after field m - 1; parts: [field][chunk][aggregate][k][chi].
+template <typename SV, typename SF, int MB>
+struct RestrictPartsSetKernel {
+  using T = std::conditional_t<sizeof(SV) == 8 || sizeof(SF) == 8, double, float>;
+  AggregateMap map;
+  PackedBasis<SV> basis;
+  SiteArray<SF, 24, 1> fsite[2];  ///< field 0's blocks by parity
+  long fine_stride, parts_stride;
+  Complex<double>* parts;
+  int nvec, parity, chunks, count, only_parity;
+
+  LATKE_HOST_DEVICE void operator()(int idx, int) const {
+    constexpr int W = PackedBasis<SV>::W;
+    const int k = idx % nvec, vcb = map.coarse.volume_cb;
+    int rest = idx / nvec;
+    const int cx = rest % vcb;
+    rest /= vcb;
+    const int chunk = rest % chunks, m0 = (rest / chunks) * MB;
+    const int mn = count - m0 < MB ? count - m0 : MB;
+    int cc[4];
+    map.coarse.coords(cx, parity, cc);
+    const bool listed = lists_parity(map, only_parity);
+    int begin, end;
+    chunk_range(restrict_sites(map, -1, only_parity), chunk, chunks, begin, end);
+    const int step = listed ? 2 : 1;
+    BlockWalk w(map, begin * step);
+    Complex<double> s[MB][2];
+    for (int j = begin; j < end; ++j, w.advance(map, step)) {
+      int fc[4];
+      w.fine(map, cc, fc);
+      int fp = (fc[0] + fc[1] + fc[2] + fc[3]) & 1;
+      if (listed && fp != only_parity) {
+        ++fc[0];
+        fp = only_parity;
+      }
+      if (only_parity >= 0 && fp != only_parity) continue;
+      const int fx = map.fine.full_index(fc) >> 1;
+      const long rec = basis.record(fp, fx, k);
+      T v[24];
+      LATKE_UNROLL for (int q = 0; q < 24 / W; ++q) {
+        T word[W];
+        basis.load_word(rec, q, word);
+        LATKE_UNROLL for (int i = 0; i < W; ++i) v[q * W + i] = word[i];
+      }
+      const double u = basis.unit(rec);
+      LATKE_UNROLL for (int m = 0; m < MB; ++m) {
+        if (m >= mn) break;
+        SiteArray<SF, 24, 1> f = fsite[fp];
+        f.data += (m0 + m) * fine_stride;
+        T fv[24];
+        f.load(fv, fx);
+        T a[4] = {};
+        LATKE_UNROLL for (int r = 0; r < 24; r += 2) {
+          const int c = r >= 12 ? 2 : 0;
+          a[c] += v[r] * fv[r] + v[r + 1] * fv[r + 1];
+          a[c + 1] += v[r] * fv[r + 1] - v[r + 1] * fv[r];
+        }
+        s[m][0] += Complex<double>(a[0] * u, a[1] * u);
+        s[m][1] += Complex<double>(a[2] * u, a[3] * u);
+      }
+    }
+    LATKE_UNROLL for (int m = 0; m < MB; ++m) {
+      if (m >= mn) break;
+      Complex<double>* out = parts + (m0 + m) * parts_stride + ((static_cast<long>(chunk) * vcb + cx) * nvec + k) * 2;
+      out[0] = s[m][0];
+      out[1] = s[m][1];
+    }
+  }
+};
+
+/// The chunks of RestrictPartsSetKernel added into parity `parity` of every coarse field of the
+/// set (field m `coarse_stride` reals after field m - 1): one thread per (field, aggregate, k).
+template <typename SC>
+struct RestrictCombineSetKernel {
+  RealArray<SC> coarse;  ///< field 0's block of the parity
+  const Complex<double>* parts;
+  long coarse_stride, parts_stride;
+  int nvec, vcb, chunks;
+  LATKE_HOST_DEVICE void operator()(int idx, int) const {
+    const int k = idx % nvec, cx = (idx / nvec) % vcb, m = idx / (nvec * vcb);
+    RealArray<SC> c = coarse;
+    c.data += m * coarse_stride;
+    const Complex<double>* p = parts + m * parts_stride;
+    for (int chi = 0; chi < 2; ++chi) {
+      Complex<double> s;
+      for (int h = 0; h < chunks; ++h) s += p[((static_cast<long>(h) * vcb + cx) * nvec + k) * 2 + chi];
+      c.set(2 * (chi * nvec + k), cx, s.re);
+      c.set(2 * (chi * nvec + k) + 1, cx, s.im);
+    }
+  }
+};
+
+/// P for a set of Wilson fine fields (Transfer::prolongate_set): ProlongSiteKernel's thread per
+/// fine site, for a group of MB fields, so that each basis vector's site is loaded once per
+/// group rather than once per field. Fields of a set: `fine_stride` / `coarse_stride` reals apart.
+template <typename SV, typename SC, typename SF, int MB>
+struct ProlongSiteSetKernel {
+  AggregateMap map;
+  BasisView<SV> basis;
+  RealArray<SC> coarse[2];    ///< field 0's, by parity
+  SiteArray<SF, 24, 1> fine;  ///< field 0's parity block being written
+  long fine_stride, coarse_stride;
+  int nvec, parity, count;
+  LATKE_HOST_DEVICE void operator()(int idx, int) const {
+    using T = typename compute_type<SV>::type;
+    const int vcb = map.fine.volume_cb, x_cb = idx % vcb, m0 = (idx / vcb) * MB;
+    const int mn = count - m0 < MB ? count - m0 : MB;
+    int fc[4];
+    map.fine.coords(x_cb, parity, fc);
+    int cp;
+    const int cx = map.coarse_site(fc, cp);
+    T acc[MB][24] = {};
+    for (int k = 0; k < nvec; ++k) {
+      SiteArray<SV, 24, 1> vk;
+      vk.data = basis.data + (2L * k + parity) * basis.block_reals;
+      vk.norm = basis.norm ? basis.norm + (2L * k + parity) * basis.stride : nullptr;
+      vk.stride = basis.stride;
+      T v[24];
+      vk.load(v, x_cb);
+      LATKE_UNROLL for (int m = 0; m < MB; ++m) {
+        if (m >= mn) break;
+        RealArray<SC> e = coarse[cp];
+        e.data += (m0 + m) * coarse_stride;
+        const T e0r = e.template get<T>(2 * k, cx), e0i = e.template get<T>(2 * k + 1, cx);
+        const T e1r = e.template get<T>(2 * (nvec + k), cx), e1i = e.template get<T>(2 * (nvec + k) + 1, cx);
+        LATKE_UNROLL for (int r = 0; r < 24; r += 2) {
+          const T er = r < 12 ? e0r : e1r, ei = r < 12 ? e0i : e1i;
+          acc[m][r] += v[r] * er - v[r + 1] * ei;
+          acc[m][r + 1] += v[r] * ei + v[r + 1] * er;
+        }
+      }
+    }
+    LATKE_UNROLL for (int m = 0; m < MB; ++m) {
+      if (m >= mn) break;
+      SiteArray<SF, 24, 1> f = fine;
+      f.data += (m0 + m) * fine_stride;
+      f.save(acc[m], x_cb);
+    }
+  }
+};
+
 /// The packed basis from the vectors: one thread per (site, vector) of one parity.
 template <typename SV, typename SP>
 struct PackKernel {
@@ -631,6 +776,104 @@ void require_restrict_fields(const ColorSpinorField& fine, const ColorSpinorFiel
 }
 
 }  // namespace
+
+namespace {
+/// Fields per thread of the set transfers: R keeps two sums per field, P a site per field.
+constexpr int restrict_group = 6, prolong_group = 4;
+/// Whether a set's fields can go through the set transfer kernels: a Wilson fine level's fields
+/// in double or single (whole-site loads, no norms), and coarse fields of one precision.
+bool wilson_set(const std::vector<ColorSpinorField>& fine, const std::vector<ColorSpinorField>& coarse) {
+  return fine.size() > 1 && is_set(fine) && is_set(coarse) && fine[0].site_reals() == 24 &&
+         fine[0].precision() != Precision::half && coarse[0].precision() != Precision::half;
+}
+}  // namespace
+
+void Transfer::restrict_set(std::vector<ColorSpinorField>& coarse, const std::vector<ColorSpinorField>& fine) const {
+  require(coarse.size() == fine.size(), "restrict_set: sets of ", fine.size(), " and ", coarse.size(),
+          " fields; expected equal sizes");
+  bool words = false;
+  if (packed_.data()) with_packed([&](auto basis) { words = basis.words; });
+  if (!wilson_set(fine, coarse) || !words) {
+    for (std::size_t k = 0; k < fine.size(); ++k) restrict_to(coarse[k], fine[k]);
+    return;
+  }
+  const ColorSpinorField& f0 = fine[0];
+  const ColorSpinorField* const out[1] = {&coarse[0]};
+  require_restrict_fields(f0, out, 1, fine_param_, nvec_, *coarse_, true);
+  const int n = static_cast<int>(fine.size());
+  const AggregateMap map = aggregate_map(*fine_, *coarse_, block_);
+  const int vcb = coarse_->volume_cb();
+  const int only = f0.n_parity() == 1 ? f0.block_parity(0) : -1;
+  // The parts of all fields: restrict_parts sized for one field of width 2 n.
+  int chunks;
+  Complex<double>* parts = restrict_parts(restrict_sites(map, -1, only), 2 * n, f0.backend(), chunks);
+  const long parts_stride = static_cast<long>(chunks) * vcb * nvec_ * 2;
+  const long fine_stride = static_cast<long>(f0.n_parity()) * f0.site_reals() * f0.lattice().volume_cb();
+  const long coarse_stride = 2L * coarse[0].site_reals() * vcb;
+  const int groups = (n + restrict_group - 1) / restrict_group;
+  with_packed([&](auto basis) {
+    using SV = std::remove_pointer_t<decltype(basis.data)>;
+    dispatch_full(f0.precision(), "restrict_set (fine fields)", [&](auto sf) {
+      dispatch_full(coarse[0].precision(), "restrict_set (coarse fields)", [&](auto sc) {
+        using SF = decltype(sf);
+        using SC = decltype(sc);
+        SiteArray<SF, 24, 1> fs[2];
+        for (int b = 0; b < f0.n_parity(); ++b) fs[f0.block_parity(b)] = f0.accessor<SF, 3, 4>(b).a;
+        for (int parity = 0; parity < 2; ++parity) {
+          RestrictPartsSetKernel<SV, SF, restrict_group> k{
+              map, basis, {fs[0], fs[1]}, fine_stride, parts_stride, parts, nvec_, parity, chunks, n, only};
+          launch(f0.backend(), k, {groups * chunks * vcb * nvec_}, compute_stream(), false);
+          RestrictCombineSetKernel<SC> c{
+              real_array<SC>(coarse[0], parity), parts, coarse_stride, parts_stride, nvec_, vcb, chunks};
+          launch(f0.backend(), c, {n * vcb * nvec_}, compute_stream(), false);
+        }
+      });
+    });
+  });
+}
+
+void Transfer::prolongate_set(std::vector<ColorSpinorField>& fine, const std::vector<ColorSpinorField>& coarse) const {
+  require(coarse.size() == fine.size(), "prolongate_set: sets of ", coarse.size(), " and ", fine.size(),
+          " fields; expected equal sizes");
+  if (!wilson_set(fine, coarse)) {
+    for (std::size_t k = 0; k < fine.size(); ++k) prolongate(fine[k], coarse[k]);
+    return;
+  }
+  const ColorSpinorField &f0 = fine[0], &c0 = coarse[0];
+  require(f0.nspin() == fine_param_.nspin && f0.ncolor() == fine_param_.ncolor &&
+              f0.lattice().volume_cb() == fine_->volume_cb(),
+          "prolongate_set: the fine fields are not fields of the level's shape");
+  require(
+      c0.nspin() == 2 && c0.ncolor() == nvec_ && c0.n_parity() == 2 && c0.lattice().volume_cb() == coarse_->volume_cb(),
+      "prolongate_set: the coarse fields are not full fields of the coarse level's shape");
+  const int n = static_cast<int>(fine.size());
+  const AggregateMap map = aggregate_map(*fine_, *coarse_, block_);
+  const long fine_stride = static_cast<long>(f0.n_parity()) * f0.site_reals() * f0.lattice().volume_cb();
+  const long coarse_stride = 2L * c0.site_reals() * coarse_->volume_cb();
+  const int groups = (n + prolong_group - 1) / prolong_group;
+  const std::vector<ColorSpinorField>& basis = v_half_.empty() ? v_ : v_half_;
+  dispatch_precision(basis.front().precision(), [&](auto sv) {
+    dispatch_full(c0.precision(), "prolongate_set (coarse fields)", [&](auto sc) {
+      dispatch_full(f0.precision(), "prolongate_set (fine fields)", [&](auto sf) {
+        using SV = decltype(sv);
+        using SC = decltype(sc);
+        using SF = decltype(sf);
+        for (int b = 0; b < f0.n_parity(); ++b) {
+          ProlongSiteSetKernel<SV, SC, SF, prolong_group> k{map,
+                                                            basis_view<SV>(basis),
+                                                            {real_array<SC>(c0, 0), real_array<SC>(c0, 1)},
+                                                            f0.accessor<SF, 3, 4>(b).a,
+                                                            fine_stride,
+                                                            coarse_stride,
+                                                            nvec_,
+                                                            f0.block_parity(b),
+                                                            n};
+          launch(f0.backend(), k, {groups * fine_->volume_cb()});
+        }
+      });
+    });
+  });
+}
 
 void Transfer::restrict_impl(ColorSpinorField& coarse, ColorSpinorField* first, const ColorSpinorField& fine,
                              int mu) const {

@@ -74,6 +74,11 @@ class Transfer {
   /// @brief coarse = R fine. A fine field of one parity stands for the full field that is
   /// zero on the other parity: R sums over its sites alone (half the basis read).
   void restrict_to(ColorSpinorField& coarse, const ColorSpinorField& fine) const;
+  /// @brief restrict_to and prolongate for every field of two sets (ColorSpinorField::make_set)
+  /// of equal size, reading the basis once for several fields of the set rather than once per
+  /// field.
+  void restrict_set(std::vector<ColorSpinorField>& coarse, const std::vector<ColorSpinorField>& fine) const;
+  void prolongate_set(std::vector<ColorSpinorField>& fine, const std::vector<ColorSpinorField>& coarse) const;
   /// @brief R over only the fine sites on the last slice (into last) and the first slice
   /// (into first) of their aggregate in dimension mu, in one pass: assembling the coarse
   /// operator's hops (galerkin.cpp).

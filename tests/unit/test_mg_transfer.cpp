@@ -94,6 +94,49 @@ TEST_P(MgBackend, TransferOnOneParity) {
   }
 }
 
+// R and P of a set of fields (restrict_set, prolongate_set: the set cycle's transfers) against
+// restrict_to and prolongate field by field: for a Wilson fine level with a half and a single
+// basis (the set kernels, with groups of fields that the set does not fill), on one parity and
+// on the full lattice, in single and double; and for a coarse-shaped level (field by field).
+TEST_P(MgBackend, TransferOfASet) {
+  struct Case {
+    int nspin, ncolor;
+    Precision packed, fields;
+    bool parity;
+  };
+  const int n = 7;
+  for (const Case& cs :
+       {Case{4, 3, Precision::half, Precision::single, true}, Case{4, 3, Precision::single, Precision::double_, false},
+        Case{4, 3, Precision::single, Precision::single, false},
+        Case{2, 4, Precision::single, Precision::single, false}}) {
+    SCOPED_TRACE(::testing::Message() << cs.nspin << " spins, basis " << to_string(cs.packed) << ", fields "
+                                      << to_string(cs.fields) << (cs.parity ? ", odd parity" : ", full"));
+    Problem pr(GetParam(), Precision::single, {4, 4, 8, 8});
+    Transfer T(pr.lat, SpinorParam{cs.nspin, cs.ncolor, Precision::single, Subset::full, pr.backend}, {2, 2, 4, 2}, 3,
+               1, cs.packed);
+    random_basis(T, 5);
+    SpinorParam fp = T.fine_param(cs.fields);
+    if (cs.parity) fp.subset = Subset::odd;
+    std::vector<ColorSpinorField> f = ColorSpinorField::make_set(pr.lat, fp, n),
+                                  pf = ColorSpinorField::make_set(pr.lat, fp, n),
+                                  c = ColorSpinorField::make_set(T.coarse_lattice(), T.coarse_param(cs.fields), n),
+                                  rc = ColorSpinorField::make_set(T.coarse_lattice(), T.coarse_param(cs.fields), n);
+    for (int k = 0; k < n; ++k) {
+      fill_gaussian(f[k], 60 + k);
+      fill_gaussian(c[k], 80 + k);
+    }
+    T.restrict_set(rc, f);
+    T.prolongate_set(pf, c);
+    for (int k = 0; k < n; ++k) {
+      ColorSpinorField r1 = rc[k].like(cs.fields), p1 = pf[k].like(cs.fields);
+      T.restrict_to(r1, f[k]);
+      T.prolongate(p1, c[k]);
+      EXPECT_LT(rel_diff(r1, rc[k]), cs.fields == Precision::double_ ? 1e-12 : 1e-6) << "field " << k;
+      EXPECT_LT(rel_diff(p1, pf[k]), cs.fields == Precision::double_ ? 1e-12 : 1e-6) << "field " << k;
+    }
+  }
+}
+
 // orthonormalize() is Gram-Schmidt within every (aggregate, chirality): against modified
 // Gram-Schmidt (twice, in double) on the host, for a Wilson fine level and a coarse-shaped one
 // (2 spins, 5 colors), with more vectors than one tile and one output chunk of the kernels,
