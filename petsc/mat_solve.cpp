@@ -1,5 +1,6 @@
 // MatLatkeSolve and MatLatkeSolveMultiMass (latke.h): the native solvers on a Latke matrix's
 // system, and on a staggered matrix's system at several masses, from C.
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <memory>
@@ -8,6 +9,7 @@
 
 #include "src/core/error.h"
 #include "src/core/options.h"
+#include "src/fields/blas.h"
 #include "petsc/mat_shell.h"
 #include "petsc/pc_mg.h"
 #include "petsc/schwarz_options.h"
@@ -113,12 +115,102 @@ NativeOptions native_options(MPI_Comm comm, const char* prefix, const LatkeSolve
   return o;
 }
 
+/// -latke_solver_set_size (MatLatkeSolveMany), checked.
+long solver_set_size(MPI_Comm comm, const char* prefix) {
+  const std::string pre = prefix ? prefix : "";
+  long set_size = 12;
+  read_options(comm, pre, "Latke native solver: many right-hand sides", [&](OptionGroup& g) {
+    set_size = g.integer("-latke_solver_set_size", set_size,
+                         "GCR: right-hand sides solved together (one operator and preconditioner application per "
+                         "iteration for the set), at most 32");
+  });
+  require(set_size >= 1 && set_size <= blas::set_max, "-", pre, "latke_solver_set_size ", set_size, ": expected 1 to ",
+          blas::set_max);
+  return set_size;
+}
+
+/// What MatLatkeSolve and MatLatkeSolveMany solve with: the options, the operators and the
+/// preconditioner (the multigrid kept with the matrix, built or rebuilt here when needed).
+struct NativeSetup {
+  NativeOptions o;
+  std::shared_ptr<LinearOperator> outer, low;
+  std::unique_ptr<DeferredOperator> fallback;
+  std::shared_ptr<Preconditioner> k;
+  double pc_setup = 0;  ///< seconds spent building the preconditioner here
+};
+
+NativeSetup native_setup(Mat A, MatContext& c, MPI_Comm comm, const char* prefix, const LatkeSolverParams& in) {
+  NativeSetup n;
+  n.o = native_options(comm, prefix, in);
+  SolverParam& p = n.o.p;
+  const Precision sloppy = n.o.sloppy;
+  const std::string& pc = n.o.pc;
+  if (n.o.monitor) {
+    const std::string name = to_string(p.type);
+    p.monitor = [comm, name](int it, double res) {
+      PetscPrintf(comm, "  %4d Latke %s residual |r|/|b| %.12e\n", it, name.c_str(), res);
+    };
+  }
+  const Coords none{0, 0, 0, 0};
+  n.outer = c.op->linear_operator(c.form, Precision::double_, none);
+  if (sloppy != Precision::double_ && p.type != SolverType::mr)  // MR iterates in double only
+    n.low = c.op->linear_operator(c.form, sloppy, none);
+  n.fallback = half_fallback(c, sloppy);
+  if (pc == "mg") {
+    require(p.type == SolverType::gcr, "-latke_solver_pc mg needs -latke_solver gcr (a flexible method)");
+    MatContext::NativePreconditioner& cached = c.native_mg[prefix ? prefix : ""];
+    const std::string options = multigrid_options_text(prefix);
+    if (!cached.k || cached.options != options) {
+      cached.k.reset();  // before the new one: a hierarchy holds gigabytes on the device
+      const auto t0 = std::chrono::steady_clock::now();
+      cached.k = make_multigrid(A, prefix);
+      synchronize(c.op->backend());
+      n.pc_setup = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      cached.options = options;
+    }
+    n.k = cached.k;
+  } else if (pc == "schwarz") {
+    require(p.type == SolverType::gcr, "-latke_solver_pc schwarz needs -latke_solver gcr (a flexible method)");
+    SchwarzParam sp = schwarz_param_from_options(comm, prefix, SchwarzParam{});
+    sp.block = schwarz_block_for(*c.op->lattice(), sp);
+    std::shared_ptr<LinearOperator> full;
+    if (schwarz_needs_full_operator(sp)) full = c.op->linear_operator(c.form, sp.precision, none);
+    n.k = std::make_shared<SchwarzPreconditioner>(c.op->linear_operator(c.form, sp.precision, sp.block),
+                                                  std::move(full), sp);
+  }
+  return n;
+}
+
+/// A solve that stopped for a reason other than the iteration limit says so.
+void report_stop(MPI_Comm comm, const SolverParam& p, const SolverStats& st, const std::string& which) {
+  if (!st.stop_reason.empty())
+    PetscPrintf(comm, "Latke %s%s: stopped after %d iterations, not converged: %s\n", to_string(p.type), which.c_str(),
+                st.iterations, st.stop_reason.c_str());
+}
+
+void fill_stats(const SolverStats& st, double pc_setup, LatkeSolverStats& out) {
+  out.iterations = st.iterations;
+  out.reliable_updates = st.reliable_updates;
+  out.outer_applications = static_cast<PetscInt>(st.outer_applications);
+  out.sloppy_applications = static_cast<PetscInt>(st.sloppy_applications);
+  out.fallback_at = st.fallback_at;
+  out.restarts = st.restarts;
+  out.true_residual = st.true_residual;
+  out.seconds = st.seconds;
+  out.gflops = st.seconds > 0 ? st.flops / st.seconds * 1e-9 : 0;
+  out.converged = st.converged ? PETSC_TRUE : PETSC_FALSE;
+  out.pc_setup_seconds = pc_setup;
+}
+
 }  // namespace
 
 void native_solver_options_help(MPI_Comm comm, const char* prefix) {
   LatkeSolverParams in;
   (void)LatkeSolverParamsDefault(&in);  // fills the struct
-  read_for_help([&] { (void)native_options(comm, prefix, in); });
+  read_for_help([&] {
+    (void)native_options(comm, prefix, in);
+    (void)solver_set_size(comm, prefix);
+  });
 }
 
 }  // namespace latke::petsc
@@ -153,66 +245,70 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams* param
   const MPI_Comm comm = PetscObjectComm(reinterpret_cast<PetscObject>(A));
   PetscCall(guarded(comm, [&] {
     MatContext& c = context_of(A);
-    NativeOptions o = native_options(comm, prefix, in);
-    SolverParam& p = o.p;
-    Precision sloppy = o.sloppy;
-    const std::string& pc = o.pc;
-    const bool monitor = o.monitor;
-    if (monitor) {
-      const std::string name = to_string(p.type);
-      p.monitor = [comm, name](int it, double res) {
-        PetscPrintf(comm, "  %4d Latke %s residual |r|/|b| %.12e\n", it, name.c_str(), res);
-      };
-    }
-    const Coords none{0, 0, 0, 0};
-    std::shared_ptr<LinearOperator> outer = c.op->linear_operator(c.form, Precision::double_, none);
-    std::shared_ptr<LinearOperator> low;  // MR iterates in double only
-    if (sloppy != Precision::double_ && p.type != SolverType::mr) low = c.op->linear_operator(c.form, sloppy, none);
-    const std::unique_ptr<DeferredOperator> fallback = half_fallback(c, sloppy);
-    std::shared_ptr<Preconditioner> k;
-    double pc_setup = 0;
-    if (pc == "mg") {
-      require(p.type == SolverType::gcr, "-latke_solver_pc mg needs -latke_solver gcr (a flexible method)");
-      MatContext::NativePreconditioner& cached = c.native_mg[prefix ? prefix : ""];
-      const std::string options = multigrid_options_text(prefix);
-      if (!cached.k || cached.options != options) {
-        cached.k.reset();  // before the new one: a hierarchy holds gigabytes on the device
-        const auto t0 = std::chrono::steady_clock::now();
-        cached.k = make_multigrid(A, prefix);
-        synchronize(c.op->backend());
-        pc_setup = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        cached.options = options;
-      }
-      k = cached.k;
-    } else if (pc == "schwarz") {
-      require(p.type == SolverType::gcr, "-latke_solver_pc schwarz needs -latke_solver gcr (a flexible method)");
-      SchwarzParam sp = schwarz_param_from_options(comm, prefix, SchwarzParam{});
-      sp.block = schwarz_block_for(*c.op->lattice(), sp);
-      std::shared_ptr<LinearOperator> full;
-      if (schwarz_needs_full_operator(sp)) full = c.op->linear_operator(c.form, sp.precision, none);
-      k = std::make_shared<SchwarzPreconditioner>(c.op->linear_operator(c.form, sp.precision, sp.block),
-                                                  std::move(full), sp);
-    }
+    NativeSetup n = native_setup(A, c, comm, prefix, in);
     VecField fb(*c.op, b, Access::read, 0);
     VecField fx(*c.op, x, Access::read_write, 1);
-    const SolverStats st = solve(*outer, low.get(), k.get(), fx.field(), fb.field(), p, fallback.get());
+    const SolverStats st = solve(*n.outer, n.low.get(), n.k.get(), fx.field(), fb.field(), n.o.p, n.fallback.get());
     fx.release();
     fb.release();
-    if (!st.stop_reason.empty())
-      PetscPrintf(comm, "Latke %s: stopped after %d iterations, not converged: %s\n", to_string(p.type), st.iterations,
-                  st.stop_reason.c_str());
-    if (stats) {
-      stats->iterations = st.iterations;
-      stats->reliable_updates = st.reliable_updates;
-      stats->outer_applications = static_cast<PetscInt>(st.outer_applications);
-      stats->sloppy_applications = static_cast<PetscInt>(st.sloppy_applications);
-      stats->fallback_at = st.fallback_at;
-      stats->restarts = st.restarts;
-      stats->true_residual = st.true_residual;
-      stats->seconds = st.seconds;
-      stats->gflops = st.seconds > 0 ? st.flops / st.seconds * 1e-9 : 0;
-      stats->converged = st.converged ? PETSC_TRUE : PETSC_FALSE;
-      stats->pc_setup_seconds = pc_setup;
+    report_stop(comm, n.o.p, st, "");
+    if (stats) fill_stats(st, n.pc_setup, *stats);
+  }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatLatkeSolveMany(Mat A, PetscInt n, Vec b[], Vec x[], const LatkeSolverParams* params,
+                                 const char prefix[], LatkeSolverStats stats[]) {
+  LatkeSolverParams defaults;
+  PetscFunctionBeginUser;
+  LatkeCheckNull(A);
+  if (n > 0) {
+    LatkeCheckNull(b);
+    LatkeCheckNull(x);
+  }
+  PetscCall(LatkeSolverParamsDefault(&defaults));
+  const LatkeSolverParams& in = params ? *params : defaults;
+  const MPI_Comm comm = PetscObjectComm(reinterpret_cast<PetscObject>(A));
+  PetscCall(guarded(comm, [&] {
+    require(n >= 0, "MatLatkeSolveMany: n = ", n, ": expected the number of right-hand sides");
+    for (PetscInt i = 0; i < n; ++i) require(b[i] && x[i], "MatLatkeSolveMany: b[", i, "] or x[", i, "] is NULL");
+    MatContext& c = context_of(A);
+    long set_size = solver_set_size(comm, prefix);
+    NativeSetup s = native_setup(A, c, comm, prefix, in);
+    if (s.o.p.type != SolverType::gcr) set_size = 1;
+    for (PetscInt i0 = 0; i0 < n; i0 += set_size) {
+      const int m = static_cast<int>(std::min<PetscInt>(set_size, n - i0));
+      std::vector<SolverStats> st;
+      if (m == 1) {
+        VecField fb(*c.op, b[i0], Access::read, 0);
+        VecField fx(*c.op, x[i0], Access::read_write, 1);
+        st.push_back(solve(*s.outer, s.low.get(), s.k.get(), fx.field(), fb.field(), s.o.p, s.fallback.get()));
+        fx.release();
+        fb.release();
+      } else {
+        // The columns in Latke's double fields (the vectors may be host vectors, staged).
+        std::vector<ColorSpinorField> fx, fb;
+        for (int k = 0; k < m; ++k) {
+          fx.push_back(s.outer->make_field());
+          fb.push_back(s.outer->make_field());
+          VecField vb(*c.op, b[i0 + k], Access::read, 0);
+          VecField vx(*c.op, x[i0 + k], Access::read, 1);
+          fb.back().copy_from(vb.field());
+          fx.back().copy_from(vx.field());
+          vb.release();
+          vx.release();
+        }
+        st = gcr_set(*s.outer, s.low.get(), s.k.get(), fx, fb, s.o.p);
+        for (int k = 0; k < m; ++k) {
+          VecField vx(*c.op, x[i0 + k], Access::write, 1);
+          vx.field().copy_from(fx[k]);
+          vx.release();
+        }
+      }
+      for (int k = 0; k < m; ++k) {
+        report_stop(comm, s.o.p, st[k], " (column " + std::to_string(i0 + k) + ")");
+        if (stats) fill_stats(st[k], i0 + k == 0 ? s.pc_setup : 0, stats[i0 + k]);
+      }
     }
   }));
   PetscFunctionReturn(0);

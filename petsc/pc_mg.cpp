@@ -397,6 +397,20 @@ class MatMultigrid final : public Preconditioner {
     }
     mg_->apply_parity(out, op_->schur_rhs_parity(*f_p_, *r), *r);
   }
+  /// The even-odd form's cycle on a whole set at once (Multigrid::apply_parity_set), where
+  /// the sets are in the cycle's precision; otherwise field by field.
+  void apply_set(std::vector<ColorSpinorField>& out, const std::vector<ColorSpinorField>& in) override {
+    const std::size_t n = in.size();
+    if (form_ == LATKE_OPERATOR_FULL || n < 2 || out.size() != n || !mg_->cycles_sets() || !is_set(in) ||
+        !is_set(out) || !in[0].is_like(*r_p_) || !out[0].is_like(*r_p_)) {
+      Preconditioner::apply_set(out, in);
+      return;
+    }
+    if (f_set_.size() != n) f_set_ = ColorSpinorField::make_set(op_->lattice(), r_p_->param(), n);
+    bool scratch = false;  // f_p is in[k] itself (asymmetric Schur complement) or A_pp in[k] in f_set_
+    for (std::size_t k = 0; k < n; ++k) scratch = &op_->schur_rhs_parity(f_set_[k], in[k]) == &f_set_[k];
+    mg_->apply_parity_set(out, scratch ? f_set_ : in, in);
+  }
   std::string describe() const override { return "Latke multigrid"; }
   Multigrid& mg() { return *mg_; }
 
@@ -445,6 +459,7 @@ class MatMultigrid final : public Preconditioner {
   void make_parity_fields() {
     r_p_.reset();
     f_p_.reset();
+    f_set_.clear();
     if (form_ != LATKE_OPERATOR_EVEN_ODD) return;
     const SpinorParam pp = with_precision(op_->field_param(form_), Precision::single);
     r_p_ = std::make_unique<ColorSpinorField>(op_->lattice(), pp);
@@ -456,6 +471,7 @@ class MatMultigrid final : public Preconditioner {
   std::function<void(const std::string&)> print_;
   std::shared_ptr<Multigrid> mg_;
   std::unique_ptr<ColorSpinorField> r_p_, f_p_;  ///< the even-odd form's r_p in single, and f_p
+  std::vector<ColorSpinorField> f_set_;          ///< f_p for apply_set's sets
 };
 
 /// Progress and verification lines of A's multigrid, to PetscPrintf on its communicator.

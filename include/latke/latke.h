@@ -302,6 +302,16 @@ PetscErrorCode LatkeSolverParamsDefault(LatkeSolverParams *params);
  * changed. stats->pc_setup_seconds says whether this call built it. */
 PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams *params, const char prefix[],
                              LatkeSolverStats *stats);
+/* Solve A x[i] = b[i] for n right-hand sides (a propagator's 12 spin-colour columns), as
+ * MatLatkeSolve would one by one, with its options. With GCR the columns go in sets of at most
+ * -latke_solver_set_size (12; at most 32): each column keeps its own Krylov space, but every
+ * iteration applies the operator and the preconditioner once for the whole set, so the
+ * multigrid (-latke_solver_pc mg) reads links, clover, transfers and coarse blocks once per
+ * set. Other solvers solve the columns one after another. x[i] hold the initial guesses.
+ * stats (may be NULL) receives n entries; a column's seconds are its set's, and the
+ * preconditioner's setup in this call is in stats[0].pc_setup_seconds alone. */
+PetscErrorCode MatLatkeSolveMany(Mat A, PetscInt n, Vec b[], Vec x[], const LatkeSolverParams *params,
+                                 const char prefix[], LatkeSolverStats stats[]);
 /* Give A the multigrid preconditioner that MatLatkeSolve built for matrix `from` under prefix,
  * rebuilt for A's operator keeping its null vectors: only the coarse operators are made again,
  * as -pc_latke_mg_reuse_interpolation does for the PC. For another kappa, c_sw or gauge field
