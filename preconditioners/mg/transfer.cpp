@@ -71,6 +71,29 @@ LATKE_HOST_DEVICE LATKE_INLINE int restrict_sites(const AggregateMap& m, int fac
   return lists_parity(m, only_parity) ? m.block_volume / 2 : m.block_volume;
 }
 
+/// f(fp, fx) for sites [begin, end) of the aggregate at coarse coordinates cc that R walks (all
+/// of them, or those of fine parity only_parity >= 0): fp the site's parity, fx its
+/// checkerboard index. Listed (lists_parity): the j-th site of the parity is 2j in the block, or
+/// its neighbour 2j + 1 in x; otherwise the other parity's sites are skipped.
+template <typename F>
+LATKE_HOST_DEVICE LATKE_INLINE void walk_aggregate(const AggregateMap& map, const int (&cc)[4], int begin, int end,
+                                                  int only_parity, F&& f) {
+  const bool listed = lists_parity(map, only_parity);
+  const int step = listed ? 2 : 1;
+  BlockWalk w(map, begin * step);
+  for (int j = begin; j < end; ++j, w.advance(map, step)) {
+    int fc[4];
+    w.fine(map, cc, fc);
+    int fp = (fc[0] + fc[1] + fc[2] + fc[3]) & 1;
+    if (listed && fp != only_parity) {
+      ++fc[0];
+      fp = only_parity;
+    }
+    if (only_parity >= 0 && fp != only_parity) continue;
+    f(fp, map.fine.full_index(fc) >> 1);
+  }
+}
+
 /// The basis packed for the transfers: per parity, site and vector k one record of the site's
 /// n_comp complex values ([parity][x][k][m] complex), so that threads of consecutive k (R) or
 /// of consecutive m (P) read consecutive words, and a thread of R reads its record in 16-byte
@@ -227,27 +250,14 @@ struct RestrictPartsKernel {
     const int cx = rest % vcb, chunk = rest / vcb;
     int cc[4];
     map.coarse.coords(cx, parity, cc);
-    const bool listed = lists_parity(map, only_parity);
     int begin, end;
     chunk_range(restrict_sites(map, face_mu, only_parity), chunk, chunks, begin, end);
     Complex<double>* out = parts + ((static_cast<long>(chunk) * vcb + cx) * nvec + k) * 4;
     if (face_mu < 0) {  // the whole aggregate, or its sites of one parity: walked, not divided out
-      // Listed: the j-th site of the parity is 2j in the block, or its neighbour 2j + 1 in x.
-      const int step = listed ? 2 : 1;
-      BlockWalk w(map, begin * step);
       Complex<double> s0, s1;
-      for (int j = begin; j < end; ++j, w.advance(map, step)) {
-        int fc[4];
-        w.fine(map, cc, fc);
-        int fp = (fc[0] + fc[1] + fc[2] + fc[3]) & 1;
-        if (listed && fp != only_parity) {
-          ++fc[0];
-          fp = only_parity;
-        }
-        if (only_parity >= 0 && fp != only_parity) continue;
-        const int fx = map.fine.full_index(fc) >> 1;
+      walk_aggregate(map, cc, begin, end, only_parity, [&](int fp, int fx) {
         record_dot<T, NR>(basis, fine[fp], fsite[fp], fine_reals, basis.record(fp, fx, k), fx, s0, s1);
-      }
+      });
       out[0] = s0;
       out[1] = s1;
       return;
@@ -428,22 +438,10 @@ struct RestrictPartsSetKernel {
     const int mn = count - m0 < MB ? count - m0 : MB;
     int cc[4];
     map.coarse.coords(cx, parity, cc);
-    const bool listed = lists_parity(map, only_parity);
     int begin, end;
     chunk_range(restrict_sites(map, -1, only_parity), chunk, chunks, begin, end);
-    const int step = listed ? 2 : 1;
-    BlockWalk w(map, begin * step);
     Complex<double> s[MB][2];
-    for (int j = begin; j < end; ++j, w.advance(map, step)) {
-      int fc[4];
-      w.fine(map, cc, fc);
-      int fp = (fc[0] + fc[1] + fc[2] + fc[3]) & 1;
-      if (listed && fp != only_parity) {
-        ++fc[0];
-        fp = only_parity;
-      }
-      if (only_parity >= 0 && fp != only_parity) continue;
-      const int fx = map.fine.full_index(fc) >> 1;
+    walk_aggregate(map, cc, begin, end, only_parity, [&](int fp, int fx) {
       const long rec = basis.record(fp, fx, k);
       T v[24];
       LATKE_UNROLL for (int q = 0; q < 24 / W; ++q) {
@@ -467,7 +465,7 @@ struct RestrictPartsSetKernel {
         s[m][0] += Complex<double>(a[0] * u, a[1] * u);
         s[m][1] += Complex<double>(a[2] * u, a[3] * u);
       }
-    }
+    });
     LATKE_UNROLL for (int m = 0; m < MB; ++m) {
       if (m >= mn) break;
       Complex<double>* out = parts + (m0 + m) * parts_stride + ((static_cast<long>(chunk) * vcb + cx) * nvec + k) * 2;
