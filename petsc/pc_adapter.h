@@ -2,7 +2,8 @@
 // table of the PCRegister'ed type, whose context is pc->data, and the PCSHELL form, whose
 // context is the shell's. A context type C provides, found by argument-dependent lookup,
 //   void set_up(C&, Mat pmat);  PetscErrorCode view(C&, PetscViewer);
-// the members `k` (the preconditioner, null until set up: k->apply(out, in)), `op` (the
+// the members `k` (the preconditioner, null until set up: k->apply(out, in), k->apply_set for
+// PCMatApply's dense columns), `op` (the
 // matrix's ShellOperator), `applies` (a count), and `static constexpr const char* type` (its
 // PC type name). PETSc's vectors reach k as Latke fields (VecField: in place or staged). PCRegister'ed types
 // fill the PC's operation table, which lives in PETSc's private pcimpl.h (the same fields in
@@ -11,12 +12,15 @@
 
 #include <petsc/private/pcimpl.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <functional>
 #include <memory>
 #include <type_traits>
+#include <vector>
 
 #include "src/core/error.h"
+#include "src/fields/blas.h"
 #include "petsc/c_api.h"
 #include "petsc/mat_shell.h"
 #include "petsc/pc_flexible.h"
@@ -26,6 +30,10 @@ namespace latke::petsc {
 template <class C>
 struct PCAdapter {
   static MPI_Comm comm(PC pc) { return PetscObjectComm(reinterpret_cast<PetscObject>(pc)); }
+  /// A PETSc call's error as a Latke error naming the call.
+  static void checked(PetscErrorCode ierr, const char* call) {
+    require(ierr == 0, call, " failed (PETSc error ", static_cast<int>(ierr), ")");
+  }
   /// The context of the PCRegister'ed type.
   static C& registered(PC pc) { return *static_cast<C*>(pc->data); }
   /// The context of the PCSHELL form.
@@ -50,6 +58,46 @@ struct PCAdapter {
     }));
     PetscFunctionReturn(0);
   }
+  /// Y = K X column by column of two dense matrices (PCMatApply; KSPMatSolve): the columns in
+  /// sets of at most blas::set_max, each set through k->apply_set at once (the multigrid cycles
+  /// the set together).
+  template <C& (*of)(PC)>
+  static PetscErrorCode op_matapply(PC pc, Mat X, Mat Y) {
+    PetscInt n = 0;
+    PetscFunctionBeginUser;
+    PetscCall(MatGetSize(X, nullptr, &n));
+    PetscCall(guarded(comm(pc), [&] {
+      C& c = of(pc);
+      require(c.k != nullptr, "the ", C::type, " preconditioner is not set up");
+      std::vector<ColorSpinorField> in, out;
+      for (PetscInt j0 = 0; j0 < n; j0 += blas::set_max) {
+        const int m = static_cast<int>(std::min<PetscInt>(blas::set_max, n - j0));
+        for (int k = 0; k < m; ++k) {
+          Vec v = nullptr;
+          checked(MatDenseGetColumnVecRead(X, j0 + k, &v), "MatDenseGetColumnVecRead");
+          VecField f(*c.op, v, Access::read, 0);
+          if (static_cast<int>(in.size()) != m) {
+            in = ColorSpinorField::make_set(f.field().lattice_ptr(), f.field().param(), m);
+            out = ColorSpinorField::make_set(f.field().lattice_ptr(), f.field().param(), m);
+          }
+          in[k].copy_from(f.field());
+          f.release();
+          checked(MatDenseRestoreColumnVecRead(X, j0 + k, &v), "MatDenseRestoreColumnVecRead");
+        }
+        c.k->apply_set(out, in);
+        for (int k = 0; k < m; ++k) {
+          Vec v = nullptr;
+          checked(MatDenseGetColumnVecWrite(Y, j0 + k, &v), "MatDenseGetColumnVecWrite");
+          VecField f(*c.op, v, Access::write, 1);
+          f.field().copy_from(out[k]);
+          f.release();
+          checked(MatDenseRestoreColumnVecWrite(Y, j0 + k, &v), "MatDenseRestoreColumnVecWrite");
+        }
+      }
+      c.applies += n;
+    }));
+    PetscFunctionReturn(0);
+  }
   template <C& (*of)(PC)>
   static PetscErrorCode op_view(PC pc, PetscViewer viewer) {
     return view(of(pc), viewer);
@@ -69,6 +117,7 @@ struct PCAdapter {
     pc->data = new C;
     pc->ops->setup = setup;
     pc->ops->apply = op_apply<registered>;
+    pc->ops->matapply = op_matapply<registered>;
     pc->ops->view = op_view<registered>;
     pc->ops->presolve = op_presolve;
     pc->ops->destroy = op_destroy<registered>;
@@ -88,6 +137,7 @@ struct PCAdapter {
     PetscCall(PCSetOperators(pc, A, A));
     PetscCall(PCShellSetContext(pc, c.release()));
     PetscCall(PCShellSetApply(pc, op_apply<shell>));
+    PetscCall(PCShellSetMatApply(pc, op_matapply<shell>));
     PetscCall(PCShellSetView(pc, op_view<shell>));
     PetscCall(PCShellSetPreSolve(pc, op_presolve));
     PetscCall(PCShellSetDestroy(pc, op_destroy<shell>));

@@ -344,6 +344,7 @@ class MatMultigrid final : public Preconditioner {
       std::ostringstream s;
       s << "level " << l << ": " << w[0] << " smoothing steps";
       if (l == 0 && w[3] > 0) s << ", " << w[3] << " cycles on one parity";
+      if (l == 0 && w[4] > 0) s << " (" << w[4] << " right-hand sides cycled in sets)";
       if (l > 0)
         s << ", " << w[1] << " solves, " << (w[1] ? static_cast<double>(w[2]) / w[1] : 0.0) << " iterations each";
       print_(s.str());
@@ -401,9 +402,25 @@ class MatMultigrid final : public Preconditioner {
   /// the sets are in the cycle's precision; otherwise field by field.
   void apply_set(std::vector<ColorSpinorField>& out, const std::vector<ColorSpinorField>& in) override {
     const std::size_t n = in.size();
-    if (form_ == LATKE_OPERATOR_FULL || n < 2 || out.size() != n || !mg_->cycles_sets() || !is_set(in) ||
-        !is_set(out) || !in[0].is_like(*r_p_) || !out[0].is_like(*r_p_)) {
+    // Fields of the even-odd form's parity in another precision (PCMatApply's columns, in
+    // double) go through single-precision sets.
+    auto parity_shaped = [this](const ColorSpinorField& f) {
+      return f.param().subset == r_p_->param().subset && f.nspin() == r_p_->nspin() && f.ncolor() == r_p_->ncolor() &&
+             f.lattice().volume_cb() == r_p_->lattice().volume_cb() && f.backend() == r_p_->backend();
+    };
+    if (form_ == LATKE_OPERATOR_FULL || n < 2 || out.size() != n || !mg_->cycles_sets() || !parity_shaped(in[0]) ||
+        !parity_shaped(out[0])) {
       Preconditioner::apply_set(out, in);
+      return;
+    }
+    if (!is_set(in) || !is_set(out) || !in[0].is_like(*r_p_) || !out[0].is_like(*r_p_)) {
+      if (in_set_.size() != n) {
+        in_set_ = ColorSpinorField::make_set(op_->lattice(), r_p_->param(), n);
+        out_set_ = ColorSpinorField::make_set(op_->lattice(), r_p_->param(), n);
+      }
+      for (std::size_t k = 0; k < n; ++k) in_set_[k].copy_from(in[k]);
+      apply_set(out_set_, in_set_);
+      for (std::size_t k = 0; k < n; ++k) out[k].copy_from(out_set_[k]);
       return;
     }
     if (f_set_.size() != n) f_set_ = ColorSpinorField::make_set(op_->lattice(), r_p_->param(), n);
@@ -460,6 +477,8 @@ class MatMultigrid final : public Preconditioner {
     r_p_.reset();
     f_p_.reset();
     f_set_.clear();
+    in_set_.clear();
+    out_set_.clear();
     if (form_ != LATKE_OPERATOR_EVEN_ODD) return;
     const SpinorParam pp = with_precision(op_->field_param(form_), Precision::single);
     r_p_ = std::make_unique<ColorSpinorField>(op_->lattice(), pp);
@@ -472,6 +491,7 @@ class MatMultigrid final : public Preconditioner {
   std::shared_ptr<Multigrid> mg_;
   std::unique_ptr<ColorSpinorField> r_p_, f_p_;  ///< the even-odd form's r_p in single, and f_p
   std::vector<ColorSpinorField> f_set_;          ///< f_p for apply_set's sets
+  std::vector<ColorSpinorField> in_set_, out_set_;  ///< apply_set's sets in single, for fields in another precision
 };
 
 /// Progress and verification lines of A's multigrid, to PetscPrintf on its communicator.
@@ -582,6 +602,9 @@ PetscErrorCode view(MGContext& c, PetscViewer viewer) {
         i.local[3], i.components, i.bytes / 1048576.0, i.setup_seconds));
     PetscCall(PetscViewerASCIIPushTab(viewer));
     PetscCall(PetscViewerASCIIPrintf(viewer, "operator: %s\n", i.op.c_str()));
+    if (l == 0 && w[4] > 0)
+      PetscCall(PetscViewerASCIIPrintf(viewer, "cycles so far: %ld on one parity, %ld right-hand sides of them in sets\n",
+                                       w[3], w[4]));
     if (l + 1 < mg.levels()) {
       const mg::LevelParam& q = p.level[l];
       // Null vectors solved together run in the level's own precision (the fine level: single).

@@ -279,7 +279,8 @@ class Multigrid {
   const MultigridParam& param() const { return param_; }
   double setup_seconds() const { return setup_seconds_; }
   /// Per level, so far: smoother steps, solves (K-cycle or coarsest), their iterations, and
-  /// (level 0) the cycles apply_parity ran on one parity.
+  /// (level 0) the cycles apply_parity ran on one parity and, of them, the right-hand sides
+  /// apply_parity_set cycled in sets.
   std::vector<long> work(int level) const;
   /// @brief Start (clearing it) or stop (keeping it) the per-level profile of the cycles. While
   /// it is on, every change of level synchronizes the device, which costs a little time of its own.

@@ -491,6 +491,7 @@ void Multigrid::apply_parity_set(std::vector<ColorSpinorField>& x, const std::ve
   coarse_correction_set(0);
   correct_on_parity_set(0, x, bhat);
   F.parity_cycles += static_cast<long>(n);
+  F.set_cycles += static_cast<long>(n);
 }
 
 }  // namespace latke::mg

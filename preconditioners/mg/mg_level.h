@@ -54,6 +54,7 @@ struct Multigrid::Level {
   std::unique_ptr<GcrCycle> gcr;  ///< over z and az
   long smooth_steps = 0, solve_iterations = 0, solves = 0;
   long parity_cycles = 0;  ///< level 0: cycles apply_parity ran on one parity
+  long set_cycles = 0;     ///< level 0: of them, right-hand sides cycled in sets (apply_parity_set)
   double setup_seconds = 0;
   int setup_batch = 1;  ///< null vectors the last first-pass setup solved together
   int setup_restricted = 0;  ///< null vectors the first pass started from the level above's, restricted
