@@ -148,6 +148,8 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
     seed = g.integer("-pc_latke_mg_seed", 1, "Seed of the random starting vectors");
     o.verify = g.flag("-pc_latke_mg_verify", false, "Check (1 - P P^dag) v = 0, R P = 1 and D_c = R M P after setup");
     o.monitor = g.flag("-pc_latke_mg_monitor", false, "Print progress lines during the setup");
+    o.quiet = g.flag("-pc_latke_mg_quiet", false,
+                     "No progress lines (by default a setup that has run 2 s prints one line per level)");
     o.save = g.string("-pc_latke_mg_save", "", "Write the null vectors to this file after the setup");
     o.load = g.string("-pc_latke_mg_load", "", "Read the null vectors from this file instead of computing them");
     o.reuse_interpolation =
@@ -290,10 +292,21 @@ class MatMultigrid final : public Preconditioner {
     const FineOperators f = fine_operators(op_, o.param);
     mg_ = std::make_shared<Multigrid>(f.fine, o.param, f.local, f.schur, f.smoother, f.setup);
     const auto progress = o.monitor ? print : std::function<void(const std::string&)>();
-    if (!o.load.empty())
+    if (!o.load.empty()) {
       mg_->load(o.load, progress);
-    else
-      mg_->setup(progress);
+    } else {
+      // Without the monitor's lines, one line per level once the setup has run 2 s (as the
+      // quenched generation's progress lines).
+      Multigrid::LevelDone level_done;
+      if (!o.monitor && !o.quiet && print)
+        level_done = [this, n = o.param.levels](int level, double seconds) {
+          if (seconds < 2.0) return;
+          char line[160];
+          std::snprintf(line, sizeof line, "setup: level %d of %d built, %.1f s so far", level, n - 1, seconds);
+          print_(line);
+        };
+      mg_->setup(progress, level_done);
+    }
     if (!o.save.empty()) mg_->save(o.save);
     make_parity_fields();
     if (o.verify) report(mg_->verify(), print);
@@ -489,9 +502,9 @@ class MatMultigrid final : public Preconditioner {
   MultigridOptions options_;
   std::function<void(const std::string&)> print_;
   std::shared_ptr<Multigrid> mg_;
-  std::unique_ptr<ColorSpinorField> r_p_, f_p_;  ///< the even-odd form's r_p in single, and f_p
-  std::vector<ColorSpinorField> f_set_;          ///< f_p for apply_set's sets
-  std::vector<ColorSpinorField> in_set_, out_set_;  ///< apply_set's sets in single, for fields in another precision
+  std::unique_ptr<ColorSpinorField> r_p_, f_p_;     ///< the even-odd form's r_p in single, and f_p
+  std::vector<ColorSpinorField> f_set_;             ///< f_p for apply_set's sets
+  std::vector<ColorSpinorField> in_set_, out_set_;  ///< apply_set's sets in single, for other precisions
 };
 
 /// Progress and verification lines of A's multigrid, to PetscPrintf on its communicator.
@@ -603,8 +616,8 @@ PetscErrorCode view(MGContext& c, PetscViewer viewer) {
     PetscCall(PetscViewerASCIIPushTab(viewer));
     PetscCall(PetscViewerASCIIPrintf(viewer, "operator: %s\n", i.op.c_str()));
     if (l == 0 && w[4] > 0)
-      PetscCall(PetscViewerASCIIPrintf(viewer, "cycles so far: %ld on one parity, %ld right-hand sides of them in sets\n",
-                                       w[3], w[4]));
+      PetscCall(PetscViewerASCIIPrintf(
+          viewer, "cycles so far: %ld on one parity, %ld right-hand sides of them in sets\n", w[3], w[4]));
     if (l + 1 < mg.levels()) {
       const mg::LevelParam& q = p.level[l];
       // Null vectors solved together run in the level's own precision (the fine level: single).

@@ -23,6 +23,9 @@ namespace latke::mg {
 struct MultigridOptions {
   MultigridParam param;
   bool verify = false, monitor = false;
+  /// No progress lines at all (without -pc_latke_mg_monitor a set-up that has run 2 s prints
+  /// one line per level).
+  bool quiet = false;
   /// A later set-up (the operator changed: another kappa, c_sw or gauge field on the same
   /// lattice) keeps the null vectors and rebuilds only the coarse operators (Multigrid::update).
   bool reuse_interpolation = false;

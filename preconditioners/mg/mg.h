@@ -208,9 +208,13 @@ class Multigrid {
             std::shared_ptr<LinearOperator> fine_setup = nullptr);
   ~Multigrid();
 
+  /// Called as each coarse level is built: its number (1 = the first coarse level) and the
+  /// seconds the setup has run.
+  using LevelDone = std::function<void(int level, double seconds)>;
   /// @brief Build the hierarchy: null vectors (unless loaded), transfers, coarse operators,
-  /// refinement passes. progress (may be null) receives one line per step.
-  void setup(const std::function<void(const std::string&)>& progress = nullptr);
+  /// refinement passes. progress (may be null) receives one line per step; level_done (may be
+  /// null) is called once per coarse level of the first pass.
+  void setup(const std::function<void(const std::string&)>& progress = nullptr, const LevelDone& level_done = nullptr);
   /// @brief Load the null vectors of every level from a file written by save() (same
   /// lattice, levels, aggregates and nvec), then build the hierarchy from them.
   void load(const std::string& file, const std::function<void(const std::string&)>& progress = nullptr);

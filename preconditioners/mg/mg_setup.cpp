@@ -469,7 +469,7 @@ void Multigrid::prepare_fine_level() {
   }
 }
 
-void Multigrid::setup(const std::function<void(const std::string&)>& progress) {
+void Multigrid::setup(const std::function<void(const std::string&)>& progress, const LevelDone& level_done) {
   const auto t0 = std::chrono::steady_clock::now();
   const LogScope log(LogEvent::mg_setup, 0, true);
   Level& F = *levels_[0];
@@ -497,6 +497,7 @@ void Multigrid::setup(const std::function<void(const std::string&)>& progress) {
     }
     L.setup_seconds += seconds_since(tl);
     build_level(l, progress);
+    if (level_done) level_done(l + 1, seconds_since(t0));
   }
   for (int pass = 0; pass < param_.setup_refine; ++pass)
     for (int l = 0; l + 1 < param_.levels; ++l) {

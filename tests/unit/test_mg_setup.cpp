@@ -38,6 +38,22 @@ TEST_P(MgBackend, EvenOddSetup) {
 // also the fine level's inverse iteration in half (mixed precision, reliable updates) on the
 // even-odd and on the full system: MG-GCR still reaches the solution of the all-single
 // hierarchy, in about as many iterations.
+// setup()'s per-level callback (the default progress lines of latke_mg): once per coarse level
+// of the first pass, in order, with the seconds the setup has run, which never go back.
+TEST_P(MgBackend, SetupReportsEachLevel) {
+  Problem pr(GetParam(), Precision::single, {8, 8, 8, 8});
+  MultigridParam p = small_param(3);
+  auto mg = std::make_shared<Multigrid>(pr.full(), p);
+  std::vector<std::pair<int, double>> done;
+  mg->setup(nullptr, [&](int level, double seconds) { done.emplace_back(level, seconds); });
+  ASSERT_EQ(done.size(), 2u);
+  EXPECT_EQ(done[0].first, 1);
+  EXPECT_EQ(done[1].first, 2);
+  EXPECT_GE(done[0].second, 0.0);
+  EXPECT_GE(done[1].second, done[0].second);
+  EXPECT_LE(done[1].second, mg->setup_seconds());
+}
+
 TEST_P(MgBackend, HalfPrecisionSmootherAndSetup) {
   Problem pr(GetParam(), Precision::double_, {8, 8, 8, 8}, -0.2, 0.25);
   Problem ps(GetParam(), Precision::single, {8, 8, 8, 8}, -0.2, 0.25);
