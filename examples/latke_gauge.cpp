@@ -20,10 +20,13 @@
 #include <string>
 #include <vector>
 
-#include "src/core/output_files.h"
+#include <nlohmann/json.hpp>
+
+#include "latke/latke.h"
 #include "src/core/autocorrelation.h"
 #include "src/core/error.h"
 #include "src/core/options.h"
+#include "src/core/output_files.h"
 #include "src/fields/gauge_generator.h"
 #include "src/fields/gauge_io.h"
 
@@ -55,7 +58,8 @@ static const char help[] =
     "  latke-gauge measure FILE      observables of FILE (after every check on reading)\n"
     "  latke-gauge info FILE         header fields or LIME records of FILE\n"
     "  latke-gauge analyze HISTORY [-latke_column NAME] [-latke_therm N] [-latke_expect v -latke_expect_error e]\n"
-    "  common: -latke_backend cpu|cuda, -latke_grid a,b,c,d\n";
+    "  common: -latke_backend cpu|cuda, -latke_grid a,b,c,d; generate, measure, analyze: -latke_json FILE\n"
+    "    (a JSON record, schema latke-gauge/1)\n";
 
 namespace latke {
 namespace {
@@ -142,6 +146,49 @@ GaugeReadParam input_options(const std::string& path, const GaugeFileInfo& info)
   return rp;
 }
 
+using json = nlohmann::ordered_json;
+
+/// The head of every latke-gauge JSON record (schema latke-gauge/1, docs/latke-gauge.md).
+json version_head(const char* command) {
+  int major = 0, minor = 0, patch = 0;
+  LatkeGetVersion(&major, &minor, &patch);
+  return {{"schema", "latke-gauge/1"},
+          {"command", command},
+          {"latke_version", std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch)}};
+}
+
+/// version_head with the lattice, process grid and backend of a command that has them.
+json record_head(const char* command, const Coords& dims, const Coords& grid, Backend backend) {
+  json j = version_head(command);
+  j.update({{"backend", to_string(backend)},
+            {"lattice", std::vector<int>(dims.begin(), dims.end())},
+            {"grid", std::vector<int>(grid.begin(), grid.end())}});
+  return j;
+}
+
+json observables_json(const GaugeObservables& o) {
+  return {{"plaquette", o.plaquette},
+          {"plaquette_spatial", o.plaquette_spatial},
+          {"plaquette_temporal", o.plaquette_temporal},
+          {"polyakov", {o.polyakov.re, o.polyakov.im}},
+          {"link_trace", o.link_trace},
+          {"unitarity", o.unitarity}};
+}
+
+/// -latke_json: the record written atomically by the first rank (non-finite numbers as null);
+/// a failure is every rank's.
+void write_json(const std::string& path, const json& j) {
+  if (path.empty()) return;
+  std::string why;
+  try {
+    if (is_root()) write_text_atomically(path, j.dump(1) + "\n", "-latke_json");
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  collective_require(PETSC_COMM_WORLD, why.empty(), why);
+  if (is_root()) std::printf("wrote %s\n", path.c_str());
+}
+
 void print_observables(const GaugeObservables& o) {
   std::printf("plaquette           %.15f\n", o.plaquette);
   std::printf("  spatial           %.15f\n", o.plaquette_spatial);
@@ -156,7 +203,7 @@ int cmd_generate() {
   const RunOptions run = setup_from_options();
   HeatbathParam hp;
   long overrelax = 4, seed = 1, sweeps = 100, every = 10, first_opt = -1;
-  std::string input, output, history, start_name, lattice_opt;
+  std::string input, output, history, start_name, lattice_opt, json_path;
   read_options(PETSC_COMM_WORLD, "", "latke-gauge generate options", [&](OptionGroup& o) {
     hp.beta = o.real("-latke_beta", 6.0, "Wilson gauge coupling beta");
     overrelax = o.integer("-latke_overrelax", 4, "Over-relaxation passes per heat-bath pass");
@@ -167,6 +214,7 @@ int cmd_generate() {
     input = o.string("-latke_input", "", "Continue from this gauge file");
     output = o.string("-latke_output", "", "Write the final configuration to this file");
     history = o.string("-latke_history", "", "Write every measurement as a table (for latke-gauge analyze)");
+    json_path = o.string("-latke_json", "", "Write the run and every measurement as JSON (schema latke-gauge/1)");
     start_name = o.string("-latke_start", "hot", "Start: cold, hot or weak");
     lattice_opt = o.string("-latke_lattice", "", "Global lattice X,Y,Z,T (default 8,8,8,8; with -latke_input the file's)");
     first_opt = o.integer("-latke_first_pass", -1, "With -latke_input: heat-bath pass number keying the RNG (default: the file's)");
@@ -187,6 +235,7 @@ int cmd_generate() {
   // Before the sweeps: an output that cannot be written is found now, not after the work.
   if (!output.empty()) require_writable(PETSC_COMM_WORLD, output, "-latke_output");
   if (!history.empty()) require_writable(PETSC_COMM_WORLD, history, "-latke_history");
+  if (!json_path.empty()) require_writable(PETSC_COMM_WORLD, json_path, "-latke_json");
 
   GaugeFileInfo info;
   Coords dims{};
@@ -231,8 +280,13 @@ int cmd_generate() {
         << hp.overrelax << ", seed " << hp.seed << ", " << origin << ", backend " << to_string(run.backend) << "\n"
         << "# sweep plaquette plaquette_spatial plaquette_temporal polyakov_re polyakov_im link_trace unitarity\n";
   table.precision(15);
+  json measurements = json::array();
   auto record = [&](long s, double rate) {
     const GaugeObservables o = gen.measure();
+    json m = {{"sweep", s}};
+    m.update(observables_json(o));
+    if (rate > 0) m["link_updates_per_second"] = rate;
+    measurements.push_back(m);
     table << s << " " << o.plaquette << " " << o.plaquette_spatial << " " << o.plaquette_temporal << " "
           << o.polyakov.re << " " << o.polyakov.im << " " << o.link_trace << " " << o.unitarity << "\n";
     if (root) {
@@ -281,6 +335,20 @@ int cmd_generate() {
       std::printf("wrote %s (%s, heat-bath pass %ld)\n", output.c_str(), describe_write(wp).c_str(),
                   gen.heatbath_passes());
   }
+  if (!json_path.empty()) {
+    json j = record_head("generate", dims, lat->grid(), run.backend);
+    j.update({{"beta", hp.beta},
+              {"overrelax", hp.overrelax},
+              {"seed", hp.seed},
+              {"start", origin},
+              {"sweeps", sweeps},
+              {"heatbath_passes", gen.heatbath_passes()},
+              {"seconds", generating},
+              {"link_updates_per_second", generating > 0 ? updates / generating : 0.0},
+              {"output", output},
+              {"measurements", measurements}});
+    write_json(json_path, j);
+  }
   if (!history.empty()) {
     std::string why;
     try {
@@ -312,6 +380,11 @@ int cmd_convert(const std::vector<std::string>& args) {
 int cmd_measure(const std::vector<std::string>& args) {
   require(args.size() == 1, "measure needs one file: latke-gauge measure FILE [options]");
   const RunOptions run = setup_from_options();
+  std::string json_path;
+  read_options(PETSC_COMM_WORLD, "", "latke-gauge measure options", [&](OptionGroup& o) {
+    json_path = o.string("-latke_json", "", "Write the observables as JSON (schema latke-gauge/1)");
+  });
+  if (!json_path.empty()) require_writable(PETSC_COMM_WORLD, json_path, "-latke_json");
   GaugeFileInfo info = read_gauge_info(PETSC_COMM_WORLD, args[0]);
   const GaugeReadParam rp = input_options(args[0], info);
   auto lat = std::make_shared<Lattice>(PETSC_COMM_WORLD, info.dims, run.grid);
@@ -321,6 +394,12 @@ int cmd_measure(const std::vector<std::string>& args) {
     std::printf("%s: %s lattice, %s, read and verified on %s\n", args[0].c_str(), dims_text(info.dims).c_str(),
                 info.format == GaugeFileFormat::ildg ? "ILDG" : "NERSC", lat->describe().c_str());
     print_observables(o);
+  }
+  if (!json_path.empty()) {
+    json j = record_head("measure", info.dims, lat->grid(), run.backend);
+    j.update({{"file", args[0]}, {"format", info.format == GaugeFileFormat::ildg ? "ILDG" : "NERSC"}});
+    j["observables"] = observables_json(o);
+    write_json(json_path, j);
   }
   return 0;
 }
@@ -336,7 +415,7 @@ int cmd_analyze(const std::vector<std::string>& args) {
   require(args.size() == 1, "analyze needs one history file: latke-gauge analyze HISTORY [options]");
   std::ifstream f(args[0]);
   require(f.good(), "cannot open history file ", args[0]);
-  std::string column;
+  std::string column, json_path;
   long therm = 0;
   double expect = NAN, expect_error = 0;
   bool expect_given = false;
@@ -346,7 +425,9 @@ int cmd_analyze(const std::vector<std::string>& args) {
     expect = o.real("-latke_expect", 0.0, "Expected value to compare with");
     expect_error = o.real("-latke_expect_error", 0.0, "Error of the expected value");
     expect_given = o.given("-latke_expect");
+    json_path = o.string("-latke_json", "", "Write the analysis as JSON (schema latke-gauge/1)");
   });
+  if (!json_path.empty()) require_writable(PETSC_COMM_WORLD, json_path, "-latke_json");
   require(std::isfinite(expect), "-latke_expect ", expect, ": expected a finite number");
   require(std::isfinite(expect_error) && expect_error >= 0, "-latke_expect_error ", expect_error,
           ": expected a finite number of 0 or more");
@@ -401,6 +482,30 @@ int cmd_analyze(const std::vector<std::string>& args) {
       std::printf("expected             %.10f +- %.10f: difference %+.3e = %+.2f sigma\n", expect, e, s.mean - expect,
                   (s.mean - expect) / sigma);
     }
+  }
+  if (!json_path.empty()) {
+    json j = version_head("analyze");
+    j.update({{"history", args[0]},
+              {"column", column},
+              {"therm", therm},
+              {"measurements", s.n},
+              {"first_sweep", first},
+              {"last_sweep", last},
+              {"mean", s.mean},
+              {"naive_error", s.naive_error},
+              {"tau_int", s.tau_int},
+              {"tau_int_error", s.tau_int_error},
+              {"window", s.window},
+              {"error", s.error},
+              {"error_used", s.conservative_error}});
+    json binned = json::array();
+    for (const auto& b : s.binned) binned.push_back({{"bin", b.first}, {"error", b.second}});
+    j["binned_errors"] = binned;
+    if (expect_given) {
+      const double sigma = std::sqrt(s.conservative_error * s.conservative_error + expect_error * expect_error);
+      j["expected"] = {{"value", expect}, {"error", expect_error}, {"sigmas", (s.mean - expect) / sigma}};
+    }
+    write_json(json_path, j);
   }
   return 0;
 }

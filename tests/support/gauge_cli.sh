@@ -14,19 +14,26 @@ run() { echo "+ $*"; "$@" > out.txt 2>&1 || { cat out.txt; fail "$* (exit $?)"; 
 expect() { grep -Eq -- "$1" out.txt || fail "output does not match '$1'"; }
 
 run "$gauge" generate -latke_lattice 4,4,4,8 -latke_beta 5.8 -latke_sweeps 6 -latke_measure_every 2 \
-    -latke_seed 9 -latke_output a.nersc -latke_history h.txt
+    -latke_seed 9 -latke_output a.nersc -latke_history h.txt -latke_json g.json
 expect '^sweep +6  plaq 0\.[0-9]+'
 expect 'link updates/s'
 expect 'wrote a.nersc \(NERSC 4D_SU3_GAUGE_3x3, IEEE64BIG, heat-bath pass 6\)'
 plaq=$(sed -n 's/^PLAQUETTE = //p' a.nersc)
+# The JSON record (schema latke-gauge/1): the run, and the measurements the table holds.
+json_check() { python3 -c "import json, sys; r = json.load(open(sys.argv[1])); $2" "$1" || fail "$1: $2"; }
+json_check g.json "assert r['schema'] == 'latke-gauge/1' and r['command'] == 'generate' and r['beta'] == 5.8 \
+and r['lattice'] == [4, 4, 4, 8] and [m['sweep'] for m in r['measurements']] == [0, 2, 4, 6] \
+and abs(r['measurements'][-1]['plaquette'] - float(open('h.txt').read().split()[-7])) < 1e-12 \
+and r['link_updates_per_second'] > 0"
 
 run "$mpiexec" -n 2 --oversubscribe "$gauge" generate -latke_lattice 4,4,4,8 -latke_beta 5.8 -latke_sweeps 6 \
     -latke_measure_every 0 -latke_seed 9 -latke_output b.nersc -latke_backend cpu
 [ "$(sed -n 's/^PLAQUETTE = //p' b.nersc)" = "$plaq" ] || fail "1 and 2 ranks wrote different PLAQUETTE values"
 [ "$(tail -c 294912 a.nersc | cksum)" = "$(tail -c 294912 b.nersc | cksum)" ] || fail "1 and 2 ranks made different links"
 
-run "$gauge" measure a.nersc
+run "$gauge" measure a.nersc -latke_json m.json
 expect "plaquette +${plaq}"
+json_check m.json "assert r['command'] == 'measure' and abs(r['observables']['plaquette'] - ${plaq}) < 1e-12"
 run "$gauge" info a.nersc
 expect 'DATATYPE = 4D_SU3_GAUGE_3x3'
 expect 'dimensions  4x4x4x8'
@@ -52,10 +59,13 @@ run "$gauge" generate -latke_lattice 4,4,4,8 -latke_beta 5.8 -latke_sweeps 8 -la
     -latke_measure_every 0
 [ "$(tail -c 294912 f.nersc | cksum)" = "$(tail -c 294912 g.nersc | cksum)" ] || fail "a continued chain differs"
 
-run "$gauge" analyze h.txt -latke_therm 2 -latke_expect 0.5 -latke_expect_error 0.01
+run "$gauge" analyze h.txt -latke_therm 2 -latke_expect 0.5 -latke_expect_error 0.01 -latke_json an.json
 expect '^plaquette|h.txt: plaquette, 3 measurements at sweeps 2..6'
 expect '^result +0\.[0-9]+ \+- 0\.[0-9]+'
 expect 'sigma'
+mean=$(sed -n 's/^mean *//p' out.txt)
+json_check an.json "assert r['command'] == 'analyze' and r['measurements'] == 3 and r['first_sweep'] == 2 \
+and abs(r['mean'] - ${mean}) < 1e-9 and r['expected']['value'] == 0.5"
 
 # A write that the file system refuses midway (file size limit) leaves the old file.
 before=$(cksum < a.nersc)
