@@ -3,10 +3,15 @@
 
 #include <petscsys.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <thread>
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 #include "src/core/error.h"
 #include "src/core/log.h"
@@ -170,6 +175,27 @@ void read_options(MPI_Comm comm, const std::string& prefix, const std::string& t
   require(ierr == 0, "reading the options of '", title, "' failed (PETSc error ", static_cast<int>(ierr), ")");
 }
 
+namespace {
+
+/// Without OMP_NUM_THREADS, a rank's OpenMP threads (host staging of PETSc's vectors, file I/O,
+/// the CPU backend's kernels) are its node's cores shared among the node's ranks, and no more
+/// than the cores it may run on. OpenMP's default, every core for every rank, oversubscribes a
+/// node of several ranks, and its spinning threads slow the host copies by an order of
+/// magnitude (docs/multi-gpu.md).
+void share_cores(int ranks_on_node) {
+#if defined(_OPENMP)
+  if (std::getenv("OMP_NUM_THREADS") || ranks_on_node <= 1) return;
+  const int visible = omp_get_num_procs();
+  const unsigned hardware = std::thread::hardware_concurrency();
+  const int share = static_cast<int>(hardware > 0 ? hardware : static_cast<unsigned>(visible)) / ranks_on_node;
+  omp_set_num_threads(std::max(1, std::min(visible, share)));
+#else
+  (void)ranks_on_node;
+#endif
+}
+
+}  // namespace
+
 RunOptions setup_from_options(MPI_Comm comm) {
   RunOptions o;
   std::string b, g;
@@ -180,11 +206,13 @@ RunOptions setup_from_options(MPI_Comm comm) {
   o.backend = b.empty() ? default_backend() : parse_backend(b);
   if (!g.empty()) o.grid = parse_coords(g, "-latke_grid");
   register_log_events();
-  int local_rank = 0;
+  int local_rank = 0, local_ranks = 1;
   MPI_Comm node;
   MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
   MPI_Comm_rank(node, &local_rank);
+  MPI_Comm_size(node, &local_ranks);
   MPI_Comm_free(&node);
+  share_cores(local_ranks);
   // With a PETSc built with CUDA, Latke runs on PETSc's GPU (which -device_select_cuda picks;
   // by default PETSc's rank modulo the devices), so that PETSc's vectors are on Latke's device.
   int device = local_rank;

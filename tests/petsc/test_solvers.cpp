@@ -2,9 +2,11 @@
 // against a dense solve, grid independence of the preconditioner, PETSc's flexible methods
 // with latke_schwarz, mixed-precision native solvers, bad input. 1 and 4 ranks.
 #include <gtest/gtest.h>
+#include <omp.h>
 #include <petscksp.h>
 
 #include <Eigen/Dense>
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstdio>
@@ -12,6 +14,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -769,9 +772,9 @@ KSP mg_gcr_ksp(const char* prefix, Mat A) {
 
 // Dense matrices of vectors, as PETSc's multi-right-hand-side interfaces hand them over:
 // MatMatMult(A, X) (PETSc's own product for a MATSHELL) is MatMult on each column, exactly;
-// latke_mg's PCMatApply (the set cycle)
-// is PCApply on each column to single precision's rounding; KSPMatSolve with GCR + latke_mg
-// solves every column, and with preonly gives PCMatApply's columns. On 1 and 4 ranks.
+// latke_mg's PCMatApply (the set cycle) is PCApply on each column to the half smoother's
+// rounding (10^-4); KSPMatSolve with GCR + latke_mg solves every column, and with preonly gives
+// PCMatApply's columns. On 1 and 4 ranks.
 std::string view_of(KSP k);
 
 TEST(NativeSolvers, DenseColumnsThroughMatMatMultPCMatApplyAndKSPMatSolve) {
@@ -835,7 +838,7 @@ TEST(NativeSolvers, DenseColumnsThroughMatMatMultPCMatApplyAndKSPMatSolve) {
     column(X, j, x);
     PCApply(pc, x, y);
     column(Y, j, x);
-    EXPECT_LT(diff(y, x), 1e-5) << "PCMatApply column " << j;
+    EXPECT_LT(diff(y, x), 1e-4) << "PCMatApply column " << j;  // the set kernels round otherwise (half smoother)
   }
   if (world_size() == 1)  // view_of writes one file through a one-rank viewer
     EXPECT_NE(view_of(ksp).find("right-hand sides of them in sets"), std::string::npos)
@@ -856,12 +859,28 @@ TEST(NativeSolvers, DenseColumnsThroughMatMatMultPCMatApplyAndKSPMatSolve) {
   for (PetscInt j = 0; j < n; ++j) {
     column(Y, j, x);
     column(Z, j, y);
-    EXPECT_LT(diff(x, y), 1e-5) << "KSPMatSolve (preonly) column " << j;
+    EXPECT_LT(diff(x, y), 1e-4) << "KSPMatSolve (preonly) column " << j;
   }
   for (const auto& o : opts) PetscOptionsClearValue(nullptr, o[0]);
   KSPDestroy(&ksp);
   MatDestroy(&X), MatDestroy(&Y), MatDestroy(&Z);
   VecDestroy(&x), VecDestroy(&y), VecDestroy(&proto);
+}
+
+// Without OMP_NUM_THREADS, LatkeInitialize shares each node's cores among the node's ranks
+// (OpenMP's default of every core for every rank oversubscribes the node). ctest threads_np2
+// runs it with the variable unset; where it is set, the test has nothing to check.
+TEST(Threads, RanksShareTheNodesCores) {
+  if (std::getenv("OMP_NUM_THREADS")) GTEST_SKIP() << "OMP_NUM_THREADS is set";
+  MPI_Comm node;
+  MPI_Comm_split_type(PETSC_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int ranks = 1;
+  MPI_Comm_size(node, &ranks);
+  MPI_Comm_free(&node);
+  if (ranks < 2) GTEST_SKIP() << "one rank on the node";
+  const int hardware = static_cast<int>(std::thread::hardware_concurrency());
+  EXPECT_EQ(omp_get_max_threads(), std::max(1, std::min(omp_get_num_procs(), hardware / ranks)))
+      << ranks << " ranks on a node of " << hardware << " cores";
 }
 
 /// KSPSolve from x = 0, which must converge.
