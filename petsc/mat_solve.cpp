@@ -1,5 +1,6 @@
-// MatLatkeSolve and MatLatkeSolveMultiMass (latke.h): the native solvers on a Latke matrix's
-// system, and on a staggered matrix's system at several masses, from C.
+// MatLatkeSolve, MatLatkeSolveMany and MatLatkeSolveMultiMass (latke.h): the native solvers on
+// a Latke matrix's system (for one right-hand side, or for many in sets), and on a staggered
+// matrix's system at several masses, from C.
 #include <algorithm>
 #include <cctype>
 #include <chrono>

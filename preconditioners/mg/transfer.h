@@ -75,8 +75,9 @@ class Transfer {
   /// zero on the other parity: R sums over its sites alone (half the basis read).
   void restrict_to(ColorSpinorField& coarse, const ColorSpinorField& fine) const;
   /// @brief restrict_to and prolongate for every field of two sets (ColorSpinorField::make_set)
-  /// of equal size, reading the basis once for several fields of the set rather than once per
-  /// field.
+  /// of equal size. For a Wilson fine level's fields in double or single the basis is read once
+  /// per group of fields (6 for R, 4 for P) rather than once per field; other fields go one by
+  /// one.
   void restrict_set(std::vector<ColorSpinorField>& coarse, const std::vector<ColorSpinorField>& fine) const;
   void prolongate_set(std::vector<ColorSpinorField>& fine, const std::vector<ColorSpinorField>& coarse) const;
   /// @brief R over only the fine sites on the last slice (into last) and the first slice
