@@ -96,6 +96,15 @@ void report(const SolverParam& p, int iteration, double r2, double b2) {
   if (p.monitor) p.monitor(iteration, std::sqrt(r2 / b2));
 }
 
+/// GCR's stop reason once its true residual has stayed above 0.9 of its best (|r|^2 best, |b|^2
+/// b2) for `iterations` iterations.
+std::string stall_reason(double best, double b2, int iterations) {
+  std::ostringstream why;
+  why << "the true residual stayed above " << std::sqrt(0.81 * best / b2) << " of |b| for the last " << iterations
+      << " iterations (stalled)";
+  return why.str();
+}
+
 /// x += xs (xs sloppy), then xs = 0.
 void fold(ColorSpinorField& x, ColorSpinorField& xs, ColorSpinorField& tmp) {
   tmp.copy_from(xs);
@@ -399,10 +408,7 @@ void gcr(Work& w, Preconditioner* K, ColorSpinorField& x, const ColorSpinorField
   int best_at = 0;
   while (r2 > target && st.iterations < p.max_iter) {
     if (p.stall_iterations > 0 && st.iterations - best_at >= p.stall_iterations) {
-      std::ostringstream why;
-      why << "the true residual stayed above " << std::sqrt(0.81 * best / b2) << " of |b| for the last "
-          << st.iterations - best_at << " iterations (stalled)";
-      st.stop_reason = why.str();
+      st.stop_reason = stall_reason(best, b2, st.iterations - best_at);
       break;
     }
     if (w.mixed()) rs.copy_from(r);
@@ -537,6 +543,147 @@ SolverStats solve(LinearOperator& A, LinearOperator* sloppy, Preconditioner* K, 
   st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   double local = st.outer_applications * A.flops() + st.sloppy_applications * (sloppy ? sloppy->flops() : 0.0);
   MPI_Allreduce(&local, &st.flops, 1, MPI_DOUBLE, MPI_SUM, A.lattice()->comm());
+  return st;
+}
+
+// Independent Krylov spaces rather than a block method: each system's GCR is the one solve()
+// runs (GcrCycle), so its iterations and result are those of a single solve to rounding, and a
+// system that converges early stops costing reductions. The set shares what dominates the
+// cost of a preconditioned iteration: the multigrid cycle and the operator, which read their
+// coefficients once for the set. The Gram-Schmidt reductions stay per system; each is a pass
+// over the system's own fields, so fusing them across the set would save only host
+// synchronisations, a few per system and iteration.
+std::vector<SolverStats> gcr_set(LinearOperator& A, LinearOperator* sloppy, Preconditioner* K,
+                                 std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& b,
+                                 const SolverParam& p) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const int n = static_cast<int>(b.size());
+  require(p.type == SolverType::gcr, "gcr_set: the solver is ", to_string(p.type), "; expected gcr");
+  require(n >= 1 && n <= blas::set_max && static_cast<int>(x.size()) == n, "gcr_set: ", x.size(), " solutions and ", n,
+          " right-hand sides; expected equal counts from 1 to ", blas::set_max);
+  require(p.tol > 0 && p.tol < 1, "solver tolerance ", p.tol, ": expected a number in (0, 1)");
+  require(p.max_iter >= 1, "solver iteration limit ", p.max_iter, ": expected at least 1");
+  require(p.restart >= 1, "GCR restart ", p.restart, ": expected at least 1");
+  require(p.restart_drop > 0 && p.restart_drop < 1, "GCR restart drop ", p.restart_drop,
+          ": expected a number in (0, 1)");
+  const Precision ap = A.field_param().precision;
+  for (int k = 0; k < n; ++k)
+    require(x[k].precision() == ap && b[k].precision() == ap, "gcr_set: solution and source ", k,
+            " must be in the operator's ", to_string(ap), " precision (got ", to_string(x[k].precision()), " and ",
+            to_string(b[k].precision()), ")");
+  LinearOperator& S = sloppy ? *sloppy : A;
+  const bool mixed = sloppy && sloppy != &A;
+  auto make = [&](const SpinorParam& sp) { return ColorSpinorField::make_set(A.lattice(), sp, n); };
+  std::vector<ColorSpinorField> r = make(A.field_param());
+  std::vector<ColorSpinorField> rs_mixed, xs_mixed;
+  std::optional<ColorSpinorField> tmp;
+  if (mixed) {
+    rs_mixed = make(S.field_param());
+    xs_mixed = make(partial_solution_field(S).param());
+    tmp.emplace(A.make_field());
+  }
+  std::vector<ColorSpinorField>& rs = mixed ? rs_mixed : r;
+  std::vector<ColorSpinorField>& xs = mixed ? xs_mixed : x;
+  // Direction j of every system is field k of the sets z[j], az[j]; system k's cycle sees its own.
+  std::vector<std::vector<ColorSpinorField>> z, az;
+  for (int j = 0; j < p.restart; ++j) {
+    z.push_back(make(S.field_param()));
+    az.push_back(make(S.field_param()));
+  }
+  std::vector<std::vector<ColorSpinorField>> zk(n), azk(n);
+  std::vector<std::unique_ptr<GcrCycle>> cycle;
+  for (int k = 0; k < n; ++k) {
+    for (int j = 0; j < p.restart; ++j) {
+      zk[k].push_back(z[j][k]);
+      azk[k].push_back(az[j][k]);
+    }
+    cycle.push_back(std::make_unique<GcrCycle>(zk[k], azk[k], p.restart));
+  }
+  std::vector<SolverStats> st(n);
+  std::vector<double> b2(n), target(n), r2(n), best(n), cycle_target(n);
+  std::vector<int> best_at(n, 0);
+  std::vector<bool> active(n), in_cycle(n);
+  auto true_residual = [&](int k) {
+    A.apply(r[k], x[k]);
+    ++st[k].outer_applications;
+    return blas::caxpby_norm(Cplx(1), b[k], Cplx(-1), r[k]);
+  };
+  auto count_sloppy_set = [&] {
+    for (int k = 0; k < n; ++k) ++(mixed ? st[k].sloppy_applications : st[k].outer_applications);
+  };
+  for (int k = 0; k < n; ++k) {
+    b2[k] = blas::cdot_norms(b[k], b[k]).xx;
+    require(b2[k] > 0, "gcr_set: source ", k, " is zero");
+    target[k] = p.tol * p.tol * b2[k];
+    r2[k] = true_residual(k);
+    st[k].initial_residual = std::sqrt(r2[k] / b2[k]);
+    best[k] = r2[k];
+    active[k] = r2[k] > target[k];
+  }
+  if (p.monitor) {
+    double worst = 0;
+    for (const SolverStats& s : st) worst = std::max(worst, s.initial_residual);
+    p.monitor(0, worst);
+  }
+  int iterations = 0;  // of the set: the most any system made
+  auto any = [](const std::vector<bool>& v) { return std::find(v.begin(), v.end(), true) != v.end(); };
+  while (any(active) && iterations < p.max_iter) {
+    for (int k = 0; k < n; ++k) {
+      in_cycle[k] = active[k];
+      if (active[k] && p.stall_iterations > 0 && st[k].iterations - best_at[k] >= p.stall_iterations) {
+        st[k].stop_reason = stall_reason(best[k], b2[k], st[k].iterations - best_at[k]);
+        active[k] = in_cycle[k] = false;
+      }
+      if (mixed) rs[k].copy_from(r[k]);
+      if (!in_cycle[k]) rs[k].zero();  // a zero residual: the set's directions for k are zero
+      cycle_target[k] = mixed ? std::max(target[k], p.restart_drop * p.restart_drop * r2[k]) : target[k];
+      cycle[k]->begin();
+    }
+    for (int j = 0; j < p.restart && any(in_cycle) && iterations < p.max_iter; ++j) {
+      if (K) {
+        K->apply_set(z[j], rs);
+      } else {
+        for (int k = 0; k < n; ++k) z[j][k].copy_from(rs[k]);
+      }
+      S.apply_set(az[j], z[j]);
+      count_sloppy_set();
+      ++iterations;
+      double worst = 0;
+      for (int k = 0; k < n; ++k) {
+        if (!in_cycle[k]) continue;
+        r2[k] = cycle[k]->add(rs[k], "GCR (a set)");
+        ++st[k].iterations;
+        worst = std::max(worst, r2[k] / b2[k]);
+        if (r2[k] <= cycle_target[k]) {
+          in_cycle[k] = false;
+          rs[k].zero();
+        }
+      }
+      if (p.monitor) p.monitor(iterations, std::sqrt(worst));
+    }
+    for (int k = 0; k < n; ++k) {
+      if (!active[k]) continue;
+      cycle[k]->update(xs[k]);
+      if (mixed) fold(x[k], xs[k], *tmp);
+      r2[k] = true_residual(k);  // restart from the true residual
+      ++st[k].reliable_updates;
+      if (r2[k] < 0.81 * best[k]) {
+        best[k] = r2[k];
+        best_at[k] = st[k].iterations;
+      }
+      active[k] = r2[k] > target[k];
+    }
+  }
+  synchronize(A.field_param().backend);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (int k = 0; k < n; ++k) {  // the verdict, in double with the operator itself
+    const double rk = true_residual(k);
+    st[k].true_residual = std::sqrt(rk / b2[k]);
+    st[k].converged = st[k].true_residual <= p.tol * (1 + 1e-6);
+    st[k].seconds = seconds;
+    double local = st[k].outer_applications * A.flops() + st[k].sloppy_applications * (mixed ? S.flops() : 0.0);
+    MPI_Allreduce(&local, &st[k].flops, 1, MPI_DOUBLE, MPI_SUM, A.lattice()->comm());
+  }
   return st;
 }
 
