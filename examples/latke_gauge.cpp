@@ -175,18 +175,22 @@ json observables_json(const GaugeObservables& o) {
           {"unitarity", o.unitarity}};
 }
 
-/// -latke_json: the record written atomically by the first rank (non-finite numbers as null);
-/// a failure is every rank's.
-void write_json(const std::string& path, const json& j) {
-  if (path.empty()) return;
+/// text written atomically to path by the first rank (`what`: the option naming the file); a
+/// failure is every rank's.
+void write_from_root(const std::string& path, const std::string& text, const char* what) {
   std::string why;
   try {
-    if (is_root()) write_text_atomically(path, j.dump(1) + "\n", "-latke_json");
+    if (is_root()) write_text_atomically(path, text, what);
   } catch (const std::exception& e) {
     why = e.what();
   }
   collective_require(PETSC_COMM_WORLD, why.empty(), why);
   if (is_root()) std::printf("wrote %s\n", path.c_str());
+}
+
+/// -latke_json: the record (non-finite numbers as null), when a path is given.
+void write_json(const std::string& path, const json& j) {
+  if (!path.empty()) write_from_root(path, j.dump(1) + "\n", "-latke_json");
 }
 
 void print_observables(const GaugeObservables& o) {
@@ -349,16 +353,7 @@ int cmd_generate() {
               {"measurements", measurements}});
     write_json(json_path, j);
   }
-  if (!history.empty()) {
-    std::string why;
-    try {
-      if (root) write_text_atomically(history, table.str(), "-latke_history");
-    } catch (const std::exception& e) {
-      why = e.what();
-    }
-    collective_require(PETSC_COMM_WORLD, why.empty(), why);
-    if (root) std::printf("wrote %s\n", history.c_str());
-  }
+  if (!history.empty()) write_from_root(history, table.str(), "-latke_history");
   return 0;
 }
 
