@@ -507,6 +507,33 @@ PetscErrorCode check_and_refine(KSP ksp, Mat A, Mat M, Vec bhat, Vec xhat, Vec b
   PetscFunctionReturn(0);
 }
 
+/// One line, before a PETSc solve, where the operator runs on the GPU and PETSc's vectors v
+/// (A's) are host vectors: each application then stages them over PCIe, which a PETSc built
+/// with CUDA avoids. Names the fix that applies to this PETSc.
+PetscErrorCode note_staged_vectors(Mat A, Vec v) {
+  const char* backend = nullptr;
+  VecType type = nullptr;
+  PetscInt n = 0;
+  PetscFunctionBeginUser;
+  PetscCall(LatkeGetBackend(&backend));
+  PetscCall(VecGetType(v, &type));
+  const std::string t = type;
+  if (std::string(backend) != "cuda" || t == VECCUDA || t == VECSEQCUDA || t == VECMPICUDA) PetscFunctionReturn(0);
+  PetscCall(MatGetLocalSize(A, &n, nullptr));
+#if defined(PETSC_HAVE_CUDA)
+  const char* fix =
+      "this PETSc has CUDA: device vectors need PETSc >= 3.26, PETSc's device on this GPU and no "
+      "-vec_type standard, see docs/petsc.md";
+#else
+  const char* fix = "a PETSc built with CUDA removes this: scripts/main.sh builds one on a GPU host, see docs/petsc.md";
+#endif
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD,
+                        "latke-solve: PETSc's vectors are on the host: each operator and preconditioner application "
+                        "copies its vectors over PCIe (about %.3g MB each way); %s\n",
+                        n * sizeof(PetscScalar) * 1e-6, fix));
+  PetscFunctionReturn(0);
+}
+
 /// -latke_kappas, -latke_gauge_next: the source b solved with a new Wilson-clover matrix on
 /// gauge, at kappa where it is given (the other operator options as given), by the KSP ksp (its
 /// operators replaced; PCSetUp timed apart) or, where ksp is null, natively with MatLatkeSolve.
@@ -743,6 +770,7 @@ PetscErrorCode run(int& status) {
                               "A^H, for complex matrices, and does not converge on Latke's operators; use "
                               "-ksp_type cgls or bicg, or -latke_native -latke_solver cgne\n"));
     }
+    PetscCall(note_staged_vectors(A, xhat));
     PetscCall(KSPSetUp(ksp));
     PetscBool logging = PETSC_FALSE;
     LogSnapshot before, after;

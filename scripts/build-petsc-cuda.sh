@@ -4,9 +4,9 @@
 #
 #   scripts/build-petsc-cuda.sh TARBALL PREFIX [BUILD_DIR]
 #
-#   TARBALL    the PETSc source distribution, e.g. petsc-3.26.1.tar.gz from PyPI
-#              (pip download --no-deps --no-binary :all: petsc==3.26.1, or
-#               https://files.pythonhosted.org/packages/source/p/petsc/petsc-3.26.1.tar.gz)
+#   TARBALL    the PETSc source distribution, e.g. petsc-3.26.1.tar.gz, the `petsc` package's
+#              on PyPI, fetched by name: pip download --no-deps --no-binary :all: petsc==3.26.1
+#              (scripts/main.sh does this, and builds, on a GPU host whose PETSc has no CUDA)
 #   PREFIX     where PETSc is installed (lib/libpetsc.so, include/, lib/pkgconfig/PETSc.pc)
 #   BUILD_DIR  where it is unpacked and built (default: PREFIX.build); kept for inspection
 #

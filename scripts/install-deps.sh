@@ -6,12 +6,14 @@
 # CUDA is used when nvcc is already installed (it is not installed here). Idempotent: does
 # nothing when everything is present.
 #   install-deps.sh                 what Latke needs
-#   install-deps.sh --petsc-build   what scripts/build-petsc-cuda.sh needs (no Debian PETSc)
+#   install-deps.sh --petsc-build   what scripts/build-petsc-cuda.sh needs (no Debian PETSc),
+#                                   and pip to fetch PETSc's source by name where python3 has none
 set -euo pipefail
 packages=(g++ make cmake pkg-config openmpi-bin libopenmpi-dev libeigen3-dev libgtest-dev libpetsc-complex-dev
           zlib1g-dev nlohmann-json3-dev python3-matplotlib python3-petsc4py-complex)
 if [ "${1:-}" = --petsc-build ]; then
   packages=(python3 make g++ openmpi-bin libopenmpi-dev libblas-dev liblapack-dev)
+  python3 -m pip --version >/dev/null 2>&1 || packages+=(python3-pip)
 elif [ $# -ne 0 ]; then
   echo "usage: $0 [--petsc-build]" >&2; exit 2
 fi
