@@ -79,14 +79,6 @@ static const char help[] =
 namespace latke {
 namespace {
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) out.push_back(item);
-  return out;
-}
-
 struct Result {
   std::string form, precision, reconstruct;
   double us, gflops, gbs;
@@ -208,18 +200,19 @@ void write_json(const std::string& path, const std::string& op, const Lattice& l
 
 int bench_dslash() {
   const RunOptions run = setup_from_options();
-  std::string lattice, precision_list, recon_list, form_list, schur_name, json;
+  std::string lattice, schur_name, json;
+  std::vector<std::string> precision_list, recon_list, form_list;
   bool dagger = false, tune_report_wanted = false, mass_given = false, kappa_given = false;
   long iters_opt = 0, set_count = 0;
   double mass = 0.1, kappa = 0, csw = 1.0, u0 = 1.0;
   std::string op_name;
   read_options(PETSC_COMM_WORLD, "", "latke-bench options", [&](OptionGroup& o) {
     op_name = o.string("-latke_op", "wilson", "Operator: wilson (clover), staggered (naive) or asqtad");
-    lattice = o.string("-latke_lattice", "16,16,16,16", "Global lattice X,Y,Z,T");
-    precision_list = o.string("-latke_precision", "single", "Precisions to time: list of double, single, half");
-    recon_list = o.string("-latke_reconstruct", "12",
-                          "Link reconstructions to time: list of 18, 12 (asqtad: of the long links)");
-    form_list = o.string("-latke_form", "dslash,matpc,full", "Forms to time: list of dslash, matpc, full");
+    lattice = coords_text(o.coords("-latke_lattice", Coords{16, 16, 16, 16}, "Global lattice X,Y,Z,T"));
+    precision_list = o.choice_list("-latke_precision", {"single"}, {"double", "single", "half"}, "Precisions to time");
+    recon_list = o.choice_list("-latke_reconstruct", {"12"}, {"18", "12"},
+                               "Link reconstructions to time: list of 18, 12 (asqtad: of the long links)");
+    form_list = o.choice_list("-latke_form", {"dslash", "matpc", "full"}, {"dslash", "matpc", "full"}, "Forms to time");
     schur_name = o.string("-latke_schur", "symmetric", "Even-odd form of matpc (wilson): symmetric or asymmetric");
     dagger = o.flag("-latke_dagger", false, "Time the daggered forms");
     mass = o.real("-latke_mass", 0.1, "Bare quark mass");
@@ -239,10 +232,10 @@ int bench_dslash() {
   const Coords dims = parse_coords(lattice, "-latke_lattice");
   auto lat = std::make_shared<Lattice>(PETSC_COMM_WORLD, dims, run.grid);
   std::vector<Precision> precisions;
-  for (const auto& s : split(precision_list)) precisions.push_back(parse_precision(s));
+  for (const auto& s : precision_list) precisions.push_back(parse_precision(s));
   std::vector<Reconstruct> recons;
-  for (const auto& s : split(recon_list)) recons.push_back(parse_reconstruct(s));
-  const std::vector<std::string> forms = split(form_list);
+  for (const auto& s : recon_list) recons.push_back(parse_reconstruct(s));
+  const std::vector<std::string> forms = form_list;
   for (const auto& f : forms)
     require(f == "dslash" || f == "matpc" || f == "full", "-latke_form '", f, "': expected dslash, matpc or full");
   const SchurType schur = parse_schur_type(schur_name);
@@ -500,15 +493,17 @@ void write_multimass_json(const std::string& path, const std::string& op, const 
 
 int bench_multimass() {
   require(LatkeInitialize() == 0, "LatkeInitialize failed");
-  std::string op_name, mass_list, sloppy_name, recon_name, strategy_list, json;
+  std::string op_name, sloppy_name, recon_name, json;
+  std::vector<std::string> strategy_list;
+  std::vector<double> masses;
   double u0 = 0, tol = 1e-10, delta = 0.1;
   long extrapolation = 4, max_it = 50000, repeat = 1, seed = 7;
   read_options(PETSC_COMM_WORLD, "", "latke-bench multimass options", [&](OptionGroup& o) {
     op_name = o.string("-latke_op", "asqtad", "Operator: asqtad or staggered (naive)");
-    mass_list =
-        o.string("-latke_masses", "",
-                 "Masses m1,m2,... from the lightest to the heaviest (default: 8, geometric from 0.005 to 0.1)");
-    strategy_list = o.string("-latke_multimass", "multishift,sequential", "Strategies to time: multishift, sequential");
+    masses = o.reals("-latke_masses", {},
+                     "Masses m1,m2,... from the lightest to the heaviest (default: 8, geometric from 0.005 to 0.1)");
+    strategy_list = o.choice_list("-latke_multimass", {"multishift", "sequential"}, {"multishift", "sequential"},
+                                  "Strategies to time");
     sloppy_name = o.string("-latke_solver_sloppy", "single", "Precision of the iterations: double, single or half");
     recon_name = o.string("-latke_reconstruct", "18", "Link storage, 18 or 12 reals (asqtad: the long links)");
     u0 = o.real("-latke_u0", 0.0, "Tadpole factor of asqtad fattening (0: the configuration's mean plaquette^(1/4))");
@@ -524,27 +519,12 @@ int bench_multimass() {
   if (!json.empty()) require_writable(PETSC_COMM_WORLD, json, "-latke_json");  // before the work
   require(op_name == "asqtad" || op_name == "staggered", "-latke_op '", op_name,
           "': expected asqtad or staggered (multi-mass solves are for the staggered operators)");
-  std::vector<double> masses;
-  if (mass_list.empty()) {
+  if (masses.empty())
     for (int i = 0; i < 8; ++i) masses.push_back(0.005 * std::pow(20.0, i / 7.0));
-  } else {
-    for (const auto& item : split(mass_list)) {
-      std::size_t used = 0;
-      double v = 0;
-      try {
-        v = std::stod(item, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      require(used > 0 && used == item.size(), "-latke_masses '", mass_list, "': '", item, "' is not a number");
-      masses.push_back(v);
-    }
-  }
   const double operator_mass = 0.1;  // every mass of the list is a shift of the operator's
   const std::vector<double> shifts = staggered_mass_shifts(masses, operator_mass);
   std::vector<MultiShiftStrategy> strategies;
-  for (const auto& s : split(strategy_list)) strategies.push_back(parse_multishift_strategy(s));
-  require(!strategies.empty(), "-latke_multimass '", strategy_list, "': expected multishift and/or sequential");
+  for (const auto& s : strategy_list) strategies.push_back(parse_multishift_strategy(s));
   const Precision sloppy = parse_precision(sloppy_name);
   const Reconstruct recon = parse_reconstruct(recon_name);
   require(repeat >= 1, "-latke_repeat ", repeat, ": expected at least 1");
@@ -692,7 +672,7 @@ int bench_mg() {
   double mass = -0.05, csw = 1.0;
   long iters = 0, set_count = 32;
   read_options(PETSC_COMM_WORLD, "", "latke-bench mg options", [&](OptionGroup& o) {
-    lattice = o.string("-latke_lattice", "16,16,16,32", "Global lattice X,Y,Z,T");
+    lattice = coords_text(o.coords("-latke_lattice", Coords{16, 16, 16, 32}, "Global lattice X,Y,Z,T"));
     mass = o.real("-latke_mass", mass, "Bare quark mass");
     csw = o.real("-latke_csw", csw, "Clover coefficient");
     iters = o.integer("-latke_iterations", 0, "Calls per timing (0: about 0.5 s of work)");
@@ -895,16 +875,18 @@ int bench_mg() {
 /// precision in the same run.
 int bench_schwarz() {
   const RunOptions run = setup_from_options();
-  std::string lattice, precision_list, block_list, type_name;
+  std::string lattice, block_list, type_name;
+  std::vector<std::string> precision_list;
   long steps = 8, iters_opt = 0;
   double mass = 0.1, csw = 1.0;
   read_options(PETSC_COMM_WORLD, "", "latke-bench schwarz options", [&](OptionGroup& o) {
-    lattice = o.string("-latke_lattice", "16,16,16,16", "Global lattice X,Y,Z,T");
-    precision_list = o.string("-latke_precision", "half,single", "Precisions to time: list of double, single, half");
+    lattice = coords_text(o.coords("-latke_lattice", Coords{16, 16, 16, 16}, "Global lattice X,Y,Z,T"));
+    precision_list =
+        o.choice_list("-latke_precision", {"half", "single"}, {"double", "single", "half"}, "Precisions to time");
     block_list = o.string("-latke_schwarz_blocks", "4,4,4,4:8,4,4,4:8,8,8,8",
                           "Block shapes to time, separated by colons: X,Y,Z,T:X,Y,Z,T...");
     steps = o.integer("-latke_schwarz_iterations", steps, "MR steps per block per application");
-    type_name = o.string("-latke_schwarz_type", "additive", "additive or multiplicative");
+    type_name = o.choice("-latke_schwarz_type", "additive", {"additive", "multiplicative"}, "Schwarz type");
     mass = o.real("-latke_mass", mass, "Bare quark mass");
     csw = o.real("-latke_csw", csw, "Clover coefficient");
     iters_opt = o.integer("-latke_iterations", 0, "Applications per timing (0: about 1 s of work)");
@@ -946,7 +928,7 @@ int bench_schwarz() {
   };
   for (Precision p : [&] {
          std::vector<Precision> v;
-         for (const auto& s : split(precision_list)) v.push_back(parse_precision(s));
+         for (const auto& s : precision_list) v.push_back(parse_precision(s));
          return v;
        }()) {
     EvenOddWilson w = even_odd_wilson(lat, links, src, p, mass, csw, run.backend);
@@ -1006,8 +988,8 @@ int bench_machine() {
   std::string json, kernel_lattice;
   read_options(PETSC_COMM_WORLD, "", "latke-bench machine options", [&](OptionGroup& o) {
     json = o.string("-latke_json", "machine.json", "The machine file to write");
-    kernel_lattice = o.string("-latke_kernel_lattice", "32,32,32,32",
-                              "Each rank's lattice for the kernels' calibration (MatPC, Schwarz blocks)");
+    kernel_lattice = coords_text(o.coords("-latke_kernel_lattice", Coords{32, 32, 32, 32},
+                                          "Each rank's lattice for the kernels' calibration (MatPC, Schwarz blocks)"));
   });
   require_writable(PETSC_COMM_WORLD, json, "-latke_json");
   int size = 1, rank = 0;

@@ -132,15 +132,14 @@ std::string describe_write(const GaugeWriteParam& w) {
 /// given, must be the file's (which brings its own); -latke_gauge_accept_nonunitary.
 GaugeReadParam input_options(const std::string& path, const GaugeFileInfo& info) {
   GaugeReadParam rp;
-  std::string lattice_opt;
+  Coords asked{};
   read_options(PETSC_COMM_WORLD, "", "latke-gauge input options", [&](OptionGroup& o) {
-    lattice_opt = o.string("-latke_lattice", "", "Lattice X,Y,Z,T: the file brings its own; if given, it must agree");
+    asked = o.coords("-latke_lattice", asked, "Lattice X,Y,Z,T: the file brings its own; if given, it must agree");
     rp.accept_nonunitary = o.flag("-latke_gauge_accept_nonunitary", false,
                                   "Read 3x3 links that are not SU(3) (smeared, fat) instead of refusing them");
   });
-  if (!lattice_opt.empty()) {
-    const Coords asked = parse_coords(lattice_opt, "-latke_lattice");
-    require(asked == info.dims, "-latke_lattice ", lattice_opt, " disagrees with ", path, ", which holds a ",
+  if (asked[0] > 0) {
+    require(asked == info.dims, "-latke_lattice ", coords_text(asked), " disagrees with ", path, ", which holds a ",
             dims_text(info.dims), " lattice");
   }
   return rp;
@@ -207,7 +206,8 @@ int cmd_generate() {
   const RunOptions run = setup_from_options();
   HeatbathParam hp;
   long overrelax = 4, seed = 1, sweeps = 100, every = 10, first_opt = -1;
-  std::string input, output, history, start_name, lattice_opt, json_path;
+  std::string input, output, history, start_name, json_path;
+  Coords asked{};
   read_options(PETSC_COMM_WORLD, "", "latke-gauge generate options", [&](OptionGroup& o) {
     hp.beta = o.real("-latke_beta", 6.0, "Wilson gauge coupling beta");
     overrelax = o.integer("-latke_overrelax", 4, "Over-relaxation passes per heat-bath pass");
@@ -220,7 +220,7 @@ int cmd_generate() {
     history = o.string("-latke_history", "", "Write every measurement as a table (for latke-gauge analyze)");
     json_path = o.string("-latke_json", "", "Write the run and every measurement as JSON (schema latke-gauge/1)");
     start_name = o.string("-latke_start", "hot", "Start: cold, hot or weak");
-    lattice_opt = o.string("-latke_lattice", "", "Global lattice X,Y,Z,T (default 8,8,8,8; with -latke_input the file's)");
+    asked = o.coords("-latke_lattice", asked, "Global lattice X,Y,Z,T (default 8,8,8,8; with -latke_input the file's)");
     first_opt = o.integer("-latke_first_pass", -1, "With -latke_input: heat-bath pass number keying the RNG (default: the file's)");
   });
   require(std::isfinite(hp.beta) && hp.beta >= 0, "-latke_beta ", hp.beta,
@@ -246,13 +246,11 @@ int cmd_generate() {
   if (!input.empty()) {
     info = read_gauge_info(PETSC_COMM_WORLD, input);
     dims = info.dims;
-    if (!lattice_opt.empty()) {
-      const Coords asked = parse_coords(lattice_opt, "-latke_lattice");
-      require(asked == dims, "-latke_lattice ", lattice_opt, " disagrees with ", input, ", which holds a ",
+    if (asked[0] > 0)
+      require(asked == dims, "-latke_lattice ", coords_text(asked), " disagrees with ", input, ", which holds a ",
               dims_text(dims), " lattice");
-    }
   } else {
-    dims = parse_coords(lattice_opt.empty() ? "8,8,8,8" : lattice_opt, "-latke_lattice");
+    dims = asked[0] > 0 ? asked : Coords{8, 8, 8, 8};
   }
   auto lat = std::make_shared<Lattice>(PETSC_COMM_WORLD, dims, run.grid);
   QuenchedGenerator gen(lat, run.backend, hp);

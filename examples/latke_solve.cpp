@@ -73,55 +73,47 @@ struct SolveOptions {
   std::vector<long> next;      ///< -latke_gauge_next: solved again on configurations this many sweeps apart
 };
 
-/// The numbers of "a,b,...", given as `option` (expected: what the error says is expected).
-std::vector<double> parse_numbers(const std::string& option, const std::string& list, const char* expected) {
-  std::vector<double> m;
-  std::stringstream ss(list);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    std::size_t used = 0;
-    double v = 0;
-    try {
-      v = std::stod(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    latke::require(used > 0 && used == item.size(), option, " '", list, "': '", item, "' is not a number (expected ",
-                   expected, ")");
-    m.push_back(v);
-  }
-  latke::require(!m.empty(), option, " '", list, "': the list is empty: expected ", expected);
-  return m;
+/// "a,b,..." as the options take it, for messages.
+template <typename T>
+std::string list_text(const std::vector<T>& v) {
+  std::ostringstream s;
+  for (std::size_t i = 0; i < v.size(); ++i) s << (i ? "," : "") << v[i];
+  return s.str();
 }
 
 SolveOptions read_solve_options() {
   SolveOptions o;
-  std::string form, site, masses, kappas, next;
-  bool masses_given = false;
+  std::string form;
+  std::vector<double> masses, kappas;
+  std::vector<long> site, next;
+  bool masses_given = false, kappas_given = false, next_given = false;
   latke::read_options(PETSC_COMM_WORLD, "", "latke-solve options", [&](latke::OptionGroup& g) {
-    o.op = g.string("-latke_op", "wilson", "Dirac operator: wilson (clover), staggered (naive) or asqtad");
-    form = g.string("-latke_form", "even_odd",
+    o.op = g.choice("-latke_op", "wilson", {"wilson", "staggered", "asqtad"},
+                    "Dirac operator: wilson (clover), staggered (naive) or asqtad");
+    form = g.choice("-latke_form", "even_odd", {"even_odd", "full"},
                     "Operator solved: even_odd (Wilson: Schur complement; staggered: normal operator) or full");
-    o.source = g.string("-latke_source", "point", "Source: point, wall, z2 or z4");
-    site = g.string("-latke_source_site", "0,0,0,0", "Point source site x,y,z,t (wall: t is the time slice)");
+    o.source = g.choice("-latke_source", "point", {"point", "wall", "z2", "z4"}, "Source");
+    site = g.integers("-latke_source_site", {0, 0, 0, 0}, "Point source site x,y,z,t (wall: t is the time slice)", 4);
     o.spin = g.integer("-latke_source_spin", 0, "Source spin (point and wall)");
     o.color = g.integer("-latke_source_color", 0, "Source color (point and wall)");
     o.seed = g.integer("-latke_source_seed", 1, "Seed of a noise source");
     o.json = g.string("-latke_json", "", "Write the summary as JSON to this file");
     o.save = g.string("-latke_save_solution", "", "Save the full solution (PETSc binary, lexicographic order)");
     o.native = g.flag("-latke_native", false, "Solve with Latke's native solver (-latke_solver ...) instead of a KSP");
-    masses = g.string("-latke_masses", "",
-                      "Staggered: solve at these masses m1,m2,... (lightest first) with MatLatkeSolveMultiMass "
-                      "(-latke_multimass multishift|sequential)");
+    masses = g.reals("-latke_masses", {},
+                     "Staggered: solve at these masses m1,m2,... (lightest first) with MatLatkeSolveMultiMass "
+                     "(-latke_multimass multishift|sequential)");
     masses_given = g.given("-latke_masses");
-    kappas = g.string("-latke_kappas", "",
-                      "Wilson-clover: after the solve, solve the same source again at each of these kappa k2,k3,... "
-                      "with a new matrix (its preconditioner set up anew, or rebuilt from the first one's null "
-                      "vectors with -pc_latke_mg_reuse_interpolation)");
-    next = g.string("-latke_gauge_next", "",
-                    "Wilson-clover: after the solve, solve the same source again on further configurations of the "
-                    "quenched chain, each this many sweeps n2,n3,... after the one before (-latke_gauge_beta, "
-                    "-latke_gauge_seed), with a new matrix as -latke_kappas makes");
+    kappas = g.reals("-latke_kappas", {},
+                     "Wilson-clover: after the solve, solve the same source again at each of these kappa k2,k3,... "
+                     "with a new matrix (its preconditioner set up anew, or rebuilt from the first one's null "
+                     "vectors with -pc_latke_mg_reuse_interpolation)");
+    next = g.integers("-latke_gauge_next", {},
+                      "Wilson-clover: after the solve, solve the same source again on further configurations of the "
+                      "quenched chain, each this many sweeps n2,n3,... after the one before (-latke_gauge_beta, "
+                      "-latke_gauge_seed), with a new matrix as -latke_kappas makes");
+    kappas_given = g.given("-latke_kappas");
+    next_given = g.given("-latke_gauge_next");
     o.solves = g.integer("-latke_solves", 1,
                          "Solve the system this many times from x = 0, keeping the preconditioner (the first "
                          "solve also tunes the kernels it launches first)");
@@ -129,54 +121,46 @@ SolveOptions read_solve_options() {
   latke::require(o.solves >= 1, "-latke_solves ", o.solves, ": expected at least 1");
   latke::require(o.solves == 1 || !masses_given, "-latke_solves ", o.solves,
                  ": repeated solves are not available with -latke_masses");
-  latke::require(o.op == "wilson" || o.op == "staggered" || o.op == "asqtad", "-latke_op '", o.op,
-                 "': expected wilson, staggered or asqtad");
-  latke::require(form == "even_odd" || form == "full", "-latke_form '", form, "': expected even_odd or full");
   o.form = form == "full" ? LATKE_OPERATOR_FULL : LATKE_OPERATOR_EVEN_ODD;
   if (masses_given) {
-    o.masses = parse_numbers("-latke_masses", masses, "masses m1,m2,... from the lightest to the heaviest");
-    latke::require(o.op != "wilson", "-latke_masses ", masses, ": multi-mass solves are for the staggered operators ",
+    latke::require(!masses.empty(),
+                   "-latke_masses: the list is empty: expected masses m1,m2,... from the lightest to "
+                   "the heaviest");
+    o.masses = masses;
+    latke::require(o.op != "wilson", "-latke_masses ", list_text(masses),
+                   ": multi-mass solves are for the staggered operators ",
                    "(-latke_op staggered or asqtad), not -latke_op ", o.op);
-    latke::require(o.form == LATKE_OPERATOR_EVEN_ODD, "-latke_masses ", masses,
+    latke::require(o.form == LATKE_OPERATOR_EVEN_ODD, "-latke_masses ", list_text(masses),
                    " solves the even-odd normal operator: it needs -latke_form even_odd, not full");
     latke::require(o.save.empty(), "-latke_save_solution is not available with -latke_masses");
   }
-  if (!kappas.empty()) {
-    o.kappas = parse_numbers("-latke_kappas", kappas, "positive hopping parameters k2,k3,...");
-    latke::require(o.op == "wilson", "-latke_kappas ", kappas, " is for Wilson-clover, not -latke_op ", o.op);
-    for (double k : o.kappas) latke::require(k > 0, "-latke_kappas ", kappas, ": ", k, " is not a positive kappa");
+  if (kappas_given) {
+    latke::require(!kappas.empty(), "-latke_kappas: the list is empty: expected positive hopping parameters k2,k3,...");
+    o.kappas = kappas;
+    latke::require(o.op == "wilson", "-latke_kappas ", list_text(kappas), " is for Wilson-clover, not -latke_op ",
+                   o.op);
+    for (double k : o.kappas)
+      latke::require(k > 0, "-latke_kappas ", list_text(kappas), ": ", k, " is not a positive kappa");
     PetscBool mass = PETSC_FALSE;
     PetscOptionsHasName(nullptr, nullptr, "-latke_mass", &mass);
-    latke::require(!mass, "-latke_kappas ", kappas, " sets kappa for each new matrix: give the first solve's as ",
-                   "-latke_kappa, not -latke_mass");
+    latke::require(!mass, "-latke_kappas ", list_text(kappas),
+                   " sets kappa for each new matrix: give the first solve's as ", "-latke_kappa, not -latke_mass");
   }
-  if (!next.empty()) {
-    for (double n : parse_numbers("-latke_gauge_next", next, "sweeps n2,n3,... between configurations")) {
-      latke::require(n >= 1 && n == std::floor(n), "-latke_gauge_next '", next, "': ", n,
+  if (next_given) {
+    latke::require(!next.empty(),
+                   "-latke_gauge_next: the list is empty: expected sweeps n2,n3,... between "
+                   "configurations");
+    for (long n : next)
+      latke::require(n >= 1, "-latke_gauge_next '", list_text(next), "': ", n,
                      " is not a number of sweeps (expected an integer, 1 or more)");
-      o.next.push_back(static_cast<long>(n));
-    }
-    latke::require(o.op == "wilson", "-latke_gauge_next ", next, " is for Wilson-clover, not -latke_op ", o.op);
-    latke::require(o.kappas.empty(), "-latke_gauge_next ", next, " and -latke_kappas ", kappas,
+    o.next = next;
+    latke::require(o.op == "wilson", "-latke_gauge_next ", list_text(next), " is for Wilson-clover, not -latke_op ",
+                   o.op);
+    latke::require(o.kappas.empty(), "-latke_gauge_next ", list_text(next), " and -latke_kappas ", list_text(kappas),
                    ": give one of them (each solves again with a new matrix)");
   }
-  latke::require(o.source == "point" || o.source == "wall" || o.source == "z2" || o.source == "z4", "-latke_source '",
-                 o.source, "': expected point, wall, z2 or z4");
-  for (int mu = 0; mu < 4; ++mu) o.site[mu] = 0;
-  std::size_t start = 0;
-  for (int mu = 0; mu < 4; ++mu) {
-    const std::size_t end = site.find(',', start);
-    const std::string item = site.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    std::size_t used = 0;
-    try {
-      o.site[mu] = std::stoi(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    latke::require(used > 0 && used == item.size() && (mu < 3) == (end != std::string::npos), "-latke_source_site '",
-                   site, "': expected four integers x,y,z,t");
-    start = end + 1;
-  }
+  latke::require(site.size() == 4, "-latke_source_site '", list_text(site), "': expected four integers x,y,z,t");
+  for (int mu = 0; mu < 4; ++mu) o.site[mu] = static_cast<int>(site[mu]);
   return o;
 }
 

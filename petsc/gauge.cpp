@@ -132,12 +132,13 @@ PetscErrorCode LatkeGaugeCreateFromOptions(MPI_Comm comm, const char prefix[], L
   LatkeCheckNull(gauge);
   PetscCall(guarded(comm, [&] {
     require_initialized();
-    std::string lattice, kind, cache;
+    std::string kind, cache;
+    Coords dims{};
     long seed = 1, sweeps = 200;
     double spread = -1, beta = 6.0;
     bool lattice_given = false, accept_nonunitary = false, quiet = false;
     read_options(comm, prefix ? prefix : "", "Latke gauge configuration options", [&](OptionGroup& o) {
-      lattice = o.string("-latke_lattice", "8,8,8,8", "Lattice extents X,Y,Z,T (a gauge file brings its own)");
+      dims = o.coords("-latke_lattice", Coords{8, 8, 8, 8}, "Lattice extents X,Y,Z,T (a gauge file brings its own)");
       kind = o.string(
           "-latke_gauge", "quenched",
           "Gauge field: quenched (thermalized by Latke's generator, cached), random, unit, or a NERSC/ILDG file");
@@ -167,7 +168,7 @@ PetscErrorCode LatkeGaugeCreateFromOptions(MPI_Comm comm, const char prefix[], L
     const Backend backend = run_backend();
     std::ostringstream desc;
     if (kind == "random" || kind == "unit") {
-      d->lattice = std::make_shared<const Lattice>(comm, parse_coords(lattice, "-latke_lattice"), default_grid());
+      d->lattice = std::make_shared<const Lattice>(comm, dims, default_grid());
       const double sp = kind == "unit" ? 0.0 : spread;
       d->links = random_gauge(*d->lattice, static_cast<std::uint64_t>(seed), sp);
       std::ostringstream what;
@@ -180,7 +181,7 @@ PetscErrorCode LatkeGaugeCreateFromOptions(MPI_Comm comm, const char prefix[], L
       else
         desc << "SU(3) projection of 1 + " << sp << " x Gaussian noise, seed " << seed;
     } else if (kind == "quenched") {
-      d->lattice = std::make_shared<const Lattice>(comm, parse_coords(lattice, "-latke_lattice"), default_grid());
+      d->lattice = std::make_shared<const Lattice>(comm, dims, default_grid());
       HeatbathParam hp;
       hp.beta = beta;
       hp.seed = static_cast<std::uint64_t>(seed);
@@ -197,7 +198,7 @@ PetscErrorCode LatkeGaugeCreateFromOptions(MPI_Comm comm, const char prefix[], L
       // line about every tenth of the sweeps.
       const auto t0 = std::chrono::steady_clock::now();
       std::ostringstream what;
-      what << lattice << ", beta " << beta << ", seed " << seed;
+      what << coords_text(dims) << ", beta " << beta << ", seed " << seed;
       const auto progress = [&, what = what.str()](int done, int total) {
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         if (s >= 2.0)
@@ -215,9 +216,8 @@ PetscErrorCode LatkeGaugeCreateFromOptions(MPI_Comm comm, const char prefix[], L
     } else {
       GaugeFileInfo info = read_gauge_info(comm, kind);
       if (lattice_given) {  // the file brings its lattice: one given as well must be the same
-        const Coords asked = parse_coords(lattice, "-" + pre + "latke_lattice");
-        require(asked == info.dims, "-", pre, "latke_lattice ", lattice, " disagrees with the gauge file ", kind,
-                ", which holds a ", info.dims[0], "x", info.dims[1], "x", info.dims[2], "x", info.dims[3],
+        require(dims == info.dims, "-", pre, "latke_lattice ", coords_text(dims), " disagrees with the gauge file ",
+                kind, ", which holds a ", info.dims[0], "x", info.dims[1], "x", info.dims[2], "x", info.dims[3],
                 " lattice (the file brings its own: leave -", pre, "latke_lattice out or give the same)");
       }
       GaugeReadParam rp;

@@ -41,6 +41,12 @@ const ColorSpinorField& ShellOperator::schur_rhs_parity(ColorSpinorField&, const
        "the even-odd system; use the full form)");
 }
 
+void ShellOperator::hermiticity(LatkeOperatorForm, ColorSpinorField&, const ColorSpinorField&, bool) {
+  fail(name(),
+       ": no hermiticity relation Op^dag = Gamma Op Gamma^-1 is known for it (needed for the transpose of a "
+       "preconditioner built on it)");
+}
+
 ColorSpinorField& ShellOperator::stage_field(int slot, bool full) {
   require(slot >= 0 && slot < 3, "staging slot ", slot, ": expected 0, 1 or 2");
   std::unique_ptr<ColorSpinorField>& f = stage_[slot][full ? 1 : 0];
@@ -57,26 +63,6 @@ bool is_full_vector(const ShellOperator& op, PetscInt n, const char* what) {
 
 // ---- helpers the operators' MATSHELLs share ------------------------------------------------
 
-namespace {
-std::vector<double> parse_reals(const std::string& text, const std::string& what) {
-  std::vector<double> v;
-  std::stringstream s(text);
-  for (std::string item; std::getline(s, item, ',');) {
-    std::size_t used = 0;
-    double x = 0;
-    try {
-      x = std::stod(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    require(used > 0 && used == item.size(), what, " '", text, "': '", item, "' is not a number");
-    v.push_back(x);
-  }
-  require(v.size() == 4, what, " '", text, "': expected four comma-separated numbers (x,y,z,t)");
-  return v;
-}
-}  // namespace
-
 Precision precision_of(LatkePrecision p) {
   switch (p) {
     case LATKE_PRECISION_DOUBLE: return Precision::double_;
@@ -86,21 +72,28 @@ Precision precision_of(LatkePrecision p) {
   fail("precision ", static_cast<int>(p), ": expected LATKE_PRECISION_DOUBLE, _SINGLE or _HALF");
 }
 
-std::array<Complex<double>, 4> boundary_phases(const PetscScalar given[4], const std::string& boundary,
-                                               const std::string& twist, const std::string& prefix) {
+std::array<Complex<double>, 4> boundary_phases(const PetscScalar given[4], const std::vector<double>& boundary,
+                                               const std::vector<double>& twist, const std::string& prefix) {
+  const auto text = [](const std::vector<double>& v) {
+    std::ostringstream s;
+    for (std::size_t i = 0; i < v.size(); ++i) s << (i ? "," : "") << v[i];
+    return s.str();
+  };
   std::array<Complex<double>, 4> phase;
   for (int mu = 0; mu < 4; ++mu) phase[mu] = Complex<double>(PetscRealPart(given[mu]), PetscImaginaryPart(given[mu]));
   if (!boundary.empty()) {
-    const std::vector<double> b = parse_reals(boundary, "-" + prefix + "latke_boundary");
+    const std::vector<double>& b = boundary;
+    require(b.size() == 4, "-", prefix, "latke_boundary '", text(b), "': expected four signs (x,y,z,t)");
     for (int mu = 0; mu < 4; ++mu) {
       static const char* const dims[4] = {"x", "y", "z", "t"};
-      require(b[mu] == 1 || b[mu] == -1, "-", prefix, "latke_boundary '", boundary, "': entry ", mu + 1, " (", dims[mu],
+      require(b[mu] == 1 || b[mu] == -1, "-", prefix, "latke_boundary '", text(b), "': entry ", mu + 1, " (", dims[mu],
               ") is ", b[mu], ": expected 1 or -1");
       phase[mu] = Complex<double>(b[mu]);
     }
   }
   if (!twist.empty()) {
-    const std::vector<double> t = parse_reals(twist, "-" + prefix + "latke_twist");
+    const std::vector<double>& t = twist;
+    require(t.size() == 4, "-", prefix, "latke_twist '", text(t), "': expected four numbers (x,y,z,t)");
     for (int mu = 0; mu < 4; ++mu)
       phase[mu] = phase[mu] * Complex<double>(std::cos(M_PI * t[mu]), std::sin(M_PI * t[mu]));
   }

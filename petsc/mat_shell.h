@@ -58,6 +58,11 @@ class ShellOperator {
   /// complement), else scratch, which receives f_p. Fields of parity() in one precision
   /// (double or single). Operators without such a relation fail naming themselves.
   virtual const ColorSpinorField& schur_rhs_parity(ColorSpinorField& scratch, const ColorSpinorField& r_p);
+  /// @brief out = Gamma in (inverse: Gamma^-1 in) for the form's hermiticity relation
+  /// Op^dag = Gamma Op Gamma^-1, through which preconditioners built to respect it take their
+  /// transposes (PCApplyTranspose). Fields of the form's shape, in double or single; out may not
+  /// be in. Operators without such a relation fail naming themselves.
+  virtual void hermiticity(LatkeOperatorForm form, ColorSpinorField& out, const ColorSpinorField& in, bool inverse);
   /// @brief The same operator with every field held in double precision, built anew from the
   /// links (what an independent residual check applies), or null when this one is double.
   virtual std::shared_ptr<ShellOperator> in_double() const = 0;
@@ -156,8 +161,8 @@ Precision precision_of(LatkePrecision p);
 
 /// @brief Boundary phases from the C API's array, then -latke_boundary (signs, each 1 or -1)
 /// and -latke_twist (extra phases e^{i pi a}) as read (empty: not given); checks modulus one.
-std::array<Complex<double>, 4> boundary_phases(const PetscScalar given[4], const std::string& boundary,
-                                               const std::string& twist, const std::string& prefix);
+std::array<Complex<double>, 4> boundary_phases(const PetscScalar given[4], const std::vector<double>& boundary,
+                                               const std::vector<double>& twist, const std::string& prefix);
 
 /// Copies of double-precision vectors in an operator's own precision (the fields themselves
 /// when that is double), kept between applications: slot k for the k-th vector of a call.

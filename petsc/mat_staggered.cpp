@@ -34,19 +34,20 @@ Settings resolve(const LatkeStaggeredParams& in, MPI_Comm comm, const std::strin
   const StaggeredType type = in.type == LATKE_STAGGERED_NAIVE ? StaggeredType::naive : StaggeredType::asqtad;
   const Reconstruct recon = in.reconstruct == 12 ? Reconstruct::r12 : Reconstruct::r18;
 
-  std::string type_name, boundary, twist, parity, precision, reconstruct;
+  std::string type_name, parity, precision, reconstruct;
+  std::vector<double> boundary, twist;
   read_options(comm, prefix, "Latke staggered operator options", [&](OptionGroup& o) {
     p.mass = o.real("-latke_mass", in.mass, "Quark mass m: M = 2m + D (MILC's convention, D without 1/2), m >= 0");
-    type_name = o.string("-latke_staggered", to_string(type),
+    type_name = o.choice("-latke_staggered", to_string(type), {"naive", "asqtad"},
                          "Staggered operator: naive, or asqtad (fat7 + Lepage fat links and Naik long links)");
     p.u0 = o.real("-latke_u0", in.u0, "Tadpole factor u0 of asqtad fattening (a path of L links / u0^(L-1))");
-    boundary = o.string("-latke_boundary", "", "Boundary signs x,y,z,t, each 1 or -1 (default 1,1,1,-1)");
-    twist = o.string("-latke_twist", "", "Extra boundary phases exp(i pi a) for a,b,c,d (default 0,0,0,0)");
-    parity = o.string("-latke_parity", in.parity == 0 ? "even" : "odd",
-                      "Parity of the even-odd (normal) operator: even or odd");
-    precision = o.string("-latke_precision", to_string(precision_of(in.precision)),
-                         "Storage of the operator's links: double, single or half");
-    reconstruct = o.string("-latke_reconstruct", to_string(recon),
+    boundary = o.reals("-latke_boundary", {}, "Boundary signs x,y,z,t, each 1 or -1 (default 1,1,1,-1)", 4);
+    twist = o.reals("-latke_twist", {}, "Extra boundary phases exp(i pi a) for a,b,c,d (default 0,0,0,0)", 4);
+    parity = o.choice("-latke_parity", in.parity == 0 ? "even" : "odd", {"even", "odd"},
+                      "Parity of the even-odd (normal) operator");
+    precision = o.choice("-latke_precision", to_string(precision_of(in.precision)), {"double", "single", "half"},
+                         "Storage of the operator's links");
+    reconstruct = o.choice("-latke_reconstruct", to_string(recon), {"18", "12"},
                            "Link storage, 18 or 12 reals: naive links, or asqtad long links (fat links stay at 18)");
   });
   p.type = parse_staggered_type(type_name);

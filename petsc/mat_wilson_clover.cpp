@@ -41,19 +41,22 @@ Settings resolve(const LatkeWilsonCloverParams& in, MPI_Comm comm, const std::st
 
   double mass = 0, kappa = 0, csw = p.csw;
   bool mass_given = false, kappa_given = false;
-  std::string boundary, twist, schur, parity, precision, reconstruct;
+  std::string schur, parity, precision, reconstruct;
+  std::vector<double> boundary, twist;
   read_options(comm, prefix, "Latke Wilson-clover operator options", [&](OptionGroup& o) {
     mass = o.real("-latke_mass", p.mass, "Bare quark mass m: M = (4 + m) - D/2 + C_sw");
     kappa = o.real("-latke_kappa", in.kappa, "Hopping parameter kappa = 1/(2m + 8), instead of -latke_mass");
     csw = o.real("-latke_csw", p.csw, "Clover coefficient c_sw (1: tree-level improvement)");
-    boundary = o.string("-latke_boundary", "", "Boundary signs x,y,z,t, each 1 or -1 (default 1,1,1,-1)");
-    twist = o.string("-latke_twist", "", "Extra boundary phases exp(i pi a) for a,b,c,d (default 0,0,0,0)");
-    schur = o.string("-latke_schur", to_string(s.schur), "Even-odd form: symmetric or asymmetric");
-    parity = o.string("-latke_parity", s.parity == 0 ? "even" : "odd", "Parity of the even-odd system: even or odd");
-    precision = o.string("-latke_precision", to_string(p.precision),
-                         "Storage of the operator's fields: double, single or half");
-    reconstruct = o.string("-latke_reconstruct", in.reconstruct == 0 ? "auto" : to_string(p.reconstruct),
-                           "Gauge link storage: 18 or 12 reals, or auto (12 on the GPU when the links are SU(3))");
+    boundary = o.reals("-latke_boundary", {}, "Boundary signs x,y,z,t, each 1 or -1 (default 1,1,1,-1)", 4);
+    twist = o.reals("-latke_twist", {}, "Extra boundary phases exp(i pi a) for a,b,c,d (default 0,0,0,0)", 4);
+    schur = o.choice("-latke_schur", to_string(s.schur), {"symmetric", "asymmetric"}, "Even-odd form");
+    parity =
+        o.choice("-latke_parity", s.parity == 0 ? "even" : "odd", {"even", "odd"}, "Parity of the even-odd system");
+    precision = o.choice("-latke_precision", to_string(p.precision), {"double", "single", "half"},
+                         "Storage of the operator's fields");
+    reconstruct =
+        o.choice("-latke_reconstruct", in.reconstruct == 0 ? "auto" : to_string(p.reconstruct), {"auto", "18", "12"},
+                 "Gauge link storage: 18 or 12 reals, or auto (12 on the GPU when the links are SU(3))");
     mass_given = o.given("-latke_mass");
     kappa_given = o.given("-latke_kappa");
   });
@@ -129,6 +132,22 @@ class WilsonCloverShell final : public StoredShell {
         linear_operator(LATKE_OPERATOR_FULL, r_p.precision(), Coords{0, 0, 0, 0}));
     lin->op().clover(scratch, r_p, false);
     return scratch;
+  }
+
+  /// gamma_5 for M and the asymmetric Schur complement S, which are gamma_5-Hermitian; gamma_5 A_pp
+  /// for the symmetric Mhat = A_pp^-1 S, whose adjoint is S A_pp^-1 = gamma_5 A_pp Mhat A_pp^-1
+  /// gamma_5 (the clover term commutes with gamma_5).
+  void hermiticity(LatkeOperatorForm form, ColorSpinorField& out, const ColorSpinorField& in, bool inverse) override {
+    if (form == LATKE_OPERATOR_FULL || schur_ == SchurType::asymmetric) {
+      apply_gamma5(out, in);
+      return;
+    }
+    require(in.n_parity() == 1 && in.block_parity(0) == parity_ && out.is_like(in),
+            "hermiticity: expected two fields of parity ", parity_, " in one precision");
+    auto lin = std::dynamic_pointer_cast<WilsonCloverLinear>(
+        linear_operator(LATKE_OPERATOR_FULL, in.precision(), Coords{0, 0, 0, 0}));
+    lin->op().clover(out, in, inverse);
+    apply_gamma5(out, out);
   }
 
   bool has_diagonal(LatkeOperatorForm form) const override { return form == LATKE_OPERATOR_FULL; }

@@ -3,8 +3,8 @@
 // context is the shell's. A context type C provides, found by argument-dependent lookup,
 //   void set_up(C&, Mat pmat);  PetscErrorCode view(C&, PetscViewer);
 // the members `k` (the preconditioner, null until set up: k->apply(out, in), k->apply_set for
-// PCMatApply's dense columns), `op` (the
-// matrix's ShellOperator), `applies` (a count), and `static constexpr const char* type` (its
+// PCMatApply's dense columns; PCApplyTranspose goes through the matrix's hermiticity), `op` (the
+// matrix's ShellOperator), `form` (the matrix's), `applies` (a count), and `static constexpr const char* type` (its
 // PC type name). PETSc's vectors reach k as Latke fields (VecField: in place or staged). PCRegister'ed types
 // fill the PC's operation table, which lives in PETSc's private pcimpl.h (the same fields in
 // 3.18 and 3.26).
@@ -56,6 +56,38 @@ struct PCAdapter {
       in.release();
       ++c.applies;
     }));
+    PetscFunctionReturn(0);
+  }
+  /// y = K^T x (PCApplyTranspose; KSPSolveTranspose, and conj'ed around it PCApplyHermitianTranspose)
+  /// as conj(Gamma K Gamma^-1 conj(x)), with the matrix's hermiticity M^dag = Gamma M Gamma^-1
+  /// (ShellOperator::hermiticity; Wilson-clover: gamma_5, or gamma_5 A_pp for the symmetric
+  /// Schur complement). For K = M^-1 this is M^-T; the preconditioners are built to respect
+  /// the relation as M^-1 does (their smoothers' and block solves' inner products make them do
+  /// so only approximately, as they make them variable).
+  template <C& (*of)(PC)>
+  static PetscErrorCode op_apply_transpose(PC pc, Vec x, Vec y) {
+    Vec t = nullptr;
+    PetscFunctionBeginUser;
+    PetscCall(VecDuplicate(x, &t));
+    PetscCall(VecCopy(x, t));
+    PetscCall(VecConjugate(t));
+    const PetscErrorCode ierr = guarded(comm(pc), [&] {
+      C& c = of(pc);
+      require(c.k != nullptr, "the ", C::type, " preconditioner is not set up");
+      VecField in(*c.op, t, Access::read, 0);
+      ColorSpinorField g(in.field().lattice_ptr(), in.field().param());
+      c.op->hermiticity(c.form, g, in.field(), true);
+      in.release();
+      ColorSpinorField k(g.lattice_ptr(), g.param());
+      c.k->apply(k, g);
+      VecField out(*c.op, y, Access::write, 1);
+      c.op->hermiticity(c.form, out.field(), k, false);
+      out.release();
+      ++c.applies;
+    });
+    PetscCall(VecDestroy(&t));
+    PetscCall(ierr);
+    PetscCall(VecConjugate(y));
     PetscFunctionReturn(0);
   }
   /// Y = K X column by column of two dense matrices (PCMatApply; KSPMatSolve): the columns in
@@ -118,6 +150,7 @@ struct PCAdapter {
     pc->ops->setup = setup;
     pc->ops->apply = op_apply<registered>;
     pc->ops->matapply = op_matapply<registered>;
+    pc->ops->applytranspose = op_apply_transpose<registered>;
     pc->ops->view = op_view<registered>;
     pc->ops->presolve = op_presolve;
     pc->ops->destroy = op_destroy<registered>;
@@ -138,6 +171,7 @@ struct PCAdapter {
     PetscCall(PCShellSetContext(pc, c.release()));
     PetscCall(PCShellSetApply(pc, op_apply<shell>));
     PetscCall(PCShellSetMatApply(pc, op_matapply<shell>));
+    PetscCall(PCShellSetApplyTranspose(pc, op_apply_transpose<shell>));
     PetscCall(PCShellSetView(pc, op_view<shell>));
     PetscCall(PCShellSetPreSolve(pc, op_presolve));
     PetscCall(PCShellSetDestroy(pc, op_destroy<shell>));

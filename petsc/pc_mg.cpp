@@ -23,33 +23,17 @@ namespace latke::mg {
 
 namespace {
 
-std::vector<std::string> split(const std::string& text, char sep) {
-  std::vector<std::string> out;
-  std::stringstream s(text);
-  for (std::string item; std::getline(s, item, sep);) out.push_back(item);
-  return out;
+/// A per-level list (the last value repeated to n levels).
+template <typename T>
+std::vector<T> per_level(std::vector<T> v, int n) {
+  while (!v.empty() && static_cast<int>(v.size()) < n) v.push_back(v.back());
+  return v;
 }
 
-/// "a,b,c" -> per level values, the last one repeated.
-std::vector<long> int_list(const std::string& text, const std::string& option, int n) {
-  std::vector<long> v;
-  for (const std::string& item : split(text, ',')) {
-    std::size_t used = 0;
-    long x = 0;
-    try {
-      x = std::stol(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    require(used > 0 && used == item.size(), option, " '", text, "': '", item, "' is not an integer");
-    require(x >= std::numeric_limits<int>::min() && x <= std::numeric_limits<int>::max(), option, " ", text, ": '",
-            item, "' is out of range: expected an integer from ", std::numeric_limits<int>::min(), " to ",
-            std::numeric_limits<int>::max());
-    v.push_back(x);
-  }
-  require(!v.empty(), option, " '", text, "': expected one or more comma-separated integers");
-  while (static_cast<int>(v.size()) < n) v.push_back(v.back());
-  return v;
+std::string list_text(const std::vector<long>& v) {
+  std::string s;
+  for (long x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+  return s;
 }
 
 /// Default aggregates: on level 0 extent 4 where the local extent is a multiple of 8, else 2
@@ -85,14 +69,17 @@ std::vector<Coords> default_blocks(const Lattice& fine, int max_levels, const mg
 
 }  // namespace
 
-MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const Lattice& fine) {
+MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const Lattice& fine,
+                                   const MultigridSettings* set_c) {
   const std::string prefix = prefix_c ? prefix_c : "";
+  const MultigridSettings set = set_c ? *set_c : MultigridSettings{};
   MultigridOptions o;
   MultigridParam& p = o.param;
   long levels = 0, refine = 0, batch = p.setup_batch, coarse_max = p.coarse_max_it, coarse_restart = p.coarse_restart,
        seed = 1;
-  std::string block, nvec, precision, transfer, setup_its, setup_restrict_its, setup_solver, setup_prec, cycle,
-      set_math, refresh_its;
+  std::string setup_solver, cycle, set_math;
+  std::vector<long> block, nvec, setup_its, setup_restrict_its, refresh_its;
+  std::vector<std::string> precision, transfer, setup_prec;
   long gather_sites = p.gather_sites;
   std::vector<long> ranks(5, 0);  // per level (the most levels: 5)
   static const char* const rank_options[5] = {nullptr, "-pc_latke_mg_levels_1_ranks", "-pc_latke_mg_levels_2_ranks",
@@ -101,43 +88,48 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
   double setup_tol = 1e-6;
   bool setup_eo = p.setup_even_odd, setup_restrict = p.setup_restrict;
   read_options(comm, prefix, "Latke multigrid preconditioner options", [&](OptionGroup& g) {
-    levels = g.integer("-pc_latke_mg_levels", 0,
+    levels = g.integer("-pc_latke_mg_levels", set.levels,
                        "Levels including the fine one (0: as many as the default aggregates allow, at most 4)");
-    block = g.string("-pc_latke_mg_block", "",
-                     "Aggregate extents per level, X,Y,Z,T for level 0, then :X,Y,Z,T for level 1, ... "
-                     "(default: 4 where the local extent is a multiple of 8 on level 0, else 2 where it is a "
-                     "multiple of 4, else 3 where it is a multiple of 6)");
-    nvec = g.string("-pc_latke_mg_nvec", "24,32", "Null vectors per level (comma list; the last repeats)");
-    transfer = g.string("-pc_latke_mg_transfer_precision", "half",
-                        "Storage of the null-space basis that P and R read: single or half (comma list per level)");
-    precision =
-        g.string("-pc_latke_mg_precision", "single",
-                 "Storage of the coarse levels' operators: double, single or half (comma list per coarse level)");
-    setup_its = g.string("-pc_latke_mg_setup_iterations", "100",
-                         "Inverse-iteration steps per null vector, per level (comma list)");
+    block = g.integers("-pc_latke_mg_block", set.block,
+                       "Aggregate extents per level: X,Y,Z,T of level 0, then X,Y,Z,T of level 1, ... in one comma "
+                       "list (default: 4 where the local extent is a multiple of 8 on level 0, else 2 where it is a "
+                       "multiple of 4, else 3 where it is a multiple of 6)",
+                       16);
+    nvec = g.integers("-pc_latke_mg_nvec", set.nvec.empty() ? std::vector<long>{24, 32} : set.nvec,
+                      "Null vectors per level (comma list; the last repeats)", 4);
+    transfer = g.choice_list("-pc_latke_mg_transfer_precision", {"half"}, {"single", "half"},
+                             "Storage of the null-space basis that P and R read, per level (comma list)", 4);
+    precision = g.choice_list("-pc_latke_mg_precision", {"single"}, {"double", "single", "half"},
+                              "Storage of the coarse levels' operators, per coarse level (comma list)", 4);
+    setup_its = g.integers("-pc_latke_mg_setup_iterations", {100},
+                           "Inverse-iteration steps per null vector, per level (comma list)", 4);
     setup_tol =
         g.real("-pc_latke_mg_setup_tol", setup_tol, "Stop a null vector's inverse iteration at this |M v|/|M v0|");
-    setup_solver =
-        g.string("-pc_latke_mg_setup_solver", "bicgstab", "Inverse-iteration solver: bicgstab, gcr, mr, cgnr or cgne");
+    setup_solver = g.choice("-pc_latke_mg_setup_solver", "bicgstab", {"bicgstab", "gcr", "mr", "cgnr", "cgne"},
+                            "Inverse-iteration solver");
     setup_prec =
-        g.string("-pc_latke_mg_setup_precision", setup_solver == "mr" ? "single" : "half",
-                 "Inverse-iteration steps: single, or half (solutions accumulated in single); comma list per level");
+        g.choice_list("-pc_latke_mg_setup_precision", {setup_solver == "mr" ? "single" : "half"}, {"single", "half"},
+                      "Inverse-iteration steps, per level (comma list; half: solutions accumulated in "
+                      "single)",
+                      4);
     setup_eo = g.flag("-pc_latke_mg_setup_even_odd", p.setup_even_odd,
                       "Inverse iteration on each level's even-odd system (else on the full operator)");
     setup_restrict = g.flag("-pc_latke_mg_setup_restrict", p.setup_restrict,
                             "Coarse levels start their null vectors from the level above's, restricted (the rest "
                             "Gaussian); false: all Gaussian");
-    setup_restrict_its = g.string("-pc_latke_mg_setup_restrict_iterations", "30",
-                                  "Inverse-iteration steps for the restricted starts, per coarse level from level 1 "
-                                  "(comma list; 0: taken as restricted)");
+    setup_restrict_its = g.integers("-pc_latke_mg_setup_restrict_iterations", {30},
+                                    "Inverse-iteration steps for the restricted starts, per coarse level from level "
+                                    "1 (comma list; 0: taken as restricted)",
+                                    4);
     refine = g.integer("-pc_latke_mg_setup_refine", 0, "Refinement passes: rerun the setup with the current hierarchy");
     batch = g.integer("-pc_latke_mg_setup_batch", batch,
                       "Null vectors solved together by one BiCGstab over the set (1: one at a time)");
-    set_math = g.string("-pc_latke_mg_setup_mma", "automatic",
+    set_math = g.choice("-pc_latke_mg_setup_mma", "automatic", {"automatic", "tf32x3", "fp32"},
                         "Coarse levels' null vectors solved together multiply on tensor cores (tf32x3: split "
                         "operands, nearly FP32's accuracy) or on the CUDA cores (fp32); automatic: tf32x3 on CUDA "
                         "where the level is large enough");
-    cycle = g.string("-pc_latke_mg_cycle", "vcycle", "vcycle, or kcycle (GCR on intermediate levels)");
+    cycle = g.choice("-pc_latke_mg_cycle", set.cycle.empty() ? "vcycle" : set.cycle, {"vcycle", "kcycle"},
+                     "V-cycle, or K-cycle (GCR on intermediate levels)");
     gather_sites = g.integer("-pc_latke_mg_gather_sites", gather_sites,
                              "A coarse level spread over several ranks is gathered whole onto every rank when it "
                              "would have at most this many sites per rank (0: never; _levels_N_ranks decides first)");
@@ -155,10 +147,11 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
     o.reuse_interpolation =
         g.flag("-pc_latke_mg_reuse_interpolation", false,
                "When the operator changes (same lattice), keep the null vectors and rebuild only the coarse operators");
-    refresh_its = g.string("-pc_latke_mg_refresh_iterations", "0",
-                           "With _reuse_interpolation: inverse-iteration steps that refresh the kept null vectors on "
-                           "the new operator before the rebuild, per level (comma list; the last repeats; 0: kept as "
-                           "they are)");
+    refresh_its = g.integers("-pc_latke_mg_refresh_iterations", {0},
+                             "With _reuse_interpolation: inverse-iteration steps that refresh the kept null vectors on "
+                             "the new operator before the rebuild, per level (comma list; the last repeats; 0: kept as "
+                             "they are)",
+                             4);
     max_growth = g.real("-pc_latke_mg_reuse_max_growth", max_growth,
                         "With _reuse_interpolation: set up anew instead where the kept null vectors' mean |M v|/|v| "
                         "on the new operator exceeds this many times that on the one they were found for (0: never)");
@@ -179,29 +172,31 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
             " levels (0 to ", p.levels - 1, ")");
   p.ranks.resize(p.levels);
   const int nt = p.levels - 1;
-  const std::vector<std::string> blocks = split(block, ':');
-  const std::vector<long> nv = int_list(nvec, pre + "pc_latke_mg_nvec", nt),
-                          its = int_list(setup_its, pre + "pc_latke_mg_setup_iterations", nt),
-                          rits = int_list(setup_restrict_its, pre + "pc_latke_mg_setup_restrict_iterations", nt),
-                          refresh = int_list(refresh_its, pre + "pc_latke_mg_refresh_iterations", nt);
-  require(static_cast<int>(refresh.size()) <= nt, pre, "pc_latke_mg_refresh_iterations '", refresh_its,
+  require(block.size() % 4 == 0, pre, "pc_latke_mg_block '", list_text(block), "': ", block.size(),
+          " integers; expected four (X,Y,Z,T) per level");
+  require(static_cast<int>(block.size()) / 4 <= nt, pre, "pc_latke_mg_block '", list_text(block),
+          "': ", block.size() / 4, " levels' aggregates for ", nt, " level(s) with aggregates");
+  for (long b : block)
+    require(b >= 1, pre, "pc_latke_mg_block '", list_text(block), "': extent ", b, ": expected positive extents");
+  const std::vector<long> nv = per_level(nvec, nt), its = per_level(setup_its, nt),
+                          rits = per_level(setup_restrict_its, nt), refresh = per_level(refresh_its, nt);
+  require(static_cast<int>(refresh.size()) <= nt, pre, "pc_latke_mg_refresh_iterations '", list_text(refresh_its),
           "': ", refresh.size(), " levels' steps for ", nt, " level(s) with null vectors");
   for (long r : refresh)
-    require(r >= 0, pre, "pc_latke_mg_refresh_iterations '", refresh_its, "': ", r, " steps: expected 0 or more");
+    require(r >= 0, pre, "pc_latke_mg_refresh_iterations '", list_text(refresh_its), "': ", r,
+            " steps: expected 0 or more");
   o.refresh.assign(refresh.begin(), refresh.end());
-  const std::vector<std::string> precs = split(precision, ','), tprecs = split(transfer, ','),
-                                 sprecs = split(setup_prec, ',');
-  require(!sprecs.empty(), pre, "pc_latke_mg_setup_precision '", setup_prec, "': expected single or half per level");
-  require(!tprecs.empty(), pre, "pc_latke_mg_transfer_precision '", transfer, "': expected single or half per level");
-  require(!precs.empty(), pre, "pc_latke_mg_precision '", precision,
-          "': expected double, single or half per coarse level");
+  const std::vector<std::string>& precs = precision;
+  const std::vector<std::string>& tprecs = transfer;
+  const std::vector<std::string>& sprecs = setup_prec;
   const SolverType ss = parse_solver_type(setup_solver);
   p.setup_set_math = parse_set_math(set_math, pre + "pc_latke_mg_setup_mma");
   p.level.assign(nt, LevelParam{});
   for (int l = 0; l < nt; ++l) {
     LevelParam& q = p.level[l];
-    q.block = l < static_cast<int>(blocks.size())
-                  ? parse_coords(blocks[l], pre + "pc_latke_mg_block")
+    q.block = 4 * l < static_cast<int>(block.size())
+                  ? Coords{static_cast<int>(block[4 * l]), static_cast<int>(block[4 * l + 1]),
+                           static_cast<int>(block[4 * l + 2]), static_cast<int>(block[4 * l + 3])}
                   : (l < static_cast<int>(auto_blocks.size()) ? auto_blocks[l] : Coords{2, 2, 2, 2});
     q.nvec = static_cast<int>(nv[l]);
     q.setup_iterations = static_cast<int>(its[l]);
@@ -212,10 +207,10 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
     q.setup_precision = parse_precision(sprecs[std::min<std::size_t>(l, sprecs.size() - 1)]);
     q.coarse_precision = parse_precision(precs[std::min<std::size_t>(l, precs.size() - 1)]);
     q.transfer_precision = parse_precision(tprecs[std::min<std::size_t>(l, tprecs.size() - 1)]);
-    require(q.transfer_precision != Precision::double_, pre, "pc_latke_mg_transfer_precision '", transfer,
-            "': expected single or half");
     const std::string lp = prefix + "latke_mg_levels_" + std::to_string(l) + "_";
     std::string smoother, smoother_prec = "single";
+    if (l < static_cast<int>(set.pre_smooth.size()) && set.pre_smooth[l] >= 0) q.pre_smooth = set.pre_smooth[l];
+    if (l < static_cast<int>(set.post_smooth.size()) && set.post_smooth[l] >= 0) q.post_smooth = set.post_smooth[l];
     long pre_s = q.pre_smooth, post_s = q.post_smooth, kmax = q.ksp_max_it;
     read_options(comm, lp, "Latke multigrid level " + std::to_string(l), [&](OptionGroup& g) {
       smoother = g.choice("-smoother", "mr", {"mr", "schwarz"},
@@ -258,7 +253,7 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
     coarse_max = g.integer("-ksp_max_it", p.coarse_max_it, "GCR iterations of the coarsest solve at most");
     coarse_restart = g.integer("-ksp_gcr_restart", p.coarse_restart, "GCR restart of the coarsest solve");
     ceo = g.flag("-even_odd", p.coarse_even_odd, "Solve the coarsest level's even-odd system");
-    csolver = g.string("-solver", "auto",
+    csolver = g.choice("-solver", "auto", {"auto", "gcr", "direct"},
                        "Coarsest solve: gcr (to -ksp_rtol), direct (dense inverse, on several ranks gathered on "
                        "every rank), or auto (direct with at most 4096 unknowns on all ranks)");
   });
@@ -537,6 +532,7 @@ struct MGContext {
   static constexpr const char* type = PCLATKEMG;
   std::unique_ptr<MatMultigrid> k;
   std::shared_ptr<ShellOperator> op;
+  LatkeOperatorForm form = LATKE_OPERATOR_EVEN_ODD;
   std::string prefix;
   double setup_seconds = 0;
   long applies = 0;
@@ -544,16 +540,18 @@ struct MGContext {
   std::vector<int> refresh;  ///< the last such set-up's refresh steps per level
   /// The last set-up's attempt to reuse the null vectors: done, or why not (no why: not tried).
   MultigridUpdate last;
+  mg::MultigridSettings settings;  ///< what the program set (PCLatkeMGSet*), under the options
 };
 
 void set_up(MGContext& c, Mat pmat) {
   const auto t0 = std::chrono::steady_clock::now();
   MatContext& m = context_of(pmat);
   const MPI_Comm comm = PetscObjectComm(reinterpret_cast<PetscObject>(pmat));
-  const MultigridOptions o = mg::multigrid_options(comm, c.prefix.c_str(), *m.op->lattice());
+  const MultigridOptions o = mg::multigrid_options(comm, c.prefix.c_str(), *m.op->lattice(), &c.settings);
   const auto print = printer(comm);
   const bool tried = c.k && o.reuse_interpolation;
   c.last = tried ? c.k->update(m, o) : MultigridUpdate{};
+  c.form = m.form;
   if (c.last.done) {
     c.op = m.op;
     ++c.updates;
@@ -697,8 +695,96 @@ PetscErrorCode PCSetFromOptions_LatkeMG(PC pc, compat::OptionItems) {
   if (!latke) PetscFunctionReturn(0);
   PetscCall(PCGetOptionsPrefix(pc, &prefix));
   PetscCall(guarded(Adapter::comm(pc), [&] {
-    (void)mg::multigrid_options(Adapter::comm(pc), prefix ? prefix : "", *context_of(pc->pmat).op->lattice());
+    (void)mg::multigrid_options(Adapter::comm(pc), prefix ? prefix : "", *context_of(pc->pmat).op->lattice(),
+                                &Adapter::registered(pc).settings);
   }));
+  PetscFunctionReturn(0);
+}
+
+/// A PCLatkeMGSet* call: f changes the settings (or fails naming the argument), and the
+/// hierarchy is set up again, with them, at the next PCSetUp.
+template <typename F>
+PetscErrorCode change_settings(PC pc, F&& f) {
+  PetscFunctionBeginUser;
+  PetscCall(guarded(Adapter::comm(pc), [&] { f(Adapter::registered(pc).settings); }));
+  pc->setupcalled = decltype(pc->setupcalled){};
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode SetLevels(PC pc, PetscInt levels) {
+  return change_settings(pc, [&](mg::MultigridSettings& s) {
+    require(levels == 0 || (levels >= 2 && levels <= 5), "PCLatkeMGSetLevels: levels ", levels,
+            ": expected 0 (automatic) or 2 to 5");
+    s.levels = levels;
+  });
+}
+
+PetscErrorCode SetBlocks(PC pc, PetscInt n, const PetscInt block[]) {
+  return change_settings(pc, [&](mg::MultigridSettings& s) {
+    require(n >= 0 && n <= 4, "PCLatkeMGSetBlocks: n ", n, ": expected 0 (automatic) to 4 levels");
+    require(n == 0 || block != nullptr, "PCLatkeMGSetBlocks: block is NULL for ", n, " level(s)");
+    for (PetscInt i = 0; i < 4 * n; ++i)
+      require(block[i] >= 1, "PCLatkeMGSetBlocks: block[", i, "] ", block[i], ": expected a positive extent");
+    s.block.assign(block, block + 4 * n);
+  });
+}
+
+PetscErrorCode SetNullVectors(PC pc, PetscInt n, const PetscInt nvec[]) {
+  return change_settings(pc, [&](mg::MultigridSettings& s) {
+    require(n >= 0 && n <= 4, "PCLatkeMGSetNullVectors: n ", n, ": expected 0 (the default) to 4 levels");
+    require(n == 0 || nvec != nullptr, "PCLatkeMGSetNullVectors: nvec is NULL for ", n, " level(s)");
+    for (PetscInt i = 0; i < n; ++i)
+      require(nvec[i] >= 1, "PCLatkeMGSetNullVectors: nvec[", i, "] ", nvec[i], ": expected 1 or more");
+    s.nvec.assign(nvec, nvec + n);
+  });
+}
+
+PetscErrorCode SetCycleType(PC pc, LatkeMGCycleType type) {
+  return change_settings(pc, [&](mg::MultigridSettings& s) {
+    require(type == LATKE_MG_VCYCLE || type == LATKE_MG_KCYCLE, "PCLatkeMGSetCycleType: type ", static_cast<int>(type),
+            ": expected LATKE_MG_VCYCLE or LATKE_MG_KCYCLE");
+    s.cycle = type == LATKE_MG_VCYCLE ? "vcycle" : "kcycle";
+  });
+}
+
+PetscErrorCode SetSmoothing(PC pc, PetscInt level, PetscInt pre, PetscInt post) {
+  return change_settings(pc, [&](mg::MultigridSettings& s) {
+    require(level >= 0 && level <= 3, "PCLatkeMGSetSmoothing: level ", level,
+            ": expected 0 to 3 (a level with a smoother: not the coarsest of at most 5)");
+    require(pre >= 0 && post >= 0 && pre + post > 0, "PCLatkeMGSetSmoothing: pre ", pre, ", post ", post,
+            ": expected steps of 0 or more, not both 0");
+    const std::size_t n = std::max<std::size_t>(s.pre_smooth.size(), static_cast<std::size_t>(level) + 1);
+    s.pre_smooth.resize(n, -1);
+    s.post_smooth.resize(n, -1);
+    s.pre_smooth[level] = pre;
+    s.post_smooth[level] = post;
+  });
+}
+
+PetscErrorCode GetLevels(PC pc, PetscInt* levels) {
+  const MGContext& c = Adapter::registered(pc);
+  *levels = c.k ? c.k->mg().levels() : 0;
+  return 0;
+}
+
+/// The setters and the getter, composed on every latke_mg PC (PETSc's PetscTryMethod pattern),
+/// or taken off again (on: false) when the PC is destroyed or changes type.
+PetscErrorCode compose_methods(PC pc, bool on) {
+  const auto o = reinterpret_cast<PetscObject>(pc);
+  PetscFunctionBeginUser;
+  PetscCall(PetscObjectComposeFunction(o, "PCLatkeMGSetLevels_C", on ? SetLevels : nullptr));
+  PetscCall(PetscObjectComposeFunction(o, "PCLatkeMGSetBlocks_C", on ? SetBlocks : nullptr));
+  PetscCall(PetscObjectComposeFunction(o, "PCLatkeMGSetNullVectors_C", on ? SetNullVectors : nullptr));
+  PetscCall(PetscObjectComposeFunction(o, "PCLatkeMGSetCycleType_C", on ? SetCycleType : nullptr));
+  PetscCall(PetscObjectComposeFunction(o, "PCLatkeMGSetSmoothing_C", on ? SetSmoothing : nullptr));
+  PetscCall(PetscObjectComposeFunction(o, "PCLatkeMGGetLevels_C", on ? GetLevels : nullptr));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode PCDestroy_LatkeMG(PC pc) {
+  PetscFunctionBeginUser;
+  PetscCall(compose_methods(pc, false));
+  PetscCall(Adapter::op_destroy<Adapter::registered>(pc));
   PetscFunctionReturn(0);
 }
 
@@ -712,6 +798,51 @@ extern "C" {
 PetscErrorCode PCCreate_LatkeMG(PC pc) {
   PetscFunctionBeginUser;
   Adapter::install(pc, PCSetUp_LatkeMG, PCSetFromOptions_LatkeMG);
+  pc->ops->destroy = PCDestroy_LatkeMG;
+  PetscCall(compose_methods(pc, true));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode PCLatkeMGSetLevels(PC pc, PetscInt levels) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(pc);
+  PetscTryMethod(pc, "PCLatkeMGSetLevels_C", (PC, PetscInt), (pc, levels));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode PCLatkeMGSetBlocks(PC pc, PetscInt n, const PetscInt block[]) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(pc);
+  PetscTryMethod(pc, "PCLatkeMGSetBlocks_C", (PC, PetscInt, const PetscInt[]), (pc, n, block));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode PCLatkeMGSetNullVectors(PC pc, PetscInt n, const PetscInt nvec[]) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(pc);
+  PetscTryMethod(pc, "PCLatkeMGSetNullVectors_C", (PC, PetscInt, const PetscInt[]), (pc, n, nvec));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode PCLatkeMGSetCycleType(PC pc, LatkeMGCycleType type) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(pc);
+  PetscTryMethod(pc, "PCLatkeMGSetCycleType_C", (PC, LatkeMGCycleType), (pc, type));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode PCLatkeMGSetSmoothing(PC pc, PetscInt level, PetscInt pre, PetscInt post) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(pc);
+  PetscTryMethod(pc, "PCLatkeMGSetSmoothing_C", (PC, PetscInt, PetscInt, PetscInt), (pc, level, pre, post));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode PCLatkeMGGetLevels(PC pc, PetscInt* levels) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(pc);
+  LatkeCheckNull(levels);
+  PetscUseMethod(pc, "PCLatkeMGGetLevels_C", (PC, PetscInt*), (pc, levels));
   PetscFunctionReturn(0);
 }
 

@@ -40,9 +40,21 @@ struct MultigridOptions {
   std::string save, load;
 };
 
-/// @brief Read the options above under prefix for a hierarchy on the fine lattice; bad values
-/// fail naming the option, the value and what was expected.
-MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix, const Lattice& fine);
+/// What a program set on a latke_mg PC (PCLatkeMGSetLevels, ...; latke.h): the defaults of the
+/// options of the same meaning, which override them, as PETSc's setters and options do.
+struct MultigridSettings {
+  long levels = 0;                            ///< -pc_latke_mg_levels (0: automatic)
+  std::vector<long> block;                    ///< -pc_latke_mg_block, 4 per level (empty: automatic)
+  std::vector<long> nvec;                     ///< -pc_latke_mg_nvec (empty: its default)
+  std::string cycle;                          ///< -pc_latke_mg_cycle (empty: its default)
+  std::vector<long> pre_smooth, post_smooth;  ///< per level, -1: the option's default
+};
+
+/// @brief Read the options above under prefix for a hierarchy on the fine lattice, with the
+/// defaults a program set (`set`, may be null); bad values fail naming the option, the value
+/// and what was expected.
+MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix, const Lattice& fine,
+                                   const MultigridSettings* set = nullptr);
 
 }  // namespace latke::mg
 

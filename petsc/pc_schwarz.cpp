@@ -3,27 +3,24 @@
 // (pc_adapter.h). With device vectors the applies take them in place (VecField), like
 // MatMult.
 #include <chrono>
-#include <sstream>
 
-#include "src/core/petsc_compat.h"
-#include "src/core/error.h"
-#include "src/core/options.h"
 #include "petsc/mat_shell.h"
 #include "petsc/pc_adapter.h"
-#include "preconditioners/schwarz/schwarz.h"
 #include "petsc/schwarz_options.h"
+#include "preconditioners/schwarz/schwarz.h"
+#include "src/core/error.h"
+#include "src/core/options.h"
+#include "src/core/petsc_compat.h"
 
 namespace latke {
 SchwarzParam schwarz_param_from_options(MPI_Comm comm, const char* prefix, SchwarzParam p) {
-  std::string block, precision, type;
+  std::string precision, type;
   long iterations = p.iterations, cycles = p.cycles;
   bool on_chip = p.on_chip, given_block = false;
   double omega = p.omega;
-  std::ostringstream def;
-  def << p.block[0] << "," << p.block[1] << "," << p.block[2] << "," << p.block[3];
   read_options(comm, prefix ? prefix : "", "Latke Schwarz preconditioner options", [&](OptionGroup& o) {
-    block = o.string("-pc_latke_schwarz_block", def.str(),
-                     "Block extents X,Y,Z,T (even, dividing the local volume; by default halved where they do not)");
+    p.block = o.coords("-pc_latke_schwarz_block", p.block,
+                       "Block extents X,Y,Z,T (even, dividing the local volume; by default halved where they do not)");
     given_block = o.given("-pc_latke_schwarz_block");
     iterations = o.integer("-pc_latke_schwarz_iterations", p.iterations, "MR steps per block per application");
     precision = o.choice("-pc_latke_schwarz_precision", to_string(p.precision), {"double", "single", "half"},
@@ -37,7 +34,6 @@ SchwarzParam schwarz_param_from_options(MPI_Comm comm, const char* prefix, Schwa
                         "Each block's MR steps in one kernel with the block in shared memory (else streamed over the rank)");
   });
   p.on_chip = on_chip;
-  p.block = parse_coords(block, std::string("-") + (prefix ? prefix : "") + "pc_latke_schwarz_block");
   if (given_block) p.adapt_block = false;
   require(iterations >= 1, "-", prefix ? prefix : "", "pc_latke_schwarz_iterations ", iterations,
           ": expected at least 1");
@@ -117,6 +113,73 @@ PetscErrorCode PCSetFromOptions_LatkeSchwarz(PC pc, compat::OptionItems) {
   PetscFunctionReturn(0);
 }
 
+/// A PCLatkeSchwarzSet* call: f changes the parameters (or fails naming the argument), and the
+/// preconditioner is set up again with them at the next PCSetUp.
+template <typename F>
+PetscErrorCode change_param(PC pc, F&& f) {
+  PetscFunctionBeginUser;
+  PetscCall(guarded(Adapter::comm(pc), [&] { f(Adapter::registered(pc).param); }));
+  pc->setupcalled = decltype(pc->setupcalled){};
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode SetBlock(PC pc, const PetscInt block[4]) {
+  return change_param(pc, [&](SchwarzParam& p) {
+    require(block != nullptr, "PCLatkeSchwarzSetBlock: block is NULL");
+    for (int mu = 0; mu < 4; ++mu)
+      require(block[mu] >= 1, "PCLatkeSchwarzSetBlock: block[", mu, "] ", block[mu], ": expected a positive extent");
+    p.block = Coords{static_cast<int>(block[0]), static_cast<int>(block[1]), static_cast<int>(block[2]),
+                     static_cast<int>(block[3])};
+    p.adapt_block = false;
+  });
+}
+
+PetscErrorCode SetIterations(PC pc, PetscInt iterations) {
+  return change_param(pc, [&](SchwarzParam& p) {
+    require(iterations >= 1, "PCLatkeSchwarzSetIterations: iterations ", iterations, ": expected at least 1");
+    p.iterations = static_cast<int>(iterations);
+  });
+}
+
+PetscErrorCode SetType(PC pc, LatkeSchwarzType type) {
+  return change_param(pc, [&](SchwarzParam& p) {
+    require(type == LATKE_SCHWARZ_ADDITIVE || type == LATKE_SCHWARZ_MULTIPLICATIVE, "PCLatkeSchwarzSetType: type ",
+            static_cast<int>(type), ": expected LATKE_SCHWARZ_ADDITIVE or LATKE_SCHWARZ_MULTIPLICATIVE");
+    p.type = type == LATKE_SCHWARZ_ADDITIVE ? SchwarzType::additive : SchwarzType::multiplicative;
+  });
+}
+
+PetscErrorCode SetPrecision(PC pc, LatkePrecision precision) {
+  return change_param(pc, [&](SchwarzParam& p) {
+    require(
+        precision == LATKE_PRECISION_DOUBLE || precision == LATKE_PRECISION_SINGLE || precision == LATKE_PRECISION_HALF,
+        "PCLatkeSchwarzSetPrecision: precision ", static_cast<int>(precision),
+        ": expected LATKE_PRECISION_DOUBLE, _SINGLE or _HALF");
+    p.precision = precision == LATKE_PRECISION_DOUBLE   ? Precision::double_
+                  : precision == LATKE_PRECISION_SINGLE ? Precision::single
+                                                        : Precision::half;
+  });
+}
+
+/// The setters, composed on every latke_schwarz PC (PETSc's PetscTryMethod pattern), or taken
+/// off again (on: false) when the PC is destroyed or changes type.
+PetscErrorCode compose_methods(PC pc, bool on) {
+  const auto o = reinterpret_cast<PetscObject>(pc);
+  PetscFunctionBeginUser;
+  PetscCall(PetscObjectComposeFunction(o, "PCLatkeSchwarzSetBlock_C", on ? SetBlock : nullptr));
+  PetscCall(PetscObjectComposeFunction(o, "PCLatkeSchwarzSetIterations_C", on ? SetIterations : nullptr));
+  PetscCall(PetscObjectComposeFunction(o, "PCLatkeSchwarzSetType_C", on ? SetType : nullptr));
+  PetscCall(PetscObjectComposeFunction(o, "PCLatkeSchwarzSetPrecision_C", on ? SetPrecision : nullptr));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode PCDestroy_LatkeSchwarz(PC pc) {
+  PetscFunctionBeginUser;
+  PetscCall(compose_methods(pc, false));
+  PetscCall(Adapter::op_destroy<Adapter::registered>(pc));
+  PetscFunctionReturn(0);
+}
+
 }  // namespace
 }  // namespace latke::petsc
 
@@ -127,6 +190,36 @@ extern "C" {
 PetscErrorCode PCCreate_LatkeSchwarz(PC pc) {
   PetscFunctionBeginUser;
   Adapter::install(pc, PCSetUp_LatkeSchwarz, PCSetFromOptions_LatkeSchwarz);
+  pc->ops->destroy = PCDestroy_LatkeSchwarz;
+  PetscCall(compose_methods(pc, true));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode PCLatkeSchwarzSetBlock(PC pc, const PetscInt block[4]) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(pc);
+  PetscTryMethod(pc, "PCLatkeSchwarzSetBlock_C", (PC, const PetscInt[]), (pc, block));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode PCLatkeSchwarzSetIterations(PC pc, PetscInt iterations) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(pc);
+  PetscTryMethod(pc, "PCLatkeSchwarzSetIterations_C", (PC, PetscInt), (pc, iterations));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode PCLatkeSchwarzSetType(PC pc, LatkeSchwarzType type) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(pc);
+  PetscTryMethod(pc, "PCLatkeSchwarzSetType_C", (PC, LatkeSchwarzType), (pc, type));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode PCLatkeSchwarzSetPrecision(PC pc, LatkePrecision precision) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(pc);
+  PetscTryMethod(pc, "PCLatkeSchwarzSetPrecision_C", (PC, LatkePrecision), (pc, precision));
   PetscFunctionReturn(0);
 }
 

@@ -399,13 +399,22 @@ PETSC_EXTERN PetscErrorCode PCCreate_LatkeSchwarz(PC pc);
  * may set its own), set up now, with options read under prefix (the names above,
  * e.g. "-mypc_pc_latke_schwarz_block" for prefix "mypc_"). */
 PetscErrorCode PCShellSetLatkeSchwarz(PC pc, Mat A, const char prefix[]);
+/* Settings of a latke_schwarz PC from a program, as PETSc's own PCs have them: each sets the
+ * default of its option above, which a later PCSetFromOptions (KSPSetFromOptions) lets the
+ * command line override, and takes effect at the next set-up. On a PC of another type they do
+ * nothing, as PETSc's setters (PetscTryMethod). */
+typedef enum { LATKE_SCHWARZ_ADDITIVE, LATKE_SCHWARZ_MULTIPLICATIVE } LatkeSchwarzType;
+PetscErrorCode PCLatkeSchwarzSetBlock(PC pc, const PetscInt block[4]);
+PetscErrorCode PCLatkeSchwarzSetIterations(PC pc, PetscInt iterations);
+PetscErrorCode PCLatkeSchwarzSetType(PC pc, LatkeSchwarzType type);
+PetscErrorCode PCLatkeSchwarzSetPrecision(PC pc, LatkePrecision precision);
 
 /* Adaptive multigrid (preconditioners/mg): -pc_type latke_mg on a KSP whose preconditioning
  * matrix is a Latke Wilson-clover matrix (full or even-odd form), under a flexible method
  * (-ksp_type fgmres or gcr). The hierarchy is built on the device at PCSetUp: null vectors by
  * inverse iteration, chirality split, aggregates, Galerkin coarse operators. Options:
  *   -pc_latke_mg_levels 0                   levels with the fine one (0: 3 if the lattice allows, else 2)
- *   -pc_latke_mg_block 4,4,4,4:2,2,2,2      aggregate extents per level
+ *   -pc_latke_mg_block 4,4,4,4,2,2,2,2      aggregate extents, X,Y,Z,T per level
  *   -pc_latke_mg_nvec 24,32                 null vectors per level
  *   -pc_latke_mg_precision single           coarse operators' storage per coarse level (double|single|half)
  *   -pc_latke_mg_setup_iterations 100, -pc_latke_mg_setup_tol 1e-6, -pc_latke_mg_setup_solver bicgstab
@@ -428,6 +437,23 @@ PETSC_EXTERN PetscErrorCode PCCreate_LatkeMG(PC pc);
  * mean |M v|/|v| on the last new operator against the one they were found for (0: not measured).
  * Above -pc_latke_mg_reuse_max_growth (default 1.25) the PC sets up anew instead. Either may be NULL. */
 PetscErrorCode PCLatkeMGGetReuse(PC pc, PetscInt* rebuilds, PetscReal* growth);
+/* Settings of a latke_mg PC from a program, as PETSc's own PCs have them (PCMGSetLevels, ...):
+ * each sets the default of its option, which a later PCSetFromOptions (KSPSetFromOptions) lets
+ * the command line override, and the hierarchy is set up again with it at the next PCSetUp. On
+ * a PC of another type they do nothing, as PETSc's setters (PetscTryMethod).
+ *   PCLatkeMGSetLevels       -pc_latke_mg_levels (0: automatic; else 2 to 5, the fine one included)
+ *   PCLatkeMGSetBlocks       -pc_latke_mg_block: n levels' aggregates, X,Y,Z,T each (4n values)
+ *   PCLatkeMGSetNullVectors  -pc_latke_mg_nvec: null vectors of n levels (the last repeats)
+ *   PCLatkeMGSetCycleType    -pc_latke_mg_cycle
+ *   PCLatkeMGSetSmoothing    -latke_mg_levels_N_pre_smooth and _post_smooth of level N
+ * PCLatkeMGGetLevels gives the levels of the hierarchy set up (0 before the set-up). */
+typedef enum { LATKE_MG_VCYCLE, LATKE_MG_KCYCLE } LatkeMGCycleType;
+PetscErrorCode PCLatkeMGSetLevels(PC pc, PetscInt levels);
+PetscErrorCode PCLatkeMGSetBlocks(PC pc, PetscInt n, const PetscInt block[]);
+PetscErrorCode PCLatkeMGSetNullVectors(PC pc, PetscInt n, const PetscInt nvec[]);
+PetscErrorCode PCLatkeMGSetCycleType(PC pc, LatkeMGCycleType type);
+PetscErrorCode PCLatkeMGSetSmoothing(PC pc, PetscInt level, PetscInt pre, PetscInt post);
+PetscErrorCode PCLatkeMGGetLevels(PC pc, PetscInt* levels);
 /* The same preconditioner as a PCSHELL, set up now for the Latke matrix A, options under prefix. */
 PetscErrorCode PCShellSetLatkeMG(PC pc, Mat A, const char prefix[]);
 

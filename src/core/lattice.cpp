@@ -10,13 +10,11 @@
 
 namespace latke {
 
-namespace {
 std::string coords_text(const Coords& c) {
   std::ostringstream s;
   s << c[0] << "," << c[1] << "," << c[2] << "," << c[3];
   return s.str();
 }
-}  // namespace
 
 Coords parse_coords(const std::string& text, const std::string& what) {
   Coords c{};

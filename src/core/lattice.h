@@ -60,6 +60,9 @@ class Lattice {
   long volume_ = 0;
 };
 
+/// @brief "a,b,c,d", as options take them.
+std::string coords_text(const Coords& c);
+
 /// @brief Parse "a,b,c,d" into four positive integers; what names the option in errors.
 Coords parse_coords(const std::string& text, const std::string& what);
 

@@ -139,6 +139,73 @@ std::vector<double> OptionGroup::reals(const char* name, const std::vector<doubl
   return std::vector<double>(v.begin(), v.begin() + n);
 }
 
+std::vector<long> OptionGroup::integers(const char* name, const std::vector<long>& def, const char* help, int max) {
+  std::string full;
+  if (const char* text = raw(name, full)) {
+    // PETSc reads "a-b" as a range and an unparsable item as an error naming neither the
+    // option nor the item, and stops silently at `max`: each item is checked here first.
+    int count = 0;
+    for (const char* item = text;; ++count) {
+      errno = 0;
+      char* end = nullptr;
+      const long long v = std::strtoll(item, &end, 10);
+      require(end != item && (*end == ',' || *end == 0), full, " '", text, "': item ", count + 1,
+              " is not an integer (expected a comma-separated list of integers)");
+      require(errno != ERANGE && v >= PETSC_MIN_INT && v <= PETSC_MAX_INT, full, " '", text, "': item ", count + 1,
+              " is out of range: expected an integer from ", PETSC_MIN_INT, " to ", PETSC_MAX_INT);
+      if (*end == 0) break;
+      item = end + 1;
+    }
+    require(count < max, full, " '", text, "': ", count + 1, " integers; expected at most ", max);
+  }
+  std::vector<PetscInt> v(static_cast<std::size_t>(max));
+  std::copy_n(def.begin(), std::min<std::size_t>(def.size(), v.size()), v.begin());
+  PetscInt n = max;
+  PetscBool set = PETSC_FALSE;
+  check(PetscOptionsIntArray_Private(static_cast<petsc::compat::OptionItems>(items_), name, help, "None", v.data(), &n,
+                                     &set),
+        name);
+  note(name, set);
+  if (!set) return def;
+  return std::vector<long>(v.begin(), v.begin() + n);
+}
+
+Coords OptionGroup::coords(const char* name, const Coords& def, const char* help) {
+  std::string full;
+  const char* text = raw(name, full);
+  if (text) parse_coords(text, full);  // four positive integers, or an error naming the item
+  const std::vector<long> v = integers(name, std::vector<long>(def.begin(), def.end()), help, 4);
+  if (!given(name)) return def;
+  return Coords{static_cast<int>(v[0]), static_cast<int>(v[1]), static_cast<int>(v[2]), static_cast<int>(v[3])};
+}
+
+std::vector<std::string> OptionGroup::choice_list(const char* name, const std::vector<std::string>& def,
+                                                  const std::vector<std::string>& choices, const char* help, int max) {
+  std::string list;
+  for (const std::string& c : choices) list += (list.empty() ? "" : ", ") + c;
+  const std::string with_choices = std::string(help) + " (each one of: " + list + ")";
+  std::vector<char*> items(static_cast<std::size_t>(max), nullptr);
+  PetscInt n = max;
+  PetscBool set = PETSC_FALSE;
+  check(PetscOptionsStringArray_Private(static_cast<petsc::compat::OptionItems>(items_), name, with_choices.c_str(),
+                                        "None", items.data(), &n, &set),
+        name);
+  note(name, set);
+  std::vector<std::string> out;
+  for (PetscInt i = 0; i < n; ++i) {
+    out.emplace_back(items[static_cast<std::size_t>(i)] ? items[static_cast<std::size_t>(i)] : "");
+    PetscFree(items[static_cast<std::size_t>(i)]);
+  }
+  if (!set) return def;
+  std::string full;
+  const char* text = raw(name, full);
+  require(!out.empty(), full, " '", text ? text : "", "': expected a comma-separated list of ", list);
+  for (std::size_t i = 0; i < out.size(); ++i)
+    require(std::find(choices.begin(), choices.end(), out[i]) != choices.end(), full, " '", text ? text : "",
+            "': item ", i + 1, " '", out[i], "': expected one of ", list);
+  return out;
+}
+
 bool OptionGroup::flag(const char* name, bool def, const char* help) {
   PetscBool v = def ? PETSC_TRUE : PETSC_FALSE, set = PETSC_FALSE;
   check(PetscOptionsBool_Private(static_cast<petsc::compat::OptionItems>(items_), name, help, "None", v, &v, &set),
@@ -198,13 +265,12 @@ void share_cores(int ranks_on_node) {
 
 RunOptions setup_from_options(MPI_Comm comm) {
   RunOptions o;
-  std::string b, g;
+  std::string b;
   read_options(comm, "", "Latke run options", [&](OptionGroup& opt) {
     b = opt.string("-latke_backend", "", "Backend: cpu or cuda (default: cuda when a GPU is visible)");
-    g = opt.string("-latke_grid", "", "Process grid a,b,c,d over x,y,z,t (default: chosen from the lattice)");
+    o.grid = opt.coords("-latke_grid", o.grid, "Process grid a,b,c,d over x,y,z,t (default: chosen from the lattice)");
   });
   o.backend = b.empty() ? default_backend() : parse_backend(b);
-  if (!g.empty()) o.grid = parse_coords(g, "-latke_grid");
   register_log_events();
   int local_rank = 0, local_ranks = 1;
   MPI_Comm node;

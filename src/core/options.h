@@ -31,6 +31,18 @@ class OptionGroup {
   /// @brief A comma-separated list of at most `max` reals (PetscOptionsRealArray), or def
   /// when not set; an item that is not a number, or too many, fails naming the option.
   std::vector<double> reals(const char* name, const std::vector<double>& def, const char* help, int max = 64);
+  /// @brief A comma-separated list of at most `max` integers (PetscOptionsIntArray), or def
+  /// when not set; an item that is not an integer, one outside PetscInt's range, or too many
+  /// items fail naming the option and the item.
+  std::vector<long> integers(const char* name, const std::vector<long>& def, const char* help, int max = 64);
+  /// @brief Four positive integers X,Y,Z,T (PetscOptionsIntArray), or def when not set (def
+  /// may be all zeros: "not given"); anything else fails naming the option and the item.
+  Coords coords(const char* name, const Coords& def, const char* help);
+  /// @brief A comma-separated list of at most `max` items, each one of `choices`
+  /// (PetscOptionsStringArray; -help lists the choices), or def when not set; any other item
+  /// fails naming the option, the item and the choices.
+  std::vector<std::string> choice_list(const char* name, const std::vector<std::string>& def,
+                                       const std::vector<std::string>& choices, const char* help, int max = 8);
   /// @brief One of `choices` (listed by -help), or def when not set; any other text fails
   /// naming the option, the value and the choices.
   std::string choice(const char* name, const std::string& def, const std::vector<std::string>& choices,

@@ -98,7 +98,7 @@ option_values)
   run error "$solve" "${small[@]}" -latke_boundary 1,1,1,2
   expect "-latke_boundary '1,1,1,2': entry 4 .t. is 2: expected 1 or -1"
   run error "$solve" "${small[@]}" -pc_latke_mg_setup_iterations 99999999999
-  expect "-pc_latke_mg_setup_iterations 99999999999: '99999999999' is out of range"
+  expect "-pc_latke_mg_setup_iterations '99999999999': item 1 is out of range"
   ;;
 memory)
   # A lattice too large for a rank is refused with what it needs and what there is.
