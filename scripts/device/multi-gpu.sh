@@ -2,9 +2,10 @@
 # Runs on a host with several GPUs, one MPI rank per GPU (each rank on its own device):
 #   multi-gpu.sh [tests] [bench] [gauge] [mg]      (default: all four)
 # tests: the MPI tiers (test_wilson_mpi, test_staggered_mpi, test_gauge_mpi, test_mg_mpi) on
-#        2 and 4 GPUs for each transport: peer to peer signalled by the host (host), copies
-#        signalled on the device (device), faces packed into the neighbours' buffers (device-
-#        pack), staged MPI (LATKE_P2P=0); and the operators' exterior passes (overlap, partial)
+#        2 and 4 GPUs for each transport: peer to peer with the copies' completion passed
+#        through the host (host) or by CUDA IPC events (event), copies signalled on
+#        the device (device), faces packed into the neighbours' buffers (device-pack), staged
+#        MPI (LATKE_P2P=0); and the operators' exterior passes (overlap, partial)
 #        and interior kernels (LATKE_MULTI_TIERS = signals:p2p:exterior[:interior] ...).
 # bench: latke-bench dslash, Wilson-clover 32^3x64 reconstruct 12 (LATKE_MULTI_OP=asqtad or
 #        staggered: links at 18 or 12), on 1, 2 (t split) and 4
@@ -33,7 +34,7 @@ if [[ $steps == *tests* ]]; then
   for np in 2 4; do
     [ "$np" -le "$ngpu" ] || continue
     # transport (LATKE_HALO_SIGNAL / LATKE_P2P) x exterior pass (LATKE_DSLASH_EXTERIOR)
-    for c in ${LATKE_MULTI_TIERS:-host:1:auto device:1:whole device-pack:1:whole host:0:whole host:1:whole host:1:overlap device:1:overlap host:1:partial host:1:whole:lean host:1:overlap:lean}; do
+    for c in ${LATKE_MULTI_TIERS:-host:1:auto event:1:auto device:1:whole device-pack:1:whole host:0:whole host:1:whole host:1:overlap device:1:overlap host:1:partial host:1:whole:lean host:1:overlap:lean}; do
       IFS=: read -r sig p2p ext interior <<< "$c"
       interior=${interior:-halo}
       tests="test_wilson_mpi test_staggered_mpi"

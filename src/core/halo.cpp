@@ -295,6 +295,49 @@ void HaloExchange::setup_peer_to_peer() {
           LATKE_CUDA_CALL(cudaIpcOpenMemHandle(&remote_[k][mu][side], theirs[(mu * 2 + side) * 2 + k],
                                                cudaIpcMemLazyEnablePeerAccess));
   setup_device_signals();
+  if (!device_signals_) setup_ipc_events();
+#endif
+}
+
+void HaloExchange::setup_ipc_events() {
+#ifdef LATKE_HAVE_CUDA
+  const char* v = std::getenv("LATKE_HALO_SIGNAL");
+  // Opt-in: on H100 NVLink it took the host out of the exchange but the faces arrived no sooner
+  // (docs/multi-gpu.md). Both ends of a link must signal the same way: agreed over every rank.
+  int mine = v && std::string(v) == "event", all = 0, links = 0;
+  for (int mu = 0; mu < 4; ++mu)
+    for (int s = 0; s < 2; ++s) links += p2p_out_[mu][s] + p2p_in_[mu][s];
+  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, lat_.comm());
+  if (!all || links == 0) return;
+  ipc_events_ = true;
+  std::vector<cudaIpcEventHandle_t> mine_h(8), theirs_h(8);
+  std::vector<MPI_Request> req;
+  for (int mu = 0; mu < 4; ++mu)
+    for (int s = 0; s < 2; ++s) {
+      if (p2p_out_[mu][s]) {
+        cudaEvent_t e = nullptr;
+        LATKE_CUDA_CALL(cudaEventCreateWithFlags(&e, cudaEventDisableTiming | cudaEventInterprocess));
+        ipc_sent_[mu][s] = e;
+        LATKE_CUDA_CALL(cudaIpcGetEventHandle(&mine_h[2 * mu + s], e));
+        req.emplace_back();
+        MPI_Isend(&mine_h[2 * mu + s], sizeof(cudaIpcEventHandle_t), MPI_BYTE, peer_of(lat_, mu, s), 800 + 2 * mu + s,
+                  lat_.comm(), &req.back());
+      }
+      const int d = s;  // incoming link from ahead (1) or behind (0)
+      if (p2p_in_[mu][d]) {
+        req.emplace_back();
+        MPI_Irecv(&theirs_h[2 * mu + d], sizeof(cudaIpcEventHandle_t), MPI_BYTE, lat_.neighbour(mu, d ? +1 : -1),
+                  800 + 2 * mu + sender_side(d), lat_.comm(), &req.back());
+      }
+    }
+  MPI_Waitall(static_cast<int>(req.size()), req.data(), MPI_STATUSES_IGNORE);
+  for (int mu = 0; mu < 4; ++mu)
+    for (int d = 0; d < 2; ++d)
+      if (p2p_in_[mu][d]) {
+        cudaEvent_t e = nullptr;
+        LATKE_CUDA_CALL(cudaIpcOpenEventHandle(&e, theirs_h[2 * mu + d]));
+        ipc_arrived_[mu][d] = e;
+      }
 #endif
 }
 
@@ -303,10 +346,10 @@ void HaloExchange::setup_device_signals() {
   // Every rank must choose the same way, so the choice is agreed over all of them.
   const char* v = std::getenv("LATKE_HALO_SIGNAL");
   const std::string how = v ? v : "host";
-  require(how == "device" || how == "device-pack" || how == "host", "LATKE_HALO_SIGNAL '", how,
-          "': expected host, device or device-pack");
+  require(how == "device" || how == "device-pack" || how == "host" || how == "event", "LATKE_HALO_SIGNAL '", how,
+          "': expected event, host, device or device-pack");
   // Opt-in (docs/multi-gpu.md has the measurements).
-  int mine = how != "host" && mem_ops().wait && mem_ops().write, all = 0, links = 0;
+  int mine = (how == "device" || how == "device-pack") && mem_ops().wait && mem_ops().write, all = 0, links = 0;
   for (int mu = 0; mu < 4; ++mu)
     for (int s = 0; s < 2; ++s)
       if (active(mu)) {
@@ -367,7 +410,11 @@ void HaloExchange::setup_device_signals() {
 HaloExchange::~HaloExchange() {
   timing_.reset();
 #ifdef LATKE_HAVE_CUDA
-  if (device_signals_) cudaDeviceSynchronize();  // no flag operation of this exchange still queued
+  if (device_signals_ || ipc_events_) cudaDeviceSynchronize();  // no flag or event wait of this exchange still queued
+  for (auto* events : {&ipc_sent_, &ipc_arrived_})
+    for (auto& dim : *events)
+      for (void* e : dim)
+        if (e) cudaEventDestroy(static_cast<cudaEvent_t>(e));
   for (auto& dim : remote_sig_in_)
     for (void* p : dim)
       if (p) cudaIpcCloseMemHandle(p);
@@ -402,7 +449,8 @@ std::string HaloExchange::describe() const {
     o << "peer-to-peer " << p2p << "/" << links << " links, "
       << (pack_remote_ ? "faces packed into the neighbours' buffers" : "copy-engine copies") << ", signalled on the device";
   else if (p2p)
-    o << "peer-to-peer " << p2p << "/" << links << " links";
+    o << "peer-to-peer " << p2p << "/" << links << " links, "
+      << (ipc_events_ ? "signalled by CUDA IPC events" : "signalled through the host");
   if (p2p < links) o << (p2p ? ", rest " : "") << (cuda_aware_ ? "CUDA-aware MPI" : "staged through pinned host memory");
   o << (comm_stream_prioritized() ? "; halo stream at high priority" : "; halo stream at default priority");
   const int ext = exterior_pass_choice();
@@ -518,7 +566,22 @@ void HaloExchange::finish() {
       for (int s = 0; s < 2; ++s)
         if (p2p_out_[mu][s]) copy_bytes(remote_[set_][mu][s], send_[mu][s].data(), face_bytes_[mu], comm_stream());
   }
-  if (backend_ == Backend::cuda) synchronize(comm_stream());  // faces packed, staged or delivered
+  bool host_waits = backend_ == Backend::cuda;  // for the faces packed, staged or delivered
+#ifdef LATKE_HAVE_CUDA
+  if (ipc_events_) {  // the peer links' receivers wait for the copies on the device
+    host_waits = false;
+    for (int mu = 0; mu < 4; ++mu)
+      for (int s = 0; s < 2; ++s)
+        if (active(mu)) {
+          if (p2p_out_[mu][s])
+            LATKE_CUDA_CALL(cudaEventRecord(static_cast<cudaEvent_t>(ipc_sent_[mu][s]),
+                                            static_cast<cudaStream_t>(comm_stream().handle)));
+          else
+            host_waits = true;  // MPI reads the faces from memory: they must be there
+        }
+  }
+#endif
+  if (host_waits) synchronize(comm_stream());
   for (int mu = 0; mu < 4; ++mu) {
     if (!active(mu)) continue;
     for (int s = 0; s < 2; ++s) {
@@ -535,6 +598,14 @@ void HaloExchange::finish() {
   const int rc = MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
   require(rc == MPI_SUCCESS, "halo exchange: MPI_Waitall failed with code ", rc);
   if (backend_ == Backend::cuda) {
+#ifdef LATKE_HAVE_CUDA
+    if (ipc_events_)  // each peer's copy into my buffers, on the device ("delivered" said it was queued)
+      for (int mu = 0; mu < 4; ++mu)
+        for (int d = 0; d < 2; ++d)
+          if (active(mu) && p2p_in_[mu][d])
+            LATKE_CUDA_CALL(cudaStreamWaitEvent(static_cast<cudaStream_t>(comm_stream().handle),
+                                                static_cast<cudaEvent_t>(ipc_arrived_[mu][d]), 0));
+#endif
     if (staging)
       for (int mu = 0; mu < 4; ++mu)
         if (active(mu))

@@ -14,7 +14,12 @@
 //                 docs/multi-gpu.md)
 //   peer-to-peer  neighbour's GPU on the same node: the sender copies its face straight into
 //                 the receiver's buffer (CUDA IPC, NVLink where there is one); MPI carries
-//                 only zero-byte "buffer free" and "face delivered" messages
+//                 only zero-byte "buffer free" and "face delivered" messages. The copy's
+//                 completion reaches the receiver either through the host (default: the
+//                 sender's host waits for its pack and copies before saying "delivered"), or
+//                 through an interprocess CUDA event the sender records after its copies
+//                 (LATKE_HALO_SIGNAL=event): the sender says "delivered" at once, and the
+//                 receiver's stream waits for the event, so neither host waits for the GPU
 //   CUDA-aware    MPI moves device buffers itself
 //   staged        device -> pinned host -> MPI -> pinned host -> device
 // with non-blocking MPI and the stream/event choreography
@@ -161,8 +166,13 @@ class HaloExchange {
   unsigned seq_ = 0;
   std::array<std::array<Buffer, 2>, 4> sig_in_, sig_out_;
   std::array<std::array<void*, 2>, 4> remote_sig_in_{}, remote_sig_out_{};
+  // IPC events: per outgoing peer link [mu][side] the event this rank records after its copy,
+  // per incoming one [mu][from ahead] the sender's event as opened here (cudaEvent_t).
+  bool ipc_events_ = false;
+  std::array<std::array<void*, 2>, 4> ipc_sent_{}, ipc_arrived_{};
   void setup_peer_to_peer();
   void setup_device_signals();
+  void setup_ipc_events();
 };
 
 }  // namespace latke
