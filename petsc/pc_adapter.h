@@ -136,16 +136,34 @@ struct PCAdapter {
   }
   template <C& (*of)(PC)>
   static PetscErrorCode op_destroy(PC pc) {
+    PetscFunctionBeginUser;
+    if (of == registered && methods) PetscCall(methods(pc, false));
     delete &of(pc);
     if (of == registered) pc->data = nullptr;
-    return 0;
+    PetscFunctionReturn(0);
+  }
+  /// The type's setters and getters (PCLatkeMGSetLevels_C, ...): methods(pc, true) composes them
+  /// on a new PC of the type (PETSc's PetscTryMethod pattern), methods(pc, false) takes them off
+  /// when it is destroyed or changes type. Set once, by the type's PCCreate.
+  static inline PetscErrorCode (*methods)(PC, bool) = nullptr;
+  /// A setter: f changes the registered context (or fails naming its argument), and the PC is
+  /// set up again, with the change, at the next PCSetUp.
+  template <typename F>
+  static PetscErrorCode change(PC pc, F&& f) {
+    PetscFunctionBeginUser;
+    PetscCall(guarded(comm(pc), [&] { f(registered(pc)); }));
+    pc->setupcalled = decltype(pc->setupcalled){};
+    PetscFunctionReturn(0);
   }
   static PetscErrorCode op_presolve(PC pc, KSP ksp, Vec, Vec) { return require_flexible_ksp(pc, ksp, C::type); }
 
   /// @brief Fill the operation table of a PCRegister'ed type (PCCreate_X) with a new context:
-  /// set-up by `setup` (PCSetUp_X), options by `setfromoptions` where given.
+  /// set-up by `setup` (PCSetUp_X), options by `setfromoptions` where given; compose `methods`
+  /// (the setters) where given.
   template <typename SetFromOptions = std::nullptr_t>
-  static void install(PC pc, PetscErrorCode (*setup)(PC), SetFromOptions setfromoptions = nullptr) {
+  static PetscErrorCode install(PC pc, PetscErrorCode (*setup)(PC), SetFromOptions setfromoptions = nullptr,
+                                PetscErrorCode (*compose)(PC, bool) = nullptr) {
+    PetscFunctionBeginUser;
     pc->data = new C;
     pc->ops->setup = setup;
     pc->ops->apply = op_apply<registered>;
@@ -155,6 +173,9 @@ struct PCAdapter {
     pc->ops->presolve = op_presolve;
     pc->ops->destroy = op_destroy<registered>;
     if constexpr (!std::is_same_v<SetFromOptions, std::nullptr_t>) pc->ops->setfromoptions = setfromoptions;
+    methods = compose;
+    if (methods) PetscCall(methods(pc, true));
+    PetscFunctionReturn(0);
   }
 
   /// @brief Make pc a PCSHELL named `name` around a new context that `configure` prepares and

@@ -701,14 +701,10 @@ PetscErrorCode PCSetFromOptions_LatkeMG(PC pc, compat::OptionItems) {
   PetscFunctionReturn(0);
 }
 
-/// A PCLatkeMGSet* call: f changes the settings (or fails naming the argument), and the
-/// hierarchy is set up again, with them, at the next PCSetUp.
+/// A PCLatkeMGSet* call: f changes the settings (Adapter::change).
 template <typename F>
 PetscErrorCode change_settings(PC pc, F&& f) {
-  PetscFunctionBeginUser;
-  PetscCall(guarded(Adapter::comm(pc), [&] { f(Adapter::registered(pc).settings); }));
-  pc->setupcalled = decltype(pc->setupcalled){};
-  PetscFunctionReturn(0);
+  return Adapter::change(pc, [&](MGContext& c) { f(c.settings); });
 }
 
 PetscErrorCode SetLevels(PC pc, PetscInt levels) {
@@ -767,8 +763,7 @@ PetscErrorCode GetLevels(PC pc, PetscInt* levels) {
   return 0;
 }
 
-/// The setters and the getter, composed on every latke_mg PC (PETSc's PetscTryMethod pattern),
-/// or taken off again (on: false) when the PC is destroyed or changes type.
+/// The setters and the getter of every latke_mg PC (Adapter::methods).
 PetscErrorCode compose_methods(PC pc, bool on) {
   const auto o = reinterpret_cast<PetscObject>(pc);
   PetscFunctionBeginUser;
@@ -781,13 +776,6 @@ PetscErrorCode compose_methods(PC pc, bool on) {
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode PCDestroy_LatkeMG(PC pc) {
-  PetscFunctionBeginUser;
-  PetscCall(compose_methods(pc, false));
-  PetscCall(Adapter::op_destroy<Adapter::registered>(pc));
-  PetscFunctionReturn(0);
-}
-
 }  // namespace
 }  // namespace latke::petsc
 
@@ -797,9 +785,7 @@ extern "C" {
 
 PetscErrorCode PCCreate_LatkeMG(PC pc) {
   PetscFunctionBeginUser;
-  Adapter::install(pc, PCSetUp_LatkeMG, PCSetFromOptions_LatkeMG);
-  pc->ops->destroy = PCDestroy_LatkeMG;
-  PetscCall(compose_methods(pc, true));
+  PetscCall(Adapter::install(pc, PCSetUp_LatkeMG, PCSetFromOptions_LatkeMG, compose_methods));
   PetscFunctionReturn(0);
 }
 

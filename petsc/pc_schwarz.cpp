@@ -113,14 +113,10 @@ PetscErrorCode PCSetFromOptions_LatkeSchwarz(PC pc, compat::OptionItems) {
   PetscFunctionReturn(0);
 }
 
-/// A PCLatkeSchwarzSet* call: f changes the parameters (or fails naming the argument), and the
-/// preconditioner is set up again with them at the next PCSetUp.
+/// A PCLatkeSchwarzSet* call: f changes the parameters (Adapter::change).
 template <typename F>
 PetscErrorCode change_param(PC pc, F&& f) {
-  PetscFunctionBeginUser;
-  PetscCall(guarded(Adapter::comm(pc), [&] { f(Adapter::registered(pc).param); }));
-  pc->setupcalled = decltype(pc->setupcalled){};
-  PetscFunctionReturn(0);
+  return Adapter::change(pc, [&](SchwarzContext& c) { f(c.param); });
 }
 
 PetscErrorCode SetBlock(PC pc, const PetscInt block[4]) {
@@ -161,8 +157,7 @@ PetscErrorCode SetPrecision(PC pc, LatkePrecision precision) {
   });
 }
 
-/// The setters, composed on every latke_schwarz PC (PETSc's PetscTryMethod pattern), or taken
-/// off again (on: false) when the PC is destroyed or changes type.
+/// The setters of every latke_schwarz PC (Adapter::methods).
 PetscErrorCode compose_methods(PC pc, bool on) {
   const auto o = reinterpret_cast<PetscObject>(pc);
   PetscFunctionBeginUser;
@@ -170,13 +165,6 @@ PetscErrorCode compose_methods(PC pc, bool on) {
   PetscCall(PetscObjectComposeFunction(o, "PCLatkeSchwarzSetIterations_C", on ? SetIterations : nullptr));
   PetscCall(PetscObjectComposeFunction(o, "PCLatkeSchwarzSetType_C", on ? SetType : nullptr));
   PetscCall(PetscObjectComposeFunction(o, "PCLatkeSchwarzSetPrecision_C", on ? SetPrecision : nullptr));
-  PetscFunctionReturn(0);
-}
-
-PetscErrorCode PCDestroy_LatkeSchwarz(PC pc) {
-  PetscFunctionBeginUser;
-  PetscCall(compose_methods(pc, false));
-  PetscCall(Adapter::op_destroy<Adapter::registered>(pc));
   PetscFunctionReturn(0);
 }
 
@@ -189,9 +177,7 @@ extern "C" {
 
 PetscErrorCode PCCreate_LatkeSchwarz(PC pc) {
   PetscFunctionBeginUser;
-  Adapter::install(pc, PCSetUp_LatkeSchwarz, PCSetFromOptions_LatkeSchwarz);
-  pc->ops->destroy = PCDestroy_LatkeSchwarz;
-  PetscCall(compose_methods(pc, true));
+  PetscCall(Adapter::install(pc, PCSetUp_LatkeSchwarz, PCSetFromOptions_LatkeSchwarz, compose_methods));
   PetscFunctionReturn(0);
 }
 

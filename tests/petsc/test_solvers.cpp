@@ -1262,23 +1262,18 @@ TEST(Preconditioners, TransposeThroughTheHermiticityRelation) {
 }
 
 // Both PCs' settings from a program (PCLatkeMGSet*, PCLatkeSchwarzSet*) reach the set-up and its
-// view; an option given on the command line overrides them at KSPSetFromOptions, as for PETSc's
-// own PCs; on a PC of another type they do nothing; bad values are refused (one rank).
+// view, also after KSPSetFromOptions; an option given on the command line overrides them at the
+// next KSPSetFromOptions, as for PETSc's own PCs; on a PC of another type they do nothing; bad
+// values are refused (one rank).
 TEST(Preconditioners, SettersAreTheOptionsDefaults) {
   if (world_size() > 1) GTEST_SKIP() << "a one-rank case (view_of writes through a SELF viewer)";
   Problem pr(PETSC_COMM_WORLD, nullptr, 7, 0.2);
   Vec x, b;
   pr.make_system(&x, &b);
   PetscOptionsSetValue(nullptr, "-set_pc_latke_mg_setup_iterations", "10");
-  KSP ksp;
-  KSPCreate(PETSC_COMM_WORLD, &ksp);
-  KSPSetOptionsPrefix(ksp, "set_");
-  KSPSetOperators(ksp, pr.A, pr.A);
-  KSPSetType(ksp, KSPGCR);
-  KSPSetTolerances(ksp, 1e-10, 1e-30, PETSC_DEFAULT, 200);
+  KSP ksp = mg_gcr_ksp("set_", pr.A);
   PC pc;
   KSPGetPC(ksp, &pc);
-  ASSERT_EQ(PCSetType(pc, PCLATKEMG), 0);
   PetscInt levels = -1;
   ASSERT_EQ(PCLatkeMGGetLevels(pc, &levels), 0);
   EXPECT_EQ(levels, 0);  // not set up
@@ -1288,7 +1283,6 @@ TEST(Preconditioners, SettersAreTheOptionsDefaults) {
   ASSERT_EQ(PCLatkeMGSetNullVectors(pc, 1, nvec), 0);
   ASSERT_EQ(PCLatkeMGSetSmoothing(pc, 0, 1, 3), 0);
   ASSERT_EQ(PCLatkeMGSetCycleType(pc, LATKE_MG_VCYCLE), 0);
-  ASSERT_EQ(KSPSetFromOptions(ksp), 0);
   ksp_converges(ksp, b, x);
   ASSERT_EQ(PCLatkeMGGetLevels(pc, &levels), 0);
   EXPECT_EQ(levels, 2);
