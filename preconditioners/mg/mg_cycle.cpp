@@ -157,8 +157,10 @@ void Multigrid::mr_steps(int l, ColorSpinorField& x, bool eo, int steps) {
     const blas::DotNorms d = blas::cdot_norms(as, rs);
     if (!(d.xx > 0)) break;
     const Cplx a(q.omega * d.dot.re / d.xx, q.omega * d.dot.im / d.xx);
-    blas::caxpby(a, rs, Cplx(1), xs);
-    if (s + 1 < steps) blas::caxpby(Cplx(-a.re, -a.im), as, Cplx(1), rs);
+    if (s + 1 < steps)
+      blas::mr_update(a, rs, as, xs);  // x += a r and r -= a A r in one pass
+    else
+      blas::caxpby(a, rs, Cplx(1), xs);
     ++L.smooth_steps;
   }
   if (low_fields) L.hx->copy_from(xs);
@@ -398,17 +400,18 @@ void Multigrid::mr_steps_set(int l, int steps) {
     xs[k].zero();
   }
   std::vector<blas::DotNorms> d(n);
-  std::vector<Cplx> a(n), minus_a(n), one(n, Cplx(1));
+  std::vector<Cplx> a(n), one(n, Cplx(1));
   for (int s = 0; s < steps; ++s) {  // x_k += omega alpha_k r_k, r_k -= omega alpha_k A r_k (not after the last step)
     A.apply_set(as, rs);
     blas::cdot_norms_set(as, rs, d.data());
     for (int k = 0; k < n; ++k) {
       // A field whose residual vanished (or a zero right-hand side) takes no step.
       a[k] = d[k].xx > 0 ? Cplx(omega * d[k].dot.re / d[k].xx, omega * d[k].dot.im / d[k].xx) : Cplx(0);
-      minus_a[k] = Cplx(-a[k].re, -a[k].im);
     }
-    blas::caxpbypcz_set(a.data(), rs, nullptr, nullptr, one.data(), xs);
-    if (s + 1 < steps) blas::caxpbypcz_set(minus_a.data(), as, nullptr, nullptr, one.data(), rs);
+    if (s + 1 < steps)
+      blas::mr_update_set(a.data(), rs, as, xs);  // x += a r and r -= a A r in one pass
+    else
+      blas::caxpbypcz_set(a.data(), rs, nullptr, nullptr, one.data(), xs);
     L.smooth_steps += n;
   }
   if (low_fields)

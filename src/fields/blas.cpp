@@ -98,6 +98,32 @@ struct AxpbyzKernel {
   }
 };
 
+/// One MR step at site i: x += a r, r -= a s.
+template <typename S, int NR>
+struct MrUpdateKernel {
+  using T = compute_t<S>;
+  SiteArray<S, NR, 1> r, s, x;
+  Complex<T> a;
+  LATKE_HOST_DEVICE double operator()(int i, int) const {
+    T rv[NR], sv[NR], xv[NR];
+    r.load(rv, i);
+    s.load(sv, i);
+    x.load(xv, i);
+    for (int k = 0; k < NR; k += 2) {
+      const Complex<T> rc(rv[k], rv[k + 1]);
+      const Complex<T> xn = Complex<T>(xv[k], xv[k + 1]) + a * rc;
+      const Complex<T> rn = rc - a * Complex<T>(sv[k], sv[k + 1]);
+      xv[k] = xn.re;
+      xv[k + 1] = xn.im;
+      rv[k] = rn.re;
+      rv[k + 1] = rn.im;
+    }
+    x.save(xv, i);
+    r.save(rv, i);
+    return 0;
+  }
+};
+
 /// Launches the update as a plain kernel (return value ignored).
 template <typename K>
 struct AsVoid {
@@ -468,6 +494,61 @@ struct SetSiteAxpbyzTerm {
   }
 };
 
+/// One MR step at index i of field k: x_k += a_k r_k, r_k -= a_k s_k (flat words).
+template <typename S>
+struct SetMrTerm {
+  using T = compute_t<S>;
+  static constexpr int V = FlatSet<S>::V;
+  FlatSet<S> r, s, x;
+  Complex<T> a[set_max];
+  LATKE_HOST_DEVICE double operator()(int k, int i) const {
+    Vector<S, V>& rw = r.word(k, i);
+    Vector<S, V>& xw = x.word(k, i);
+    const Vector<S, V> ru = rw, su = s.word(k, i), xu = xw;
+    Vector<S, V> ro, xo;
+    LATKE_UNROLL for (int j = 0; j < V; j += 2) {
+      const Complex<T> rv(ru.v[j], ru.v[j + 1]);
+      const Complex<T> xn = Complex<T>(xu.v[j], xu.v[j + 1]) + a[k] * rv;
+      const Complex<T> rn = rv - a[k] * Complex<T>(su.v[j], su.v[j + 1]);
+      xo.v[j] = static_cast<S>(xn.re);
+      xo.v[j + 1] = static_cast<S>(xn.im);
+      ro.v[j] = static_cast<S>(rn.re);
+      ro.v[j + 1] = static_cast<S>(rn.im);
+    }
+    xw = xo;
+    rw = ro;
+    return 0;
+  }
+};
+
+/// The same site by site (half precision: a norm per site).
+template <typename S, int NR>
+struct SetSiteMrTerm {
+  using T = compute_t<S>;
+  SiteSet<S, NR> r, s, x;
+  Complex<T> a[set_max];
+  LATKE_HOST_DEVICE double operator()(int k, int i) const {
+    const int blk = i / r.vcb, site = i - blk * r.vcb;
+    T rv[NR], sv[NR], xv[NR];
+    const SiteArray<S, NR, 1> rk = r.at(k, blk), xk = x.at(k, blk);
+    rk.load(rv, site);
+    s.at(k, blk).load(sv, site);
+    xk.load(xv, site);
+    LATKE_UNROLL for (int j = 0; j < NR; j += 2) {
+      const Complex<T> rc(rv[j], rv[j + 1]);
+      const Complex<T> xn = Complex<T>(xv[j], xv[j + 1]) + a[k] * rc;
+      const Complex<T> rn = rc - a[k] * Complex<T>(sv[j], sv[j + 1]);
+      xv[j] = xn.re;
+      xv[j + 1] = xn.im;
+      rv[j] = rn.re;
+      rv[j + 1] = rn.im;
+    }
+    xk.save(xv, site);
+    rk.save(rv, site);
+    return 0;
+  }
+};
+
 template <typename S, int NR>
 struct SetSiteDotNormTerm {
   SiteSet<S, NR> x, y;
@@ -648,6 +729,24 @@ void caxpby(Cplx a, const ColorSpinorField& x, Cplx b, ColorSpinorField& y) {
   axpbyz<false, false>(a, x, Cplx(), nullptr, b, y);
 }
 
+void mr_update(Cplx a, ColorSpinorField& r, const ColorSpinorField& s, ColorSpinorField& x) {
+  require_alike(r, x, "mr_update");
+  require_alike(s, x, "mr_update");
+  dispatch(x, [&](auto sp, auto nr, int n) {
+    using S = decltype(sp);
+    constexpr int NR = decltype(nr)::value;
+    using T = compute_t<S>;
+    for (int blk = 0; blk < x.n_parity(); ++blk) {
+      MrUpdateKernel<S, NR> k;
+      k.r = arr<S, NR>(r, blk, n);
+      k.s = arr<S, NR>(s, blk, n);
+      k.x = arr<S, NR>(x, blk, n);
+      k.a = Complex<T>(static_cast<T>(a.re), static_cast<T>(a.im));
+      launch(x.backend(), AsVoid<decltype(k)>{k}, {n}, compute_stream(), false);
+    }
+  });
+}
+
 double caxpby_norm(Cplx a, const ColorSpinorField& x, Cplx b, ColorSpinorField& y) {
   require_alike(x, y, "caxpby_norm");
   return axpbyz<false, true>(a, x, Cplx(), nullptr, b, y);
@@ -760,6 +859,41 @@ void caxpbypcz_set(const Cplx* a, const std::vector<ColorSpinorField>& x, const 
       if constexpr (HasY) t.y = flat<S>(*y, z, "caxpbypcz_set");
       go(t, t.z.n_words);
     });
+  });
+}
+
+void mr_update_set(const Cplx* a, std::vector<ColorSpinorField>& r, const std::vector<ColorSpinorField>& s,
+                   std::vector<ColorSpinorField>& x) {
+  const char* what = "mr_update_set";
+  const int n = static_cast<int>(x.size());
+  require_sets(r, x, what);  // before r[0], s[0] and x[0] are read
+  require_sets(s, x, what);
+  require_alike(r[0], x[0], what);
+  require_alike(s[0], x[0], what);
+  auto go = [&](auto& t, int n_index) {
+    using T = decltype(t.a[0].re);
+    for (int k = 0; k < n; ++k) t.a[k] = Complex<T>(static_cast<T>(a[k].re), static_cast<T>(a[k].im));
+    launch(x[0].backend(), SetAsKernel<std::remove_reference_t<decltype(t)>>{t, n_index}, {n * n_index},
+           compute_stream(), false);
+  };
+  if (site_path(x[0], x[0], what)) {
+    dispatch_site_reals(x[0], [&](auto nr) {
+      constexpr int NR = decltype(nr)::value;
+      SetSiteMrTerm<short, NR> t;
+      t.r = site_set<short, NR>(r, x, what);
+      t.s = site_set<short, NR>(s, x, what);
+      t.x = site_set<short, NR>(x, x, what);
+      go(t, x[0].n_parity() * x[0].lattice().volume_cb());
+    });
+    return;
+  }
+  dispatch_set(x[0], [&](auto sp) {
+    using S = decltype(sp);
+    SetMrTerm<S> t;
+    t.r = flat<S>(r, x, what);
+    t.s = flat<S>(s, x, what);
+    t.x = flat<S>(x, x, what);
+    go(t, t.x.n_words);
   });
 }
 

@@ -64,6 +64,14 @@ inline constexpr int set_max = 32;
 void caxpbypcz_set(const Cplx* a, const std::vector<ColorSpinorField>& x, const Cplx* b,
                    const std::vector<ColorSpinorField>* y, const Cplx* c, std::vector<ColorSpinorField>& z,
                    double* norms = nullptr);
+/// @brief One minimal-residual step's two updates in one pass: x += a r and r -= a s (s = A r),
+/// fields of one shape and precision.
+void mr_update(Cplx a, ColorSpinorField& r, const ColorSpinorField& s, ColorSpinorField& x);
+/// @brief One minimal-residual step's two updates over sets of one shape and precision, in one
+/// pass: x_k += a[k] r_k and r_k -= a[k] s_k (s_k = A r_k). Half-precision sets: Wilson or
+/// staggered fields only.
+void mr_update_set(const Cplx* a, std::vector<ColorSpinorField>& r, const std::vector<ColorSpinorField>& s,
+                   std::vector<ColorSpinorField>& x);
 /// @brief out[k] = <x_k, y_k>, |x_k|^2, |y_k|^2 for the fields of two sets of one precision (as
 /// caxpbypcz_set), summed over all ranks: one pass and one host synchronisation for the whole set.
 void cdot_norms_set(const std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& y, DotNorms* out);

@@ -223,6 +223,54 @@ TEST_P(MgBackend, NullVectorsTogetherInHalf) {
   EXPECT_LE(iterations[1], iterations[0] + 3) << iterations[1] << " iterations, one at a time " << iterations[0];
 }
 
+// One MR step's updates in one pass (mr_update_set and mr_update: x += a r, r -= a s) equal the
+// two caxpbypcz_set passes they replace, in double, single and half, on Wilson sets and fields.
+TEST_P(MgBackend, MrUpdateOfASetEqualsItsTwoUpdates) {
+  Problem pr(GetParam(), Precision::double_, {4, 4, 4, 8}, 0.02);
+  const int count = 3;
+  for (Precision p : {Precision::double_, Precision::single, Precision::half}) {
+    SCOPED_TRACE(to_string(p));
+    const SpinorParam sp{4, 3, p, Subset::even, pr.backend};
+    std::vector<ColorSpinorField> r = ColorSpinorField::make_set(pr.lat, sp, count),
+                                  s = ColorSpinorField::make_set(pr.lat, sp, count),
+                                  x = ColorSpinorField::make_set(pr.lat, sp, count),
+                                  r2 = ColorSpinorField::make_set(pr.lat, sp, count),
+                                  x2 = ColorSpinorField::make_set(pr.lat, sp, count);
+    std::vector<Cplx> a, minus_a, one(count, Cplx(1));
+    for (int k = 0; k < count; ++k) {
+      fill_gaussian(r[k], 10 + k);
+      fill_gaussian(s[k], 20 + k);
+      fill_gaussian(x[k], 30 + k);
+      r2[k].copy_from(r[k]);
+      x2[k].copy_from(x[k]);
+      a.push_back(Cplx(0.3 + 0.2 * k, k % 2 ? -0.4 : 0.1));
+      minus_a.push_back(Cplx(-a[k].re, -a[k].im));
+    }
+    // Field 0 also through the one-field form, from copies of its inputs.
+    ColorSpinorField r1 = r[0].like(p), x1 = x[0].like(p);
+    r1.copy_from(r[0]);
+    x1.copy_from(x[0]);
+    blas::mr_update_set(a.data(), r, s, x);
+    blas::mr_update(a[0], r1, s[0], x1);
+    blas::caxpbypcz_set(a.data(), r2, nullptr, nullptr, one.data(), x2);
+    blas::caxpbypcz_set(minus_a.data(), s, nullptr, nullptr, one.data(), r2);
+    const double tol = p == Precision::half ? 1e-3 : p == Precision::single ? 1e-6 : 1e-14;
+    for (int k = 0; k < count; ++k) {
+      EXPECT_LT(rel_diff(x2[k], x[k]), tol) << "x of field " << k;
+      EXPECT_LT(rel_diff(r2[k], r[k]), tol) << "r of field " << k;
+      EXPECT_GT(rel_diff(r2[k], s[k]), 0.1);  // r changed
+    }
+    EXPECT_LT(rel_diff(x2[0], x1), tol) << "mr_update's x";
+    EXPECT_LT(rel_diff(r2[0], r1), tol) << "mr_update's r";
+  }
+  std::vector<ColorSpinorField> h = ColorSpinorField::make_set(pr.lat,
+                                                               {4, 3, Precision::half, Subset::even, pr.backend}, 2),
+                                f = ColorSpinorField::make_set(pr.lat,
+                                                               {4, 3, Precision::single, Subset::even, pr.backend}, 2);
+  std::vector<Cplx> a(2, Cplx(0.5));
+  expect_error([&] { blas::mr_update_set(a.data(), h, h, f); }, "differ in precision", "a half r with a single x");
+}
+
 // The set BLAS on Wilson fields in half (site by site, a norm per site) and with an
 // accumulator more precise than the update: equal to the same arithmetic field by field;
 // BiCGstab over a half set with solutions accumulated in single solves the even-odd operator
