@@ -723,18 +723,19 @@ PetscErrorCode run(int& status) {
   } else {
     PetscCall(KSPCreate(PETSC_COMM_WORLD, &ksp));
     PetscCall(KSPSetOperators(ksp, A, A));
-    // The staggered normal operator is Hermitian positive definite: CG.
-    PetscCall(KSPSetType(ksp, staggered && opt.form == LATKE_OPERATOR_EVEN_ODD ? KSPCG : KSPGCR));
     PetscCall(KSPSetTolerances(ksp, 1e-10, PETSC_DEFAULT, PETSC_DEFAULT, 10000));
     {
       PC pc;
       PetscCall(KSPGetPC(ksp, &pc));
-      // Wilson-clover: flexible GCR preconditioned by Latke's multigrid, where the local
-      // lattice can be coarsened (every local extent a multiple of 4).
+      // Wilson-clover: FGMRES preconditioned by Latke's multigrid, where the local lattice can
+      // be coarsened (every local extent a multiple of 4); else GCR. The staggered normal
+      // operator is Hermitian positive definite: CG.
       PetscInt local[4];
       PetscCall(LatkeGaugeGetLattice(gauge, nullptr, local, nullptr));
       bool coarsens = true;
       for (int mu = 0; mu < 4; ++mu) coarsens = coarsens && local[mu] % 4 == 0;
+      PetscCall(KSPSetType(
+          ksp, staggered ? (opt.form == LATKE_OPERATOR_EVEN_ODD ? KSPCG : KSPGCR) : (coarsens ? KSPFGMRES : KSPGCR)));
       if (!staggered && !coarsens)
         PetscCall(PetscPrintf(PETSC_COMM_WORLD,
                               "latke-solve: local lattice %dx%dx%dx%d too small to coarsen (extents "
@@ -743,6 +744,19 @@ PetscErrorCode run(int& status) {
       PetscCall(PCSetType(pc, staggered || !coarsens ? PCNONE : PCLATKEMG));
     }
     PetscCall(KSPSetFromOptions(ksp));
+    {
+      // FGMRES with the multigrid restarts every 10 iterations unless told: an iteration is
+      // worth several operator applications, and a short restart keeps PETSc's own vector work
+      // (each new direction orthogonalized against the earlier ones) small beside it
+      // (docs/gpu-petsc.md).
+      PetscBool fgmres = PETSC_FALSE, mg = PETSC_FALSE, restart = PETSC_FALSE;
+      PC pc;
+      PetscCall(KSPGetPC(ksp, &pc));
+      PetscCall(PetscObjectTypeCompare(reinterpret_cast<PetscObject>(ksp), KSPFGMRES, &fgmres));
+      PetscCall(PetscObjectTypeCompare(reinterpret_cast<PetscObject>(pc), PCLATKEMG, &mg));
+      PetscCall(PetscOptionsHasName(nullptr, nullptr, "-ksp_gmres_restart", &restart));
+      if (fgmres && mg && !restart) PetscCall(KSPGMRESSetRestart(ksp, 10));
+    }
     {
       // PETSc's CGNE multiplies by A^T, not A^H, for complex scalars: the normal equations it
       // solves are not Hermitian for Latke's operators, and it does not converge on them.

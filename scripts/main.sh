@@ -82,14 +82,14 @@ get_cuda_petsc() {
 
   np=${LATKE_PETSC_MAKE_NP:-$(nproc)}
   [[ "$np" =~ ^[1-9][0-9]*$ ]] || np=$(nproc)
-  minutes=$((5 + 110 / np))  # configure runs on one core, make on all: about an hour on two
+  minutes=$((3 + 30 / np))  # configure runs on one core, make on all: about 20 minutes on two
   echo "main: building PETSc $petsc_version with CUDA once into $prefix (about $minutes minutes on $np cores; log: $log)"
   if [ "$dry" = 1 ]; then
     step env LATKE_PETSC_MAKE_NP="$np" "$root/scripts/build-petsc-cuda.sh" "$tarball" "$prefix"
   elif LATKE_PETSC_MAKE_NP=$np "$root/scripts/build-petsc-cuda.sh" "$tarball" "$prefix" >"$log" 2>&1; then
     rm -rf "$prefix.build"  # the installed PETSc needs nothing from its build tree
   else
-    # Not tried again on every run (an hour each): the marker stops it until removed.
+    # Not tried again on every run (minutes each): the marker stops it until removed.
     echo "$tarball" >"$prefix.failed"
     fall_back "building PETSc $petsc_version with CUDA failed (the end of $log says why)"
     return 1
