@@ -98,6 +98,20 @@ struct AxpbyzKernel {
   }
 };
 
+/// One MR step's updates on N reals (complex pairs) in compute type T: x += a r, r -= a s.
+template <typename T, int N, typename U>
+LATKE_HOST_DEVICE LATKE_INLINE void mr_step(Complex<T> a, U (&r)[N], const U (&s)[N], U (&x)[N]) {
+  LATKE_UNROLL for (int k = 0; k < N; k += 2) {
+    const Complex<T> rc(r[k], r[k + 1]);
+    const Complex<T> xn = Complex<T>(x[k], x[k + 1]) + a * rc;
+    const Complex<T> rn = rc - a * Complex<T>(s[k], s[k + 1]);
+    x[k] = static_cast<U>(xn.re);
+    x[k + 1] = static_cast<U>(xn.im);
+    r[k] = static_cast<U>(rn.re);
+    r[k + 1] = static_cast<U>(rn.im);
+  }
+}
+
 /// One MR step at site i: x += a r, r -= a s.
 template <typename S, int NR>
 struct MrUpdateKernel {
@@ -109,15 +123,7 @@ struct MrUpdateKernel {
     r.load(rv, i);
     s.load(sv, i);
     x.load(xv, i);
-    for (int k = 0; k < NR; k += 2) {
-      const Complex<T> rc(rv[k], rv[k + 1]);
-      const Complex<T> xn = Complex<T>(xv[k], xv[k + 1]) + a * rc;
-      const Complex<T> rn = rc - a * Complex<T>(sv[k], sv[k + 1]);
-      xv[k] = xn.re;
-      xv[k + 1] = xn.im;
-      rv[k] = rn.re;
-      rv[k + 1] = rn.im;
-    }
+    mr_step(a, rv, sv, xv);
     x.save(xv, i);
     r.save(rv, i);
     return 0;
@@ -504,19 +510,11 @@ struct SetMrTerm {
   LATKE_HOST_DEVICE double operator()(int k, int i) const {
     Vector<S, V>& rw = r.word(k, i);
     Vector<S, V>& xw = x.word(k, i);
-    const Vector<S, V> ru = rw, su = s.word(k, i), xu = xw;
-    Vector<S, V> ro, xo;
-    LATKE_UNROLL for (int j = 0; j < V; j += 2) {
-      const Complex<T> rv(ru.v[j], ru.v[j + 1]);
-      const Complex<T> xn = Complex<T>(xu.v[j], xu.v[j + 1]) + a[k] * rv;
-      const Complex<T> rn = rv - a[k] * Complex<T>(su.v[j], su.v[j + 1]);
-      xo.v[j] = static_cast<S>(xn.re);
-      xo.v[j + 1] = static_cast<S>(xn.im);
-      ro.v[j] = static_cast<S>(rn.re);
-      ro.v[j + 1] = static_cast<S>(rn.im);
-    }
-    xw = xo;
-    rw = ro;
+    Vector<S, V> ru = rw, xu = xw;
+    const Vector<S, V> su = s.word(k, i);
+    mr_step<T>(a[k], ru.v, su.v, xu.v);
+    xw = xu;
+    rw = ru;
     return 0;
   }
 };
@@ -534,15 +532,7 @@ struct SetSiteMrTerm {
     rk.load(rv, site);
     s.at(k, blk).load(sv, site);
     xk.load(xv, site);
-    LATKE_UNROLL for (int j = 0; j < NR; j += 2) {
-      const Complex<T> rc(rv[j], rv[j + 1]);
-      const Complex<T> xn = Complex<T>(xv[j], xv[j + 1]) + a[k] * rc;
-      const Complex<T> rn = rc - a[k] * Complex<T>(sv[j], sv[j + 1]);
-      xv[j] = xn.re;
-      xv[j + 1] = xn.im;
-      rv[j] = rn.re;
-      rv[j + 1] = rn.im;
-    }
+    mr_step(a[k], rv, sv, xv);
     xk.save(xv, site);
     rk.save(rv, site);
     return 0;
