@@ -150,7 +150,8 @@ std::vector<long> OptionGroup::integers(const char* name, const std::vector<long
       char* end = nullptr;
       const long long v = std::strtoll(item, &end, 10);
       require(end != item && (*end == ',' || *end == 0), full, " '", text, "': item ", count + 1,
-              " is not an integer (expected a comma-separated list of integers)");
+              " is not an integer (expected a comma-separated list of integers",
+              end != item && *end == ':' ? "; ':' does not separate items, give one list" : "", ")");
       require(errno != ERANGE && v >= PETSC_MIN_INT && v <= PETSC_MAX_INT, full, " '", text, "': item ", count + 1,
               " is out of range: expected an integer from ", PETSC_MIN_INT, " to ", PETSC_MAX_INT);
       if (*end == 0) break;
