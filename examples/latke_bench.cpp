@@ -200,7 +200,8 @@ void write_json(const std::string& path, const std::string& op, const Lattice& l
 
 int bench_dslash() {
   const RunOptions run = setup_from_options();
-  std::string lattice, schur_name, json;
+  Coords dims{};
+  std::string schur_name, json;
   std::vector<std::string> precision_list, recon_list, form_list;
   bool dagger = false, tune_report_wanted = false, mass_given = false, kappa_given = false;
   long iters_opt = 0, set_count = 0;
@@ -208,7 +209,7 @@ int bench_dslash() {
   std::string op_name;
   read_options(PETSC_COMM_WORLD, "", "latke-bench options", [&](OptionGroup& o) {
     op_name = o.string("-latke_op", "wilson", "Operator: wilson (clover), staggered (naive) or asqtad");
-    lattice = coords_text(o.coords("-latke_lattice", Coords{16, 16, 16, 16}, "Global lattice X,Y,Z,T"));
+    dims = o.coords("-latke_lattice", Coords{16, 16, 16, 16}, "Global lattice X,Y,Z,T");
     precision_list = o.choice_list("-latke_precision", {"single"}, {"double", "single", "half"}, "Precisions to time");
     recon_list = o.choice_list("-latke_reconstruct", {"12"}, {"18", "12"},
                                "Link reconstructions to time: list of 18, 12 (asqtad: of the long links)");
@@ -229,13 +230,12 @@ int bench_dslash() {
     kappa_given = o.given("-latke_kappa");
   });
   if (!json.empty()) require_writable(PETSC_COMM_WORLD, json, "-latke_json");  // before the work
-  const Coords dims = parse_coords(lattice, "-latke_lattice");
   auto lat = std::make_shared<Lattice>(PETSC_COMM_WORLD, dims, run.grid);
   std::vector<Precision> precisions;
   for (const auto& s : precision_list) precisions.push_back(parse_precision(s));
   std::vector<Reconstruct> recons;
   for (const auto& s : recon_list) recons.push_back(parse_reconstruct(s));
-  const std::vector<std::string> forms = form_list;
+  const std::vector<std::string>& forms = form_list;
   for (const auto& f : forms)
     require(f == "dslash" || f == "matpc" || f == "full", "-latke_form '", f, "': expected dslash, matpc or full");
   const SchurType schur = parse_schur_type(schur_name);
@@ -668,11 +668,11 @@ namespace {
 /// -latke_set fields (bytes: the blocks once and every field's vectors).
 int bench_mg() {
   const RunOptions run = setup_from_options();
-  std::string lattice;
+  Coords dims{};
   double mass = -0.05, csw = 1.0;
   long iters = 0, set_count = 32;
   read_options(PETSC_COMM_WORLD, "", "latke-bench mg options", [&](OptionGroup& o) {
-    lattice = coords_text(o.coords("-latke_lattice", Coords{16, 16, 16, 32}, "Global lattice X,Y,Z,T"));
+    dims = o.coords("-latke_lattice", Coords{16, 16, 16, 32}, "Global lattice X,Y,Z,T");
     mass = o.real("-latke_mass", mass, "Bare quark mass");
     csw = o.real("-latke_csw", csw, "Clover coefficient");
     iters = o.integer("-latke_iterations", 0, "Calls per timing (0: about 0.5 s of work)");
@@ -680,7 +680,7 @@ int bench_mg() {
                           "Fields of the coarse operator over a set (apply_set; 0: not timed, at most 32)");
   });
   require(set_count >= 0 && set_count <= blas::set_max, "-latke_set ", set_count, ": expected 0 to ", blas::set_max);
-  auto lat = std::make_shared<Lattice>(PETSC_COMM_WORLD, parse_coords(lattice, "-latke_lattice"), run.grid);
+  auto lat = std::make_shared<Lattice>(PETSC_COMM_WORLD, dims, run.grid);
   WilsonCloverParam wp;
   wp.mass = mass;
   wp.csw = csw;
@@ -875,12 +875,13 @@ int bench_mg() {
 /// precision in the same run.
 int bench_schwarz() {
   const RunOptions run = setup_from_options();
-  std::string lattice, block_list, type_name;
+  Coords dims{};
+  std::string block_list, type_name;
   std::vector<std::string> precision_list;
   long steps = 8, iters_opt = 0;
   double mass = 0.1, csw = 1.0;
   read_options(PETSC_COMM_WORLD, "", "latke-bench schwarz options", [&](OptionGroup& o) {
-    lattice = coords_text(o.coords("-latke_lattice", Coords{16, 16, 16, 16}, "Global lattice X,Y,Z,T"));
+    dims = o.coords("-latke_lattice", Coords{16, 16, 16, 16}, "Global lattice X,Y,Z,T");
     precision_list =
         o.choice_list("-latke_precision", {"half", "single"}, {"double", "single", "half"}, "Precisions to time");
     block_list = o.string("-latke_schwarz_blocks", "4,4,4,4:8,4,4,4:8,8,8,8",
@@ -892,7 +893,7 @@ int bench_schwarz() {
     iters_opt = o.integer("-latke_iterations", 0, "Applications per timing (0: about 1 s of work)");
   });
   require(steps >= 1, "-latke_schwarz_iterations ", steps, ": expected at least 1");
-  auto lat = std::make_shared<Lattice>(PETSC_COMM_WORLD, parse_coords(lattice, "-latke_lattice"), run.grid);
+  auto lat = std::make_shared<Lattice>(PETSC_COMM_WORLD, dims, run.grid);
   std::vector<Coords> blocks;
   {
     std::stringstream ss(block_list);
@@ -985,11 +986,12 @@ int bench_schwarz() {
 /// file (latke-machine/1) for latke-scale model. Run on one node with one rank per GPU.
 int bench_machine() {
   const RunOptions run = setup_from_options();
-  std::string json, kernel_lattice;
+  std::string json;
+  Coords kdims{};
   read_options(PETSC_COMM_WORLD, "", "latke-bench machine options", [&](OptionGroup& o) {
     json = o.string("-latke_json", "machine.json", "The machine file to write");
-    kernel_lattice = coords_text(o.coords("-latke_kernel_lattice", Coords{32, 32, 32, 32},
-                                          "Each rank's lattice for the kernels' calibration (MatPC, Schwarz blocks)"));
+    kdims = o.coords("-latke_kernel_lattice", Coords{32, 32, 32, 32},
+                     "Each rank's lattice for the kernels' calibration (MatPC, Schwarz blocks)");
   });
   require_writable(PETSC_COMM_WORLD, json, "-latke_json");
   int size = 1, rank = 0;
@@ -1029,7 +1031,6 @@ int bench_machine() {
   // with t halved down to 2 (a kernel's efficiency falls with its volume: the model reads it
   // at each local volume); and the Schwarz blocks' arithmetic rate (4^4, 8 MR steps, half, on
   // chip).
-  const Coords kdims = parse_coords(kernel_lattice, "-latke_kernel_lattice");
   std::vector<std::pair<std::string, double>> matpc;
   std::vector<std::pair<std::string, std::vector<std::pair<long, double>>>> by_volume;
   double schwarz_gflops = 0;

@@ -73,13 +73,7 @@ struct SolveOptions {
   std::vector<long> next;      ///< -latke_gauge_next: solved again on configurations this many sweeps apart
 };
 
-/// "a,b,..." as the options take it, for messages.
-template <typename T>
-std::string list_text(const std::vector<T>& v) {
-  std::ostringstream s;
-  for (std::size_t i = 0; i < v.size(); ++i) s << (i ? "," : "") << v[i];
-  return s.str();
-}
+using latke::list_text;
 
 SolveOptions read_solve_options() {
   SolveOptions o;

@@ -6,10 +6,11 @@
 #include <cstdint>
 #include <sstream>
 
-#include "src/core/petsc_compat.h"
-#include "src/core/petsc_device.h"
 #include "src/core/error.h"
 #include "src/core/log.h"
+#include "src/core/options.h"
+#include "src/core/petsc_compat.h"
+#include "src/core/petsc_device.h"
 
 namespace latke::petsc {
 
@@ -74,26 +75,21 @@ Precision precision_of(LatkePrecision p) {
 
 std::array<Complex<double>, 4> boundary_phases(const PetscScalar given[4], const std::vector<double>& boundary,
                                                const std::vector<double>& twist, const std::string& prefix) {
-  const auto text = [](const std::vector<double>& v) {
-    std::ostringstream s;
-    for (std::size_t i = 0; i < v.size(); ++i) s << (i ? "," : "") << v[i];
-    return s.str();
-  };
   std::array<Complex<double>, 4> phase;
   for (int mu = 0; mu < 4; ++mu) phase[mu] = Complex<double>(PetscRealPart(given[mu]), PetscImaginaryPart(given[mu]));
   if (!boundary.empty()) {
     const std::vector<double>& b = boundary;
-    require(b.size() == 4, "-", prefix, "latke_boundary '", text(b), "': expected four signs (x,y,z,t)");
+    require(b.size() == 4, "-", prefix, "latke_boundary '", list_text(b), "': expected four signs (x,y,z,t)");
     for (int mu = 0; mu < 4; ++mu) {
       static const char* const dims[4] = {"x", "y", "z", "t"};
-      require(b[mu] == 1 || b[mu] == -1, "-", prefix, "latke_boundary '", text(b), "': entry ", mu + 1, " (", dims[mu],
-              ") is ", b[mu], ": expected 1 or -1");
+      require(b[mu] == 1 || b[mu] == -1, "-", prefix, "latke_boundary '", list_text(b), "': entry ", mu + 1, " (",
+              dims[mu], ") is ", b[mu], ": expected 1 or -1");
       phase[mu] = Complex<double>(b[mu]);
     }
   }
   if (!twist.empty()) {
     const std::vector<double>& t = twist;
-    require(t.size() == 4, "-", prefix, "latke_twist '", text(t), "': expected four numbers (x,y,z,t)");
+    require(t.size() == 4, "-", prefix, "latke_twist '", list_text(t), "': expected four numbers (x,y,z,t)");
     for (int mu = 0; mu < 4; ++mu)
       phase[mu] = phase[mu] * Complex<double>(std::cos(M_PI * t[mu]), std::sin(M_PI * t[mu]));
   }

@@ -30,12 +30,6 @@ std::vector<T> per_level(std::vector<T> v, int n) {
   return v;
 }
 
-std::string list_text(const std::vector<long>& v) {
-  std::string s;
-  for (long x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
-  return s;
-}
-
 /// Default aggregates: on level 0 extent 4 where the local extent is a multiple of 8, else 2
 /// (a multiple of 4); on coarser levels 2; else 3 where the extent is a multiple of 6. Levels are added while every
 /// extent allows one, up to max_levels; a level that `p` gathers (its ranks and gather_sites; mg::gathers) is
@@ -186,9 +180,8 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
     require(r >= 0, pre, "pc_latke_mg_refresh_iterations '", list_text(refresh_its), "': ", r,
             " steps: expected 0 or more");
   o.refresh.assign(refresh.begin(), refresh.end());
-  const std::vector<std::string>& precs = precision;
-  const std::vector<std::string>& tprecs = transfer;
-  const std::vector<std::string>& sprecs = setup_prec;
+  const std::vector<std::string> precs = per_level(precision, nt), tprecs = per_level(transfer, nt),
+                                 sprecs = per_level(setup_prec, nt);
   const SolverType ss = parse_solver_type(setup_solver);
   p.setup_set_math = parse_set_math(set_math, pre + "pc_latke_mg_setup_mma");
   p.level.assign(nt, LevelParam{});
@@ -204,9 +197,9 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
     if (l > 0) q.setup_restrict_iterations = static_cast<int>(rits[l - 1]);
     q.setup_tol = setup_tol;
     q.setup_solver = ss;
-    q.setup_precision = parse_precision(sprecs[std::min<std::size_t>(l, sprecs.size() - 1)]);
-    q.coarse_precision = parse_precision(precs[std::min<std::size_t>(l, precs.size() - 1)]);
-    q.transfer_precision = parse_precision(tprecs[std::min<std::size_t>(l, tprecs.size() - 1)]);
+    q.setup_precision = parse_precision(sprecs[l]);
+    q.coarse_precision = parse_precision(precs[l]);
+    q.transfer_precision = parse_precision(tprecs[l]);
     const std::string lp = prefix + "latke_mg_levels_" + std::to_string(l) + "_";
     std::string smoother, smoother_prec = "single";
     if (l < static_cast<int>(set.pre_smooth.size()) && set.pre_smooth[l] >= 0) q.pre_smooth = set.pre_smooth[l];

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +16,14 @@
 #include "src/core/lattice.h"
 
 namespace latke {
+
+/// @brief "a,b,..." as a list option is written, for messages about its values.
+template <typename T>
+std::string list_text(const std::vector<T>& v) {
+  std::ostringstream s;
+  for (std::size_t i = 0; i < v.size(); ++i) s << (i ? "," : "") << v[i];
+  return s.str();
+}
 
 /// One group of options being read; handed to the body of read_options.
 class OptionGroup {
