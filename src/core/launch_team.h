@@ -38,7 +38,7 @@ struct Team {
   LATKE_HOST_DEVICE LATKE_INLINE unsigned char* shared() const { return smem; }
   template <typename G>
   LATKE_HOST_DEVICE LATKE_INLINE void for_each(int n, const G& g) const {
-    for (int i = rank; i < n; i += size) g(i);
+    LATKE_NO_UNROLL for (int i = rank; i < n; i += size) g(i);  // one copy of g: team bodies are large
   }
   LATKE_HOST_DEVICE LATKE_INLINE void sync() const {
 #ifdef __CUDA_ARCH__
@@ -49,15 +49,30 @@ struct Team {
   template <typename T, typename G>
   LATKE_HOST_DEVICE LATKE_INLINE T sum(int n, const G& g) const {
     T acc{};
-    for (int i = rank; i < n; i += size) acc += g(i);
+    LATKE_NO_UNROLL for (int i = rank; i < n; i += size) acc += g(i);
+    return reduce(acc);
+  }
+  /// The sum of every thread's acc, returned to every thread of the team (fixed order for a
+  /// given team size): a tree in the scratch space, the last five levels within warp 0.
+  template <typename T>
+  LATKE_HOST_DEVICE LATKE_INLINE T reduce(T acc) const {
 #ifdef __CUDA_ARCH__
     T* s = reinterpret_cast<T*>(scratch);
     s[rank] = acc;
     __syncthreads();
-    for (int w = size >> 1; w > 0; w >>= 1) {
+    int w = size >> 1;
+    for (; w >= 32; w >>= 1) {
       if (rank < w) s[rank] += s[rank + w];
       __syncthreads();
     }
+    if (rank < 32) {  // warp 0 (its lanes below size): __syncwarp orders their shared-memory accesses
+      const unsigned lanes = size >= 32 ? 0xffffffffu : (1u << size) - 1u;
+      for (; w > 0; w >>= 1) {
+        if (rank < w) s[rank] += s[rank + w];
+        __syncwarp(lanes);
+      }
+    }
+    __syncthreads();
     acc = s[0];
     __syncthreads();
 #endif
