@@ -4,10 +4,14 @@
 //
 // A team holds its block's right-hand side and residual r (solved parity p), Mhat r, the
 // solution x and the intermediate A_qq^-1 D_qp r (parity q) in shared memory, in the compute
-// precision, and a map from the block's sites to the rank's. Per step: one pass over the
-// block's q sites (hops from r), one over its p sites (hops from the intermediate, the
-// epilogue of the Schur form and the block sums <Mhat r, r>, |Mhat r|^2 over the team), and
-// the update of x and r. Links and clover are read through the field accessors: the first
+// precision, and per site of either parity its index on the rank and its packed block
+// coordinates. Per step: one pass over the block's q sites (hops from r), one over its p
+// sites (hops from the intermediate, the epilogue of the Schur form and the block sums
+// <Mhat r, r>, |Mhat r|^2 over the team), and the update of x and r. The two passes are one
+// rolled loop and so are the eight hops of a site: the kernel's code then fits the
+// instruction cache, which an unrolled copy per pass and per hop did not (the kernel waited
+// on instruction fetch more than on any other stall). Links and clover are read through the
+// field accessors: the first
 // step brings them from DRAM, the others find them in L1/L2 (a block of 4^4 sites holds
 // 24 KB of half-precision links and 36 KB of clover inverse). DRAM traffic per application is
 // then one read of the links, clover and right-hand side and one write of the solution.
@@ -54,11 +58,16 @@ struct BlockLinks {
   }
 };
 
-/// Spinors of one block per team: 4 sets of 24 reals per site of one parity, and the site map.
+/// Spinors of one block per team: 4 sets of 24 reals per site of one parity, and per site of
+/// either parity its index on the rank and its packed block coordinates.
 template <typename T>
 std::size_t block_solver_bytes(int vcb) {
-  return static_cast<std::size_t>(vcb) * (96 * sizeof(T) + 2 * sizeof(int));
+  return static_cast<std::size_t>(vcb) * (96 * sizeof(T) + 4 * sizeof(int));
 }
+
+/// Block coordinates (each below 256) packed in one int, c_mu in bits [8 mu, 8 mu + 8).
+LATKE_HOST_DEVICE LATKE_INLINE int pack_coords(const int (&c)[4]) { return c[0] | c[1] << 8 | c[2] << 16 | c[3] << 24; }
+LATKE_HOST_DEVICE LATKE_INLINE int coord(int packed, int mu) { return (packed >> (8 * mu)) & 0xff; }
 
 /// Threads of a team for blocks of vcb sites per parity: one per site, at most 256.
 int block_team_size(int vcb) {
@@ -70,7 +79,8 @@ int block_team_size(int vcb) {
 template <typename Store, Reconstruct R, bool Symmetric>
 struct BlockMRKernel {
   using T = typename compute_type<Store>::type;
-  wilson::DslashArg<Store, R> arg[2];  ///< by output parity; their geometry is one block's
+  using Gauge = GaugeAccessor<Store, R>;
+  Gauge gauge;
   BlockGrid grid;
   CloverAccessor<Store> site_p;  ///< A_pp^-1 (symmetric) or A_pp (asymmetric)
   CloverAccessor<Store> inv_q;   ///< A_qq^-1
@@ -78,7 +88,75 @@ struct BlockMRKernel {
   int p = 0;
   int colour = -1;
   int steps = 1;
-  T a = 0;  ///< -hop^2
+  T a = 0;            ///< -hop^2
+  T sign = -1;        ///< forward projector 1 + sign gamma
+  int cut_mask = 15;  ///< bit mu: hops leaving the block in mu are dropped; else the block is the
+                      ///< whole lattice in mu and they wrap, with the boundary phase
+  int phase_mask = 0;
+  Complex<T> phase[4];
+
+  /// The hopping sum at site i (parity par, packed block coordinates pc) from the
+  /// block's spinors `in`: wilson::hop_sum's hops in one rolled loop over the eight (the
+  /// backward links made adjoint, the spin projection chosen by a switch), so that the
+  /// kernel's steps fit the instruction cache.
+  LATKE_HOST_DEVICE LATKE_INLINE ColorSpinor<T, 3, 4> hops(const BlockLinks<Gauge>& links, const SharedSpinors<T>& in,
+                                                           int i, int par, int pc) const {
+    const int* L = grid.blk.L;
+    const int pl = L[0] | L[1] << 8 | L[2] << 16 | L[3] << 24, full = 2 * i + (pc & 1);
+    ColorSpinor<T, 3, 4> acc;
+    acc.zero();
+    int stride = 1;
+    LATKE_NO_UNROLL for (int hop = 0; hop < 8; ++hop) {
+      const int mu = hop >> 1;
+      const bool fwd = (hop & 1) == 0;
+      const int cm = coord(pc, mu), lm = coord(pl, mu);
+      const bool edge = cm == (fwd ? lm - 1 : 0);
+      if (!(edge && ((cut_mask >> mu) & 1))) {
+        const int step = fwd ? stride : -stride;
+        const int nb = edge ? full - (lm - 1) * step : full + step;
+        const T s = fwd ? sign : -sign;
+        const ColorSpinor<T, 3, 4> psi = in.load(nb >> 1);
+        ColorSpinor<T, 3, 2> h;
+        switch (mu) {
+          case 0:
+            h = wilson::project<0>(psi, s);
+            break;
+          case 1:
+            h = wilson::project<1>(psi, s);
+            break;
+          case 2:
+            h = wilson::project<2>(psi, s);
+            break;
+          default:
+            h = wilson::project<3>(psi, s);
+            break;
+        }
+        ColorMatrix<T, 3> u = links.load(mu, fwd ? i : nb >> 1, fwd ? par : 1 - par);
+        if (!fwd) u = adjoint(u);
+        h = u * h;
+        if (edge && ((phase_mask >> mu) & 1)) {
+          const Complex<T> z = mu == 0 ? phase[0] : mu == 1 ? phase[1] : mu == 2 ? phase[2] : phase[3];
+          h = wilson::scale_phase(h, fwd ? z : conj(z));
+        }
+        switch (mu) {
+          case 0:
+            wilson::accumulate<0>(acc, h, s);
+            break;
+          case 1:
+            wilson::accumulate<1>(acc, h, s);
+            break;
+          case 2:
+            wilson::accumulate<2>(acc, h, s);
+            break;
+          default:
+            wilson::accumulate<3>(acc, h, s);
+            break;
+        }
+      }
+      if (!fwd) stride *= lm;
+    }
+    return acc;
+  }
 
   LATKE_HOST_DEVICE void operator()(const Team& t) const {
     const LocalGeometry& blk = grid.blk;
@@ -88,8 +166,12 @@ struct BlockMRKernel {
     T* base = reinterpret_cast<T*>(t.shared());
     const SharedSpinors<T> r{base, n}, ar{base + 24 * n, n}, xs{base + 48 * n, n}, tq{base + 72 * n, n};
     int* map = reinterpret_cast<int*>(base + 96 * n);
+    int* coords = map + 2 * n;
     t.for_each(2 * n, [&](int k) {
       const int par = k >= n ? 1 : 0;
+      int c[4];
+      blk.coords(k - par * n, par, c);
+      coords[k] = pack_coords(c);
       map[k] = grid.rank_cb(o, k - par * n, par);
     });
     t.sync();
@@ -100,35 +182,51 @@ struct BlockMRKernel {
       t.for_each(n, [&](int i) { x.save(zero, map_p[i]); });
       return;
     }
-    const BlockLinks<decltype(arg[0].gauge)> links{arg[0].gauge, map, n};
+    const BlockLinks<Gauge> links{gauge, map, n};
     t.for_each(n, [&](int i) {
       r.save(b.load(map_p[i]), i);
       xs.save(zero, i);
     });
     t.sync();
     for (int step = 0; step < steps; ++step) {
-      t.for_each(n, [&](int i) {  // tq = A_qq^-1 D_qp r
-        int c[4];
-        const int full = blk.coords(i, q, c);
-        tq.save(inv_q.apply(wilson::hop_sum(arg[q], links, r, i, full, c), map_q[i]), i);
-      });
-      t.sync();
-      const MrSums s = t.template sum<MrSums>(n, [&](int i) {  // ar = Mhat r, and its sums
-        int c[4];
-        const int full = blk.coords(i, p, c);
-        const ColorSpinor<T, 3, 4> h = wilson::hop_sum(arg[p], links, tq, i, full, c), v = r.load(i);
-        const ColorSpinor<T, 3, 4> w =
-            Symmetric ? axpy(a, site_p.apply(h, map_p[i]), v) : axpy(a, h, site_p.apply(v, map_p[i]));
-        ar.save(w, i);
-        MrSums e;
-        LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) {
-          const Complex<T> u = w.d[sp][cc], z = v.d[sp][cc];
-          e.re += static_cast<double>(u.re) * z.re + static_cast<double>(u.im) * z.im;
-          e.im += static_cast<double>(u.re) * z.im - static_cast<double>(u.im) * z.re;
-          e.nn += static_cast<double>(u.re) * u.re + static_cast<double>(u.im) * u.im;
-        }
-        return e;
-      });
+      // Pass 0: tq = A_qq^-1 D_qp r on the q sites. Pass 1: ar = Mhat r on the p sites (the
+      // hops from tq, then the Schur form's epilogue) and the sums <Mhat r, r>, |Mhat r|^2.
+      // One rolled loop: one copy of the hops and the clover product in the kernel.
+      MrSums mine;
+      LATKE_NO_UNROLL for (int pass = 0; pass < 2; ++pass) {
+        const int par = pass ? p : q;
+        const SharedSpinors<T> in = pass ? tq : r;
+        const CloverAccessor<Store> clover = pass ? site_p : inv_q;
+        const int* map_par = pass ? map_p : map_q;
+        const int* coords_par = coords + par * n;
+        t.for_each(n, [&](int i) {
+          const ColorSpinor<T, 3, 4> h = hops(links, in, i, par, coords_par[i]);
+          ColorSpinor<T, 3, 4> v = zero;
+          if (pass) v = r.load(i);
+          // One clover product: of the hops (pass 0; pass 1 symmetric) or of r (asymmetric).
+          const bool of_h = !pass || Symmetric;
+          ColorSpinor<T, 3, 4> cin;
+          LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) cin.d[sp][cc] =
+              of_h ? h.d[sp][cc] : v.d[sp][cc];
+          const ColorSpinor<T, 3, 4> ch = clover.apply(cin, map_par[i]);
+          if (!pass) {
+            tq.save(ch, i);
+            return;
+          }
+          const ColorSpinor<T, 3, 4> w = Symmetric ? axpy(a, ch, v) : axpy(a, h, ch);
+          ar.save(w, i);
+          T re = 0, im = 0, nn = 0;
+          LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) {
+            const Complex<T> u = w.d[sp][cc], z = v.d[sp][cc];
+            re += u.re * z.re + u.im * z.im;
+            im += u.re * z.im - u.im * z.re;
+            nn += u.re * u.re + u.im * u.im;
+          }
+          mine.re += re, mine.im += im, mine.nn += nn;
+        });
+        if (!pass) t.sync();
+      }
+      const MrSums s = t.reduce(mine);
       if (!(s.nn > 0)) break;  // the same for the whole team: r is zero
       const Complex<T> alpha(static_cast<T>(s.re / s.nn), static_cast<T>(s.im / s.nn));
       t.for_each(n, [&](int i) {  // x += alpha r, r -= alpha ar (each thread its own sites)
@@ -179,11 +277,12 @@ void WilsonCloverOperator::solve_blocks(ColorSpinorField& x, const ColorSpinorFi
       constexpr Reconstruct R = decltype(r_)::value;
       BlockMRKernel<Store, R, decltype(sym_)::value> k;
       wilson::DslashRequest rq{{&x, &b, nullptr, nullptr}, &gauge_, nullptr, &param_, Epilogue::plain, 1.0, false};
-      for (int par = 0; par < 2; ++par) {
-        k.arg[par] = wilson::make_arg<Store, R>(rq);
-        k.arg[par].parity = par;
-        k.arg[par].faces.geom = grid.blk;
-      }
+      const wilson::DslashArg<Store, R> arg = wilson::make_arg<Store, R>(rq);
+      k.gauge = arg.gauge;
+      k.sign = arg.sign;
+      k.cut_mask = arg.cut_mask;
+      k.phase_mask = arg.phase_mask;
+      for (int mu = 0; mu < 4; ++mu) k.phase[mu] = arg.phase[mu];
       k.grid = grid;
       k.site_p = (type == SchurType::symmetric ? clover_inv_ : clover_).template accessor<Store>(p);
       k.inv_q = clover_inv_.template accessor<Store>(q);
