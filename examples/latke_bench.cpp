@@ -957,6 +957,7 @@ int bench_schwarz() {
         sp.iterations = static_cast<int>(steps);
         sp.precision = p;
         sp.type = type;
+        sp.cycles = 1;
         sp.on_chip = on_chip;
         SchwarzPreconditioner k(local, schwarz_needs_full_operator(sp) ? A : nullptr, sp);
         char name[32];
@@ -1050,8 +1051,7 @@ int bench_machine() {
       if (t != kdims[3]) continue;
       matpc.emplace_back(to_string(p), ratio);
       if (p == Precision::half) {
-        SchwarzParam sp;
-        sp.block = Coords{4, 4, 4, 4};
+        SchwarzParam sp = schwarz_smoother_param();  // one additive cycle of 4^4 blocks
         sp.iterations = 8;
         const std::shared_ptr<WilsonCloverLinear> local = domain_local(w, links, sp.block);
         SchwarzPreconditioner k(local, nullptr, sp);

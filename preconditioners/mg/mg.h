@@ -89,7 +89,7 @@ struct LevelParam {
   /// single), as QUDA smooths in half: on level 0 its vectors and operator, on a coarse level
   /// its operator's blocks (a half copy of the level's operator; vectors in single).
   Precision smoother_precision = Precision::single;
-  SchwarzParam schwarz;                 ///< level 0 with the Schwarz smoother
+  SchwarzParam schwarz = schwarz_smoother_param();  ///< level 0 with the Schwarz smoother
   int ksp_max_it = 8;                   ///< K-cycle GCR solving this level (levels 1 .. L-2)
   double ksp_rtol = 0.25;
 };
