@@ -490,13 +490,12 @@ PetscErrorCode check_and_refine(KSP ksp, Mat A, Mat M, Vec bhat, Vec xhat, Vec b
 /// with CUDA avoids. Names the fix that applies to this PETSc.
 PetscErrorCode note_staged_vectors(Mat A, Vec v) {
   const char* backend = nullptr;
-  VecType type = nullptr;
+  PetscBool staged = PETSC_FALSE;
   PetscInt n = 0;
   PetscFunctionBeginUser;
   PetscCall(LatkeGetBackend(&backend));
-  PetscCall(VecGetType(v, &type));
-  const std::string t = type;
-  if (std::string(backend) != "cuda" || t == VECCUDA || t == VECSEQCUDA || t == VECMPICUDA) PetscFunctionReturn(0);
+  PetscCall(MatLatkeVecIsStaged(A, v, &staged));
+  if (std::string(backend) != "cuda" || !staged) PetscFunctionReturn(0);
   PetscCall(MatGetLocalSize(A, &n, nullptr));
 #if defined(PETSC_HAVE_CUDA)
   const char* fix =

@@ -144,6 +144,14 @@ void check_petsc(PetscErrorCode ierr, const char* call) {
 }
 }  // namespace
 
+namespace {
+/// Whether a vector's array is used in place by op: its memory is where op runs and it is
+/// aligned for Latke's loads. Otherwise VecField stages it.
+bool used_in_place(const ShellOperator& op, bool device_memory, const void* array) {
+  return device_memory == (op.backend() == Backend::cuda) && reinterpret_cast<std::uintptr_t>(array) % 16 == 0;
+}
+}  // namespace
+
 VecField::VecField(ShellOperator& op, Vec v, Access access, int slot) : op_(op), v_(v), access_(access) {
   PetscInt n = 0;
   check_petsc(VecGetLocalSize(v, &n), "VecGetLocalSize");
@@ -169,8 +177,7 @@ VecField::VecField(ShellOperator& op, Vec v, Access access, int slot) : op_(op),
   // PETSc's kernels on this vector run on PETSc's stream and may still be queued: Latke's
   // kernels start after them (an event; the host does not wait).
   if (device_memory_) compute_waits_for_petsc();
-  const bool aligned = reinterpret_cast<std::uintptr_t>(array_) % 16 == 0;
-  if (device_memory_ == (op.backend() == Backend::cuda) && aligned) {
+  if (used_in_place(op, device_memory_, array_)) {
     field_ = std::make_unique<ColorSpinorField>(ColorSpinorField::wrap(op.lattice(), param, array_));
     return;
   }
@@ -550,6 +557,23 @@ PetscErrorCode MatLatkeGetApplications(Mat A, PetscInt* applications) {
   LatkeCheckNull(A);
   LatkeCheckNull(applications);
   PetscCall(guarded(comm_of(A), [&] { *applications = static_cast<PetscInt>(context_of(A).applications); }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatLatkeVecIsStaged(Mat A, Vec v, PetscBool* staged) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(A);
+  LatkeCheckNull(v);
+  LatkeCheckNull(staged);
+  const PetscScalar* a = nullptr;
+  PetscMemType mtype = PETSC_MEMTYPE_HOST;
+  PetscCall(VecGetArrayReadAndMemType(v, &a, &mtype));
+  bool in_place = false;
+  const PetscErrorCode ierr =
+      guarded(comm_of(A), [&] { in_place = used_in_place(*context_of(A).op, PetscMemTypeDevice(mtype), a); });
+  PetscCall(VecRestoreArrayReadAndMemType(v, &a));
+  PetscCall(ierr);
+  *staged = in_place ? PETSC_FALSE : PETSC_TRUE;
   PetscFunctionReturn(0);
 }
 

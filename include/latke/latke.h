@@ -233,6 +233,10 @@ PetscErrorCode MatLatkePrepareSource(Mat A, Vec b, Vec bhat);
 PetscErrorCode MatLatkeReconstruct(Mat A, Vec xhat, Vec b, Vec x);
 /* MatMult and MatMultHermitianTranspose applications of A so far (for operator counts). */
 PetscErrorCode MatLatkeGetApplications(Mat A, PetscInt *applications);
+/* Whether A's applications copy v through pinned host buffers (PETSC_TRUE: v lives on the
+ * host and A on the GPU, or the reverse, or v is not aligned for Latke's loads) rather than
+ * using it in place. */
+PetscErrorCode MatLatkeVecIsStaged(Mat A, Vec v, PetscBool *staged);
 /* Whether A is one of Latke's matrices. */
 PetscErrorCode MatIsLatke(Mat A, PetscBool *is_latke);
 

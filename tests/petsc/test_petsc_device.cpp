@@ -176,8 +176,8 @@ TEST(PetscDevice, VectorTypeFollowsTheBackend) {
   }
 }
 
-// A host vector given to an operator on the GPU is staged: the same answer as the matrix's
-// own vectors, one staging copy each way, counted by Latke (LatkeStage) and, where PETSc has
+// A host vector given to an operator on the GPU is staged (and MatLatkeVecIsStaged says so):
+// the same answer as the matrix's own vectors, one staging copy each way, counted by Latke (LatkeStage) and, where PETSc has
 // a device, by PETSc's copy counters too. On the CPU backend nothing is staged.
 TEST(PetscDevice, HostVectorsAreStagedAndCounted) {
   ASSERT_PETSC(PetscLogDefaultBegin());
@@ -188,6 +188,11 @@ TEST(PetscDevice, HostVectorsAreStagedAndCounted) {
   ASSERT_PETSC(LatkeVecSetNoiseSource(fx.A, x, LATKE_NOISE_Z4, 3));
   const bool gpu = backend() == latke::Backend::cuda;
   const bool own_staged = gpu && !device_path();  // the matrix's vectors are host vectors too
+  PetscBool staged = PETSC_FALSE;  // what MatLatkeVecIsStaged says is what the counts below show
+  ASSERT_PETSC(MatLatkeVecIsStaged(fx.A, xh, &staged));
+  EXPECT_EQ(staged == PETSC_TRUE, gpu) << "a host vector";
+  ASSERT_PETSC(MatLatkeVecIsStaged(fx.A, x, &staged));
+  EXPECT_EQ(staged == PETSC_TRUE, own_staged) << "the matrix's own vector";
 
   const Copies c0 = copies();
   ASSERT_PETSC(MatMult(fx.A, xh, yh));
