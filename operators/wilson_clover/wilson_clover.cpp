@@ -108,7 +108,11 @@ WilsonCloverOperator::WilsonCloverOperator(std::shared_ptr<const Lattice> lattic
 
 WilsonCloverOperator::~WilsonCloverOperator() = default;
 
-std::size_t WilsonCloverOperator::bytes() const { return gauge_.bytes() + clover_.bytes() + clover_inv_.bytes(); }
+std::size_t WilsonCloverOperator::bytes() const {
+  std::size_t b = gauge_.bytes() + clover_.bytes() + clover_inv_.bytes();
+  if (block_gauge_) b += block_gauge_->bytes() + block_clover_->bytes() + block_clover_inv_->bytes();
+  return b;
+}
 
 std::string WilsonCloverOperator::halo_description() const {
   if (domain_local()) return "none (domain-local: communication off)";

@@ -48,6 +48,8 @@
 
 namespace latke {
 
+struct BlockGrid;
+
 enum class SchurType { asymmetric, symmetric };
 
 /// Mass normalisation M = (4 + m) - D/2 + C_sw, or kappa normalisation M_kappa = 2 kappa M.
@@ -174,6 +176,8 @@ class WilsonCloverOperator {
 
  private:
   void require_field(const ColorSpinorField& f, const char* what) const;
+  /// Makes block_gauge_, block_clover_ and block_clover_inv_ for the blocks of grid.
+  void make_block_major_fields(const BlockGrid& grid);
   /// The hopping coefficient (1/2 or kappa) and the factor on A (1 or 2 kappa).
   double hop() const;
   double site_scale() const;
@@ -188,6 +192,11 @@ class WilsonCloverOperator {
   WilsonCloverParam param_;
   GaugeField gauge_;
   CloverField clover_, clover_inv_;
+  /// solve_blocks' copies of the links, clover and inverse in block-major site order (site i
+  /// of parity p of block B at B n + i, n sites per block and parity), made at its first call,
+  /// so that a team reads its block's fields as contiguous words.
+  std::unique_ptr<GaugeField> block_gauge_;
+  std::unique_ptr<CloverField> block_clover_, block_clover_inv_;
   std::unique_ptr<HaloExchange> halo_;
   std::unique_ptr<HaloExchange> set_halo_;  // apply_schur_set's on a split lattice, for set_halo_count_ fields
   int set_halo_count_ = 0;

@@ -10,11 +10,13 @@
 // <Mhat r, r>, |Mhat r|^2 over the team), and the update of x and r. The two passes are one
 // rolled loop and so are the eight hops of a site: the kernel's code then fits the
 // instruction cache, which an unrolled copy per pass and per hop did not (the kernel waited
-// on instruction fetch more than on any other stall). Links and clover are read through the
-// field accessors: the first
-// step brings them from DRAM, the others find them in L1/L2 (a block of 4^4 sites holds
-// 24 KB of half-precision links and 36 KB of clover inverse). DRAM traffic per application is
-// then one read of the links, clover and right-hand side and one write of the solution.
+// on instruction fetch more than on any other stall). Links and clover are read from copies
+// in block-major site order (made at the first call), so that a team's loads are contiguous:
+// in the rank's order a 4^4 block uses two sites of every 32-byte sector, and a SAP colour,
+// whose neighbours in x are the other colour, fetched four times the data it used. The first
+// step brings them from DRAM, the others find them in L1/L2 (a block of 4^4 sites holds 24 KB
+// of half-precision links and 36 KB of clover inverse). DRAM traffic per application is then
+// one read of the links, clover and right-hand side and one write of the solution.
 #include "operators/wilson_clover/wilson_clover.h"
 #include "operators/wilson_clover/wilson_clover_launch_impl.h"
 #include "src/core/block_grid.h"
@@ -46,15 +48,33 @@ struct SharedSpinors {
   }
 };
 
-/// The rank's links seen from a block: site i of parity p of the block is site map[p n + i]
-/// of the rank.
+/// A block's links in the block-major copy: site i of either parity of block B at B n + i.
 template <typename Gauge>
 struct BlockLinks {
   Gauge g;
-  const int* map;
-  int n;
-  LATKE_HOST_DEVICE LATKE_INLINE auto load(int mu, int i, int parity) const {
-    return g.load(mu, map[parity * n + i], parity);
+  int first;  ///< B n: the block's first site
+  LATKE_HOST_DEVICE LATKE_INLINE auto load(int mu, int i, int parity) const { return g.load(mu, first + i, parity); }
+};
+
+/// Copies one parity of a site array into block-major order: dst site B n + i = src site
+/// rank_cb(origin of B, i, parity).
+template <typename Store, int NReal, int NGroup>
+struct BlockMajorGather {
+  SiteArray<Store, NReal, NGroup> dst, src;
+  BlockGrid grid;
+  int parity;
+  LATKE_HOST_DEVICE void operator()(int k, int) const {
+    const int n = grid.blk.volume_cb, b = k / n, i = k - b * n;
+    int o[4];
+    grid.origin(b, o);
+    const int x = grid.rank_cb(o, i, parity);
+    using A = SiteArray<Store, NReal, NGroup>;
+    static_for<A::Cut::count()>([&](auto j) {
+      constexpr int J = decltype(j)::value;
+      *dst.template word<J>(k) = *src.template word<J>(x);
+    });
+    if constexpr (A::is_half && NGroup > 0)
+      for (int g = 0; g < NGroup; ++g) dst.norm[g * dst.stride + k] = src.norm[g * src.stride + x];
   }
 };
 
@@ -175,14 +195,15 @@ struct BlockMRKernel {
       map[k] = grid.rank_cb(o, k - par * n, par);
     });
     t.sync();
-    const int *map_p = map + p * n, *map_q = map + q * n;
+    const int* map_p = map + p * n;
     ColorSpinor<T, 3, 4> zero;
     zero.zero();
     if (colour >= 0 && block_colour != colour) {  // a block of the other colour: no correction
       t.for_each(n, [&](int i) { x.save(zero, map_p[i]); });
       return;
     }
-    const BlockLinks<Gauge> links{gauge, map, n};
+    const int first = t.index * n;  // the block's sites in the block-major links and clover
+    const BlockLinks<Gauge> links{gauge, first};
     t.for_each(n, [&](int i) {
       r.save(b.load(map_p[i]), i);
       xs.save(zero, i);
@@ -197,7 +218,6 @@ struct BlockMRKernel {
         const int par = pass ? p : q;
         const SharedSpinors<T> in = pass ? tq : r;
         const CloverAccessor<Store> clover = pass ? site_p : inv_q;
-        const int* map_par = pass ? map_p : map_q;
         const int* coords_par = coords + par * n;
         t.for_each(n, [&](int i) {
           const ColorSpinor<T, 3, 4> h = hops(links, in, i, par, coords_par[i]);
@@ -208,7 +228,7 @@ struct BlockMRKernel {
           ColorSpinor<T, 3, 4> cin;
           LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) cin.d[sp][cc] =
               of_h ? h.d[sp][cc] : v.d[sp][cc];
-          const ColorSpinor<T, 3, 4> ch = clover.apply(cin, map_par[i]);
+          const ColorSpinor<T, 3, 4> ch = clover.apply(cin, first + i);
           if (!pass) {
             tq.save(ch, i);
             return;
@@ -245,6 +265,12 @@ struct BlockMRKernel {
   }
 };
 
+template <typename Store, int NReal, int NGroup>
+void gather_block_major(Backend b, const SiteArray<Store, NReal, NGroup>& dst, const SiteArray<Store, NReal, NGroup>& src,
+                        const BlockGrid& grid, int parity, int sites) {
+  launch(b, BlockMajorGather<Store, NReal, NGroup>{dst, src, grid, parity}, {sites}, compute_stream(), false);
+}
+
 }  // namespace
 
 bool WilsonCloverOperator::solves_blocks() const {
@@ -255,6 +281,36 @@ bool WilsonCloverOperator::solves_blocks() const {
     return block_solver_bytes<T>(vcb) + sizeof(MrSums) * block_team_size(vcb);
   });
   return bytes <= team_shared_limit(param_.backend);
+}
+
+void WilsonCloverOperator::make_block_major_fields(const BlockGrid& grid) {
+  const int sites = grid.count() * grid.blk.volume_cb;  // the rank's sites of one parity
+  block_gauge_ = std::make_unique<GaugeField>(lattice_, gauge_.param());
+  block_gauge_->copy_from(gauge_);  // the same words and scale, reordered below
+  const CloverParam cp{clover_.precision(), clover_.backend()};
+  block_clover_ = std::make_unique<CloverField>(lattice_, cp);
+  block_clover_inv_ = std::make_unique<CloverField>(lattice_, cp);
+  const Backend b = param_.backend;
+  dispatch_precision(param_.precision, [&](auto s) {
+    using Store = decltype(s);
+    auto links = [&](auto r_) {
+      constexpr Reconstruct R = decltype(r_)::value;
+      const auto dst = block_gauge_->template accessor<Store, R>();
+      const auto src = gauge_.template accessor<Store, R>();
+      for (int mu = 0; mu < 4; ++mu)
+        for (int par = 0; par < 2; ++par) gather_block_major(b, dst.block(mu, par), src.block(mu, par), grid, par, sites);
+    };
+    if (gauge_.reconstruct() == Reconstruct::r12)
+      links(std::integral_constant<Reconstruct, Reconstruct::r12>{});
+    else
+      links(std::integral_constant<Reconstruct, Reconstruct::r18>{});
+    for (int par = 0; par < 2; ++par) {
+      gather_block_major(b, block_clover_->template accessor<Store>(par).a, clover_.template accessor<Store>(par).a,
+                         grid, par, sites);
+      gather_block_major(b, block_clover_inv_->template accessor<Store>(par).a,
+                         clover_inv_.template accessor<Store>(par).a, grid, par, sites);
+    }
+  });
 }
 
 void WilsonCloverOperator::solve_blocks(ColorSpinorField& x, const ColorSpinorField& b, SchurType type, int steps,
@@ -269,6 +325,7 @@ void WilsonCloverOperator::solve_blocks(ColorSpinorField& x, const ColorSpinorFi
   const BlockGrid grid = BlockGrid::of(lat, param_.block);
   const int p = b.block_parity(0), q = 1 - p;
   const double site_flops = 2 * (1320.0 + 504.0) + 48.0 + 4 * 24 + 2 * 48;
+  if (!block_gauge_) make_block_major_fields(grid);
   const LogScope log(LogEvent::schwarz_blocks, site_flops * lat.volume_cb() * steps * (colour < 0 ? 1.0 : 0.5));
   dispatch_precision(param_.precision, [&](auto s) {
     using Store = decltype(s);
@@ -278,14 +335,14 @@ void WilsonCloverOperator::solve_blocks(ColorSpinorField& x, const ColorSpinorFi
       BlockMRKernel<Store, R, decltype(sym_)::value> k;
       wilson::DslashRequest rq{{&x, &b, nullptr, nullptr}, &gauge_, nullptr, &param_, Epilogue::plain, 1.0, false};
       const wilson::DslashArg<Store, R> arg = wilson::make_arg<Store, R>(rq);
-      k.gauge = arg.gauge;
+      k.gauge = block_gauge_->template accessor<Store, R>();
       k.sign = arg.sign;
       k.cut_mask = arg.cut_mask;
       k.phase_mask = arg.phase_mask;
       for (int mu = 0; mu < 4; ++mu) k.phase[mu] = arg.phase[mu];
       k.grid = grid;
-      k.site_p = (type == SchurType::symmetric ? clover_inv_ : clover_).template accessor<Store>(p);
-      k.inv_q = clover_inv_.template accessor<Store>(q);
+      k.site_p = (type == SchurType::symmetric ? *block_clover_inv_ : *block_clover_).template accessor<Store>(p);
+      k.inv_q = block_clover_inv_->template accessor<Store>(q);
       k.b = b.accessor<Store, 3, 4>();
       k.x = x.accessor<Store, 3, 4>();
       k.p = p;
