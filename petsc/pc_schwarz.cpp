@@ -137,6 +137,13 @@ PetscErrorCode SetIterations(PC pc, PetscInt iterations) {
   });
 }
 
+PetscErrorCode SetCycles(PC pc, PetscInt cycles) {
+  return change_param(pc, [&](SchwarzParam& p) {
+    require(cycles >= 1, "PCLatkeSchwarzSetCycles: cycles ", cycles, ": expected at least 1");
+    p.cycles = static_cast<int>(cycles);
+  });
+}
+
 PetscErrorCode SetType(PC pc, LatkeSchwarzType type) {
   return change_param(pc, [&](SchwarzParam& p) {
     require(type == LATKE_SCHWARZ_ADDITIVE || type == LATKE_SCHWARZ_MULTIPLICATIVE, "PCLatkeSchwarzSetType: type ",
@@ -164,6 +171,7 @@ PetscErrorCode compose_methods(PC pc, bool on) {
   PetscCall(PetscObjectComposeFunction(o, "PCLatkeSchwarzSetBlock_C", on ? SetBlock : nullptr));
   PetscCall(PetscObjectComposeFunction(o, "PCLatkeSchwarzSetIterations_C", on ? SetIterations : nullptr));
   PetscCall(PetscObjectComposeFunction(o, "PCLatkeSchwarzSetType_C", on ? SetType : nullptr));
+  PetscCall(PetscObjectComposeFunction(o, "PCLatkeSchwarzSetCycles_C", on ? SetCycles : nullptr));
   PetscCall(PetscObjectComposeFunction(o, "PCLatkeSchwarzSetPrecision_C", on ? SetPrecision : nullptr));
   PetscFunctionReturn(0);
 }
@@ -199,6 +207,13 @@ PetscErrorCode PCLatkeSchwarzSetType(PC pc, LatkeSchwarzType type) {
   PetscFunctionBeginUser;
   LatkeCheckNull(pc);
   PetscTryMethod(pc, "PCLatkeSchwarzSetType_C", (PC, LatkeSchwarzType), (pc, type));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode PCLatkeSchwarzSetCycles(PC pc, PetscInt cycles) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(pc);
+  PetscTryMethod(pc, "PCLatkeSchwarzSetCycles_C", (PC, PetscInt), (pc, cycles));
   PetscFunctionReturn(0);
 }
 

@@ -411,6 +411,7 @@ typedef enum { LATKE_SCHWARZ_ADDITIVE, LATKE_SCHWARZ_MULTIPLICATIVE } LatkeSchwa
 PetscErrorCode PCLatkeSchwarzSetBlock(PC pc, const PetscInt block[4]);
 PetscErrorCode PCLatkeSchwarzSetIterations(PC pc, PetscInt iterations);
 PetscErrorCode PCLatkeSchwarzSetType(PC pc, LatkeSchwarzType type);
+PetscErrorCode PCLatkeSchwarzSetCycles(PC pc, PetscInt cycles);
 PetscErrorCode PCLatkeSchwarzSetPrecision(PC pc, LatkePrecision precision);
 
 /* Adaptive multigrid (preconditioners/mg): -pc_type latke_mg on a KSP whose preconditioning
