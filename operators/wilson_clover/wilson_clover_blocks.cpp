@@ -266,8 +266,8 @@ struct BlockMRKernel {
 };
 
 template <typename Store, int NReal, int NGroup>
-void gather_block_major(Backend b, const SiteArray<Store, NReal, NGroup>& dst, const SiteArray<Store, NReal, NGroup>& src,
-                        const BlockGrid& grid, int parity, int sites) {
+void gather_block_major(Backend b, const SiteArray<Store, NReal, NGroup>& dst,
+                        const SiteArray<Store, NReal, NGroup>& src, const BlockGrid& grid, int parity, int sites) {
   launch(b, BlockMajorGather<Store, NReal, NGroup>{dst, src, grid, parity}, {sites}, compute_stream(), false);
 }
 
@@ -298,7 +298,8 @@ void WilsonCloverOperator::make_block_major_fields(const BlockGrid& grid) {
       const auto dst = block_gauge_->template accessor<Store, R>();
       const auto src = gauge_.template accessor<Store, R>();
       for (int mu = 0; mu < 4; ++mu)
-        for (int par = 0; par < 2; ++par) gather_block_major(b, dst.block(mu, par), src.block(mu, par), grid, par, sites);
+        for (int par = 0; par < 2; ++par)
+          gather_block_major(b, dst.block(mu, par), src.block(mu, par), grid, par, sites);
     };
     if (gauge_.reconstruct() == Reconstruct::r12)
       links(std::integral_constant<Reconstruct, Reconstruct::r12>{});

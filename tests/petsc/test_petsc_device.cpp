@@ -177,8 +177,8 @@ TEST(PetscDevice, VectorTypeFollowsTheBackend) {
 }
 
 // A host vector given to an operator on the GPU is staged (and MatLatkeVecIsStaged says so):
-// the same answer as the matrix's own vectors, one staging copy each way, counted by Latke (LatkeStage) and, where PETSc has
-// a device, by PETSc's copy counters too. On the CPU backend nothing is staged.
+// the same answer as the matrix's own vectors, one staging copy each way, counted by Latke (LatkeStage) and, where
+// PETSc has a device, by PETSc's copy counters too. On the CPU backend nothing is staged.
 TEST(PetscDevice, HostVectorsAreStagedAndCounted) {
   ASSERT_PETSC(PetscLogDefaultBegin());
   Fixture fx(small, LATKE_OPERATOR_FULL);
@@ -188,7 +188,7 @@ TEST(PetscDevice, HostVectorsAreStagedAndCounted) {
   ASSERT_PETSC(LatkeVecSetNoiseSource(fx.A, x, LATKE_NOISE_Z4, 3));
   const bool gpu = backend() == latke::Backend::cuda;
   const bool own_staged = gpu && !device_path();  // the matrix's vectors are host vectors too
-  PetscBool staged = PETSC_FALSE;  // what MatLatkeVecIsStaged says is what the counts below show
+  PetscBool staged = PETSC_FALSE;                 // what MatLatkeVecIsStaged says is what the counts below show
   ASSERT_PETSC(MatLatkeVecIsStaged(fx.A, xh, &staged));
   EXPECT_EQ(staged == PETSC_TRUE, gpu) << "a host vector";
   ASSERT_PETSC(MatLatkeVecIsStaged(fx.A, x, &staged));
