@@ -4,19 +4,20 @@
 //
 // A team holds its block's right-hand side and residual r (solved parity p), Mhat r, the
 // solution x and the intermediate A_qq^-1 D_qp r (parity q) in shared memory, in the compute
-// precision, and per site of either parity its index on the rank and its packed block
-// coordinates. Per step: one pass over the block's q sites (hops from r), one over its p
-// sites (hops from the intermediate, the epilogue of the Schur form and the block sums
-// <Mhat r, r>, |Mhat r|^2 over the team), and the update of x and r. The two passes are one
-// rolled loop and so are the eight hops of a site: the kernel's code then fits the
-// instruction cache, which an unrolled copy per pass and per hop did not (the kernel waited
-// on instruction fetch more than on any other stall). Links and clover are read from copies
-// in block-major site order (made at the first call), so that a team's loads are contiguous:
-// in the rank's order a 4^4 block uses two sites of every 32-byte sector, and a SAP colour,
-// whose neighbours in x are the other colour, fetched four times the data it used. The first
-// step brings them from DRAM, the others find them in L1/L2 (a block of 4^4 sites holds 24 KB
-// of half-precision links and 36 KB of clover inverse). DRAM traffic per application is then
-// one read of the links, clover and right-hand side and one write of the solution.
+// precision, per site of the solved parity its index on the rank (where b is read and x
+// written), and per site of either parity its packed block coordinates. Per step: one pass over
+// the block's q sites (hops from r), one over its p sites (hops from the intermediate, the
+// epilogue of the Schur form and the block sums <Mhat r, r>, |Mhat r|^2 over the team), and the
+// update of x and r. The two passes are one rolled loop and so are the eight hops of a site:
+// the kernel's code then fits the instruction cache, which an unrolled copy per pass and per
+// hop did not (the kernel waited on instruction fetch more than on any other stall). Links and
+// clover are read from copies in block-major site order (made at the first call), so that a
+// team's loads are contiguous: in the rank's order a 4^4 block uses two sites of every 32-byte
+// sector, and a SAP colour, whose neighbours in x are the other colour, fetched four times the
+// data it used. The first step brings them from DRAM, the others find them in L1/L2 (a block of
+// 4^4 sites holds 24 KB of half-precision links and 36 KB of clover inverse). DRAM traffic per
+// application is then one read of the links, clover and right-hand side and one write of the
+// solution.
 #include "operators/wilson_clover/wilson_clover.h"
 #include "operators/wilson_clover/wilson_clover_launch_impl.h"
 #include "src/core/block_grid.h"
@@ -78,11 +79,12 @@ struct BlockMajorGather {
   }
 };
 
-/// Spinors of one block per team: 4 sets of 24 reals per site of one parity, and per site of
-/// either parity its index on the rank and its packed block coordinates.
+/// Spinors of one block per team: 4 sets of 24 reals per site of one parity, per site of the
+/// solved parity its index on the rank, and per site of either parity its packed block
+/// coordinates.
 template <typename T>
 std::size_t block_solver_bytes(int vcb) {
-  return static_cast<std::size_t>(vcb) * (96 * sizeof(T) + 4 * sizeof(int));
+  return static_cast<std::size_t>(vcb) * (96 * sizeof(T) + 3 * sizeof(int));
 }
 
 /// Block coordinates (each below 256) packed in one int, c_mu in bits [8 mu, 8 mu + 8).
@@ -185,17 +187,16 @@ struct BlockMRKernel {
     const int block_colour = grid.origin(t.index, o);
     T* base = reinterpret_cast<T*>(t.shared());
     const SharedSpinors<T> r{base, n}, ar{base + 24 * n, n}, xs{base + 48 * n, n}, tq{base + 72 * n, n};
-    int* map = reinterpret_cast<int*>(base + 96 * n);
-    int* coords = map + 2 * n;
+    int* map_p = reinterpret_cast<int*>(base + 96 * n);  // the block's p sites on the rank
+    int* coords = map_p + n;                             // both parities' packed block coordinates
     t.for_each(2 * n, [&](int k) {
-      const int par = k >= n ? 1 : 0;
+      const int par = k >= n ? 1 : 0, i = k - par * n;
       int c[4];
-      blk.coords(k - par * n, par, c);
+      blk.coords(i, par, c);
       coords[k] = pack_coords(c);
-      map[k] = grid.rank_cb(o, k - par * n, par);
+      if (par == p) map_p[i] = grid.rank_cb(o, i, par);
     });
     t.sync();
-    const int* map_p = map + p * n;
     ColorSpinor<T, 3, 4> zero;
     zero.zero();
     if (colour >= 0 && block_colour != colour) {  // a block of the other colour: no correction
