@@ -230,10 +230,6 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
     q.ksp_max_it = static_cast<int>(kmax);
     if (q.smoother == SmootherType::schwarz) {
       q.schwarz = schwarz_param_from_options(comm, lp.c_str(), schwarz_smoother_param());
-      require(!schwarz_needs_full_operator(q.schwarz), "-", lp, "pc_latke_schwarz_type ", to_string(q.schwarz.type),
-              " with ", q.schwarz.cycles,
-              " cycle(s): the multigrid smoother is one additive Schwarz cycle per "
-              "smoothing step (more steps: _pre_smooth, _post_smooth)");
     }
   }
   double ctol = p.coarse_tol;

@@ -192,7 +192,9 @@ struct VerifyReport {
 
 class Multigrid {
  public:
-  /// Makes the domain-local (Dirichlet blocks) fine operator for the Schwarz smoother.
+  /// Makes the domain-local (Dirichlet blocks) fine operator for the Schwarz smoother, on full
+  /// fields in the given precision; block {0,0,0,0}: the same operator with communication (SAP's
+  /// residual updates).
   using LocalFactory = std::function<std::shared_ptr<LinearOperator>(const Coords& block, Precision precision)>;
 
   /// @param fine the full fine operator on single-precision fields (the cycle precision).

@@ -465,7 +465,11 @@ void Multigrid::prepare_fine_level() {
   if (param_.level[0].smoother == SmootherType::schwarz) {
     SchwarzParam sp = param_.level[0].schwarz;
     sp.block = schwarz_block_for(*F.op->lattice(), sp);
-    F.schwarz = std::make_unique<SchwarzPreconditioner>(local_(sp.block, sp.precision), nullptr, sp);
+    // SAP (multiplicative) and repeated cycles update residuals between colours with the
+    // fine operator in the blocks' precision (communication on).
+    F.schwarz = std::make_unique<SchwarzPreconditioner>(
+        local_(sp.block, sp.precision), schwarz_needs_full_operator(sp) ? local_(Coords{0, 0, 0, 0}, sp.precision) : nullptr,
+        sp);
   }
 }
 

@@ -4,7 +4,9 @@
 # blocks in half, solved on chip or streamed; additive and SAP, one or more Schwarz cycles), on
 # 1 GPU and on all the host's GPUs (one rank each, the lattice split in t), on a thermalized
 # quenched configuration near the critical kappa (LATKE_DD_KAPPA, default 0.1345). Results under $OUT.  Environment: LATKE_DD_LATTICE (32,32,32,64),
-# LATKE_DD_GAUGE, LATKE_DD_CASES (a grep pattern on the case names; default all).
+# LATKE_DD_GAUGE, LATKE_DD_CASES (a grep pattern on the case names; default all), LATKE_DD_EXTRA
+# (options for every case, e.g. -latke_solves 2 for a tuned second solve). The mg_* cases
+# put the block solver in the multigrid as its fine smoother (additive or SAP).
 set -uo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${LATKE_GPU_BIN:-$here/.gpu/bin}
@@ -22,10 +24,10 @@ for np in $(echo 1 $ngpu | tr " " "\n" | sort -un); do  # 1 and all GPUs, once e
   while read -r name opts; do
     [ -z "$name" ] && continue
     [[ $name =~ ${LATKE_DD_CASES:-.} ]] || continue
-    OMP_NUM_THREADS=4 timeout ${LATKE_DD_TIMEOUT:-300} mpirun -np $np --bind-to none "$bin/latke-solve" -latke_lattice $L $gauge $grid -latke_source z2 -latke_native $opts \
+    OMP_NUM_THREADS=4 timeout ${LATKE_DD_TIMEOUT:-300} mpirun -np $np --bind-to none "$bin/latke-solve" -latke_lattice $L $gauge $grid -latke_source z2 -latke_native $opts ${LATKE_DD_EXTRA:-} \
       -latke_json "$out/dd_np${np}_$name.json" < /dev/null > "$out/dd_np${np}_$name.log" 2>&1; rc=$?; status=$((status | rc))
-    printf 'np=%d %-22s exit %d | %s | %s | %s\n' $np "$name" $rc "$(grep -E '^  KSP' "$out/dd_np${np}_$name.log" | sed 's/^ *KSP //')" \
-      "$(grep -E 'operator applications' "$out/dd_np${np}_$name.log" | sed 's/^ *//')" "$(grep -E '^  time' "$out/dd_np${np}_$name.log" | sed 's/^ *time: //')"
+    printf 'np=%d %-22s exit %d | %s | %s | %s | %s\n' $np "$name" $rc "$(grep -E '^  KSP' "$out/dd_np${np}_$name.log" | sed 's/^ *KSP //')" \
+      "$(grep -E 'operator applications' "$out/dd_np${np}_$name.log" | sed 's/^ *//')" "$(grep -E '^  time' "$out/dd_np${np}_$name.log" | sed 's/^ *time: //')" "$(grep -oE 'fastest [0-9.]+ s' "$out/dd_np${np}_$name.log")"
   done <<'CASES'
 bicgstab_single -latke_solver bicgstab -latke_solver_sloppy single
 bicgstab_half -latke_solver bicgstab -latke_solver_sloppy half
@@ -38,6 +40,12 @@ gcr_sap4_4x2 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schw
 gcr_sap4_4x5 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 4,4,4,4 -pc_latke_schwarz_iterations 4 -pc_latke_schwarz_type multiplicative -pc_latke_schwarz_cycles 5
 gcr_sap8x4_4x5 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 8,4,4,4 -pc_latke_schwarz_iterations 4 -pc_latke_schwarz_type multiplicative -pc_latke_schwarz_cycles 5
 gcr_sap8x4_8 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 8,4,4,4 -pc_latke_schwarz_iterations 8 -pc_latke_schwarz_type multiplicative -pc_latke_schwarz_cycles 1
+gcr_default_r64 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -latke_solver_restart 64
+gcr_default_r128 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -latke_solver_restart 128
+mg_mr -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc mg
+mg_schwarz_add4 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc mg -latke_mg_levels_0_smoother schwarz
+mg_sap4 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc mg -latke_mg_levels_0_smoother schwarz -latke_mg_levels_0_pc_latke_schwarz_type multiplicative
+mg_sap8x4 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc mg -latke_mg_levels_0_smoother schwarz -latke_mg_levels_0_pc_latke_schwarz_type multiplicative -latke_mg_levels_0_pc_latke_schwarz_block 8,4,4,4
 gcr_dd8_4 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 8,8,8,8 -pc_latke_schwarz_iterations 4 -pc_latke_schwarz_type additive -pc_latke_schwarz_cycles 1
 CASES
 done
