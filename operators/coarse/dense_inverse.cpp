@@ -5,15 +5,10 @@
 
 #include <mpi.h>
 
-#include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
 #include <complex>
 #include <vector>
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "src/core/complex.h"
 #include "src/core/error.h"
@@ -21,26 +16,31 @@
 
 namespace latke::mg {
 
+// LAPACK (OpenBLAS where the build found it: blocked, vectorized and threaded for the host).
+extern "C" {
+void zgetrf_(const int* m, const int* n, std::complex<double>* a, const int* lda, int* ipiv, int* info);
+void zgetri_(const int* n, std::complex<double>* a, const int* lda, const int* ipiv, std::complex<double>* work,
+             const int* lwork, int* info);
+}
+
 namespace {
 
-/// A^-1 from its factorization, solving for the columns of the identity in chunks across the
-/// host's OpenMP threads: Eigen's inverse() solves all n right-hand sides on one thread (the
-/// triangular solves take several times the factorization, which is parallel already), and
-/// this runs once per setup on every rank.
-Eigen::MatrixXcd inverse_by_columns(const Eigen::PartialPivLU<Eigen::MatrixXcd>& lu, int n) {
-  Eigen::MatrixXcd inv(n, n);
-  int threads = 1;
-#ifdef _OPENMP
-  threads = omp_get_max_threads();
-#endif
-  const int chunks = std::max(1, std::min(4 * threads, n / 32));
-#pragma omp parallel for schedule(dynamic)
-  for (int c = 0; c < chunks; ++c) {
-    const int j0 = static_cast<int>(static_cast<long>(n) * c / chunks);
-    const int j1 = static_cast<int>(static_cast<long>(n) * (c + 1) / chunks);
-    inv.middleCols(j0, j1 - j0) = lu.solve(Eigen::MatrixXcd::Identity(n, n).middleCols(j0, j1 - j0));
-  }
-  return inv;
+/// A^-1 in place (column-major n x n) by LU with partial pivoting; false where A is exactly
+/// singular (a zero pivot).
+bool invert_on_host(std::complex<double>* a, int n) {
+  std::vector<int> pivots(n);
+  int info = 0;
+  zgetrf_(&n, &n, a, &n, pivots.data(), &info);
+  require(info >= 0, "multigrid direct coarsest solve: LAPACK zgetrf argument ", -info, " is invalid");
+  if (info > 0) return false;
+  int lwork = -1;
+  std::complex<double> query;
+  zgetri_(&n, a, &n, pivots.data(), &query, &lwork, &info);
+  lwork = std::max(n, static_cast<int>(query.real()));
+  std::vector<std::complex<double>> work(lwork);
+  zgetri_(&n, a, &n, pivots.data(), work.data(), &lwork, &info);
+  require(info >= 0, "multigrid direct coarsest solve: LAPACK zgetri argument ", -info, " is invalid");
+  return info == 0;
 }
 
 }  // namespace
@@ -129,14 +129,12 @@ DenseInverse::DenseInverse(LinearOperator& A) : param_(A.field_param()), comm_(A
     synchronize(compute_stream());
   }
   const double norm_a = norm1(param_.backend, md, n_);
-  if (param_.backend == Backend::cuda) {
+  bool regular = true;
+  if (param_.backend == Backend::cuda)
     gauss_jordan_inverse(param_.backend, md, n_);
-  } else {
-    Eigen::Map<Eigen::MatrixXcd> M(reinterpret_cast<std::complex<double>*>(md), n_, n_);
-    const Eigen::PartialPivLU<Eigen::MatrixXcd> lu(M);
-    M = inverse_by_columns(lu, n_);
-  }
-  const double norm_i = norm1(param_.backend, md, n_);
+  else
+    regular = invert_on_host(reinterpret_cast<std::complex<double>*>(md), n_);
+  const double norm_i = regular ? norm1(param_.backend, md, n_) : HUGE_VAL;
   condition_ = norm_a * norm_i;
   require(std::isfinite(condition_) && condition_ < 1e12, "multigrid direct coarsest solve: the ", n_,
           "-dimensional coarsest operator is singular (1-norm condition number ", condition_, ")");
