@@ -182,11 +182,21 @@ NativeSetup native_setup(Mat A, MatContext& c, MPI_Comm comm, const char* prefix
   return n;
 }
 
-/// A solve that stopped for a reason other than the iteration limit says so.
-void report_stop(MPI_Comm comm, const SolverParam& p, const SolverStats& st, const std::string& which) {
-  if (!st.stop_reason.empty())
-    PetscPrintf(comm, "Latke %s%s: stopped after %d iterations, not converged: %s\n", to_string(p.type), which.c_str(),
-                st.iterations, st.stop_reason.c_str());
+/// A solve that stopped for a reason other than the iteration limit says so; a stalled GCR also
+/// says what converges there.
+void report_stop(MPI_Comm comm, const SolverParam& p, const SolverStats& st, const std::string& which,
+                 const char* prefix) {
+  if (st.stop_reason.empty()) return;
+  PetscPrintf(comm, "Latke %s%s: stopped after %d iterations, not converged: %s\n", to_string(p.type), which.c_str(),
+              st.iterations, st.stop_reason.c_str());
+  if (p.type == SolverType::gcr && st.stop_reason.find("stalled") != std::string::npos) {
+    const std::string pre = prefix ? prefix : "";
+    PetscPrintf(comm,
+                "  GCR(%d) discards its directions at each restart; where that stalls it on the low modes (near "
+                "the critical mass) a longer -%slatke_solver_restart (64 converged where 16 stalled with SAP at "
+                "kappa_c) or -%slatke_solver_pc mg converges\n",
+                p.restart, pre.c_str(), pre.c_str());
+  }
 }
 
 void fill_stats(const SolverStats& st, double pc_setup, LatkeSolverStats& out) {
@@ -252,7 +262,7 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams* param
     const SolverStats st = solve(*n.outer, n.low.get(), n.k.get(), fx.field(), fb.field(), n.o.p, n.fallback.get());
     fx.release();
     fb.release();
-    report_stop(comm, n.o.p, st, "");
+    report_stop(comm, n.o.p, st, "", prefix);
     if (stats) fill_stats(st, n.pc_setup, *stats);
   }));
   PetscFunctionReturn(0);
@@ -307,7 +317,7 @@ PetscErrorCode MatLatkeSolveMany(Mat A, PetscInt n, Vec b[], Vec x[], const Latk
         }
       }
       for (int k = 0; k < m; ++k) {
-        report_stop(comm, s.o.p, st[k], " (column " + std::to_string(i0 + k) + ")");
+        report_stop(comm, s.o.p, st[k], " (column " + std::to_string(i0 + k) + ")", prefix);
         if (stats) fill_stats(st[k], i0 + k == 0 ? s.pc_setup : 0, stats[i0 + k]);
       }
     }
