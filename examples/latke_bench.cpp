@@ -671,15 +671,18 @@ int bench_mg() {
   Coords dims{};
   double mass = -0.05, csw = 1.0;
   long iters = 0, set_count = 32;
+  double seconds = 0.5;
   read_options(PETSC_COMM_WORLD, "", "latke-bench mg options", [&](OptionGroup& o) {
     dims = o.coords("-latke_lattice", Coords{16, 16, 16, 32}, "Global lattice X,Y,Z,T");
     mass = o.real("-latke_mass", mass, "Bare quark mass");
     csw = o.real("-latke_csw", csw, "Clover coefficient");
-    iters = o.integer("-latke_iterations", 0, "Calls per timing (0: about 0.5 s of work)");
+    iters = o.integer("-latke_iterations", 0, "Calls per timing (0: about -latke_seconds of work, at least 3)");
+    seconds = o.real("-latke_seconds", seconds, "Work per timing when -latke_iterations is 0");
     set_count = o.integer("-latke_set", set_count,
                           "Fields of the coarse operator over a set (apply_set; 0: not timed, at most 32)");
   });
   require(set_count >= 0 && set_count <= blas::set_max, "-latke_set ", set_count, ": expected 0 to ", blas::set_max);
+  require(seconds > 0, "-latke_seconds ", seconds, ": expected a positive time");
   auto lat = std::make_shared<Lattice>(PETSC_COMM_WORLD, dims, run.grid);
   WilsonCloverParam wp;
   wp.mass = mass;
@@ -730,7 +733,7 @@ int bench_mg() {
   auto calls = [&](double ms_guess) {
     double worst = ms_guess;
     MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_DOUBLE, MPI_MAX, lat->comm());
-    return iters > 0 ? static_cast<int>(iters) : std::max(3, static_cast<int>(500 / std::max(worst, 1e-3)));
+    return iters > 0 ? static_cast<int>(iters) : std::max(3, static_cast<int>(1000 * seconds / std::max(worst, 1e-3)));
   };
   for (int l = 0; l + 1 < mgrid->levels(); ++l) {
     const mg::Transfer& T = mgrid->transfer(l);
