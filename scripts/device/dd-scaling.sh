@@ -40,6 +40,7 @@ gcr_sap4_4x2 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schw
 gcr_sap4_4x5 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 4,4,4,4 -pc_latke_schwarz_iterations 4 -pc_latke_schwarz_type multiplicative -pc_latke_schwarz_cycles 5
 gcr_sap8x4_4x5 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 8,4,4,4 -pc_latke_schwarz_iterations 4 -pc_latke_schwarz_type multiplicative -pc_latke_schwarz_cycles 5
 gcr_sap8x4_8 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 8,4,4,4 -pc_latke_schwarz_iterations 8 -pc_latke_schwarz_type multiplicative -pc_latke_schwarz_cycles 1
+gcr_sap_w12 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_omega 1.2
 gcr_default_r64 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -latke_solver_restart 64
 gcr_default_r128 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -latke_solver_restart 128
 mg_mr -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc mg
