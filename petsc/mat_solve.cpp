@@ -174,10 +174,8 @@ NativeSetup native_setup(Mat A, MatContext& c, MPI_Comm comm, const char* prefix
     require(p.type == SolverType::gcr, "-latke_solver_pc schwarz needs -latke_solver gcr (a flexible method)");
     SchwarzParam sp = schwarz_param_from_options(comm, prefix, SchwarzParam{});
     sp.block = schwarz_block_for(*c.op->lattice(), sp);
-    std::shared_ptr<LinearOperator> full;
-    if (schwarz_needs_full_operator(sp)) full = c.op->linear_operator(c.form, sp.precision, none);
-    n.k = std::make_shared<SchwarzPreconditioner>(c.op->linear_operator(c.form, sp.precision, sp.block),
-                                                  std::move(full), sp);
+    n.k = std::make_shared<SchwarzPreconditioner>(
+        [&](const Coords& block) { return c.op->linear_operator(c.form, sp.precision, block); }, sp);
   }
   return n;
 }
@@ -189,13 +187,12 @@ void report_stop(MPI_Comm comm, const SolverParam& p, const SolverStats& st, con
   if (st.stop_reason.empty()) return;
   PetscPrintf(comm, "Latke %s%s: stopped after %d iterations, not converged: %s\n", to_string(p.type), which.c_str(),
               st.iterations, st.stop_reason.c_str());
-  if (p.type == SolverType::gcr && st.stop_reason.find("stalled") != std::string::npos) {
-    const std::string pre = prefix ? prefix : "";
+  if (st.stalled) {
+    const char* pre = prefix ? prefix : "";
     PetscPrintf(comm,
                 "  GCR(%d) discards its directions at each restart; where that stalls it on the low modes (near "
-                "the critical mass) a longer -%slatke_solver_restart (64 converged where 16 stalled with SAP at "
-                "kappa_c) or -%slatke_solver_pc mg converges\n",
-                p.restart, pre.c_str(), pre.c_str());
+                "the critical mass) a longer -%slatke_solver_restart or -%slatke_solver_pc mg converges\n",
+                p.restart, pre, pre);
   }
 }
 

@@ -71,10 +71,8 @@ void set_up(SchwarzContext& c, Mat pmat) {
   check_schwarz_block(*m.op->lattice(), c.param.block);
   c.op = m.op;
   c.form = m.form;
-  std::shared_ptr<LinearOperator> full;
-  if (schwarz_needs_full_operator(c.param)) full = c.op->linear_operator(c.form, c.param.precision, Coords{0, 0, 0, 0});
-  c.k = std::make_unique<SchwarzPreconditioner>(c.op->linear_operator(c.form, c.param.precision, c.param.block),
-                                                std::move(full), c.param);
+  c.k = std::make_unique<SchwarzPreconditioner>(
+      [&](const Coords& block) { return c.op->linear_operator(c.form, c.param.precision, block); }, c.param);
   synchronize(c.op->backend());
   c.setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }

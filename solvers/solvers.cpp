@@ -409,6 +409,7 @@ void gcr(Work& w, Preconditioner* K, ColorSpinorField& x, const ColorSpinorField
   while (r2 > target && st.iterations < p.max_iter) {
     if (p.stall_iterations > 0 && st.iterations - best_at >= p.stall_iterations) {
       st.stop_reason = stall_reason(best, b2, st.iterations - best_at);
+      st.stalled = true;
       break;
     }
     if (w.mixed()) rs.copy_from(r);
@@ -632,6 +633,7 @@ std::vector<SolverStats> gcr_set(LinearOperator& A, LinearOperator* sloppy, Prec
       in_cycle[k] = active[k];
       if (active[k] && p.stall_iterations > 0 && st[k].iterations - best_at[k] >= p.stall_iterations) {
         st[k].stop_reason = stall_reason(best[k], b2[k], st[k].iterations - best_at[k]);
+        st[k].stalled = true;
         active[k] = in_cycle[k] = false;
       }
       if (mixed) rs[k].copy_from(r[k]);

@@ -66,6 +66,7 @@ struct SolverStats {
   double flops = 0;              ///< operator flops (QUDA's counting), all ranks
   int fallback_at = -1;          ///< CG, BiCGstab: iteration at which it moved to the fallback precision (-1: never)
   bool converged = false;
+  bool stalled = false;  ///< GCR: stopped by the stall rule (SolverParam::stall_iterations)
   /// Why an unconverged solve stopped, for reports: empty (the iteration limit), or a sentence
   /// ("the true residual stayed above ... for ... iterations").
   std::string stop_reason;

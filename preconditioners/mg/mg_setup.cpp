@@ -465,11 +465,8 @@ void Multigrid::prepare_fine_level() {
   if (param_.level[0].smoother == SmootherType::schwarz) {
     SchwarzParam sp = param_.level[0].schwarz;
     sp.block = schwarz_block_for(*F.op->lattice(), sp);
-    // SAP (multiplicative) and repeated cycles update residuals between colours with the
-    // fine operator in the blocks' precision (communication on).
-    F.schwarz = std::make_unique<SchwarzPreconditioner>(
-        local_(sp.block, sp.precision), schwarz_needs_full_operator(sp) ? local_(Coords{0, 0, 0, 0}, sp.precision) : nullptr,
-        sp);
+    F.schwarz =
+        std::make_unique<SchwarzPreconditioner>([&](const Coords& block) { return local_(block, sp.precision); }, sp);
   }
 }
 

@@ -171,6 +171,10 @@ SchwarzPreconditioner::SchwarzPreconditioner(std::shared_ptr<LinearOperator> loc
   if (!on_chip_) sums_ = Buffer(memory_for(local_->field_param().backend), sizeof(MrSums) * n_blocks_);
 }
 
+SchwarzPreconditioner::SchwarzPreconditioner(const OperatorFor& op, const SchwarzParam& param)
+    : SchwarzPreconditioner(op(param.block), schwarz_needs_full_operator(param) ? op(Coords{0, 0, 0, 0}) : nullptr,
+                            param) {}
+
 SchwarzPreconditioner::~SchwarzPreconditioner() = default;
 
 void SchwarzPreconditioner::block_mr(int colour) {

@@ -24,6 +24,7 @@
 // omega.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -79,6 +80,12 @@ class SchwarzPreconditioner final : public Preconditioner {
   ///        schwarz_needs_full_operator(param); may be null otherwise).
   SchwarzPreconditioner(std::shared_ptr<LinearOperator> local, std::shared_ptr<LinearOperator> full,
                         const SchwarzParam& param);
+  /// The operator in param.precision for a block: domain-local for param.block, with
+  /// communication for {0,0,0,0}.
+  using OperatorFor = std::function<std::shared_ptr<LinearOperator>(const Coords& block)>;
+  /// @param op gives the domain-local operator, and the full one where
+  ///        schwarz_needs_full_operator(param).
+  SchwarzPreconditioner(const OperatorFor& op, const SchwarzParam& param);
   ~SchwarzPreconditioner() override;
   /// @brief out = K in; double (or any precision) fields of the operator's shape.
   void apply(ColorSpinorField& out, const ColorSpinorField& in) override;
