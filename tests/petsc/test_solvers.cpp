@@ -1249,8 +1249,7 @@ TEST(Preconditioners, TransposeThroughTheHermiticityRelation) {
                              {"-tr_pc_latke_mg_nvec", "4"},
                              {"-tr_pc_latke_mg_setup_iterations", "10"}};
     for (const auto& o : opts) PetscOptionsSetValue(nullptr, o[0], o[1]);
-    KSP ksp = mg_gcr_ksp("tr_", A);
-    for (const auto& o : opts) PetscOptionsClearValue(nullptr, o[0]);
+    KSP ksp = mg_gcr_ksp("tr_", A);  // the options stay until the set-up (PCSetUp reads them)
     PetscInt forward = 0, backward = 0;
     KSPConvergedReason reason;
     VecSet(t, 0.0);
@@ -1268,6 +1267,7 @@ TEST(Preconditioners, TransposeThroughTheHermiticityRelation) {
     VecNorm(y, NORM_2, &n);
     EXPECT_LT(d / n, 1e-9);
     EXPECT_LE(backward, forward + forward / 2 + 3) << "K^T preconditions A^T worse than K does A";
+    for (const auto& o : opts) PetscOptionsClearValue(nullptr, o[0]);
     KSPDestroy(&ksp), VecDestroy(&x), VecDestroy(&y), VecDestroy(&t), VecDestroy(&u), MatDestroy(&A);
   }
 }
