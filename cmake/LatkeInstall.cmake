@@ -9,6 +9,10 @@ install(TARGETS latke EXPORT LatkeTargets
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY include/latke DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# Latke's programs use the C++ layers below the C API: they link the private library, the same
+# code with every symbol exported, which is installed beside liblatke for them (not part of the
+# CMake package or of latke.pc).
+install(TARGETS latke_private LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS latke-bench latke-solve latke-gauge latke-propagator RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(PROGRAMS ${CMAKE_BINARY_DIR}/bin/latke-scale ${CMAKE_BINARY_DIR}/bin/latke-spectrum DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES ${CMAKE_BINARY_DIR}/bin/latke_model.py DESTINATION ${CMAKE_INSTALL_BINDIR})

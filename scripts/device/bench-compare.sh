@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on a GPU host: latke-bench dslash (Wilson-clover; dslash and matpc in double, single
 # and half) with the packed binaries (.gpu/bin) and with an earlier build packed as
-# .gpu/base.tar.xz (bin/latke-bench and lib/liblatke.so*), alternating, LATKE_COMPARE_ROUNDS
+# .gpu/base.tar.xz (bin/latke-bench and the library it links from lib/), alternating, LATKE_COMPARE_ROUNDS
 # rounds (default 3), at LATKE_COMPARE_LATTICES (default 32,32,32,64 with reconstruct 12, and
 # 16,16,16,16 with 18). What "latke-bench figures unchanged within noise" is measured with:
 # the same machine, the same session, interleaved runs. Logs under $OUT; a table on stdout.

@@ -1,8 +1,8 @@
 #!/bin/sh
 # out_of_tree.sh BUILD_DIR SOURCE_DIR WORK_DIR: install Latke from BUILD_DIR into a fresh
-# prefix, then build examples/embed_in_petsc.c against it twice (CMake find_package and
-# pkg-config) and run both, each of which must converge; and a C++-only project's program
-# through find_package.
+# prefix (whose programs must find the library they link), then build examples/embed_in_petsc.c
+# against it twice (CMake find_package and pkg-config) and run both, each of which must converge;
+# and a C++-only project's program through find_package.
 set -eu
 build=$1; src=$2; work=$3
 rm -rf "$work"; mkdir -p "$work"
@@ -10,6 +10,12 @@ cmake --install "$build" --prefix "$work/prefix" > "$work/install.log"
 test -f "$work/prefix/include/latke/latke.h"
 test -f "$work/prefix/lib/cmake/Latke/LatkeConfig.cmake"
 test -f "$work/prefix/lib/pkgconfig/latke.pc"
+# The installed programs find the private library they link beside liblatke (their run path).
+for program in latke-solve latke-bench latke-gauge latke-propagator; do
+  found=$(ldd "$work/prefix/bin/$program" | awk '$1 == "liblatke_private.so.0" {print $3}')
+  [ -n "$found" ] && [ "$(realpath "$found")" = "$(realpath "$work/prefix/lib/liblatke_private.so.0")" ] ||
+    { echo "installed $program does not find the installed liblatke_private:"; ldd "$work/prefix/bin/$program"; exit 1; }
+done
 
 echo "== CMake: find_package(Latke)"
 cmake -S "$src/tests/install_consumer" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$work/prefix" \
