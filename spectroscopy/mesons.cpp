@@ -7,6 +7,7 @@
 #include "latke/conventions.h"
 #include "src/core/error.h"
 #include "src/core/launch.h"
+#include "src/core/log.h"
 #include "src/core/work_counters.h"
 #include "src/fields/precision.h"
 
@@ -234,6 +235,7 @@ MesonChannel parse_meson_channel(const std::string& name) {
 
 std::vector<std::vector<Complex<double>>> meson_correlators(const std::vector<const ColorSpinorField*>& columns, int t0,
                                                             const std::vector<MesonChannel>& channels) {
+  const LogScope log(LogEvent::contract);
   require(columns.size() == 12, "meson_correlators: ", columns.size(),
           " propagator columns; expected 12 (3 s0 + c0 for every source spin and colour)");
   const ColorSpinorField& f0 = *columns[0];

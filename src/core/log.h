@@ -36,6 +36,9 @@ enum class LogEvent {
   operator_build,   ///< LatkeOpBuild: building a Wilson-clover operator (links, clover terms)
   link_upload,      ///< LatkeLinkUpload: converting and uploading links (inside LatkeOpBuild)
   schwarz_blocks,   ///< LatkeSchwarzBlocks: block solves with the blocks on chip (one kernel per application)
+  gauge_io,         ///< LatkeGaugeIO: reading or writing a gauge configuration file (checks included)
+  gauge_update,     ///< LatkeGaugeUpdate: heat-bath and over-relaxation sweeps of the generator
+  contract,         ///< LatkeContract: meson correlators from propagator columns
   count_
 };
 

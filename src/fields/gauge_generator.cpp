@@ -13,6 +13,7 @@
 #include "src/fields/su3_update.h"
 #include "src/core/error.h"
 #include "src/core/launch.h"
+#include "src/core/log.h"
 #include "src/fields/random.h"
 
 namespace latke {
@@ -201,6 +202,7 @@ void QuenchedGenerator::set_links(const std::vector<Complex<double>>& links, lon
 std::vector<Complex<double>> QuenchedGenerator::links() const { return impl_->links.download(); }
 
 void QuenchedGenerator::sweep(int n) {
+  const LogScope log(LogEvent::gauge_update);
   for (int i = 0; i < n; ++i) {
     heatbath_pass();
     for (int k = 0; k < impl_->param.overrelax; ++k) overrelax_pass();

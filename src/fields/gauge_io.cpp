@@ -13,10 +13,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "src/fields/gauge_io_detail.h"
-#include "src/fields/su3_update.h"
+#include "src/core/log.h"
 #include "src/fields/gauge_field.h"
+#include "src/fields/gauge_io_detail.h"
 #include "src/fields/random.h"
+#include "src/fields/su3_update.h"
 
 namespace latke {
 
@@ -514,6 +515,7 @@ GaugeFileInfo read_gauge_info(MPI_Comm comm, const std::string& path) {
 
 std::vector<Complex<double>> read_gauge(const Lattice& lat, const std::string& path, GaugeFileInfo* info_out, Backend b,
                                         const GaugeReadParam& param) {
+  const LogScope log(LogEvent::gauge_io, 0, false);
   const GaugeFileInfo info = read_gauge_info(lat.comm(), path);
   require(info.dims == lat.global(), path, ": the file holds a ", gauge_io::dims_text(info.dims),
           " lattice, but the lattice asked for is ", gauge_io::dims_text(lat.global()));
@@ -524,6 +526,7 @@ std::vector<Complex<double>> read_gauge(const Lattice& lat, const std::string& p
 
 void write_gauge(const Lattice& lat, const std::vector<Complex<double>>& links, const std::string& path,
                  const GaugeWriteParam& p, Backend b) {
+  const LogScope log(LogEvent::gauge_io, 0, false);
   require(links.size() == static_cast<std::size_t>(lat.volume()) * 36, "writing ", path, ": host array has ",
           links.size(), " complex numbers, expected ", lat.volume() * 36, " (local volume x 4 x 3 x 3)");
   require(p.precision == Precision::double_ || p.precision == Precision::single, "writing ", path, ": file precision ",
