@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "src/core/error.h"
+#include "src/core/log.h"
 #include "src/fields/blas.h"
 
 namespace latke {
@@ -342,6 +343,7 @@ GcrCycle::GcrCycle(std::vector<ColorSpinorField>& z, std::vector<ColorSpinorFiel
 }
 
 double GcrCycle::add(ColorSpinorField& r, const char* what) {
+  const LogScope log(LogEvent::gcr_ortho);
   require(n_ < restart_, what, ": more than ", restart_, " directions in one GCR cycle");
   const int j = n_;
   ColorSpinorField& azj = az_[j];
@@ -364,6 +366,7 @@ double GcrCycle::add(ColorSpinorField& r, const char* what) {
 
 void GcrCycle::update(ColorSpinorField& x) const {
   if (n_ == 0) return;
+  const LogScope log(LogEvent::gcr_ortho);
   // The orthogonalized directions are p_j = z_j - sum_{i<j} beta_ji p_i, so Z = P B with B unit
   // upper triangular (B_ij = beta_ji) and x += P alpha = Z gamma for B gamma = alpha.
   std::vector<Cplx> gamma(n_);

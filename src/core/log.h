@@ -39,6 +39,7 @@ enum class LogEvent {
   gauge_io,         ///< LatkeGaugeIO: reading or writing a gauge configuration file (checks included)
   gauge_update,     ///< LatkeGaugeUpdate: heat-bath and over-relaxation sweeps of the generator
   contract,         ///< LatkeContract: meson correlators from propagator columns
+  gcr_ortho,        ///< LatkeGcrOrtho: GCR's Gram-Schmidt, residual update and solution update (GcrCycle)
   count_
 };
 
