@@ -332,10 +332,11 @@ double printed_resolution(const std::string& number) {
 }
 
 std::uint32_t nersc_checksum(const std::vector<unsigned char>& bytes, const SiteFormat& f) {
-  std::uint32_t sum = 0;
-  const std::size_t rb = f.real_bytes();
-  for (std::size_t i = 0; i + rb <= bytes.size(); i += rb) {
-    const std::uint64_t w = get_word(bytes.data() + i, static_cast<int>(rb), f.big_endian);
+  std::uint32_t sum = 0;  // modulo 2^32: the threads' partial sums add up to the serial one
+  const long rb = static_cast<long>(f.real_bytes()), words = static_cast<long>(bytes.size()) / rb;
+#pragma omp parallel for schedule(static) reduction(+ : sum)
+  for (long i = 0; i < words; ++i) {
+    const std::uint64_t w = get_word(bytes.data() + i * rb, static_cast<int>(rb), f.big_endian);
     sum += static_cast<std::uint32_t>(w) + static_cast<std::uint32_t>(w >> 32);
   }
   return sum;
@@ -348,13 +349,16 @@ std::uint32_t crc32(const unsigned char* data, std::size_t n) {
 void scidac_checksum(const Lattice& lat, const std::vector<unsigned char>& bytes, std::size_t site_bytes,
                      std::uint32_t& suma, std::uint32_t& sumb) {
   auto rotl = [](std::uint32_t w, unsigned r) { return r == 0 ? w : (w << r) | (w >> (32 - r)); };
-  suma = sumb = 0;
+  std::uint32_t a = 0, b = 0;  // exclusive or: the threads' partial sums combine to the serial one
+#pragma omp parallel for schedule(static) reduction(^ : a, b)
   for (long s = 0; s < lat.volume(); ++s) {
     const std::uint64_t r = global_site(lat, s);
     const std::uint32_t c = crc32(bytes.data() + s * site_bytes, site_bytes);
-    suma ^= rotl(c, static_cast<unsigned>(r % 29));
-    sumb ^= rotl(c, static_cast<unsigned>(r % 31));
+    a ^= rotl(c, static_cast<unsigned>(r % 29));
+    b ^= rotl(c, static_cast<unsigned>(r % 31));
   }
+  suma = a;
+  sumb = b;
 }
 
 std::uint64_t load_be(const unsigned char* p, int bytes) { return get_word(p, bytes, true); }
