@@ -2,11 +2,11 @@
 # Packs, for a GPU host without PETSc, a CUDA build of Latke made against the CUDA PETSc of
 # scripts/build-petsc-cuda.sh (build-gpu-petsc/ by default) into .gpu-petsc/:
 #   bin.tar.xz  its programs and test binaries (stripped)
-#   rt.tar.xz   the shared libraries they need (stripped): liblatke, libpetsc, BLAS/LAPACK and
-#               the Fortran runtime, OpenMP. Not packed: the C/C++ runtimes, the MPI stack and
-#               the NVIDIA driver (as runtime-bundle.sh), nor the CUDA toolkit's libraries
-#               (cudart, cuBLAS, cuSPARSE, cuSOLVER, cuFFT, cuRAND, nvJitLink, nvtx): the GPU
-#               host has the same CUDA under /usr/local/cuda/lib64.
+#   rt.tar.xz   the shared libraries they need (stripped): liblatke_private, libpetsc,
+#               BLAS/LAPACK and the Fortran runtime, OpenMP. Not packed: the C/C++ runtimes,
+#               the MPI stack and the NVIDIA driver (as runtime-bundle.sh), nor the CUDA
+#               toolkit's libraries (cudart, cuBLAS, cuSPARSE, cuSOLVER, cuFFT, cuRAND,
+#               nvJitLink, nvtx): the GPU host has the same CUDA under /usr/local/cuda/lib64.
 #   MANIFEST    what was packed, from which commit and PETSc, with sizes
 # scripts/device/petsc-cuda.sh unpacks and runs them on the GPU host.
 #
@@ -34,6 +34,9 @@ for bin in "$stage"/bin/*; do
   while read -r name arrow path _; do
     [ "$arrow" = "=>" ] || continue
     [[ $name =~ $skip || $name =~ $cuda_toolkit ]] && continue
+    # embed_in_petsc's public liblatke is the private one's code with only the C API exported:
+    # one copy travels, and petsc-cuda.sh names the private one liblatke.so.0 too.
+    [ "$name" = liblatke.so.0 ] && continue
     if [ "$path" = not ]; then unresolved+="$(basename "$bin"): $name"$'\n'; continue; fi
     [ -e "$stage/lib/$name" ] || cp -L "$path" "$stage/lib/$name"
   done < <(ldd "$bin")

@@ -80,6 +80,10 @@ for f in bin.tar.xz rt.tar.xz; do
   tar -C "$gp" -xJf "$here/.gpu-petsc/$f"
 done
 bin=$gp/bin
+# The pack's one copy of the library serves embed_in_petsc (which links liblatke.so.0) too.
+if [ -e "$gp/lib/liblatke_private.so.0" ] && [ ! -e "$gp/lib/liblatke.so.0" ]; then
+  ln -s liblatke_private.so.0 "$gp/lib/liblatke.so.0"
+fi
 export LD_LIBRARY_PATH=$gp/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 cp "$here/.gpu-petsc/MANIFEST" "$out/MANIFEST.txt" 2>/dev/null
 missing=$(for b in "$bin"/* "$gp"/lib/*; do ldd "$b" | grep 'not found'; done | sort -u)
