@@ -8,13 +8,13 @@
 #include <cstdlib>
 #include <string>
 
-#include "src/fields/extended_links.h"
-#include "src/fields/gauge_measure.h"
-#include "src/fields/su3_update.h"
 #include "src/core/error.h"
 #include "src/core/launch.h"
 #include "src/core/log.h"
+#include "src/fields/extended_links.h"
+#include "src/fields/gauge_measure.h"
 #include "src/fields/random.h"
+#include "src/fields/su3_update.h"
 
 namespace latke {
 
