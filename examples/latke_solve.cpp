@@ -411,13 +411,12 @@ PetscErrorCode solve_masses(LatkeGauge gauge, Mat A, Vec b, Vec bhat, const Solv
   PetscCall(MatLatkeCreateReference(A, LATKE_OPERATOR_EVEN_ODD, &ref));
   for (PetscInt i = 0; i < n; ++i) {
     const double sigma = 4 * (opt.masses[i] * opt.masses[i] - mass_a * mass_a);
-    PetscReal rn;
+    double res = 0;
     PetscCall(MatMult(ref, xs[i], r));
     PetscCall(VecAXPY(r, sigma, xs[i]));
-    PetscCall(VecAYPX(r, -1.0, bhat));
-    PetscCall(VecNorm(r, NORM_2, &rn));
-    sum.masses[i] = {ms[i], rn / bn};
-    sum.true_residual = std::fmax(sum.true_residual, rn / bn);
+    PetscCall(latke::petsc::relative_difference(bhat, r, &res));
+    sum.masses[i] = {ms[i], res};
+    sum.true_residual = std::fmax(sum.true_residual, res);
     sum.solver_residual = std::fmax(sum.solver_residual, ms[i].true_residual);
   }
   PetscCall(MatDestroy(&ref));

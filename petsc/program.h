@@ -30,7 +30,7 @@ inline int program_main(int argc, char** argv, const char* help, const char* nam
   return status ? status : static_cast<int>(fin != 0);
 }
 
-/// @brief |b - r| / |b|, r left as it is. Host vectors: one pass over this rank's entries on the
+/// @brief |b - r| / |b|; r may be overwritten. Host vectors: one pass over this rank's entries on the
 /// program's threads (PETSc's host kernels run VecAYPX and two VecNorm as three passes on one
 /// thread, several times the solve's own time for a large lattice's column). Vectors elsewhere (a
 /// PETSc with CUDA): PETSc's kernels where they are.
@@ -73,7 +73,7 @@ inline PetscErrorCode relative_difference(Vec b, Vec r, double* res) {
 
 /// @brief |b - M x| / |b| for x, the full solution reconstructed from A's solution xhat and
 /// the full source b, with M the full operator in double precision (MatLatkeCreateReference):
-/// independent of the solver, it decides success. r: scratch of x's shape (M x on return).
+/// independent of the solver, it decides success. r: scratch of x's shape.
 inline PetscErrorCode full_residual(Mat A, Mat M, Vec xhat, Vec b, Vec x, Vec r, double* res) {
   PetscFunctionBeginUser;
   PetscCall(MatLatkeReconstruct(A, xhat, b, x));

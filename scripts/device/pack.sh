@@ -8,13 +8,14 @@ mkdir -p "$here/.gpu/bin"
 cp "$build"/bin/* "$here/.gpu/bin/"
 # The faults tier's write-fault library (tests/faults/fault_inject.c), where it was built.
 [ -f "$build/lib/liblatke_fault_inject.so" ] && cp "$build/lib/liblatke_fault_inject.so" "$here/.gpu/bin/"
-# Only ELF files have libraries to bundle (latke-scale is a Python script). embed_in_petsc links
-# the public liblatke, the same code as the programs' liblatke_private with only the C API
-# exported: one copy of the library travels, and host-env.sh names it liblatke.so.0 too.
+# Only ELF files have libraries to bundle (latke-scale is a Python script). A binary on the public
+# liblatke (embed_in_petsc) needs nothing the others do not, but that library: the same code as
+# liblatke_private with only the C API exported, so one copy travels and host-env.sh names the
+# private one liblatke.so.0 too.
 elves=()
 for f in "$here"/.gpu/bin/*; do
-  [ "$(basename "$f")" = embed_in_petsc ] && continue
-  [ "$(head -c4 "$f" | od -An -c | tr -d ' ')" = '177ELF' ] && elves+=("$f")
+  [ "$(head -c4 "$f" | od -An -c | tr -d ' ')" = '177ELF' ] || continue
+  ldd "$f" | grep -q '^[[:space:]]*liblatke\.so\.0 ' || elves+=("$f")
 done
 "$here/../shared/gpu/runtime-bundle.sh" "$here/.gpu/rt.tar.xz" "${elves[@]}"
 du -sh "$here/.gpu"

@@ -25,7 +25,7 @@ nm = subprocess.run(["nm", "-D", "--defined-only", library], capture_output=True
 exported = set()
 for line in nm.splitlines():
     parts = line.split()
-    if len(parts) == 3 and parts[1] not in ("A",):  # absolute symbols are the linker's (_edata, _end)
+    if len(parts) == 3 and parts[1] != "A":  # absolute symbols are the linker's (_edata, _end)
         exported.add(parts[2].split("@")[0])
 missing = sorted(declared - exported)
 extra = sorted(exported - declared)
