@@ -15,7 +15,9 @@ cp "$build"/bin/* "$here/.gpu/bin/"
 elves=()
 for f in "$here"/.gpu/bin/*; do
   [ "$(head -c4 "$f" | od -An -c | tr -d ' ')" = '177ELF' ] || continue
-  ldd "$f" | grep -q '^[[:space:]]*liblatke\.so\.0 ' || elves+=("$f")
+  # ldd's output whole first: grep -q leaving early would fail the pipe (pipefail) by SIGPIPE.
+  deps=$(ldd "$f")
+  grep -q '^[[:space:]]*liblatke\.so\.0 ' <<<"$deps" || elves+=("$f")
 done
 "$here/../shared/gpu/runtime-bundle.sh" "$here/.gpu/rt.tar.xz" "${elves[@]}"
 du -sh "$here/.gpu"
