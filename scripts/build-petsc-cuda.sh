@@ -40,8 +40,9 @@ fi
 
 missing=()
 for tool in python3 make mpicc mpicxx; do command -v $tool >/dev/null || missing+=("$tool"); done
+libs=$(ldconfig -p 2>/dev/null || true)  # whole: grep -q on a pipe can fail it by SIGPIPE (pipefail)
 for lib in libblas.so liblapack.so; do
-  ldconfig -p 2>/dev/null | grep -q "$lib " || [ -e "/usr/lib/x86_64-linux-gnu/$lib" ] || missing+=("$lib")
+  grep -q "$lib " <<<"$libs" || [ -e "/usr/lib/x86_64-linux-gnu/$lib" ] || missing+=("$lib")
 done
 if [ ${#missing[@]} -ne 0 ]; then
   echo "build-petsc-cuda: missing ${missing[*]}; install them with 'scripts/install-deps.sh --petsc-build'" >&2

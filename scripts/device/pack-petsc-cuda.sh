@@ -19,7 +19,7 @@ out=$here/.gpu-petsc
 grep -q '^LATKE_ENABLE_CUDA:BOOL=ON' "$build/CMakeCache.txt" || { echo "pack-petsc-cuda: $build is not a CUDA build" >&2; exit 2; }
 petsc=$(ldd "$build/bin/latke-solve" | awk '/libpetsc/{print $3; exit}')
 [ -n "$petsc" ] || { echo "pack-petsc-cuda: latke-solve in $build does not link libpetsc" >&2; exit 2; }
-ldd "$petsc" | grep -q 'libcudart' || { echo "pack-petsc-cuda: $petsc is not a PETSc with CUDA" >&2; exit 2; }
+grep -q 'libcudart' <<<"$(ldd "$petsc")" || { echo "pack-petsc-cuda: $petsc is not a PETSc with CUDA" >&2; exit 2; }
 
 skip='^(libc|libm|libpthread|libdl|librt|ld-linux[^ ]*|libstdc\+\+|libgcc_s|libz|libcuda|libnvidia[^ ]*|libmpi[^ ]*|libopen-(rte|pal)|libhwloc|libevent[^ ]*|libpmix|libucx|libucp|libucs|libuct|libfabric|libibverbs|librdmacm|libnl-[^ ]*|libpsm[^ ]*)\.so'
 cuda_toolkit='^(libcudart|libcublas|libcublasLt|libcusparse|libcusolver|libcusolverMg|libcufft|libcufftw|libcurand|libnvJitLink|libnvtx3interop|libnvrtc)\.so'
