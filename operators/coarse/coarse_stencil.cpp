@@ -84,7 +84,7 @@ struct StencilPartsKernel {
           re = static_cast<T>(w.v[2 * r]);
           im = static_cast<T>(w.v[2 * r + 1]);
         }
-        acc[r] += Complex<T>(re, im) * u;
+        acc[r] = mac(acc[r], Complex<T>(re, im), u);
       }
     }
     if constexpr (sizeof(SL) == 2) {  // half: the block's scale once, after the sums

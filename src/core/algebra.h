@@ -51,7 +51,7 @@ LATKE_HOST_DEVICE LATKE_INLINE ColorSpinor<T, Nc, Ns> operator*(const ColorMatri
   ColorSpinor<T, Nc, Ns> r;
   LATKE_UNROLL for (int s = 0; s < Ns; ++s) LATKE_UNROLL for (int i = 0; i < Nc; ++i) {
     Complex<T> a = u.e[i][0] * v.d[s][0];
-    LATKE_UNROLL for (int j = 1; j < Nc; ++j) a += u.e[i][j] * v.d[s][j];
+    LATKE_UNROLL for (int j = 1; j < Nc; ++j) a = mac(a, u.e[i][j], v.d[s][j]);
     r.d[s][i] = a;
   }
   return r;
@@ -64,7 +64,7 @@ LATKE_HOST_DEVICE LATKE_INLINE ColorSpinor<T, Nc, Ns> adj_mul(const ColorMatrix<
   ColorSpinor<T, Nc, Ns> r;
   LATKE_UNROLL for (int s = 0; s < Ns; ++s) LATKE_UNROLL for (int i = 0; i < Nc; ++i) {
     Complex<T> a = conj_mul(u.e[0][i], v.d[s][0]);
-    LATKE_UNROLL for (int j = 1; j < Nc; ++j) a += conj_mul(u.e[j][i], v.d[s][j]);
+    LATKE_UNROLL for (int j = 1; j < Nc; ++j) a = conj_mac(a, u.e[j][i], v.d[s][j]);
     r.d[s][i] = a;
   }
   return r;
@@ -76,7 +76,7 @@ LATKE_HOST_DEVICE LATKE_INLINE ColorMatrix<T, N> operator*(const ColorMatrix<T, 
   ColorMatrix<T, N> r;
   LATKE_UNROLL for (int i = 0; i < N; ++i) LATKE_UNROLL for (int j = 0; j < N; ++j) {
     Complex<T> s = a.e[i][0] * b.e[0][j];
-    LATKE_UNROLL for (int k = 1; k < N; ++k) s += a.e[i][k] * b.e[k][j];
+    LATKE_UNROLL for (int k = 1; k < N; ++k) s = mac(s, a.e[i][k], b.e[k][j]);
     r.e[i][j] = s;
   }
   return r;

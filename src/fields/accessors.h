@@ -86,9 +86,9 @@ struct GaugeAccessor {
 
   /// Third row of an SU(3) matrix from the first two: conj(row0 x row1).
   LATKE_HOST_DEVICE LATKE_INLINE static void third_row(Matrix& u) {
-    u.e[2][0] = conj(u.e[0][1] * u.e[1][2] - u.e[0][2] * u.e[1][1]);
-    u.e[2][1] = conj(u.e[0][2] * u.e[1][0] - u.e[0][0] * u.e[1][2]);
-    u.e[2][2] = conj(u.e[0][0] * u.e[1][1] - u.e[0][1] * u.e[1][0]);
+    u.e[2][0] = conj(mac(u.e[0][1] * u.e[1][2], -u.e[0][2], u.e[1][1]));
+    u.e[2][1] = conj(mac(u.e[0][2] * u.e[1][0], -u.e[0][0], u.e[1][2]));
+    u.e[2][2] = conj(mac(u.e[0][0] * u.e[1][1], -u.e[0][1], u.e[1][0]));
   }
 
   LATKE_HOST_DEVICE LATKE_INLINE void save(const Matrix& u, int mu, int x_cb, int parity) const {
@@ -118,8 +118,8 @@ LATKE_HOST_DEVICE LATKE_INLINE void apply_block(const CloverBlock<T>& h, const C
   LATKE_UNROLL for (int i = 0; i < 6; ++i) {
     Complex<T> s = h.diag[i] * in[i];
     LATKE_UNROLL for (int j = 0; j < 6; ++j) {
-      if (j < i) s += h.off[tri_index(i, j)] * in[j];
-      if (j > i) s += conj_mul(h.off[tri_index(j, i)], in[j]);
+      if (j < i) s = mac(s, h.off[tri_index(i, j)], in[j]);
+      if (j > i) s = conj_mac(s, h.off[tri_index(j, i)], in[j]);
     }
     out[i] = s;
   }
