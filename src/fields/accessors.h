@@ -135,6 +135,22 @@ struct CloverAccessor {
   LATKE_HOST_DEVICE LATKE_INLINE void load(CloverBlock<Compute> (&b)[2], int x_cb) const {
     Compute r[n_real];
     a.load(r, x_cb);
+    unpack(r, b);
+  }
+  /// The blocks as stored, without half precision's per-block scale (see SiteArray::load_raw);
+  /// scale[k] is what a raw value of block k is worth (1 above half).
+  LATKE_HOST_DEVICE LATKE_INLINE void load_raw(CloverBlock<Compute> (&b)[2], Compute (&scale)[2], int x_cb) const {
+    Compute r[n_real];
+    a.load_raw(r, x_cb);
+    unpack(r, b);
+    LATKE_UNROLL for (int k = 0; k < 2; ++k) {
+      if constexpr (SiteArray<Store, n_real, 2>::is_half)
+        scale[k] = static_cast<Compute>(a.norm[k * a.stride + x_cb]) * (Compute(1) / Compute(fixed_max));
+      else
+        scale[k] = Compute(1);
+    }
+  }
+  LATKE_HOST_DEVICE LATKE_INLINE static void unpack(const Compute (&r)[n_real], CloverBlock<Compute> (&b)[2]) {
     LATKE_UNROLL for (int k = 0; k < 2; ++k) {
       LATKE_UNROLL for (int i = 0; i < 6; ++i) b[k].diag[i] = r[36 * k + i];
       LATKE_UNROLL for (int i = 0; i < 15; ++i)
@@ -153,17 +169,19 @@ struct CloverAccessor {
     a.save(r, x_cb);
   }
 
-  /// out = A in for a Wilson spinor (both chiral blocks).
+  /// out = A in for a Wilson spinor (both chiral blocks). In half the block's raw values
+  /// multiply and its scale is applied to the 6 results, not to the 36 entries.
   template <typename T>
   LATKE_HOST_DEVICE LATKE_INLINE ColorSpinor<T, 3, 4> apply(const ColorSpinor<T, 3, 4>& in, int x_cb) const {
     CloverBlock<Compute> b[2];
-    load(b, x_cb);
+    Compute scale[2];
+    load_raw(b, scale, x_cb);
     ColorSpinor<T, 3, 4> out;
     LATKE_UNROLL for (int k = 0; k < 2; ++k) {
       Complex<T> v[6], w[6];
       LATKE_UNROLL for (int i = 0; i < 6; ++i) v[i] = in.d[2 * k + i / 3][i % 3];
       apply_block(b[k], v, w);
-      LATKE_UNROLL for (int i = 0; i < 6; ++i) out.d[2 * k + i / 3][i % 3] = w[i];
+      LATKE_UNROLL for (int i = 0; i < 6; ++i) out.d[2 * k + i / 3][i % 3] = static_cast<T>(scale[k]) * w[i];
     }
     return out;
   }
