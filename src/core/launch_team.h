@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 #include <typeinfo>
 #include <vector>
 
@@ -33,7 +34,7 @@ struct Team {
   int rank;   ///< this thread within the team (0 on the CPU)
   int size;   ///< threads in the team (a power of two; 1 on the CPU)
   unsigned char* smem;
-  unsigned char* scratch;  ///< team.sum's space: size * sizeof(T), after the functor's bytes
+  unsigned char* scratch;  ///< team.sum's space: team_scratch_bytes, after the functor's bytes
 
   LATKE_HOST_DEVICE LATKE_INLINE unsigned char* shared() const { return smem; }
   template <typename G>
@@ -53,32 +54,46 @@ struct Team {
     return reduce(acc);
   }
   /// The sum of every thread's acc, returned to every thread of the team (fixed order for a
-  /// given team size): a tree in the scratch space, the last five levels within warp 0.
+  /// given team size): each warp sums its lanes by shuffles, then one thread the warps' sums,
+  /// one value per warp in the scratch space.
   template <typename T>
   LATKE_HOST_DEVICE LATKE_INLINE T reduce(T acc) const {
 #ifdef __CUDA_ARCH__
+    const int lanes = size < 32 ? size : 32;
+    const unsigned mask = lanes == 32 ? 0xffffffffu : (1u << lanes) - 1u;
+    for (int w = lanes >> 1; w > 0; w >>= 1) acc += shuffle_down(acc, w, mask);
     T* s = reinterpret_cast<T*>(scratch);
-    s[rank] = acc;
+    if (rank % 32 == 0) s[rank / 32] = acc;
     __syncthreads();
-    int w = size >> 1;
-    for (; w >= 32; w >>= 1) {
-      if (rank < w) s[rank] += s[rank + w];
-      __syncthreads();
-    }
-    if (rank < 32) {  // warp 0 (its lanes below size): __syncwarp orders their shared-memory accesses
-      const unsigned lanes = size >= 32 ? 0xffffffffu : (1u << size) - 1u;
-      for (; w > 0; w >>= 1) {
-        if (rank < w) s[rank] += s[rank + w];
-        __syncwarp(lanes);
-      }
-    }
+    if (rank == 0)
+      for (int k = 1; k < size / lanes; ++k) s[0] += s[k];
     __syncthreads();
     acc = s[0];
     __syncthreads();
 #endif
     return acc;
   }
+
+#ifdef __CUDA_ARCH__
+  /// v of the lane `delta` above, word by word (T trivially copyable, whole 32-bit words).
+  template <typename T>
+  __device__ static T shuffle_down(const T& v, int delta, unsigned mask) {
+    static_assert(sizeof(T) % 4 == 0, "team reduce: a value of whole 32-bit words");
+    unsigned w[sizeof(T) / 4];
+    memcpy(w, &v, sizeof(T));
+    for (int k = 0; k < static_cast<int>(sizeof(T) / 4); ++k) w[k] = __shfl_down_sync(mask, w[k], delta);
+    T r;
+    memcpy(&r, w, sizeof(T));
+    return r;
+  }
+#endif
 };
+
+/// Scratch space that team.sum and team.reduce need for values of sum_bytes in a team of
+/// `size` threads: one value per warp.
+inline std::size_t team_scratch_bytes(int size, std::size_t sum_bytes) {
+  return sum_bytes * static_cast<std::size_t>(size > 32 ? size / 32 : 1);
+}
 
 #ifdef __CUDACC__
 template <typename F>
@@ -102,7 +117,7 @@ void launch_teams(Backend b, const F& f, int n_teams, int size, std::size_t byte
   if (n_teams <= 0) return;
   require(size > 0 && (size & (size - 1)) == 0, "team kernel ", typeid(F).name(), ": team size ", size,
           " is not a power of two");
-  const std::size_t total = bytes + sum_bytes * static_cast<std::size_t>(size);
+  const std::size_t total = bytes + team_scratch_bytes(size, sum_bytes);
   require(total <= team_shared_limit(b), "team kernel ", typeid(F).name(), ": ", total,
           " bytes of shared memory per team; the limit is ", team_shared_limit(b));
   ++work_counters().launches;
