@@ -8,9 +8,11 @@
 // written), and per site of either parity its packed block coordinates. Per step: one pass over
 // the block's q sites (hops from r), one over its p sites (hops from the intermediate, the
 // epilogue of the Schur form and the block sums <Mhat r, r>, |Mhat r|^2 over the team), and the
-// update of x and r. The two passes are one rolled loop and so are the eight hops of a site:
-// the kernel's code then fits the instruction cache, which an unrolled copy per pass and per
-// hop did not (the kernel waited on instruction fetch more than on any other stall). Links and
+// update of x and r. The two passes are one rolled loop around one unrolled copy of the eight
+// hops: a copy per pass too did not fit the instruction cache (the kernel waited on instruction
+// fetch more than on any other stall), and one rolled loop over the hops spent more
+// instructions choosing each hop's projection than the copy costs. The kernel is bound by
+// instruction issue, so its arithmetic is fused multiply-adds (mac) wherever it can be. Links and
 // clover are read from copies in block-major site order (made at the first call), so that a
 // team's loads are contiguous: in the rank's order a 4^4 block uses two sites of every 32-byte
 // sector, and a SAP colour, whose neighbours in x are the other colour, fetched four times the
@@ -29,23 +31,23 @@ namespace latke {
 
 namespace {
 
-/// A block's spinors in shared memory, real k of site i at d[k * n + i] (consecutive threads,
-/// consecutive banks).
+/// A block's spinors in shared memory, site-major: site i's 12 complex numbers at
+/// d[13 i, 13 i + 12), one padding complex after them. Each complex number is one vector load
+/// (64 bits in single, 128 in double) at an offset known at compile time, and the padding puts
+/// the loads of 16 consecutive sites in distinct banks.
 template <typename T>
 struct SharedSpinors {
-  T* d;
-  int n;
+  static constexpr int site_complex = 13;
+  Complex<T>* d;
   LATKE_HOST_DEVICE LATKE_INLINE ColorSpinor<T, 3, 4> load(int i) const {
+    const Complex<T>* p = d + site_complex * i;
     ColorSpinor<T, 3, 4> v;
-    LATKE_UNROLL for (int s = 0; s < 4; ++s) LATKE_UNROLL for (int c = 0; c < 3; ++c) v.d[s][c] =
-        Complex<T>(d[(6 * s + 2 * c) * n + i], d[(6 * s + 2 * c + 1) * n + i]);
+    LATKE_UNROLL for (int s = 0; s < 4; ++s) LATKE_UNROLL for (int c = 0; c < 3; ++c) v.d[s][c] = p[3 * s + c];
     return v;
   }
   LATKE_HOST_DEVICE LATKE_INLINE void save(const ColorSpinor<T, 3, 4>& v, int i) const {
-    LATKE_UNROLL for (int s = 0; s < 4; ++s) LATKE_UNROLL for (int c = 0; c < 3; ++c) {
-      d[(6 * s + 2 * c) * n + i] = v.d[s][c].re;
-      d[(6 * s + 2 * c + 1) * n + i] = v.d[s][c].im;
-    }
+    Complex<T>* p = d + site_complex * i;
+    LATKE_UNROLL for (int s = 0; s < 4; ++s) LATKE_UNROLL for (int c = 0; c < 3; ++c) p[3 * s + c] = v.d[s][c];
   }
 };
 
@@ -79,12 +81,12 @@ struct BlockMajorGather {
   }
 };
 
-/// Spinors of one block per team: 4 sets of 24 reals per site of one parity, per site of the
-/// solved parity its index on the rank, and per site of either parity its packed block
+/// Spinors of one block per team: 4 sets of SharedSpinors per site of one parity, per site of
+/// the solved parity its index on the rank, and per site of either parity its packed block
 /// coordinates.
 template <typename T>
 std::size_t block_solver_bytes(int vcb) {
-  return static_cast<std::size_t>(vcb) * (96 * sizeof(T) + 3 * sizeof(int));
+  return static_cast<std::size_t>(vcb) * (4 * SharedSpinors<T>::site_complex * sizeof(Complex<T>) + 3 * sizeof(int));
 }
 
 /// Block coordinates (each below 256) packed in one int, c_mu in bits [8 mu, 8 mu + 8).
@@ -117,10 +119,9 @@ struct BlockMRKernel {
   int phase_mask = 0;
   Complex<T> phase[4];
 
-  /// The hopping sum at site i (parity par, packed block coordinates pc) from the
-  /// block's spinors `in`: wilson::hop_sum's hops in one rolled loop over the eight (the
-  /// backward links made adjoint, the spin projection chosen by a switch), so that the
-  /// kernel's steps fit the instruction cache.
+  /// The hopping sum at site i (parity par, packed block coordinates pc) from the block's
+  /// spinors `in`: wilson::hop_sum's hops, those that leave the block in a cut dimension
+  /// dropped.
   LATKE_HOST_DEVICE LATKE_INLINE ColorSpinor<T, 3, 4> hops(const BlockLinks<Gauge>& links, const SharedSpinors<T>& in,
                                                            int i, int par, int pc) const {
     const int* L = grid.blk.L;
@@ -128,55 +129,28 @@ struct BlockMRKernel {
     ColorSpinor<T, 3, 4> acc;
     acc.zero();
     int stride = 1;
-    LATKE_NO_UNROLL for (int hop = 0; hop < 8; ++hop) {
-      const int mu = hop >> 1;
-      const bool fwd = (hop & 1) == 0;
+    static_for<4>([&](auto mu_) {
+      constexpr int mu = decltype(mu_)::value;
       const int cm = coord(pc, mu), lm = coord(pl, mu);
-      const bool edge = cm == (fwd ? lm - 1 : 0);
-      if (!(edge && ((cut_mask >> mu) & 1))) {
-        const int step = fwd ? stride : -stride;
-        const int nb = edge ? full - (lm - 1) * step : full + step;
-        const T s = fwd ? sign : -sign;
-        const ColorSpinor<T, 3, 4> psi = in.load(nb >> 1);
-        ColorSpinor<T, 3, 2> h;
-        switch (mu) {
-          case 0:
-            h = wilson::project<0>(psi, s);
-            break;
-          case 1:
-            h = wilson::project<1>(psi, s);
-            break;
-          case 2:
-            h = wilson::project<2>(psi, s);
-            break;
-          default:
-            h = wilson::project<3>(psi, s);
-            break;
+      static_for<2>([&](auto dir_) {
+        constexpr bool fwd = decltype(dir_)::value == 0;
+        const bool edge = cm == (fwd ? lm - 1 : 0);
+        if (!(edge && ((cut_mask >> mu) & 1))) {
+          const int step = fwd ? stride : -stride;
+          const int nb = edge ? full - (lm - 1) * step : full + step;
+          const T s = fwd ? sign : -sign;
+          ColorSpinor<T, 3, 2> h = wilson::project<mu>(in.load(nb >> 1), s);
+          const ColorMatrix<T, 3> u = links.load(mu, fwd ? i : nb >> 1, fwd ? par : 1 - par);
+          if constexpr (fwd)
+            h = u * h;
+          else
+            h = adj_mul(u, h);
+          if (edge && ((phase_mask >> mu) & 1)) h = wilson::scale_phase(h, fwd ? phase[mu] : conj(phase[mu]));
+          wilson::accumulate<mu>(acc, h, s);
         }
-        ColorMatrix<T, 3> u = links.load(mu, fwd ? i : nb >> 1, fwd ? par : 1 - par);
-        if (!fwd) u = adjoint(u);
-        h = u * h;
-        if (edge && ((phase_mask >> mu) & 1)) {
-          const Complex<T> z = mu == 0 ? phase[0] : mu == 1 ? phase[1] : mu == 2 ? phase[2] : phase[3];
-          h = wilson::scale_phase(h, fwd ? z : conj(z));
-        }
-        switch (mu) {
-          case 0:
-            wilson::accumulate<0>(acc, h, s);
-            break;
-          case 1:
-            wilson::accumulate<1>(acc, h, s);
-            break;
-          case 2:
-            wilson::accumulate<2>(acc, h, s);
-            break;
-          default:
-            wilson::accumulate<3>(acc, h, s);
-            break;
-        }
-      }
-      if (!fwd) stride *= lm;
-    }
+      });
+      stride *= lm;
+    });
     return acc;
   }
 
@@ -185,9 +159,10 @@ struct BlockMRKernel {
     const int n = blk.volume_cb, q = 1 - p;
     int o[4];
     const int block_colour = grid.origin(t.index, o);
-    T* base = reinterpret_cast<T*>(t.shared());
-    const SharedSpinors<T> r{base, n}, ar{base + 24 * n, n}, xs{base + 48 * n, n}, tq{base + 72 * n, n};
-    int* map_p = reinterpret_cast<int*>(base + 96 * n);  // the block's p sites on the rank
+    Complex<T>* base = reinterpret_cast<Complex<T>*>(t.shared());
+    const int set = SharedSpinors<T>::site_complex * n;
+    const SharedSpinors<T> r{base}, ar{base + set}, xs{base + 2 * set}, tq{base + 3 * set};
+    int* map_p = reinterpret_cast<int*>(base + 4 * set);  // the block's p sites on the rank
     int* coords = map_p + n;                             // both parities' packed block coordinates
     t.for_each(2 * n, [&](int k) {
       const int par = k >= n ? 1 : 0, i = k - par * n;
@@ -279,7 +254,7 @@ bool WilsonCloverOperator::solves_blocks() const {
   const int vcb = BlockGrid::of(*lattice_, param_.block).blk.volume_cb;
   const std::size_t bytes = dispatch_precision(param_.precision, [&](auto s) {
     using T = typename compute_type<decltype(s)>::type;
-    return block_solver_bytes<T>(vcb) + sizeof(MrSums) * block_team_size(vcb);
+    return block_solver_bytes<T>(vcb) + team_scratch_bytes(block_team_size(vcb), sizeof(MrSums));
   });
   return bytes <= team_shared_limit(param_.backend);
 }
