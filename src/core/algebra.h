@@ -70,13 +70,16 @@ LATKE_HOST_DEVICE LATKE_INLINE ColorSpinor<T, Nc, Ns> adj_mul(const ColorMatrix<
   return r;
 }
 
+/// a b. Its rounding is that of `s += a * b` on purpose: the gauge generator's staples are
+/// these products, and a seed must give the same configuration from one version to the next
+/// (a cached configuration and a fresh one are the same chain).
 template <typename T, int N>
 LATKE_HOST_DEVICE LATKE_INLINE ColorMatrix<T, N> operator*(const ColorMatrix<T, N>& a,
                                                            const ColorMatrix<T, N>& b) {
   ColorMatrix<T, N> r;
   LATKE_UNROLL for (int i = 0; i < N; ++i) LATKE_UNROLL for (int j = 0; j < N; ++j) {
     Complex<T> s = a.e[i][0] * b.e[0][j];
-    LATKE_UNROLL for (int k = 1; k < N; ++k) s = mac(s, a.e[i][k], b.e[k][j]);
+    LATKE_UNROLL for (int k = 1; k < N; ++k) s += a.e[i][k] * b.e[k][j];
     r.e[i][j] = s;
   }
   return r;
