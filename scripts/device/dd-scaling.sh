@@ -5,7 +5,9 @@
 # 1 GPU and on all the host's GPUs (one rank each, the lattice split in t), on a thermalized
 # quenched configuration near the critical kappa (LATKE_DD_KAPPA, default 0.1345). Results under $OUT.  Environment: LATKE_DD_LATTICE (32,32,32,64),
 # LATKE_DD_GAUGE, LATKE_DD_CASES (a grep pattern on the case names; default all), LATKE_DD_EXTRA
-# (options for every case, e.g. -latke_solves 2 for a tuned second solve). The mg_* cases
+# (options for every case, e.g. -latke_solves 2 for a tuned second solve), LATKE_DD_SEEDS (the Z2
+# sources' seeds, default 1; with several, each case also prints the median of its fastest
+# times, an unconverged solve counting as infinite). The mg_* cases
 # put the block solver in the multigrid as its fine smoother (additive or SAP).
 set -uo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -17,6 +19,7 @@ export LD_LIBRARY_PATH=/tmp/rt/lib:${LD_LIBRARY_PATH:-}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 L=${LATKE_DD_LATTICE:-32,32,32,64}
 gauge=${LATKE_DD_GAUGE:--latke_gauge quenched -latke_gauge_sweeps 300 -latke_gauge_cache /tmp/latke-cache -latke_kappa ${LATKE_DD_KAPPA:-0.1345} -latke_csw 1.769}
+seeds=${LATKE_DD_SEEDS:-1}
 status=0
 ngpu=$(nvidia-smi -L | wc -l)
 for np in $(echo 1 $ngpu | tr " " "\n" | sort -un); do  # 1 and all GPUs, once each
@@ -24,10 +27,23 @@ for np in $(echo 1 $ngpu | tr " " "\n" | sort -un); do  # 1 and all GPUs, once e
   while read -r name opts; do
     [ -z "$name" ] && continue
     [[ $name =~ ${LATKE_DD_CASES:-.} ]] || continue
-    OMP_NUM_THREADS=4 timeout ${LATKE_DD_TIMEOUT:-300} mpirun -np $np --bind-to none "$bin/latke-solve" -latke_lattice $L $gauge $grid -latke_source z2 -latke_native $opts ${LATKE_DD_EXTRA:-} \
-      -latke_json "$out/dd_np${np}_$name.json" < /dev/null > "$out/dd_np${np}_$name.log" 2>&1; rc=$?; status=$((status | rc))
-    printf 'np=%d %-22s exit %d | %s | %s | %s | %s\n' $np "$name" $rc "$(grep -E '^  KSP' "$out/dd_np${np}_$name.log" | sed 's/^ *KSP //')" \
-      "$(grep -E 'operator applications' "$out/dd_np${np}_$name.log" | sed 's/^ *//')" "$(grep -E '^  time' "$out/dd_np${np}_$name.log" | sed 's/^ *time: //')" "$(grep -oE 'fastest [0-9.]+ s' "$out/dd_np${np}_$name.log")"
+    fastest=()
+    for seed in $seeds; do
+      tag=dd_np${np}_$name label=$name
+      [ "$seeds" = 1 ] || tag=${tag}_s$seed label="$name z2#$seed"
+      log=$out/$tag.log
+      OMP_NUM_THREADS=4 timeout ${LATKE_DD_TIMEOUT:-300} mpirun -np $np --bind-to none "$bin/latke-solve" -latke_lattice $L $gauge $grid -latke_source z2 -latke_source_seed $seed -latke_native $opts ${LATKE_DD_EXTRA:-} \
+        -latke_json "$out/$tag.json" < /dev/null > "$log" 2>&1; rc=$?; status=$((status | rc))
+      printf 'np=%d %-22s exit %d | %s | %s | %s | %s\n' $np "$label" $rc "$(grep -E '^  KSP' "$log" | sed 's/^ *KSP //')" \
+        "$(grep -E 'operator applications' "$log" | sed 's/^ *//')" "$(grep -E '^  time' "$log" | sed 's/^ *time: //')" "$(grep -oE 'fastest [0-9.]+ s' "$log")"
+      # An unconverged solve counts as never finishing.
+      t=$(grep -oE 'fastest [0-9.]+ s' "$log" | awk '{print $2}'); [ "$rc" = 0 ] && [ -n "$t" ] || t=inf
+      fastest+=("$t")
+    done
+    if [ ${#fastest[@]} -gt 1 ]; then  # near kappa_c one source says little: BiCGstab's iterations vary severalfold
+      printf 'np=%d %-22s median over %d sources: %s s (%s)\n' $np "$name" ${#fastest[@]} \
+        "$(python3 -c 'import statistics, sys; print(statistics.median(float(t) for t in sys.argv[1:]))' "${fastest[@]}")" "${fastest[*]}"
+    fi
   done <<'CASES'
 bicgstab_single -latke_solver bicgstab -latke_solver_sloppy single
 bicgstab_half -latke_solver bicgstab -latke_solver_sloppy half
