@@ -121,7 +121,8 @@ struct BlockMRKernel {
 
   /// The hopping sum at site i (parity par, packed block coordinates pc) from the block's
   /// spinors `in`: wilson::hop_sum's hops, those that leave the block in a cut dimension
-  /// dropped.
+  /// dropped. Not hop_sum itself: called here with the block as its geometry it took 7% longer
+  /// (its block masks divide c_mu by the block extent; the parity is a field of its argument).
   LATKE_HOST_DEVICE LATKE_INLINE ColorSpinor<T, 3, 4> hops(const BlockLinks<Gauge>& links, const SharedSpinors<T>& in,
                                                            int i, int par, int pc) const {
     const int* L = grid.blk.L;

@@ -122,11 +122,11 @@ struct DslashArg {
   int slots = 0;
 };
 
-/// The hopping sum D_hop in (x) at one site with no faces (nothing split), for the set kernel
-/// and the Schwarz block solver; links through `gauge` (arg.gauge, or a block's view of it),
-/// the input through `in` (a field, or a block's spinors on chip), both indexed by arg's
-/// geometry. The same hops as DslashKernel's, which keeps its own loop (with the halo's faces):
-/// sharing this one cost it 8 registers in half precision (ptxas).
+/// The hopping sum D_hop in (x) at one site with no faces (nothing split), for the local and
+/// the set kernels; links through `gauge`, the input through `in` (a field, or one field of a
+/// set), both indexed by arg's geometry. The same hops as DslashKernel's, which keeps its own
+/// loop (with the halo's faces): sharing this one cost it 8 registers in half precision
+/// (ptxas). The on-chip Schwarz solver keeps its own copy too (wilson_clover_blocks.cpp).
 template <typename Store, Reconstruct R, typename Gauge, typename In, typename T = typename compute_type<Store>::type>
 LATKE_HOST_DEVICE LATKE_INLINE ColorSpinor<T, 3, 4> hop_sum(const DslashArg<Store, R>& arg, const Gauge& gauge,
                                                             const In& in, int x_cb, int full, const int (&c)[4]) {
