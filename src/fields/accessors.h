@@ -132,29 +132,19 @@ struct CloverAccessor {
   static constexpr int n_real = 72;
   SiteArray<Store, n_real, 2> a;
 
-  LATKE_HOST_DEVICE LATKE_INLINE void load(CloverBlock<Compute> (&b)[2], int x_cb) const {
-    Compute r[n_real];
-    a.load(r, x_cb);
-    unpack(r, b);
-  }
   /// The blocks as stored, without half precision's per-block scale (see SiteArray::load_raw);
   /// scale[k] is what a raw value of block k is worth (1 above half).
   LATKE_HOST_DEVICE LATKE_INLINE void load_raw(CloverBlock<Compute> (&b)[2], Compute (&scale)[2], int x_cb) const {
     Compute r[n_real];
     a.load_raw(r, x_cb);
-    unpack(r, b);
-    LATKE_UNROLL for (int k = 0; k < 2; ++k) {
-      if constexpr (SiteArray<Store, n_real, 2>::is_half)
-        scale[k] = static_cast<Compute>(a.norm[k * a.stride + x_cb]) * (Compute(1) / Compute(fixed_max));
-      else
-        scale[k] = Compute(1);
-    }
-  }
-  LATKE_HOST_DEVICE LATKE_INLINE static void unpack(const Compute (&r)[n_real], CloverBlock<Compute> (&b)[2]) {
     LATKE_UNROLL for (int k = 0; k < 2; ++k) {
       LATKE_UNROLL for (int i = 0; i < 6; ++i) b[k].diag[i] = r[36 * k + i];
       LATKE_UNROLL for (int i = 0; i < 15; ++i)
         b[k].off[i] = Complex<Compute>(r[36 * k + 6 + 2 * i], r[36 * k + 7 + 2 * i]);
+      if constexpr (SiteArray<Store, n_real, 2>::is_half)
+        scale[k] = static_cast<Compute>(a.norm[k * a.stride + x_cb]) * (Compute(1) / Compute(fixed_max));
+      else
+        scale[k] = Compute(1);
     }
   }
   LATKE_HOST_DEVICE LATKE_INLINE void save(const CloverBlock<Compute> (&b)[2], int x_cb) const {
