@@ -433,6 +433,34 @@ int bench_dslash() {
                 "  (BiCGstab over the set: %.1f us per iteration per field; two matpc %.1f us, the rest "
                 "%.1f us)\n",
                 per, 2 * res.us, per - 2 * res.us);
+          // The set's vector kernels as an MR smoother on the set runs them, per field: time and
+          // effective bandwidth against the copy bandwidth (bytes: each field read and written).
+          std::vector<ColorSpinorField> as = ColorSpinorField::make_set(lat, sp, static_cast<int>(set_count)),
+                                        rs = ColorSpinorField::make_set(lat, sp, static_cast<int>(set_count)),
+                                        ys = ColorSpinorField::make_set(lat, sp, static_cast<int>(set_count));
+          for (int k = 0; k < static_cast<int>(set_count); ++k) {
+            as[k].copy_from(set_out[k]);
+            rs[k].copy_from(set_in[k]);
+            ys[k].copy_from(set_in[k]);
+          }
+          std::vector<blas::DotNorms> d(set_count);
+          std::vector<blas::Cplx> a(set_count, blas::Cplx(1e-3, 1e-4)), one(set_count, blas::Cplx(1));
+          const double fb = spinor_bytes(p) * vcb, xb = spinor_bytes(xp.precision) * vcb;
+          auto vector_kernel = [&](const char* what, double bytes, const std::function<void()>& f) {
+            double ms = time_per_call(run.backend, 3, f);
+            ms = time_per_call(run.backend, std::max(3, static_cast<int>(200 / std::max(ms, 1e-3))), f);
+            const double us = ms * 1e3 / n, gbs = bytes / (us * 1e-6) * 1e-9;
+            if (root)
+              std::printf("  (%-34s %8.1f us per field, %7.1f GB/s, %5.2fx copy)\n", what, us, gbs, gbs / copy_gbs);
+          };
+          vector_kernel("cdot_norms_set (2 reads)", 2 * fb, [&] { blas::cdot_norms_set(as, rs, d.data()); });
+          vector_kernel("mr_update_set (3 reads, 2 writes)", 5 * fb,
+                        [&] { blas::mr_update_set(a.data(), rs, as, ys); });
+          vector_kernel("caxpbypcz_set z += a x", 3 * fb,
+                        [&] { blas::caxpbypcz_set(a.data(), rs, nullptr, nullptr, one.data(), as); });
+          vector_kernel("copy to single, field by field", fb + xb, [&] {
+            for (int k = 0; k < static_cast<int>(set_count); ++k) xs[k].copy_from(rs[k]);
+          });
         }
       }
   }
@@ -770,6 +798,31 @@ int bench_mg() {
       ms = time_per_call(run.backend, 3, [&] { T.prolongate(half_fine, coarse); });
       ms = time_per_call(run.backend, calls(ms), [&] { T.prolongate(half_fine, coarse); });
       report(l, "prolong (one parity)", ms, flops / 2, (pbasis + fbytes) / 2 + cbytes);
+    }
+    // Over a set of set_count fields, as a set cycle transfers them (the fine level from and onto
+    // one parity): per call, and per field against the one-field rows above; bytes: the basis
+    // once and every field's fine and coarse vectors.
+    if (set_count > 1) {
+      SpinorParam fp = T.fine_param(Precision::single);
+      if (l == 0) fp.subset = Subset::even;
+      std::vector<ColorSpinorField> fs = ColorSpinorField::make_set(T.fine_lattice(), fp, set_count),
+                                    cs = ColorSpinorField::make_set(T.coarse_lattice(), coarse.param(), set_count);
+      for (int k = 0; k < set_count; ++k) {
+        fill_gaussian(fs[k], 20 + k);
+        fill_gaussian(cs[k], 60 + k);
+      }
+      const double part = l == 0 ? 0.5 : 1.0, n = static_cast<double>(set_count);
+      char what[64];
+      ms = time_per_call(run.backend, 3, [&] { T.restrict_set(cs, fs); });
+      ms = time_per_call(run.backend, calls(ms), [&] { T.restrict_set(cs, fs); });
+      std::snprintf(what, sizeof what, "restrict set x %d", set_count);
+      report(l, what, ms, n * flops * part, (basis + n * fbytes) * part + n * cbytes);
+      if (root) std::printf("%-5d %-22s %10.1f us per field\n", l, "", ms * 1e3 / n);
+      ms = time_per_call(run.backend, 3, [&] { T.prolongate_set(fs, cs); });
+      ms = time_per_call(run.backend, calls(ms), [&] { T.prolongate_set(fs, cs); });
+      std::snprintf(what, sizeof what, "prolong set x %d", set_count);
+      report(l, what, ms, n * flops * part, (pbasis + n * fbytes) * part + n * cbytes);
+      if (root) std::printf("%-5d %-22s %10.1f us per field\n", l, "", ms * 1e3 / n);
     }
     // The setup's pieces for the next level: the block orthonormalization (of a copy of the
     // basis, already orthonormal: the same work; bytes: two passes, each reading the single
