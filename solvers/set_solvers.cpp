@@ -59,6 +59,14 @@ std::vector<SolverStats> bicgstab_set(const SetOperator& A, std::vector<ColorSpi
     }
     blas::caxpbypcz_set(one.data(), b, nullptr, nullptr, minus.data(), r, r2.data());
   };
+  // r_k = b_k - A x_k with the precise operator, for system k alone (a set of one field).
+  auto true_residual_of = [&](int k) {
+    std::vector<ColorSpinorField> rk{rp[k]};
+    const std::vector<ColorSpinorField> xk{x[k]}, bk{(*b_precise)[k]};
+    (*precise)(rk, xk);
+    blas::caxpbypcz_set(one.data(), bk, nullptr, nullptr, minus.data(), rk, &r2[k]);
+    r[k].copy_from(rp[k]);
+  };
   // r = b - A x, rhat = r.
   true_residual();
   const std::vector<ColorSpinorField>& bb = precise ? *b_precise : b;
@@ -115,15 +123,16 @@ std::vector<SolverStats> bicgstab_set(const SetOperator& A, std::vector<ColorSpi
     }
     blas::caxpbypcz_set(ca.data(), ps, cb.data(), &r, one.data(), x);               // x += alpha p + omega s
     blas::caxpbypcz_set(cc.data(), t, nullptr, nullptr, one.data(), r, r2.data());  // r = s - omega t
-    if (precise) {  // the true residual again once the iterated one of a system has fallen by delta
-      bool update = false;
+    // The true residual again, system by system, once a system's iterated residual has fallen by
+    // delta: the systems fall at their own pace, and a whole set's update on the first of them
+    // made a set of 24 update at most iterations, where each system needs a few updates in all.
+    if (precise)
       for (int k = 0; k < n; ++k)
-        update = update || (active[k] && (std::sqrt(r2[k]) < p.delta * maxr[k] || r2[k] <= p.tol * p.tol * b2[k]));
-      if (update) {
-        true_residual();
-        for (int k = 0; k < n; ++k) maxr[k] = std::sqrt(r2[k]);
-      }
-    }
+        if (active[k] && (std::sqrt(r2[k]) < p.delta * maxr[k] || r2[k] <= p.tol * p.tol * b2[k])) {
+          true_residual_of(k);
+          maxr[k] = std::sqrt(r2[k]);
+          ++st[k].reliable_updates;
+        }
     for (int k = 0; k < n; ++k) {
       if (!active[k]) continue;
       ++st[k].iterations;

@@ -160,10 +160,10 @@ using SetOperator = std::function<void(std::vector<ColorSpinorField>& out, const
 /// others go on. In b's precision; x, which holds the initial guesses, may be stored more
 /// precisely and accumulates the updates. With a precise operator and b_precise (b in x's
 /// precision), reliable updates: whenever a system's iterated residual has fallen by
-/// param.delta since the last update (or reached the tolerance), r = b - A x is recomputed for
-/// the set with the precise operator. Returns per system: iterations, initial and true residual
-/// (in b's precision, or the precise operator's), converged. The multigrid setup solves a
-/// level's null vectors so.
+/// param.delta since the last update (or reached the tolerance), its r = b - A x is recomputed
+/// with the precise operator (on that field alone). Returns per system: iterations, reliable
+/// updates, initial and true residual (in b's precision, or the precise operator's), converged.
+/// The multigrid setup solves a level's null vectors so.
 std::vector<SolverStats> bicgstab_set(const SetOperator& A, std::vector<ColorSpinorField>& x,
                                       const std::vector<ColorSpinorField>& b, const SolverParam& param,
                                       const SetOperator* precise = nullptr,

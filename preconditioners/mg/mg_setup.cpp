@@ -357,7 +357,9 @@ void Multigrid::find_null_vectors(int l, bool refine, const std::function<void(c
                           : "found")
         << " null vector " << k + 1 << "/" << q.nvec << " ("
         << (!refine && k < restricted ? "from the level above's, restricted; " : "") << st.iterations << " "
-        << to_string(sp.type) << how << " iterations reduced |M v| by " << st.true_residual;
+        << to_string(sp.type) << how << " iterations";
+      if (st.reliable_updates > 0) s << " (" << st.reliable_updates << " reliable updates)";
+      s << " reduced |M v| by " << st.true_residual;
       s << "; |M v|/|v| " << nullness;
       if (stats.size() > 1)
         s << ", solved with " << stats.size() - 1 << " others" << (set_in_half ? ", in half," : "") << " in " << seconds

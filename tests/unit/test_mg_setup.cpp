@@ -372,6 +372,10 @@ TEST_P(MgBackend, SetsInHalf) {
   for (int k = 0; k < count; ++k) {
     SCOPED_TRACE("system " + std::to_string(k) + ", reliable updates");
     EXPECT_TRUE(sr[k].converged) << sr[k].true_residual << " after " << sr[k].iterations << " iterations";
+    // Each system's own updates: at least one on the way down to 1e-6 by factors of delta (0.1),
+    // and no more than its iterations.
+    EXPECT_GE(sr[k].reliable_updates, 1);
+    EXPECT_LE(sr[k].reliable_updates, sr[k].iterations);
     xd.copy_from(acc[k]);
     bd.copy_from(x[k]);
     D.apply(r, xd);
