@@ -363,7 +363,7 @@ void Multigrid::find_null_vectors(int l, bool refine, const std::function<void(c
       s << "; |M v|/|v| " << nullness;
       if (stats.size() > 1)
         s << ", solved with " << stats.size() - 1 << " others" << (set_in_half ? ", in half," : "") << " in " << seconds
-          << " s)";
+          << " s, " << st.seconds << " s of them in the solver)";
       else
         s << ", " << seconds << " s)";
       progress(s.str());
