@@ -897,6 +897,16 @@ int bench_mg() {
         ms = time_per_call(run.backend, calls(ms), [&] { low.apply(b, a); });
         report(l, "coarse even-odd, half", ms, D.flops(true), sites * (8 * (n * n * 2 * 2.0 + 4) + 2 * n * 8));
       }
+      // What a cycle on this level does per field around its even-odd smoother: bhat from the
+      // full right-hand side, and the full solution back (bytes: the vectors read and written).
+      ColorSpinorField bf(D.lattice(), D.field_param(Precision::single, Subset::full)), xf = bf.like(Precision::single);
+      fill_gaussian(bf, 7);
+      ms = time_per_call(run.backend, 3, [&] { schur.prepare(b, bf); });
+      ms = time_per_call(run.backend, calls(ms), [&] { schur.prepare(b, bf); });
+      report(l, "even-odd prepare", ms, 0, sites * 2 * n * 8 * 1.5);
+      ms = time_per_call(run.backend, 3, [&] { schur.reconstruct(xf, a, bf); });
+      ms = time_per_call(run.backend, calls(ms), [&] { schur.reconstruct(xf, a, bf); });
+      report(l, "even-odd reconstruct", ms, 0, sites * 2 * n * 8 * 1.5);
     }
     // The operator over a set of set_count fields (the setup's null vectors solved together):
     // per field, against the one-field time above; bytes: the blocks once, every field's vectors.
@@ -920,6 +930,15 @@ int bench_mg() {
         if (root) std::printf("%-5d %-22s %10.1f us per field\n", l, "", ms * 1e3 / set_count);
       }
       D.set_math(chosen);
+      if (D.even_odd() && D.precision() != Precision::half) {  // a smoother in half: its blocks in half
+        std::shared_ptr<mg::CoarseOperator> low = D.in_half();
+        ms = time_per_call(run.backend, 3, [&] { low->apply_set(out, in); });
+        ms = time_per_call(run.backend, calls(ms), [&] { low->apply_set(out, in); });
+        char what[64];
+        std::snprintf(what, sizeof what, "even-odd set x %d, half", set_count);
+        report(l, what, ms, set_count * D.flops(true), sites * (8 * (n * n * 2 * 2.0 + 4) + set_count * 2 * n * 8));
+        if (root) std::printf("%-5d %-22s %10.1f us per field\n", l, "", ms * 1e3 / set_count);
+      }
     }
   }
   return 0;

@@ -105,6 +105,21 @@ class SchurOperator : public LinearOperator {
   virtual void prepare(ColorSpinorField& bhat, const ColorSpinorField& b) = 0;
   /// @brief The full solution x from x_p and the full right-hand side b.
   virtual void reconstruct(ColorSpinorField& x, const ColorSpinorField& x_p, const ColorSpinorField& b) = 0;
+  /// @brief prepare for every field of a set (equal sizes); field by field unless the operator
+  /// does a set in one pass.
+  virtual void prepare_set(std::vector<ColorSpinorField>& bhat, const std::vector<ColorSpinorField>& b) {
+    require(bhat.size() == b.size(), "prepare_set: sets of ", b.size(), " and ", bhat.size(),
+            " fields; expected equal sizes");
+    for (std::size_t k = 0; k < b.size(); ++k) prepare(bhat[k], b[k]);
+  }
+  /// @brief reconstruct for every field of a set (equal sizes); field by field unless the
+  /// operator does a set in one pass.
+  virtual void reconstruct_set(std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& x_p,
+                               const std::vector<ColorSpinorField>& b) {
+    require(x.size() == b.size() && x_p.size() == b.size(), "reconstruct_set: sets of ", x.size(), ", ", x_p.size(),
+            " and ", b.size(), " fields; expected equal sizes");
+    for (std::size_t k = 0; k < b.size(); ++k) reconstruct(x[k], x_p[k], b[k]);
+  }
 };
 
 /// A^dag A (or A A^dag) of an operator: Hermitian positive definite, for CGNR and CGNE.

@@ -215,6 +215,31 @@ void CoarseLinear::apply(ColorSpinorField& out, const ColorSpinorField& in, bool
   }
 }
 
+namespace {
+/// Whether sets go through the coarse operator's one-pass set forms: more than one field, each
+/// a set of single-precision fields made by make_set.
+bool one_pass(std::initializer_list<const std::vector<ColorSpinorField>*> sets) {
+  for (const auto* s : sets)
+    if (s->size() < 2 || !is_set(*s) || (*s)[0].precision() != Precision::single) return false;
+  return true;
+}
+}  // namespace
+
+void CoarseLinear::prepare_set(std::vector<ColorSpinorField>& bhat, const std::vector<ColorSpinorField>& b) {
+  if (one_pass({&bhat, &b}) && bhat.size() == b.size())
+    op_->prepare_source_set(bhat, b);
+  else
+    SchurOperator::prepare_set(bhat, b);
+}
+
+void CoarseLinear::reconstruct_set(std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& x_p,
+                                   const std::vector<ColorSpinorField>& b) {
+  if (one_pass({&x, &x_p, &b}) && x.size() == b.size() && x_p.size() == b.size())
+    op_->reconstruct_set(x, x_p, b);
+  else
+    SchurOperator::reconstruct_set(x, x_p, b);
+}
+
 void CoarseLinear::apply_split(ColorSpinorField& site, ColorSpinorField* const faces[4], const ColorSpinorField& in,
                                const Coords& block) {
   require(splits(), "apply_split: the even-odd coarse operator cannot split its stencil (expected the full one)");

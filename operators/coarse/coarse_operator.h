@@ -107,6 +107,13 @@ class CoarseOperator {
   void prepare_source(ColorSpinorField& bhat, const ColorSpinorField& b);
   /// @brief The full solution from x_p and the full source b; needs prepare_even_odd().
   void reconstruct(ColorSpinorField& x, const ColorSpinorField& x_p, const ColorSpinorField& b);
+  /// @brief prepare_source for a set: sets (make_set) of single-precision fields, b full and
+  /// bhat of one parity; one pass over the blocks per step for the whole set, as apply_set.
+  void prepare_source_set(std::vector<ColorSpinorField>& bhat, const std::vector<ColorSpinorField>& b);
+  /// @brief reconstruct for a set: x and b sets of full fields, x_p of one parity (single
+  /// precision, make_set); one pass over the blocks per step for the whole set.
+  void reconstruct_set(std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& x_p,
+                       const std::vector<ColorSpinorField>& b);
 
   /// @brief Assembly (galerkin.cpp): block d, column col of every site of probe class
   /// `target` (probe_classes.h) taken from the coarse field `values` (row r of the block =
@@ -136,6 +143,8 @@ class CoarseOperator {
   /// Blocks `src` stored in `from` (double or single) copied to half, one scale per block;
   /// queued, not waited for.
   Links half_copy(const Links& src, Precision from) const;
+  /// The halo exchange of the set stencil's faces for `count` single-precision fields; null on one rank.
+  HaloExchange* set_halo(int count);
   /// The halo exchange for vectors of real_bytes per real (slot 0 double, 1 single); null on one rank.
   HaloExchange* halo_for(int slot, std::size_t real_bytes);
   /// Scratch for the stencil's per-block parts (volume_cb x 9 x n complex numbers, room for doubles).
@@ -164,7 +173,8 @@ class CoarseOperator {
   Buffer parts_;
   std::unique_ptr<HaloExchange> set_halo_;  ///< apply_set's, for set_halo_count_ fields
   int set_halo_count_ = 0;
-  std::vector<ColorSpinorField> set_scratch_;  ///< apply_set's parity-q fields (even-odd)
+  std::vector<ColorSpinorField> set_scratch_;       ///< apply_set's and reconstruct_set's parity-q fields (even-odd)
+  std::vector<ColorSpinorField> set_full_scratch_;  ///< prepare_source_set's full fields
 };
 
 /// The coarse operator as a LinearOperator: D_c on full fields or Mhat on one parity, with
@@ -181,6 +191,10 @@ class CoarseLinear final : public SchurOperator {
   void reconstruct(ColorSpinorField& x, const ColorSpinorField& x_p, const ColorSpinorField& b) override {
     op_->reconstruct(x, x_p, b);
   }
+  /// In one pass for sets of single-precision vectors; field by field otherwise.
+  void prepare_set(std::vector<ColorSpinorField>& bhat, const std::vector<ColorSpinorField>& b) override;
+  void reconstruct_set(std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& x_p,
+                       const std::vector<ColorSpinorField>& b) override;
   /// The coarse operator's apply_set (single-precision vectors).
   void apply_set(std::vector<ColorSpinorField>& out, const std::vector<ColorSpinorField>& in) override {
     op_->apply_set(out, in);

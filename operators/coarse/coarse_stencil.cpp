@@ -218,7 +218,8 @@ struct SetStencilKernel {
   using Word = Vector<SL, 2 * R>;
   BlockView<SL> links;
   RealArray<SV> in_q, in_p, z, out;  ///< field 0 of each set, at the block of its parity
-  long stride;
+  long stride;                       ///< of the inputs' sets (in_q, in_p, z)
+  long out_stride;                   ///< of out's set (full fields' sets written one parity at a time, or parity sets)
   const SV* ghost[4][2];
   FaceGeometry faces;
   int parity, n, count;
@@ -308,7 +309,7 @@ struct SetStencilKernel {
             const SV* zp = z.data + off;
             v += c * Complex<T>(static_cast<T>(zp[z.offset(2 * row, x)]), static_cast<T>(zp[z.offset(2 * row + 1, x)]));
           }
-          SV* op = out.data + off;
+          SV* op = out.data + (k0 + j) * out_stride;
           op[out.offset(2 * row, x)] = static_cast<SV>(v.re);
           op[out.offset(2 * row + 1, x)] = static_cast<SV>(v.im);
         }
@@ -331,7 +332,7 @@ struct MmaSetStencilKernel {
   using F4 = Vector<float, 4>;
   BlockView<float> links;
   RealArray<float> in_q, in_p, z, out;  ///< field 0 of each set, at the block of its parity
-  long stride;
+  long stride, out_stride;              ///< of the inputs' sets and of out's (SetStencilKernel)
   const float* ghost[4][2];
   FaceGeometry faces;
   int parity, n, count, chunks;  ///< chunks: warps per (site, 16 rows), 32 fields each
@@ -436,7 +437,7 @@ struct MmaSetStencilKernel {
             const F4 w = *reinterpret_cast<const F4*>(z.data + f * stride + z.offset(2 * row, x));
             LATKE_UNROLL for (int i = 0; i < 4; ++i) v.v[i] += c * w.v[i];
           }
-          *reinterpret_cast<F4*>(out.data + f * stride + out.offset(2 * row, x)) = v;
+          *reinterpret_cast<F4*>(out.data + f * out_stride + out.offset(2 * row, x)) = v;
         }
       }
     }
@@ -606,11 +607,13 @@ void run_stencil(const Lattice& lat, Backend be, HaloExchange* halo, BlockView<S
 
 /// One output parity of the set stencil (SetStencilKernel): out_k = a sum L_d in_q,k(nbr) +
 /// L_8 in_p,k + c z_k for the `count` fields of the sets, after the halo exchange of in_q's
-/// faces (all fields in one message per face).
+/// faces (all fields in one message per face). The inputs' fields are `stride` reals apart,
+/// out's `out_stride` apart (0: stride), so that a set of one parity can be read from, or
+/// written into, a set of full fields.
 template <typename SL, typename SV>
 void run_set_stencil(const Lattice& lat, Backend be, HaloExchange* halo, BlockView<SL> links, const RealArray<SV>& out,
                      const RealArray<SV>* in_q, const RealArray<SV>* in_p, const RealArray<SV>* z, long stride,
-                     int count, int parity, int n, double a, double c, SetMath math) {
+                     int count, int parity, int n, double a, double c, SetMath math, long out_stride = 0) {
   // The arguments both kernels take; then the launch, after the exchange of in_q's faces.
   auto run = [&](auto k, int threads) {
     k.links = links;
@@ -619,6 +622,7 @@ void run_set_stencil(const Lattice& lat, Backend be, HaloExchange* halo, BlockVi
     if (in_p) k.in_p = *in_p;
     if (z) k.z = *z;
     k.stride = stride;
+    k.out_stride = out_stride > 0 ? out_stride : stride;
     k.faces = face_geometry(lat);
     k.parity = parity;
     k.count = count;
@@ -754,11 +758,7 @@ void CoarseOperator::apply_set(std::vector<ColorSpinorField>& out, const std::ve
   const int count = static_cast<int>(in.size());
   const LogScope log(LogEvent::mg_coarse_op, count * flops(!full), true);
   const long stride = static_cast<long>(in[0].n_parity()) * lattice_->volume_cb() * 2 * n();
-  if (lattice_->size() > 1 && (!set_halo_ || set_halo_count_ != count)) {
-    set_halo_ = std::make_unique<HaloExchange>(*lattice_, backend_, count * 2 * n() * sizeof(float));
-    set_halo_count_ = count;
-  }
-  HaloExchange* halo = set_halo_.get();
+  HaloExchange* halo = set_halo(count);
   dispatch_precision(precision_, [&](auto sl) {
     using SL = decltype(sl);
     if (full) {
@@ -782,6 +782,14 @@ void CoarseOperator::apply_set(std::vector<ColorSpinorField>& out, const std::ve
     run_set_stencil<SL, float>(*lattice_, backend_, halo, hv, real_array<float>(out[0], 0), &t, nullptr, &ip, stride,
                                count, p, n(), -1.0, 1.0, set_math_);
   });
+}
+
+HaloExchange* CoarseOperator::set_halo(int count) {
+  if (lattice_->size() > 1 && (!set_halo_ || set_halo_count_ != count)) {
+    set_halo_ = std::make_unique<HaloExchange>(*lattice_, backend_, count * 2 * n() * sizeof(float));
+    set_halo_count_ = count;
+  }
+  return set_halo_.get();
 }
 
 HaloExchange* CoarseOperator::halo_for(int slot, std::size_t real_bytes) {
@@ -862,6 +870,61 @@ void CoarseOperator::reconstruct(ColorSpinorField& x, const ColorSpinorField& x_
       run_stencil<SL, SV>(*lattice_, backend_, halo, hv_, real_array<SV>(xq, 0), &xpa, nullptr, &tt, q, n(), -1.0, 0.0,
                           1.0, false, parts());
     });
+  });
+}
+
+void CoarseOperator::prepare_source_set(std::vector<ColorSpinorField>& bhat, const std::vector<ColorSpinorField>& b) {
+  require(even_odd_, "coarse operator: the even-odd form was not prepared (finalize(true))");
+  require(!b.empty() && bhat.size() == b.size(), "coarse operator (prepare_source_set): sets of ", b.size(), " and ",
+          bhat.size(), " fields; expected equal, non-empty sets");
+  require_set(b, "prepare_source_set", true);
+  require_set(bhat, "prepare_source_set", false);
+  const int count = static_cast<int>(b.size()), p = bhat[0].block_parity(0), q = 1 - p;
+  if (set_full_scratch_.size() != b.size())
+    set_full_scratch_ = ColorSpinorField::make_set(lattice_, field_param(Precision::single, Subset::full), count);
+  const long full = 2L * lattice_->volume_cb() * 2 * n(), one = full / 2;
+  HaloExchange* halo = set_halo(count);
+  dispatch_precision(precision_, [&](auto sl) {
+    using SL = decltype(sl);
+    const BlockView<SL> hv = view<SL>(hat_.data, hat_.scale, n(), lattice_->volume_cb());
+    for (int r = 0; r < 2; ++r) {  // t = X^-1 b, both parities
+      const RealArray<float> br = real_array<float>(b[0], r);
+      run_set_stencil<SL, float>(*lattice_, backend_, nullptr, hv, real_array<float>(set_full_scratch_[0], r), nullptr,
+                                 &br, nullptr, full, count, r, n(), 1.0, 0.0, set_math_);
+    }
+    // bhat = t_p - Yhat_pq t_q, from the full set into the parity set.
+    const RealArray<float> tq = real_array<float>(set_full_scratch_[0], q),
+                           tp = real_array<float>(set_full_scratch_[0], p);
+    run_set_stencil<SL, float>(*lattice_, backend_, halo, hv, real_array<float>(bhat[0], 0), &tq, nullptr, &tp, full,
+                               count, p, n(), -1.0, 1.0, set_math_, one);
+  });
+}
+
+void CoarseOperator::reconstruct_set(std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& x_p,
+                                     const std::vector<ColorSpinorField>& b) {
+  require(even_odd_, "coarse operator: the even-odd form was not prepared (finalize(true))");
+  require(!b.empty() && x.size() == b.size() && x_p.size() == b.size(), "coarse operator (reconstruct_set): sets of ",
+          x.size(), ", ", x_p.size(), " and ", b.size(), " fields; expected equal, non-empty sets");
+  require_set(x, "reconstruct_set", true);
+  require_set(x_p, "reconstruct_set", false);
+  require_set(b, "reconstruct_set", true);
+  const int count = static_cast<int>(b.size()), p = x_p[0].block_parity(0), q = 1 - p;
+  for (int k = 0; k < count; ++k) x[k].parity(p).copy_from(x_p[k]);
+  const Subset sq = q == 0 ? Subset::even : Subset::odd;
+  if (set_scratch_.size() != b.size() || set_scratch_[0].param().subset != sq)
+    set_scratch_ = ColorSpinorField::make_set(lattice_, field_param(Precision::single, sq), count);
+  const long full = 2L * lattice_->volume_cb() * 2 * n(), one = full / 2;
+  HaloExchange* halo = set_halo(count);
+  dispatch_precision(precision_, [&](auto sl) {
+    using SL = decltype(sl);
+    const BlockView<SL> hv = view<SL>(hat_.data, hat_.scale, n(), lattice_->volume_cb());
+    // t = X_qq^-1 b_q (the parity set), then x_q = t - Yhat_qp x_p into the full set.
+    const RealArray<float> bq = real_array<float>(b[0], q), t = real_array<float>(set_scratch_[0], 0),
+                           xp = real_array<float>(x_p[0], 0);
+    run_set_stencil<SL, float>(*lattice_, backend_, nullptr, hv, t, nullptr, &bq, nullptr, full, count, q, n(), 1.0,
+                               0.0, set_math_, one);
+    run_set_stencil<SL, float>(*lattice_, backend_, halo, hv, real_array<float>(x[0], q), &xp, nullptr, &t, one, count,
+                               q, n(), -1.0, 1.0, set_math_, full);
   });
 }
 

@@ -390,7 +390,10 @@ void Multigrid::mr_steps_set(int l, int steps) {
   const int n = S.n;
   const double omega = param_.level[l].omega;
   // As mr_steps on the even-odd system: the right-hand sides in S.hr, the results left in S.hx.
-  const bool low = L.schur_low != nullptr, low_fields = low && L.lx;
+  // On a coarse level a set takes the level's own blocks, not their half copy: over a set the
+  // stencil is bound by issue, not bytes, and half blocks only add their decoding (on tensor
+  // cores, where the single blocks go, the half copy was the slower).
+  const bool low = L.schur_low != nullptr && (l == 0 || !L.schur->applies_sets()), low_fields = low && L.lx;
   LinearOperator& A = low ? static_cast<LinearOperator&>(*L.schur_low) : *L.schur;
   std::vector<ColorSpinorField>& xs = low_fields ? S.lx : S.hx;
   std::vector<ColorSpinorField>& rs = low_fields ? S.lr : S.hr;
@@ -459,9 +462,9 @@ void Multigrid::cycle_set(int l, std::vector<ColorSpinorField>& x, const std::ve
   }
   coarse_correction_set(l);
   // As cycle() where it smooths on parity: x_p = [P x_c]_p smoothed, then x_q from the reconstruction.
-  for (int k = 0; k < S.n; ++k) L.schur->prepare(S.hx[k], b[k]);
+  L.schur->prepare_set(S.hx, b);
   correct_on_parity_set(l, S.hb, S.hx);
-  for (int k = 0; k < S.n; ++k) L.schur->reconstruct(x[k], S.hb[k], b[k]);
+  L.schur->reconstruct_set(x, S.hb, b);
 }
 
 void Multigrid::apply_parity_set(std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& f_p,
