@@ -62,6 +62,10 @@ class DenseInverse {
   static long global_unknowns(const LinearOperator& A);
   /// @brief x = A^-1 b (fields of A's shape). Collective over A's ranks.
   void apply(ColorSpinorField& x, const ColorSpinorField& b) const;
+  /// @brief x_k = A^-1 b_k for sets (make_set) of fields of A's shape: on one rank one pass for
+  /// the whole set (each row of the inverse read once per field, from cache after the first);
+  /// on several ranks, or for loose fields, field by field. Collective over A's ranks.
+  void apply_set(std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& b) const;
   int n() const { return n_; }
   /// Ranks that hold the whole matrix (each its rows of the inverse): A's ranks.
   int ranks() const { return static_cast<int>(counts_.size()); }

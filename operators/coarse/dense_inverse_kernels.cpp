@@ -120,6 +120,19 @@ struct DenseRowTerm {
   }
 };
 
+/// Term j of row i of field k of X = A^-1 B for a set (segment k rows + i): the rows are read
+/// once per field, from cache after the first.
+struct DenseSetRowTerm {
+  const Complex<float>* a;
+  const Complex<float>* b;  ///< field 0; field k n values further on
+  int n, rows;
+  LATKE_HOST_DEVICE Complex<float> operator()(int seg, int j) const {
+    const int k = seg / rows, i = seg - k * rows;
+    const Complex<float> m = a[static_cast<long>(i) * n + j], v = b[static_cast<long>(k) * n + j];
+    return Complex<float>(m.re * v.re - m.im * v.im, m.re * v.im + m.im * v.re);
+  }
+};
+
 }  // namespace
 
 void store_columns(Backend b, Complex<double>* m, int rows, int j0, const Complex<float>* cols, int count) {
@@ -192,6 +205,25 @@ void DenseInverse::apply(ColorSpinorField& x, const ColorSpinorField& b) const {
   }
   launch_segmented_reduce(param_.backend, DenseRowTerm{static_cast<const Complex<float>*>(inv_.data()), rhs, n_},
                           rows_, n_, static_cast<Complex<float>*>(x.block_data(0)));
+}
+
+void DenseInverse::apply_set(std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& b) const {
+  require(x.size() == b.size(), "multigrid direct coarsest solve: sets of ", b.size(), " and ", x.size(),
+          " fields; expected equal sizes");
+  if (ranks() > 1 || x.size() < 2 || !is_set(x) || !is_set(b)) {  // field by field (each gathers its own)
+    for (std::size_t k = 0; k < b.size(); ++k) apply(x[k], b[k]);
+    return;
+  }
+  for (std::size_t k = 0; k < b.size(); ++k)
+    require(x[k].precision() == param_.precision && b[k].precision() == param_.precision &&
+                x[k].bytes() == static_cast<std::size_t>(rows_) * sizeof(Complex<float>) &&
+                b[k].bytes() == x[k].bytes(),
+            "multigrid direct coarsest solve: fields not of the operator's shape");
+  const int count = static_cast<int>(b.size());
+  launch_segmented_reduce(param_.backend,
+                          DenseSetRowTerm{static_cast<const Complex<float>*>(inv_.data()),
+                                          static_cast<const Complex<float>*>(b[0].block_data(0)), n_, rows_},
+                          count * rows_, n_, static_cast<Complex<float>*>(x[0].block_data(0)));
 }
 
 }  // namespace latke::mg

@@ -93,6 +93,20 @@ TEST_P(MgBackend, DirectCoarsestSolve) {
       EXPECT_LT(rel_diff(x1, x2), 1e-5);
       EXPECT_GT(rel_diff(x1, f), 1e-2);
       EXPECT_NEAR(one.condition(), set.condition(), 1e-4 * one.condition());
+      // Over a set of 5 (apply_set: one pass) as field by field; loose fields go one by one.
+      std::vector<ColorSpinorField> fs = ColorSpinorField::make_set(A.lattice(), A.field_param(), 5),
+                                    xs = ColorSpinorField::make_set(A.lattice(), A.field_param(), 5);
+      for (int k = 0; k < 5; ++k) fill_gaussian(fs[k], 20 + k);
+      set.apply_set(xs, fs);
+      for (int k = 0; k < 5; ++k) {
+        set.apply(x1, fs[k]);
+        EXPECT_LT(rel_diff(x1, xs[k]), 1e-6) << "field " << k;
+        EXPECT_GT(rel_diff(xs[k], fs[k]), 1e-2) << "field " << k;
+      }
+      std::vector<ColorSpinorField> loose{x2, A.make_field()}, two{fs[3], fs[1]};
+      set.apply_set(loose, two);
+      EXPECT_LT(rel_diff(loose[0], xs[3]), 1e-6);
+      EXPECT_LT(rel_diff(loose[1], xs[1]), 1e-6);
     }
     const SolverStats st = mg_gcr(mg, *M, x[direct], b);
     ASSERT_TRUE(st.converged);
