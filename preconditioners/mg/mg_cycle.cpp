@@ -444,16 +444,16 @@ void Multigrid::coarse_solve_set(int l, std::vector<ColorSpinorField>& x, const 
   const std::size_t n = b.size();
   // Solved directly on its even-odd system: the set's sources, solves and solutions in one pass
   // each. Otherwise (GCR on a few thousand unknowns) field by field.
-  if (!C.direct || !C.schur || S.hb.size() != n || S.hx.size() != n) {
+  if (!C.direct || !C.schur || S.bhat.size() != n || S.xhat.size() != n) {
     for (std::size_t k = 0; k < n; ++k) coarse_solve(l, x[k], b[k]);
     return;
   }
   const LevelScope on(*this, l);
   if (profiling_) profile_[l].visits += static_cast<long>(n);
   const LogScope log(LogEvent::mg_coarse_solve, 0, true);
-  C.schur->prepare_set(S.hb, b);
-  C.direct->apply_set(S.hx, S.hb);
-  C.schur->reconstruct_set(x, S.hx, b);
+  C.schur->prepare_set(S.bhat, b);
+  C.direct->apply_set(S.xhat, S.bhat);
+  C.schur->reconstruct_set(x, S.xhat, b);
   C.solves += static_cast<long>(n);
 }
 

@@ -61,11 +61,12 @@ struct Multigrid::Level {
 
   /// The cycle's fields for a set of right-hand sides (Multigrid::apply_parity_set), each a
   /// ColorSpinorField::make_set of `n` fields shaped as the single fields above: x, b, hb
-  /// (coarse levels), hx, hr, ha or lx, lr, la (even-odd smoothing), part_b, part_x
-  /// (agglomerated). Made at the first set of n fields, kept while the sets keep that size.
+  /// (coarse levels), bhat, xhat (a coarsest level solved directly), hx, hr, ha or lx, lr, la
+  /// (even-odd smoothing), part_b, part_x (agglomerated). Made at the first set of n fields,
+  /// kept while the sets keep that size.
   struct Sets {
     int n = 0;
-    std::vector<ColorSpinorField> x, b, hb, hx, hr, ha, lx, lr, la, part_b, part_x;
+    std::vector<ColorSpinorField> x, b, hb, bhat, xhat, hx, hr, ha, lx, lr, la, part_b, part_x;
   } sets;
   void allocate_sets(int n, bool fine) {
     if (sets.n == n) return;
@@ -77,6 +78,10 @@ struct Multigrid::Level {
       make(sets.x, x.get());
       make(sets.b, b.get());
       make(sets.hb, hb.get());
+      if (direct) {  // the coarsest level's even-odd system, solved directly
+        make(sets.bhat, bhat.get());
+        make(sets.xhat, xhat.get());
+      }
     }
     make(sets.hx, hx.get());
     make(sets.hr, hr.get());

@@ -232,6 +232,11 @@ struct RestrictPartsKernel {
   /// summed: half of the aggregate's sites, listed (block[0] even: the j-th is 2j or 2j + 1 in
   /// the block), or all of them with the others skipped (odd block[0]).
   int only_parity = -1;
+  /// A set of fields in one launch (Transfer::restrict_set on coarse levels): field m's reals
+  /// fine_stride after field m - 1's, its parts parts_stride after, per_field threads each
+  /// (0: one field).
+  long fine_stride = 0, parts_stride = 0;
+  int per_field = 0;
 
   /// Site j of the aggregate's slice in face_mu: its last (side 0) or first (side 1).
   LATKE_HOST_DEVICE LATKE_INLINE int face_site(int j, int side) const {
@@ -246,17 +251,22 @@ struct RestrictPartsKernel {
     return i;
   }
   LATKE_HOST_DEVICE void operator()(int idx, int) const {
+    const int m = per_field > 0 ? idx / per_field : 0;
+    if (per_field > 0) idx -= m * per_field;
     const int k = idx % nvec, rest = idx / nvec, vcb = map.coarse.volume_cb;
     const int cx = rest % vcb, chunk = rest / vcb;
     int cc[4];
     map.coarse.coords(cx, parity, cc);
     int begin, end;
     chunk_range(restrict_sites(map, face_mu, only_parity), chunk, chunks, begin, end);
-    Complex<double>* out = parts + ((static_cast<long>(chunk) * vcb + cx) * nvec + k) * 4;
+    Complex<double>* out = parts + m * parts_stride + ((static_cast<long>(chunk) * vcb + cx) * nvec + k) * 4;
     if (face_mu < 0) {  // the whole aggregate, or its sites of one parity: walked, not divided out
+      RealArray<SF> f[2] = {fine[0], fine[1]};
+      for (auto& a : f)
+        if (a.data) a.data += m * fine_stride;
       Complex<double> s0, s1;
       walk_aggregate(map, cc, begin, end, only_parity, [&](int fp, int fx) {
-        record_dot<T, NR>(basis, fine[fp], fsite[fp], fine_reals, basis.record(fp, fx, k), fx, s0, s1);
+        record_dot<T, NR>(basis, f[fp], fsite[fp], fine_reals, basis.record(fp, fx, k), fx, s0, s1);
       });
       out[0] = s0;
       out[1] = s1;
@@ -333,15 +343,20 @@ struct RestrictCombineKernel {
   RealArray<SC> coarse[9];
   const Complex<double>* parts;
   int nvec, vcb, chunks, outs, width;
+  /// A set (one output): field m's coarse reals coarse_stride after field m - 1's, its parts
+  /// parts_stride after; 0: one field.
+  long coarse_stride = 0, parts_stride = 0;
   LATKE_HOST_DEVICE void operator()(int idx, int) const {
-    const int k = idx % nvec, cx = idx / nvec;
+    const int k = idx % nvec, cx = (idx / nvec) % vcb, m = idx / (nvec * vcb);
+    const Complex<double>* p = parts + m * parts_stride;
     for (int b = 0; b < outs; ++b)
       for (int chi = 0; chi < 2; ++chi) {
         Complex<double> s;
-        for (int c = 0; c < chunks; ++c)
-          s += parts[((static_cast<long>(c) * vcb + cx) * nvec + k) * width + 2 * b + chi];
-        coarse[b].set(2 * (chi * nvec + k), cx, s.re);
-        coarse[b].set(2 * (chi * nvec + k) + 1, cx, s.im);
+        for (int c = 0; c < chunks; ++c) s += p[((static_cast<long>(c) * vcb + cx) * nvec + k) * width + 2 * b + chi];
+        RealArray<SC> out = coarse[b];
+        out.data += m * coarse_stride;
+        out.set(2 * (chi * nvec + k), cx, s.re);
+        out.set(2 * (chi * nvec + k) + 1, cx, s.im);
       }
   }
 };
@@ -356,13 +371,22 @@ struct ProlongKernel {
   RealArray<SF> fine;       ///< the parity block being written
   int nvec, n_comp;
   int parity;
+  /// A set of fields in one launch (Transfer::prolongate_set on coarse levels): field f's reals
+  /// fine_stride / coarse_stride after field f - 1's, per_field threads each (0: one field).
+  long fine_stride = 0, coarse_stride = 0;
+  int per_field = 0;
   LATKE_HOST_DEVICE void operator()(int idx, int) const {
+    const int f = per_field > 0 ? idx / per_field : 0;
+    if (per_field > 0) idx -= f * per_field;
     const int m = idx % n_comp, x_cb = idx / n_comp;
     int fc[4];
     map.fine.coords(x_cb, parity, fc);
     int cp;
     const int cx = map.coarse_site(fc, cp);
-    const RealArray<SC>& e = coarse[cp];
+    RealArray<SC> e = coarse[cp];
+    e.data += f * coarse_stride;
+    RealArray<SF> out = fine;
+    out.data += f * fine_stride;
     const int c0 = 2 * (2 * m >= n_comp ? nvec : 0);
     double ar = 0, ai = 0;
     for (int k = 0; k < nvec; ++k) {
@@ -371,8 +395,8 @@ struct ProlongKernel {
       ar += v.re * er - v.im * ei;
       ai += v.re * ei + v.im * er;
     }
-    fine.set(2 * m, x_cb, ar);
-    fine.set(2 * m + 1, x_cb, ai);
+    out.set(2 * m, x_cb, ar);
+    out.set(2 * m + 1, x_cb, ai);
   }
 };
 
@@ -784,6 +808,12 @@ bool wilson_set(const std::vector<ColorSpinorField>& fine, const std::vector<Col
   return fine.size() > 1 && is_set(fine) && is_set(coarse) && fine[0].site_reals() == 24 &&
          fine[0].precision() != Precision::half && coarse[0].precision() != Precision::half;
 }
+/// Whether a coarse level's set goes through one launch of the one-field kernels for all its
+/// fields (fine fields of any other shape, double or single, and coarse fields of one precision).
+bool coarse_set(const std::vector<ColorSpinorField>& fine, const std::vector<ColorSpinorField>& coarse) {
+  return fine.size() > 1 && is_set(fine) && is_set(coarse) && fine[0].site_reals() != 24 &&
+         fine[0].precision() != Precision::half && coarse[0].precision() != Precision::half;
+}
 }  // namespace
 
 void Transfer::restrict_set(std::vector<ColorSpinorField>& coarse, const std::vector<ColorSpinorField>& fine) const {
@@ -791,6 +821,10 @@ void Transfer::restrict_set(std::vector<ColorSpinorField>& coarse, const std::ve
           " fields; expected equal sizes");
   bool words = false;
   if (packed_.data()) with_packed([&](auto basis) { words = basis.words; });
+  if (coarse_set(fine, coarse)) {
+    restrict_coarse_set(coarse, fine);
+    return;
+  }
   if (!wilson_set(fine, coarse) || !words) {
     for (std::size_t k = 0; k < fine.size(); ++k) restrict_to(coarse[k], fine[k]);
     return;
@@ -833,6 +867,10 @@ void Transfer::restrict_set(std::vector<ColorSpinorField>& coarse, const std::ve
 void Transfer::prolongate_set(std::vector<ColorSpinorField>& fine, const std::vector<ColorSpinorField>& coarse) const {
   require(coarse.size() == fine.size(), "prolongate_set: sets of ", coarse.size(), " and ", fine.size(),
           " fields; expected equal sizes");
+  if (coarse_set(fine, coarse)) {
+    prolongate_coarse_set(fine, coarse);
+    return;
+  }
   if (!wilson_set(fine, coarse)) {
     for (std::size_t k = 0; k < fine.size(); ++k) prolongate(fine[k], coarse[k]);
     return;
@@ -917,6 +955,91 @@ void Transfer::restrict_impl(ColorSpinorField& coarse, ColorSpinorField* first, 
           c.outs = first ? 2 : 1;
           c.width = 4;
           launch(fine.backend(), c, {vcb * nvec_}, compute_stream(), false);
+        }
+      });
+    });
+  });
+}
+
+void Transfer::restrict_coarse_set(std::vector<ColorSpinorField>& coarse,
+                                   const std::vector<ColorSpinorField>& fine) const {
+  const ColorSpinorField& f0 = fine[0];
+  const ColorSpinorField* const out[1] = {&coarse[0]};
+  require_restrict_fields(f0, out, 1, fine_param_, nvec_, *coarse_, true);
+  const int n = static_cast<int>(fine.size());
+  const AggregateMap map = aggregate_map(*fine_, *coarse_, block_);
+  const int vcb = coarse_->volume_cb();
+  const int only = f0.n_parity() == 1 ? f0.block_parity(0) : -1;
+  int chunks;  // the parts of all fields: restrict_parts sized for one field of width 4 n
+  Complex<double>* parts = restrict_parts(restrict_sites(map, -1, only), 4 * n, f0.backend(), chunks);
+  const int per_field = chunks * vcb * nvec_;
+  const long parts_stride = 4L * per_field;
+  const long fine_stride = static_cast<long>(f0.n_parity()) * f0.site_reals() * f0.lattice().volume_cb();
+  const long coarse_stride = 2L * coarse[0].site_reals() * vcb;
+  with_packed([&](auto basis) {
+    using SV = std::remove_pointer_t<decltype(basis.data)>;
+    dispatch_full(f0.precision(), "restrict_set (fine fields)", [&](auto sf) {
+      dispatch_full(coarse[0].precision(), "restrict_set (coarse fields)", [&](auto sc) {
+        using SF = decltype(sf);
+        using SC = decltype(sc);
+        RealArray<SF> fr[2];
+        for (int b = 0; b < f0.n_parity(); ++b) fr[f0.block_parity(b)] = real_array<SF>(f0, b);
+        for (int parity = 0; parity < 2; ++parity) {
+          RestrictPartsKernel<SV, SF> k{map,    basis, {fr[0], fr[1]}, {},  parts, nvec_, f0.site_reals(),
+                                        parity, -1,    chunks,         only};
+          k.fine_stride = fine_stride;
+          k.parts_stride = parts_stride;
+          k.per_field = per_field;
+          launch(f0.backend(), k, {n * per_field}, compute_stream(), false);
+          RestrictCombineKernel<SC> c{};
+          c.coarse[0] = real_array<SC>(coarse[0], parity);
+          c.parts = parts;
+          c.nvec = nvec_;
+          c.vcb = vcb;
+          c.chunks = chunks;
+          c.outs = 1;
+          c.width = 4;
+          c.coarse_stride = coarse_stride;
+          c.parts_stride = parts_stride;
+          launch(f0.backend(), c, {n * vcb * nvec_}, compute_stream(), false);
+        }
+      });
+    });
+  });
+}
+
+void Transfer::prolongate_coarse_set(std::vector<ColorSpinorField>& fine,
+                                     const std::vector<ColorSpinorField>& coarse) const {
+  const ColorSpinorField &f0 = fine[0], &c0 = coarse[0];
+  require(f0.nspin() == fine_param_.nspin && f0.ncolor() == fine_param_.ncolor &&
+              f0.lattice().volume_cb() == fine_->volume_cb(),
+          "prolongate_set: the fine fields are not fields of the level's shape");
+  require(
+      c0.nspin() == 2 && c0.ncolor() == nvec_ && c0.n_parity() == 2 && c0.lattice().volume_cb() == coarse_->volume_cb(),
+      "prolongate_set: the coarse fields are not full fields of the coarse level's shape");
+  const int n = static_cast<int>(fine.size()), n_comp = f0.site_reals() / 2;
+  const AggregateMap map = aggregate_map(*fine_, *coarse_, block_);
+  const int per_field = fine_->volume_cb() * n_comp;
+  const long fine_stride = static_cast<long>(f0.n_parity()) * f0.site_reals() * f0.lattice().volume_cb();
+  const long coarse_stride = 2L * c0.site_reals() * coarse_->volume_cb();
+  with_packed([&](auto basis) {
+    using SV = std::remove_pointer_t<decltype(basis.data)>;
+    dispatch_full(c0.precision(), "prolongate_set (coarse fields)", [&](auto sc) {
+      dispatch_full(f0.precision(), "prolongate_set (fine fields)", [&](auto sf) {
+        using SC = decltype(sc);
+        using SF = decltype(sf);
+        for (int b = 0; b < f0.n_parity(); ++b) {
+          ProlongKernel<SV, SC, SF> k{map,
+                                      basis,
+                                      {real_array<SC>(c0, 0), real_array<SC>(c0, 1)},
+                                      real_array<SF>(f0, b),
+                                      nvec_,
+                                      n_comp,
+                                      f0.block_parity(b)};
+          k.fine_stride = fine_stride;
+          k.coarse_stride = coarse_stride;
+          k.per_field = per_field;
+          launch(f0.backend(), k, {n * per_field}, compute_stream(), false);
         }
       });
     });

@@ -76,8 +76,9 @@ class Transfer {
   void restrict_to(ColorSpinorField& coarse, const ColorSpinorField& fine) const;
   /// @brief restrict_to and prolongate for every field of two sets (ColorSpinorField::make_set)
   /// of equal size. For a Wilson fine level's fields in double or single the basis is read once
-  /// per group of fields (6 for R, 4 for P) rather than once per field; other fields go one by
-  /// one.
+  /// per group of fields (6 for R, 4 for P) rather than once per field; a coarse level's fields
+  /// in double or single go through the one-field kernels in one launch for the whole set;
+  /// other fields go one by one.
   void restrict_set(std::vector<ColorSpinorField>& coarse, const std::vector<ColorSpinorField>& fine) const;
   void prolongate_set(std::vector<ColorSpinorField>& fine, const std::vector<ColorSpinorField>& coarse) const;
   /// @brief R over only the fine sites on the last slice (into last) and the first slice
@@ -97,6 +98,9 @@ class Transfer {
 
  private:
   void restrict_impl(ColorSpinorField& coarse, ColorSpinorField* first, const ColorSpinorField& fine, int mu) const;
+  /// restrict_set and prolongate_set of a coarse level's sets: one launch per step for all fields.
+  void restrict_coarse_set(std::vector<ColorSpinorField>& coarse, const std::vector<ColorSpinorField>& fine) const;
+  void prolongate_coarse_set(std::vector<ColorSpinorField>& fine, const std::vector<ColorSpinorField>& coarse) const;
   /// R's partial sums: parts_ grown to hold records of `width` complex values for every
   /// (chunk, aggregate, k), with chunks of an aggregate's n_sites sites chosen to fill the device.
   Complex<double>* restrict_parts(int n_sites, int width, Backend backend, int& chunks) const;

@@ -306,8 +306,9 @@ TEST_P(MgBackend, SchwarzSmoother) {
 }
 
 // A set of right-hand sides through one cycle (apply_parity_set: what MatLatkeSolveMany's GCR
-// calls) against apply_parity field by field, on three levels (level 1 cycled as a set, with
-// its smoother in half blocks; the coarsest solved field by field), both parities, the fine
+// calls) against apply_parity field by field, on three levels (level 1 cycled as a set: its
+// smoother on its single blocks, where one field at a time takes their half copy; the coarsest
+// solved by GCR field by field, or directly for the whole set), both parities, the fine
 // smoother in single and in half: the same fields to the smoothers' rounding, and the smoothers
 // took as many steps. With pre-smoothing the set cycle does not apply (cycles_sets() false) and
 // each field gets its own cycle: the same fields exactly.
@@ -317,12 +318,15 @@ TEST_P(MgBackend, SetCycleEqualsTheCycleOfEachField) {
   const int n = 5;
   struct Case {
     int parity, pre;
-    bool half;
+    bool half, direct;
   };
-  for (const Case& cs : {Case{0, 0, false}, Case{1, 0, true}, Case{0, 1, false}}) {
+  for (const Case& cs :
+       {Case{0, 0, false, false}, Case{1, 0, true, false}, Case{0, 1, false, false}, Case{1, 0, false, true}}) {
     SCOPED_TRACE(::testing::Message() << "parity " << cs.parity << ", " << cs.pre << " pre-smoothing steps, "
-                                      << (cs.half ? "half" : "single") << " fine smoother");
+                                      << (cs.half ? "half" : "single") << " fine smoother"
+                                      << (cs.direct ? ", direct coarsest solve" : ""));
     MultigridParam p = small_param(3);
+    if (cs.direct) p.coarse_solver = CoarseSolverType::direct;
     p.cycle = CycleType::vcycle;
     p.level[0].pre_smooth = cs.pre;
     p.level[1].smoother_precision = Precision::half;
@@ -348,11 +352,11 @@ TEST_P(MgBackend, SetCycleEqualsTheCycleOfEachField) {
       schur->prepare(bhat[k], f);
       each.push_back(schur->make_field());
     }
-    const std::vector<long> w0 = mg->work(0), w1 = mg->work(1);
+    const std::vector<long> w0 = mg->work(0), w1 = mg->work(1), w2 = mg->work(2);
     for (int k = 0; k < n; ++k) mg->apply_parity(each[k], fp[k], bhat[k]);
-    const std::vector<long> w0_each = mg->work(0), w1_each = mg->work(1);
+    const std::vector<long> w0_each = mg->work(0), w1_each = mg->work(1), w2_each = mg->work(2);
     mg->apply_parity_set(x, fp, bhat);
-    const std::vector<long> w0_set = mg->work(0), w1_set = mg->work(1);
+    const std::vector<long> w0_set = mg->work(0), w1_set = mg->work(1), w2_set = mg->work(2);
     for (int k = 0; k < n; ++k) {
       if (cs.pre == 0)
         EXPECT_LT(rel_diff(each[k], x[k]), cs.half ? 1e-3 : 1e-5) << "field " << k;
@@ -362,6 +366,9 @@ TEST_P(MgBackend, SetCycleEqualsTheCycleOfEachField) {
     EXPECT_EQ(w0_each[0] - w0[0], w0_set[0] - w0_each[0]);  // fine smoother steps
     EXPECT_EQ(w1_each[0] - w1[0], w1_set[0] - w1_each[0]);  // level 1's
     EXPECT_EQ(w0_each[3] - w0[3], w0_set[3] - w0_each[3]);  // cycles on one parity
+    EXPECT_EQ(w2_each[1] - w2[1], n);  // the coarsest solves: one per field, for the set as field by field
+    EXPECT_EQ(w2_set[1] - w2_each[1], n);
+    if (cs.direct) EXPECT_TRUE(mg->info(2).direct);
   }
 }
 

@@ -97,7 +97,9 @@ TEST_P(MgBackend, TransferOnOneParity) {
 // R and P of a set of fields (restrict_set, prolongate_set: the set cycle's transfers) against
 // restrict_to and prolongate field by field: for a Wilson fine level with a half and a single
 // basis (the set kernels, with groups of fields that the set does not fill), on one parity and
-// on the full lattice, in single and double; and for a coarse-shaped level (field by field).
+// on the full lattice, in single and double; and for a coarse-shaped level (the one-field
+// kernels in one launch for the set), with a single and a half basis, fields in single and
+// double, full and of one parity.
 TEST_P(MgBackend, TransferOfASet) {
   struct Case {
     int nspin, ncolor;
@@ -108,7 +110,8 @@ TEST_P(MgBackend, TransferOfASet) {
   for (const Case& cs :
        {Case{4, 3, Precision::half, Precision::single, true}, Case{4, 3, Precision::single, Precision::double_, false},
         Case{4, 3, Precision::single, Precision::single, false},
-        Case{2, 4, Precision::single, Precision::single, false}}) {
+        Case{2, 4, Precision::single, Precision::single, false}, Case{2, 4, Precision::half, Precision::single, true},
+        Case{2, 6, Precision::single, Precision::double_, false}}) {
     SCOPED_TRACE(::testing::Message() << cs.nspin << " spins, basis " << to_string(cs.packed) << ", fields "
                                       << to_string(cs.fields) << (cs.parity ? ", odd parity" : ", full"));
     Problem pr(GetParam(), Precision::single, {4, 4, 8, 8});
