@@ -731,25 +731,7 @@ void Transfer::prolongate(ColorSpinorField& fine, const ColorSpinorField& coarse
     });
     return;
   }
-  with_packed([&](auto basis) {
-    using SV = std::remove_pointer_t<decltype(basis.data)>;
-    dispatch_full(coarse.precision(), "prolongate (coarse field)", [&](auto sc) {
-      dispatch_full(fine.precision(), "prolongate (fine field)", [&](auto sf) {
-        using SC = decltype(sc);
-        using SF = decltype(sf);
-        for (int b = 0; b < fine.n_parity(); ++b) {
-          ProlongKernel<SV, SC, SF> k{map,
-                                      basis,
-                                      {real_array<SC>(coarse, 0), real_array<SC>(coarse, 1)},
-                                      real_array<SF>(fine, b),
-                                      nvec_,
-                                      fine.site_reals() / 2,
-                                      fine.block_parity(b)};
-          launch(fine.backend(), k, {fine_->volume_cb() * (fine.site_reals() / 2)});  // components fastest
-        }
-      });
-    });
-  });
+  prolongate_packed(fine, coarse, 1);
 }
 
 void Transfer::prolongate_unit(ColorSpinorField& fine, int col, int cls) const {
@@ -867,11 +849,8 @@ void Transfer::restrict_set(std::vector<ColorSpinorField>& coarse, const std::ve
 void Transfer::prolongate_set(std::vector<ColorSpinorField>& fine, const std::vector<ColorSpinorField>& coarse) const {
   require(coarse.size() == fine.size(), "prolongate_set: sets of ", coarse.size(), " and ", fine.size(),
           " fields; expected equal sizes");
-  if (coarse_set(fine, coarse)) {
-    prolongate_coarse_set(fine, coarse);
-    return;
-  }
-  if (!wilson_set(fine, coarse)) {
+  const bool wilson = wilson_set(fine, coarse);
+  if (!wilson && !coarse_set(fine, coarse)) {
     for (std::size_t k = 0; k < fine.size(); ++k) prolongate(fine[k], coarse[k]);
     return;
   }
@@ -883,6 +862,10 @@ void Transfer::prolongate_set(std::vector<ColorSpinorField>& fine, const std::ve
       c0.nspin() == 2 && c0.ncolor() == nvec_ && c0.n_parity() == 2 && c0.lattice().volume_cb() == coarse_->volume_cb(),
       "prolongate_set: the coarse fields are not full fields of the coarse level's shape");
   const int n = static_cast<int>(fine.size());
+  if (!wilson) {
+    prolongate_packed(f0, c0, n);
+    return;
+  }
   const AggregateMap map = aggregate_map(*fine_, *coarse_, block_);
   const long fine_stride = static_cast<long>(f0.n_parity()) * f0.site_reals() * f0.lattice().volume_cb();
   const long coarse_stride = 2L * c0.site_reals() * coarse_->volume_cb();
@@ -1008,24 +991,14 @@ void Transfer::restrict_coarse_set(std::vector<ColorSpinorField>& coarse,
   });
 }
 
-void Transfer::prolongate_coarse_set(std::vector<ColorSpinorField>& fine,
-                                     const std::vector<ColorSpinorField>& coarse) const {
-  const ColorSpinorField &f0 = fine[0], &c0 = coarse[0];
-  require(f0.nspin() == fine_param_.nspin && f0.ncolor() == fine_param_.ncolor &&
-              f0.lattice().volume_cb() == fine_->volume_cb(),
-          "prolongate_set: the fine fields are not fields of the level's shape");
-  require(
-      c0.nspin() == 2 && c0.ncolor() == nvec_ && c0.n_parity() == 2 && c0.lattice().volume_cb() == coarse_->volume_cb(),
-      "prolongate_set: the coarse fields are not full fields of the coarse level's shape");
-  const int n = static_cast<int>(fine.size()), n_comp = f0.site_reals() / 2;
+void Transfer::prolongate_packed(const ColorSpinorField& f0, const ColorSpinorField& c0, int n) const {
+  const int n_comp = f0.site_reals() / 2;
   const AggregateMap map = aggregate_map(*fine_, *coarse_, block_);
-  const int per_field = fine_->volume_cb() * n_comp;
-  const long fine_stride = static_cast<long>(f0.n_parity()) * f0.site_reals() * f0.lattice().volume_cb();
-  const long coarse_stride = 2L * c0.site_reals() * coarse_->volume_cb();
+  const int per_field = fine_->volume_cb() * n_comp;  // components fastest
   with_packed([&](auto basis) {
     using SV = std::remove_pointer_t<decltype(basis.data)>;
-    dispatch_full(c0.precision(), "prolongate_set (coarse fields)", [&](auto sc) {
-      dispatch_full(f0.precision(), "prolongate_set (fine fields)", [&](auto sf) {
+    dispatch_full(c0.precision(), "prolongate (coarse field)", [&](auto sc) {
+      dispatch_full(f0.precision(), "prolongate (fine field)", [&](auto sf) {
         using SC = decltype(sc);
         using SF = decltype(sf);
         for (int b = 0; b < f0.n_parity(); ++b) {
@@ -1036,10 +1009,10 @@ void Transfer::prolongate_coarse_set(std::vector<ColorSpinorField>& fine,
                                       nvec_,
                                       n_comp,
                                       f0.block_parity(b)};
-          k.fine_stride = fine_stride;
-          k.coarse_stride = coarse_stride;
+          k.fine_stride = static_cast<long>(f0.n_parity()) * f0.site_reals() * f0.lattice().volume_cb();
+          k.coarse_stride = 2L * c0.site_reals() * coarse_->volume_cb();
           k.per_field = per_field;
-          launch(f0.backend(), k, {n * per_field}, compute_stream(), false);
+          launch(f0.backend(), k, {n * per_field});
         }
       });
     });

@@ -98,9 +98,11 @@ class Transfer {
 
  private:
   void restrict_impl(ColorSpinorField& coarse, ColorSpinorField* first, const ColorSpinorField& fine, int mu) const;
-  /// restrict_set and prolongate_set of a coarse level's sets: one launch per step for all fields.
+  /// restrict_set of a coarse level's set: one launch per step for all fields.
   void restrict_coarse_set(std::vector<ColorSpinorField>& coarse, const std::vector<ColorSpinorField>& fine) const;
-  void prolongate_coarse_set(std::vector<ColorSpinorField>& fine, const std::vector<ColorSpinorField>& coarse) const;
+  /// P from the packed basis into n fields of a set (n = 1: one field), f0 and c0 their first:
+  /// one thread per (field, fine site, component), one launch per fine parity.
+  void prolongate_packed(const ColorSpinorField& f0, const ColorSpinorField& c0, int n) const;
   /// R's partial sums: parts_ grown to hold records of `width` complex values for every
   /// (chunk, aggregate, k), with chunks of an aggregate's n_sites sites chosen to fill the device.
   Complex<double>* restrict_parts(int n_sites, int width, Backend backend, int& chunks) const;
