@@ -803,11 +803,8 @@ void Transfer::restrict_set(std::vector<ColorSpinorField>& coarse, const std::ve
           " fields; expected equal sizes");
   bool words = false;
   if (packed_.data()) with_packed([&](auto basis) { words = basis.words; });
-  if (coarse_set(fine, coarse)) {
-    restrict_coarse_set(coarse, fine);
-    return;
-  }
-  if (!wilson_set(fine, coarse) || !words) {
+  const bool wilson = wilson_set(fine, coarse) && words;
+  if (!wilson && !coarse_set(fine, coarse)) {
     for (std::size_t k = 0; k < fine.size(); ++k) restrict_to(coarse[k], fine[k]);
     return;
   }
@@ -818,10 +815,13 @@ void Transfer::restrict_set(std::vector<ColorSpinorField>& coarse, const std::ve
   const AggregateMap map = aggregate_map(*fine_, *coarse_, block_);
   const int vcb = coarse_->volume_cb();
   const int only = f0.n_parity() == 1 ? f0.block_parity(0) : -1;
-  // The parts of all fields: restrict_parts sized for one field of width 2 n.
+  // The parts of all fields: restrict_parts sized for one field of width 2 n (the Wilson set
+  // kernel's two chiralities) or 4 n (RestrictPartsKernel's records).
+  const int width = wilson ? 2 : 4;
   int chunks;
-  Complex<double>* parts = restrict_parts(restrict_sites(map, -1, only), 2 * n, f0.backend(), chunks);
-  const long parts_stride = static_cast<long>(chunks) * vcb * nvec_ * 2;
+  Complex<double>* parts = restrict_parts(restrict_sites(map, -1, only), width * n, f0.backend(), chunks);
+  const int per_field = chunks * vcb * nvec_;
+  const long parts_stride = static_cast<long>(width) * per_field;
   const long fine_stride = static_cast<long>(f0.n_parity()) * f0.site_reals() * f0.lattice().volume_cb();
   const long coarse_stride = 2L * coarse[0].site_reals() * vcb;
   const int groups = (n + restrict_group - 1) / restrict_group;
@@ -831,14 +831,39 @@ void Transfer::restrict_set(std::vector<ColorSpinorField>& coarse, const std::ve
       dispatch_full(coarse[0].precision(), "restrict_set (coarse fields)", [&](auto sc) {
         using SF = decltype(sf);
         using SC = decltype(sc);
-        SiteArray<SF, 24, 1> fs[2];
-        for (int b = 0; b < f0.n_parity(); ++b) fs[f0.block_parity(b)] = f0.accessor<SF, 3, 4>(b).a;
+        if (wilson) {
+          SiteArray<SF, 24, 1> fs[2];
+          for (int b = 0; b < f0.n_parity(); ++b) fs[f0.block_parity(b)] = f0.accessor<SF, 3, 4>(b).a;
+          for (int parity = 0; parity < 2; ++parity) {
+            RestrictPartsSetKernel<SV, SF, restrict_group> k{
+                map, basis, {fs[0], fs[1]}, fine_stride, parts_stride, parts, nvec_, parity, chunks, n, only};
+            launch(f0.backend(), k, {groups * per_field}, compute_stream(), false);
+            RestrictCombineSetKernel<SC> c{
+                real_array<SC>(coarse[0], parity), parts, coarse_stride, parts_stride, nvec_, vcb, chunks};
+            launch(f0.backend(), c, {n * vcb * nvec_}, compute_stream(), false);
+          }
+          return;
+        }
+        // A coarse level's set: the one-field kernels, one launch per step for all fields.
+        RealArray<SF> fr[2];
+        for (int b = 0; b < f0.n_parity(); ++b) fr[f0.block_parity(b)] = real_array<SF>(f0, b);
         for (int parity = 0; parity < 2; ++parity) {
-          RestrictPartsSetKernel<SV, SF, restrict_group> k{
-              map, basis, {fs[0], fs[1]}, fine_stride, parts_stride, parts, nvec_, parity, chunks, n, only};
-          launch(f0.backend(), k, {groups * chunks * vcb * nvec_}, compute_stream(), false);
-          RestrictCombineSetKernel<SC> c{
-              real_array<SC>(coarse[0], parity), parts, coarse_stride, parts_stride, nvec_, vcb, chunks};
+          RestrictPartsKernel<SV, SF> k{map,    basis, {fr[0], fr[1]}, {},  parts, nvec_, f0.site_reals(),
+                                        parity, -1,    chunks,         only};
+          k.fine_stride = fine_stride;
+          k.parts_stride = parts_stride;
+          k.per_field = per_field;
+          launch(f0.backend(), k, {n * per_field}, compute_stream(), false);
+          RestrictCombineKernel<SC> c{};
+          c.coarse[0] = real_array<SC>(coarse[0], parity);
+          c.parts = parts;
+          c.nvec = nvec_;
+          c.vcb = vcb;
+          c.chunks = chunks;
+          c.outs = 1;
+          c.width = 4;
+          c.coarse_stride = coarse_stride;
+          c.parts_stride = parts_stride;
           launch(f0.backend(), c, {n * vcb * nvec_}, compute_stream(), false);
         }
       });
@@ -938,53 +963,6 @@ void Transfer::restrict_impl(ColorSpinorField& coarse, ColorSpinorField* first, 
           c.outs = first ? 2 : 1;
           c.width = 4;
           launch(fine.backend(), c, {vcb * nvec_}, compute_stream(), false);
-        }
-      });
-    });
-  });
-}
-
-void Transfer::restrict_coarse_set(std::vector<ColorSpinorField>& coarse,
-                                   const std::vector<ColorSpinorField>& fine) const {
-  const ColorSpinorField& f0 = fine[0];
-  const ColorSpinorField* const out[1] = {&coarse[0]};
-  require_restrict_fields(f0, out, 1, fine_param_, nvec_, *coarse_, true);
-  const int n = static_cast<int>(fine.size());
-  const AggregateMap map = aggregate_map(*fine_, *coarse_, block_);
-  const int vcb = coarse_->volume_cb();
-  const int only = f0.n_parity() == 1 ? f0.block_parity(0) : -1;
-  int chunks;  // the parts of all fields: restrict_parts sized for one field of width 4 n
-  Complex<double>* parts = restrict_parts(restrict_sites(map, -1, only), 4 * n, f0.backend(), chunks);
-  const int per_field = chunks * vcb * nvec_;
-  const long parts_stride = 4L * per_field;
-  const long fine_stride = static_cast<long>(f0.n_parity()) * f0.site_reals() * f0.lattice().volume_cb();
-  const long coarse_stride = 2L * coarse[0].site_reals() * vcb;
-  with_packed([&](auto basis) {
-    using SV = std::remove_pointer_t<decltype(basis.data)>;
-    dispatch_full(f0.precision(), "restrict_set (fine fields)", [&](auto sf) {
-      dispatch_full(coarse[0].precision(), "restrict_set (coarse fields)", [&](auto sc) {
-        using SF = decltype(sf);
-        using SC = decltype(sc);
-        RealArray<SF> fr[2];
-        for (int b = 0; b < f0.n_parity(); ++b) fr[f0.block_parity(b)] = real_array<SF>(f0, b);
-        for (int parity = 0; parity < 2; ++parity) {
-          RestrictPartsKernel<SV, SF> k{map,    basis, {fr[0], fr[1]}, {},  parts, nvec_, f0.site_reals(),
-                                        parity, -1,    chunks,         only};
-          k.fine_stride = fine_stride;
-          k.parts_stride = parts_stride;
-          k.per_field = per_field;
-          launch(f0.backend(), k, {n * per_field}, compute_stream(), false);
-          RestrictCombineKernel<SC> c{};
-          c.coarse[0] = real_array<SC>(coarse[0], parity);
-          c.parts = parts;
-          c.nvec = nvec_;
-          c.vcb = vcb;
-          c.chunks = chunks;
-          c.outs = 1;
-          c.width = 4;
-          c.coarse_stride = coarse_stride;
-          c.parts_stride = parts_stride;
-          launch(f0.backend(), c, {n * vcb * nvec_}, compute_stream(), false);
         }
       });
     });

@@ -98,8 +98,6 @@ class Transfer {
 
  private:
   void restrict_impl(ColorSpinorField& coarse, ColorSpinorField* first, const ColorSpinorField& fine, int mu) const;
-  /// restrict_set of a coarse level's set: one launch per step for all fields.
-  void restrict_coarse_set(std::vector<ColorSpinorField>& coarse, const std::vector<ColorSpinorField>& fine) const;
   /// P from the packed basis into n fields of a set (n = 1: one field), f0 and c0 their first:
   /// one thread per (field, fine site, component), one launch per fine parity.
   void prolongate_packed(const ColorSpinorField& f0, const ColorSpinorField& c0, int n) const;
