@@ -8,11 +8,12 @@
 #include <cstring>
 #include <type_traits>
 
+#include "operators/coarse/probe_classes.h"
+#include "preconditioners/mg/aggregates.h"
 #include "src/core/error.h"
 #include "src/core/indexing.h"
 #include "src/core/launch.h"
-#include "operators/coarse/probe_classes.h"
-#include "preconditioners/mg/aggregates.h"
+#include "src/core/launch_team.h"
 
 namespace latke::mg {
 
@@ -437,87 +438,135 @@ struct ProlongSiteKernel {
   }
 };
 
-/// R for a set of Wilson fine fields (Transfer::restrict_set): RestrictPartsKernel's threads,
-/// one per (group of MB fields, chunk, aggregate, k), each loading a basis record once per site
-/// for the MB fields of its group (the records are the bytes of R; the fields' sites are shared
-/// by the nvec threads of an aggregate, in cache). Field m of the set starts `fine_stride` reals
-/// after field m - 1; parts: [field][chunk][aggregate][k][chi].
-template <typename SV, typename SF, int MB>
-struct RestrictPartsSetKernel {
+/// R for a set of Wilson fine fields (Transfer::restrict_set), one team per aggregate. The
+/// team stages a tile of the aggregate's sites in shared memory, in T: every field's values
+/// there and every basis record (loads that do not wait on each other). Then each thread sums
+/// over its slice of the tile's sites the products of one chirality for a block of KB vectors
+/// by FB fields, from shared memory, so that each value loaded serves KB or FB products; the
+/// tile's sums go, in double, into the slice's sums in shared memory, and the slices' sums into
+/// the coarse fields at the end. (A thread per (aggregate, vector) kept 166 registers and
+/// waited on a chain of loads per site.)
+template <typename SV, typename SF, typename SC>
+struct RestrictTeamSetKernel {
   using T = std::conditional_t<sizeof(SV) == 8 || sizeof(SF) == 8, double, float>;
+  static constexpr int KB = 3, FB = 3, team = 128;
   AggregateMap map;
   PackedBasis<SV> basis;
   SiteArray<SF, 24, 1> fsite[2];  ///< field 0's blocks by parity
-  long fine_stride, parts_stride;
-  Complex<double>* parts;
-  int nvec, parity, chunks, count, only_parity;
+  RealArray<SC> coarse;           ///< field 0's block of the coarse parity `parity`
+  long fine_stride, coarse_stride;
+  int nvec, count, parity, only_parity, tile, slices;
 
-  LATKE_HOST_DEVICE void operator()(int idx, int) const {
-    constexpr int W = PackedBasis<SV>::W;
-    const int k = idx % nvec, vcb = map.coarse.volume_cb;
-    int rest = idx / nvec;
-    const int cx = rest % vcb;
-    rest /= vcb;
-    const int chunk = rest % chunks, m0 = (rest / chunks) * MB;
-    const int mn = count - m0 < MB ? count - m0 : MB;
+  /// Blocks of outputs: (chirality, vector block, field block), chirality fastest.
+  LATKE_HOST_DEVICE static int blocks(int nvec, int count) {
+    return 2 * ((nvec + KB - 1) / KB) * ((count + FB - 1) / FB);
+  }
+  /// Shared bytes: the slices' sums (double), the tile's fields and records (T), its sites.
+  LATKE_HOST_DEVICE static std::size_t bytes(int nvec, int count, int tile, int slices) {
+    return sizeof(double) * 4L * slices * nvec * count + sizeof(T) * 24L * tile * (count + nvec) +
+           2 * sizeof(int) * tile;
+  }
+
+  LATKE_HOST_DEVICE void operator()(const Team& t) const {
+    const int cx = t.index, outs = 4 * nvec * count, nb = blocks(nvec, count), kblocks = (nvec + KB - 1) / KB;
+    double* red = reinterpret_cast<double*>(t.shared());                   // [slice][k][m][chi re, chi im]
+    T* fv = reinterpret_cast<T*>(red + static_cast<long>(slices) * outs);  // [j][m][24]
+    T* bv = fv + 24L * tile * count;                                       // [j][k][24]
+    int* sp = reinterpret_cast<int*>(bv + 24L * tile * nvec);              // the tile's sites' parities
+    int* sx = sp + tile;                                                   // and indices (-1: skipped)
     int cc[4];
     map.coarse.coords(cx, parity, cc);
-    int begin, end;
-    chunk_range(restrict_sites(map, -1, only_parity), chunk, chunks, begin, end);
-    Complex<double> s[MB][2];
-    walk_aggregate(map, cc, begin, end, only_parity, [&](int fp, int fx) {
-      const long rec = basis.record(fp, fx, k);
-      T v[24];
-      LATKE_UNROLL for (int q = 0; q < 24 / W; ++q) {
-        T word[W];
-        basis.load_word(rec, q, word);
-        LATKE_UNROLL for (int i = 0; i < W; ++i) v[q * W + i] = word[i];
-      }
-      const double u = basis.unit(rec);
-      LATKE_UNROLL for (int m = 0; m < MB; ++m) {
-        if (m >= mn) break;
-        SiteArray<SF, 24, 1> f = fsite[fp];
-        f.data += (m0 + m) * fine_stride;
-        T fv[24];
-        f.load(fv, fx);
-        T a[4] = {};
-        LATKE_UNROLL for (int r = 0; r < 24; r += 2) {
-          const int c = r >= 12 ? 2 : 0;
-          a[c] += v[r] * fv[r] + v[r + 1] * fv[r + 1];
-          a[c + 1] += v[r] * fv[r + 1] - v[r + 1] * fv[r];
+    const int sites = restrict_sites(map, -1, only_parity);
+    const bool listed = lists_parity(map, only_parity);
+    t.for_each(slices * outs, [&](int i) { red[i] = 0; });
+    for (int j0 = 0; j0 < sites; j0 += tile) {
+      const int cnt = sites - j0 < tile ? sites - j0 : tile;
+      t.for_each(cnt, [&](int j) {  // walk_aggregate's j0 + j-th site
+        BlockWalk w(map, (j0 + j) * (listed ? 2 : 1));
+        int fc[4];
+        w.fine(map, cc, fc);
+        int fp = (fc[0] + fc[1] + fc[2] + fc[3]) & 1;
+        if (listed && fp != only_parity) {
+          ++fc[0];
+          fp = only_parity;
         }
-        s[m][0] += Complex<double>(a[0] * u, a[1] * u);
-        s[m][1] += Complex<double>(a[2] * u, a[3] * u);
+        sp[j] = fp;
+        sx[j] = only_parity >= 0 && fp != only_parity ? -1 : map.fine.full_index(fc) >> 1;
+      });
+      t.sync();
+      t.for_each(cnt * count, [&](int i) {  // sites fastest: a field's neighbouring sites together
+        const int j = i % cnt, m = i / cnt;
+        T v[24] = {};
+        if (sx[j] >= 0) {
+          SiteArray<SF, 24, 1> f = fsite[sp[j]];
+          f.data += m * fine_stride;
+          f.load(v, sx[j]);
+        }
+        T* d = fv + (static_cast<long>(j) * count + m) * 24;
+        LATKE_UNROLL for (int r = 0; r < 24; ++r) d[r] = v[r];
+      });
+      t.for_each(cnt * nvec, [&](int i) {  // vectors fastest: a site's records are contiguous
+        constexpr int W = PackedBasis<SV>::W;
+        const int k = i % nvec, j = i / nvec;
+        T* d = bv + (static_cast<long>(j) * nvec + k) * 24;
+        if (sx[j] < 0) {
+          LATKE_UNROLL for (int r = 0; r < 24; ++r) d[r] = 0;
+          return;
+        }
+        const long rec = basis.record(sp[j], sx[j], k);
+        const T u = static_cast<T>(basis.unit(rec));
+        LATKE_UNROLL for (int q = 0; q < 24 / W; ++q) {
+          T word[W];
+          basis.load_word(rec, q, word);
+          LATKE_UNROLL for (int r = 0; r < W; ++r) d[q * W + r] = word[r] * u;
+        }
+      });
+      t.sync();
+      t.for_each(nb * slices, [&](int w) {
+        const int s = w / nb, b = w - s * nb, chi = b & 1, kb = (b >> 1) % kblocks, mb = (b >> 1) / kblocks;
+        const int k0 = kb * KB, m0 = mb * FB;
+        T acc[KB][FB][2] = {};
+        for (int j = s; j < cnt; j += slices) {
+          T x[KB][12];
+          LATKE_UNROLL for (int a = 0; a < KB; ++a) {
+            const int k = k0 + a < nvec ? k0 + a : nvec - 1;  // past the last vector: a copy, not kept
+            const T* src = bv + (static_cast<long>(j) * nvec + k) * 24 + 12 * chi;
+            LATKE_UNROLL for (int r = 0; r < 12; ++r) x[a][r] = src[r];
+          }
+          LATKE_UNROLL for (int c = 0; c < FB; ++c) {
+            const int m = m0 + c < count ? m0 + c : count - 1;
+            const T* src = fv + (static_cast<long>(j) * count + m) * 24 + 12 * chi;
+            T y[12];
+            LATKE_UNROLL for (int r = 0; r < 12; ++r) y[r] = src[r];
+            LATKE_UNROLL for (int a = 0; a < KB; ++a) LATKE_UNROLL for (int r = 0; r < 12; r += 2) {
+              acc[a][c][0] += x[a][r] * y[r];  // one product per statement: fused multiply-adds
+              acc[a][c][0] += x[a][r + 1] * y[r + 1];
+              acc[a][c][1] += x[a][r] * y[r + 1];
+              acc[a][c][1] -= x[a][r + 1] * y[r];
+            }
+          }
+        }
+        double* mine = red + static_cast<long>(s) * outs;
+        LATKE_UNROLL for (int a = 0; a < KB; ++a) LATKE_UNROLL for (int c = 0; c < FB; ++c) {
+          if (k0 + a >= nvec || m0 + c >= count) continue;
+          double* o = mine + ((static_cast<long>(k0 + a) * count + m0 + c) * 2 + chi) * 2;
+          o[0] += acc[a][c][0];
+          o[1] += acc[a][c][1];
+        }
+      });
+      t.sync();
+    }
+    t.for_each(nvec * count, [&](int i) {
+      const int k = i % nvec, m = i / nvec;
+      RealArray<SC> out = coarse;
+      out.data += m * coarse_stride;
+      LATKE_UNROLL for (int q = 0; q < 4; ++q) {  // chirality q / 2, re or im
+        double v = 0;
+        for (int s = 0; s < slices; ++s)
+          v += red[static_cast<long>(s) * outs + (static_cast<long>(k) * count + m) * 4 + q];
+        out.set(2 * ((q >> 1) * nvec + k) + (q & 1), cx, v);
       }
     });
-    LATKE_UNROLL for (int m = 0; m < MB; ++m) {
-      if (m >= mn) break;
-      Complex<double>* out = parts + (m0 + m) * parts_stride + ((static_cast<long>(chunk) * vcb + cx) * nvec + k) * 2;
-      out[0] = s[m][0];
-      out[1] = s[m][1];
-    }
-  }
-};
-
-/// The chunks of RestrictPartsSetKernel added into parity `parity` of every coarse field of the
-/// set (field m `coarse_stride` reals after field m - 1): one thread per (field, aggregate, k).
-template <typename SC>
-struct RestrictCombineSetKernel {
-  RealArray<SC> coarse;  ///< field 0's block of the parity
-  const Complex<double>* parts;
-  long coarse_stride, parts_stride;
-  int nvec, vcb, chunks;
-  LATKE_HOST_DEVICE void operator()(int idx, int) const {
-    const int k = idx % nvec, cx = (idx / nvec) % vcb, m = idx / (nvec * vcb);
-    RealArray<SC> c = coarse;
-    c.data += m * coarse_stride;
-    const Complex<double>* p = parts + m * parts_stride;
-    for (int chi = 0; chi < 2; ++chi) {
-      Complex<double> s;
-      for (int h = 0; h < chunks; ++h) s += p[((static_cast<long>(h) * vcb + cx) * nvec + k) * 2 + chi];
-      c.set(2 * (chi * nvec + k), cx, s.re);
-      c.set(2 * (chi * nvec + k) + 1, cx, s.im);
-    }
   }
 };
 
@@ -782,8 +831,8 @@ void require_restrict_fields(const ColorSpinorField& fine, const ColorSpinorFiel
 }  // namespace
 
 namespace {
-/// Fields per thread of the set transfers: R keeps two sums per field, P a site per field.
-constexpr int restrict_group = 6, prolong_group = 4;
+/// Fields per thread of the set P: a site per field.
+constexpr int prolong_group = 4;
 /// Whether a set's fields can go through the set transfer kernels: a Wilson fine level's fields
 /// in double or single (whole-site loads, no norms), and coarse fields of one precision.
 bool wilson_set(const std::vector<ColorSpinorField>& fine, const std::vector<ColorSpinorField>& coarse) {
@@ -815,36 +864,44 @@ void Transfer::restrict_set(std::vector<ColorSpinorField>& coarse, const std::ve
   const AggregateMap map = aggregate_map(*fine_, *coarse_, block_);
   const int vcb = coarse_->volume_cb();
   const int only = f0.n_parity() == 1 ? f0.block_parity(0) : -1;
-  // The parts of all fields: restrict_parts sized for one field of width 2 n (the Wilson set
-  // kernel's two chiralities) or 4 n (RestrictPartsKernel's records).
-  const int width = wilson ? 2 : 4;
-  int chunks;
-  Complex<double>* parts = restrict_parts(restrict_sites(map, -1, only), width * n, f0.backend(), chunks);
-  const int per_field = chunks * vcb * nvec_;
-  const long parts_stride = static_cast<long>(width) * per_field;
   const long fine_stride = static_cast<long>(f0.n_parity()) * f0.site_reals() * f0.lattice().volume_cb();
   const long coarse_stride = 2L * coarse[0].site_reals() * vcb;
-  const int groups = (n + restrict_group - 1) / restrict_group;
+  if (wilson) {
+    with_packed([&](auto basis) {
+      using SV = std::remove_pointer_t<decltype(basis.data)>;
+      dispatch_full(f0.precision(), "restrict_set (fine fields)", [&](auto sf) {
+        dispatch_full(coarse[0].precision(), "restrict_set (coarse fields)", [&](auto sc) {
+          using SF = decltype(sf);
+          using SC = decltype(sc);
+          using K = RestrictTeamSetKernel<SV, SF, SC>;
+          SiteArray<SF, 24, 1> fs[2];
+          for (int b = 0; b < f0.n_parity(); ++b) fs[f0.block_parity(b)] = f0.accessor<SF, 3, 4>(b).a;
+          const int slices = std::max(1, K::team / K::blocks(nvec_, n));
+          int tile = 8;  // sites per tile: the most that leave room for four teams on an SM
+          while (tile > 1 && K::bytes(nvec_, n, tile, slices) > 48 * 1024) tile /= 2;
+          for (int parity = 0; parity < 2; ++parity) {
+            K k{map,         basis,         {fs[0], fs[1]}, real_array<SC>(coarse[0], parity),
+                fine_stride, coarse_stride, nvec_,          n,
+                parity,      only,          tile,           slices};
+            launch_teams(f0.backend(), k, vcb, K::team, K::bytes(nvec_, n, tile, slices), 0);
+          }
+        });
+      });
+    });
+    return;
+  }
+  // A coarse level's set: the one-field kernels, one launch per step for all fields; parts
+  // sized for one field of width 4 n (RestrictPartsKernel's records).
+  int chunks;
+  Complex<double>* parts = restrict_parts(restrict_sites(map, -1, only), 4 * n, f0.backend(), chunks);
+  const int per_field = chunks * vcb * nvec_;
+  const long parts_stride = 4L * per_field;
   with_packed([&](auto basis) {
     using SV = std::remove_pointer_t<decltype(basis.data)>;
     dispatch_full(f0.precision(), "restrict_set (fine fields)", [&](auto sf) {
       dispatch_full(coarse[0].precision(), "restrict_set (coarse fields)", [&](auto sc) {
         using SF = decltype(sf);
         using SC = decltype(sc);
-        if (wilson) {
-          SiteArray<SF, 24, 1> fs[2];
-          for (int b = 0; b < f0.n_parity(); ++b) fs[f0.block_parity(b)] = f0.accessor<SF, 3, 4>(b).a;
-          for (int parity = 0; parity < 2; ++parity) {
-            RestrictPartsSetKernel<SV, SF, restrict_group> k{
-                map, basis, {fs[0], fs[1]}, fine_stride, parts_stride, parts, nvec_, parity, chunks, n, only};
-            launch(f0.backend(), k, {groups * per_field}, compute_stream(), false);
-            RestrictCombineSetKernel<SC> c{
-                real_array<SC>(coarse[0], parity), parts, coarse_stride, parts_stride, nvec_, vcb, chunks};
-            launch(f0.backend(), c, {n * vcb * nvec_}, compute_stream(), false);
-          }
-          return;
-        }
-        // A coarse level's set: the one-field kernels, one launch per step for all fields.
         RealArray<SF> fr[2];
         for (int b = 0; b < f0.n_parity(); ++b) fr[f0.block_parity(b)] = real_array<SF>(f0, b);
         for (int parity = 0; parity < 2; ++parity) {
