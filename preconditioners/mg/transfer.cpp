@@ -76,6 +76,21 @@ LATKE_HOST_DEVICE LATKE_INLINE int restrict_sites(const AggregateMap& m, int fac
 /// of them, or those of fine parity only_parity >= 0): fp the site's parity, fx its
 /// checkerboard index. Listed (lists_parity): the j-th site of the parity is 2j in the block, or
 /// its neighbour 2j + 1 in x; otherwise the other parity's sites are skipped.
+/// The site at walk position w of the aggregate at cc, as walk_aggregate lists it: its parity
+/// fp and checkerboard index fx; false when R skips it (the other parity, not listed).
+LATKE_HOST_DEVICE LATKE_INLINE bool walked_site(const AggregateMap& map, const int (&cc)[4], const BlockWalk& w,
+                                                int only_parity, bool listed, int& fp, int& fx) {
+  int fc[4];
+  w.fine(map, cc, fc);
+  fp = (fc[0] + fc[1] + fc[2] + fc[3]) & 1;
+  if (listed && fp != only_parity) {
+    ++fc[0];
+    fp = only_parity;
+  }
+  fx = map.fine.full_index(fc) >> 1;
+  return only_parity < 0 || fp == only_parity;
+}
+
 template <typename F>
 LATKE_HOST_DEVICE LATKE_INLINE void walk_aggregate(const AggregateMap& map, const int (&cc)[4], int begin, int end,
                                                   int only_parity, F&& f) {
@@ -83,15 +98,8 @@ LATKE_HOST_DEVICE LATKE_INLINE void walk_aggregate(const AggregateMap& map, cons
   const int step = listed ? 2 : 1;
   BlockWalk w(map, begin * step);
   for (int j = begin; j < end; ++j, w.advance(map, step)) {
-    int fc[4];
-    w.fine(map, cc, fc);
-    int fp = (fc[0] + fc[1] + fc[2] + fc[3]) & 1;
-    if (listed && fp != only_parity) {
-      ++fc[0];
-      fp = only_parity;
-    }
-    if (only_parity >= 0 && fp != only_parity) continue;
-    f(fp, map.fine.full_index(fc) >> 1);
+    int fp, fx;
+    if (walked_site(map, cc, w, only_parity, listed, fp, fx)) f(fp, fx);
   }
 }
 
@@ -482,16 +490,10 @@ struct RestrictTeamSetKernel {
     for (int j0 = 0; j0 < sites; j0 += tile) {
       const int cnt = sites - j0 < tile ? sites - j0 : tile;
       t.for_each(cnt, [&](int j) {  // walk_aggregate's j0 + j-th site
-        BlockWalk w(map, (j0 + j) * (listed ? 2 : 1));
-        int fc[4];
-        w.fine(map, cc, fc);
-        int fp = (fc[0] + fc[1] + fc[2] + fc[3]) & 1;
-        if (listed && fp != only_parity) {
-          ++fc[0];
-          fp = only_parity;
-        }
-        sp[j] = fp;
-        sx[j] = only_parity >= 0 && fp != only_parity ? -1 : map.fine.full_index(fc) >> 1;
+        int fx;
+        const bool summed =
+            walked_site(map, cc, BlockWalk(map, (j0 + j) * (listed ? 2 : 1)), only_parity, listed, sp[j], fx);
+        sx[j] = summed ? fx : -1;
       });
       t.sync();
       t.for_each(cnt * count, [&](int i) {  // sites fastest: a field's neighbouring sites together
@@ -866,13 +868,22 @@ void Transfer::restrict_set(std::vector<ColorSpinorField>& coarse, const std::ve
   const int only = f0.n_parity() == 1 ? f0.block_parity(0) : -1;
   const long fine_stride = static_cast<long>(f0.n_parity()) * f0.site_reals() * f0.lattice().volume_cb();
   const long coarse_stride = 2L * coarse[0].site_reals() * vcb;
-  if (wilson) {
-    with_packed([&](auto basis) {
-      using SV = std::remove_pointer_t<decltype(basis.data)>;
-      dispatch_full(f0.precision(), "restrict_set (fine fields)", [&](auto sf) {
-        dispatch_full(coarse[0].precision(), "restrict_set (coarse fields)", [&](auto sc) {
-          using SF = decltype(sf);
-          using SC = decltype(sc);
+  // A coarse level's set goes through the one-field kernels, one launch per step for all
+  // fields, with parts sized for one field of width 4 n (RestrictPartsKernel's records).
+  int chunks = 0, per_field = 0;
+  Complex<double>* parts = nullptr;
+  if (!wilson) {
+    parts = restrict_parts(restrict_sites(map, -1, only), 4 * n, f0.backend(), chunks);
+    per_field = chunks * vcb * nvec_;
+  }
+  const long parts_stride = 4L * per_field;
+  with_packed([&](auto basis) {
+    using SV = std::remove_pointer_t<decltype(basis.data)>;
+    dispatch_full(f0.precision(), "restrict_set (fine fields)", [&](auto sf) {
+      dispatch_full(coarse[0].precision(), "restrict_set (coarse fields)", [&](auto sc) {
+        using SF = decltype(sf);
+        using SC = decltype(sc);
+        if (wilson) {
           using K = RestrictTeamSetKernel<SV, SF, SC>;
           SiteArray<SF, 24, 1> fs[2];
           for (int b = 0; b < f0.n_parity(); ++b) fs[f0.block_parity(b)] = f0.accessor<SF, 3, 4>(b).a;
@@ -885,23 +896,8 @@ void Transfer::restrict_set(std::vector<ColorSpinorField>& coarse, const std::ve
                 parity,      only,          tile,           slices};
             launch_teams(f0.backend(), k, vcb, K::team, K::bytes(nvec_, n, tile, slices), 0);
           }
-        });
-      });
-    });
-    return;
-  }
-  // A coarse level's set: the one-field kernels, one launch per step for all fields; parts
-  // sized for one field of width 4 n (RestrictPartsKernel's records).
-  int chunks;
-  Complex<double>* parts = restrict_parts(restrict_sites(map, -1, only), 4 * n, f0.backend(), chunks);
-  const int per_field = chunks * vcb * nvec_;
-  const long parts_stride = 4L * per_field;
-  with_packed([&](auto basis) {
-    using SV = std::remove_pointer_t<decltype(basis.data)>;
-    dispatch_full(f0.precision(), "restrict_set (fine fields)", [&](auto sf) {
-      dispatch_full(coarse[0].precision(), "restrict_set (coarse fields)", [&](auto sc) {
-        using SF = decltype(sf);
-        using SC = decltype(sc);
+          return;
+        }
         RealArray<SF> fr[2];
         for (int b = 0; b < f0.n_parity(); ++b) fr[f0.block_parity(b)] = real_array<SF>(f0, b);
         for (int parity = 0; parity < 2; ++parity) {
