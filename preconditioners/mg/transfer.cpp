@@ -370,6 +370,26 @@ struct RestrictCombineKernel {
   }
 };
 
+/// Adds the chunks of `parts` (records of `width` complex values) into parity `parity` of the
+/// coarse fields outs[0, n_out) with RestrictCombineKernel; `fields` fields of a set, strides
+/// as the kernel's (one field: 0).
+template <typename SC>
+void combine_parts(Backend be, const ColorSpinorField* const* outs, int n_out, int parity, const Complex<double>* parts,
+                   int nvec, int vcb, int chunks, int width, int fields = 1, long coarse_stride = 0,
+                   long parts_stride = 0) {
+  RestrictCombineKernel<SC> c{};
+  for (int b = 0; b < n_out; ++b) c.coarse[b] = real_array<SC>(*outs[b], parity);
+  c.parts = parts;
+  c.nvec = nvec;
+  c.vcb = vcb;
+  c.chunks = chunks;
+  c.outs = n_out;
+  c.width = width;
+  c.coarse_stride = coarse_stride;
+  c.parts_stride = parts_stride;
+  launch(be, c, {fields * vcb * nvec}, compute_stream(), false);
+}
+
 /// fine(x)_m = sum_k V_k(x)_m e(a(x))_{chi(m), k}; one thread per (fine site, component) of
 /// one parity, components fastest (a warp reads consecutive values of each packed record).
 template <typename SV, typename SC, typename SF>
@@ -907,17 +927,7 @@ void Transfer::restrict_set(std::vector<ColorSpinorField>& coarse, const std::ve
           k.parts_stride = parts_stride;
           k.per_field = per_field;
           launch(f0.backend(), k, {n * per_field}, compute_stream(), false);
-          RestrictCombineKernel<SC> c{};
-          c.coarse[0] = real_array<SC>(coarse[0], parity);
-          c.parts = parts;
-          c.nvec = nvec_;
-          c.vcb = vcb;
-          c.chunks = chunks;
-          c.outs = 1;
-          c.width = 4;
-          c.coarse_stride = coarse_stride;
-          c.parts_stride = parts_stride;
-          launch(f0.backend(), c, {n * vcb * nvec_}, compute_stream(), false);
+          combine_parts<SC>(f0.backend(), out, 1, parity, parts, nvec_, vcb, chunks, 4, n, coarse_stride, parts_stride);
         }
       });
     });
@@ -1006,16 +1016,7 @@ void Transfer::restrict_impl(ColorSpinorField& coarse, ColorSpinorField* first, 
                                           parity, mu,    chunks,         only};
             launch(fine.backend(), k, {chunks * vcb * nvec_}, compute_stream(), false);
           }
-          RestrictCombineKernel<SC> c{};
-          c.coarse[0] = real_array<SC>(coarse, parity);
-          if (first) c.coarse[1] = real_array<SC>(*first, parity);
-          c.parts = parts;
-          c.nvec = nvec_;
-          c.vcb = vcb;
-          c.chunks = chunks;
-          c.outs = first ? 2 : 1;
-          c.width = 4;
-          launch(fine.backend(), c, {vcb * nvec_}, compute_stream(), false);
+          combine_parts<SC>(fine.backend(), out, first ? 2 : 1, parity, parts, nvec_, vcb, chunks, 4);
         }
       });
     });
@@ -1105,15 +1106,7 @@ void Transfer::restrict_split(std::vector<ColorSpinorField>& coarse, const Color
             run(std::integral_constant<int, 24>{}, parity);
           else
             run(std::integral_constant<int, 0>{}, parity);
-          RestrictCombineKernel<SC> c{};
-          for (int b = 0; b < 9; ++b) c.coarse[b] = real_array<SC>(coarse[b], parity);
-          c.parts = parts;
-          c.nvec = nvec_;
-          c.vcb = vcb;
-          c.chunks = chunks;
-          c.outs = 9;
-          c.width = 18;
-          launch(site.backend(), c, {vcb * nvec_}, compute_stream(), false);
+          combine_parts<SC>(site.backend(), out, 9, parity, parts, nvec_, vcb, chunks, 18);
         }
       });
     });

@@ -75,8 +75,9 @@ class Transfer {
   /// zero on the other parity: R sums over its sites alone (half the basis read).
   void restrict_to(ColorSpinorField& coarse, const ColorSpinorField& fine) const;
   /// @brief restrict_to and prolongate for every field of two sets (ColorSpinorField::make_set)
-  /// of equal size. For a Wilson fine level's fields in double or single the basis is read once
-  /// per group of fields (6 for R, 4 for P) rather than once per field; a coarse level's fields
+  /// of equal size. For a Wilson fine level's fields in double or single, R runs one thread block
+  /// per aggregate over all the fields (tiles of its sites in shared memory) and P reads the
+  /// basis once per group of 4 fields, rather than once per field; a coarse level's fields
   /// in double or single go through the one-field kernels in one launch for the whole set;
   /// other fields go one by one.
   void restrict_set(std::vector<ColorSpinorField>& coarse, const std::vector<ColorSpinorField>& fine) const;
