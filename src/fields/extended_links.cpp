@@ -1,4 +1,4 @@
-// Extended links: upload, download and ghost refresh (see extended_links.h).
+// Extended site fields: ghost refresh; extended links: upload and download (extended_links.h).
 #include "src/fields/extended_links.h"
 
 #include <mpi.h>
@@ -40,9 +40,9 @@ struct LexCopyKernel {
 /// of their periodic image in those dimensions (keeping a ghost coordinate of a split
 /// dimension: the image is then in a ghost slice received from a neighbour).
 struct WrapKernel {
-  ExtLinks ext;
+  ExtSites ext;
   int split[4];
-  int mu_begin, mu_end;
+  int k_begin, k_end;
   LATKE_HOST_DEVICE void operator()(int e, int) const {
     int c[4], img[4];
     long r = e;
@@ -58,22 +58,18 @@ struct WrapKernel {
     }
     if (!wrapped) return;
     const long src = img[0] + img[1] * ext.stride[1] + img[2] * ext.stride[2] + img[3] * ext.stride[3];
-    for (int mu = mu_begin; mu < mu_end; ++mu)
-      for (int k = 0; k < 9; ++k) {
-        const long off = (static_cast<long>(mu) * 9 + k) * ext.ext_volume;
-        ext.data[off + e] = ext.data[off + src];
-      }
+    for (int k = k_begin; k < k_end; ++k) ext.at(k, e) = ext.at(k, src);
   }
 };
 
 /// One slice x_d = slice of the extended field (all extended coordinates of the other
 /// dimensions; with parity >= 0 only its sites of that parity) to or from a packed buffer
-/// [site][mu - mu_begin][9]. Extended extents are even (local ones are), so a parity's sites
+/// [site][k - k_begin]. Extended extents are even (local ones are), so a parity's sites
 /// are every other site along the first dimension other than d.
 struct SliceKernel {
-  ExtLinks ext;
+  ExtSites ext;
   Complex<double>* buf;
-  int d, slice, mu_begin, mu_end, parity;
+  int d, slice, k_begin, k_end, parity;
   bool pack;
   LATKE_HOST_DEVICE void operator()(int i, int) const {
     const int k0 = d == 0 ? 1 : 0;
@@ -91,44 +87,47 @@ struct SliceKernel {
     }
     for (int k = 0; k < 4; ++k)
       if (k != d) e += c[k] * ext.stride[k];
-    const int nmu = mu_end - mu_begin;
-    for (int mu = mu_begin; mu < mu_end; ++mu)
-      for (int k = 0; k < 9; ++k) {
-        Complex<double>& f = ext.data[(static_cast<long>(mu) * 9 + k) * ext.ext_volume + e];
-        Complex<double>& b = buf[(static_cast<long>(i) * nmu + (mu - mu_begin)) * 9 + k];
-        if (pack)
-          b = f;
-        else
-          f = b;
-      }
+    const int n = k_end - k_begin;
+    for (int k = k_begin; k < k_end; ++k) {
+      Complex<double>& f = ext.at(k, e);
+      Complex<double>& b = buf[static_cast<long>(i) * n + (k - k_begin)];
+      if (pack)
+        b = f;
+      else
+        f = b;
+    }
   }
 };
 
 }  // namespace
 
-ExtendedLinks::ExtendedLinks(const Lattice& lat, Backend backend) : lat_(lat), backend_(backend) {
+ExtendedSites::ExtendedSites(const Lattice& lat, Backend backend, int components, unsigned ghost_dims)
+    : lat_(lat), backend_(backend), components_(components), ghost_dims_(ghost_dims) {
+  require(components > 0, "extended site field: ", components, " components per site, expected at least 1");
   long v = 1, stride = 1;
   for (int mu = 0; mu < 4; ++mu) {
-    view_.E[mu] = lat.local()[mu] + 2;
-    view_.stride[mu] = stride;
-    stride *= view_.E[mu];
-    v *= view_.E[mu];
+    sites_.E[mu] = lat.local()[mu] + 2;
+    sites_.stride[mu] = stride;
+    stride *= sites_.E[mu];
+    v *= sites_.E[mu];
   }
-  view_.ext_volume = v;
-  data_ = Buffer(memory_for(backend), static_cast<std::size_t>(v) * 36 * sizeof(Complex<double>));
-  view_.data = static_cast<Complex<double>*>(data_.data());
+  sites_.ext_volume = v;
+  data_ = Buffer(memory_for(backend), static_cast<std::size_t>(v) * components * sizeof(Complex<double>));
+  sites_.data = static_cast<Complex<double>*>(data_.data());
 }
+
+ExtendedLinks::ExtendedLinks(const Lattice& lat, Backend backend) : ExtendedSites(lat, backend, 36) {}
 
 void ExtendedLinks::upload(const std::vector<Complex<double>>& host) {
   require(host.size() == static_cast<std::size_t>(lat_.volume()) * 36, "gauge links: host array has ", host.size(),
           " complex numbers, expected ", lat_.volume() * 36, " (local volume x 4 directions x 3 x 3)");
   const std::size_t bytes = data_.bytes();
   if (backend_ == Backend::cpu) {
-    launch_cpu(LexCopyKernel{view_, const_cast<Complex<double>*>(host.data()), geometry(), true},
+    launch_cpu(LexCopyKernel{view(), const_cast<Complex<double>*>(host.data()), geometry(), true},
                {lat_.volume_cb(), 0, 2});
   } else {
     std::vector<Complex<double>> stage(bytes / sizeof(Complex<double>));
-    ExtLinks v = view_;
+    ExtLinks v = view();
     v.data = stage.data();
     launch_cpu(LexCopyKernel{v, const_cast<Complex<double>*>(host.data()), geometry(), true}, {lat_.volume_cb(), 0, 2});
     copy_bytes(data_.data(), stage.data(), bytes, compute_stream());
@@ -139,7 +138,7 @@ void ExtendedLinks::upload(const std::vector<Complex<double>>& host) {
 
 std::vector<Complex<double>> ExtendedLinks::download() const {
   std::vector<Complex<double>> host(static_cast<std::size_t>(lat_.volume()) * 36);
-  ExtLinks v = view_;
+  ExtLinks v = view();
   std::vector<Complex<double>> stage;
   if (backend_ != Backend::cpu) {
     stage.resize(data_.bytes() / sizeof(Complex<double>));
@@ -152,30 +151,32 @@ std::vector<Complex<double>> ExtendedLinks::download() const {
   return host;
 }
 
-HaloExchange& ExtendedLinks::halo_for(int nmu, bool one_parity, int d) {
-  std::unique_ptr<HaloExchange>& h = halo_[{nmu, one_parity ? 1 : 0, d}];
+HaloExchange& ExtendedSites::halo_for(int ncomp, bool one_parity, int d) {
+  std::unique_ptr<HaloExchange>& h = halo_[{ncomp, one_parity ? 1 : 0, d}];
   if (!h) {  // dimension d only: the dimensions go one after the other (corners)
     std::array<std::size_t, 4> bytes{};
-    bytes[d] = static_cast<std::size_t>(view_.ext_volume / view_.E[d] / (one_parity ? 2 : 1)) * nmu * 9 *
+    bytes[d] = static_cast<std::size_t>(sites_.ext_volume / sites_.E[d] / (one_parity ? 2 : 1)) * ncomp *
                sizeof(Complex<double>);
     h = std::make_unique<HaloExchange>(lat_, backend_, bytes);
   }
   return *h;
 }
 
-void ExtendedLinks::refresh(int mu_begin, int mu_end, int parity, const std::function<void()>& overlap) {
+void ExtendedSites::refresh_components(int k_begin, int k_end, int parity, const std::function<void()>& overlap) {
   require(parity >= -1 && parity <= 1, "refresh: parity ", parity, ", expected 0, 1 or -1 (both)");
-  WrapKernel wrap{view_, {}, mu_begin, mu_end};
+  require(0 <= k_begin && k_begin < k_end && k_end <= components_, "refresh: components ", k_begin, " to ", k_end,
+          ", expected a range within 0 to ", components_);
+  WrapKernel wrap{sites_, {}, k_begin, k_end};
   bool any_unsplit = false;
   for (int d = 0; d < 4; ++d) {
-    wrap.split[d] = lat_.partitioned(d) ? 1 : 0;
-    any_unsplit |= !lat_.partitioned(d);
+    wrap.split[d] = lat_.partitioned(d) || !(ghost_dims_ >> d & 1) ? 1 : 0;  // 1: no periodic copy
+    any_unsplit |= !wrap.split[d];
   }
   bool first = true;
   for (int d = 0; d < 4; ++d) {
-    if (!lat_.partitioned(d)) continue;
-    HaloExchange& halo = halo_for(mu_end - mu_begin, parity >= 0, d);
-    const int n = static_cast<int>(view_.ext_volume / view_.E[d] / (parity >= 0 ? 2 : 1));
+    if (!lat_.partitioned(d) || !(ghost_dims_ >> d & 1)) continue;
+    HaloExchange& halo = halo_for(k_end - k_begin, parity >= 0, d);
+    const int n = static_cast<int>(sites_.ext_volume / sites_.E[d] / (parity >= 0 ? 2 : 1));
     // In dimension order, so that later split dimensions' slices carry the corners just
     // received. Slice 1 (my first local slice) goes behind, where it is the ghost at E-1;
     // slice E-2 goes ahead, where it is the ghost at 0. With overlap, every exchange after the
@@ -185,8 +186,8 @@ void ExtendedLinks::refresh(int mu_begin, int mu_end, int parity, const std::fun
     halo.begin(static_cast<bool>(overlap), !overlap || first);
     for (int side = 0; side < 2; ++side)
       launch(backend_,
-             SliceKernel{view_, static_cast<Complex<double>*>(halo.send_face(d, side)), d,
-                         side == 0 ? 1 : view_.E[d] - 2, mu_begin, mu_end, parity, true},
+             SliceKernel{sites_, static_cast<Complex<double>*>(halo.send_face(d, side)), d,
+                         side == 0 ? 1 : sites_.E[d] - 2, k_begin, k_end, parity, true},
              {n, 0, 1}, comm_stream());
     if (overlap && first) overlap();
     first = false;
@@ -194,14 +195,14 @@ void ExtendedLinks::refresh(int mu_begin, int mu_end, int parity, const std::fun
     // From behind: their slice E-2, my ghost 0. From ahead: their slice 1, my ghost E-1.
     for (int side = 0; side < 2; ++side)
       launch(backend_,
-             SliceKernel{view_, static_cast<Complex<double>*>(halo.recv_face(d, side ? +1 : -1)), d,
-                         side == 0 ? 0 : view_.E[d] - 1, mu_begin, mu_end, parity, false},
+             SliceKernel{sites_, static_cast<Complex<double>*>(halo.recv_face(d, side ? +1 : -1)), d,
+                         side == 0 ? 0 : sites_.E[d] - 1, k_begin, k_end, parity, false},
              {n, 0, 1}, halo.exterior_stream());
     halo.end();
   }
   if (first && overlap) overlap();  // nothing split
   // The periodic images last, also of the ghost slices just received (their corners).
-  if (any_unsplit) launch(backend_, wrap, {static_cast<int>(view_.ext_volume), 0, 1});
+  if (any_unsplit) launch(backend_, wrap, {static_cast<int>(sites_.ext_volume), 0, 1});
 }
 
 }  // namespace latke::gauge
