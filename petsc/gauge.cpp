@@ -15,6 +15,7 @@
 #include "src/fields/gauge_generator.h"
 #include "src/fields/gauge_io.h"
 #include "src/fields/gauge_observables.h"
+#include "src/fields/link_smearing.h"
 #include "src/fields/random.h"
 
 namespace latke::petsc {
@@ -268,6 +269,32 @@ PetscErrorCode LatkeGaugeCreateEvolved(LatkeGauge gauge, PetscReal beta, PetscIn
          << d->heatbath_passes << " heat-bath passes in all), plaquette " << gen.measure().plaquette;
     d->description = desc.str();
     *next = new _p_LatkeGauge{std::move(d)};
+  }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LatkeGaugeCreateSmeared(LatkeGauge gauge, LatkeLinkSmear type, PetscInt steps, PetscReal alpha,
+                                       PetscBool spatial, LatkeGauge* smeared) {
+  PetscFunctionBeginUser;
+  PetscCheck(gauge && gauge->data, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "LatkeGaugeCreateSmeared: the gauge is NULL");
+  LatkeCheckNull(smeared);
+  const LatkeGaugeData& g = *gauge->data;
+  PetscCall(guarded(g.lattice->comm(), [&] {
+    require(type >= LATKE_LINK_SMEAR_NONE && type <= LATKE_LINK_SMEAR_STOUT, "LatkeGaugeCreateSmeared: type ",
+            static_cast<int>(type), ", expected LATKE_LINK_SMEAR_NONE, _APE or _STOUT");
+    LinkSmearing p;
+    p.type = static_cast<LinkSmearingType>(type);
+    p.steps = static_cast<int>(steps);
+    p.alpha = alpha;
+    p.spatial = spatial == PETSC_TRUE;
+    auto d = std::make_shared<LatkeGaugeData>();
+    d->lattice = g.lattice;
+    d->links = smear_links(*g.lattice, g.links, p, run_backend());
+    std::ostringstream desc;
+    desc << g.description << ", smeared: " << steps << " " << to_string(p.type) << " step(s), "
+         << (p.type == LinkSmearingType::stout ? "rho " : "alpha ") << alpha << (p.spatial ? ", spatial links" : "");
+    d->description = desc.str();
+    *smeared = new _p_LatkeGauge{std::move(d)};
   }));
   PetscFunctionReturn(0);
 }

@@ -1,14 +1,16 @@
 // The spectroscopy functions of the C API (latke.h): meson correlators of a Wilson-clover
-// matrix's propagator (spectroscopy/mesons.h), and propagators saved and loaded through PETSc
-// viewers.
+// matrix's propagator (spectroscopy/mesons.h), propagators saved and loaded through PETSc
+// viewers, and quark smearing of its vectors (spectroscopy/quark_smearing.h).
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "petsc/gauge_handle.h"
 #include "petsc/mat_shell.h"
 #include "spectroscopy/mesons.h"
+#include "spectroscopy/quark_smearing.h"
 #include "src/core/error.h"
 
 namespace latke::petsc {
@@ -43,6 +45,11 @@ PetscErrorCode each_column(Vec prop[], PetscErrorCode (*io)(Mat, Vec, PetscViewe
 
 }  // namespace
 }  // namespace latke::petsc
+
+struct _p_LatkeSmearer {
+  Mat A = nullptr;  ///< referenced: its operator's backend and vector layout
+  std::unique_ptr<latke::QuarkSmearer> smearer;
+};
 
 using namespace latke;
 using namespace latke::petsc;
@@ -99,6 +106,64 @@ PetscErrorCode MatLatkeMesonCorrelators(Mat A, const Vec prop[], PetscInt t0, Pe
     for (PetscInt k = 0; k < n; ++k)
       for (int t = 0; t < T; ++t) corr[k * T + t] = PetscScalar(c[k][t].re, c[k][t].im);
   }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatLatkeSmearerCreate(Mat A, LatkeGauge links, LatkeQuarkSmear type, PetscInt steps, PetscReal alpha,
+                                     LatkeSmearer* smearer) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(A);
+  PetscCheck(links && links->data, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "MatLatkeSmearerCreate: the links are NULL");
+  LatkeCheckNull(smearer);
+  PetscCall(guarded(comm_of(A), [&] {
+    ShellOperator& op = *context_of(A).op;
+    require(op.nspin() == 4 && op.ncolor() == 3, "MatLatkeSmearerCreate: ", op.name(),
+            " is not a Wilson-type operator (4 spins, 3 colours)");
+    require(type >= LATKE_QUARK_SMEAR_NONE && type <= LATKE_QUARK_SMEAR_GAUSSIAN, "MatLatkeSmearerCreate: type ",
+            static_cast<int>(type), ", expected LATKE_QUARK_SMEAR_NONE, _WUPPERTAL or _GAUSSIAN");
+    const Lattice& lat = *op.lattice();
+    const Lattice& gl = *links->data->lattice;
+    require(gl.global() == lat.global() && gl.grid() == lat.grid(), "MatLatkeSmearerCreate: the links' lattice ",
+            coords_text(gl.global()), " on grid ", coords_text(gl.grid()), " is not the matrix's ",
+            coords_text(lat.global()), " on grid ", coords_text(lat.grid()));
+    QuarkSmearing p;
+    p.type = static_cast<QuarkSmearingType>(type);
+    p.steps = static_cast<int>(steps);
+    p.alpha = alpha;
+    auto s = std::make_unique<_p_LatkeSmearer>();
+    s->smearer = std::make_unique<QuarkSmearer>(lat, op.backend(), links->data->links, p);
+    s->A = A;
+    *smearer = s.release();
+  }));
+  PetscCall(PetscObjectReference(reinterpret_cast<PetscObject>(A)));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LatkeSmearerApply(LatkeSmearer smearer, Vec x, PetscInt t) {
+  PetscFunctionBeginUser;
+  PetscCheck(smearer && smearer->A, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "LatkeSmearerApply: the smearer is NULL");
+  LatkeCheckNull(x);
+  PetscCall(guarded(comm_of(smearer->A), [&] {
+    ShellOperator& op = *context_of(smearer->A).op;
+    PetscInt size = 0;
+    require(VecGetLocalSize(x, &size) == 0, "VecGetLocalSize failed");
+    require(is_full_vector(op, size, "the vector to smear"),
+            "LatkeSmearerApply: a vector of one parity; expected a full-lattice vector (MatLatkeCreateFullVecs)");
+    VecField f(op, x, Access::read_write, 0);
+    smearer->smearer->apply(f.field(), static_cast<int>(t));
+    f.release();
+  }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LatkeSmearerDestroy(LatkeSmearer* smearer) {
+  PetscFunctionBeginUser;
+  if (!smearer || !*smearer) PetscFunctionReturn(0);
+  std::unique_ptr<_p_LatkeSmearer> s(*smearer);
+  *smearer = nullptr;
+  Mat A = s->A;
+  s.reset();
+  PetscCall(MatDestroy(&A));
   PetscFunctionReturn(0);
 }
 

@@ -531,6 +531,33 @@ PetscErrorCode MatLatkeMesonCorrelators(Mat A, const Vec prop[], PetscInt t0, Pe
 PetscErrorCode LatkePropagatorView(Mat A, const Vec prop[], PetscViewer viewer);
 PetscErrorCode LatkePropagatorLoad(Mat A, Vec prop[], PetscViewer viewer);
 
+/* ---- Smearing ---------------------------------------------------------------------------- */
+
+/* Link smearing, `steps` steps that each update all smeared links at once (formulas in
+ * src/fields/link_smearing.h):
+ *   APE    U' = P_SU(3)[(1 - alpha) U + alpha / n S], S the sum of the n staples (4 in the
+ *          spatial planes, 6 in all), P_SU(3) the nearest SU(3) matrix; alpha in [0, 1]
+ *   stout  U' = exp(iQ) U with Q from rho S U^dag (Morningstar-Peardon), rho = alpha
+ * With spatial = PETSC_TRUE only x, y and z links are smeared, from spatial staples, and the
+ * time links are kept (what smeared sources use). A new gauge on the same lattice; collective. */
+typedef enum { LATKE_LINK_SMEAR_NONE, LATKE_LINK_SMEAR_APE, LATKE_LINK_SMEAR_STOUT } LatkeLinkSmear;
+PetscErrorCode LatkeGaugeCreateSmeared(LatkeGauge gauge, LatkeLinkSmear type, PetscInt steps, PetscReal alpha,
+                                       PetscBool spatial, LatkeGauge* smeared);
+/* Quark smearing on time slices with the spatial links of a gauge (usually smeared ones), `steps`
+ * steps of (H psi(x) = sum_i U_i(x) psi(x+i) + U_i(x-i)^dag psi(x-i), i = x, y, z):
+ *   WUPPERTAL  psi <- (psi + alpha H psi) / (1 + 6 alpha)
+ *   GAUSSIAN   psi <- psi + (alpha^2 / (4 steps)) (H - 6) psi   (alpha = omega, the width)
+ * A smearer holds the links on A's backend; LatkeSmearerApply smears a full-lattice vector of
+ * the Wilson-clover matrix A in place (collective): every time slice (t = -1), or only global
+ * slice t, the others left as they are (a source on slice t, smeared at 1/T of the cost). A propagator from a smeared
+ * source, smeared at the sink column by column, contracts with MatLatkeMesonCorrelators as a point one. */
+typedef enum { LATKE_QUARK_SMEAR_NONE, LATKE_QUARK_SMEAR_WUPPERTAL, LATKE_QUARK_SMEAR_GAUSSIAN } LatkeQuarkSmear;
+typedef struct _p_LatkeSmearer* LatkeSmearer;
+PetscErrorCode MatLatkeSmearerCreate(Mat A, LatkeGauge links, LatkeQuarkSmear type, PetscInt steps, PetscReal alpha,
+                                     LatkeSmearer* smearer);
+PetscErrorCode LatkeSmearerApply(LatkeSmearer smearer, Vec x, PetscInt t);
+PetscErrorCode LatkeSmearerDestroy(LatkeSmearer* smearer);
+
 /* Host<->device staging copies of whole vectors made on this rank so far (zero when the
  * vectors live where the operator runs). */
 PetscErrorCode LatkeGetStagingCounts(PetscInt *to_device, PetscInt *to_host);

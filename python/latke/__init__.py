@@ -25,7 +25,7 @@ from petsc4py import PETSc
 
 __all__ = ["Error", "initialize", "version", "backend", "Gauge", "WilsonClover", "Staggered", "full_vecs",
            "prepare_source", "reconstruct", "point_source", "wall_source", "noise_source", "to_numpy", "from_numpy",
-           "meson_correlators", "MESON_CHANNELS", "solve"]
+           "meson_correlators", "MESON_CHANNELS", "solve", "Smearer"]
 
 
 class Error(RuntimeError):
@@ -67,6 +67,8 @@ _FORMS = {"full": 0, "even_odd": 1}
 _PRECISIONS = {"double": 0, "single": 1, "half": 2}
 _SOLVERS = {"cg": 0, "cgne": 1, "cgnr": 2, "bicgstab": 3, "gcr": 4, "mr": 5}
 MESON_CHANNELS = ("pion", "pion_a4", "a4_pion", "rho", "a0", "a1", "b1")
+_LINK_SMEARING = {"none": 0, "ape": 1, "stout": 2}
+_QUARK_SMEARING = {"none": 0, "wuppertal": 1, "gaussian": 2}
 
 
 def _library_path():
@@ -226,6 +228,14 @@ class Gauge:
               _Int(default if seed is None else seed), _Int(sweeps), ctypes.byref(h))
         return Gauge(h, self.comm)
 
+    def smeared(self, kind="ape", steps=10, alpha=0.5, spatial=True):
+        """A new gauge of these links smeared (LatkeGaugeCreateSmeared): kind "ape" (alpha) or
+        "stout" (rho = alpha), `steps` steps; spatial=True smears the x, y, z links only."""
+        h = _ptr()
+        _call("LatkeGaugeCreateSmeared", self._h, _choice(_LINK_SMEARING, kind, "link smearing"), _Int(steps),
+              _Real(alpha), ctypes.c_int(1 if spatial else 0), ctypes.byref(h))
+        return Gauge(h, self.comm)
+
     def lattice(self):
         """(global extents, local extents, process grid), each a tuple of 4."""
         arrays = [(_Int * 4)() for _ in range(3)]
@@ -364,6 +374,33 @@ def meson_correlators(A, columns, t0, channels=MESON_CHANNELS):
     _call("MatLatkeMesonCorrelators", _handle(A), cols, _Int(t0), _Int(len(ids)), (ctypes.c_int * len(ids))(*ids),
           corr.ctypes.data_as(_ptr))
     return {c: corr[k * T:(k + 1) * T].copy() for k, c in enumerate(channels)}
+
+
+class Smearer:
+    """Quark smearing of full vectors of Wilson-clover matrix A (MatLatkeSmearerCreate) with the
+    spatial links of `links` (usually Gauge.smeared()): kind "wuppertal" (alpha) or "gaussian"
+    (alpha = omega, the width), `steps` steps. smearer(x) smears x in place and returns it;
+    smearer(x, t) smears only global time slice t (a source there), the others left as they are."""
+
+    def __init__(self, A, links, kind="wuppertal", steps=40, alpha=3.0):
+        self._h = _ptr()
+        _call("MatLatkeSmearerCreate", _handle(A), links._h, _choice(_QUARK_SMEARING, kind, "quark smearing"),
+              _Int(steps), _Real(alpha), ctypes.byref(self._h))
+
+    def __call__(self, x, t=-1):
+        _call("LatkeSmearerApply", self._h, _handle(x), _Int(t))
+        return x
+
+    def destroy(self):
+        if self._h and _lib is not None:
+            _call("LatkeSmearerDestroy", ctypes.byref(self._h))
+        self._h = None
+
+    def __del__(self):
+        try:
+            self.destroy()
+        except Exception:
+            pass
 
 
 def _global_t(A):

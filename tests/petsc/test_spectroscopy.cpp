@@ -445,6 +445,317 @@ TEST(Propagators, WrittenToHdf5AndReadBackAreBitIdentical) {
 }
 #endif
 
+// ---- smearing ------------------------------------------------------------------------------
+
+using M3 = Eigen::Matrix3cd;
+
+long neighbour(long s, int mu, int step) {
+  std::array<int, 4> c{static_cast<int>(s % D[0]), static_cast<int>(s / D[0] % D[1]),
+                       static_cast<int>(s / (D[0] * D[1]) % D[2]), static_cast<int>(s / (D[0] * D[1] * D[2]))};
+  c[mu] = (c[mu] + step + D[mu]) % D[mu];
+  return latke::lex_site(c, D);
+}
+
+M3 link(const cvec& links, long s, int mu) {
+  M3 u;
+  for (int r = 0; r < 3; ++r)
+    for (int k = 0; k < 3; ++k) u(r, k) = links[(s * 4 + mu) * 9 + r * 3 + k];
+  return u;
+}
+
+/// The reference of link_smearing.h on the global links: the SU(3) projection by the SVD's
+/// polar factor, stout's exponential by the eigenvectors of Q.
+cvec reference_smeared_links(cvec links, LatkeLinkSmear type, int steps, double alpha, bool spatial) {
+  const int nd = spatial ? 3 : 4;
+  const long vol = static_cast<long>(D[0]) * D[1] * D[2] * D[3];
+  for (int step = 0; step < steps; ++step) {
+    cvec next = links;
+    for (long s = 0; s < vol; ++s)
+      for (int mu = 0; mu < nd; ++mu) {
+        M3 S = M3::Zero();
+        for (int nu = 0; nu < nd; ++nu) {
+          if (nu == mu) continue;
+          const long sn = neighbour(s, nu, -1);
+          S += link(links, s, nu) * link(links, neighbour(s, nu, 1), mu) *
+               link(links, neighbour(s, mu, 1), nu).adjoint();
+          S += link(links, sn, nu).adjoint() * link(links, sn, mu) * link(links, neighbour(sn, mu, 1), nu);
+        }
+        const M3 U = link(links, s, mu);
+        M3 W;
+        if (type == LATKE_LINK_SMEAR_APE) {
+          const M3 X = (1 - alpha) * U + alpha / (2 * (nd - 1)) * S;
+          Eigen::JacobiSVD<M3> svd(X, Eigen::ComputeFullU | Eigen::ComputeFullV);
+          W = svd.matrixU() * svd.matrixV().adjoint();
+          W *= std::exp(cplx(0, -std::arg(W.determinant()) / 3));
+        } else {
+          const M3 Om = alpha * S * U.adjoint();
+          const M3 A = Om.adjoint() - Om;
+          const M3 Q = cplx(0, 0.5) * (A - A.trace() / 3.0 * M3::Identity());
+          Eigen::SelfAdjointEigenSolver<M3> es(Q);
+          M3 E = M3::Zero();
+          for (int k = 0; k < 3; ++k) E(k, k) = std::exp(cplx(0, es.eigenvalues()(k)));
+          W = es.eigenvectors() * E * es.eigenvectors().adjoint() * U;
+        }
+        for (int r = 0; r < 3; ++r)
+          for (int k = 0; k < 3; ++k) next[(s * 4 + mu) * 9 + r * 3 + k] = W(r, k);
+      }
+    links = next;
+  }
+  return links;
+}
+
+/// This rank's part of a global lexicographic array of `per_site` numbers per site.
+cvec local_part(const latke::Lattice& lat, const cvec& global, int per_site) {
+  cvec part(static_cast<std::size_t>(lat.volume()) * per_site);
+  for (long s = 0; s < lat.volume(); ++s) {
+    const latke::Coords c = lat.coords_of(s);
+    long gs = 0;
+    for (int mu = 3; mu >= 0; --mu) gs = gs * D[mu] + c[mu] + lat.offset()[mu];
+    for (int k = 0; k < per_site; ++k) part[s * per_site + k] = global[gs * per_site + k];
+  }
+  return part;
+}
+
+cvec links_of(LatkeGauge g, const latke::Lattice& lat) {
+  std::vector<PetscScalar> l(static_cast<std::size_t>(lat.volume()) * 36);
+  EXPECT_EQ(LatkeGaugeGetLinks(g, l.data()), 0);
+  return cvec(l.begin(), l.end());
+}
+
+double max_diff(const cvec& a, const cvec& b) {
+  double d = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(a[i] - b[i]));
+  return d;
+}
+
+// APE (spatial) and stout (all four directions) against the reference, on 1 rank and across the
+// ranks' boundary in t: SU(3) links, the time links of spatial smearing untouched, and gauge
+// covariance, smear(g U) = g smear(U).
+TEST(Smearing, LinksMatchTheReferenceStaySu3AndTransformAsLinks) {
+  const cvec links = random_links(31);
+  LatkeGauge g = gauge_from(links);
+  Mat P = wilson(g, 0.1, 1.0);
+  const latke::Lattice& lat = lattice_of(P);
+  struct Case {
+    LatkeLinkSmear type;
+    int steps;
+    double alpha;
+    PetscBool spatial;
+  };
+  for (const Case& c :
+       {Case{LATKE_LINK_SMEAR_APE, 3, 0.5, PETSC_TRUE}, Case{LATKE_LINK_SMEAR_STOUT, 3, 0.15, PETSC_FALSE},
+        Case{LATKE_LINK_SMEAR_APE, 2, 0.4, PETSC_FALSE}}) {
+    SCOPED_TRACE(c.type == LATKE_LINK_SMEAR_APE ? "APE" : "stout");
+    LatkeGauge sm = nullptr, smt = nullptr;
+    ASSERT_PETSC(LatkeGaugeCreateSmeared(g, c.type, c.steps, c.alpha, c.spatial, &sm));
+    const cvec got = links_of(sm, lat), before = local_part(lat, links, 36);
+    const cvec want = local_part(lat, reference_smeared_links(links, c.type, c.steps, c.alpha, c.spatial), 36);
+    EXPECT_LT(max_diff(got, want), 1e-12);
+    EXPECT_GT(max_diff(got, before), 0.1);  // smearing moved the links
+    double worst = 0;
+    for (long s = 0; s < lat.volume(); ++s)
+      for (int mu = 0; mu < 4; ++mu) {
+        M3 u;
+        for (int k = 0; k < 9; ++k) u(k / 3, k % 3) = got[(s * 4 + mu) * 9 + k];
+        worst = std::max(worst, (u * u.adjoint() - M3::Identity()).cwiseAbs().maxCoeff());
+        worst = std::max(worst, std::abs(u.determinant() - 1.0));
+        if (c.spatial && mu == 3) {
+          for (int k = 0; k < 9; ++k) EXPECT_EQ(got[(s * 4 + 3) * 9 + k], before[(s * 4 + 3) * 9 + k]);
+        }
+      }
+    EXPECT_LT(worst, 1e-13);
+    // Covariance: the smeared transformed links are the transformed smeared links.
+    LatkeGauge h = gauge_from(gauge_transform(links, 32));
+    ASSERT_PETSC(LatkeGaugeCreateSmeared(h, c.type, c.steps, c.alpha, c.spatial, &smt));
+    const cvec global_sm = reference_smeared_links(links, c.type, c.steps, c.alpha, c.spatial);
+    EXPECT_LT(max_diff(links_of(smt, lat), local_part(lat, gauge_transform(global_sm, 32), 36)), 1e-12);
+    LatkeGaugeDestroy(&h);
+    LatkeGaugeDestroy(&sm);
+    LatkeGaugeDestroy(&smt);
+  }
+  LatkeGauge none = nullptr;
+  PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
+  EXPECT_NE(LatkeGaugeCreateSmeared(g, LATKE_LINK_SMEAR_APE, 2, 1.5, PETSC_TRUE, &none), 0);  // alpha out of range
+  EXPECT_NE(LatkeGaugeCreateSmeared(g, LATKE_LINK_SMEAR_STOUT, -1, 0.1, PETSC_TRUE, &none), 0);
+  PetscPopErrorHandler();
+  EXPECT_EQ(none, nullptr);
+  MatDestroy(&P);
+  LatkeGaugeDestroy(&g);
+}
+
+/// The reference of quark_smearing.h on a global lexicographic field (12 numbers per site).
+cvec reference_smeared_quark(const cvec& links, cvec psi, LatkeQuarkSmear type, int steps, double alpha) {
+  const double b = type == LATKE_QUARK_SMEAR_WUPPERTAL ? alpha / (1 + 6 * alpha) : alpha * alpha / (4.0 * steps);
+  const double a = type == LATKE_QUARK_SMEAR_WUPPERTAL ? 1 / (1 + 6 * alpha) : 1 - 6 * b;
+  const long vol = static_cast<long>(D[0]) * D[1] * D[2] * D[3];
+  using V3 = Eigen::Vector3cd;
+  auto colour = [&](const cvec& f, long s, int sp) {
+    return V3(f[s * 12 + 3 * sp], f[s * 12 + 3 * sp + 1], f[s * 12 + 3 * sp + 2]);
+  };
+  for (int step = 0; step < steps; ++step) {
+    cvec next(psi.size());
+    for (long s = 0; s < vol; ++s)
+      for (int sp = 0; sp < 4; ++sp) {
+        V3 h = V3::Zero();
+        for (int i = 0; i < 3; ++i) {
+          const long f = neighbour(s, i, 1), r = neighbour(s, i, -1);
+          h += link(links, s, i) * colour(psi, f, sp) + link(links, r, i).adjoint() * colour(psi, r, sp);
+        }
+        const V3 o = a * colour(psi, s, sp) + b * h;
+        for (int c = 0; c < 3; ++c) next[s * 12 + 3 * sp + c] = o(c);
+      }
+    psi = next;
+  }
+  return psi;
+}
+
+cvec lex_of(Mat A, Vec v) {
+  const latke::Lattice& lat = lattice_of(A);
+  std::vector<PetscScalar> l(static_cast<std::size_t>(lat.volume()) * 12);
+  EXPECT_EQ(LatkeVecGetLexicographic(A, v, l.data()), 0);
+  return cvec(l.begin(), l.end());
+}
+
+// Wuppertal and Gaussian smearing against the reference on random links and Z4 noise; on the
+// free field, a smeared point source's plane-wave components are f(p)^N exactly.
+TEST(Smearing, QuarkSmearingMatchesTheReferenceAndTheFreeField) {
+  const cvec links = random_links(41);
+  LatkeGauge g = gauge_from(links), unit = nullptr;
+  ASSERT_PETSC(LatkeGaugeCreateRandom(PETSC_COMM_WORLD, dims, grid(), 1, 0.0, &unit));
+  Mat A = wilson(g, 0.1, 1.0);
+  const latke::Lattice& lat = lattice_of(A);
+  Vec x;
+  ASSERT_PETSC(MatLatkeCreateFullVecs(A, &x, nullptr));
+  for (LatkeQuarkSmear type : {LATKE_QUARK_SMEAR_WUPPERTAL, LATKE_QUARK_SMEAR_GAUSSIAN}) {
+    SCOPED_TRACE(type == LATKE_QUARK_SMEAR_WUPPERTAL ? "wuppertal" : "gaussian");
+    const int steps = 5;
+    const double alpha = type == LATKE_QUARK_SMEAR_WUPPERTAL ? 0.8 : 1.5;
+    LatkeSmearer sm = nullptr;
+    ASSERT_PETSC(MatLatkeSmearerCreate(A, g, type, steps, alpha, &sm));
+    ASSERT_PETSC(LatkeVecSetNoiseSource(A, x, LATKE_NOISE_Z4, 5));
+    // The noise's global field: every rank's part, gathered.
+    const cvec before = lex_of(A, x);
+    const long vol = static_cast<long>(D[0]) * D[1] * D[2] * D[3];
+    cvec global(vol * 12, 0.0), sum(vol * 12);
+    for (long s = 0; s < lat.volume(); ++s) {
+      const latke::Coords c = lat.coords_of(s);
+      long gs = 0;
+      for (int mu = 3; mu >= 0; --mu) gs = gs * D[mu] + c[mu] + lat.offset()[mu];
+      for (int k = 0; k < 12; ++k) global[gs * 12 + k] = before[s * 12 + k];
+    }
+    MPI_Allreduce(global.data(), sum.data(), static_cast<int>(2 * global.size()), MPI_DOUBLE, MPI_SUM,
+                  PETSC_COMM_WORLD);
+    ASSERT_PETSC(LatkeSmearerApply(sm, x, -1));
+    const cvec want = local_part(lat, reference_smeared_quark(links, sum, type, steps, alpha), 12);
+    EXPECT_LT(max_diff(lex_of(A, x), want), 1e-13);
+    EXPECT_GT(max_diff(lex_of(A, x), before), 0.1);
+    // One time slice (across the ranks' boundary on 2 ranks: slice 4 is the second rank's first):
+    // that slice smeared, the others as they were.
+    for (PetscInt ts : {PetscInt(4), PetscInt(7)}) {
+      ASSERT_PETSC(LatkeVecSetNoiseSource(A, x, LATKE_NOISE_Z4, 5));
+      ASSERT_PETSC(LatkeSmearerApply(sm, x, ts));
+      const cvec got = lex_of(A, x);
+      double d = 0;
+      for (long s = 0; s < lat.volume(); ++s) {
+        const bool on = lat.coords_of(s)[3] + lat.offset()[3] == ts;
+        for (int k = 0; k < 12; ++k) d = std::max(d, std::abs(got[s * 12 + k] - (on ? want : before)[s * 12 + k]));
+      }
+      EXPECT_LT(d, 1e-13) << "slice " << ts;
+    }
+    LatkeSmearerDestroy(&sm);
+
+    // Free field: a point source at y, smeared, is sum_p e^{ip(x-y)} f(p)^N / V3 on y's slice.
+    ASSERT_PETSC(MatLatkeSmearerCreate(A, unit, type, steps, alpha, &sm));
+    const PetscInt y[4] = {1, 3, 2, 5};
+    ASSERT_PETSC(LatkeVecSetPointSource(A, x, y, 2, 1));
+    ASSERT_PETSC(LatkeSmearerApply(sm, x, -1));
+    const cvec psi = lex_of(A, x);
+    const double b = type == LATKE_QUARK_SMEAR_WUPPERTAL ? alpha / (1 + 6 * alpha) : alpha * alpha / (4.0 * steps);
+    const double a = type == LATKE_QUARK_SMEAR_WUPPERTAL ? 1 / (1 + 6 * alpha) : 1 - 6 * b;
+    double worst = 0, off = 0;
+    for (int n0 = 0; n0 < D[0]; ++n0)
+      for (int n1 = 0; n1 < D[1]; ++n1)
+        for (int n2 = 0; n2 < D[2]; ++n2) {
+          const double p[3] = {2 * M_PI * n0 / D[0], 2 * M_PI * n1 / D[1], 2 * M_PI * n2 / D[2]};
+          cplx ft = 0;
+          for (long s = 0; s < lat.volume(); ++s) {
+            const latke::Coords c = lat.coords_of(s);
+            double ph = 0;
+            for (int i = 0; i < 3; ++i) ph += p[i] * (c[i] + lat.offset()[i] - y[i]);
+            if (c[3] + lat.offset()[3] == y[3]) ft += std::exp(cplx(0, -ph)) * psi[s * 12 + 3 * 2 + 1];
+            for (int k = 0; k < 12; ++k)
+              if (c[3] + lat.offset()[3] != y[3] || k != 7) off = std::max(off, std::abs(psi[s * 12 + k]));
+          }
+          cplx all = 0;
+          MPI_Allreduce(&ft, &all, 2, MPI_DOUBLE, MPI_SUM, PETSC_COMM_WORLD);
+          const double f = a + b * 2 * (std::cos(p[0]) + std::cos(p[1]) + std::cos(p[2]));
+          worst = std::max(worst, std::abs(all - std::pow(f, steps)));
+        }
+    EXPECT_LT(worst, 1e-13);
+    EXPECT_EQ(off, 0.0);  // other slices, spins and colours stay zero
+    LatkeSmearerDestroy(&sm);
+  }
+  LatkeSmearer bad = nullptr;
+  Vec half;
+  ASSERT_PETSC(MatCreateVecs(A, &half, nullptr));
+  ASSERT_PETSC(MatLatkeSmearerCreate(A, g, LATKE_QUARK_SMEAR_WUPPERTAL, 3, 1.0, &bad));
+  PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
+  EXPECT_NE(LatkeSmearerApply(bad, half, -1), 0);  // a parity vector
+  EXPECT_NE(LatkeSmearerApply(bad, x, T), 0);      // a slice past the lattice
+  LatkeSmearerDestroy(&bad);
+  EXPECT_NE(MatLatkeSmearerCreate(A, g, LATKE_QUARK_SMEAR_WUPPERTAL, 3, -1.0, &bad), 0);
+  PetscPopErrorHandler();
+  EXPECT_EQ(bad, nullptr);
+  VecDestroy(&half);
+  VecDestroy(&x);
+  MatDestroy(&A);
+  LatkeGaugeDestroy(&g);
+  LatkeGaugeDestroy(&unit);
+}
+
+// A smeared-source, smeared-sink propagator: correlators invariant under a gauge transformation,
+// and C_pi(t) = sum |K S K|^2 (gamma_5-hermiticity holds for K M^-1 K).
+TEST(Smearing, SmearedCorrelatorsAreGaugeInvariantAndThePionIsTheSumOfSquares) {
+  const cvec links = random_links(51);
+  LatkeGauge g = gauge_from(links), h = gauge_from(gauge_transform(links, 52));
+  const double kappa = 0.105, csw = 1.2;
+  const PetscInt site[4] = {1, 2, 3, 4};
+  std::vector<cplx> c[2];
+  std::vector<double> sq(T, 0.0), all(T);
+  for (int k = 0; k < 2; ++k) {
+    LatkeGauge u = k == 0 ? g : h, ape = nullptr;
+    ASSERT_PETSC(LatkeGaugeCreateSmeared(u, LATKE_LINK_SMEAR_APE, 4, 0.5, PETSC_TRUE, &ape));
+    Mat A = wilson(u, kappa, csw);
+    LatkeSmearer sm = nullptr;
+    ASSERT_PETSC(MatLatkeSmearerCreate(A, ape, LATKE_QUARK_SMEAR_WUPPERTAL, 6, 2.0, &sm));
+    std::vector<Vec> cols = solve_columns(A, [&](Vec b, int j) {
+      PetscErrorCode e = LatkeVecSetPointSource(A, b, site, j / 3, j % 3);
+      return e ? e : LatkeSmearerApply(sm, b, site[3]);
+    });
+    for (Vec v : cols) ASSERT_PETSC(LatkeSmearerApply(sm, v, -1));
+    c[k] = correlators(A, cols, site[3]);
+    if (k == 0) {
+      const latke::Lattice& lat = lattice_of(A);
+      for (Vec v : cols) {
+        const cvec l = lex_of(A, v);
+        for (long s = 0; s < lat.volume(); ++s) {
+          const int t = lat.coords_of(s)[3] + lat.offset()[3];
+          for (int i = 0; i < 12; ++i) sq[(t - site[3] + T) % T] += std::norm(l[s * 12 + i]);
+        }
+      }
+    }
+    destroy(cols);
+    LatkeSmearerDestroy(&sm);
+    MatDestroy(&A);
+    LatkeGaugeDestroy(&ape);
+  }
+  for (int k = 0; k < n_channels; ++k) EXPECT_LT(channel_error(c[1], c[0], k), 1e-9) << "channel " << k;
+  MPI_Allreduce(sq.data(), all.data(), T, MPI_DOUBLE, MPI_SUM, PETSC_COMM_WORLD);
+  for (int t = 0; t < T; ++t) EXPECT_NEAR(c[0][LATKE_MESON_PION * T + t].real(), all[t], 1e-12 * all[0]) << "t = " << t;
+  LatkeGaugeDestroy(&g);
+  LatkeGaugeDestroy(&h);
+}
+
 TEST(Mesons, BadInputIsNamed) {
   LatkeGauge g;
   ASSERT_PETSC(LatkeGaugeCreateRandom(PETSC_COMM_WORLD, dims, grid(), 1, 0.0, &g));

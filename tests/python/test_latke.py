@@ -110,6 +110,26 @@ class Package(unittest.TestCase):
         np.testing.assert_allclose(c["pion"].real, want, rtol=1e-12)
         self.assertTrue(np.all(c["pion"].real > 0))
 
+    def test_smearing_keeps_a_free_point_source_on_its_slice_and_its_sum(self):
+        unit = latke.Gauge.random(LATTICE, seed=1, spread=0.0, grid=GRID)
+        A = latke.WilsonClover(unit, kappa=0.12)
+        ape = unit.smeared("ape", steps=2, alpha=0.5)
+        np.testing.assert_allclose(ape.links(), unit.links(), atol=1e-14)  # unit links stay unit
+        sm = latke.Smearer(A, ape, "wuppertal", steps=4, alpha=1.0)
+        x, _ = latke.full_vecs(A)
+        latke.point_source(A, x, site=(1, 2, 3, 5), spin=1, color=2)
+        s = latke.to_numpy(A, sm(x))
+        t_offset = COMM.getRank() * (LATTICE[3] // GRID[3])
+        total = np.zeros(LATTICE[3], dtype=complex)
+        for t in range(s.shape[0]):
+            total[t + t_offset] = np.sum(s[t])
+        total = allsum(total)
+        self.assertAlmostEqual(total[5], 1.0, places=12)  # Wuppertal keeps the slice's sum on unit links
+        self.assertEqual(np.count_nonzero(np.delete(total, 5)), 0)
+        self.assertGreater(allsum([np.count_nonzero(np.abs(s) > 1e-3)])[0].real, 1)  # and spreads the point
+        with self.assertRaisesRegex(latke.Error, "quark smearing 'box'"):
+            latke.Smearer(A, ape, "box")
+
     def test_staggered_cg_on_the_normal_operator(self):
         S = latke.Staggered(self.U, mass=0.2, kind="naive")
         ksp = PETSc.KSP().create(COMM)

@@ -1,0 +1,104 @@
+// Link smearing (link_smearing.h): one kernel per step over the local sites, reading the links
+// and their ghosts from one extended field and writing the other, whose ghosts are then
+// refreshed.
+#include "src/fields/link_smearing.h"
+
+#include <utility>
+
+#include "src/core/error.h"
+#include "src/core/launch.h"
+#include "src/fields/su3_smear.h"
+
+namespace latke {
+
+namespace gauge {
+namespace {
+
+struct SmearStepKernel {
+  ExtLinks in, out;
+  LocalGeometry geom;
+  LinkSmearingType type;
+  double alpha;
+  int n_smeared;  ///< directions 0 .. n_smeared - 1 are smeared (3 or 4), the others copied
+  LATKE_HOST_DEVICE void operator()(int x_cb, int parity) const {
+    int c[4];
+    geom.coords(x_cb, parity, c);
+    const long e = in.index_of_local(c);
+    for (int mu = 0; mu < 4; ++mu) {
+      M3 u;
+      in.load(e, mu, u);
+      if (mu < n_smeared) {
+        const M3 s = staple_sum(in, e, mu, n_smeared);
+        if (type == LinkSmearingType::ape) {
+          const double w = alpha / (2 * (n_smeared - 1));
+          M3 x;
+          LATKE_UNROLL for (int i = 0; i < 3; ++i) LATKE_UNROLL for (int j = 0; j < 3; ++j) x.e[i][j] =
+              (1 - alpha) * u.e[i][j] + w * s.e[i][j];
+          u = project_su3(x);
+        } else {
+          const M3 w = mul_adj(s, u);  // S U^dag; rho applied below
+          // Q = (i/2)(W^dag - W) - (i/6) tr(W^dag - W), W = rho S U^dag: Hermitian, traceless
+          M3 q;
+          Complex<double> tr;
+          LATKE_UNROLL for (int i = 0; i < 3; ++i) tr += conj(w.e[i][i]) - w.e[i][i];
+          LATKE_UNROLL for (int i = 0; i < 3; ++i) LATKE_UNROLL for (int j = 0; j < 3; ++j) {
+            Complex<double> d = conj(w.e[j][i]) - w.e[i][j];
+            if (i == j) d -= (1.0 / 3) * tr;
+            q.e[i][j] = Complex<double>(-0.5 * alpha * d.im, 0.5 * alpha * d.re);  // (i/2) rho d
+          }
+          u = exp_i_hermitian(q) * u;
+        }
+      }
+      out.save(e, mu, u);
+    }
+  }
+};
+
+}  // namespace
+}  // namespace gauge
+
+const char* to_string(LinkSmearingType t) {
+  switch (t) {
+    case LinkSmearingType::none:
+      return "none";
+    case LinkSmearingType::ape:
+      return "ape";
+    case LinkSmearingType::stout:
+      return "stout";
+  }
+  return "?";
+}
+
+LinkSmearingType parse_link_smearing(const std::string& name) {
+  for (LinkSmearingType t : {LinkSmearingType::none, LinkSmearingType::ape, LinkSmearingType::stout})
+    if (name == to_string(t)) return t;
+  fail("link smearing '", name, "': expected none, ape or stout");
+}
+
+void check(const LinkSmearing& p) {
+  require(p.steps >= 0, "link smearing: ", p.steps, " steps, expected 0 or more");
+  if (p.type == LinkSmearingType::ape)
+    require(p.alpha >= 0 && p.alpha <= 1, "APE link smearing: alpha ", p.alpha, ", expected 0 to 1");
+  if (p.type == LinkSmearingType::stout)
+    require(p.alpha >= 0 && p.alpha <= 1, "stout link smearing: rho ", p.alpha,
+            ", expected 0 to 1 (0.1 to 0.2 is usual; larger steps lose smoothness)");
+}
+
+std::vector<Complex<double>> smear_links(const Lattice& lat, const std::vector<Complex<double>>& links,
+                                         const LinkSmearing& p, Backend b) {
+  check(p);
+  if (p.type == LinkSmearingType::none || p.steps == 0) return links;
+  gauge::ExtendedLinks a(lat, b), c(lat, b);
+  a.upload(links);
+  gauge::ExtendedLinks* in = &a;
+  gauge::ExtendedLinks* out = &c;
+  for (int s = 0; s < p.steps; ++s) {
+    launch(b, gauge::SmearStepKernel{in->view(), out->view(), in->geometry(), p.type, p.alpha, p.spatial ? 3 : 4},
+           {lat.volume_cb(), 0, 2});
+    out->refresh();
+    std::swap(in, out);
+  }
+  return in->download();
+}
+
+}  // namespace latke
