@@ -12,13 +12,14 @@ namespace latke::gauge {
 
 namespace {
 
-/// Local links between the host layout and the extended field (host only: staged).
+/// Local links between the lexicographic layout (conventions.h; on the backend) and the
+/// extended field.
 struct LexCopyKernel {
   ExtLinks ext;
   Complex<double>* host;
   LocalGeometry geom;
   bool to_ext;
-  void operator()(int x_cb, int parity) const {
+  LATKE_HOST_DEVICE void operator()(int x_cb, int parity) const {
     int c[4];
     const long site = geom.coords(x_cb, parity, c);
     const long e = ext.index_of_local(c);
@@ -121,16 +122,15 @@ ExtendedLinks::ExtendedLinks(const Lattice& lat, Backend backend) : ExtendedSite
 void ExtendedLinks::upload(const std::vector<Complex<double>>& host) {
   require(host.size() == static_cast<std::size_t>(lat_.volume()) * 36, "gauge links: host array has ", host.size(),
           " complex numbers, expected ", lat_.volume() * 36, " (local volume x 4 directions x 3 x 3)");
-  const std::size_t bytes = data_.bytes();
   if (backend_ == Backend::cpu) {
     launch_cpu(LexCopyKernel{view(), const_cast<Complex<double>*>(host.data()), geometry(), true},
                {lat_.volume_cb(), 0, 2});
-  } else {
-    std::vector<Complex<double>> stage(bytes / sizeof(Complex<double>));
-    ExtLinks v = view();
-    v.data = stage.data();
-    launch_cpu(LexCopyKernel{v, const_cast<Complex<double>*>(host.data()), geometry(), true}, {lat_.volume_cb(), 0, 2});
-    copy_bytes(data_.data(), stage.data(), bytes, compute_stream());
+  } else {  // the host array as it is, reordered on the device
+    const std::size_t bytes = host.size() * sizeof(Complex<double>);
+    Buffer lex(memory_for(backend_), bytes);
+    copy_bytes(lex.data(), host.data(), bytes, compute_stream());
+    launch(backend_, LexCopyKernel{view(), static_cast<Complex<double>*>(lex.data()), geometry(), true},
+           {lat_.volume_cb(), 0, 2});
     synchronize(compute_stream());
   }
   refresh();
@@ -138,16 +138,17 @@ void ExtendedLinks::upload(const std::vector<Complex<double>>& host) {
 
 std::vector<Complex<double>> ExtendedLinks::download() const {
   std::vector<Complex<double>> host(static_cast<std::size_t>(lat_.volume()) * 36);
-  ExtLinks v = view();
-  std::vector<Complex<double>> stage;
-  if (backend_ != Backend::cpu) {
-    stage.resize(data_.bytes() / sizeof(Complex<double>));
-    synchronize(backend_);
-    copy_bytes(stage.data(), data_.data(), data_.bytes(), compute_stream());
-    synchronize(compute_stream());
-    v.data = stage.data();
+  if (backend_ == Backend::cpu) {
+    launch_cpu(LexCopyKernel{view(), host.data(), geometry(), false}, {lat_.volume_cb(), 0, 2});
+    return host;
   }
-  launch_cpu(LexCopyKernel{v, host.data(), geometry(), false}, {lat_.volume_cb(), 0, 2});
+  const std::size_t bytes = host.size() * sizeof(Complex<double>);  // reordered on the device
+  Buffer lex(memory_for(backend_), bytes);
+  synchronize(backend_);
+  launch(backend_, LexCopyKernel{view(), static_cast<Complex<double>*>(lex.data()), geometry(), false},
+         {lat_.volume_cb(), 0, 2});
+  copy_bytes(host.data(), lex.data(), bytes, compute_stream());
+  synchronize(compute_stream());
   return host;
 }
 

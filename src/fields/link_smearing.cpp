@@ -55,6 +55,28 @@ struct SmearStepKernel {
 };
 
 }  // namespace
+
+void smear(ExtendedLinks& links, ExtendedLinks& scratch, const LinkSmearing& p) {
+  check(p);
+  if (p.type == LinkSmearingType::none) return;
+  require(&links.lattice() == &scratch.lattice() && links.backend() == scratch.backend(),
+          "link smearing: the scratch field is not of the links' lattice and backend");
+  ExtendedLinks* in = &links;
+  ExtendedLinks* out = &scratch;
+  for (int s = 0; s < p.steps; ++s) {
+    launch(links.backend(),
+           SmearStepKernel{in->view(), out->view(), in->geometry(), p.type, p.alpha, p.spatial ? 3 : 4},
+           {links.lattice().volume_cb(), 0, 2});
+    out->refresh();
+    std::swap(in, out);
+  }
+  if (in != &links) {  // an odd number of steps: the result, ghosts included, back into links
+    const ExtSites from = in->sites();
+    copy_bytes(links.sites().data, from.data, static_cast<std::size_t>(from.ext_volume) * 36 * sizeof(Complex<double>),
+               compute_stream());
+  }
+}
+
 }  // namespace gauge
 
 const char* to_string(LinkSmearingType t) {
@@ -90,15 +112,8 @@ std::vector<Complex<double>> smear_links(const Lattice& lat, const std::vector<C
   if (p.type == LinkSmearingType::none || p.steps == 0) return links;
   gauge::ExtendedLinks a(lat, b), c(lat, b);
   a.upload(links);
-  gauge::ExtendedLinks* in = &a;
-  gauge::ExtendedLinks* out = &c;
-  for (int s = 0; s < p.steps; ++s) {
-    launch(b, gauge::SmearStepKernel{in->view(), out->view(), in->geometry(), p.type, p.alpha, p.spatial ? 3 : 4},
-           {lat.volume_cb(), 0, 2});
-    out->refresh();
-    std::swap(in, out);
-  }
-  return in->download();
+  gauge::smear(a, c, p);
+  return a.download();
 }
 
 }  // namespace latke

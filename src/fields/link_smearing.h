@@ -42,4 +42,11 @@ void check(const LinkSmearing& p);
 std::vector<Complex<double>> smear_links(const Lattice& lat, const std::vector<Complex<double>>& links,
                                          const LinkSmearing& p, Backend b);
 
+namespace gauge {
+class ExtendedLinks;
+/// @brief p's steps on links in place, ghosts up to date after (scratch: a second field of the
+/// same lattice and backend, overwritten). Collective.
+void smear(ExtendedLinks& links, ExtendedLinks& scratch, const LinkSmearing& p);
+}  // namespace gauge
+
 }  // namespace latke
