@@ -5,6 +5,7 @@
 //   latke-bench mg [options]
 //   latke-bench schwarz [options]
 //   latke-bench machine [options]      (the performance model's machine file)
+//   latke-bench smear [options]        (link and quark smearing for smeared sources and sinks)
 //
 // For each precision and reconstruct asked for, times the Wilson-clover forms on a random
 // SU(3) field and prints time per application, GFLOPS, effective GB/s, the device's copy
@@ -59,6 +60,7 @@
 #include "preconditioners/mg/galerkin.h"
 #include "preconditioners/schwarz/schwarz.h"
 #include "solvers/solvers.h"
+#include "spectroscopy/quark_smearing.h"
 #include "src/core/copy_bandwidth.h"
 #include "src/core/error.h"
 #include "src/core/halo.h"
@@ -67,14 +69,17 @@
 #include "src/core/output_files.h"
 #include "src/core/tune.h"
 #include "src/fields/blas.h"
+#include "src/fields/extended_links.h"
 #include "src/fields/gauge_observables.h"
+#include "src/fields/link_smearing.h"
 #include "src/fields/random.h"
 
 static const char help[] =
     "latke-bench dslash: Wilson-clover and staggered operator performance;\n"
     "latke-bench multimass: staggered solves at many masses, multi-shift against sequential;\n"
     "latke-bench schwarz: the Schwarz preconditioner's blocks on chip and streamed against one MatPC;\n"
-    "latke-bench machine: micro-benchmarks of the machine for latke-scale model (-help lists every option).\n";
+    "latke-bench machine: micro-benchmarks of the machine for latke-scale model;\n"
+    "latke-bench smear: APE/stout link smearing and Wuppertal/Gaussian quark smearing (-help lists every option).\n";
 
 namespace latke {
 namespace {
@@ -1174,6 +1179,96 @@ int bench_machine() {
   return 0;
 }
 
+/// Link smearing and quark smearing steps on a random field: time per step (a link step from
+/// the difference of N + 1 and 1 steps, the links' copies apart), effective GB/s of every word
+/// once (a link step reads the four links of a site and writes them; a quark step reads the
+/// spinor and three links of a site and writes the spinor, in double), quark GFLOPS (24 colour
+/// matrix-vector products, their sums and a x + b h: 1776 flops per site) and the ratio to the
+/// copy bandwidth measured in the same run; and a whole source smearing on one time slice.
+int bench_smear() {
+  const RunOptions run = setup_from_options();
+  Coords dims{};
+  long link_steps = 10, quark_steps = 40;
+  read_options(PETSC_COMM_WORLD, "", "latke-bench smear options", [&](OptionGroup& o) {
+    dims = o.coords("-latke_lattice", Coords{32, 32, 32, 64}, "Global lattice X,Y,Z,T");
+    link_steps = o.integer("-latke_smear_links_steps", link_steps, "Link smearing steps per timing");
+    quark_steps = o.integer("-latke_smear_steps", quark_steps, "Quark smearing steps per timing");
+  });
+  require(link_steps >= 1 && quark_steps >= 1, "-latke_smear_links_steps ", link_steps, " -latke_smear_steps ",
+          quark_steps, ": expected at least 1 each");
+  auto lat = std::make_shared<Lattice>(PETSC_COMM_WORLD, dims, run.grid);
+  const Backend b = run.backend;
+  const bool root = lat->rank() == 0;
+  const double copy_gbs = measure_copy_bandwidth(b, b == Backend::cuda ? (1ul << 30) : (1ul << 27));
+  const double sites = static_cast<double>(lat->volume()) * lat->size();
+  if (root) {
+    std::printf("latke-bench smear: lattice %s, backend %s%s%s\n", lat->describe().c_str(), to_string(b),
+                b == Backend::cuda ? " (" : "", b == Backend::cuda ? (device_info().name + ")").c_str() : "");
+    std::printf("copy bandwidth (read + write) measured in this run: %.1f GB/s\n", copy_gbs);
+    std::printf("%-28s %10s %10s %10s %8s\n", "smearing", "us/step", "GFLOPS", "GB/s", "vs copy");
+  }
+  const std::vector<Complex<double>> links = random_gauge(*lat, 20241022);
+  auto report = [&](const char* what, double ms_per_step, double flops_per_site, double bytes_per_site) {
+    MPI_Allreduce(MPI_IN_PLACE, &ms_per_step, 1, MPI_DOUBLE, MPI_MAX, lat->comm());
+    const double gbs = bytes_per_site * sites / (ms_per_step * 1e-3) / 1e9;
+    const double gflops = flops_per_site * sites / (ms_per_step * 1e-3) / 1e9;
+    if (root) {
+      if (flops_per_site > 0)
+        std::printf("%-28s %10.1f %10.1f %10.1f %8.2f\n", what, ms_per_step * 1e3, gflops, gbs, gbs / copy_gbs);
+      else
+        std::printf("%-28s %10.1f %10s %10.1f %8.2f\n", what, ms_per_step * 1e3, "-", gbs, gbs / copy_gbs);
+    }
+  };
+  const double link_bytes = 8 * 9 * sizeof(Complex<double>);  // 4 links read, 4 written
+  std::vector<Complex<double>> smeared;
+  {
+    gauge::ExtendedLinks ext(*lat, b), scratch(*lat, b);
+    MPI_Barrier(lat->comm());
+    auto t0 = std::chrono::steady_clock::now();
+    ext.upload(links);
+    smeared = ext.download();
+    const double copies_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    for (LinkSmearingType t : {LinkSmearingType::ape, LinkSmearingType::stout}) {
+      LinkSmearing p;
+      p.type = t;
+      p.steps = static_cast<int>(link_steps);
+      p.alpha = t == LinkSmearingType::ape ? 0.5 : 0.1;
+      ext.upload(links);
+      const double ms = time_per_call(b, 1, [&] { gauge::smear(ext, scratch, p); });
+      report(t == LinkSmearingType::ape ? "APE step, spatial" : "stout step, spatial",
+             ms / static_cast<double>(link_steps), 0, link_bytes);
+      if (t == LinkSmearingType::ape) smeared = ext.download();
+    }
+    if (root)
+      std::printf("%-28s %10.1f  (the links' upload and download, once per smearing)\n", "link copies",
+                  copies_ms * 1e3);
+  }
+  SpinorParam sp;
+  sp.backend = b;
+  ColorSpinorField psi(lat, sp);
+  psi.from_lexicographic(random_spinor(*lat, 7));
+  const double quark_bytes = 2 * 12 * sizeof(Complex<double>) + 3 * 9 * sizeof(Complex<double>);
+  for (QuarkSmearingType t : {QuarkSmearingType::wuppertal, QuarkSmearingType::gaussian}) {
+    QuarkSmearing q;
+    q.type = t;
+    q.steps = static_cast<int>(quark_steps);
+    q.alpha = t == QuarkSmearingType::wuppertal ? 3.0 : 4.0;
+    QuarkSmearer sm(*lat, b, smeared, q);
+    sm.apply(psi);  // untimed: tuning
+    const double ms = time_per_call(b, b == Backend::cuda ? 5 : 1, [&] { sm.apply(psi); });
+    report(t == QuarkSmearingType::wuppertal ? "Wuppertal step (sink)" : "Gaussian step (sink)",
+           ms / static_cast<double>(quark_steps), 1776, quark_bytes);
+    if (t == QuarkSmearingType::wuppertal) {  // a source: one time slice
+      double slice_ms = time_per_call(b, b == Backend::cuda ? 5 : 1, [&] { sm.apply(psi, 0); });
+      MPI_Allreduce(MPI_IN_PLACE, &slice_ms, 1, MPI_DOUBLE, MPI_MAX, lat->comm());
+      if (root)
+        std::printf("%-28s %10.1f  (all %ld steps on time slice 0, with the copies in and out)\n", "Wuppertal source",
+                    slice_ms * 1e3, quark_steps);
+    }
+  }
+  return 0;
+}
+
 }  // namespace latke
 
 int main(int argc, char** argv) {
@@ -1184,10 +1279,11 @@ int main(int argc, char** argv) {
   try {
     const std::string command = argc > 1 && argv[1][0] != '-' ? argv[1] : "dslash";
     latke::require(command == "dslash" || command == "multimass" || command == "mg" || command == "schwarz" ||
-                       command == "machine",
-                   "unknown benchmark '", command, "': expected dslash, multimass, mg, schwarz or machine");
+                       command == "machine" || command == "smear",
+                   "unknown benchmark '", command, "': expected dslash, multimass, mg, schwarz, machine or smear");
     status = command == "dslash"    ? latke::bench_dslash()
              : command == "machine" ? latke::bench_machine()
+             : command == "smear"   ? latke::bench_smear()
              : command == "mg"      ? latke::bench_mg()
              : command == "schwarz" ? latke::bench_schwarz()
                                     : latke::bench_multimass();

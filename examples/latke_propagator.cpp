@@ -4,16 +4,20 @@
 //   latke-propagator -latke_kappas k1,k2,... [-latke_csw c] [-latke_gauge quenched|FILE ...]
 //                    [-latke_configs N -latke_config_sweeps n] [-latke_source point|z2_wall|z4_wall]
 //                    [-latke_source_site x,y,z,t] [-latke_source_seed s]
+//                    [-latke_smear wuppertal|gaussian -latke_smear_steps N -latke_smear_alpha a
+//                     -latke_smear_links ape|stout|none -latke_smear_links_steps n -latke_smear_links_alpha a]
 //                    [-latke_json FILE] [-latke_solver gcr -latke_solver_pc mg ...]
 //
 // For each configuration (the one -latke_gauge gives, then N-1 more of its quenched chain, n
 // sweeps apart: LatkeGaugeCreateEvolved) and each kappa, the 12 spin-colour columns of the
 // propagator from a point source (or the 12 spin-colour dilutions of Z2/Z4 noise on the source's
-// time slice, the one-end trick: LatkeVecSetDilutedNoiseSource) are solved with the native solver (default: GCR
+// time slice, the one-end trick: LatkeVecSetDilutedNoiseSource), optionally smeared (Wuppertal or Gaussian with
+// APE- or stout-smeared spatial links: LatkeSmearer), are solved with the native solver (default: GCR
 // preconditioned by Latke's multigrid, set up once per configuration at the first kappa and rebuilt from its null
 // vectors at the others: MatLatkeReusePreconditioner), each checked independently with the full double-precision
 // operator (|b - M x| / |b| <= -latke_solver_tol, solving on from the solution at most twice where it is not). The
-// meson correlators of MatLatkeMesonCorrelators (pion, A4A4, A4P, rho, a0, a1, b1) go to a JSON file (schema
+// meson correlators of MatLatkeMesonCorrelators (pion, A4A4, A4P, rho, a0, a1, b1; with smearing at a point and at
+// a smeared sink) go to a JSON file (schema
 // latke-propagator/1, docs/latke-propagator.md) that latke-spectrum analyses; with -latke_save_propagator FILE.h5 the
 // propagators themselves go to an HDF5 file (group /config_<c>/kappa_<k>, datasets s0_c0 ... s3_c2 in global
 // lexicographic order, the physics parameters as attributes). Exit status 0 only when every column of every solve met
@@ -56,6 +60,14 @@ struct Options {
   std::string json = "propagator.json";
   std::string save;  ///< -latke_save_propagator: HDF5 file of the propagators
   double tol = 1e-10;
+  // Smearing of the source and (for a second set of correlators) the sink.
+  std::string smear = "none";  ///< none, wuppertal, gaussian
+  long smear_steps = 40;
+  double smear_alpha = 0;     ///< 0: the type's default
+  std::string links = "ape";  ///< none, ape, stout
+  long link_steps = 10;
+  double link_alpha = 0;  ///< 0: the type's default
+  bool smeared() const { return smear != "none"; }
 };
 
 Options read_propagator_options() {
@@ -74,7 +86,25 @@ Options read_propagator_options() {
         g.string("-latke_save_propagator", "",
                  "Write every propagator to this HDF5 file (group /config_<c>/kappa_<k>, datasets s<spin>_c<color>)");
     o.tol = g.real("-latke_solver_tol", o.tol, "Relative tolerance of every column (true residual, full operator)");
+    o.smear = g.choice("-latke_smear", o.smear, {"none", "wuppertal", "gaussian"},
+                       "Smear the source, and contract a second time at a smeared sink");
+    o.smear_steps = g.integer("-latke_smear_steps", o.smear_steps, "Quark smearing steps N");
+    o.smear_alpha = g.real("-latke_smear_alpha", o.smear_alpha,
+                           "Wuppertal alpha (default 3), or the Gaussian's width omega in lattice units (default 4)");
+    o.links = g.choice("-latke_smear_links", o.links, {"none", "ape", "stout"},
+                       "Smearing of the spatial links the quark smearing uses");
+    o.link_steps = g.integer("-latke_smear_links_steps", o.link_steps, "Link smearing steps");
+    o.link_alpha =
+        g.real("-latke_smear_links_alpha", o.link_alpha, "APE alpha (default 0.5), or stout rho (default 0.1)");
   });
+  if (o.smear_alpha == 0) o.smear_alpha = o.smear == "gaussian" ? 4.0 : 3.0;
+  if (o.link_alpha == 0) o.link_alpha = o.links == "stout" ? 0.1 : 0.5;
+  if (o.smeared()) {
+    latke::require(o.smear_steps >= 1, "-latke_smear_steps ", o.smear_steps, ": expected 1 or more");
+    latke::require(o.smear_alpha > 0 && std::isfinite(o.smear_alpha), "-latke_smear_alpha ", o.smear_alpha,
+                   ": expected a positive number");
+    latke::require(o.link_steps >= 0, "-latke_smear_links_steps ", o.link_steps, ": expected 0 or more");
+  }
   for (const char* single : {"-latke_kappa", "-latke_mass"}) {
     PetscBool set = PETSC_FALSE;
     PetscOptionsHasName(nullptr, nullptr, single, &set);
@@ -100,8 +130,25 @@ struct Measurement {
   std::vector<PetscInt> iterations;  ///< per column, all passes
   double solve_s = 0, setup_s = 0, max_residual = 0, plaquette = 0;
   bool converged = true, reused = false;
-  std::vector<PetscScalar> corr;  ///< [channel * T + t]
+  std::vector<PetscScalar> corr;     ///< [channel * T + t]
+  std::vector<PetscScalar> corr_ss;  ///< the same at a smeared sink (with smearing)
+  double smear_s = 0;                ///< seconds smearing sources and sinks
 };
+
+nlohmann::ordered_json correlator_json(const std::vector<PetscScalar>& c, PetscInt T) {
+  nlohmann::ordered_json corr = nlohmann::ordered_json::object();
+  for (int k = 0; k < n_channels; ++k) {
+    const char* name = nullptr;
+    LatkeMesonChannelGetName(static_cast<LatkeMesonChannel>(k), &name);
+    std::vector<double> re(T), im(T);
+    for (PetscInt t = 0; t < T; ++t) {
+      re[t] = PetscRealPart(c[k * T + t]);
+      im[t] = PetscImaginaryPart(c[k * T + t]);
+    }
+    corr[name] = {{"re", re}, {"im", im}};
+  }
+  return corr;
+}
 
 /// The record (schema latke-propagator/1, docs/latke-propagator.md): numbers as exact as a
 /// double reads back, non-finite ones null.
@@ -116,6 +163,12 @@ std::string json_text(const Options& o, const PetscInt global[4], const PetscInt
   json source = {{"type", o.source}, {"site", std::vector<long>(o.site.begin(), o.site.end())}};
   if (o.source != "point")
     source.update({{"seed", o.seed}, {"dilution", "spin-color"}, {"normalization", "per source site"}});
+  if (o.smeared())
+    source["smearing"] = {
+        {"type", o.smear},
+        {"steps", o.smear_steps},
+        {o.smear == "gaussian" ? "omega" : "alpha", o.smear_alpha},
+        {"links", {{"type", o.links}, {"steps", o.link_steps}, {o.links == "stout" ? "rho" : "alpha", o.link_alpha}}}};
   json f = {{"schema", "latke-propagator/1"},
             {"latke_version", std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch)},
             {"backend", backend},
@@ -127,36 +180,31 @@ std::string json_text(const Options& o, const PetscInt global[4], const PetscInt
             {"source", source},
             {"measurements", json::array()}};
   for (const Measurement& r : ms) {
-    json corr = json::object();
-    for (int k = 0; k < n_channels; ++k) {
-      const char* name = nullptr;
-      LatkeMesonChannelGetName(static_cast<LatkeMesonChannel>(k), &name);
-      std::vector<double> re(T), im(T);
-      for (PetscInt t = 0; t < T; ++t) {
-        re[t] = PetscRealPart(r.corr[k * T + t]);
-        im[t] = PetscImaginaryPart(r.corr[k * T + t]);
-      }
-      corr[name] = {{"re", re}, {"im", im}};
+    json m = {{"config", r.config},
+              {"kappa", r.kappa},
+              {"plaquette", r.plaquette},
+              {"solve",
+               {{"iterations", r.iterations},
+                {"seconds", r.solve_s},
+                {"setup_seconds", r.setup_s},
+                {"setup_reused", r.reused},
+                {"max_true_residual", r.max_residual},
+                {"converged", r.converged}}},
+              {"correlators", correlator_json(r.corr, T)}};
+    if (o.smeared()) {
+      m["solve"]["smearing_seconds"] = r.smear_s;
+      m["correlators_smeared_sink"] = correlator_json(r.corr_ss, T);
     }
-    f["measurements"].push_back({{"config", r.config},
-                                 {"kappa", r.kappa},
-                                 {"plaquette", r.plaquette},
-                                 {"solve",
-                                  {{"iterations", r.iterations},
-                                   {"seconds", r.solve_s},
-                                   {"setup_seconds", r.setup_s},
-                                   {"setup_reused", r.reused},
-                                   {"max_true_residual", r.max_residual},
-                                   {"converged", r.converged}}},
-                                 {"correlators", corr}});
+    f["measurements"].push_back(std::move(m));
   }
   return f.dump(1) + "\n";
 }
 
 /// The 12 columns at one kappa on gauge into cols (made here, full vectors); *made: the new matrix; prev: the
-/// matrix of the configuration's previous kappa, whose multigrid A takes over (or null).
+/// matrix of the configuration's previous kappa, whose multigrid A takes over (or null). With smearing, *sm smears the
+/// sources (made here with the first matrix of a configuration, from its smeared links).
 PetscErrorCode solve_columns(LatkeGauge gauge, const Options& o, double kappa, double csw, Mat prev, Mat* made,
-                             std::vector<Vec>& cols, Measurement& m) {
+                             LatkeGauge smeared_links, LatkeSmearer* sm, std::vector<Vec>& cols, Measurement& m) {
   const bool noise = o.source != "point";
   const LatkeNoise kind = o.source == "z4_wall" ? LATKE_NOISE_Z4 : LATKE_NOISE_Z2;
   Mat A, M;
@@ -170,6 +218,14 @@ PetscErrorCode solve_columns(LatkeGauge gauge, const Options& o, double kappa, d
   *made = A;
   for (Vec& v : cols) PetscCall(MatLatkeCreateFullVecs(A, &v, nullptr));
   PetscLogDouble t0, t1;
+  if (o.smeared() && !*sm) {  // counted with the smearing: the links' upload
+    PetscCall(PetscTime(&t0));
+    PetscCall(MatLatkeSmearerCreate(A, smeared_links,
+                                    o.smear == "gaussian" ? LATKE_QUARK_SMEAR_GAUSSIAN : LATKE_QUARK_SMEAR_WUPPERTAL,
+                                    o.smear_steps, o.smear_alpha, sm));
+    PetscCall(PetscTime(&t1));
+    m.smear_s += t1 - t0;
+  }
   PetscCall(PetscTime(&t0));
   if (prev) {
     PetscBool reused = PETSC_FALSE;
@@ -187,14 +243,27 @@ PetscErrorCode solve_columns(LatkeGauge gauge, const Options& o, double kappa, d
   const PetscInt site[4] = {static_cast<PetscInt>(o.site[0]), static_cast<PetscInt>(o.site[1]),
                             static_cast<PetscInt>(o.site[2]), static_cast<PetscInt>(o.site[3])};
   m.kappa = kappa;
-  // The 12 even-odd systems solved together (MatLatkeSolveMany: sets of -latke_solver_set_size).
-  std::vector<Vec> bhat(12), xhat(12);
-  for (int j = 0; j < 12; ++j) {
-    PetscCall(MatCreateVecs(A, &xhat[j], &bhat[j]));
+  // Column j's full source into b: a point or a noise dilution, smeared with smearing.
+  auto set_source = [&](int j) -> PetscErrorCode {
+    PetscFunctionBeginUser;
     if (noise)
       PetscCall(LatkeVecSetDilutedNoiseSource(A, b, kind, o.seed + m.config, site[3], j / 3, j % 3));
     else
       PetscCall(LatkeVecSetPointSource(A, b, site, j / 3, j % 3));
+    if (*sm) {
+      PetscLogDouble s0, s1;
+      PetscCall(PetscTime(&s0));
+      PetscCall(LatkeSmearerApply(*sm, b, site[3]));  // the source's slice
+      PetscCall(PetscTime(&s1));
+      m.smear_s += s1 - s0;
+    }
+    PetscFunctionReturn(0);
+  };
+  // The 12 even-odd systems solved together (MatLatkeSolveMany: sets of -latke_solver_set_size).
+  std::vector<Vec> bhat(12), xhat(12);
+  for (int j = 0; j < 12; ++j) {
+    PetscCall(MatCreateVecs(A, &xhat[j], &bhat[j]));
+    PetscCall(set_source(j));
     PetscCall(MatLatkePrepareSource(A, b, bhat[j]));
     PetscCall(VecSet(xhat[j], 0.0));
   }
@@ -206,10 +275,7 @@ PetscErrorCode solve_columns(LatkeGauge gauge, const Options& o, double kappa, d
   m.setup_s += st[0].pc_setup_seconds;  // a multigrid built in the call
   m.solve_s -= st[0].pc_setup_seconds;
   for (int j = 0; j < 12; ++j) {
-    if (noise)
-      PetscCall(LatkeVecSetDilutedNoiseSource(A, b, kind, o.seed + m.config, site[3], j / 3, j % 3));
-    else
-      PetscCall(LatkeVecSetPointSource(A, b, site, j / 3, j % 3));
+    PetscCall(set_source(j));
     double res = 0;
     PetscInt its = st[j].iterations;
     bool converged = st[j].converged == PETSC_TRUE;
@@ -282,6 +348,14 @@ class PropagatorFile {
     PetscCall(PetscViewerHDF5WriteAttribute(v_, "/", "lattice", PETSC_STRING, lattice));
     PetscCall(PetscViewerHDF5WriteAttribute(v_, "/", "source", PETSC_STRING, o.source.c_str()));
     PetscCall(PetscViewerHDF5WriteAttribute(v_, "/", "source_site", PETSC_STRING, site));
+    std::ostringstream smearing;  // the propagator is the smeared source's, at a point sink
+    if (o.smeared())
+      smearing << o.smear << " " << o.smear_steps << " steps, " << (o.smear == "gaussian" ? "omega " : "alpha ")
+               << o.smear_alpha << "; links " << o.links << " " << o.link_steps << " steps, "
+               << (o.links == "stout" ? "rho " : "alpha ") << o.link_alpha << "; point sink";
+    else
+      smearing << "none";
+    PetscCall(PetscViewerHDF5WriteAttribute(v_, "/", "source_smearing", PETSC_STRING, smearing.str().c_str()));
     PetscCall(PetscViewerHDF5WriteAttribute(v_, "/", "csw", PETSC_REAL, &csw));
     PetscCall(PetscViewerHDF5WriteAttribute(v_, "/", "order", PETSC_STRING,
                                             "global lexicographic (x fastest); per site spin, then color"));
@@ -391,34 +465,64 @@ PetscErrorCode run(int& status) {
     }
     PetscReal plaquette = 0;
     PetscCall(LatkeGaugeGetPlaquette(gauge, &plaquette));
+    LatkeGauge smeared_links = nullptr;
+    LatkeSmearer sm = nullptr;
+    PetscLogDouble link_s = 0;  // the link smearing, counted with the first kappa's smearing
+    if (o.smeared()) {
+      PetscLogDouble s0, s1;
+      PetscCall(PetscTime(&s0));
+      const LatkeLinkSmear type = o.links == "stout" ? LATKE_LINK_SMEAR_STOUT
+                                  : o.links == "ape" ? LATKE_LINK_SMEAR_APE
+                                                     : LATKE_LINK_SMEAR_NONE;
+      PetscCall(LatkeGaugeCreateSmeared(gauge, type, o.link_steps, o.link_alpha, PETSC_TRUE, &smeared_links));
+      PetscCall(PetscTime(&s1));
+      link_s = s1 - s0;
+    }
     Mat prev = nullptr;
     for (std::size_t k = 0; k < o.kappas.size(); ++k) {
       const double kappa = o.kappas[k];
       Measurement m;
       m.config = c;
       m.plaquette = plaquette;
+      m.smear_s = k == 0 ? link_s : 0;
       std::vector<Vec> cols(12);
       Mat A = nullptr;
-      PetscCall(solve_columns(gauge, o, kappa, csw, prev, &A, cols, m));
+      PetscCall(solve_columns(gauge, o, kappa, csw, prev, &A, smeared_links, &sm, cols, m));
       m.corr.resize(static_cast<std::size_t>(n_channels) * T);
       PetscCall(MatLatkeMesonCorrelators(A, cols.data(), static_cast<PetscInt>(o.site[3]), n_channels, channels.data(),
                                          m.corr.data()));
-      if (o.source != "point")  // the mean of the slice's point sources: their sum over its sites
+      if (!o.save.empty()) PetscCall(file.write(A, cols, c, static_cast<int>(k), m));  // at the point sink
+      if (sm) {                                                                        // the same at the smeared sink
+        PetscLogDouble s0, s1;
+        PetscCall(PetscTime(&s0));
+        for (Vec v : cols) PetscCall(LatkeSmearerApply(sm, v, -1));
+        PetscCall(PetscTime(&s1));
+        m.smear_s += s1 - s0;
+        m.corr_ss.resize(m.corr.size());
+        PetscCall(MatLatkeMesonCorrelators(A, cols.data(), static_cast<PetscInt>(o.site[3]), n_channels,
+                                           channels.data(), m.corr_ss.data()));
+      }
+      if (o.source != "point") {  // the mean of the slice's point sources: their sum over its sites
         for (PetscScalar& v : m.corr) v /= static_cast<PetscReal>(global[0] * global[1] * global[2]);
+        for (PetscScalar& v : m.corr_ss) v /= static_cast<PetscReal>(global[0] * global[1] * global[2]);
+      }
       int lo = 1 << 30, hi = 0;
       for (PetscInt i : m.iterations) lo = std::min(lo, (int)i), hi = std::max(hi, (int)i);
       PetscCall(PetscPrintf(PETSC_COMM_WORLD,
                             "config %ld kappa %.6g: 12 columns, %d-%d iterations, solve %.3f s, setup %.3f s%s, "
-                            "max true residual %.2e%s; C_pi(%d) = %.6e\n",
-                            c, kappa, lo, hi, m.solve_s, m.setup_s, m.reused ? " (reused)" : "", m.max_residual,
-                            m.converged ? "" : " NOT CONVERGED", (int)(T / 2), (double)PetscRealPart(m.corr[T / 2])));
+                            "%smax true residual %.2e%s; C_pi(%d) = %.6e\n",
+                            c, kappa, lo, hi, m.solve_s, m.setup_s, m.reused ? " (reused)" : "",
+                            sm ? ("smearing " + std::to_string(m.smear_s).substr(0, 5) + " s, ").c_str() : "",
+                            m.max_residual, m.converged ? "" : " NOT CONVERGED", (int)(T / 2),
+                            (double)PetscRealPart(m.corr[T / 2])));
       if (!m.converged) status = 1;
-      if (!o.save.empty()) PetscCall(file.write(A, cols, c, static_cast<int>(k), m));
       ms.push_back(std::move(m));
       for (Vec& v : cols) PetscCall(VecDestroy(&v));
       PetscCall(MatDestroy(&prev));
       prev = A;
     }
+    PetscCall(LatkeSmearerDestroy(&sm));
+    PetscCall(LatkeGaugeDestroy(&smeared_links));
     PetscCall(MatDestroy(&prev));
   }
   PetscCall(LatkeGaugeDestroy(&gauge));

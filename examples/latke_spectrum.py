@@ -206,8 +206,9 @@ def _read(path):
         raise SpectrumError(f"{path}: not JSON ({e})")
 
 
-def load(paths, notes):
-    """Meta data (lattice, csw, source) and {kappa: KappaData} of the files' measurements, checked."""
+def load(paths, notes, sink="point"):
+    """Meta data (lattice, csw, source) and {kappa: KappaData} of the files' measurements, checked;
+    sink "smeared" takes each measurement's correlators_smeared_sink for its correlators."""
     meta = None
     data = {}
     for path in paths:
@@ -236,6 +237,13 @@ def load(paths, notes):
         if not isinstance(measurements, list) or not measurements:
             raise SpectrumError(f"{path}: no 'measurements' (expected a non-empty list)")
         for i, m in enumerate(measurements):
+            if sink == "smeared" and isinstance(m, dict):
+                ss = m.get("correlators_smeared_sink")
+                if not isinstance(ss, dict):
+                    raise SpectrumError(f"{path}: measurement {i} (config {m.get('config')!r}, kappa "
+                                        f"{m.get('kappa')!r}) has no 'correlators_smeared_sink' (a run without "
+                                        "-latke_smear); --sink smeared needs them")
+                m = dict(m, correlators=ss)
             _check_measurement(path, i, m, nt, notes)
             kd = data.setdefault(m["kappa"], KappaData(m["kappa"]))
             if m["config"] in kd.by_config:
@@ -300,8 +308,9 @@ def _value_error(rows):
     return {"value": rows[0], "error": jackknife_error(rows)}
 
 
-def analyse_kappa(kd, tmin, tmax, a4_sign):
-    """Rows (full sample, then leave-one-out) of everything measured at one kappa."""
+def analyse_kappa(kd, tmin, tmax, a4_sign, pcac=True):
+    """Rows (full sample, then leave-one-out) of everything measured at one kappa; the PCAC mass
+    only with pcac (local currents at the sink)."""
     rows = {ch: jackknife_rows(fold(kd.correlators[ch], ch in ANTISYMMETRIC)) for ch in kd.channels}
     meff = {ch: effective_mass(rows[ch], "sinh" if ch in ANTISYMMETRIC else "cosh") for ch in kd.channels}
     bad = [t for t in range(tmin, tmax + 1) if not np.all(np.isfinite(meff["pion"][:, t]))]
@@ -311,7 +320,7 @@ def analyse_kappa(kd, tmin, tmax, a4_sign):
                             "choose another --fit-range")
     m_pi, chi2_pi = plateau(meff["pion"], tmin, tmax)
     result = {"kappa": kd.kappa, "rows": rows, "meff": meff, "m_pi": m_pi, "m_pi_chi2_dof": chi2_pi}
-    if "a4_pion" in kd.channels:
+    if pcac and "a4_pion" in kd.channels:
         pcac_t = pcac_mass(rows["a4_pion"], rows["pion"], a4_sign)
         result["pcac_t"] = pcac_t
         result["m_pcac"], result["m_pcac_chi2_dof"] = plateau(pcac_t, tmin, tmax)
@@ -330,10 +339,10 @@ def kappa_c_fit(kappas, rows_by_kappa):
             "chi2_dof": chi2_dof, "n_kappa": len(kappas)}
 
 
-def analyse(paths, fit_range=None, a4_sign=1):
+def analyse(paths, fit_range=None, a4_sign=1, sink="point"):
     """The whole analysis of the files: the summary (schema latke-spectrum/1) and its notes."""
     notes = []
-    meta, data = load(paths, notes)
+    meta, data = load(paths, notes, sink)
     nt = meta["lattice"][3]
     half = nt // 2
     tmin, tmax = fit_range if fit_range is not None else default_fit_range(nt)
@@ -342,7 +351,11 @@ def analyse(paths, fit_range=None, a4_sign=1):
         raise SpectrumError(f"{what} t = {tmin}..{tmax} is not within 0..{half - 1} (T = {nt}); "
                             "give --fit-range tmin,tmax with 0 <= tmin <= tmax <= T/2 - 1")
     kappas = sorted(data)
-    results = [analyse_kappa(data[k], tmin, tmax, a4_sign) for k in kappas]
+    # PCAC relates the local A_4 and P at the sink: a smeared sink's ratio is not the quark mass.
+    results = [analyse_kappa(data[k], tmin, tmax, a4_sign, pcac=sink == "point") for k in kappas]
+    if sink != "point":
+        notes.append("smeared sink: no PCAC mass and no kappa_c from it (PCAC needs the local currents "
+                     "at the sink: --sink point)")
 
     per_kappa = []
     for kd, r in zip((data[k] for k in kappas), results):
@@ -369,7 +382,7 @@ def analyse(paths, fit_range=None, a4_sign=1):
         if all("pcac_t" in r for r in results):
             kappa_c["from_m_pcac"] = kappa_c_fit(kappas, [r["m_pcac"] for r in results])
     without = [k for k, r in zip(kappas, results) if "pcac_t" not in r]
-    if without:
+    if without and sink == "point":
         notes.append(f"no a4_pion correlator at kappa {', '.join(map(str, without))}: no PCAC mass there"
                      + (" and no kappa_c from m_PCAC" if len(kappas) > 1 else ""))
     pcac = [e["m_pcac"]["value"] for e in per_kappa if e["m_pcac"]]
@@ -377,7 +390,7 @@ def analyse(paths, fit_range=None, a4_sign=1):
         notes.append("m_PCAC < 0 at every kappa: the data's a4_pion sign is the opposite of the convention "
                      "in docs/latke-spectrum.md; --a4-sign -1 flips it")
 
-    summary = {"schema": SCHEMA, "inputs": list(paths), "lattice": meta["lattice"], "csw": meta["csw"],
+    summary = {"schema": SCHEMA, "inputs": list(paths), "sink": sink, "lattice": meta["lattice"], "csw": meta["csw"],
                "source": meta["source"], "fit_range": [tmin, tmax],
                "fit_range_rule": "given" if fit_range is not None else "default: tmin = max(2, T//4), tmax = T//2 - 2",
                "a4_sign": a4_sign, "kappas": per_kappa, "kappa_c": kappa_c, "notes": notes}
@@ -555,6 +568,8 @@ def parse_args(argv):
                    help="plateau range of m_pi and m_PCAC (default: max(2, T//4), T//2 - 2)")
     p.add_argument("--a4-sign", type=int, choices=(1, -1), default=1,
                    help="multiplies a4_pion before the PCAC mass (default 1; see the docs)")
+    p.add_argument("--sink", choices=("point", "smeared"), default="point",
+                   help="the correlators at a point sink, or (runs with -latke_smear) at the smeared sink")
     p.add_argument("--json-only", action="store_true", help="write summary.json only, no figures (no matplotlib)")
     return p.parse_args(argv)
 
@@ -562,7 +577,7 @@ def parse_args(argv):
 def main(argv=None):
     args = parse_args(argv)
     try:
-        summary = analyse(args.files, args.fit_range, args.a4_sign)
+        summary = analyse(args.files, args.fit_range, args.a4_sign, args.sink)
         print_table(summary)
         for note in summary["notes"]:
             print(f"latke-spectrum: note: {note}", file=sys.stderr)

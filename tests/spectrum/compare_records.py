@@ -1,6 +1,7 @@
 # compare_records.py A.json B.json: the correlators of two latke-propagator records of one run
 # on different process grids agree (each channel to 1e-7 of its largest |C(t)|), measurement by
-# measurement; prints "records agree" or names the first difference and exits 1.
+# measurement, at the smeared sink too where the records have one; prints "records agree" (with
+# "(both sinks)") or names the first difference and exits 1.
 import json
 import sys
 
@@ -16,11 +17,17 @@ if len(a["measurements"]) != len(b["measurements"]):
 for ma, mb in zip(a["measurements"], b["measurements"]):
     if (ma["config"], ma["kappa"]) != (mb["config"], mb["kappa"]):
         sys.exit(f"measurement (config, kappa) {ma['config'], ma['kappa']} against {mb['config'], mb['kappa']}")
-    for name, ca in ma["correlators"].items():
-        cb = mb["correlators"][name]
-        scale = max(abs(x) for x in ca["re"] + ca["im"])
-        for part in ("re", "im"):
-            for t, (x, y) in enumerate(zip(ca[part], cb[part])):
-                if abs(x - y) > 1e-7 * scale:
-                    sys.exit(f"config {ma['config']} kappa {ma['kappa']} {name} {part}[{t}]: {x} against {y}")
-print("records agree")
+    sinks = [k for k in ("correlators", "correlators_smeared_sink") if k in ma or k in mb]
+    for sink in sinks:
+        if sink not in ma or sink not in mb:
+            sys.exit(f"config {ma['config']} kappa {ma['kappa']}: {sink} in only one record")
+        for name, ca in ma[sink].items():
+            cb = mb[sink][name]
+            scale = max(abs(x) for x in ca["re"] + ca["im"])
+            for part in ("re", "im"):
+                for t, (x, y) in enumerate(zip(ca[part], cb[part])):
+                    if abs(x - y) > 1e-7 * scale:
+                        sys.exit(f"config {ma['config']} kappa {ma['kappa']} {sink} {name} {part}[{t}]: "
+                                 f"{x} against {y}")
+both = all("correlators_smeared_sink" in m for m in a["measurements"])
+print("records agree" + (" (both sinks)" if both else ""))

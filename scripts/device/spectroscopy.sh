@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs on a GPU host (binaries from scripts/device/pack.sh): the spectroscopy tier on the CUDA
+# backend (test_spectroscopy on 1 and 2 ranks of one GPU: contractions, link and quark smearing),
+# latke-bench smear on LATKE_SPECTRO_BENCH_LATTICE (32,32,32,64), and the complete spectroscopy
+# run of docs/latke-propagator.md with smeared sources and sinks: 16^3x32, beta 6.0, c_sw 1.769,
+# LATKE_SPECTRO_CONFIGS (20) configurations 50 sweeps apart after 500, kappa 0.1330 ... 0.1345,
+# Wuppertal smearing (LATKE_SPECTRO_SMEAR, default "-latke_smear wuppertal -latke_smear_steps 20
+# -latke_smear_alpha 3") on APE links. Its record goes to $out/smeared.json for latke-spectrum
+# (--sink point and --sink smeared). Usage: spectroscopy.sh [tests] [bench] [run] (default all).
+set -uo pipefail
+source "$(dirname "$0")/host-env.sh"
+steps=${*:-tests bench run}
+export LATKE_RESOURCE_PATH=/tmp/latke-resources
+mkdir -p "$LATKE_RESOURCE_PATH"
+status=0
+if [[ $steps == *tests* ]]; then
+  for np in 1 2; do
+    OMP_NUM_THREADS=2 timeout -k 5 300 mpirun -np $np "$bin/test_spectroscopy" --gtest_brief=1 \
+      > "$out/spectroscopy_np$np.log" 2>&1; rc=$?; status=$((status | rc))
+    echo "test_spectroscopy np=$np (CUDA, one GPU): exit $rc, $(grep -E 'PASSED|FAILED' "$out/spectroscopy_np$np.log" | head -3 | tr '\n' ' ')"
+  done
+fi
+if [[ $steps == *bench* ]]; then
+  timeout -k 5 200 "$bin/latke-bench" smear -latke_lattice "${LATKE_SPECTRO_BENCH_LATTICE:-32,32,32,64}" \
+    > "$out/bench_smear.log" 2>&1; status=$((status | $?))
+  cat "$out/bench_smear.log"
+fi
+if [[ $steps == *run* ]]; then
+  start=$(date +%s)
+  # shellcheck disable=SC2086
+  timeout -k 5 480 "$bin/latke-propagator" -latke_lattice 16,16,16,32 -latke_csw 1.769 \
+    -latke_kappas 0.1330,0.1335,0.1340,0.1345 -latke_gauge_sweeps 500 -latke_configs "${LATKE_SPECTRO_CONFIGS:-20}" \
+    -latke_config_sweeps 50 ${LATKE_SPECTRO_SMEAR:--latke_smear wuppertal -latke_smear_steps 20 -latke_smear_alpha 3} \
+    -latke_json "$out/smeared.json" > "$out/propagator.log" 2>&1; rc=$?; status=$((status | rc))
+  echo "latke-propagator (smeared): exit $rc, $(( $(date +%s) - start )) s from start to end"
+  grep -E "config (0|19) |error|ERROR|written" "$out/propagator.log" | head -12
+fi
+exit $status
