@@ -111,12 +111,6 @@ const char* to_string(QuarkSmearingType t) {
   return "?";
 }
 
-QuarkSmearingType parse_quark_smearing(const std::string& name) {
-  for (QuarkSmearingType t : {QuarkSmearingType::none, QuarkSmearingType::wuppertal, QuarkSmearingType::gaussian})
-    if (name == to_string(t)) return t;
-  fail("quark smearing '", name, "': expected none, wuppertal or gaussian");
-}
-
 QuarkSmearer::QuarkSmearer(const Lattice& lat, Backend backend, const std::vector<Complex<double>>& links,
                            const QuarkSmearing& p)
     : lat_(lat), backend_(backend), p_(p) {

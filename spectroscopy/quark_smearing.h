@@ -37,8 +37,6 @@ struct QuarkSmearing {
 
 /// "none", "wuppertal", "gaussian".
 const char* to_string(QuarkSmearingType t);
-/// @brief The type named so; anything else is an error naming the value and the choices.
-QuarkSmearingType parse_quark_smearing(const std::string& name);
 
 /// Applies one smearing to full Wilson fields (4 spins, 3 colours) of one lattice and backend.
 class QuarkSmearer {

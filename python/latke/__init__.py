@@ -150,11 +150,31 @@ def _ints(values, n, what):
     return (_Int * n)(*values)
 
 
-class Gauge:
+class _Owned:
+    """An object of the C API held by handle self._h, freed by _destroy_fn with destroy() or when
+    garbage-collected."""
+
+    _destroy_fn = None
+    _h = None
+
+    def destroy(self):
+        if self._h and _lib is not None:
+            _call(self._destroy_fn, ctypes.byref(self._h))
+        self._h = None
+
+    def __del__(self):
+        try:
+            self.destroy()
+        except Exception:
+            pass
+
+
+class Gauge(_Owned):
     """A gauge configuration on a distributed lattice (LatkeGauge). Destroyed with destroy() or
     when garbage-collected."""
 
     _options = 0
+    _destroy_fn = "LatkeGaugeDestroy"
 
     def __init__(self, handle, comm):
         self._h = handle
@@ -242,16 +262,6 @@ class Gauge:
         _call("LatkeGaugeGetLattice", self._h, *arrays)
         return tuple(tuple(int(v) for v in a) for a in arrays)
 
-    def destroy(self):
-        if self._h and _lib is not None:
-            _call("LatkeGaugeDestroy", ctypes.byref(self._h))
-        self._h = None
-
-    def __del__(self):
-        try:
-            self.destroy()
-        except Exception:
-            pass
 
 
 def WilsonClover(gauge, kappa=None, mass=None, csw=1.0, form="even_odd", precision="double", prefix=None):
@@ -376,11 +386,13 @@ def meson_correlators(A, columns, t0, channels=MESON_CHANNELS):
     return {c: corr[k * T:(k + 1) * T].copy() for k, c in enumerate(channels)}
 
 
-class Smearer:
+class Smearer(_Owned):
     """Quark smearing of full vectors of Wilson-clover matrix A (MatLatkeSmearerCreate) with the
     spatial links of `links` (usually Gauge.smeared()): kind "wuppertal" (alpha) or "gaussian"
     (alpha = omega, the width), `steps` steps. smearer(x) smears x in place and returns it;
     smearer(x, t) smears only global time slice t (a source there), the others left as they are."""
+
+    _destroy_fn = "LatkeSmearerDestroy"
 
     def __init__(self, A, links, kind="wuppertal", steps=40, alpha=3.0):
         self._h = _ptr()
@@ -391,16 +403,6 @@ class Smearer:
         _call("LatkeSmearerApply", self._h, _handle(x), _Int(t))
         return x
 
-    def destroy(self):
-        if self._h and _lib is not None:
-            _call("LatkeSmearerDestroy", ctypes.byref(self._h))
-        self._h = None
-
-    def __del__(self):
-        try:
-            self.destroy()
-        except Exception:
-            pass
 
 
 def _global_t(A):

@@ -91,12 +91,6 @@ const char* to_string(LinkSmearingType t) {
   return "?";
 }
 
-LinkSmearingType parse_link_smearing(const std::string& name) {
-  for (LinkSmearingType t : {LinkSmearingType::none, LinkSmearingType::ape, LinkSmearingType::stout})
-    if (name == to_string(t)) return t;
-  fail("link smearing '", name, "': expected none, ape or stout");
-}
-
 void check(const LinkSmearing& p) {
   require(p.steps >= 0, "link smearing: ", p.steps, " steps, expected 0 or more");
   if (p.type == LinkSmearingType::ape)

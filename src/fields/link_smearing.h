@@ -31,8 +31,6 @@ struct LinkSmearing {
 
 /// "none", "ape", "stout".
 const char* to_string(LinkSmearingType t);
-/// @brief The type named so; anything else is an error naming the value and the choices.
-LinkSmearingType parse_link_smearing(const std::string& name);
 /// @brief A clear error naming the parameter unless p is a valid smearing.
 void check(const LinkSmearing& p);
 
