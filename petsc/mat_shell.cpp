@@ -2,6 +2,7 @@
 // matrix helpers of the C API (latke.h).
 #include "petsc/mat_shell.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <sstream>
@@ -11,6 +12,7 @@
 #include "src/core/options.h"
 #include "src/core/petsc_compat.h"
 #include "src/core/petsc_device.h"
+#include "src/fields/blas.h"
 
 namespace latke::petsc {
 
@@ -104,6 +106,28 @@ void StoredShell::apply(LatkeOperatorForm form, ColorSpinorField& out, const Col
   ColorSpinorField& o = copies_.inner(out, 1, false);
   apply_stored(form, o, i, dagger);
   copies_.outer(out, o);
+}
+
+void ShellOperator::apply_set(LatkeOperatorForm form, std::vector<ColorSpinorField>& out,
+                              const std::vector<ColorSpinorField>& in) {
+  require(out.size() == in.size(), "apply_set: sets of ", in.size(), " and ", out.size(), " fields");
+  for (std::size_t k = 0; k < in.size(); ++k) apply(form, out[k], in[k], false);
+}
+
+void StoredShell::apply_set(LatkeOperatorForm form, std::vector<ColorSpinorField>& out,
+                            const std::vector<ColorSpinorField>& in) {
+  const Precision p = copies_.precision();
+  const std::shared_ptr<LinearOperator> op = linear_operator(form, p, Coords{});
+  if (!op->applies_sets() || in.size() < 2) return ShellOperator::apply_set(form, out, in);
+  require(out.size() == in.size(), "apply_set: sets of ", in.size(), " and ", out.size(), " fields");
+  if (p == Precision::double_) return op->apply_set(out, in);
+  SpinorParam sp = in[0].param();
+  sp.precision = p;
+  std::vector<ColorSpinorField> i = ColorSpinorField::make_set(in[0].lattice_ptr(), sp, static_cast<int>(in.size()));
+  std::vector<ColorSpinorField> o = ColorSpinorField::make_set(in[0].lattice_ptr(), sp, static_cast<int>(in.size()));
+  for (std::size_t k = 0; k < in.size(); ++k) i[k].copy_from(in[k]);
+  op->apply_set(o, i);
+  for (std::size_t k = 0; k < in.size(); ++k) out[k].copy_from(o[k]);
 }
 
 void StoredShell::prepare_source(ColorSpinorField& bhat, const ColorSpinorField& b) {
@@ -270,6 +294,46 @@ PetscErrorCode mult(Mat A, Vec x, Vec y, bool dagger) {
 }
 
 PetscErrorCode MatMult_Latke(Mat A, Vec x, Vec y) { return mult(A, x, y, false); }
+
+/// Y = A X for dense X and Y (MatMatMult, MatProduct AB): the columns in sets of at most
+/// blas::set_max, each set through the operator's set application (the links read once per set).
+PetscErrorCode MatProductNumeric_Latke(Mat A, Mat X, Mat Y, void*) {
+  PetscInt n = 0;
+  PetscFunctionBeginUser;
+  PetscCall(MatGetSize(X, nullptr, &n));
+  PetscCall(guarded(comm_of(A), [&] {
+    MatContext& c = ctx(A);
+    const LogScope log(LogEvent::mat_mult, 0, true);
+    std::vector<ColorSpinorField> in, out;
+    for (PetscInt j0 = 0; j0 < n; j0 += blas::set_max) {
+      const int m = static_cast<int>(std::min<PetscInt>(blas::set_max, n - j0));
+      if (static_cast<int>(in.size()) != m) {
+        in = ColorSpinorField::make_set(c.op->lattice(), c.op->field_param(c.form), m);
+        out = ColorSpinorField::make_set(c.op->lattice(), c.op->field_param(c.form), m);
+      }
+      for (int k = 0; k < m; ++k) {
+        Vec v = nullptr;
+        check_petsc(MatDenseGetColumnVecRead(X, j0 + k, &v), "MatDenseGetColumnVecRead");
+        VecField f(*c.op, v, Access::read, 0);
+        require_form(c, f, "a column of the dense matrix");
+        in[k].copy_from(f.field());
+        f.release();
+        check_petsc(MatDenseRestoreColumnVecRead(X, j0 + k, &v), "MatDenseRestoreColumnVecRead");
+      }
+      c.op->apply_set(c.form, out, in);
+      for (int k = 0; k < m; ++k) {
+        Vec v = nullptr;
+        check_petsc(MatDenseGetColumnVecWrite(Y, j0 + k, &v), "MatDenseGetColumnVecWrite");
+        VecField f(*c.op, v, Access::write, 1);
+        f.field().copy_from(out[k]);
+        f.release();
+        check_petsc(MatDenseRestoreColumnVecWrite(Y, j0 + k, &v), "MatDenseRestoreColumnVecWrite");
+      }
+      c.applications += m;
+    }
+  }));
+  PetscFunctionReturn(0);
+}
 PetscErrorCode MatMultHermitianTranspose_Latke(Mat A, Vec x, Vec y) { return mult(A, x, y, true); }
 
 /// A^T x = conj(A^H conj(x)).
@@ -431,6 +495,14 @@ Mat create_shell(std::shared_ptr<ShellOperator> op, LatkeOperatorForm form, cons
   if (c->op->has_diagonal(form))
     check(MatShellSetOperation(A, MATOP_GET_DIAGONAL, compat::shell_operation(MatGetDiagonal_Latke)),
           "MatShellSetOperation");
+  // MatMatMult with dense matrices of vectors: the operator on sets of columns.
+  check(MatShellSetMatProductOperation(A, MATPRODUCT_AB, nullptr, MatProductNumeric_Latke, nullptr, MATDENSE, MATDENSE),
+        "MatShellSetMatProductOperation");
+#if defined(PETSC_HAVE_CUDA)
+  check(MatShellSetMatProductOperation(A, MATPRODUCT_AB, nullptr, MatProductNumeric_Latke, nullptr, MATDENSECUDA,
+                                       MATDENSECUDA),
+        "MatShellSetMatProductOperation");
+#endif
   if (prefix && *prefix) check(MatSetOptionsPrefix(A, prefix), "MatSetOptionsPrefix");
   check(MatShellSetVecType(A, vector_type(*c->op, prefix).c_str()), "MatShellSetVecType");
   check(PetscObjectSetName(reinterpret_cast<PetscObject>(A), c->op->name()), "PetscObjectSetName");

@@ -43,6 +43,10 @@ class ShellOperator {
 
   /// out = Op in (or its adjoint) for the form: full fields, or fields of parity().
   virtual void apply(LatkeOperatorForm form, ColorSpinorField& out, const ColorSpinorField& in, bool dagger) = 0;
+  /// @brief out[k] = Op in[k] for a set of double fields of the form's shape (MatMatMult): in one
+  /// pass over the operator's fields where it has a set application, else one by one.
+  virtual void apply_set(LatkeOperatorForm form, std::vector<ColorSpinorField>& out,
+                         const std::vector<ColorSpinorField>& in);
   /// bhat (parity()) from the full source b.
   virtual void prepare_source(ColorSpinorField& bhat, const ColorSpinorField& b) = 0;
   /// The full solution x from xhat (parity()) and the full source b.
@@ -173,6 +177,7 @@ class PrecisionCopies {
   ColorSpinorField& inner(const ColorSpinorField& f, int slot, bool copy = true);
   /// @brief Write an output computed in inner() back to the double field f.
   void outer(ColorSpinorField& f, const ColorSpinorField& inner);
+  Precision precision() const { return precision_; }
 
  private:
   Precision precision_;
@@ -200,6 +205,9 @@ class StoredShell : public ShellOperator {
   const std::shared_ptr<const Lattice>& lattice() const final { return lattice_; }
   int parity() const final { return parity_; }
   void apply(LatkeOperatorForm form, ColorSpinorField& out, const ColorSpinorField& in, bool dagger) final;
+  /// The set through the form's LinearOperator in the storage precision where it applies sets.
+  void apply_set(LatkeOperatorForm form, std::vector<ColorSpinorField>& out,
+                 const std::vector<ColorSpinorField>& in) final;
   void prepare_source(ColorSpinorField& bhat, const ColorSpinorField& b) final;
   void reconstruct(ColorSpinorField& x, const ColorSpinorField& xhat, const ColorSpinorField& b) final;
 

@@ -230,6 +230,53 @@ TEST(PetscMat, AdjointAndTranspose) {
   }
 }
 
+// MatMatMult of a Latke matrix and a dense matrix of vectors (the operator on sets of columns,
+// 35 columns: a set of 32 and one of 3) equals MatMult column by column, for every form and for
+// an operator stored in single precision; MAT_REUSE_MATRIX computes it again.
+TEST(PetscMat, MatMatMultIsMatMultOnEveryColumn) {
+  const LatkeOperatorForm forms[] = {LATKE_OPERATOR_FULL, LATKE_OPERATOR_EVEN_ODD, LATKE_OPERATOR_EVEN_ODD};
+  const LatkePrecision precisions[] = {LATKE_PRECISION_DOUBLE, LATKE_PRECISION_DOUBLE, LATKE_PRECISION_SINGLE};
+  for (int f = 0; f < 3; ++f) {
+    LatkeGauge g = make_gauge(PETSC_COMM_WORLD);
+    LatkeWilsonCloverParams p = params();
+    p.precision = precisions[f];
+    Mat A = nullptr, X = nullptr, Y = nullptr;
+    ASSERT_PETSC(MatCreateLatkeWilsonClover(g, forms[f], &p, nullptr, &A));
+    PetscInt n = 0;
+    ASSERT_PETSC(MatGetLocalSize(A, &n, nullptr));
+    const PetscInt cols = 35;
+    ASSERT_PETSC(MatCreateDense(PETSC_COMM_WORLD, n, PETSC_DECIDE, PETSC_DETERMINE, cols, nullptr, &X));
+    PetscRandom r;
+    ASSERT_PETSC(PetscRandomCreate(PETSC_COMM_WORLD, &r));
+    ASSERT_PETSC(MatSetRandom(X, r));
+    PetscRandomDestroy(&r);
+    for (int pass = 0; pass < 2; ++pass) {
+      if (pass == 1) ASSERT_PETSC(MatScale(X, 2.0));
+      ASSERT_PETSC(MatMatMult(A, X, pass ? MAT_REUSE_MATRIX : MAT_INITIAL_MATRIX, PETSC_DEFAULT, &Y));
+      const double tol = precisions[f] == LATKE_PRECISION_DOUBLE ? 1e-13 : 1e-6;
+      Vec ax;
+      ASSERT_PETSC(MatCreateVecs(A, nullptr, &ax));
+      for (PetscInt j = 0; j < cols; ++j) {
+        Vec x, y;
+        ASSERT_PETSC(MatDenseGetColumnVecRead(X, j, &x));
+        ASSERT_PETSC(MatMult(A, x, ax));
+        ASSERT_PETSC(MatDenseRestoreColumnVecRead(X, j, &x));
+        ASSERT_PETSC(MatDenseGetColumnVecRead(Y, j, &y));
+        PetscReal d = 0, a = 0;
+        ASSERT_PETSC(VecNorm(ax, NORM_2, &a));
+        ASSERT_PETSC(VecAXPY(ax, -1.0, y));
+        ASSERT_PETSC(VecNorm(ax, NORM_2, &d));
+        ASSERT_PETSC(MatDenseRestoreColumnVecRead(Y, j, &y));
+        EXPECT_LT(d, tol * a) << "form " << f << ", pass " << pass << ", column " << j;
+        EXPECT_GT(a, 0.0);
+      }
+      VecDestroy(&ax);
+    }
+    MatDestroy(&X), MatDestroy(&Y), MatDestroy(&A);
+    LatkeGaugeDestroy(&g);
+  }
+}
+
 // MatGetDiagonal of the full operator equals (A e_i)_i on unit vectors.
 TEST(PetscMat, Diagonal) {
   Fixture fx(LATKE_OPERATOR_FULL);
