@@ -2,8 +2,8 @@
 // on the free field, the lattice momentum sum of the Wilson propagator, computed here from the
 // gamma matrices of conventions.h alone; the gamma_5-hermiticity identity C_pi(t) = sum |S|^2;
 // invariance under a random gauge transformation of the links; real diagonal channels; bad
-// input; a propagator written to an HDF5 file and read back bit for bit. On 1 rank and on 2
-// (the lattice split in t), with the same expectations.
+// input; a propagator written to an HDF5 file and read back bit for bit; link and quark
+// smearing. On 1 rank and on 2 (the lattice split in t, or in z), with the same expectations.
 #include <gtest/gtest.h>
 #include <petscksp.h>
 #if defined(LATKE_HAVE_HDF5_VIEWER)
@@ -42,9 +42,12 @@ int world_size() {
   return n;
 }
 
+/// 2 ranks: the lattice split in t, or with -test_split_z in z (where smearing exchanges ghosts).
 const PetscInt* grid() {
-  static const PetscInt one[4] = {1, 1, 1, 1}, two[4] = {1, 1, 1, 2};
-  return world_size() == 1 ? one : two;
+  static const PetscInt one[4] = {1, 1, 1, 1}, two[4] = {1, 1, 1, 2}, two_z[4] = {1, 1, 2, 1};
+  PetscBool z = PETSC_FALSE;
+  PetscOptionsHasName(nullptr, nullptr, "-test_split_z", &z);
+  return world_size() == 1 ? one : z ? two_z : two;
 }
 
 Spin spin_matrix(const latke::SpinMatrix& m) {
