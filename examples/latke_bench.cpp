@@ -1223,11 +1223,18 @@ int bench_smear() {
   std::vector<Complex<double>> smeared;
   {
     gauge::ExtendedLinks ext(*lat, b), scratch(*lat, b);
-    MPI_Barrier(lat->comm());
-    auto t0 = std::chrono::steady_clock::now();
-    ext.upload(links);
+    ext.upload(links);  // untimed: tuning
     smeared = ext.download();
-    const double copies_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    auto wall_ms = [&](const std::function<void()>& f) {
+      MPI_Barrier(lat->comm());
+      const auto t0 = std::chrono::steady_clock::now();
+      f();
+      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      MPI_Allreduce(MPI_IN_PLACE, &ms, 1, MPI_DOUBLE, MPI_MAX, lat->comm());
+      return ms;
+    };
+    const double up_ms = wall_ms([&] { ext.upload(links); });
+    const double down_ms = wall_ms([&] { smeared = ext.download(); });
     for (LinkSmearingType t : {LinkSmearingType::ape, LinkSmearingType::stout}) {
       LinkSmearing p;
       p.type = t;
@@ -1240,8 +1247,9 @@ int bench_smear() {
       if (t == LinkSmearingType::ape) smeared = ext.download();
     }
     if (root)
-      std::printf("%-28s %10.1f  (the links' upload and download, once per smearing)\n", "link copies",
-                  copies_ms * 1e3);
+      std::printf("%-28s %10.1f  (upload %.1f ms, download %.1f ms: %.1f GB of links each way)\n", "link copies",
+                  (up_ms + down_ms) * 1e3, up_ms, down_ms,
+                  static_cast<double>(links.size()) * sizeof(Complex<double>) / 1e9);
   }
   SpinorParam sp;
   sp.backend = b;

@@ -125,10 +125,10 @@ void ExtendedLinks::upload(const std::vector<Complex<double>>& host) {
   if (backend_ == Backend::cpu) {
     launch_cpu(LexCopyKernel{view(), const_cast<Complex<double>*>(host.data()), geometry(), true},
                {lat_.volume_cb(), 0, 2});
-  } else {  // the host array as it is, reordered on the device
+  } else {  // the host array as it is (through pinned chunks), reordered on the device
     const std::size_t bytes = host.size() * sizeof(Complex<double>);
     Buffer lex(memory_for(backend_), bytes);
-    copy_bytes(lex.data(), host.data(), bytes, compute_stream());
+    PinnedStager().upload(lex.data(), host.data(), bytes, compute_stream());
     launch(backend_, LexCopyKernel{view(), static_cast<Complex<double>*>(lex.data()), geometry(), true},
            {lat_.volume_cb(), 0, 2});
     synchronize(compute_stream());
@@ -147,8 +147,7 @@ std::vector<Complex<double>> ExtendedLinks::download() const {
   synchronize(backend_);
   launch(backend_, LexCopyKernel{view(), static_cast<Complex<double>*>(lex.data()), geometry(), false},
          {lat_.volume_cb(), 0, 2});
-  copy_bytes(host.data(), lex.data(), bytes, compute_stream());
-  synchronize(compute_stream());
+  PinnedStager().download(host.data(), lex.data(), bytes, compute_stream());
   return host;
 }
 
