@@ -7,6 +7,7 @@
 
 #include "src/core/error.h"
 #include "src/core/launch.h"
+#include "src/fields/gauge_measure.h"
 #include "src/fields/su3_smear.h"
 
 namespace latke {
@@ -107,6 +108,13 @@ std::vector<Complex<double>> smear_links(const Lattice& lat, const std::vector<C
   gauge::ExtendedLinks a(lat, b), c(lat, b);
   a.upload(links);
   gauge::smear(a, c, p);
+  // No silent wrong links: a singular or non-finite sum to project (or input) shows here.
+  const double dev = gauge::measure(a).unitarity;
+  require(dev < 1e-10, to_string(p.type), " link smearing: a smeared link deviates ", dev,
+          " from SU(3) (the largest |U U^dag - 1| entry or |det U - 1|; expected below 1e-10): the input links "
+          "or the sums of ",
+          p.type == LinkSmearingType::ape ? "(1 - alpha) U and alpha / n staples" : "rho times the staples",
+          " are not fit for it; check the configuration, or use other smearing parameters");
   return a.download();
 }
 

@@ -36,7 +36,8 @@ void check(const LinkSmearing& p);
 
 /// @brief The links smeared as p says, computed on backend b, from links given as a host array
 /// over this rank's local volume (conventions.h layout), returned the same way. Collective
-/// over the lattice's ranks; the result does not depend on the process grid.
+/// over the lattice's ranks; the result does not depend on the process grid. Fails naming the
+/// deviation when a smeared link is not SU(3) to 1e-10 (a link that is not finite, say).
 std::vector<Complex<double>> smear_links(const Lattice& lat, const std::vector<Complex<double>>& links,
                                          const LinkSmearing& p, Backend b);
 

@@ -23,6 +23,8 @@
 #include "latke/conventions.h"
 #include "latke/latke.h"
 #include "petsc/mat_shell.h"
+#include "src/core/error.h"
+#include "src/fields/link_smearing.h"
 
 namespace {
 
@@ -576,6 +578,16 @@ TEST(Smearing, LinksMatchTheReferenceStaySu3AndTransformAsLinks) {
     LatkeGaugeDestroy(&sm);
     LatkeGaugeDestroy(&smt);
   }
+  // A link that is not finite gives smeared links that are not SU(3): an error, not a result.
+  std::vector<latke::Complex<double>> bad(static_cast<std::size_t>(lat.volume()) * 36, {0.0, 0.0});
+  const cvec mine = local_part(lat, links, 36);
+  for (std::size_t k = 0; k < bad.size(); ++k) bad[k] = {mine[k].real(), mine[k].imag()};
+  bad[5 * 36 + 4] = {std::nan(""), 0.0};
+  latke::LinkSmearing ape;
+  ape.type = latke::LinkSmearingType::ape;
+  ape.steps = 1;
+  ape.alpha = 0.5;
+  EXPECT_THROW(latke::smear_links(lat, bad, ape, latke::petsc::context_of(P).op->backend()), latke::Error);
   LatkeGauge none = nullptr;
   PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
   EXPECT_NE(LatkeGaugeCreateSmeared(g, LATKE_LINK_SMEAR_APE, 2, 1.5, PETSC_TRUE, &none), 0);  // alpha out of range
