@@ -295,45 +295,24 @@ PetscErrorCode mult(Mat A, Vec x, Vec y, bool dagger) {
 
 PetscErrorCode MatMult_Latke(Mat A, Vec x, Vec y) { return mult(A, x, y, false); }
 
-/// Y = A X for dense X and Y (MatMatMult, MatProduct AB): the columns in sets of at most
-/// blas::set_max, each set through the operator's set application (the links read once per set).
+/// Y = A X for dense X and Y (MatMatMult, MatProduct AB): the operator on sets of columns (the
+/// links read once per set where the form applies sets).
 PetscErrorCode MatProductNumeric_Latke(Mat A, Mat X, Mat Y, void*) {
-  PetscInt n = 0;
   PetscFunctionBeginUser;
-  PetscCall(MatGetSize(X, nullptr, &n));
   PetscCall(guarded(comm_of(A), [&] {
     MatContext& c = ctx(A);
     const LogScope log(LogEvent::mat_mult, 0, true);
-    std::vector<ColorSpinorField> in, out;
-    for (PetscInt j0 = 0; j0 < n; j0 += blas::set_max) {
-      const int m = static_cast<int>(std::min<PetscInt>(blas::set_max, n - j0));
-      if (static_cast<int>(in.size()) != m) {
-        in = ColorSpinorField::make_set(c.op->lattice(), c.op->field_param(c.form), m);
-        out = ColorSpinorField::make_set(c.op->lattice(), c.op->field_param(c.form), m);
-      }
-      for (int k = 0; k < m; ++k) {
-        Vec v = nullptr;
-        check_petsc(MatDenseGetColumnVecRead(X, j0 + k, &v), "MatDenseGetColumnVecRead");
-        VecField f(*c.op, v, Access::read, 0);
-        require_form(c, f, "a column of the dense matrix");
-        in[k].copy_from(f.field());
-        f.release();
-        check_petsc(MatDenseRestoreColumnVecRead(X, j0 + k, &v), "MatDenseRestoreColumnVecRead");
-      }
-      c.op->apply_set(c.form, out, in);
-      for (int k = 0; k < m; ++k) {
-        Vec v = nullptr;
-        check_petsc(MatDenseGetColumnVecWrite(Y, j0 + k, &v), "MatDenseGetColumnVecWrite");
-        VecField f(*c.op, v, Access::write, 1);
-        f.field().copy_from(out[k]);
-        f.release();
-        check_petsc(MatDenseRestoreColumnVecWrite(Y, j0 + k, &v), "MatDenseRestoreColumnVecWrite");
-      }
-      c.applications += m;
-    }
+    apply_to_dense_columns(
+        *c.op, X, Y,
+        [&](std::vector<ColorSpinorField>& out, const std::vector<ColorSpinorField>& in) {
+          c.op->apply_set(c.form, out, in);
+          c.applications += static_cast<long>(in.size());
+        },
+        [&](VecField& f) { require_form(c, f, "a column of the dense matrix"); });
   }));
   PetscFunctionReturn(0);
 }
+
 PetscErrorCode MatMultHermitianTranspose_Latke(Mat A, Vec x, Vec y) { return mult(A, x, y, true); }
 
 /// A^T x = conj(A^H conj(x)).
@@ -469,6 +448,40 @@ Mat companion(Mat A, LatkeOperatorForm form, bool in_double) {
 }
 
 }  // namespace
+
+void apply_to_dense_columns(
+    ShellOperator& op, Mat X, Mat Y,
+    const std::function<void(std::vector<ColorSpinorField>& out, const std::vector<ColorSpinorField>& in)>& apply,
+    const std::function<void(VecField& column)>& check) {
+  PetscInt n = 0;
+  check_petsc(MatGetSize(X, nullptr, &n), "MatGetSize");
+  std::vector<ColorSpinorField> in, out;
+  for (PetscInt j0 = 0; j0 < n; j0 += blas::set_max) {
+    const int m = static_cast<int>(std::min<PetscInt>(blas::set_max, n - j0));
+    for (int k = 0; k < m; ++k) {
+      Vec v = nullptr;
+      check_petsc(MatDenseGetColumnVecRead(X, j0 + k, &v), "MatDenseGetColumnVecRead");
+      VecField f(op, v, Access::read, 0);
+      if (check) check(f);
+      if (static_cast<int>(in.size()) != m || !in[0].is_like(f.field())) {
+        in = ColorSpinorField::make_set(f.field().lattice_ptr(), f.field().param(), m);
+        out = ColorSpinorField::make_set(f.field().lattice_ptr(), f.field().param(), m);
+      }
+      in[k].copy_from(f.field());
+      f.release();
+      check_petsc(MatDenseRestoreColumnVecRead(X, j0 + k, &v), "MatDenseRestoreColumnVecRead");
+    }
+    apply(out, in);
+    for (int k = 0; k < m; ++k) {
+      Vec v = nullptr;
+      check_petsc(MatDenseGetColumnVecWrite(Y, j0 + k, &v), "MatDenseGetColumnVecWrite");
+      VecField f(op, v, Access::write, 1);
+      f.field().copy_from(out[k]);
+      f.release();
+      check_petsc(MatDenseRestoreColumnVecWrite(Y, j0 + k, &v), "MatDenseRestoreColumnVecWrite");
+    }
+  }
+}
 
 Mat create_shell(std::shared_ptr<ShellOperator> op, LatkeOperatorForm form, const char* prefix) {
   require(form == LATKE_OPERATOR_FULL || form == LATKE_OPERATOR_EVEN_ODD, "operator form ", static_cast<int>(form),

@@ -3,23 +3,24 @@
 // implement ShellOperator; the MATSHELL operations themselves are generic (mat_shell.cpp).
 #pragma once
 
-#include <array>
-#include <map>
-#include <memory>
-#include <tuple>
-#include <string>
-#include <vector>
-
 #include <petscmat.h>
 
+#include <array>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "latke/latke.h"
+#include "operators/linear_operator.h"
+#include "petsc/c_api.h"
+#include "petsc/gauge_handle.h"
 #include "src/core/complex.h"
 #include "src/core/lattice.h"
 #include "src/core/memory.h"
 #include "src/fields/color_spinor_field.h"
-#include "petsc/c_api.h"
-#include "petsc/gauge_handle.h"
-#include "latke/latke.h"
-#include "operators/linear_operator.h"
 
 namespace latke {
 class Preconditioner;
@@ -153,6 +154,14 @@ class VecField {
   bool device_memory_ = false, staged_ = false, full_ = false, released_ = false;
   std::unique_ptr<ColorSpinorField> field_;
 };
+
+/// @brief Y = apply(X) for dense matrices of op's vectors (MatMatMult, PCMatApply): the columns
+/// in sets of at most blas::set_max, each set copied into fields of the columns' shape, given to
+/// apply(out, in) at once, and copied back. check(f) sees each input column first.
+void apply_to_dense_columns(
+    ShellOperator& op, Mat X, Mat Y,
+    const std::function<void(std::vector<ColorSpinorField>& out, const std::vector<ColorSpinorField>& in)>& apply,
+    const std::function<void(VecField& column)>& check = {});
 
 /// @brief Whether a vector of local size n of op is full (true) or of its parity (false);
 /// fails naming the size otherwise.

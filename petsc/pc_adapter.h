@@ -95,38 +95,15 @@ struct PCAdapter {
   /// the set together).
   template <C& (*of)(PC)>
   static PetscErrorCode op_matapply(PC pc, Mat X, Mat Y) {
-    PetscInt n = 0;
     PetscFunctionBeginUser;
-    PetscCall(MatGetSize(X, nullptr, &n));
     PetscCall(guarded(comm(pc), [&] {
       C& c = of(pc);
       require(c.k != nullptr, "the ", C::type, " preconditioner is not set up");
-      std::vector<ColorSpinorField> in, out;
-      for (PetscInt j0 = 0; j0 < n; j0 += blas::set_max) {
-        const int m = static_cast<int>(std::min<PetscInt>(blas::set_max, n - j0));
-        for (int k = 0; k < m; ++k) {
-          Vec v = nullptr;
-          checked(MatDenseGetColumnVecRead(X, j0 + k, &v), "MatDenseGetColumnVecRead");
-          VecField f(*c.op, v, Access::read, 0);
-          if (static_cast<int>(in.size()) != m) {
-            in = ColorSpinorField::make_set(f.field().lattice_ptr(), f.field().param(), m);
-            out = ColorSpinorField::make_set(f.field().lattice_ptr(), f.field().param(), m);
-          }
-          in[k].copy_from(f.field());
-          f.release();
-          checked(MatDenseRestoreColumnVecRead(X, j0 + k, &v), "MatDenseRestoreColumnVecRead");
-        }
-        c.k->apply_set(out, in);
-        for (int k = 0; k < m; ++k) {
-          Vec v = nullptr;
-          checked(MatDenseGetColumnVecWrite(Y, j0 + k, &v), "MatDenseGetColumnVecWrite");
-          VecField f(*c.op, v, Access::write, 1);
-          f.field().copy_from(out[k]);
-          f.release();
-          checked(MatDenseRestoreColumnVecWrite(Y, j0 + k, &v), "MatDenseRestoreColumnVecWrite");
-        }
-      }
-      c.applies += n;
+      apply_to_dense_columns(*c.op, X, Y,
+                             [&](std::vector<ColorSpinorField>& out, const std::vector<ColorSpinorField>& in) {
+                               c.k->apply_set(out, in);
+                               c.applies += static_cast<long>(in.size());
+                             });
     }));
     PetscFunctionReturn(0);
   }
