@@ -6,6 +6,7 @@
 
 #include "latke/conventions.h"
 #include "src/core/error.h"
+#include "src/core/indexing.h"
 #include "src/core/launch.h"
 #include "src/core/log.h"
 #include "src/core/work_counters.h"
@@ -118,30 +119,25 @@ ChannelTerms terms_of(MesonChannel c) {
 // ---- the kernels ----------------------------------------------------------------------------
 
 /// The (x_cb, parity) of site i of local time slice t (lexicographic, x fastest).
-struct SliceSite {
-  int L[4];
-  LATKE_HOST_DEVICE LATKE_INLINE void of(int t, int i, int& x_cb, int& parity) const {
-    const int x = i % L[0];
-    const int r = i / L[0];
-    const int y = r % L[1];
-    const int z = r / L[1];
-    parity = (x + y + z + t) & 1;
-    x_cb = (((t * L[2] + z) * L[1] + y) * L[0] + x) >> 1;
-  }
-};
+LATKE_HOST_DEVICE LATKE_INLINE void slice_site(const LocalGeometry& g, int t, int i, int& x_cb, int& parity) {
+  const int lex = t * g.L[0] * g.L[1] * g.L[2] + i;
+  int c[4];
+  parity = g.lex_coords(lex, c);
+  x_cb = lex >> 1;
+}
 
 /// sum over slice t's sites of -1/n sum_terms Tr[P S Q S^dag] (segment = local time slice).
 template <typename Store>
 struct MesonSliceSum {
   using Acc = SpinorAccessor<Store, 3, 4>;
   Acc col[12][2];  ///< [3 s0 + c0][parity]
-  SliceSite site;
+  LocalGeometry geom;
   ChannelTerms terms;
   double scale;
 
   LATKE_HOST_DEVICE Complex<double> operator()(int t, int i) const {
     int x_cb, parity;
-    site.of(t, i, x_cb, parity);
+    slice_site(geom, t, i, x_cb, parity);
     Complex<double> acc;
     for (int k = 0; k < terms.n; ++k) {
       const Monomial& p = terms.t[k].p;
@@ -168,10 +164,10 @@ struct MesonSliceSum {
 template <typename Store>
 struct SliceNorm {
   SpinorAccessor<Store, 3, 4> f[2];
-  SliceSite site;
+  LocalGeometry geom;
   LATKE_HOST_DEVICE double operator()(int t, int i) const {
     int x_cb, parity;
-    site.of(t, i, x_cb, parity);
+    slice_site(geom, t, i, x_cb, parity);
     const auto s = f[parity].load(x_cb);
     double n = 0;
     for (int a = 0; a < 4; ++a)
@@ -188,12 +184,6 @@ void require_wilson_full(const ColorSpinorField& f, const char* what) {
 template <typename Store>
 SpinorAccessor<Store, 3, 4> accessor_of(const ColorSpinorField& f, int parity) {
   return f.accessor<Store, 3, 4>(f.block_parity(0) == parity ? 0 : 1);
-}
-
-SliceSite slice_site(const Lattice& lat) {
-  SliceSite s;
-  for (int mu = 0; mu < 4; ++mu) s.L[mu] = lat.local()[mu];
-  return s;
 }
 
 }  // namespace
@@ -255,7 +245,7 @@ std::vector<std::vector<Complex<double>>> meson_correlators(const std::vector<co
     MesonSliceSum<S> k{};
     for (int j = 0; j < 12; ++j)
       for (int p = 0; p < 2; ++p) k.col[j][p] = accessor_of<S>(*columns[j], p);
-    k.site = slice_site(lat);
+    k.geom = LocalGeometry::of(lat);
     std::vector<Complex<double>> local(Lt);
     for (int c = 0; c < nch; ++c) {
       k.terms = terms_of(channels[c]);
@@ -287,7 +277,7 @@ std::vector<double> timeslice_norms(const ColorSpinorField& psi) {
     using S = decltype(s);
     SliceNorm<S> k{};
     for (int p = 0; p < 2; ++p) k.f[p] = accessor_of<S>(psi, p);
-    k.site = slice_site(lat);
+    k.geom = LocalGeometry::of(lat);
     launch_segmented_reduce_host<double>(psi.backend(), k, Lt, V3, local.data());
   });
   for (int t = 0; t < Lt; ++t) out[lat.offset()[3] + t] = local[t];

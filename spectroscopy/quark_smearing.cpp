@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "src/core/error.h"
+#include "src/core/indexing.h"
 #include "src/core/launch.h"
 #include "src/fields/extended_links.h"
 #include "src/fields/precision.h"
@@ -20,33 +21,17 @@ using gauge::ExtSites;
 
 constexpr int n_comp = 12;  // spin-major: component 3 s + c
 
-/// Local lexicographic site i + first (x fastest) of extents L: coordinates, and its index.
-struct LexSites {
-  int L[4];
-  int first;  ///< the first site of the range (a time slice's, or 0)
-  LATKE_HOST_DEVICE LATKE_INLINE int coords(int i, int (&c)[4]) const {
-    int r = i + first;
-    c[0] = r % L[0];
-    r /= L[0];
-    c[1] = r % L[1];
-    r /= L[1];
-    c[2] = r % L[2];
-    c[3] = r / L[2];
-    return i + first;
-  }
-};
-
 /// Between a full Wilson field's blocks and the extended field's local sites of the range.
 template <typename Store>
 struct CopyKernel {
   SpinorAccessor<Store, 3, 4> f[2];  ///< by site parity
   ExtSites ext;
-  LexSites sites;
+  LocalGeometry geom;
+  int first;  ///< the range's first lexicographic site (a time slice's, or 0)
   bool to_ext;
   LATKE_HOST_DEVICE void operator()(int i, int) const {
     int c[4];
-    const int lex = sites.coords(i, c);
-    const int parity = (c[0] + c[1] + c[2] + c[3]) & 1, x_cb = lex >> 1;
+    const int parity = geom.lex_coords(first + i, c), x_cb = (first + i) >> 1;
     const long e = ext.index_of_local(c);
     if (to_ext) {
       const auto s = f[parity].load(x_cb);
@@ -68,18 +53,19 @@ struct CopyKernel {
 struct SmearStepKernel {
   ExtLinks links;
   ExtSites in, out;
-  LexSites sites;
+  LocalGeometry geom;
+  int first;
   int split[3];
   double a, b;
   LATKE_HOST_DEVICE void operator()(int i, int) const {
     int c[4];
-    sites.coords(i, c);
+    geom.lex_coords(first + i, c);
     const long e = in.index_of_local(c);
     Complex<double> h[n_comp];
     for (int d = 0; d < 3; ++d) {
       const long s = in.stride[d];
-      const long fwd = split[d] || c[d] < sites.L[d] - 1 ? e + s : e - (sites.L[d] - 1) * s;
-      const long bwd = split[d] || c[d] > 0 ? e - s : e + (sites.L[d] - 1) * s;
+      const long fwd = split[d] || c[d] < geom.L[d] - 1 ? e + s : e - (geom.L[d] - 1) * s;
+      const long bwd = split[d] || c[d] > 0 ? e - s : e + (geom.L[d] - 1) * s;
       ColorMatrix<double, 3> u, v;
       links.load(e, d, u);
       links.load(e - s, d, v);  // the links' ghosts are complete
@@ -151,19 +137,19 @@ void QuarkSmearer::apply(ColorSpinorField& psi, int t) {
     a = 1 - 6 * b;
   }
   // The sites smeared here: one local time slice, or all. The ghost exchanges are collective,
-  // so a rank without the slice still takes part in them.
-  const Coords& L = lat_.local();
-  const int v3 = L[0] * L[1] * L[2];
-  LexSites sites{{L[0], L[1], L[2], L[3]}, 0};
-  int n = v3 * L[3];
+  // so a rank without the slice still takes part in them (with nothing to launch).
+  const LocalGeometry geom = LocalGeometry::of(lat_);
+  const int v3 = geom.L[0] * geom.L[1] * geom.L[2];
+  int n = v3 * geom.L[3], first = 0;
   if (t >= 0) {
     const int lt = t - lat_.offset()[3];
-    n = lt >= 0 && lt < L[3] ? v3 : 0;
-    sites.first = n ? lt * v3 : 0;
+    n = lt >= 0 && lt < geom.L[3] ? v3 : 0;
+    first = n ? lt * v3 : 0;
   }
   SmearStepKernel step{};
   step.links = links_->view();
-  step.sites = sites;
+  step.geom = geom;
+  step.first = first;
   for (int d = 0; d < 3; ++d) step.split[d] = lat_.partitioned(d) ? 1 : 0;
   step.a = a;
   step.b = b;
@@ -172,13 +158,14 @@ void QuarkSmearer::apply(ColorSpinorField& psi, int t) {
     CopyKernel<S> k{};
     for (int blk = 0; blk < 2; ++blk) k.f[psi.block_parity(blk)] = psi.accessor<S, 3, 4>(blk);
     k.ext = a_->sites();
-    k.sites = sites;
+    k.geom = geom;
+    k.first = first;
     k.to_ext = true;
     if (n) launch(backend_, k, {n, 0, 1});
     gauge::ExtendedSites* in = a_.get();
     gauge::ExtendedSites* out = b_.get();
     for (int i = 0; i < p_.steps; ++i) {
-      if (step.split[0] || step.split[1] || step.split[2]) in->refresh_components(0, n_comp);
+      in->refresh_components(0, n_comp);  // exchanges only where a spatial dimension is split
       step.in = in->sites();
       step.out = out->sites();
       if (n) launch(backend_, step, {n, 0, 1});

@@ -34,6 +34,18 @@ struct LocalGeometry {
   LATKE_HOST_DEVICE LATKE_INLINE int full_index(const int (&c)[4]) const {
     return ((c[3] * L[2] + c[2]) * L[1] + c[1]) * L[0] + c[0];
   }
+
+  /// Coordinates of lexicographic local index lex (x fastest; full_index's inverse); returns the
+  /// site's parity. Its checkerboard index is lex >> 1.
+  LATKE_HOST_DEVICE LATKE_INLINE int lex_coords(int lex, int (&c)[4]) const {
+    c[0] = lex % L[0];
+    lex /= L[0];
+    c[1] = lex % L[1];
+    lex /= L[1];
+    c[2] = lex % L[2];
+    c[3] = lex / L[2];
+    return (c[0] + c[1] + c[2] + c[3]) & 1;
+  }
 };
 
 }  // namespace latke

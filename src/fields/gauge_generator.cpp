@@ -14,6 +14,7 @@
 #include "src/fields/extended_links.h"
 #include "src/fields/gauge_measure.h"
 #include "src/fields/random.h"
+#include "src/fields/staples.h"
 #include "src/fields/su3_update.h"
 
 namespace latke {
@@ -37,29 +38,6 @@ struct LinkUpdateKernel {
   int region = 0;
   int split = 0;
 
-  /// Sum of the six staples of U_mu(x): U_mu(x) A is the sum of the plaquettes through it.
-  LATKE_HOST_DEVICE M3 staples(long e) const {
-    M3 a;
-    for (int nu = 0; nu < 4; ++nu) {
-      if (nu == mu) continue;
-      const long sm = ext.stride[mu], sn = ext.stride[nu];
-      M3 p, q, r;
-      // U_nu(x+mu) U_mu(x+nu)^dag U_nu(x)^dag = U_nu(x+mu) [U_nu(x) U_mu(x+nu)]^dag
-      ext.load(e + sm, nu, p);
-      ext.load(e + sn, mu, q);
-      ext.load(e, nu, r);
-      const M3 up = mul_adj(p, r * q);
-      // U_nu(x+mu-nu)^dag U_mu(x-nu)^dag U_nu(x-nu) = [U_mu(x-nu) U_nu(x+mu-nu)]^dag U_nu(x-nu)
-      ext.load(e + sm - sn, nu, p);
-      ext.load(e - sn, mu, q);
-      ext.load(e - sn, nu, r);
-      const M3 down = adj_mul(q * p, r);
-      for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) a.e[i][j] += up.e[i][j] + down.e[i][j];
-    }
-    return a;
-  }
-
   LATKE_HOST_DEVICE void operator()(int x_cb, int parity) const {
     int c[4];
     geom.coords(x_cb, parity, c);
@@ -69,7 +47,7 @@ struct LinkUpdateKernel {
       if (face != (region == 1)) return;
     }
     const long e = ext.index_of_local(c);
-    const M3 a = staples(e);
+    const M3 a = staples(ext, e, mu);  // U_mu(x) a: the six plaquettes through the link
     M3 u;
     ext.load(e, mu, u);
     if (heatbath) {

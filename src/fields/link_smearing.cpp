@@ -8,6 +8,7 @@
 #include "src/core/error.h"
 #include "src/core/launch.h"
 #include "src/fields/gauge_measure.h"
+#include "src/fields/staples.h"
 #include "src/fields/su3_smear.h"
 
 namespace latke {
@@ -29,7 +30,7 @@ struct SmearStepKernel {
       M3 u;
       in.load(e, mu, u);
       if (mu < n_smeared) {
-        const M3 s = staple_sum(in, e, mu, n_smeared);
+        const M3 s = adjoint(staples(in, e, mu, n_smeared));  // S: U S^dag is the plaquettes' sum
         if (type == LinkSmearingType::ape) {
           const double w = alpha / (2 * (n_smeared - 1));
           M3 x;

@@ -5,10 +5,10 @@
 //          (su3_smear.h)
 //   stout  U' = exp(i Q) U,  Q = (i/2)(W^dag - W) - (i/6) tr(W^dag - W),  W = rho S U^dag
 //          (Morningstar and Peardon, Phys. Rev. D69 (2004) 054501, with one rho for every plane)
-// S is the sum of U's staples in the planes of the smeared directions (su3_smear.h's
-// staple_sum). With `spatial` only the links in x, y and z are smeared, from staples in the
-// spatial planes, and U_t is kept: what smeared sources on a time slice use. Both steps are
-// gauge covariant, so smeared links transform as links do.
+// S is the sum of U's staples in the planes of the smeared directions, U_nu(x) U_mu(x+nu)
+// U_nu(x+mu)^dag + U_nu(x-nu)^dag U_mu(x-nu) U_nu(x-nu+mu) (the adjoint of staples.h's A). With `spatial` only the
+// links in x, y and z are smeared, from staples in the spatial planes, and U_t is kept: what smeared sources on a time
+// slice use. Both steps are gauge covariant, so smeared links transform as links do.
 #pragma once
 
 #include <string>

@@ -5,22 +5,14 @@
 //                   (quadratic convergence; X must be invertible), times det(V)^(-1/3)
 //   exp_i_hermitian exp(i Q) of a traceless Hermitian Q: Taylor series of exp(i Q / 2^s),
 //                   with s such that |Q| / 2^s < 1/2, then squared s times
-//   staple_sum      the staples of U_mu(x) in the planes (mu, nu), nu in [0, n_nu), nu != mu:
-//                   S = sum_nu U_nu(x) U_mu(x+nu) U_nu(x+mu)^dag + U_nu(x-nu)^dag U_mu(x-nu) U_nu(x-nu+mu)
+// (The staples come from staples.h, shared with the generator.)
 #pragma once
 
 #include <cmath>
 
-#include "src/fields/extended_links.h"
 #include "src/fields/su3_update.h"
 
 namespace latke::gauge {
-
-LATKE_HOST_DEVICE LATKE_INLINE Complex<double> det3(const M3& a) {
-  return a.e[0][0] * (a.e[1][1] * a.e[2][2] - a.e[1][2] * a.e[2][1]) -
-         a.e[0][1] * (a.e[1][0] * a.e[2][2] - a.e[1][2] * a.e[2][0]) +
-         a.e[0][2] * (a.e[1][0] * a.e[2][1] - a.e[1][1] * a.e[2][0]);
-}
 
 /// (a^-1)^dag = cofactor matrix / conj(det a).
 LATKE_HOST_DEVICE LATKE_INLINE M3 inverse_adjoint(const M3& a) {
@@ -99,27 +91,6 @@ LATKE_HOST_DEVICE LATKE_INLINE M3 exp_i_hermitian(const M3& q) {
   }
   for (int k = 0; k < s; ++k) r = r * r;
   return r;
-}
-
-/// The staples of U_mu at extended site e in the planes (mu, nu), nu < n_nu, nu != mu.
-LATKE_HOST_DEVICE LATKE_INLINE M3 staple_sum(const ExtLinks& ext, long e, int mu, int n_nu) {
-  M3 s;
-  for (int nu = 0; nu < n_nu; ++nu) {
-    if (nu == mu) continue;
-    const long sm = ext.stride[mu], sn = ext.stride[nu];
-    M3 a, b, c;
-    ext.load(e, nu, a);
-    ext.load(e + sn, mu, b);
-    ext.load(e + sm, nu, c);
-    const M3 up = mul_adj(a * b, c);
-    ext.load(e - sn, nu, a);
-    ext.load(e - sn, mu, b);
-    ext.load(e - sn + sm, nu, c);
-    const M3 down = adj_mul(a, b) * c;
-    LATKE_UNROLL for (int i = 0; i < 3; ++i) LATKE_UNROLL for (int j = 0; j < 3; ++j) s.e[i][j] +=
-        up.e[i][j] + down.e[i][j];
-  }
-  return s;
 }
 
 }  // namespace latke::gauge

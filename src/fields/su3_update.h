@@ -126,6 +126,12 @@ LATKE_HOST_DEVICE LATKE_INLINE double worse(double worst, double d) {
   return d <= worst ? worst : (d == d ? d : HUGE_VAL);
 }
 
+LATKE_HOST_DEVICE LATKE_INLINE Complex<double> det3(const M3& u) {
+  return u.e[0][0] * (u.e[1][1] * u.e[2][2] - u.e[1][2] * u.e[2][1]) -
+         u.e[0][1] * (u.e[1][0] * u.e[2][2] - u.e[1][2] * u.e[2][0]) +
+         u.e[0][2] * (u.e[1][0] * u.e[2][1] - u.e[1][1] * u.e[2][0]);
+}
+
 /// Largest |U U^dag - 1| entry and |det U - 1|; infinite for a link that is not finite.
 LATKE_HOST_DEVICE LATKE_INLINE double unitarity_deviation(const M3& u) {
   double worst = 0;
@@ -135,10 +141,7 @@ LATKE_HOST_DEVICE LATKE_INLINE double unitarity_deviation(const M3& u) {
     if (i == j) s.re -= 1.0;
     worst = worse(worst, sqrt(norm2(s)));
   }
-  const Complex<double> det = u.e[0][0] * (u.e[1][1] * u.e[2][2] - u.e[1][2] * u.e[2][1]) -
-                              u.e[0][1] * (u.e[1][0] * u.e[2][2] - u.e[1][2] * u.e[2][0]) +
-                              u.e[0][2] * (u.e[1][0] * u.e[2][1] - u.e[1][1] * u.e[2][0]);
-  return worse(worst, sqrt(norm2(det - Complex<double>(1.0))));
+  return worse(worst, sqrt(norm2(det3(u) - Complex<double>(1.0))));
 }
 
 /// Tries before a heat-bath draw gives up and leaves the subgroup unchanged. With an

@@ -276,19 +276,24 @@ cvec gauge_transform(const cvec& links, std::uint64_t seed) {
   return out;
 }
 
+/// This rank's part of a global lexicographic array of `per_site` numbers per site.
+cvec local_part(const latke::Lattice& lat, const cvec& global, int per_site) {
+  cvec part(static_cast<std::size_t>(lat.volume()) * per_site);
+  for (long s = 0; s < lat.volume(); ++s) {
+    const latke::Coords c = lat.coords_of(s);
+    long gs = 0;
+    for (int mu = 3; mu >= 0; --mu) gs = gs * D[mu] + c[mu] + lat.offset()[mu];
+    for (int k = 0; k < per_site; ++k) part[s * per_site + k] = global[gs * per_site + k];
+  }
+  return part;
+}
+
 /// A gauge from global links: this rank's part, by the lattice of a matrix on the same grid.
 LatkeGauge gauge_from(const cvec& links) {
   LatkeGauge probe, g;
   EXPECT_EQ(LatkeGaugeCreateRandom(PETSC_COMM_WORLD, dims, grid(), 1, 0.0, &probe), 0);
   Mat P = wilson(probe, 0.1, 1.0);
-  const latke::Lattice& lat = lattice_of(P);
-  std::vector<PetscScalar> part(static_cast<std::size_t>(lat.volume()) * 36);
-  for (long s = 0; s < lat.volume(); ++s) {
-    const latke::Coords c = lat.coords_of(s);
-    long gs = 0;
-    for (int mu = 3; mu >= 0; --mu) gs = gs * D[mu] + c[mu] + lat.offset()[mu];
-    for (int k = 0; k < 36; ++k) part[s * 36 + k] = links[gs * 36 + k];
-  }
+  const cvec part = local_part(lattice_of(P), links, 36);
   EXPECT_EQ(LatkeGaugeCreateFromArray(PETSC_COMM_WORLD, dims, grid(), part.data(), &g), 0);
   MatDestroy(&P);
   LatkeGaugeDestroy(&probe);
@@ -507,18 +512,6 @@ cvec reference_smeared_links(cvec links, LatkeLinkSmear type, int steps, double 
     links = next;
   }
   return links;
-}
-
-/// This rank's part of a global lexicographic array of `per_site` numbers per site.
-cvec local_part(const latke::Lattice& lat, const cvec& global, int per_site) {
-  cvec part(static_cast<std::size_t>(lat.volume()) * per_site);
-  for (long s = 0; s < lat.volume(); ++s) {
-    const latke::Coords c = lat.coords_of(s);
-    long gs = 0;
-    for (int mu = 3; mu >= 0; --mu) gs = gs * D[mu] + c[mu] + lat.offset()[mu];
-    for (int k = 0; k < per_site; ++k) part[s * per_site + k] = global[gs * per_site + k];
-  }
-  return part;
 }
 
 cvec links_of(LatkeGauge g, const latke::Lattice& lat) {
