@@ -108,6 +108,17 @@ void StoredShell::apply(LatkeOperatorForm form, ColorSpinorField& out, const Col
   copies_.outer(out, o);
 }
 
+namespace {
+/// Whether set is n fields shaped like f (its lattice, spins, colours, parities and backend) in
+/// precision p: scratch sets are made again only when not.
+bool holds(const std::vector<ColorSpinorField>& set, std::size_t n, const ColorSpinorField& f, Precision p) {
+  if (set.size() != n || n == 0) return false;
+  const ColorSpinorField& s = set[0];
+  return &s.lattice() == &f.lattice() && s.precision() == p && s.nspin() == f.nspin() && s.ncolor() == f.ncolor() &&
+         s.param().subset == f.param().subset && s.backend() == f.backend();
+}
+}  // namespace
+
 void ShellOperator::apply_set(LatkeOperatorForm form, std::vector<ColorSpinorField>& out,
                               const std::vector<ColorSpinorField>& in) {
   require(out.size() == in.size(), "apply_set: sets of ", in.size(), " and ", out.size(), " fields");
@@ -121,10 +132,13 @@ void StoredShell::apply_set(LatkeOperatorForm form, std::vector<ColorSpinorField
   if (!op->applies_sets() || in.size() < 2) return ShellOperator::apply_set(form, out, in);
   require(out.size() == in.size(), "apply_set: sets of ", in.size(), " and ", out.size(), " fields");
   if (p == Precision::double_) return op->apply_set(out, in);
-  SpinorParam sp = in[0].param();
-  sp.precision = p;
-  std::vector<ColorSpinorField> i = ColorSpinorField::make_set(in[0].lattice_ptr(), sp, static_cast<int>(in.size()));
-  std::vector<ColorSpinorField> o = ColorSpinorField::make_set(in[0].lattice_ptr(), sp, static_cast<int>(in.size()));
+  std::vector<ColorSpinorField>&i = low_.in, &o = low_.out;
+  if (!holds(i, in.size(), in[0], p)) {
+    SpinorParam sp = in[0].param();
+    sp.precision = p;
+    i = ColorSpinorField::make_set(in[0].lattice_ptr(), sp, static_cast<int>(in.size()));
+    o = ColorSpinorField::make_set(in[0].lattice_ptr(), sp, static_cast<int>(in.size()));
+  }
   for (std::size_t k = 0; k < in.size(); ++k) i[k].copy_from(in[k]);
   op->apply_set(o, i);
   for (std::size_t k = 0; k < in.size(); ++k) out[k].copy_from(o[k]);
@@ -303,7 +317,7 @@ PetscErrorCode MatProductNumeric_Latke(Mat A, Mat X, Mat Y, void*) {
     MatContext& c = ctx(A);
     const LogScope log(LogEvent::mat_mult, 0, true);
     apply_to_dense_columns(
-        *c.op, X, Y,
+        *c.op, X, Y, c.columns,
         [&](std::vector<ColorSpinorField>& out, const std::vector<ColorSpinorField>& in) {
           c.op->apply_set(c.form, out, in);
           c.applications += static_cast<long>(in.size());
@@ -450,12 +464,12 @@ Mat companion(Mat A, LatkeOperatorForm form, bool in_double) {
 }  // namespace
 
 void apply_to_dense_columns(
-    ShellOperator& op, Mat X, Mat Y,
+    ShellOperator& op, Mat X, Mat Y, ColumnSets& sets,
     const std::function<void(std::vector<ColorSpinorField>& out, const std::vector<ColorSpinorField>& in)>& apply,
     const std::function<void(VecField& column)>& check) {
   PetscInt n = 0;
   check_petsc(MatGetSize(X, nullptr, &n), "MatGetSize");
-  std::vector<ColorSpinorField> in, out;
+  std::vector<ColorSpinorField>&in = sets.in, &out = sets.out;
   for (PetscInt j0 = 0; j0 < n; j0 += blas::set_max) {
     const int m = static_cast<int>(std::min<PetscInt>(blas::set_max, n - j0));
     for (int k = 0; k < m; ++k) {
@@ -463,7 +477,7 @@ void apply_to_dense_columns(
       check_petsc(MatDenseGetColumnVecRead(X, j0 + k, &v), "MatDenseGetColumnVecRead");
       VecField f(op, v, Access::read, 0);
       if (check) check(f);
-      if (static_cast<int>(in.size()) != m || !in[0].is_like(f.field())) {
+      if (k == 0 && !holds(in, m, f.field(), f.field().precision())) {
         in = ColorSpinorField::make_set(f.field().lattice_ptr(), f.field().param(), m);
         out = ColorSpinorField::make_set(f.field().lattice_ptr(), f.field().param(), m);
       }

@@ -107,6 +107,13 @@ class ShellOperator {
   PinnedStager stager_;
 };
 
+/// The fields dense matrices' columns go through (apply_to_dense_columns), kept between calls:
+/// a loop of MatMatMult or PCMatApply (a block Krylov method's) allocates them once, not once
+/// per call with a device synchronization at each free. Freed with their matrix or PC.
+struct ColumnSets {
+  std::vector<ColorSpinorField> in, out;
+};
+
 /// The context of a Latke MATSHELL: its operator and form.
 struct MatContext {
   std::shared_ptr<ShellOperator> op;
@@ -120,6 +127,7 @@ struct MatContext {
     std::string options;  ///< the multigrid options it was built with
   };
   std::map<std::string, NativePreconditioner> native_mg;
+  ColumnSets columns;  ///< MatMatMult's
 };
 
 /// @brief A MATSHELL for op in the given form (sizes, operations, vector type, prefix).
@@ -156,10 +164,11 @@ class VecField {
 };
 
 /// @brief Y = apply(X) for dense matrices of op's vectors (MatMatMult, PCMatApply): the columns
-/// in sets of at most blas::set_max, each set copied into fields of the columns' shape, given to
-/// apply(out, in) at once, and copied back. check(f) sees each input column first.
+/// in sets of at most blas::set_max, each set copied into `sets` (made again only when their
+/// count or shape differs), given to apply(out, in) at once, and copied back. check(f) sees each
+/// input column first.
 void apply_to_dense_columns(
-    ShellOperator& op, Mat X, Mat Y,
+    ShellOperator& op, Mat X, Mat Y, ColumnSets& sets,
     const std::function<void(std::vector<ColorSpinorField>& out, const std::vector<ColorSpinorField>& in)>& apply,
     const std::function<void(VecField& column)>& check = {});
 
@@ -233,6 +242,7 @@ class StoredShell : public ShellOperator {
  private:
   Kind kind_;
   PrecisionCopies copies_;
+  ColumnSets low_;  ///< apply_set's fields in the storage precision, kept between calls
 };
 
 }  // namespace latke::petsc

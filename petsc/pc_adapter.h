@@ -4,10 +4,10 @@
 //   void set_up(C&, Mat pmat);  PetscErrorCode view(C&, PetscViewer);
 // the members `k` (the preconditioner, null until set up: k->apply(out, in), k->apply_set for
 // PCMatApply's dense columns; PCApplyTranspose goes through the matrix's hermiticity), `op` (the
-// matrix's ShellOperator), `form` (the matrix's), `applies` (a count), and `static constexpr const char* type` (its
-// PC type name). PETSc's vectors reach k as Latke fields (VecField: in place or staged). PCRegister'ed types
-// fill the PC's operation table, which lives in PETSc's private pcimpl.h (the same fields in
-// 3.18 and 3.26).
+// matrix's ShellOperator), `form` (the matrix's), `applies` (a count), `columns` (ColumnSets: PCMatApply's fields), and
+// `static constexpr const char* type` (its PC type name). PETSc's vectors reach k as Latke fields (VecField: in place
+// or staged). PCRegister'ed types fill the PC's operation table, which lives in PETSc's private pcimpl.h (the same
+// fields in 3.18 and 3.26).
 #pragma once
 
 #include <petsc/private/pcimpl.h>
@@ -99,7 +99,7 @@ struct PCAdapter {
     PetscCall(guarded(comm(pc), [&] {
       C& c = of(pc);
       require(c.k != nullptr, "the ", C::type, " preconditioner is not set up");
-      apply_to_dense_columns(*c.op, X, Y,
+      apply_to_dense_columns(*c.op, X, Y, c.columns,
                              [&](std::vector<ColorSpinorField>& out, const std::vector<ColorSpinorField>& in) {
                                c.k->apply_set(out, in);
                                c.applies += static_cast<long>(in.size());

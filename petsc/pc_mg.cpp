@@ -523,6 +523,7 @@ struct MGContext {
   std::string prefix;
   double setup_seconds = 0;
   long applies = 0;
+  ColumnSets columns;
   int updates = 0;           ///< set-ups that kept the null vectors (-pc_latke_mg_reuse_interpolation)
   std::vector<int> refresh;  ///< the last such set-up's refresh steps per level
   /// The last set-up's attempt to reuse the null vectors: done, or why not (no why: not tried).

@@ -60,6 +60,7 @@ struct SchwarzContext {
   std::unique_ptr<SchwarzPreconditioner> k;
   double setup_seconds = 0;
   long applies = 0;
+  ColumnSets columns;
 };
 
 void read_params(MPI_Comm comm, const char* prefix, SchwarzParam& p) { p = schwarz_param_from_options(comm, prefix, p); }
