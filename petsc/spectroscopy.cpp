@@ -1,7 +1,9 @@
 // The spectroscopy functions of the C API (latke.h): meson correlators of a Wilson-clover
 // matrix's propagator (spectroscopy/mesons.h), propagators saved and loaded through PETSc
 // viewers, and quark smearing of its vectors (spectroscopy/quark_smearing.h).
+#include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -23,6 +25,53 @@ MesonChannel channel_of(LatkeMesonChannel c) {
           ": expected LATKE_MESON_PION ... LATKE_MESON_B1");
   return static_cast<MesonChannel>(c);
 }
+
+std::vector<MesonChannel> channels_of(const char* what, PetscInt n, const LatkeMesonChannel channels[],
+                                      const PetscScalar* corr) {
+  require(n >= 0 && (n == 0 || (channels && corr)), what, ": ", n, " channels with a NULL channel list or output");
+  std::vector<MesonChannel> ch;
+  for (PetscInt k = 0; k < n; ++k) ch.push_back(channel_of(channels[k]));
+  return ch;
+}
+
+/// A propagator's 12 columns as fields of the operator: read in place where their memory is
+/// where the operator runs; a staged one (host vectors of a GPU operator) is copied out of the
+/// scratch field the next one reuses.
+class PropagatorColumns {
+ public:
+  PropagatorColumns(ShellOperator& op, const Vec prop[], const char* what) {
+    require(op.nspin() == 4 && op.ncolor() == 3, what, ": ", op.name(),
+            " is not a Wilson-type operator (4 spins, 3 colours)");
+    copies_.reserve(12);
+    for (int j = 0; j < 12; ++j) {
+      require(prop[j] != nullptr, what, ": propagator column ", j, " is NULL");
+      PetscInt size = 0;
+      require(VecGetLocalSize(prop[j], &size) == 0, "VecGetLocalSize failed");
+      require(is_full_vector(op, size, "a propagator column"), what, ": propagator column ", j,
+              " is a vector of one parity; expected full-lattice vectors (MatLatkeCreateFullVecs)");
+      auto f = std::make_unique<VecField>(op, prop[j], Access::read, 0);
+      if (f->staged()) {
+        copies_.push_back(f->field().like(Precision::double_));
+        copies_.back().copy_from(f->field());
+        f->release();
+        fields_.push_back(&copies_.back());
+      } else {
+        fields_.push_back(&f->field());
+        wrapped_.push_back(std::move(f));
+      }
+    }
+  }
+  const std::vector<const ColorSpinorField*>& fields() const { return fields_; }
+  /// Gives the vectors back to PETSc (read access: nothing is copied back).
+  void release() {
+    for (auto& f : wrapped_) f->release();
+  }
+
+ private:
+  std::vector<std::unique_ptr<VecField>> wrapped_;
+  std::vector<ColorSpinorField> copies_;
+  std::vector<const ColorSpinorField*> fields_;
+};
 
 /// Runs io on each column j with the vector named "s<spin>_c<color>" (its dataset in an HDF5
 /// file), the vector's own name restored after.
@@ -70,41 +119,53 @@ PetscErrorCode MatLatkeMesonCorrelators(Mat A, const Vec prop[], PetscInt t0, Pe
   LatkeCheckNull(prop);
   PetscCall(guarded(comm_of(A), [&] {
     ShellOperator& op = *context_of(A).op;
-    require(op.nspin() == 4 && op.ncolor() == 3, "MatLatkeMesonCorrelators: ", op.name(),
-            " is not a Wilson-type operator (4 spins, 3 colours)");
-    require(n >= 0 && (n == 0 || (channels && corr)), "MatLatkeMesonCorrelators: ", n,
-            " channels with a NULL channel list or output");
-    std::vector<MesonChannel> ch;
-    for (PetscInt k = 0; k < n; ++k) ch.push_back(channel_of(channels[k]));
-    // Columns whose memory is where the operator runs are read in place; a staged one (host
-    // vectors of a GPU operator) is copied out of the scratch field the next one reuses.
-    std::vector<std::unique_ptr<VecField>> wrapped;
-    std::vector<ColorSpinorField> copies;
-    std::vector<const ColorSpinorField*> ptr;
-    copies.reserve(12);
-    for (int j = 0; j < 12; ++j) {
-      require(prop[j] != nullptr, "MatLatkeMesonCorrelators: propagator column ", j, " is NULL");
-      PetscInt size = 0;
-      require(VecGetLocalSize(prop[j], &size) == 0, "VecGetLocalSize failed");
-      require(is_full_vector(op, size, "a propagator column"), "MatLatkeMesonCorrelators: propagator column ", j,
-              " is a vector of one parity; expected full-lattice vectors (MatLatkeCreateFullVecs)");
-      auto f = std::make_unique<VecField>(op, prop[j], Access::read, 0);
-      if (f->staged()) {
-        copies.push_back(f->field().like(Precision::double_));
-        copies.back().copy_from(f->field());
-        f->release();
-        ptr.push_back(&copies.back());
-      } else {
-        ptr.push_back(&f->field());
-        wrapped.push_back(std::move(f));
-      }
-    }
+    const std::vector<MesonChannel> ch = channels_of("MatLatkeMesonCorrelators", n, channels, corr);
     const int T = op.lattice()->global()[3];
     require(t0 >= 0 && t0 < T, "MatLatkeMesonCorrelators: source time slice ", t0, ": expected 0 to ", T - 1);
-    const auto c = meson_correlators(ptr, static_cast<int>(t0), ch);
-    for (auto& f : wrapped) f->release();
+    PropagatorColumns cols(op, prop, "MatLatkeMesonCorrelators");
+    const auto c = meson_correlators(cols.fields(), static_cast<int>(t0), ch);
+    cols.release();
     for (PetscInt k = 0; k < n; ++k)
       for (int t = 0; t < T; ++t) corr[k * T + t] = PetscScalar(c[k][t].re, c[k][t].im);
+  }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatLatkeMesonCorrelatorsMomenta(Mat A, const Vec prop[], const PetscInt site[], PetscInt n_momenta,
+                                               const PetscInt momenta[], PetscInt n,
+                                               const LatkeMesonChannel channels[], PetscScalar corr[]) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(A);
+  LatkeCheckNull(prop);
+  LatkeCheckNull(site);
+  PetscCall(guarded(comm_of(A), [&] {
+    const char* what = "MatLatkeMesonCorrelatorsMomenta";
+    ShellOperator& op = *context_of(A).op;
+    const std::vector<MesonChannel> ch = channels_of(what, n, channels, corr);
+    require(n_momenta >= 0 && (n_momenta == 0 || momenta), what, ": ", n_momenta, " momenta with a NULL list");
+    const Coords& L = op.lattice()->global();
+    std::array<int, 4> source{};
+    for (int mu = 0; mu < 4; ++mu) {
+      require(site[mu] >= 0 && site[mu] < L[mu], what, ": source coordinate ", site[mu], " in dimension ", mu,
+              ": expected 0 to ", L[mu] - 1);
+      source[mu] = static_cast<int>(site[mu]);
+    }
+    std::vector<std::array<int, 3>> mom(n_momenta);
+    for (PetscInt m = 0; m < n_momenta; ++m)
+      for (int i = 0; i < 3; ++i) {
+        const PetscInt v = momenta[3 * m + i];
+        require(2 * std::abs(v) <= L[i], what, ": momentum ", m, " component ", i, " is ", v, ": expected |n| <= ",
+                L[i] / 2, " (p = 2 pi n / ", L[i], ")");
+        mom[m][i] = static_cast<int>(v);
+      }
+    PropagatorColumns cols(op, prop, what);
+    const auto c = meson_correlators(cols.fields(), source, ch, mom);
+    cols.release();
+    const int T = L[3];
+    for (PetscInt k = 0; k < n; ++k)
+      for (PetscInt m = 0; m < n_momenta; ++m)
+        for (int t = 0; t < T; ++t)
+          corr[(k * n_momenta + m) * T + t] = PetscScalar(c[k][m][t].re, c[k][m][t].im);
   }));
   PetscFunctionReturn(0);
 }

@@ -3,12 +3,14 @@
 #include "spectroscopy/mesons.h"
 
 #include <array>
+#include <cmath>
 
 #include "latke/conventions.h"
 #include "src/core/error.h"
 #include "src/core/indexing.h"
 #include "src/core/launch.h"
 #include "src/core/log.h"
+#include "src/core/memory.h"
 #include "src/core/work_counters.h"
 #include "src/fields/precision.h"
 
@@ -161,6 +163,40 @@ struct MesonSliceSum {
   }
 };
 
+/// density[lex] = the channel's term at local site lex (lexicographic, x fastest).
+template <typename Store>
+struct MesonDensity {
+  MesonSliceSum<Store> term;
+  Complex<double>* density;
+  int V3;
+  LATKE_HOST_DEVICE void operator()(int lex, int) const { density[lex] = term(lex / V3, lex % V3); }
+};
+
+/// sum over local slice t of e^{-i p.(xvec - xvec0)} density(xvec, t), p = 2 pi n / L; the
+/// phase's argument is reduced modulo L in integers, so that it is exact for any volume.
+struct MomentumSliceSum {
+  const Complex<double>* density;
+  int n[3];     ///< the momentum's integers
+  int l[3];     ///< local extents
+  int L[3];     ///< global extents
+  int rel0[3];  ///< this rank's offset minus the source site: local x + rel0 = x - x0
+  int V3;
+
+  LATKE_HOST_DEVICE Complex<double> operator()(int t, int i) const {
+    const Complex<double> d = density[t * V3 + i];
+    if (n[0] == 0 && n[1] == 0 && n[2] == 0) return d;
+    const int x[3] = {i % l[0], i / l[0] % l[1], i / (l[0] * l[1])};
+    double turns = 0;  // (p.(x - x0)) / 2 pi
+    for (int mu = 0; mu < 3; ++mu) {
+      long long k = static_cast<long long>(n[mu]) * (x[mu] + rel0[mu]) % L[mu];
+      if (k < 0) k += L[mu];
+      turns += static_cast<double>(k) / L[mu];
+    }
+    const double a = -2 * 3.14159265358979323846 * turns;
+    return Complex<double>(cos(a), sin(a)) * d;
+  }
+};
+
 template <typename Store>
 struct SliceNorm {
   SpinorAccessor<Store, 3, 4> f[2];
@@ -225,6 +261,15 @@ MesonChannel parse_meson_channel(const std::string& name) {
 
 std::vector<std::vector<Complex<double>>> meson_correlators(const std::vector<const ColorSpinorField*>& columns, int t0,
                                                             const std::vector<MesonChannel>& channels) {
+  const auto c = meson_correlators(columns, {0, 0, 0, t0}, channels, {{0, 0, 0}});
+  std::vector<std::vector<Complex<double>>> out;
+  for (const auto& per_momentum : c) out.push_back(per_momentum[0]);
+  return out;
+}
+
+std::vector<std::vector<std::vector<Complex<double>>>> meson_correlators(
+    const std::vector<const ColorSpinorField*>& columns, const std::array<int, 4>& source,
+    const std::vector<MesonChannel>& channels, const std::vector<std::array<int, 3>>& momenta) {
   const LogScope log(LogEvent::contract);
   require(columns.size() == 12, "meson_correlators: ", columns.size(),
           " propagator columns; expected 12 (3 s0 + c0 for every source spin and colour)");
@@ -236,34 +281,56 @@ std::vector<std::vector<Complex<double>>> meson_correlators(const std::vector<co
   }
   const Lattice& lat = f0.lattice();
   const int T = lat.global()[3], Lt = lat.local()[3], t_off = lat.offset()[3];
-  require(t0 >= 0 && t0 < T, "meson_correlators: source time slice ", t0, ": expected 0 to ", T - 1);
+  for (int mu = 0; mu < 4; ++mu)
+    require(source[mu] >= 0 && source[mu] < lat.global()[mu], "meson_correlators: source coordinate ", source[mu],
+            " in dimension ", mu, ": expected 0 to ", lat.global()[mu] - 1);
+  const int t0 = source[3];
   const int V3 = lat.local()[0] * lat.local()[1] * lat.local()[2];
-  const int nch = static_cast<int>(channels.size());
-  std::vector<double> sums(2 * static_cast<std::size_t>(nch) * T, 0.0);  // [channel][global t][re, im]
+  const int nch = static_cast<int>(channels.size()), nmom = static_cast<int>(momenta.size());
+  MomentumSliceSum proj{};
+  for (int mu = 0; mu < 3; ++mu) {
+    proj.l[mu] = lat.local()[mu];
+    proj.L[mu] = lat.global()[mu];
+    proj.rel0[mu] = lat.offset()[mu] - source[mu];
+  }
+  proj.V3 = V3;
+  // [channel][momentum][global t][re, im]
+  std::vector<double> sums(2 * static_cast<std::size_t>(nch) * nmom * T, 0.0);
+  Buffer density(memory_for(f0.backend()), sizeof(Complex<double>) * static_cast<std::size_t>(lat.volume()));
+  proj.density = static_cast<const Complex<double>*>(density.data());
   dispatch_precision(f0.precision(), [&](auto s) {
     using S = decltype(s);
-    MesonSliceSum<S> k{};
+    MesonDensity<S> k{};
     for (int j = 0; j < 12; ++j)
-      for (int p = 0; p < 2; ++p) k.col[j][p] = accessor_of<S>(*columns[j], p);
-    k.geom = LocalGeometry::of(lat);
+      for (int p = 0; p < 2; ++p) k.term.col[j][p] = accessor_of<S>(*columns[j], p);
+    k.term.geom = LocalGeometry::of(lat);
+    k.density = static_cast<Complex<double>*>(density.data());
+    k.V3 = V3;
     std::vector<Complex<double>> local(Lt);
     for (int c = 0; c < nch; ++c) {
-      k.terms = terms_of(channels[c]);
-      k.scale = -1.0 / k.terms.n;
-      launch_segmented_reduce_host<Complex<double>>(f0.backend(), k, Lt, V3, local.data());
-      for (int t = 0; t < Lt; ++t) {
-        sums[2 * (static_cast<std::size_t>(c) * T + t_off + t)] = local[t].re;
-        sums[2 * (static_cast<std::size_t>(c) * T + t_off + t) + 1] = local[t].im;
+      k.term.terms = terms_of(channels[c]);
+      k.term.scale = -1.0 / k.term.terms.n;
+      launch(f0.backend(), k, LaunchRange{static_cast<int>(lat.volume()), 0, 1});
+      for (int m = 0; m < nmom; ++m) {
+        for (int mu = 0; mu < 3; ++mu) proj.n[mu] = momenta[m][mu];
+        launch_segmented_reduce_host<Complex<double>>(f0.backend(), proj, Lt, V3, local.data());
+        for (int t = 0; t < Lt; ++t) {
+          const std::size_t g = (static_cast<std::size_t>(c) * nmom + m) * T + t_off + t;
+          sums[2 * g] = local[t].re;
+          sums[2 * g + 1] = local[t].im;
+        }
       }
     }
   });
   global_sum(sums.data(), static_cast<int>(sums.size()), lat.comm());
-  std::vector<std::vector<Complex<double>>> out(nch, std::vector<Complex<double>>(T));
+  std::vector<std::vector<std::vector<Complex<double>>>> out(
+      nch, std::vector<std::vector<Complex<double>>>(nmom, std::vector<Complex<double>>(T)));
   for (int c = 0; c < nch; ++c)
-    for (int t = 0; t < T; ++t) {
-      const std::size_t g = static_cast<std::size_t>(c) * T + (t0 + t) % T;
-      out[c][t] = Complex<double>(sums[2 * g], sums[2 * g + 1]);
-    }
+    for (int m = 0; m < nmom; ++m)
+      for (int t = 0; t < T; ++t) {
+        const std::size_t g = (static_cast<std::size_t>(c) * nmom + m) * T + (t0 + t) % T;
+        out[c][m][t] = Complex<double>(sums[2 * g], sums[2 * g + 1]);
+      }
   return out;
 }
 

@@ -14,6 +14,13 @@
 // spatial directions. Every gamma product here is a monomial matrix (one entry, a power of i,
 // per row), so each site costs 16 x 9 complex products per term.
 //
+// At momentum p = 2 pi n / L (integer n, per spatial direction) the sum over xvec carries the phase
+// e^{-i p.(xvec - xvec0)}, xvec0 the source's spatial site: C(t, p) = sum_xvec e^{-i p.(xvec - xvec0)}
+// < O_snk(x) O_src(x0)^dag >, the state of momentum p. It is computed in two passes: each
+// channel's term per site into a scratch array on the fields' backend, then one segmented
+// reduction per momentum over it, so that many momenta cost little more than one. This needs a
+// propagator from one site (point or smeared point): a noise wall's columns mix its sources.
+//
 // Channels (J^PC):
 //   pion     0-+  gamma_5          / gamma_5            (P P)
 //   pion_a4  0-+  gamma_4 gamma_5  / gamma_4 gamma_5    (A_4 A_4)
@@ -25,6 +32,7 @@
 //   b1       1+-  gamma_j gamma_k  / gamma_j gamma_k    ((j, k) = (2, 3), (3, 1), (1, 2))
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -51,6 +59,14 @@ std::vector<MesonChannel> all_meson_channels();
 /// run on the fields' backend in a fixed order.
 std::vector<std::vector<Complex<double>>> meson_correlators(const std::vector<const ColorSpinorField*>& columns, int t0,
                                                             const std::vector<MesonChannel>& channels);
+
+/// @brief The correlators of `channels` at the integer momenta `momenta` (n_x, n_y, n_z; p_i =
+/// 2 pi n_i / L_i), phases relative to the source site `source` (x, y, z, t; t is t0):
+/// result[k][m][t] for channels[k] and momenta[m]. At n = 0 it equals meson_correlators() bit
+/// for bit. Collective over the lattice's communicator.
+std::vector<std::vector<std::vector<Complex<double>>>> meson_correlators(
+    const std::vector<const ColorSpinorField*>& columns, const std::array<int, 4>& source,
+    const std::vector<MesonChannel>& channels, const std::vector<std::array<int, 3>>& momenta);
 
 /// @brief sum_xvec |psi(xvec, t)|^2 per global time slice t = 0 .. T-1 (not shifted), summed
 /// over all ranks, for one full field. With the 12 columns of S it gives C_pi(t) another way

@@ -524,6 +524,14 @@ PetscErrorCode LatkeMesonChannelGetName(LatkeMesonChannel channel, const char **
  * them. Collective. */
 PetscErrorCode MatLatkeMesonCorrelators(Mat A, const Vec prop[], PetscInt t0, PetscInt n,
                                         const LatkeMesonChannel channels[], PetscScalar corr[]);
+/* The same at n_momenta integer momenta momenta[3 m + i] (p_i = 2 pi n_i / L_i, |n_i| <= L_i / 2):
+ * C(t, p) = sum_x e^{-i p.(x - x0)} <O_snk(x, t) O_src(x0)^dag> with x0 the source site
+ * site[0..2] on slice t0 = site[3]: corr[(k n_momenta + m) T + t]. The columns must come from one
+ * site (a point source, smeared or not); at n = 0 the result is MatLatkeMesonCorrelators' bit
+ * for bit. Collective. */
+PetscErrorCode MatLatkeMesonCorrelatorsMomenta(Mat A, const Vec prop[], const PetscInt site[], PetscInt n_momenta,
+                                               const PetscInt momenta[], PetscInt n,
+                                               const LatkeMesonChannel channels[], PetscScalar corr[]);
 /* The 12 columns of a propagator (full-lattice vectors of A) saved or loaded with a PETSc
  * viewer, each in global lexicographic order (LatkeVecView / LatkeVecLoad) under the name
  * s<spin>_c<color> of its source: in an HDF5 viewer, datasets s0_c0 ... s3_c2 of the viewer's

@@ -78,9 +78,10 @@ std::vector<std::vector<std::pair<Spin, Spin>>> channel_gammas() {
   return ch;
 }
 
-/// -1/n sum over the channel's pairs of Tr[G S Gbar g5 S^dag g5] for one site's 12x12 S
-/// (row 3 s + c, column 3 s0 + c0), Gbar = g4 G^dag g4.
-cplx site_term(const std::vector<std::pair<Spin, Spin>>& pairs, const Eigen::MatrixXcd& S) {
+/// -1/n sum over the channel's pairs of Tr[G S Gbar g5 R^dag g5] for one site's 12x12 S and R
+/// (row 3 s + c, column 3 s0 + c0; R = S but in momentum space), Gbar = g4 G^dag g4.
+cplx site_term(const std::vector<std::pair<Spin, Spin>>& pairs, const Eigen::MatrixXcd& S,
+               const Eigen::MatrixXcd& R) {
   cplx sum = 0;
   const Eigen::MatrixXcd id3 = Eigen::MatrixXcd::Identity(3, 3);
   auto kron = [&](const Spin& s) {
@@ -91,7 +92,7 @@ cplx site_term(const std::vector<std::pair<Spin, Spin>>& pairs, const Eigen::Mat
   };
   for (const auto& [snk, src] : pairs) {
     const Spin bar = gamma(3) * src.adjoint() * gamma(3);
-    sum += (kron(snk) * S * kron(bar) * kron(g5()) * S.adjoint() * kron(g5())).trace();
+    sum += (kron(snk) * S * kron(bar) * kron(g5()) * R.adjoint() * kron(g5())).trace();
   }
   return -sum / static_cast<double>(pairs.size());
 }
@@ -151,6 +152,23 @@ std::vector<cplx> correlators(Mat A, const std::vector<Vec>& cols, PetscInt t0) 
   return std::vector<cplx>(c.begin(), c.end());
 }
 
+/// Every channel at the given momenta: result[m][k T + t] (as correlators()).
+std::vector<std::vector<cplx>> correlators_at(Mat A, const std::vector<Vec>& cols, const PetscInt site[4],
+                                              const std::vector<std::array<int, 3>>& momenta) {
+  std::vector<LatkeMesonChannel> ch;
+  for (int k = 0; k < n_channels; ++k) ch.push_back(static_cast<LatkeMesonChannel>(k));
+  const PetscInt nm = static_cast<PetscInt>(momenta.size());
+  std::vector<PetscInt> mom;
+  for (const auto& n : momenta) mom.insert(mom.end(), n.begin(), n.end());
+  std::vector<PetscScalar> c(static_cast<std::size_t>(n_channels) * nm * T);
+  EXPECT_EQ(MatLatkeMesonCorrelatorsMomenta(A, cols.data(), site, nm, mom.data(), n_channels, ch.data(), c.data()), 0);
+  std::vector<std::vector<cplx>> out(nm, std::vector<cplx>(n_channels * T));
+  for (PetscInt m = 0; m < nm; ++m)
+    for (int k = 0; k < n_channels; ++k)
+      for (int t = 0; t < T; ++t) out[m][k * T + t] = c[(k * nm + m) * T + t];
+  return out;
+}
+
 /// max_t |a(t) - b(t)| / max_t |b(t)| over one channel.
 double channel_error(const std::vector<cplx>& a, const std::vector<cplx>& b, int k) {
   double d = 0, n = 0;
@@ -166,34 +184,48 @@ const latke::Lattice& lattice_of(Mat A) { return *latke::petsc::context_of(A).op
 // ---- the free field ------------------------------------------------------------------------
 
 // With unit links, M(p) = (4 + m) - sum_mu cos p_mu + i sum_mu gamma_mu sin p_mu (plane waves
-// e^{ipx}; p_4 = (2n+1) pi / T antiperiodic, p_i = 2 pi n / L), M_kappa = 2 kappa M, and by
-// Parseval sum_xvec f(S(xvec, t)) S(xvec, t)^dag = (1/V3) sum_pvec f(St(p, t)) St(p, t)^dag with
-// St(pvec, t) = (1/T) sum_p4 e^{i p4 t} M_kappa(p)^-1 (colour-diagonal).
-std::vector<cplx> free_field_correlators(double kappa) {
+// e^{ipx}; p_4 = (2n+1) pi / T antiperiodic, p_i = 2 pi n / L), M_kappa = 2 kappa M, and with
+// S(xvec, t) = (1/V3) sum_qvec e^{i qvec.xvec} St(qvec, t), St(qvec, t) = (1/T) sum_q4 e^{i q4 t}
+// M_kappa(q)^-1 (colour-diagonal), the sum over xvec of e^{-i P.xvec} f(S) S^dag picks q = k - P:
+// C(t, P) = (1/V3) sum_kvec f(St(kvec + P, t)) St(kvec, t)^dag.
+std::vector<cplx> free_field_correlators(double kappa, const std::array<int, 3>& P = {0, 0, 0}) {
   const double m = 1 / (2 * kappa) - 4;
   const auto ch = channel_gammas();
   const int V3 = D[0] * D[1] * D[2];
-  std::vector<cplx> c(n_channels * T, 0.0);
+  // St[(n lexicographic in xyz) * T + t], as 12 x 12 spin-colour matrices
+  std::vector<Eigen::MatrixXcd> st(static_cast<std::size_t>(V3) * T);
   for (int n0 = 0; n0 < D[0]; ++n0)
     for (int n1 = 0; n1 < D[1]; ++n1)
       for (int n2 = 0; n2 < D[2]; ++n2) {
         const double p[3] = {2 * M_PI * n0 / D[0], 2 * M_PI * n1 / D[1], 2 * M_PI * n2 / D[2]};
         for (int t = 0; t < T; ++t) {
-          Spin st = Spin::Zero();
+          Spin sp = Spin::Zero();
           for (int n3 = 0; n3 < T; ++n3) {
             const double p4 = M_PI * (2 * n3 + 1) / T;
             const double pp[4] = {p[0], p[1], p[2], p4};
             Spin M = Spin::Identity() * cplx(4 + m, 0);
             for (int mu = 0; mu < 4; ++mu)
               M += -std::cos(pp[mu]) * Spin::Identity() + cplx(0, std::sin(pp[mu])) * gamma(mu);
-            st += std::exp(cplx(0, p4 * t)) * (2 * kappa * M).inverse() / static_cast<double>(T);
+            sp += std::exp(cplx(0, p4 * t)) * (2 * kappa * M).inverse() / static_cast<double>(T);
           }
           Eigen::MatrixXcd S = Eigen::MatrixXcd::Zero(12, 12);
           for (int a = 0; a < 4; ++a)
             for (int b = 0; b < 4; ++b)
-              for (int col = 0; col < 3; ++col) S(3 * a + col, 3 * b + col) = st(a, b);
-          for (int k = 0; k < n_channels; ++k) c[k * T + t] += site_term(ch[k], S) / static_cast<double>(V3);
+              for (int col = 0; col < 3; ++col) S(3 * a + col, 3 * b + col) = sp(a, b);
+          st[static_cast<std::size_t>((n2 * D[1] + n1) * D[0] + n0) * T + t] = S;
         }
+      }
+  std::vector<cplx> c(n_channels * T, 0.0);
+  for (int n0 = 0; n0 < D[0]; ++n0)
+    for (int n1 = 0; n1 < D[1]; ++n1)
+      for (int n2 = 0; n2 < D[2]; ++n2) {
+        const int k = (n2 * D[1] + n1) * D[0] + n0;
+        const int kp = (((n2 + P[2]) % D[2] + D[2]) % D[2] * D[1] + ((n1 + P[1]) % D[1] + D[1]) % D[1]) * D[0] +
+                       ((n0 + P[0]) % D[0] + D[0]) % D[0];
+        for (int t = 0; t < T; ++t)
+          for (int j = 0; j < n_channels; ++j)
+            c[j * T + t] += site_term(ch[j], st[static_cast<std::size_t>(kp) * T + t], st[static_cast<std::size_t>(k) * T + t]) /
+                            static_cast<double>(V3);
       }
   return c;
 }
@@ -213,6 +245,32 @@ TEST(Mesons, FreeFieldCorrelatorsAreTheMomentumSumOfTheWilsonPropagator) {
     EXPECT_LT(channel_error(got, want, k), 1e-9) << name << ": C(0) " << got[k * T] << " against " << want[k * T];
   }
   EXPECT_GT(got[0].real(), 0);  // the pion is positive
+  destroy(cols);
+  MatDestroy(&A);
+  LatkeGaugeDestroy(&g);
+}
+
+// At momentum P the free-field correlators are the momentum sum with one propagator shifted by
+// P; the phases are taken relative to the source site, which is off the origin here. P = 0 gives
+// MatLatkeMesonCorrelators' numbers bit for bit.
+TEST(Mesons, FreeFieldCorrelatorsAtMomentumAreTheShiftedMomentumSum) {
+  LatkeGauge g;
+  ASSERT_PETSC(LatkeGaugeCreateRandom(PETSC_COMM_WORLD, dims, grid(), 1, 0.0, &g));  // unit links
+  const double kappa = 0.115;
+  Mat A = wilson(g, kappa, 1.0);
+  const PetscInt site[4] = {3, 1, 2, 6};
+  std::vector<Vec> cols = propagator(A, site);
+  const std::vector<std::array<int, 3>> momenta = {{0, 0, 0}, {1, 0, 0}, {0, -1, 1}, {1, 1, 1}, {2, 0, -1}};
+  const auto got = correlators_at(A, cols, site, momenta);
+  const std::vector<cplx> zero = correlators(A, cols, site[3]);
+  for (int i = 0; i < n_channels * T; ++i) EXPECT_EQ(got[0][i], zero[i]) << "p = 0, entry " << i;
+  for (std::size_t m = 1; m < momenta.size(); ++m) {
+    const std::vector<cplx> want = free_field_correlators(kappa, momenta[m]);
+    for (int k = 0; k < n_channels; ++k)
+      EXPECT_LT(channel_error(got[m], want, k), 1e-9)
+          << "n = " << momenta[m][0] << "," << momenta[m][1] << "," << momenta[m][2] << " channel " << k << ": C(0) "
+          << got[m][k * T] << " against " << want[k * T];
+  }
   destroy(cols);
   MatDestroy(&A);
   LatkeGaugeDestroy(&g);
@@ -309,6 +367,9 @@ TEST(Mesons, CorrelatorsAreGaugeInvariantAndThePionIsTheSumOfSquares) {
   std::vector<Vec> sa = propagator(A, site), sb = propagator(B, site);
   const std::vector<cplx> ca = correlators(A, sa, site[3]), cb = correlators(B, sb, site[3]);
   for (int k = 0; k < n_channels; ++k) EXPECT_LT(channel_error(cb, ca, k), 1e-9) << "channel " << k;
+  const std::array<int, 3> p = {1, 0, -1};  // and at a momentum (which the free field cannot tell from -p)
+  const std::vector<cplx> pa = correlators_at(A, sa, site, {p})[0], pb = correlators_at(B, sb, site, {p})[0];
+  for (int k = 0; k < n_channels; ++k) EXPECT_LT(channel_error(pb, pa, k), 1e-9) << "channel " << k << " at p";
   // The propagators themselves differ (the transformation moved them), so the test can fail.
   PetscReal na = 0, nd = 0;
   Vec d;
@@ -320,18 +381,28 @@ TEST(Mesons, CorrelatorsAreGaugeInvariantAndThePionIsTheSumOfSquares) {
   VecDestroy(&d);
   // gamma_5-hermiticity: C_pi(t) = sum_x |S(x)|^2, summed here from the lexicographic columns.
   const latke::Lattice& lat = lattice_of(A);
+  // At momentum p, C_pi(t, p) = sum_x e^{-i p.(x - x0)} |S(x)|^2.
   std::vector<double> sq(T, 0.0), all(T);
+  std::vector<cplx> sqp(T, 0.0), allp(T);
   std::vector<PetscScalar> lex(static_cast<std::size_t>(lat.volume()) * 12);
   for (Vec v : sa) {
     ASSERT_PETSC(LatkeVecGetLexicographic(A, v, lex.data()));
     for (long s = 0; s < lat.volume(); ++s) {
-      const int t = lat.coords_of(s)[3] + lat.offset()[3];
-      for (int k = 0; k < 12; ++k) sq[(t - site[3] + T) % T] += std::norm(cplx(lex[s * 12 + k]));
+      const latke::Coords c = lat.coords_of(s);
+      const int t = c[3] + lat.offset()[3];
+      double turns = 0;
+      for (int i = 0; i < 3; ++i) turns += static_cast<double>(p[i] * (c[i] + lat.offset()[i] - site[i])) / D[i];
+      double n2 = 0;
+      for (int k = 0; k < 12; ++k) n2 += std::norm(cplx(lex[s * 12 + k]));
+      sq[(t - site[3] + T) % T] += n2;
+      sqp[(t - site[3] + T) % T] += std::polar(n2, -2 * M_PI * turns);
     }
   }
   MPI_Allreduce(sq.data(), all.data(), T, MPI_DOUBLE, MPI_SUM, PETSC_COMM_WORLD);
+  MPI_Allreduce(sqp.data(), allp.data(), T, MPI_C_DOUBLE_COMPLEX, MPI_SUM, PETSC_COMM_WORLD);
   for (int t = 0; t < T; ++t) {
     EXPECT_NEAR(ca[LATKE_MESON_PION * T + t].real(), all[t], 1e-12 * all[0]) << "t = " << t;
+    EXPECT_LT(std::abs(pa[LATKE_MESON_PION * T + t] - allp[t]), 1e-12 * all[0]) << "t = " << t << " at p";
     // Channels with one gamma structure at both ends are real on every configuration.
     for (int k :
          {LATKE_MESON_PION, LATKE_MESON_PION_A4, LATKE_MESON_RHO, LATKE_MESON_A0, LATKE_MESON_A1, LATKE_MESON_B1})
@@ -780,6 +851,10 @@ TEST(Mesons, BadInputIsNamed) {
   std::swap(cols[3], half);
   EXPECT_NE(MatLatkeMesonCorrelators(A, cols.data(), 0, 1, &pion, c.data()), 0);  // a parity vector
   std::swap(cols[3], half);
+  const PetscInt site[4] = {0, 0, 0, 0}, outside[4] = {0, 4, 0, 0}, too_fast[3] = {0, 3, 0};
+  EXPECT_NE(MatLatkeMesonCorrelatorsMomenta(A, cols.data(), outside, 1, too_fast, 1, &pion, c.data()), 0);
+  EXPECT_NE(MatLatkeMesonCorrelatorsMomenta(A, cols.data(), site, 1, too_fast, 1, &pion, c.data()), 0);  // |n| > L/2
+  EXPECT_NE(MatLatkeMesonCorrelatorsMomenta(A, cols.data(), site, 1, nullptr, 1, &pion, c.data()), 0);
   PetscPopErrorHandler();
   EXPECT_EQ(MatLatkeMesonCorrelators(A, cols.data(), 0, 1, &pion, c.data()), 0);
   EXPECT_EQ(std::abs(cplx(c[0])), 0.0);  // zero columns: zero correlator
