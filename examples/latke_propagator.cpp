@@ -3,7 +3,7 @@
 //
 //   latke-propagator -latke_kappas k1,k2,... [-latke_csw c] [-latke_gauge quenched|FILE ...]
 //                    [-latke_configs N -latke_config_sweeps n] [-latke_source point|z2_wall|z4_wall]
-//                    [-latke_source_site x,y,z,t] [-latke_source_seed s]
+//                    [-latke_source_site x,y,z,t] [-latke_source_seed s] [-latke_mom2_max N]
 //                    [-latke_smear wuppertal|gaussian -latke_smear_steps N -latke_smear_alpha a
 //                     -latke_smear_links ape|stout|none -latke_smear_links_steps n -latke_smear_links_alpha a]
 //                    [-latke_json FILE] [-latke_solver gcr -latke_solver_pc mg ...]
@@ -17,7 +17,8 @@
 // vectors at the others: MatLatkeReusePreconditioner), each checked independently with the full double-precision
 // operator (|b - M x| / |b| <= -latke_solver_tol, solving on from the solution at most twice where it is not). The
 // meson correlators of MatLatkeMesonCorrelators (pion, A4A4, A4P, rho, a0, a1, b1; with smearing at a point and at
-// a smeared sink) go to a JSON file (schema
+// a smeared sink; with -latke_mom2_max N also at every momentum 2 pi n / L with n^2 <= N, averaged over each class of
+// equivalent momenta: MatLatkeMesonCorrelatorsMomenta) go to a JSON file (schema
 // latke-propagator/1, docs/latke-propagator.md) that latke-spectrum analyses; with -latke_save_propagator FILE.h5 the
 // propagators themselves go to an HDF5 file (group /config_<c>/kappa_<k>, datasets s0_c0 ... s3_c2 in global
 // lexicographic order, the physics parameters as attributes). Exit status 0 only when every column of every solve met
@@ -30,9 +31,11 @@
 #endif
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <sstream>
@@ -67,6 +70,7 @@ struct Options {
   std::string links = "ape";  ///< none, ape, stout
   long link_steps = 10;
   double link_alpha = 0;  ///< 0: the type's default
+  long mom2_max = 0;  ///< correlators at every integer momentum n with n^2 <= mom2_max, too
   bool smeared() const { return smear != "none"; }
 };
 
@@ -79,6 +83,9 @@ Options read_propagator_options() {
                         "(the one-end trick; correlators per source site)");
     o.site = g.reals("-latke_source_site", o.site, "Source site x,y,z,t (a wall: its time slice t)", 4);
     o.seed = g.integer("-latke_source_seed", o.seed, "Noise seed (configuration c uses seed + c)");
+    o.mom2_max = g.integer("-latke_mom2_max", o.mom2_max,
+                           "Correlators also at every momentum 2 pi n / L with 0 < n^2 <= N, averaged over each "
+                           "class of equivalent n (point sources)");
     o.configs = g.integer("-latke_configs", 1, "Configurations: -latke_gauge's, then more of its quenched chain");
     o.sweeps = g.integer("-latke_config_sweeps", 100, "Sweeps between the configurations of the chain");
     o.json = g.string("-latke_json", o.json, "Write the correlators as JSON (schema latke-propagator/1) to this file");
@@ -119,10 +126,77 @@ Options read_propagator_options() {
   latke::require(o.configs >= 1 && o.sweeps >= 1, "-latke_configs ", o.configs, " -latke_config_sweeps ", o.sweeps,
                  ": expected at least 1 each");
   latke::require(o.tol > 0 && o.tol < 1, "-latke_solver_tol ", o.tol, ": expected 0 < tol < 1");
+  latke::require(o.mom2_max >= 0, "-latke_mom2_max ", o.mom2_max, ": expected 0 or more");
+  latke::require(o.mom2_max == 0 || o.source == "point", "-latke_mom2_max ", o.mom2_max, " with -latke_source ",
+                 o.source, ": momentum projection needs a point source (a noise wall's columns mix the sites of "
+                 "its slice, so the phase cannot be taken relative to the source)");
   return o;
 }
 
 constexpr int n_channels = 7;  ///< every LatkeMesonChannel
+
+/// The integer momenta n != 0 with n^2 <= mom2_max, in classes that the lattice's symmetries map
+/// onto each other: the same |n_i| sorted where the three spatial extents are equal, the same
+/// (|n_x|, |n_y|, |n_z|) otherwise. Ordered by n^2, then by representative.
+struct MomentumClass {
+  std::array<int, 3> rep{};  ///< sorted |n_i|, largest first (or |n_i| in order)
+  int n2 = 0;
+  std::vector<std::array<int, 3>> members;
+};
+
+std::vector<MomentumClass> momentum_classes(long mom2_max, const PetscInt global[4]) {
+  if (mom2_max == 0) return {};
+  long limit = std::numeric_limits<long>::max();  // the smallest n^2 that a too-large |n_i| reaches
+  for (int i = 0; i < 3; ++i) limit = std::min(limit, static_cast<long>((global[i] + 1) / 2) * ((global[i] + 1) / 2));
+  latke::require(mom2_max < limit, "-latke_mom2_max ", mom2_max, ": expected less than ", limit, " on the ",
+                 global[0], "x", global[1], "x", global[2],
+                 " spatial lattice (every |n_i| below L_i / 2, so that each class is complete)");
+  const bool cubic = global[0] == global[1] && global[1] == global[2];
+  std::vector<MomentumClass> classes;
+  const int r = static_cast<int>(std::sqrt(static_cast<double>(mom2_max))) + 1;
+  for (int x = -r; x <= r; ++x)
+    for (int y = -r; y <= r; ++y)
+      for (int z = -r; z <= r; ++z) {
+        const int n2 = x * x + y * y + z * z;
+        if (n2 == 0 || n2 > mom2_max) continue;
+        std::array<int, 3> key = {std::abs(x), std::abs(y), std::abs(z)};
+        if (cubic) std::sort(key.begin(), key.end(), std::greater<int>());
+        auto it = std::find_if(classes.begin(), classes.end(), [&](const MomentumClass& c) { return c.rep == key; });
+        if (it == classes.end()) it = classes.insert(classes.end(), MomentumClass{key, n2, {}});
+        it->members.push_back({x, y, z});
+      }
+  std::sort(classes.begin(), classes.end(), [](const MomentumClass& a, const MomentumClass& b) {
+    return a.n2 != b.n2 ? a.n2 < b.n2 : a.rep > b.rep;
+  });
+  return classes;
+}
+
+/// Every channel at every momentum of the classes, averaged over each class: result[class][channel * T + t].
+PetscErrorCode momentum_correlators(Mat A, const std::vector<Vec>& cols, const Options& o,
+                                    const std::vector<MomentumClass>& classes, PetscInt T,
+                                    const std::vector<LatkeMesonChannel>& channels,
+                                    std::vector<std::vector<PetscScalar>>& out) {
+  PetscFunctionBeginUser;
+  out.assign(classes.size(), std::vector<PetscScalar>(static_cast<std::size_t>(n_channels) * T, 0.0));
+  if (classes.empty()) PetscFunctionReturn(0);
+  std::vector<PetscInt> mom;
+  for (const MomentumClass& c : classes)
+    for (const auto& n : c.members) mom.insert(mom.end(), n.begin(), n.end());
+  const PetscInt nm = static_cast<PetscInt>(mom.size() / 3);
+  const PetscInt site[4] = {static_cast<PetscInt>(o.site[0]), static_cast<PetscInt>(o.site[1]),
+                            static_cast<PetscInt>(o.site[2]), static_cast<PetscInt>(o.site[3])};
+  std::vector<PetscScalar> all(static_cast<std::size_t>(n_channels) * nm * T);
+  PetscCall(MatLatkeMesonCorrelatorsMomenta(A, cols.data(), site, nm, mom.data(), n_channels, channels.data(),
+                                            all.data()));
+  PetscInt m = 0;
+  for (std::size_t c = 0; c < classes.size(); ++c) {
+    const PetscReal w = 1.0 / static_cast<PetscReal>(classes[c].members.size());
+    for (std::size_t j = 0; j < classes[c].members.size(); ++j, ++m)
+      for (int k = 0; k < n_channels; ++k)
+        for (PetscInt t = 0; t < T; ++t) out[c][k * T + t] += w * all[(k * nm + m) * T + t];
+  }
+  PetscFunctionReturn(0);
+}
 
 struct Measurement {
   long config = 0;
@@ -132,6 +206,7 @@ struct Measurement {
   bool converged = true, reused = false;
   std::vector<PetscScalar> corr;     ///< [channel * T + t]
   std::vector<PetscScalar> corr_ss;  ///< the same at a smeared sink (with smearing)
+  std::vector<std::vector<PetscScalar>> corr_p, corr_p_ss;  ///< per momentum class, the same
   double smear_s = 0;                ///< seconds smearing sources and sinks
 };
 
@@ -153,7 +228,7 @@ nlohmann::ordered_json correlator_json(const std::vector<PetscScalar>& c, PetscI
 /// The record (schema latke-propagator/1, docs/latke-propagator.md): numbers as exact as a
 /// double reads back, non-finite ones null.
 std::string json_text(const Options& o, const PetscInt global[4], const PetscInt grid[4], double csw,
-                      const std::vector<Measurement>& ms) {
+                      const std::vector<MomentumClass>& classes, const std::vector<Measurement>& ms) {
   using json = nlohmann::ordered_json;
   int major = 0, minor = 0, patch = 0;
   LatkeGetVersion(&major, &minor, &patch);
@@ -177,8 +252,13 @@ std::string json_text(const Options& o, const PetscInt global[4], const PetscInt
             {"csw", csw},
             {"tolerance", o.tol},
             {"config_sweeps", o.sweeps},
-            {"source", source},
-            {"measurements", json::array()}};
+            {"source", source}};
+  if (!classes.empty()) {
+    json mom = json::array();
+    for (const MomentumClass& c : classes) mom.push_back({{"n", c.rep}, {"n2", c.n2}, {"count", c.members.size()}});
+    f["momenta"] = std::move(mom);
+  }
+  f["measurements"] = json::array();
   for (const Measurement& r : ms) {
     json m = {{"config", r.config},
               {"kappa", r.kappa},
@@ -194,6 +274,14 @@ std::string json_text(const Options& o, const PetscInt global[4], const PetscInt
     if (o.smeared()) {
       m["solve"]["smearing_seconds"] = r.smear_s;
       m["correlators_smeared_sink"] = correlator_json(r.corr_ss, T);
+    }
+    if (!classes.empty()) {
+      m["correlators_momentum"] = json::array();
+      for (const auto& c : r.corr_p) m["correlators_momentum"].push_back(correlator_json(c, T));
+      if (o.smeared()) {
+        m["correlators_momentum_smeared_sink"] = json::array();
+        for (const auto& c : r.corr_p_ss) m["correlators_momentum_smeared_sink"].push_back(correlator_json(c, T));
+      }
     }
     f["measurements"].push_back(std::move(m));
   }
@@ -463,6 +551,12 @@ PetscErrorCode run(int& status) {
   PropagatorFile file;
   if (!o.save.empty()) PetscCall(file.open(o.save, o, global, csw));
   const PetscInt T = global[3];
+  std::vector<MomentumClass> classes;
+  try {
+    classes = momentum_classes(o.mom2_max, global);
+  } catch (const std::exception& e) {
+    SETERRQ(PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "%s", e.what());
+  }
   std::vector<Measurement> ms;
   std::vector<LatkeMesonChannel> channels;
   for (int k = 0; k < n_channels; ++k) channels.push_back(static_cast<LatkeMesonChannel>(k));
@@ -501,6 +595,7 @@ PetscErrorCode run(int& status) {
       m.corr.resize(static_cast<std::size_t>(n_channels) * T);
       PetscCall(MatLatkeMesonCorrelators(A, cols.data(), static_cast<PetscInt>(o.site[3]), n_channels, channels.data(),
                                          m.corr.data()));
+      PetscCall(momentum_correlators(A, cols, o, classes, T, channels, m.corr_p));
       if (!o.save.empty()) PetscCall(file.write(A, cols, c, static_cast<int>(k), m));  // at the point sink
       if (sm) {                                                                        // the same at the smeared sink
         PetscLogDouble s0, s1;
@@ -511,6 +606,7 @@ PetscErrorCode run(int& status) {
         m.corr_ss.resize(m.corr.size());
         PetscCall(MatLatkeMesonCorrelators(A, cols.data(), static_cast<PetscInt>(o.site[3]), n_channels,
                                            channels.data(), m.corr_ss.data()));
+        PetscCall(momentum_correlators(A, cols, o, classes, T, channels, m.corr_p_ss));
       }
       if (o.source != "point") {  // the mean of the slice's point sources: their sum over its sites
         for (PetscScalar& v : m.corr) v /= static_cast<PetscReal>(global[0] * global[1] * global[2]);
@@ -540,7 +636,7 @@ PetscErrorCode run(int& status) {
   PetscMPIInt rank = 0;
   PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
   try {
-    if (rank == 0) latke::write_text_atomically(o.json, json_text(o, global, grid, csw, ms), "-latke_json");
+    if (rank == 0) latke::write_text_atomically(o.json, json_text(o, global, grid, csw, classes, ms), "-latke_json");
   } catch (const std::exception& e) {
     SETERRQ(PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "%s", e.what());
   }

@@ -1,7 +1,7 @@
 # compare_records.py A.json B.json: the correlators of two latke-propagator records of one run
 # on different process grids agree (each channel to 1e-7 of its largest |C(t)|), measurement by
-# measurement, at the smeared sink too where the records have one; prints "records agree" (with
-# "(both sinks)") or names the first difference and exits 1.
+# measurement, at the smeared sink and at every momentum class too where the records have them;
+# prints "records agree" (with "(both sinks)", "(momenta)") or names the first difference and exits 1.
 import json
 import sys
 
@@ -17,17 +17,25 @@ if len(a["measurements"]) != len(b["measurements"]):
 for ma, mb in zip(a["measurements"], b["measurements"]):
     if (ma["config"], ma["kappa"]) != (mb["config"], mb["kappa"]):
         sys.exit(f"measurement (config, kappa) {ma['config'], ma['kappa']} against {mb['config'], mb['kappa']}")
-    sinks = [k for k in ("correlators", "correlators_smeared_sink") if k in ma or k in mb]
+    if a.get("momenta") != b.get("momenta"):
+        sys.exit(f"momentum classes {a.get('momenta')} against {b.get('momenta')}")
+    sinks = [k for k in ("correlators", "correlators_smeared_sink", "correlators_momentum",
+                         "correlators_momentum_smeared_sink") if k in ma or k in mb]
     for sink in sinks:
         if sink not in ma or sink not in mb:
             sys.exit(f"config {ma['config']} kappa {ma['kappa']}: {sink} in only one record")
-        for name, ca in ma[sink].items():
-            cb = mb[sink][name]
-            scale = max(abs(x) for x in ca["re"] + ca["im"])
-            for part in ("re", "im"):
-                for t, (x, y) in enumerate(zip(ca[part], cb[part])):
-                    if abs(x - y) > 1e-7 * scale:
-                        sys.exit(f"config {ma['config']} kappa {ma['kappa']} {sink} {name} {part}[{t}]: "
-                                 f"{x} against {y}")
+        sets_a, sets_b = (ma[sink], mb[sink]) if isinstance(ma[sink], list) else ([ma[sink]], [mb[sink]])
+        if len(sets_a) != len(sets_b):
+            sys.exit(f"config {ma['config']} kappa {ma['kappa']} {sink}: {len(sets_a)} against {len(sets_b)} classes")
+        for i, (sa, sb) in enumerate(zip(sets_a, sets_b)):
+            for name, ca in sa.items():
+                cb = sb[name]
+                scale = max(abs(x) for x in ca["re"] + ca["im"])
+                for part in ("re", "im"):
+                    for t, (x, y) in enumerate(zip(ca[part], cb[part])):
+                        if abs(x - y) > 1e-7 * scale:
+                            sys.exit(f"config {ma['config']} kappa {ma['kappa']} {sink}[{i}] {name} {part}[{t}]: "
+                                     f"{x} against {y}")
 both = all("correlators_smeared_sink" in m for m in a["measurements"])
-print("records agree" + (" (both sinks)" if both else ""))
+moving = all("correlators_momentum" in m for m in a["measurements"])
+print("records agree" + (" (both sinks)" if both else "") + (" (momenta)" if moving else ""))
