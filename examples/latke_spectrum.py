@@ -2,8 +2,10 @@
 # latke-spectrum: meson spectroscopy from latke-propagator's correlators. It reads one or more
 # "latke-propagator/1" JSON files, folds each channel's correlator about T/2 and, per kappa,
 # gives the effective masses of every channel, the pion mass and the PCAC quark mass (plateaus
-# over one fit range), then kappa_c from m_pi^2 and from m_PCAC, each linear in 1/kappa. Every
-# error is a leave-one-out jackknife over gauge configurations. docs/latke-spectrum.md.
+# over one fit range), then kappa_c from m_pi^2 and from m_PCAC, each linear in 1/kappa; for runs
+# with -latke_mom2_max, the pion's energy at each momentum class against the continuum and the
+# lattice dispersion relations. Every error is a leave-one-out jackknife over gauge
+# configurations. docs/latke-spectrum.md.
 import argparse
 import json
 import math
@@ -180,6 +182,7 @@ class KappaData:
     def __init__(self, kappa):
         self.kappa = kappa
         self.by_config = {}  # config -> (path, measurement)
+        self.momenta = []    # the files' momentum classes ("momenta"), the same in each
 
     def finish(self):
         self.configs = sorted(self.by_config)
@@ -188,6 +191,10 @@ class KappaData:
         self.dropped = sorted(set().union(*present) - set(self.channels))
         self.correlators = {ch: np.array([self.by_config[c][1]["correlators"][ch]["re"] for c in self.configs],
                                          dtype=float) for ch in self.channels}
+        # the pion at each momentum class: [class] -> N x T
+        self.moving_pion = [np.array([self.by_config[c][1]["correlators_momentum"][k]["pion"]["re"]
+                                      for c in self.configs], dtype=float)
+                            for k in range(len(self.momenta))]
         plaq = [self.by_config[c][1].get("plaquette") for c in self.configs]
         self.plaquette = float(np.mean(plaq)) if all(isinstance(p, (int, float)) for p in plaq) else None
 
@@ -224,8 +231,10 @@ def load(paths, notes, sink="point"):
         nt = lattice[3]
         if nt % 2 or nt < 4:
             raise SpectrumError(f"{path}: T = {nt}; folding needs an even T of at least 4")
+        momenta = _check_momenta(path, doc.get("momenta", []), lattice)
         if meta is None:
-            meta = {"lattice": lattice, "csw": doc.get("csw"), "source": doc.get("source"), "file": path}
+            meta = {"lattice": lattice, "csw": doc.get("csw"), "source": doc.get("source"), "file": path,
+                    "momenta": momenta}
         elif lattice[3] != meta["lattice"][3]:
             raise SpectrumError(f"{path}: inconsistent T: lattice {lattice} has T = {nt}, "
                                 f"but {meta['file']} has T = {meta['lattice'][3]}")
@@ -233,6 +242,9 @@ def load(paths, notes, sink="point"):
             raise SpectrumError(f"{path}: lattice {lattice} differs from {meta['lattice']} of {meta['file']}")
         elif doc.get("csw") != meta["csw"]:
             raise SpectrumError(f"{path}: csw {doc.get('csw')!r} differs from {meta['csw']!r} of {meta['file']}")
+        elif momenta != meta["momenta"]:
+            raise SpectrumError(f"{path}: momentum classes {[c['n'] for c in momenta]} differ from "
+                                f"{[c['n'] for c in meta['momenta']]} of {meta['file']}")
         measurements = doc.get("measurements")
         if not isinstance(measurements, list) or not measurements:
             raise SpectrumError(f"{path}: no 'measurements' (expected a non-empty list)")
@@ -244,8 +256,12 @@ def load(paths, notes, sink="point"):
                                         f"{m.get('kappa')!r}) has no 'correlators_smeared_sink' (a run without "
                                         "-latke_smear); --sink smeared needs them")
                 m = dict(m, correlators=ss)
+                if momenta:
+                    m["correlators_momentum"] = m.get("correlators_momentum_smeared_sink")
             _check_measurement(path, i, m, nt, notes)
+            _check_moving(path, m, momenta, nt)
             kd = data.setdefault(m["kappa"], KappaData(m["kappa"]))
+            kd.momenta = momenta
             if m["config"] in kd.by_config:
                 raise SpectrumError(f"{path}: config {m['config']} at kappa {m['kappa']} is measured twice "
                                     f"(also in {kd.by_config[m['config']][0]})")
@@ -302,6 +318,36 @@ def _check_measurement(path, i, m, nt, notes):
             raise SpectrumError(f"{where}: correlators.{ch}.re must be T = {nt} finite numbers (got {got})")
 
 
+def _check_momenta(path, momenta, lattice):
+    """The record's momentum classes: a list of {n: three integers, n2, count}; p_i = 2 pi n_i / L_i."""
+    if not isinstance(momenta, list):
+        raise SpectrumError(f"{path}: 'momenta' is {momenta!r}, expected a list of momentum classes")
+    for k, c in enumerate(momenta):
+        n = c.get("n") if isinstance(c, dict) else None
+        if not (isinstance(n, list) and len(n) == 3 and all(isinstance(v, int) and not isinstance(v, bool) for v in n)
+                and any(n)):
+            raise SpectrumError(f"{path}: momenta[{k}] is {c!r}, expected an object with 'n': three integers, not all 0")
+        if any(2 * abs(v) >= lattice[i] for i, v in enumerate(n)):
+            raise SpectrumError(f"{path}: momenta[{k}] n = {n}: expected |n_i| < L_i/2 on the lattice {lattice}")
+    return [{"n": c["n"], "n2": sum(v * v for v in c["n"]), "count": c.get("count")} for c in momenta]
+
+
+def _check_moving(path, m, momenta, nt):
+    if not momenta:
+        return
+    where = f"{path}: config {m['config']}, kappa {m['kappa']}"
+    sets = m.get("correlators_momentum")
+    if not (isinstance(sets, list) and len(sets) == len(momenta)):
+        got = f"{len(sets)} sets" if isinstance(sets, list) else "none"
+        raise SpectrumError(f"{where}: 'correlators_momentum' must hold one set per momentum class "
+                            f"({len(momenta)}; got {got})")
+    for k, c in enumerate(sets):
+        re = c.get("pion", {}).get("re") if isinstance(c, dict) and isinstance(c.get("pion"), dict) else None
+        if not (isinstance(re, list) and len(re) == nt and all(_is_number(v) for v in re)):
+            raise SpectrumError(f"{where}: correlators_momentum[{k}] (n = {momenta[k]['n']}) needs pion.re with "
+                                f"T = {nt} finite numbers")
+
+
 # --- analysis -----------------------------------------------------------------------------------
 
 def _value_error(rows):
@@ -339,6 +385,33 @@ def kappa_c_fit(kappas, rows_by_kappa):
             "chi2_dof": chi2_dof, "n_kappa": len(kappas)}
 
 
+def dispersion(kd, m_pi, lattice, tmin, tmax, notes):
+    """The pion's energy at each momentum class (a cosh plateau over tmin..tmax, as m_pi), against
+    the continuum E^2 = m^2 + p^2 and the free lattice boson sinh^2(E/2) = sinh^2(m/2) +
+    sum_i sin^2(p_i/2), p_i = 2 pi n_i / L_i; c^2 = (E^2 - m^2) / p^2, the squared speed of light."""
+    out = []
+    for k, cls in enumerate(kd.momenta):
+        p = np.array([2 * math.pi * v / lattice[i] for i, v in enumerate(cls["n"])])
+        p2, phat2 = float(np.sum(p ** 2)), float(np.sum(np.sin(p / 2) ** 2))
+        entry = {"n": cls["n"], "n2": cls["n2"], "count": cls["count"], "p2": p2,
+                 "E": None, "E_continuum": _value_error(np.sqrt(m_pi ** 2 + p2)),
+                 "E_lattice": _value_error(2 * np.arcsinh(np.sqrt(np.sinh(m_pi / 2) ** 2 + phat2))),
+                 "c2": None, "effective_energy": None}
+        rows = jackknife_rows(fold(kd.moving_pion[k]))
+        eff = effective_mass(rows)
+        entry["effective_energy"] = _value_error(eff)
+        bad = [t for t in range(tmin, tmax + 1) if not np.all(np.isfinite(eff[:, t]))]
+        if bad:
+            notes.append(f"kappa {kd.kappa}, momentum n = {cls['n']}: the pion's effective energy is undefined "
+                         f"at t = {', '.join(map(str, bad))}; no E(p) there")
+        else:
+            energy, chi2 = plateau(eff, tmin, tmax)
+            entry["E"] = dict(_value_error(energy), chi2_dof=chi2)
+            entry["c2"] = _value_error((energy ** 2 - m_pi ** 2) / p2)
+        out.append(entry)
+    return out
+
+
 def analyse(paths, fit_range=None, a4_sign=1, sink="point"):
     """The whole analysis of the files: the summary (schema latke-spectrum/1) and its notes."""
     notes = []
@@ -372,6 +445,8 @@ def analyse(paths, fit_range=None, a4_sign=1, sink="point"):
             entry["m_pcac"] = {"value": r["m_pcac"][0], "error": jackknife_error(r["m_pcac"]),
                                "chi2_dof": r["m_pcac_chi2_dof"]}
             entry["pcac_mass"] = _value_error(r["pcac_t"])
+        if kd.momenta:
+            entry["dispersion"] = dispersion(kd, r["m_pi"], meta["lattice"], tmin, tmax, notes)
         per_kappa.append(entry)
 
     kappa_c = {"from_m_pi_sq": None, "from_m_pcac": None}
@@ -455,6 +530,18 @@ def print_table(s, out=None):
         print(f"{e['kappa']:>10} {e['n_configs']:>4}  {fmt_pm(e['m_pi']['value'], e['m_pi']['error']):<22}"
               f"{fmt_pm(pcac['value'], pcac['error']) if pcac else '-':<22}"
               f"{fmt_pm(e['m_pi_sq']['value'], e['m_pi_sq']['error']):<22}", file=out)
+    for e in kappas:
+        if not e.get("dispersion"):
+            continue
+        print(f"\npion dispersion, kappa {e['kappa']} (E at rest = m_pi; lattice: sinh^2(E/2) = sinh^2(m/2) + "
+              "sum sin^2(p/2))", file=out)
+        print(f"  {'n':<10}{'p^2':>8}  {'E':<20}{'continuum':<20}{'lattice':<20}{'c^2':<18}", file=out)
+        for d in e["dispersion"]:
+            E, c2 = d["E"] or {}, d["c2"] or {}
+            print(f"  {','.join(map(str, d['n'])):<10}{d['p2']:>8.4f}  {fmt(E.get('value'), E.get('error')):<20}"
+                  f"{fmt(d['E_continuum']['value'], d['E_continuum']['error']):<20}"
+                  f"{fmt(d['E_lattice']['value'], d['E_lattice']['error']):<20}"
+                  f"{fmt(c2.get('value'), c2.get('error')):<18}", file=out)
     for key, label in (("from_m_pi_sq", "m_pi^2 "), ("from_m_pcac", "m_PCAC")):
         f = s["kappa_c"][key]
         if f is None:
@@ -545,6 +632,28 @@ def write_plots(s, out_dir):
     _atomic_write(os.path.join(out_dir, "kappa_c.png"), lambda f: fig.savefig(f, format="png", dpi=120), binary=True)
     plt.close(fig)
 
+    if any(e.get("dispersion") for e in s["kappas"]):
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for e in s["kappas"]:
+            d = [x for x in e["dispersion"] if x["E"]]
+            m, merr = e["m_pi"]["value"], e["m_pi"]["error"] or 0.0
+            p2 = np.array([0.0] + [x["p2"] for x in d])
+            e2 = np.array([m * m] + [x["E"]["value"] ** 2 for x in d])
+            e2err = np.array([2 * m * merr] + [2 * x["E"]["value"] * (x["E"]["error"] or 0.0) for x in d])
+            bars = ax.errorbar(p2, e2, yerr=e2err, fmt="o", ms=4, capsize=2, label=f"κ = {e['kappa']}")
+            ps = np.linspace(0, max(p2.max(), 1e-3) * 1.05, 50)
+            ax.plot(ps, m * m + ps, color=bars[0].get_color(), lw=1)
+            lat = [x["E_lattice"]["value"] ** 2 for x in d]
+            ax.plot(p2[1:], lat, "x", color=bars[0].get_color(), ms=6)
+        ax.set_xlabel("p² = Σ (2π n_i / L_i)²")
+        ax.set_ylabel("E_π²")
+        ax.set_title("pion dispersion: E² against p² (line: m² + p²; ×: free lattice boson)")
+        ax.legend(fontsize="small")
+        fig.tight_layout()
+        _atomic_write(os.path.join(out_dir, "dispersion.png"), lambda f: fig.savefig(f, format="png", dpi=120),
+                      binary=True)
+        plt.close(fig)
+
 
 # --- command line -------------------------------------------------------------------------------
 
@@ -589,6 +698,8 @@ def main(argv=None):
         if not args.json_only:
             write_plots(summary, args.out)
             written += [os.path.join(args.out, n) for n in ("effective_mass.png", "kappa_c.png")]
+            if any(e.get("dispersion") for e in summary["kappas"]):
+                written.append(os.path.join(args.out, "dispersion.png"))
         print(f"wrote {', '.join(written)}")
     except SpectrumError as e:
         print(f"latke-spectrum: error: {e}", file=sys.stderr)

@@ -386,6 +386,29 @@ def meson_correlators(A, columns, t0, channels=MESON_CHANNELS):
     return {c: corr[k * T:(k + 1) * T].copy() for k, c in enumerate(channels)}
 
 
+def meson_correlators_at(A, columns, site, momenta, channels=MESON_CHANNELS):
+    """{channel: complex array C[m, t]} at the integer momenta n = momenta[m] (p_i = 2 pi n_i / L_i),
+    C(t, p) = sum_x e^{-i p.(x - x0)} <O(x, t) O(x0)^dag>, from the 12 columns of the propagator of
+    a point (or smeared point) source at site = (x, y, z, t0) (MatLatkeMesonCorrelatorsMomenta)."""
+    if len(columns) != 12:
+        raise Error(f"latke.meson_correlators_at: {len(columns)} columns; expected 12")
+    if len(site) != 4:
+        raise Error(f"latke.meson_correlators_at: site {tuple(site)}; expected (x, y, z, t)")
+    mom = np.asarray(momenta, dtype=np.int64).reshape(-1)
+    if mom.size % 3:
+        raise Error(f"latke.meson_correlators_at: momenta {momenta!r}; expected integer triples (n_x, n_y, n_z)")
+    nm = mom.size // 3
+    ids = [_choice({c: i for i, c in enumerate(MESON_CHANNELS)}, c, "meson channel") for c in channels]
+    T = _global_t(A)
+    corr = np.zeros(len(ids) * nm * T, dtype=np.complex128)
+    cols = (_ptr * 12)(*[c.handle for c in columns])
+    _call("MatLatkeMesonCorrelatorsMomenta", _handle(A), cols, (_Int * 4)(*[int(v) for v in site]), _Int(nm),
+          (_Int * max(1, mom.size))(*[int(v) for v in mom]), _Int(len(ids)), (ctypes.c_int * len(ids))(*ids),
+          corr.ctypes.data_as(_ptr))
+    corr = corr.reshape(len(ids), nm, T)
+    return {c: corr[k].copy() for k, c in enumerate(channels)}
+
+
 class Smearer(_Owned):
     """Quark smearing of full vectors of Wilson-clover matrix A (MatLatkeSmearerCreate) with the
     spatial links of `links` (usually Gauge.smeared()): kind "wuppertal" (alpha) or "gaussian"

@@ -89,7 +89,7 @@ class Package(unittest.TestCase):
         ksp.destroy()
 
     def test_the_pion_is_the_sum_of_squares_of_the_propagator(self):
-        cols, sq = [], np.zeros(LATTICE[3])
+        cols, sq, sqp = [], np.zeros(LATTICE[3]), np.zeros(LATTICE[3], dtype=complex)
         bhat, xhat = self.A.createVecRight(), self.A.createVecLeft()
         t_offset = COMM.getRank() * (LATTICE[3] // GRID[3])
         for j in range(12):
@@ -102,13 +102,19 @@ class Package(unittest.TestCase):
             latke.reconstruct(self.A, xhat, b, x)
             cols.append(x)
             s = latke.to_numpy(self.A, x)
+            phase = np.exp(-2j * np.pi * np.arange(LATTICE[0]) / LATTICE[0])  # n = (1, 0, 0), x0 = 0
             for t in range(s.shape[0]):
                 sq[(t + t_offset - 5) % LATTICE[3]] += np.sum(np.abs(s[t]) ** 2)
+                sqp[(t + t_offset - 5) % LATTICE[3]] += np.sum(np.abs(s[t]) ** 2 * phase[None, None, :, None, None])
         c = latke.meson_correlators(self.A, cols, t0=5)
         self.assertEqual(set(c), set(latke.MESON_CHANNELS))
         want = allsum(sq).real
         np.testing.assert_allclose(c["pion"].real, want, rtol=1e-12)
         self.assertTrue(np.all(c["pion"].real > 0))
+        cp = latke.meson_correlators_at(self.A, cols, (0, 0, 0, 5), [(0, 0, 0), (1, 0, 0)], channels=("pion",))
+        self.assertEqual(cp["pion"].shape, (2, LATTICE[3]))
+        np.testing.assert_array_equal(cp["pion"][0], c["pion"])
+        np.testing.assert_allclose(cp["pion"][1], allsum(sqp), rtol=0, atol=1e-12 * want[0])
 
     def test_smearing_keeps_a_free_point_source_on_its_slice_and_its_sum(self):
         unit = latke.Gauge.random(LATTICE, seed=1, spread=0.0, grid=GRID)

@@ -1,7 +1,8 @@
 # latke-spectrum (examples/latke_spectrum.py): the estimators against closed forms (jackknife of
 # a mean, cosh and sinh effective masses, the PCAC ratio of exact correlators, kappa_c of exact
-# masses), a seeded noisy ensemble whose masses and kappa_c are known, the command line's
-# outputs, and bad inputs refused with the problem named.
+# masses), a seeded noisy ensemble whose masses and kappa_c are known, one with moving pions on
+# the lattice dispersion relation, the command line's outputs, and bad inputs refused with the
+# problem named.
 # Usage: test_spectrum.py DIR_OF_latke_spectrum.py
 import contextlib
 import io
@@ -74,6 +75,31 @@ def noisy_ensemble(seed=20240611, with_a4=True):
         docs.append(document([measurement(c, kappa, pion * (1 + NOISE * eps[0, c]),
                                           a4 * (1 + NOISE * eps[1, c]) if with_a4 else None,
                                           rho * (1 + NOISE * eps[2, c])) for c in range(N_CFG)]))
+    return docs
+
+
+MOMENTA = ([1, 0, 0], [1, 1, 0], [2, 1, 0])  # classes on the 8^3 spatial lattice; p_i = 2 pi n_i / 8
+COUNTS = (6, 12, 24)
+
+
+def e_lattice(m, n, L=8):
+    """The free lattice boson's energy: sinh^2(E/2) = sinh^2(m/2) + sum_i sin^2(pi n_i / L)."""
+    return 2 * math.asinh(math.sqrt(math.sinh(m / 2) ** 2 + sum(math.sin(math.pi * v / L) ** 2 for v in n)))
+
+
+def moving_ensemble(seed=20261204):
+    """noisy_ensemble with pions at MOMENTA on the lattice dispersion relation, noise per class."""
+    docs = noisy_ensemble()
+    rng = np.random.default_rng(seed)
+    eps = rng.standard_normal((len(MOMENTA), N_CFG, T))
+    t = np.arange(T)
+    for doc, kappa in zip(docs, KAPPAS):
+        doc["momenta"] = [{"n": n, "n2": sum(v * v for v in n), "count": c} for n, c in zip(MOMENTA, COUNTS)]
+        for c, m in enumerate(doc["measurements"]):
+            m["correlators_momentum"] = [
+                {"pion": {"re": [float(v) for v in 0.9 * np.cosh(e_lattice(m_pi_true(kappa), n) * (t - T / 2))
+                                 * (1 + NOISE * eps[k, c])], "im": [0.0] * T}}
+                for k, n in enumerate(MOMENTA)]
     return docs
 
 
@@ -191,6 +217,69 @@ class Ensemble(unittest.TestCase):
             self.assertGreater(len(data), 1000)
             self.assertEqual(data[:8], PNG_MAGIC)
         self.assertEqual([n for n in os.listdir(out) if n.endswith(".tmp")], [])
+
+
+class Dispersion(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.TemporaryDirectory()
+        cls.paths = [write(cls.dir.name, f"k{i}.json", d) for i, d in enumerate(moving_ensemble())]
+        cls.s = ls.analyse(cls.paths)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.dir.cleanup()
+
+    def test_energies_follow_the_lattice_dispersion_relation(self):
+        for e in self.s["kappas"]:
+            self.assertEqual([d["n"] for d in e["dispersion"]], [list(n) for n in MOMENTA])
+            m = m_pi_true(e["kappa"])
+            for d, n in zip(e["dispersion"], MOMENTA):
+                truth = e_lattice(m, n)
+                self.assertAlmostEqual(d["p2"], sum((2 * math.pi * v / 8) ** 2 for v in n), delta=1e-12)
+                self.assertGreater(d["E"]["error"], 0)
+                self.assertLess(abs(d["E"]["value"] - truth), 3 * d["E"]["error"] + 1e-9, f"n = {n}")
+                self.assertLess(abs(d["E"]["value"] - truth), 0.01 * truth)
+                # the prediction from the measured m_pi, and the continuum one above it
+                self.assertLess(abs(d["E_lattice"]["value"] - truth), 3 * d["E_lattice"]["error"] + 1e-9)
+                self.assertGreater(d["E_continuum"]["value"], d["E_lattice"]["value"])
+                c2 = (d["E"]["value"] ** 2 - e["m_pi"]["value"] ** 2) / d["p2"]
+                self.assertAlmostEqual(d["c2"]["value"], c2, delta=1e-12)
+                self.assertLess(d["c2"]["value"], 1)  # the lattice relation lies below the continuum's
+
+    def test_cli_draws_the_dispersion(self):
+        out = os.path.join(self.dir.name, "out")
+        run = subprocess.run([sys.executable, ls.__file__, *self.paths, "--out", out],
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertIn("pion dispersion, kappa 0.132", run.stdout)
+        with open(os.path.join(out, "dispersion.png"), "rb") as f:
+            self.assertEqual(f.read()[:8], PNG_MAGIC)
+
+    def test_momentum_classes_must_agree_and_be_complete(self):
+        docs = moving_ensemble()
+        docs[1]["momenta"][2]["n"] = [2, 2, 0]
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            paths = [write(self.dir.name, f"bad{i}.json", d) for i, d in enumerate(docs)]
+            self.assertEqual(ls.main([*paths, "--out", os.path.join(self.dir.name, "bad"), "--json-only"]), 1)
+        self.assertIn("momentum classes", err.getvalue())
+        docs = moving_ensemble()
+        del docs[2]["measurements"][4]["correlators_momentum"][1]
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            paths = [write(self.dir.name, f"bad{i}.json", d) for i, d in enumerate(docs)]
+            self.assertEqual(ls.main([*paths, "--out", os.path.join(self.dir.name, "bad"), "--json-only"]), 1)
+        self.assertIn("config 4", err.getvalue())
+        self.assertIn("one set per momentum class", err.getvalue())
+        docs = moving_ensemble()
+        for d in docs:
+            d["momenta"][0]["n"] = [4, 0, 0]  # p = pi: not below L/2
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            paths = [write(self.dir.name, f"bad{i}.json", d) for i, d in enumerate(docs)]
+            self.assertEqual(ls.main([*paths, "--out", os.path.join(self.dir.name, "bad"), "--json-only"]), 1)
+        self.assertIn("|n_i| < L_i/2", err.getvalue())
 
 
 class BadInput(unittest.TestCase):
