@@ -71,6 +71,7 @@ struct Options {
   long link_steps = 10;
   double link_alpha = 0;  ///< 0: the type's default
   long mom2_max = 0;  ///< correlators at every integer momentum n with n^2 <= mom2_max, too
+  long volume3 = 0;   ///< the spatial volume (a noise wall's correlators are divided by it)
   bool smeared() const { return smear != "none"; }
 };
 
@@ -133,7 +134,10 @@ Options read_propagator_options() {
   return o;
 }
 
-constexpr int n_channels = 7;  ///< every LatkeMesonChannel
+constexpr int n_meson_channels = 7;   ///< every LatkeMesonChannel
+constexpr int n_baryon_channels = 2;  ///< every LatkeBaryonChannel
+/// Rows of T numbers per sink: the mesons, and with a point source the nucleon's projections.
+int n_rows(const Options& o) { return n_meson_channels + (o.source == "point" ? n_baryon_channels : 0); }
 
 /// The integer momenta n != 0 with n^2 <= mom2_max, in classes that the lattice's symmetries map
 /// onto each other: the same |n_i| sorted where the three spatial extents are equal, the same
@@ -171,29 +175,43 @@ std::vector<MomentumClass> momentum_classes(long mom2_max, const PetscInt global
   return classes;
 }
 
-/// Every channel at every momentum of the classes, averaged over each class: result[class][channel * T + t].
-PetscErrorCode momentum_correlators(Mat A, const std::vector<Vec>& cols, const Options& o,
-                                    const std::vector<MomentumClass>& classes, PetscInt T,
-                                    const std::vector<LatkeMesonChannel>& channels,
-                                    std::vector<std::vector<PetscScalar>>& out) {
+/// The correlators of one sink: the mesons (every LatkeMesonChannel), then with a point source the
+/// nucleon's two projections, in rows of T: at rest into rest[row * T + t], and per momentum class,
+/// averaged over the class, into moving[class][row * T + t].
+PetscErrorCode contract(Mat A, const std::vector<Vec>& cols, const Options& o,
+                        const std::vector<MomentumClass>& classes, PetscInt T, std::vector<PetscScalar>& rest,
+                        std::vector<std::vector<PetscScalar>>& moving) {
   PetscFunctionBeginUser;
-  out.assign(classes.size(), std::vector<PetscScalar>(static_cast<std::size_t>(n_channels) * T, 0.0));
-  if (classes.empty()) PetscFunctionReturn(0);
-  std::vector<PetscInt> mom;
+  std::vector<LatkeMesonChannel> channels;
+  for (int k = 0; k < n_meson_channels; ++k) channels.push_back(static_cast<LatkeMesonChannel>(k));
+  const int rows = n_rows(o);
+  // momentum 0, then every member of every class
+  std::vector<PetscInt> mom = {0, 0, 0};
   for (const MomentumClass& c : classes)
     for (const auto& n : c.members) mom.insert(mom.end(), n.begin(), n.end());
   const PetscInt nm = static_cast<PetscInt>(mom.size() / 3);
   const PetscInt site[4] = {static_cast<PetscInt>(o.site[0]), static_cast<PetscInt>(o.site[1]),
                             static_cast<PetscInt>(o.site[2]), static_cast<PetscInt>(o.site[3])};
-  std::vector<PetscScalar> all(static_cast<std::size_t>(n_channels) * nm * T);
-  PetscCall(MatLatkeMesonCorrelatorsMomenta(A, cols.data(), site, nm, mom.data(), n_channels, channels.data(),
-                                            all.data()));
-  PetscInt m = 0;
+  std::vector<PetscScalar> all(static_cast<std::size_t>(rows) * nm * T);  // [row][momentum][t]
+  if (o.source == "point") {
+    PetscCall(MatLatkeMesonCorrelatorsMomenta(A, cols.data(), site, nm, mom.data(), n_meson_channels,
+                                              channels.data(), all.data()));
+    PetscCall(MatLatkeNucleonCorrelators(A, cols.data(), site, nm, mom.data(),
+                                         all.data() + static_cast<std::size_t>(n_meson_channels) * nm * T));
+  } else {  // noise: at rest only, as the mean of the slice's point sources (their sum over its sites)
+    PetscCall(MatLatkeMesonCorrelators(A, cols.data(), site[3], n_meson_channels, channels.data(), all.data()));
+    for (PetscScalar& v : all) v /= static_cast<PetscReal>(o.volume3);
+  }
+  rest.assign(static_cast<std::size_t>(rows) * T, 0.0);
+  for (int k = 0; k < rows; ++k)
+    for (PetscInt t = 0; t < T; ++t) rest[k * T + t] = all[(k * nm) * T + t];
+  moving.assign(classes.size(), std::vector<PetscScalar>(static_cast<std::size_t>(rows) * T, 0.0));
+  PetscInt m = 1;
   for (std::size_t c = 0; c < classes.size(); ++c) {
     const PetscReal w = 1.0 / static_cast<PetscReal>(classes[c].members.size());
     for (std::size_t j = 0; j < classes[c].members.size(); ++j, ++m)
-      for (int k = 0; k < n_channels; ++k)
-        for (PetscInt t = 0; t < T; ++t) out[c][k * T + t] += w * all[(k * nm + m) * T + t];
+      for (int k = 0; k < rows; ++k)
+        for (PetscInt t = 0; t < T; ++t) moving[c][k * T + t] += w * all[(k * nm + m) * T + t];
   }
   PetscFunctionReturn(0);
 }
@@ -204,7 +222,7 @@ struct Measurement {
   std::vector<PetscInt> iterations;  ///< per column, all passes
   double solve_s = 0, setup_s = 0, max_residual = 0, plaquette = 0;
   bool converged = true, reused = false;
-  std::vector<PetscScalar> corr;     ///< [channel * T + t]
+  std::vector<PetscScalar> corr;     ///< [row * T + t]: the mesons, then (point sources) the nucleon
   std::vector<PetscScalar> corr_ss;  ///< the same at a smeared sink (with smearing)
   std::vector<std::vector<PetscScalar>> corr_p, corr_p_ss;  ///< per momentum class, the same
   double smear_s = 0;                ///< seconds smearing sources and sinks
@@ -212,9 +230,13 @@ struct Measurement {
 
 nlohmann::ordered_json correlator_json(const std::vector<PetscScalar>& c, PetscInt T) {
   nlohmann::ordered_json corr = nlohmann::ordered_json::object();
-  for (int k = 0; k < n_channels; ++k) {
+  const int rows = static_cast<int>(c.size() / T);
+  for (int k = 0; k < rows; ++k) {
     const char* name = nullptr;
-    LatkeMesonChannelGetName(static_cast<LatkeMesonChannel>(k), &name);
+    if (k < n_meson_channels)
+      LatkeMesonChannelGetName(static_cast<LatkeMesonChannel>(k), &name);
+    else
+      LatkeBaryonChannelGetName(static_cast<LatkeBaryonChannel>(k - n_meson_channels), &name);
     std::vector<double> re(T), im(T);
     for (PetscInt t = 0; t < T; ++t) {
       re[t] = PetscRealPart(c[k * T + t]);
@@ -538,6 +560,7 @@ PetscErrorCode run(int& status) {
   PetscCall(LatkeGaugeCreateFromOptions(PETSC_COMM_WORLD, nullptr, &gauge));
   PetscInt global[4], grid[4];
   PetscCall(LatkeGaugeGetLattice(gauge, global, nullptr, grid));
+  o.volume3 = static_cast<long>(global[0]) * global[1] * global[2];
   for (int mu = 0; mu < 4; ++mu)
     PetscCheck(o.site[mu] < global[mu], PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT,
                "-latke_source_site: coordinate %d in dimension %d: expected 0 to %d", (int)o.site[mu], mu,
@@ -558,8 +581,6 @@ PetscErrorCode run(int& status) {
     SETERRQ(PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "%s", e.what());
   }
   std::vector<Measurement> ms;
-  std::vector<LatkeMesonChannel> channels;
-  for (int k = 0; k < n_channels; ++k) channels.push_back(static_cast<LatkeMesonChannel>(k));
   for (long c = 0; c < o.configs; ++c) {
     if (c > 0) {
       LatkeGauge next = nullptr;
@@ -592,10 +613,7 @@ PetscErrorCode run(int& status) {
       std::vector<Vec> cols(12);
       Mat A = nullptr;
       PetscCall(solve_columns(gauge, o, kappa, csw, prev, &A, smeared_links, &sm, cols, m));
-      m.corr.resize(static_cast<std::size_t>(n_channels) * T);
-      PetscCall(MatLatkeMesonCorrelators(A, cols.data(), static_cast<PetscInt>(o.site[3]), n_channels, channels.data(),
-                                         m.corr.data()));
-      PetscCall(momentum_correlators(A, cols, o, classes, T, channels, m.corr_p));
+      PetscCall(contract(A, cols, o, classes, T, m.corr, m.corr_p));
       if (!o.save.empty()) PetscCall(file.write(A, cols, c, static_cast<int>(k), m));  // at the point sink
       if (sm) {                                                                        // the same at the smeared sink
         PetscLogDouble s0, s1;
@@ -603,14 +621,7 @@ PetscErrorCode run(int& status) {
         for (Vec v : cols) PetscCall(LatkeSmearerApply(sm, v, -1));
         PetscCall(PetscTime(&s1));
         m.smear_s += s1 - s0;
-        m.corr_ss.resize(m.corr.size());
-        PetscCall(MatLatkeMesonCorrelators(A, cols.data(), static_cast<PetscInt>(o.site[3]), n_channels,
-                                           channels.data(), m.corr_ss.data()));
-        PetscCall(momentum_correlators(A, cols, o, classes, T, channels, m.corr_p_ss));
-      }
-      if (o.source != "point") {  // the mean of the slice's point sources: their sum over its sites
-        for (PetscScalar& v : m.corr) v /= static_cast<PetscReal>(global[0] * global[1] * global[2]);
-        for (PetscScalar& v : m.corr_ss) v /= static_cast<PetscReal>(global[0] * global[1] * global[2]);
+        PetscCall(contract(A, cols, o, classes, T, m.corr_ss, m.corr_p_ss));
       }
       int lo = 1 << 30, hi = 0;
       for (PetscInt i : m.iterations) lo = std::min(lo, (int)i), hi = std::max(hi, (int)i);

@@ -4,7 +4,7 @@
 # gives the effective masses of every channel, the pion mass and the PCAC quark mass (plateaus
 # over one fit range), then kappa_c from m_pi^2 and from m_PCAC, each linear in 1/kappa; for runs
 # with -latke_mom2_max, the pion's energy at each momentum class against the continuum and the
-# lattice dispersion relations. Every error is a leave-one-out jackknife over gauge
+# lattice dispersion relations; with point sources, the nucleon mass. Every error is a leave-one-out jackknife over gauge
 # configurations. docs/latke-spectrum.md.
 import argparse
 import json
@@ -22,6 +22,7 @@ INPUT_SCHEMA = "latke-propagator/1"
 SCHEMA = "latke-spectrum/1"
 CHANNELS = ("pion", "pion_a4", "a4_pion", "rho", "a0", "a1", "b1")
 ANTISYMMETRIC = ("a4_pion",)  # C(T - t) = -C(t); every other channel is symmetric
+BARYONS = ("nucleon", "nucleon_minus")  # the (1 + g4)/2 and (1 - g4)/2 projections; analysed together
 
 
 class SpectrumError(Exception):
@@ -114,6 +115,24 @@ def effective_mass(c, kind="cosh"):
     return np.where(valid, 0.5 * (lo + hi), np.nan)
 
 
+def nucleon_forward(c_plus, c_minus):
+    """The nucleon propagating forward from both projections, t = 0 .. T/2 (last axis):
+    [C_+(t) - C_-(T - t)] / 2, as C_-(T - t) = -C_+(t) for the nucleon with antiperiodic quarks."""
+    c_plus = np.asarray(c_plus, dtype=float)
+    c_minus = np.asarray(c_minus, dtype=float)
+    nt = c_plus.shape[-1]
+    t = np.arange(nt // 2 + 1)
+    return 0.5 * (c_plus[..., t] - c_minus[..., (nt - t) % nt])
+
+
+def log_effective_mass(c):
+    """log(C(t)/C(t+1)), t = 0 .. len - 2 (last axis); NaN where the ratio is not positive."""
+    c = np.asarray(c, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = c[..., :-1] / c[..., 1:]
+        return np.where(np.isfinite(ratio) & (ratio > 0), np.log(np.where(ratio > 0, ratio, 1.0)), np.nan)
+
+
 def pcac_mass(c_a4p, c_pp, sign=1.0):
     """m_PCAC(t) = sign [C_A4P(t+1) - C_A4P(t-1)] / (4 C_PP(t)), t = 0 .. T/2 - 1, from folded
     correlators (last axis 0 .. T/2); at t = 0, C_A4P(-1) = C_A4P(T-1) = -C_A4P(1)."""
@@ -191,6 +210,9 @@ class KappaData:
         self.dropped = sorted(set().union(*present) - set(self.channels))
         self.correlators = {ch: np.array([self.by_config[c][1]["correlators"][ch]["re"] for c in self.configs],
                                          dtype=float) for ch in self.channels}
+        baryons = all(all(b in m["correlators"] for b in BARYONS) for _, m in self.by_config.values())
+        self.nucleon = (tuple(np.array([self.by_config[c][1]["correlators"][b]["re"] for c in self.configs],
+                                       dtype=float) for b in BARYONS) if baryons else None)
         # the pion at each momentum class: [class] -> N x T
         self.moving_pion = [np.array([self.by_config[c][1]["correlators_momentum"][k]["pion"]["re"]
                                       for c in self.configs], dtype=float)
@@ -307,7 +329,7 @@ def _check_measurement(path, i, m, nt, notes):
     if "pion" not in corr:
         raise SpectrumError(f"{where}: the pion correlator is missing (correlators has {sorted(corr)})")
     for ch in list(corr):
-        if ch not in CHANNELS:
+        if ch not in CHANNELS + BARYONS:
             note = f"{path}: unknown channel {ch!r} ignored"
             if note not in notes:
                 notes.append(note)
@@ -366,6 +388,12 @@ def analyse_kappa(kd, tmin, tmax, a4_sign, pcac=True):
                             "choose another --fit-range")
     m_pi, chi2_pi = plateau(meff["pion"], tmin, tmax)
     result = {"kappa": kd.kappa, "rows": rows, "meff": meff, "m_pi": m_pi, "m_pi_chi2_dof": chi2_pi}
+    if kd.nucleon is not None:
+        n_rows = jackknife_rows(nucleon_forward(*kd.nucleon))
+        n_eff = log_effective_mass(n_rows)
+        result["nucleon_rows"], result["nucleon_meff"] = n_rows, n_eff
+        if np.all(np.isfinite(n_eff[:, tmin:tmax + 1])):
+            result["m_n"], result["m_n_chi2_dof"] = plateau(n_eff, tmin, tmax)
     if pcac and "a4_pion" in kd.channels:
         pcac_t = pcac_mass(rows["a4_pion"], rows["pion"], a4_sign)
         result["pcac_t"] = pcac_t
@@ -447,6 +475,16 @@ def analyse(paths, fit_range=None, a4_sign=1, sink="point"):
             entry["pcac_mass"] = _value_error(r["pcac_t"])
         if kd.momenta:
             entry["dispersion"] = dispersion(kd, r["m_pi"], meta["lattice"], tmin, tmax, notes)
+        entry["m_n"] = None
+        if "nucleon_rows" in r:
+            entry["nucleon"] = {"correlator": _value_error(r["nucleon_rows"]),
+                                "effective_mass": dict(_value_error(r["nucleon_meff"]), kind="log")}
+            if "m_n" in r:
+                entry["m_n"] = {"value": r["m_n"][0], "error": jackknife_error(r["m_n"]), "chi2_dof": r["m_n_chi2_dof"]}
+                entry["m_n_over_m_pi"] = _value_error(r["m_n"] / r["m_pi"])
+            else:
+                notes.append(f"kappa {kd.kappa}: the nucleon's effective mass is undefined somewhere in t = "
+                             f"{tmin}..{tmax} (too noisy there); no m_N")
         per_kappa.append(entry)
 
     kappa_c = {"from_m_pi_sq": None, "from_m_pcac": None}
@@ -520,16 +558,22 @@ def print_table(s, out=None):
         kinds = ", ".join(f"{ch}: {e['effective_mass'][ch]['kind']}" for ch in chans if ch in ANTISYMMETRIC)
         print(f"\neffective masses, kappa {e['kappa']} ({e['n_configs']} configurations; cosh"
               + (f", {kinds}" if kinds else "") + ")", file=out)
+        meffs = [e["effective_mass"][ch] for ch in chans]
+        if e.get("nucleon"):
+            chans, meffs = chans + ["nucleon (log)"], meffs + [e["nucleon"]["effective_mass"]]
         print("  t " + "".join(f"{ch:>14}" for ch in chans), file=out)
         for t in range(lat[3] // 2):
-            cells = [fmt(e["effective_mass"][ch]["value"][t], e["effective_mass"][ch]["error"][t]) for ch in chans]
+            cells = [fmt(m["value"][t], m["error"][t]) for m in meffs]
             print(f"{t:3d} " + "".join(f"{c:>14}" for c in cells), file=out)
-    print(f"\n{'kappa':>10} {'N':>4}  {'m_pi':<22}{'m_PCAC':<22}{'m_pi^2':<22}", file=out)
+    baryons = any(e.get("nucleon") for e in kappas)
+    print(f"\n{'kappa':>10} {'N':>4}  {'m_pi':<22}{'m_PCAC':<22}{'m_pi^2':<22}" + ("m_N" if baryons else ""),
+          file=out)
     for e in kappas:
-        pcac = e["m_pcac"]
+        pcac, mn = e["m_pcac"], e.get("m_n")
         print(f"{e['kappa']:>10} {e['n_configs']:>4}  {fmt_pm(e['m_pi']['value'], e['m_pi']['error']):<22}"
               f"{fmt_pm(pcac['value'], pcac['error']) if pcac else '-':<22}"
-              f"{fmt_pm(e['m_pi_sq']['value'], e['m_pi_sq']['error']):<22}", file=out)
+              f"{fmt_pm(e['m_pi_sq']['value'], e['m_pi_sq']['error']):<22}"
+              + ((fmt_pm(mn["value"], mn["error"]) if mn else "-") if baryons else ""), file=out)
     for e in kappas:
         if not e.get("dispersion"):
             continue

@@ -41,6 +41,8 @@ class ShellOperator {
   virtual Backend backend() const = 0;
   /// The parity even-odd forms act on.
   virtual int parity() const = 0;
+  /// The phases of hops that wrap around the lattice, per direction (conventions.h).
+  virtual std::array<Complex<double>, 4> boundary_phases() const = 0;
 
   /// out = Op in (or its adjoint) for the form: full fields, or fields of parity().
   virtual void apply(LatkeOperatorForm form, ColorSpinorField& out, const ColorSpinorField& in, bool dagger) = 0;

@@ -77,6 +77,7 @@ class StaggeredShell final : public StoredShell {
   }
 
   void prepare_stored(ColorSpinorField& bhat, const ColorSpinorField& b) override { op_->prepare_source(bhat, b); }
+  std::array<Complex<double>, 4> boundary_phases() const override { return op_->param().boundary_phase; }
 
   void reconstruct_stored(ColorSpinorField& x, const ColorSpinorField& xhat, const ColorSpinorField& b) override {
     op_->reconstruct(x, xhat, b);

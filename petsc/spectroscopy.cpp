@@ -11,6 +11,7 @@
 
 #include "petsc/gauge_handle.h"
 #include "petsc/mat_shell.h"
+#include "spectroscopy/baryons.h"
 #include "spectroscopy/mesons.h"
 #include "spectroscopy/quark_smearing.h"
 #include "src/core/error.h"
@@ -143,26 +144,55 @@ PetscErrorCode MatLatkeMesonCorrelatorsMomenta(Mat A, const Vec prop[], const Pe
     ShellOperator& op = *context_of(A).op;
     const std::vector<MesonChannel> ch = channels_of(what, n, channels, corr);
     require(n_momenta >= 0 && (n_momenta == 0 || momenta), what, ": ", n_momenta, " momenta with a NULL list");
-    const Coords& L = op.lattice()->global();
     std::array<int, 4> source{};
-    for (int mu = 0; mu < 4; ++mu) {
-      require(site[mu] >= 0 && site[mu] < L[mu], what, ": source coordinate ", site[mu], " in dimension ", mu,
-              ": expected 0 to ", L[mu] - 1);
-      source[mu] = static_cast<int>(site[mu]);
-    }
+    for (int mu = 0; mu < 4; ++mu) source[mu] = static_cast<int>(site[mu]);
     std::vector<std::array<int, 3>> mom(n_momenta);
     for (PetscInt m = 0; m < n_momenta; ++m)
-      for (int i = 0; i < 3; ++i) {
-        const PetscInt v = momenta[3 * m + i];
-        require(2 * std::abs(v) <= L[i], what, ": momentum ", m, " component ", i, " is ", v, ": expected |n| <= ",
-                L[i] / 2, " (p = 2 pi n / ", L[i], ")");
-        mom[m][i] = static_cast<int>(v);
-      }
+      for (int i = 0; i < 3; ++i) mom[m][i] = static_cast<int>(momenta[3 * m + i]);
     PropagatorColumns cols(op, prop, what);
     const auto c = meson_correlators(cols.fields(), source, ch, mom);
     cols.release();
-    const int T = L[3];
+    const int T = op.lattice()->global()[3];
     for (PetscInt k = 0; k < n; ++k)
+      for (PetscInt m = 0; m < n_momenta; ++m)
+        for (int t = 0; t < T; ++t)
+          corr[(k * n_momenta + m) * T + t] = PetscScalar(c[k][m][t].re, c[k][m][t].im);
+  }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LatkeBaryonChannelGetName(LatkeBaryonChannel channel, const char** name) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(name);
+  PetscCall(guarded(PETSC_COMM_SELF, [&] {
+    require(channel >= LATKE_BARYON_NUCLEON && channel <= LATKE_BARYON_NUCLEON_MINUS, "baryon channel ",
+            static_cast<int>(channel), ": expected LATKE_BARYON_NUCLEON or LATKE_BARYON_NUCLEON_MINUS");
+    *name = to_string(static_cast<BaryonChannel>(channel));
+  }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatLatkeNucleonCorrelators(Mat A, const Vec prop[], const PetscInt site[], PetscInt n_momenta,
+                                          const PetscInt momenta[], PetscScalar corr[]) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(A);
+  LatkeCheckNull(prop);
+  LatkeCheckNull(site);
+  PetscCall(guarded(comm_of(A), [&] {
+    const char* what = "MatLatkeNucleonCorrelators";
+    ShellOperator& op = *context_of(A).op;
+    require(n_momenta >= 1 && momenta && corr, what, ": ", n_momenta,
+            " momenta, a list and an output: expected at least one momentum ((0, 0, 0) for the nucleon at rest)");
+    std::array<int, 4> source{};
+    for (int mu = 0; mu < 4; ++mu) source[mu] = static_cast<int>(site[mu]);
+    std::vector<std::array<int, 3>> mom(n_momenta);
+    for (PetscInt m = 0; m < n_momenta; ++m)
+      for (int i = 0; i < 3; ++i) mom[m][i] = static_cast<int>(momenta[3 * m + i]);
+    PropagatorColumns cols(op, prop, what);
+    const auto c = nucleon_correlators(cols.fields(), source, op.boundary_phases(), mom);
+    cols.release();
+    const int T = op.lattice()->global()[3];
+    for (int k = 0; k < n_baryon_channels; ++k)
       for (PetscInt m = 0; m < n_momenta; ++m)
         for (int t = 0; t < T; ++t)
           corr[(k * n_momenta + m) * T + t] = PetscScalar(c[k][m][t].re, c[k][m][t].im);

@@ -532,6 +532,18 @@ PetscErrorCode MatLatkeMesonCorrelators(Mat A, const Vec prop[], PetscInt t0, Pe
 PetscErrorCode MatLatkeMesonCorrelatorsMomenta(Mat A, const Vec prop[], const PetscInt site[], PetscInt n_momenta,
                                                const PetscInt momenta[], PetscInt n,
                                                const LatkeMesonChannel channels[], PetscScalar corr[]);
+/* Nucleon correlators of the propagator of a point (or smeared point) source at site (x, y, z, t0),
+ * u and d degenerate: N = eps_abc (u_a^T C g5 d_b) u_c, C = g2 g4, projected with (1 + g4)/2
+ * (LATKE_BARYON_NUCLEON: the nucleon forward) and (1 - g4)/2 (LATKE_BARYON_NUCLEON_MINUS), at the
+ * n_momenta integer momenta momenta[3 m + i] ((0, 0, 0) at rest; phases as in
+ * MatLatkeMesonCorrelatorsMomenta): corr[(k n_momenta + m) T + t], t from t0. Sinks past the time
+ * boundary carry the conjugate of its phase cubed, so that C(t) is a source at the origin's; the
+ * formula is in spectroscopy/baryons.h. Spatial boundary phases must be 1. Collective. */
+typedef enum { LATKE_BARYON_NUCLEON, LATKE_BARYON_NUCLEON_MINUS } LatkeBaryonChannel;
+/* "nucleon", "nucleon_minus". */
+PetscErrorCode LatkeBaryonChannelGetName(LatkeBaryonChannel channel, const char **name);
+PetscErrorCode MatLatkeNucleonCorrelators(Mat A, const Vec prop[], const PetscInt site[], PetscInt n_momenta,
+                                          const PetscInt momenta[], PetscScalar corr[]);
 /* The 12 columns of a propagator (full-lattice vectors of A) saved or loaded with a PETSc
  * viewer, each in global lexicographic order (LatkeVecView / LatkeVecLoad) under the name
  * s<spin>_c<color> of its source: in an HDF5 viewer, datasets s0_c0 ... s3_c2 of the viewer's

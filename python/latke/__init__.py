@@ -409,6 +409,30 @@ def meson_correlators_at(A, columns, site, momenta, channels=MESON_CHANNELS):
     return {c: corr[k].copy() for k, c in enumerate(channels)}
 
 
+BARYON_CHANNELS = ("nucleon", "nucleon_minus")
+
+
+def nucleon_correlators(A, columns, site, momenta=((0, 0, 0),)):
+    """{"nucleon": C_+[m, t], "nucleon_minus": C_-[m, t]}: the nucleon eps (u^T C g5 d) u projected
+    with (1 + g4)/2 and (1 - g4)/2 at the integer momenta, t from the source's slice, from the 12
+    columns of the propagator of a point source at site = (x, y, z, t0) (MatLatkeNucleonCorrelators)."""
+    if len(columns) != 12:
+        raise Error(f"latke.nucleon_correlators: {len(columns)} columns; expected 12")
+    if len(site) != 4:
+        raise Error(f"latke.nucleon_correlators: site {tuple(site)}; expected (x, y, z, t)")
+    mom = np.asarray(momenta, dtype=np.int64).reshape(-1)
+    if mom.size == 0 or mom.size % 3:
+        raise Error(f"latke.nucleon_correlators: momenta {momenta!r}; expected integer triples (n_x, n_y, n_z)")
+    nm = mom.size // 3
+    T = _global_t(A)
+    corr = np.zeros(2 * nm * T, dtype=np.complex128)
+    cols = (_ptr * 12)(*[c.handle for c in columns])
+    _call("MatLatkeNucleonCorrelators", _handle(A), cols, (_Int * 4)(*[int(v) for v in site]), _Int(nm),
+          (_Int * mom.size)(*[int(v) for v in mom]), corr.ctypes.data_as(_ptr))
+    corr = corr.reshape(2, nm, T)
+    return {c: corr[k].copy() for k, c in enumerate(BARYON_CHANNELS)}
+
+
 class Smearer(_Owned):
     """Quark smearing of full vectors of Wilson-clover matrix A (MatLatkeSmearerCreate) with the
     spatial links of `links` (usually Gauge.smeared()): kind "wuppertal" (alpha) or "gaussian"

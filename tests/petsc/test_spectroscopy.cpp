@@ -416,6 +416,124 @@ TEST(Mesons, CorrelatorsAreGaugeInvariantAndThePionIsTheSumOfSquares) {
   LatkeGaugeDestroy(&h);
 }
 
+// ---- the nucleon ------------------------------------------------------------------------------
+
+/// C_+ and C_- (corr[k n_mom T + m T + t]) of MatLatkeNucleonCorrelators.
+std::vector<cplx> nucleon(Mat A, const std::vector<Vec>& cols, const PetscInt site[4],
+                          const std::vector<std::array<int, 3>>& momenta) {
+  std::vector<PetscInt> mom;
+  for (const auto& n : momenta) mom.insert(mom.end(), n.begin(), n.end());
+  const PetscInt nm = static_cast<PetscInt>(momenta.size());
+  std::vector<PetscScalar> c(2 * nm * T);
+  EXPECT_EQ(MatLatkeNucleonCorrelators(A, cols.data(), site, nm, mom.data(), c.data()), 0);
+  return std::vector<cplx>(c.begin(), c.end());
+}
+
+/// The nucleon written out from Wick's theorem, index by index, on the host: per site
+///   G_{g g'} = sum eps_abc eps_a'b'c' Gamma_{al be} Gbar_{be' al'}
+///              (S^{aa'}_{al al'} S^{bb'}_{be be'} S^{cc'}_{g g'} - S^{ac'}_{al g'} S^{bb'}_{be be'} S^{ca'}_{g al'}),
+/// Gamma = C g5, C = g2 g4, Gbar = g4 Gamma^dag g4; C_+- = sum_x e^{-ip.(x - x0)} Tr[(1 +- g4)/2 G], times
+/// -1 where the sink is before the source's slice (three antiperiodic quarks across the boundary).
+std::vector<cplx> nucleon_by_wick(Mat A, const std::vector<Vec>& cols, const PetscInt site[4],
+                                  const std::vector<std::array<int, 3>>& momenta) {
+  const Spin C = gamma(1) * gamma(3);
+  for (int mu = 0; mu < 4; ++mu)  // the charge conjugation of this basis
+    EXPECT_LT((C * gamma(mu) * C.inverse() + gamma(mu).transpose()).norm(), 1e-14) << "mu = " << mu;
+  const Spin G5 = C * g5(), Gbar = gamma(3) * G5.adjoint() * gamma(3);
+  const Spin P[2] = {(Spin::Identity() + gamma(3)) / 2.0, (Spin::Identity() - gamma(3)) / 2.0};
+  const latke::Lattice& lat = lattice_of(A);
+  const std::size_t nm = momenta.size();
+  std::vector<std::vector<PetscScalar>> lex(12, std::vector<PetscScalar>(static_cast<std::size_t>(lat.volume()) * 12));
+  for (int j = 0; j < 12; ++j) EXPECT_EQ(LatkeVecGetLexicographic(A, cols[j], lex[j].data()), 0);
+  const int eps[6][4] = {{0, 1, 2, 1}, {1, 2, 0, 1}, {2, 0, 1, 1}, {0, 2, 1, -1}, {2, 1, 0, -1}, {1, 0, 2, -1}};
+  std::vector<cplx> local(2 * nm * T, 0.0), all(2 * nm * T);
+  for (long x = 0; x < lat.volume(); ++x) {
+    auto S = [&](int s, int c, int s0, int c0) { return cplx(lex[3 * s0 + c0][x * 12 + 3 * s + c]); };
+    Spin G = Spin::Zero();
+    for (const auto& e : eps)
+      for (const auto& f : eps) {
+        const int a = e[0], b = e[1], c = e[2], ap = f[0], bp = f[1], cp = f[2];
+        for (int al = 0; al < 4; ++al)
+          for (int be = 0; be < 4; ++be) {
+            if (G5(al, be) == 0.0) continue;
+            for (int bep = 0; bep < 4; ++bep)
+              for (int alp = 0; alp < 4; ++alp) {
+                if (Gbar(bep, alp) == 0.0) continue;
+                const cplx w = double(e[3] * f[3]) * G5(al, be) * Gbar(bep, alp) * S(be, b, bep, bp);
+                for (int g = 0; g < 4; ++g)
+                  for (int gp = 0; gp < 4; ++gp)
+                    G(g, gp) += w * (S(al, a, alp, ap) * S(g, c, gp, cp) - S(al, a, gp, cp) * S(g, c, alp, ap));
+              }
+          }
+      }
+    const latke::Coords xc = lat.coords_of(x);
+    const int t = xc[3] + lat.offset()[3];
+    const double wrap = t < site[3] ? -1.0 : 1.0;
+    for (std::size_t m = 0; m < nm; ++m) {
+      double turns = 0;
+      for (int i = 0; i < 3; ++i) turns += double(momenta[m][i] * (xc[i] + lat.offset()[i] - site[i])) / D[i];
+      const cplx phase = std::polar(wrap, -2 * M_PI * turns);
+      for (int k = 0; k < 2; ++k) local[(k * nm + m) * T + (t - site[3] + T) % T] += phase * (P[k] * G).trace();
+    }
+  }
+  MPI_Allreduce(local.data(), all.data(), static_cast<int>(all.size()), MPI_C_DOUBLE_COMPLEX, MPI_SUM,
+                PETSC_COMM_WORLD);
+  return all;
+}
+
+double max_abs(const std::vector<cplx>& v) {
+  double m = 0;
+  for (cplx z : v) m = std::max(m, std::abs(z));
+  return m;
+}
+
+TEST(Nucleon, MatchesWicksTheoremIndexByIndexAndIsGaugeInvariant) {
+  const cvec links = random_links(31);
+  LatkeGauge g = gauge_from(links), h = gauge_from(gauge_transform(links, 32));
+  Mat A = wilson(g, 0.105, 1.2), B = wilson(h, 0.105, 1.2);
+  const PetscInt site[4] = {1, 3, 2, 6};  // t0 = 6: sinks at t >= 2 lie across the time boundary
+  const std::vector<std::array<int, 3>> momenta = {{0, 0, 0}, {1, 0, -1}};
+  std::vector<Vec> sa = propagator(A, site), sb = propagator(B, site);
+  const std::vector<cplx> got = nucleon(A, sa, site, momenta), want = nucleon_by_wick(A, sa, site, momenta);
+  const double scale = max_abs(want);
+  ASSERT_GT(scale, 0);
+  for (std::size_t i = 0; i < got.size(); ++i)
+    EXPECT_LT(std::abs(got[i] - want[i]), 1e-12 * scale) << "entry " << i << ": " << got[i] << " against " << want[i];
+  const std::vector<cplx> moved = nucleon(B, sb, site, momenta);
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_LT(std::abs(moved[i] - got[i]), 1e-9 * scale) << "entry " << i;
+  destroy(sa);
+  destroy(sb);
+  MatDestroy(&A);
+  MatDestroy(&B);
+  LatkeGaugeDestroy(&g);
+  LatkeGaugeDestroy(&h);
+}
+
+// On the free field the correlator cannot depend on where the source is: the sign taken for
+// sinks across the time boundary makes a source at t0 = 5 (most sinks across) agree with one at
+// t0 = 1. The nucleon is positive forward, and its projections are real at rest.
+TEST(Nucleon, FreeFieldIsTranslationInvariantAndPositiveForward) {
+  LatkeGauge g;
+  ASSERT_PETSC(LatkeGaugeCreateRandom(PETSC_COMM_WORLD, dims, grid(), 1, 0.0, &g));  // unit links
+  Mat A = wilson(g, 0.115, 1.0);
+  const PetscInt s1[4] = {0, 1, 2, 1}, s5[4] = {3, 1, 0, 5};
+  const std::vector<std::array<int, 3>> momenta = {{0, 0, 0}, {0, 1, 0}};
+  std::vector<Vec> c1 = propagator(A, s1), c5 = propagator(A, s5);
+  const std::vector<cplx> n1 = nucleon(A, c1, s1, momenta), n5 = nucleon(A, c5, s5, momenta);
+  const double scale = max_abs(n1);
+  for (std::size_t i = 0; i < n1.size(); ++i) EXPECT_LT(std::abs(n5[i] - n1[i]), 1e-9 * scale) << "entry " << i;
+  for (int t = 0; t < T / 2; ++t) {
+    EXPECT_GT(n1[t].real(), 0) << "C_+(" << t << ")";
+    EXPECT_LT(std::abs(n1[t].imag()), 1e-12 * scale);
+  }
+  // The negative-parity projection is the nucleon backwards, with the boundary's sign.
+  for (int t = 1; t < T; ++t) EXPECT_NEAR(n1[2 * T + t].real(), -n1[T - t].real(), 1e-12 * scale) << "C_-(" << t << ")";
+  destroy(c1);
+  destroy(c5);
+  MatDestroy(&A);
+  LatkeGaugeDestroy(&g);
+}
+
 // The one-end trick: spin-colour diluted noise on one time slice, its 12 solutions contracted
 // like a propagator's columns, averages over the noise to the sum of the slice's point-source
 // correlators. The mean over seeds must agree with that sum within its statistical error.
@@ -855,7 +973,29 @@ TEST(Mesons, BadInputIsNamed) {
   EXPECT_NE(MatLatkeMesonCorrelatorsMomenta(A, cols.data(), outside, 1, too_fast, 1, &pion, c.data()), 0);
   EXPECT_NE(MatLatkeMesonCorrelatorsMomenta(A, cols.data(), site, 1, too_fast, 1, &pion, c.data()), 0);  // |n| > L/2
   EXPECT_NE(MatLatkeMesonCorrelatorsMomenta(A, cols.data(), site, 1, nullptr, 1, &pion, c.data()), 0);
+  std::vector<PetscScalar> cn(2 * T);
+  const PetscInt rest[3] = {0, 0, 0};
+  EXPECT_NE(MatLatkeNucleonCorrelators(A, cols.data(), site, 0, rest, cn.data()), 0);  // no momentum
+  EXPECT_NE(MatLatkeNucleonCorrelators(A, cols.data(), outside, 1, rest, cn.data()), 0);
+  EXPECT_NE(MatLatkeNucleonCorrelators(A, cols.data(), site, 1, too_fast, cn.data()), 0);
+  LatkeBaryonChannel bad_baryon = static_cast<LatkeBaryonChannel>(7);
+  const char* name = nullptr;
+  EXPECT_NE(LatkeBaryonChannelGetName(bad_baryon, &name), 0);
+  {  // antiperiodic in space: a baryon's momenta would shift, so it is refused
+    LatkeWilsonCloverParams p;
+    LatkeWilsonCloverParamsDefault(&p);
+    p.kappa = 0.1;
+    p.boundary_phase[0] = -1.0;
+    Mat Ap = nullptr;
+    ASSERT_PETSC(MatCreateLatkeWilsonClover(g, LATKE_OPERATOR_EVEN_ODD, &p, nullptr, &Ap));
+    EXPECT_NE(MatLatkeNucleonCorrelators(Ap, cols.data(), site, 1, rest, cn.data()), 0);
+    MatDestroy(&Ap);
+  }
   PetscPopErrorHandler();
+  ASSERT_PETSC(LatkeBaryonChannelGetName(LATKE_BARYON_NUCLEON_MINUS, &name));
+  EXPECT_STREQ(name, "nucleon_minus");
+  EXPECT_EQ(MatLatkeNucleonCorrelators(A, cols.data(), site, 1, rest, cn.data()), 0);
+  EXPECT_EQ(std::abs(cplx(cn[0])), 0.0);
   EXPECT_EQ(MatLatkeMesonCorrelators(A, cols.data(), 0, 1, &pion, c.data()), 0);
   EXPECT_EQ(std::abs(cplx(c[0])), 0.0);  // zero columns: zero correlator
   VecDestroy(&half);

@@ -116,6 +116,27 @@ class Package(unittest.TestCase):
         np.testing.assert_array_equal(cp["pion"][0], c["pion"])
         np.testing.assert_allclose(cp["pion"][1], allsum(sqp), rtol=0, atol=1e-12 * want[0])
 
+    def test_the_free_nucleon_is_positive_forward_and_its_partner_backward(self):
+        unit = latke.Gauge.random(LATTICE, seed=1, spread=0.0, grid=GRID)
+        A = latke.WilsonClover(unit, kappa=0.115)
+        bhat, xhat = A.createVecRight(), A.createVecLeft()
+        cols = []
+        for j in range(12):
+            x, b = latke.full_vecs(A)
+            latke.point_source(A, b, site=(1, 0, 2, 5), spin=j // 3, color=j % 3)
+            latke.prepare_source(A, b, bhat)
+            xhat.zeroEntries()
+            self.assertTrue(latke.solve(A, bhat, xhat, solver="bicgstab", tol=1e-12, sloppy="double")["converged"])
+            latke.reconstruct(A, xhat, b, x)
+            cols.append(x)
+        n = latke.nucleon_correlators(A, cols, (1, 0, 2, 5), momenta=[(0, 0, 0), (0, 0, 1)])
+        T = LATTICE[3]
+        self.assertEqual(n["nucleon"].shape, (2, T))
+        plus, minus = n["nucleon"][0].real, n["nucleon_minus"][0].real
+        self.assertTrue(np.all(plus[:T // 2] > 0))
+        np.testing.assert_allclose(minus[1:], -plus[:0:-1], rtol=0, atol=1e-12 * abs(plus[0]))
+        self.assertTrue(np.all(n["nucleon"][1].real[1:T // 2] < plus[1:T // 2]))  # a moving nucleon: less at t
+
     def test_smearing_keeps_a_free_point_source_on_its_slice_and_its_sum(self):
         unit = latke.Gauge.random(LATTICE, seed=1, spread=0.0, grid=GRID)
         A = latke.WilsonClover(unit, kappa=0.12)

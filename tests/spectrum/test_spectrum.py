@@ -1,8 +1,8 @@
 # latke-spectrum (examples/latke_spectrum.py): the estimators against closed forms (jackknife of
 # a mean, cosh and sinh effective masses, the PCAC ratio of exact correlators, kappa_c of exact
 # masses), a seeded noisy ensemble whose masses and kappa_c are known, one with moving pions on
-# the lattice dispersion relation, the command line's outputs, and bad inputs refused with the
-# problem named.
+# the lattice dispersion relation, one with nucleons of known mass, the command line's outputs, and
+# bad inputs refused with the problem named.
 # Usage: test_spectrum.py DIR_OF_latke_spectrum.py
 import contextlib
 import io
@@ -100,6 +100,24 @@ def moving_ensemble(seed=20261204):
                 {"pion": {"re": [float(v) for v in 0.9 * np.cosh(e_lattice(m_pi_true(kappa), n) * (t - T / 2))
                                  * (1 + NOISE * eps[k, c])], "im": [0.0] * T}}
                 for k, n in enumerate(MOMENTA)]
+    return docs
+
+
+M_N = 0.9     # the nucleon at every kappa, and its negative-parity partner
+M_NSTAR = 1.3
+
+
+def with_nucleons(docs, seed=7):
+    """Adds C_+(t) = A e^{-M_N t} + B e^{-M_N* (T - t)} and C_-(t) = -C_+(T - t), with 1% noise."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(T)
+    plus = 2.0 * np.exp(-M_N * t) + 1.5 * np.exp(-M_NSTAR * (T - t))
+    minus = -plus[(T - t) % T]
+    for doc in docs:
+        for m in doc["measurements"]:
+            e = 1 + NOISE * rng.standard_normal((2, T))
+            m["correlators"]["nucleon"] = {"re": [float(v) for v in plus * e[0]], "im": [0.0] * T}
+            m["correlators"]["nucleon_minus"] = {"re": [float(v) for v in minus * e[1]], "im": [0.0] * T}
     return docs
 
 
@@ -280,6 +298,31 @@ class Dispersion(unittest.TestCase):
             paths = [write(self.dir.name, f"bad{i}.json", d) for i, d in enumerate(docs)]
             self.assertEqual(ls.main([*paths, "--out", os.path.join(self.dir.name, "bad"), "--json-only"]), 1)
         self.assertIn("|n_i| < L_i/2", err.getvalue())
+
+
+class Nucleon(unittest.TestCase):
+    def test_nucleon_mass_from_both_projections(self):
+        nt = T
+        c = ls.nucleon_forward([1.0 * np.exp(-0.5 * np.arange(nt))], [-np.exp(-0.5 * ((nt - np.arange(nt)) % nt))])
+        np.testing.assert_allclose(ls.log_effective_mass(c)[0, 1:], 0.5, atol=1e-12)
+        with tempfile.TemporaryDirectory() as d:
+            paths = [write(d, f"n{i}.json", doc) for i, doc in enumerate(with_nucleons(noisy_ensemble()))]
+            s = ls.analyse(paths)
+            out = io.StringIO()
+            ls.print_table(s, out)
+        self.assertIn("m_N", out.getvalue())
+        for e in s["kappas"]:
+            self.assertEqual(e["nucleon"]["effective_mass"]["kind"], "log")
+            mn = e["m_n"]
+            self.assertGreater(mn["error"], 0)
+            self.assertLess(abs(mn["value"] - M_N), 3 * mn["error"] + 1e-9)
+            self.assertLess(abs(mn["value"] - M_N), 0.01 * M_N)
+            self.assertAlmostEqual(e["m_n_over_m_pi"]["value"], mn["value"] / e["m_pi"]["value"], delta=1e-12)
+
+    def test_without_baryons_there_is_no_nucleon(self):
+        with tempfile.TemporaryDirectory() as d:
+            s = ls.analyse([write(d, f"n{i}.json", doc) for i, doc in enumerate(noisy_ensemble())])
+        self.assertTrue(all(e["m_n"] is None and "nucleon" not in e for e in s["kappas"]))
 
 
 class BadInput(unittest.TestCase):

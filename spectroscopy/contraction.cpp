@@ -1,0 +1,134 @@
+// Propagator checks and momentum projection over time slices (contraction.h).
+#include "spectroscopy/contraction.h"
+
+#include <cmath>
+#include <cstdlib>
+
+#include "src/core/error.h"
+#include "src/core/launch.h"
+
+namespace latke {
+
+namespace {
+
+/// sum over local slice t of e^{-i p.(xvec - xvec0)} density(xvec, t), p = 2 pi n / L.
+struct MomentumSliceSum {
+  const Complex<double>* density;
+  int n[3];     ///< the momentum's integers
+  int l[3];     ///< local extents
+  int L[3];     ///< global extents
+  int rel0[3];  ///< this rank's offset minus the source site: local x + rel0 = x - x0
+  int V3;
+
+  LATKE_HOST_DEVICE Complex<double> operator()(int t, int i) const {
+    const Complex<double> d = density[t * V3 + i];
+    if (n[0] == 0 && n[1] == 0 && n[2] == 0) return d;
+    const int x[3] = {i % l[0], i / l[0] % l[1], i / (l[0] * l[1])};
+    double turns = 0;  // (p.(x - x0)) / 2 pi
+    for (int mu = 0; mu < 3; ++mu) {
+      long long k = static_cast<long long>(n[mu]) * (x[mu] + rel0[mu]) % L[mu];
+      if (k < 0) k += L[mu];
+      turns += static_cast<double>(k) / L[mu];
+    }
+    const double a = -2 * 3.14159265358979323846 * turns;
+    return Complex<double>(cos(a), sin(a)) * d;
+  }
+};
+
+}  // namespace
+
+SpinMatrix spin_identity() {
+  SpinMatrix m{};
+  for (int r = 0; r < 4; ++r) m[r][r] = {1, 0};
+  return m;
+}
+
+SpinMatrix spin_mul(const SpinMatrix& a, const SpinMatrix& b) {
+  SpinMatrix m{};
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 4; ++c) {
+      UnitComplex s{0, 0};
+      for (int k = 0; k < 4; ++k) s = s + a[r][k] * b[k][c];
+      m[r][c] = s;
+    }
+  return m;
+}
+
+SpinMatrix spin_dagger(const SpinMatrix& a) {
+  SpinMatrix m{};
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 4; ++c) m[r][c] = {a[c][r].re, -a[c][r].im};
+  return m;
+}
+
+SpinMatrix spin_transpose(const SpinMatrix& a) {
+  SpinMatrix m{};
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 4; ++c) m[r][c] = a[c][r];
+  return m;
+}
+
+Monomial monomial(const SpinMatrix& m, const char* what) {
+  Monomial out{};
+  for (int r = 0; r < 4; ++r) {
+    int found = -1;
+    for (int c = 0; c < 4; ++c)
+      if (m[r][c].re != 0 || m[r][c].im != 0) {
+        require(found < 0, what, ": a gamma product with two entries in row ", r);
+        found = c;
+      }
+    require(found >= 0, what, ": a gamma product with an empty row ", r);
+    out.col[r] = found;
+    out.re[r] = m[r][found].re;
+    out.im[r] = m[r][found].im;
+  }
+  return out;
+}
+
+void check_propagator(const std::vector<const ColorSpinorField*>& columns, const char* what) {
+  require(columns.size() == 12, what, ": ", columns.size(),
+          " propagator columns; expected 12 (3 s0 + c0 for every source spin and colour)");
+  const ColorSpinorField& f0 = *columns[0];
+  require(f0.nspin() == 4 && f0.ncolor() == 3 && f0.n_parity() == 2, what, ": column 0 is a field of ", f0.nspin(),
+          " spins, ", f0.ncolor(), " colours and ", f0.n_parity(),
+          " parities; expected a full Wilson field (4 spins, 3 colours)");
+  for (std::size_t j = 1; j < columns.size(); ++j)
+    require(columns[j]->is_like(f0) && &columns[j]->lattice() == &f0.lattice(), what, ": column ", j,
+            " differs from column 0 in lattice, shape, precision or backend");
+}
+
+void check_source_and_momenta(const Lattice& lat, const std::array<int, 4>& source,
+                              const std::vector<std::array<int, 3>>& momenta, const char* what) {
+  for (int mu = 0; mu < 4; ++mu)
+    require(source[mu] >= 0 && source[mu] < lat.global()[mu], what, ": source coordinate ", source[mu],
+            " in dimension ", mu, ": expected 0 to ", lat.global()[mu] - 1);
+  for (std::size_t m = 0; m < momenta.size(); ++m)
+    for (int i = 0; i < 3; ++i)
+      require(2 * std::abs(momenta[m][i]) <= lat.global()[i], what, ": momentum ", m, " component ", i, " is ",
+              momenta[m][i], ": expected |n| <= ", lat.global()[i] / 2, " (p = 2 pi n / ", lat.global()[i], ")");
+}
+
+void project_slices(Backend b, const Lattice& lat, const Complex<double>* density, const std::array<int, 4>& source,
+                    const std::vector<std::array<int, 3>>& momenta, double* sums) {
+  const int T = lat.global()[3], Lt = lat.local()[3], t_off = lat.offset()[3];
+  MomentumSliceSum proj{};
+  proj.density = density;
+  for (int mu = 0; mu < 3; ++mu) {
+    proj.l[mu] = lat.local()[mu];
+    proj.L[mu] = lat.global()[mu];
+    proj.rel0[mu] = lat.offset()[mu] - source[mu];
+  }
+  proj.V3 = lat.local()[0] * lat.local()[1] * lat.local()[2];
+  std::vector<Complex<double>> local(Lt);
+  for (std::size_t m = 0; m < momenta.size(); ++m) {
+    for (int mu = 0; mu < 3; ++mu) proj.n[mu] = momenta[m][mu];
+    launch_segmented_reduce_host<Complex<double>>(b, proj, Lt, proj.V3, local.data());
+    for (int t = 0; t < Lt; ++t) {
+      const std::size_t g = m * static_cast<std::size_t>(T) + t_off + t;
+      sums[2 * g] = local[t].re;
+      sums[2 * g + 1] = local[t].im;
+    }
+  }
+}
+
+}  // namespace latke

@@ -1,0 +1,61 @@
+// What every contraction of a propagator shares (mesons.h, baryons.h): its 12 columns checked and
+// read, and the last step, time-slice sums of a per-site density with momentum phases. A
+// contraction writes one complex number per local site to an array on the fields' backend; the
+// projection sums it over each time slice at every momentum, one segmented reduction per
+// momentum.
+#pragma once
+
+#include <array>
+#include <vector>
+
+#include "src/core/backend.h"
+#include "latke/conventions.h"
+#include "src/core/complex.h"
+#include "src/core/macros.h"
+#include "src/core/lattice.h"
+#include "src/fields/color_spinor_field.h"
+
+namespace latke {
+
+// ---- gamma algebra on the host (integer entries, conventions.h) ------------------------------
+
+SpinMatrix spin_identity();
+SpinMatrix spin_mul(const SpinMatrix& a, const SpinMatrix& b);
+SpinMatrix spin_dagger(const SpinMatrix& a);
+SpinMatrix spin_transpose(const SpinMatrix& a);
+
+/// A spin matrix with one non-zero entry per row (every product of gammas), for kernels: the
+/// entry of row a is (re[a], im[a]) at column col[a].
+struct Monomial {
+  int col[4];
+  double re[4], im[4];
+  LATKE_HOST_DEVICE Complex<double> value(int row) const { return Complex<double>(re[row], im[row]); }
+};
+
+/// @brief m as a Monomial; a matrix with an empty row or two entries in one row is an error naming `what`.
+Monomial monomial(const SpinMatrix& m, const char* what);
+
+/// @brief Checks that `columns` are a propagator's 12 columns (3 s0 + c0): full Wilson fields (4
+/// spins, 3 colours) of one lattice, precision and backend; errors name `what`.
+void check_propagator(const std::vector<const ColorSpinorField*>& columns, const char* what);
+
+/// The accessor of f's sites of parity `parity` (full fields hold both).
+template <typename Store>
+SpinorAccessor<Store, 3, 4> parity_accessor(const ColorSpinorField& f, int parity) {
+  return f.accessor<Store, 3, 4>(f.block_parity(0) == parity ? 0 : 1);
+}
+
+/// @brief For each momentum m (integers n; p_i = 2 pi n_i / L_i) and each local time slice t:
+/// sums[2 ((m T) + t_global)] (re, then im) = sum over the slice's sites x of
+/// e^{-i p.(xvec - xvec0)} density(x), xvec0 = source's spatial site. density: one complex
+/// number per local site, lexicographic (x fastest), in memory of backend b. Only this rank's
+/// slices are written (the caller sums over ranks); T = the global time extent. The phase's
+/// argument is reduced modulo L in integers, so it is exact on any volume.
+void project_slices(Backend b, const Lattice& lat, const Complex<double>* density, const std::array<int, 4>& source,
+                    const std::vector<std::array<int, 3>>& momenta, double* sums);
+
+/// @brief Checks a source site and momenta against the lattice (|n_i| <= L_i / 2), naming `what`.
+void check_source_and_momenta(const Lattice& lat, const std::array<int, 4>& source,
+                              const std::vector<std::array<int, 3>>& momenta, const char* what);
+
+}  // namespace latke
