@@ -15,6 +15,7 @@
 #include "src/fields/gauge_generator.h"
 #include "src/fields/gauge_io.h"
 #include "src/fields/gauge_observables.h"
+#include "src/fields/gauge_fixing.h"
 #include "src/fields/link_smearing.h"
 #include "src/fields/random.h"
 
@@ -295,6 +296,43 @@ PetscErrorCode LatkeGaugeCreateSmeared(LatkeGauge gauge, LatkeLinkSmear type, Pe
          << (p.type == LinkSmearingType::stout ? "rho " : "alpha ") << alpha << (p.spatial ? ", spatial links" : "");
     d->description = desc.str();
     *smeared = new _p_LatkeGauge{std::move(d)};
+  }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LatkeGaugeCreateGaugeFixed(LatkeGauge gauge, LatkeGaugeFix type, PetscReal tol, PetscInt max_iter,
+                                          PetscReal omega, LatkeGauge* fixed, LatkeGaugeFixInfo* info) {
+  PetscFunctionBeginUser;
+  PetscCheck(gauge && gauge->data, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "LatkeGaugeCreateGaugeFixed: the gauge is NULL");
+  LatkeCheckNull(fixed);
+  *fixed = nullptr;
+  const LatkeGaugeData& g = *gauge->data;
+  PetscCall(guarded(g.lattice->comm(), [&] {
+    require(type == LATKE_GAUGE_FIX_COULOMB || type == LATKE_GAUGE_FIX_LANDAU, "LatkeGaugeCreateGaugeFixed: type ",
+            static_cast<int>(type), ", expected LATKE_GAUGE_FIX_COULOMB or LATKE_GAUGE_FIX_LANDAU");
+    GaugeFixing p;
+    p.type = type == LATKE_GAUGE_FIX_COULOMB ? GaugeFixingType::coulomb : GaugeFixingType::landau;
+    p.tol = tol;
+    p.max_iter = static_cast<int>(max_iter);
+    p.omega = omega;
+    GaugeFixingResult r;
+    auto d = std::make_shared<LatkeGaugeData>();
+    d->lattice = g.lattice;
+    d->links = fix_gauge(*g.lattice, g.links, p, run_backend(), &r);
+    require(r.converged || info, "LatkeGaugeCreateGaugeFixed: ", to_string(p.type), " gauge fixing did not converge: ",
+            "theta ", r.theta, " after ", r.iterations, " iterations, expected below ", tol,
+            "; allow more iterations, or pass an info to accept the links as they are");
+    std::ostringstream desc;
+    desc << g.description << ", " << to_string(p.type) << " gauge (theta " << r.theta << " after " << r.iterations
+         << " iterations)";
+    d->description = desc.str();
+    if (info) {
+      info->iterations = r.iterations;
+      info->theta = r.theta;
+      info->functional = r.functional;
+      info->converged = r.converged ? PETSC_TRUE : PETSC_FALSE;
+    }
+    *fixed = new _p_LatkeGauge{std::move(d)};
   }));
   PetscFunctionReturn(0);
 }

@@ -534,6 +534,155 @@ TEST(Nucleon, FreeFieldIsTranslationInvariantAndPositiveForward) {
   LatkeGaugeDestroy(&g);
 }
 
+// ---- gauge fixing -------------------------------------------------------------------------
+
+/// The global links (lexicographic, conventions.h layout) of a gauge on the test grid, on every rank.
+cvec global_links(LatkeGauge g) {
+  Mat P = wilson(g, 0.1, 1.0);
+  const latke::Lattice& lat = lattice_of(P);
+  cvec part(static_cast<std::size_t>(lat.volume()) * 36), all(static_cast<std::size_t>(D[0]) * D[1] * D[2] * D[3] * 36);
+  EXPECT_EQ(LatkeGaugeGetLinks(g, reinterpret_cast<PetscScalar*>(part.data())), 0);
+  cvec mine(all.size(), 0.0);
+  for (long s = 0; s < lat.volume(); ++s) {
+    const latke::Coords c = lat.coords_of(s);
+    long gs = 0;
+    for (int mu = 3; mu >= 0; --mu) gs = gs * D[mu] + c[mu] + lat.offset()[mu];
+    for (int k = 0; k < 36; ++k) mine[gs * 36 + k] = part[s * 36 + k];
+  }
+  MPI_Allreduce(mine.data(), all.data(), static_cast<int>(all.size()), MPI_C_DOUBLE_COMPLEX, MPI_SUM, PETSC_COMM_WORLD);
+  MatDestroy(&P);
+  return all;
+}
+
+Eigen::Matrix3cd link(const cvec& links, const std::array<int, 4>& x, int mu) {
+  const long s = latke::lex_site(x, D);
+  Eigen::Matrix3cd u;
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 3; ++c) u(r, c) = links[(s * 4 + mu) * 9 + r * 3 + c];
+  return u;
+}
+
+std::array<int, 4> site_of(long s) {
+  return {static_cast<int>(s % D[0]), static_cast<int>(s / D[0] % D[1]), static_cast<int>(s / (D[0] * D[1]) % D[2]),
+          static_cast<int>(s / (D[0] * D[1] * D[2]))};
+}
+
+/// theta = (1/3V) sum_x tr[Delta Delta^dag], Delta = sum_mu<ndir [A_mu(x) - A_mu(x-mu)], A = traceless
+/// part of (U - U^dag)/2i; and the functional (1/3 ndir V) sum Re tr U: computed here from the links.
+std::pair<double, double> divergence(const cvec& links, int ndir) {
+  const long vol = static_cast<long>(D[0]) * D[1] * D[2] * D[3];
+  auto A = [](const Eigen::Matrix3cd& u) {
+    Eigen::Matrix3cd a = (u - u.adjoint()) / cplx(0, 2);
+    return Eigen::Matrix3cd(a - a.trace() / 3.0 * Eigen::Matrix3cd::Identity());
+  };
+  double theta = 0, f = 0;
+  for (long s = 0; s < vol; ++s) {
+    const std::array<int, 4> x = site_of(s);
+    Eigen::Matrix3cd delta = Eigen::Matrix3cd::Zero();
+    for (int mu = 0; mu < ndir; ++mu) {
+      std::array<int, 4> b = x;
+      b[mu] = (b[mu] + D[mu] - 1) % D[mu];
+      delta += A(link(links, x, mu)) - A(link(links, b, mu));
+      f += link(links, x, mu).trace().real();
+    }
+    theta += (delta * delta.adjoint()).trace().real();
+  }
+  return {theta / (3.0 * vol), f / (3.0 * ndir * vol)};
+}
+
+cvec unit_links() {
+  cvec u(static_cast<std::size_t>(D[0]) * D[1] * D[2] * D[3] * 36, 0.0);
+  for (std::size_t s = 0; s < u.size() / 36; ++s)
+    for (int mu = 0; mu < 4; ++mu)
+      for (int r = 0; r < 3; ++r) u[(s * 4 + mu) * 9 + r * 4] = 1.0;
+  return u;
+}
+
+// A pure gauge g(x) g(x+mu)^dag is fixed back to unit links (Landau), or to unit spatial links and
+// time links constant on each slice (Coulomb): the maximum of the functional is known exactly.
+TEST(GaugeFixing, PureGaugeIsFixedToUnitLinks) {
+  LatkeGauge pure = gauge_from(gauge_transform(unit_links(), 41));
+  for (LatkeGaugeFix type : {LATKE_GAUGE_FIX_LANDAU, LATKE_GAUGE_FIX_COULOMB}) {
+    LatkeGauge fixed = nullptr;
+    LatkeGaugeFixInfo info;
+    ASSERT_PETSC(LatkeGaugeCreateGaugeFixed(pure, type, 1e-14, 5000, 1.7, &fixed, &info));
+    EXPECT_TRUE(info.converged) << "theta " << info.theta << " after " << info.iterations;
+    EXPECT_NEAR(info.functional, 1.0, 1e-10);
+    const cvec u = global_links(fixed);
+    const long vol = static_cast<long>(D[0]) * D[1] * D[2] * D[3];
+    for (long s = 0; s < vol; ++s) {
+      const std::array<int, 4> x = site_of(s);
+      for (int mu = 0; mu < 3; ++mu)
+        ASSERT_LT((link(u, x, mu) - Eigen::Matrix3cd::Identity()).norm(), 1e-6) << "type " << type << " mu " << mu;
+      const std::array<int, 4> x0 = {0, 0, 0, x[3]};
+      if (type == LATKE_GAUGE_FIX_LANDAU)
+        ASSERT_LT((link(u, x, 3) - Eigen::Matrix3cd::Identity()).norm(), 1e-6);
+      else
+        ASSERT_LT((link(u, x, 3) - link(u, x0, 3)).norm(), 1e-6);  // one matrix per slice
+    }
+    LatkeGaugeDestroy(&fixed);
+  }
+  LatkeGaugeDestroy(&pure);
+}
+
+// On a thermalised configuration: theta below the tolerance, measured here from the links
+// themselves; gauge invariants unchanged; the functional grown; the time links transformed too.
+TEST(GaugeFixing, ThermalizedLinksReachTheGaugeAndKeepTheirPlaquette) {
+  LatkeGauge cold, hot;
+  ASSERT_PETSC(LatkeGaugeCreateRandom(PETSC_COMM_WORLD, dims, grid(), 1, 0.0, &cold));
+  ASSERT_PETSC(LatkeGaugeCreateEvolved(cold, 6.0, 3, 30, &hot));
+  // far from any gauge: a random transformation of it
+  LatkeGauge g = gauge_from(gauge_transform(global_links(hot), 42));
+  const cvec before = global_links(g);
+  PetscReal plaq = 0, plaq_fixed = 0;
+  ASSERT_PETSC(LatkeGaugeGetPlaquette(g, &plaq));
+  for (LatkeGaugeFix type : {LATKE_GAUGE_FIX_COULOMB, LATKE_GAUGE_FIX_LANDAU}) {
+    const int ndir = type == LATKE_GAUGE_FIX_COULOMB ? 3 : 4;
+    LatkeGauge fixed = nullptr;
+    LatkeGaugeFixInfo info;
+    ASSERT_PETSC(LatkeGaugeCreateGaugeFixed(g, type, 1e-12, 20000, 1.7, &fixed, &info));
+    EXPECT_TRUE(info.converged) << "theta " << info.theta << " after " << info.iterations;
+    const cvec after = global_links(fixed);
+    const auto [theta, f] = divergence(after, ndir);
+    EXPECT_LT(theta, 1e-12);
+    EXPECT_NEAR(f, info.functional, 1e-12);
+    EXPECT_NEAR(theta, info.theta, 1e-13);
+    EXPECT_GT(f, divergence(before, ndir).second + 0.1);
+    EXPECT_GT(divergence(before, ndir).first, 1e-2);  // the start was far from the gauge
+    ASSERT_PETSC(LatkeGaugeGetPlaquette(fixed, &plaq_fixed));
+    EXPECT_NEAR(plaq_fixed, plaq, 1e-12);
+    // Polyakov-type invariant of the time links: tr of the product along t at one spatial site
+    Eigen::Matrix3cd pa = Eigen::Matrix3cd::Identity(), pb = pa;
+    for (int t = 0; t < T; ++t) {
+      pa = pa * link(before, {1, 2, 3, t}, 3);
+      pb = pb * link(after, {1, 2, 3, t}, 3);
+    }
+    EXPECT_LT(std::abs(pa.trace() - pb.trace()), 1e-12);
+    LatkeGaugeDestroy(&fixed);
+  }
+  LatkeGaugeDestroy(&g);
+  LatkeGaugeDestroy(&hot);
+  LatkeGaugeDestroy(&cold);
+}
+
+TEST(GaugeFixing, NotConvergingIsAnErrorUnlessAskedAndBadParametersAreNamed) {
+  LatkeGauge g = gauge_from(random_links(43)), fixed = nullptr;
+  LatkeGaugeFixInfo info;
+  PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
+  EXPECT_NE(LatkeGaugeCreateGaugeFixed(g, LATKE_GAUGE_FIX_COULOMB, 1e-12, 2, 1.7, &fixed, nullptr), 0);
+  EXPECT_EQ(fixed, nullptr);
+  EXPECT_NE(LatkeGaugeCreateGaugeFixed(g, LATKE_GAUGE_FIX_COULOMB, 1e-12, 100, 2.0, &fixed, &info), 0);  // omega
+  EXPECT_NE(LatkeGaugeCreateGaugeFixed(g, LATKE_GAUGE_FIX_COULOMB, 0.0, 100, 1.7, &fixed, &info), 0);    // tol
+  EXPECT_NE(LatkeGaugeCreateGaugeFixed(g, static_cast<LatkeGaugeFix>(9), 1e-12, 100, 1.7, &fixed, &info), 0);
+  PetscPopErrorHandler();
+  ASSERT_PETSC(LatkeGaugeCreateGaugeFixed(g, LATKE_GAUGE_FIX_COULOMB, 1e-12, 2, 1.7, &fixed, &info));
+  EXPECT_FALSE(info.converged);
+  EXPECT_EQ(info.iterations, 2);
+  EXPECT_GT(info.theta, 1e-12);
+  LatkeGaugeDestroy(&fixed);
+  LatkeGaugeDestroy(&g);
+}
+
 // The one-end trick: spin-colour diluted noise on one time slice, its 12 solutions contracted
 // like a propagator's columns, averages over the noise to the sum of the slice's point-source
 // correlators. The mean over seeds must agree with that sum within its statistical error.
