@@ -161,6 +161,24 @@ PetscErrorCode MatLatkeMesonCorrelatorsMomenta(Mat A, const Vec prop[], const Pe
   PetscFunctionReturn(0);
 }
 
+PetscErrorCode MatLatkeMesonCorrelatorsWallSink(Mat A, const Vec prop[], PetscInt t0, PetscInt n,
+                                                const LatkeMesonChannel channels[], PetscScalar corr[]) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(A);
+  LatkeCheckNull(prop);
+  PetscCall(guarded(comm_of(A), [&] {
+    ShellOperator& op = *context_of(A).op;
+    const std::vector<MesonChannel> ch = channels_of("MatLatkeMesonCorrelatorsWallSink", n, channels, corr);
+    PropagatorColumns cols(op, prop, "MatLatkeMesonCorrelatorsWallSink");
+    const auto c = meson_correlators_wall_sink(cols.fields(), static_cast<int>(t0), ch);
+    cols.release();
+    const int T = op.lattice()->global()[3];
+    for (PetscInt k = 0; k < n; ++k)
+      for (int t = 0; t < T; ++t) corr[k * T + t] = PetscScalar(c[k][t].re, c[k][t].im);
+  }));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode LatkeBaryonChannelGetName(LatkeBaryonChannel channel, const char** name) {
   PetscFunctionBeginUser;
   LatkeCheckNull(name);

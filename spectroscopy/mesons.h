@@ -68,6 +68,13 @@ std::vector<std::vector<std::vector<Complex<double>>>> meson_correlators(
     const std::vector<const ColorSpinorField*>& columns, const std::array<int, 4>& source,
     const std::vector<MesonChannel>& channels, const std::vector<std::array<int, 3>>& momenta);
 
+/// @brief The correlators of `channels` at a wall sink: the propagator's columns summed over each
+/// time slice first, S_w(t) = sum_xvec S(xvec, t) (a 12 x 12 matrix), then contracted as at one site,
+/// C(t) = - Tr[G_snk S_w(t) Gbar_src gamma_5 S_w(t)^dag gamma_5]: result[k][t], t counted from t0.
+/// With a (gauge-fixed) wall source this is the wall-wall correlator. Collective; every rank gets them.
+std::vector<std::vector<Complex<double>>> meson_correlators_wall_sink(const std::vector<const ColorSpinorField*>& columns,
+                                                                      int t0, const std::vector<MesonChannel>& channels);
+
 /// @brief sum_xvec |psi(xvec, t)|^2 per global time slice t = 0 .. T-1 (not shifted), summed
 /// over all ranks, for one full field. With the 12 columns of S it gives C_pi(t) another way
 /// (the gamma_5-hermiticity identity C_pi = sum |S|^2 that tests check).

@@ -532,6 +532,12 @@ PetscErrorCode MatLatkeMesonCorrelators(Mat A, const Vec prop[], PetscInt t0, Pe
 PetscErrorCode MatLatkeMesonCorrelatorsMomenta(Mat A, const Vec prop[], const PetscInt site[], PetscInt n_momenta,
                                                const PetscInt momenta[], PetscInt n,
                                                const LatkeMesonChannel channels[], PetscScalar corr[]);
+/* The same channels at a wall sink: the columns summed over each time slice, S_w(t) = sum_x S(x, t),
+ * then contracted as at one site, -Tr[G S_w Gbar g5 S_w^dag g5] (with a gauge-fixed wall source,
+ * LatkeVecSetWallSource on LatkeGaugeCreateGaugeFixed links, the wall-wall correlator): corr[k T + t].
+ * Collective. */
+PetscErrorCode MatLatkeMesonCorrelatorsWallSink(Mat A, const Vec prop[], PetscInt t0, PetscInt n,
+                                                const LatkeMesonChannel channels[], PetscScalar corr[]);
 /* Nucleon correlators of the propagator of a point (or smeared point) source at site (x, y, z, t0),
  * u and d degenerate: N = eps_abc (u_a^T C g5 d_b) u_c, C = g2 g4, projected with (1 + g4)/2
  * (LATKE_BARYON_NUCLEON: the nucleon forward) and (1 - g4)/2 (LATKE_BARYON_NUCLEON_MINUS), at the

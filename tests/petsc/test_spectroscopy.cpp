@@ -683,6 +683,92 @@ TEST(GaugeFixing, NotConvergingIsAnErrorUnlessAskedAndBadParametersAreNamed) {
   LatkeGaugeDestroy(&g);
 }
 
+// ---- wall sources and sinks ------------------------------------------------------------------
+
+std::vector<Vec> wall_propagator(Mat A, PetscInt t0) {
+  return solve_columns(A, [&](Vec b, int j) { return LatkeVecSetWallSource(A, b, t0, j / 3, j % 3); });
+}
+
+std::vector<cplx> wall_sink(Mat A, const std::vector<Vec>& cols, PetscInt t0) {
+  std::vector<LatkeMesonChannel> ch;
+  for (int k = 0; k < n_channels; ++k) ch.push_back(static_cast<LatkeMesonChannel>(k));
+  std::vector<PetscScalar> c(n_channels * T);
+  EXPECT_EQ(MatLatkeMesonCorrelatorsWallSink(A, cols.data(), t0, n_channels, ch.data(), c.data()), 0);
+  return std::vector<cplx>(c.begin(), c.end());
+}
+
+// The wall sink against the columns summed over each slice here and contracted by site_term.
+TEST(WallSources, WallSinkIsTheContractionOfTheSliceSums) {
+  LatkeGauge g = gauge_from(random_links(51));
+  Mat A = wilson(g, 0.105, 1.2);
+  const PetscInt t0 = 3;
+  std::vector<Vec> cols = wall_propagator(A, t0);
+  const std::vector<cplx> got = wall_sink(A, cols, t0);
+  const latke::Lattice& lat = lattice_of(A);
+  std::vector<cplx> local(static_cast<std::size_t>(T) * 144, 0.0), sums(local.size());
+  std::vector<PetscScalar> lex(static_cast<std::size_t>(lat.volume()) * 12);
+  for (int j = 0; j < 12; ++j) {
+    ASSERT_PETSC(LatkeVecGetLexicographic(A, cols[j], lex.data()));
+    for (long x = 0; x < lat.volume(); ++x) {
+      const int t = lat.coords_of(x)[3] + lat.offset()[3];
+      for (int r = 0; r < 12; ++r) local[(static_cast<std::size_t>(t) * 12 + r) * 12 + j] += cplx(lex[x * 12 + r]);
+    }
+  }
+  MPI_Allreduce(local.data(), sums.data(), static_cast<int>(sums.size()), MPI_C_DOUBLE_COMPLEX, MPI_SUM,
+                PETSC_COMM_WORLD);
+  const auto ch = channel_gammas();
+  std::vector<cplx> want(n_channels * T);
+  for (int t = 0; t < T; ++t) {
+    Eigen::MatrixXcd Sw(12, 12);
+    for (int r = 0; r < 12; ++r)
+      for (int j = 0; j < 12; ++j) Sw(r, j) = sums[(static_cast<std::size_t>((t0 + t) % T) * 12 + r) * 12 + j];
+    for (int k = 0; k < n_channels; ++k) want[k * T + t] = site_term(ch[k], Sw, Sw);
+  }
+  for (int k = 0; k < n_channels; ++k) EXPECT_LT(channel_error(got, want, k), 1e-12) << "channel " << k;
+  EXPECT_GT(got[LATKE_MESON_PION * T + 1].real(), 0);
+  destroy(cols);
+  MatDestroy(&A);
+  LatkeGaugeDestroy(&g);
+}
+
+// Gauge-fixed wall sources: a configuration and a random gauge transformation of it, each fixed to
+// the Coulomb gauge, give the same wall-point and wall-wall correlators (Coulomb gauge leaves only
+// a transformation constant on each slice, which the traces do not see); unfixed, they differ.
+TEST(WallSources, CoulombGaugeFixedWallCorrelatorsDoNotDependOnTheStartingGauge) {
+  LatkeGauge cold, hot;
+  ASSERT_PETSC(LatkeGaugeCreateRandom(PETSC_COMM_WORLD, dims, grid(), 1, 0.0, &cold));
+  ASSERT_PETSC(LatkeGaugeCreateEvolved(cold, 6.0, 5, 30, &hot));
+  LatkeGauge moved = gauge_from(gauge_transform(global_links(hot), 53));
+  const PetscInt t0 = 2;
+  std::vector<std::vector<cplx>> wp, ww;
+  for (LatkeGauge g : {hot, moved}) {
+    for (bool fix : {false, true}) {
+      LatkeGauge use = g, fixed = nullptr;
+      if (fix) {
+        ASSERT_PETSC(LatkeGaugeCreateGaugeFixed(g, LATKE_GAUGE_FIX_COULOMB, 1e-15, 20000, 1.7, &fixed, nullptr));
+        use = fixed;
+      }
+      Mat A = wilson(use, 0.11, 1.0);
+      std::vector<Vec> cols = wall_propagator(A, t0);
+      wp.push_back(correlators(A, cols, t0));
+      ww.push_back(wall_sink(A, cols, t0));
+      destroy(cols);
+      MatDestroy(&A);
+      LatkeGaugeDestroy(&fixed);
+    }
+  }
+  // [0] hot, [1] hot fixed, [2] moved, [3] moved fixed
+  for (int k = 0; k < n_channels; ++k) {
+    EXPECT_LT(channel_error(wp[3], wp[1], k), 1e-7) << "wall-point channel " << k;
+    EXPECT_LT(channel_error(ww[3], ww[1], k), 1e-7) << "wall-wall channel " << k;
+  }
+  EXPECT_GT(channel_error(wp[2], wp[0], LATKE_MESON_PION), 1e-2);  // unfixed: gauge dependent
+  EXPECT_GT(channel_error(ww[2], ww[0], LATKE_MESON_PION), 1e-2);
+  LatkeGaugeDestroy(&moved);
+  LatkeGaugeDestroy(&hot);
+  LatkeGaugeDestroy(&cold);
+}
+
 // The one-end trick: spin-colour diluted noise on one time slice, its 12 solutions contracted
 // like a propagator's columns, averages over the noise to the sum of the slice's point-source
 // correlators. The mean over seeds must agree with that sum within its statistical error.
