@@ -2,7 +2,7 @@
 // configuration and kappa, as a spectroscopy run needs them.
 //
 //   latke-propagator -latke_kappas k1,k2,... [-latke_csw c] [-latke_gauge quenched|FILE ...]
-//                    [-latke_configs N -latke_config_sweeps n] [-latke_source point|z2_wall|z4_wall]
+//                    [-latke_configs N -latke_config_sweeps n] [-latke_source point|wall|z2_wall|z4_wall]
 //                    [-latke_source_site x,y,z,t] [-latke_source_seed s] [-latke_mom2_max N]
 //                    [-latke_smear wuppertal|gaussian -latke_smear_steps N -latke_smear_alpha a
 //                     -latke_smear_links ape|stout|none -latke_smear_links_steps n -latke_smear_links_alpha a]
@@ -10,8 +10,9 @@
 //
 // For each configuration (the one -latke_gauge gives, then N-1 more of its quenched chain, n
 // sweeps apart: LatkeGaugeCreateEvolved) and each kappa, the 12 spin-colour columns of the
-// propagator from a point source (or the 12 spin-colour dilutions of Z2/Z4 noise on the source's
-// time slice, the one-end trick: LatkeVecSetDilutedNoiseSource), optionally smeared (Wuppertal or Gaussian with
+// propagator from a point source (or a wall on the Coulomb-gauge-fixed configuration: LatkeGaugeCreateGaugeFixed and
+// LatkeVecSetWallSource, contracted at a point and at a wall sink; or the 12 spin-colour dilutions of Z2/Z4 noise on
+// the source's time slice, the one-end trick: LatkeVecSetDilutedNoiseSource), optionally smeared (Wuppertal or Gaussian with
 // APE- or stout-smeared spatial links: LatkeSmearer), are solved with the native solver (default: GCR
 // preconditioned by Latke's multigrid, set up once per configuration at the first kappa and rebuilt from its null
 // vectors at the others: MatLatkeReusePreconditioner), each checked independently with the full double-precision
@@ -52,12 +53,13 @@
 namespace {
 
 const char help[] =
-    "latke-propagator: Wilson-clover propagators (point or diluted noise sources) and meson correlators.\n";
+    "latke-propagator: Wilson-clover propagators (point, gauge-fixed wall or diluted noise sources), meson and "
+    "nucleon correlators.\n";
 
 struct Options {
   std::vector<double> kappas;
   std::vector<double> site{0, 0, 0, 0};
-  std::string source = "point";  ///< point, z2_wall or z4_wall
+  std::string source = "point";  ///< point, wall, z2_wall or z4_wall
   long seed = 1;                 ///< noise: configuration c uses seed + c
   long configs = 1, sweeps = 100;
   std::string json = "propagator.json";
@@ -72,6 +74,11 @@ struct Options {
   double link_alpha = 0;  ///< 0: the type's default
   long mom2_max = 0;  ///< correlators at every integer momentum n with n^2 <= mom2_max, too
   long volume3 = 0;   ///< the spatial volume (a noise wall's correlators are divided by it)
+  // Coulomb gauge fixing of each configuration for a wall source.
+  double fix_tol = 1e-12, fix_omega = 1.7;
+  long fix_max_iter = 10000;
+  bool wall() const { return source == "wall"; }
+  bool noise() const { return source == "z2_wall" || source == "z4_wall"; }
   bool smeared() const { return smear != "none"; }
 };
 
@@ -79,9 +86,13 @@ Options read_propagator_options() {
   Options o;
   latke::read_options(PETSC_COMM_WORLD, "", "latke-propagator options", [&](latke::OptionGroup& g) {
     o.kappas = g.reals("-latke_kappas", {}, "Hopping parameters k1,k2,... (each solved on every configuration)");
-    o.source = g.choice("-latke_source", o.source, {"point", "z2_wall", "z4_wall"},
-                        "Source: a point, or spin-colour diluted Z2/Z4 noise on the time slice of -latke_source_site "
-                        "(the one-end trick; correlators per source site)");
+    o.source = g.choice("-latke_source", o.source, {"point", "wall", "z2_wall", "z4_wall"},
+                        "Source: a point; a wall on the time slice of -latke_source_site in the Coulomb gauge; or "
+                        "spin-colour diluted Z2/Z4 noise on that slice (the one-end trick; correlators per source "
+                        "site)");
+    o.fix_tol = g.real("-latke_gauge_fix_tol", o.fix_tol, "Wall source: Coulomb gauge fixing until theta < tol");
+    o.fix_max_iter = g.integer("-latke_gauge_fix_max_iter", o.fix_max_iter, "Wall source: gauge fixing iterations at most");
+    o.fix_omega = g.real("-latke_gauge_fix_omega", o.fix_omega, "Wall source: gauge fixing overrelaxation (1 to 2)");
     o.site = g.reals("-latke_source_site", o.site, "Source site x,y,z,t (a wall: its time slice t)", 4);
     o.seed = g.integer("-latke_source_seed", o.seed, "Noise seed (configuration c uses seed + c)");
     o.mom2_max = g.integer("-latke_mom2_max", o.mom2_max,
@@ -129,15 +140,18 @@ Options read_propagator_options() {
   latke::require(o.tol > 0 && o.tol < 1, "-latke_solver_tol ", o.tol, ": expected 0 < tol < 1");
   latke::require(o.mom2_max >= 0, "-latke_mom2_max ", o.mom2_max, ": expected 0 or more");
   latke::require(o.mom2_max == 0 || o.source == "point", "-latke_mom2_max ", o.mom2_max, " with -latke_source ",
-                 o.source, ": momentum projection needs a point source (a noise wall's columns mix the sites of "
+                 o.source, ": momentum projection needs a point source (a wall's columns mix the sites of "
                  "its slice, so the phase cannot be taken relative to the source)");
+  latke::require(!(o.wall() && o.smeared()), "-latke_smear ", o.smear,
+                 " with -latke_source wall: a wall source is smeared over its whole slice already; "
+                 "use a point source to smear");
   return o;
 }
 
 constexpr int n_meson_channels = 7;   ///< every LatkeMesonChannel
 constexpr int n_baryon_channels = 2;  ///< every LatkeBaryonChannel
 /// Rows of T numbers per sink: the mesons, and with a point source the nucleon's projections.
-int n_rows(const Options& o) { return n_meson_channels + (o.source == "point" ? n_baryon_channels : 0); }
+int n_rows(const Options& o) { return n_meson_channels + (o.noise() ? 0 : n_baryon_channels); }
 
 /// The integer momenta n != 0 with n^2 <= mom2_max, in classes that the lattice's symmetries map
 /// onto each other: the same |n_i| sorted where the three spatial extents are equal, the same
@@ -175,8 +189,8 @@ std::vector<MomentumClass> momentum_classes(long mom2_max, const PetscInt global
   return classes;
 }
 
-/// The correlators of one sink: the mesons (every LatkeMesonChannel), then with a point source the
-/// nucleon's two projections, in rows of T: at rest into rest[row * T + t], and per momentum class,
+/// The correlators of one sink: the mesons (every LatkeMesonChannel), then with a point or wall
+/// source the nucleon's two projections, in rows of T: at rest into rest[row * T + t], and per momentum class,
 /// averaged over the class, into moving[class][row * T + t].
 PetscErrorCode contract(Mat A, const std::vector<Vec>& cols, const Options& o,
                         const std::vector<MomentumClass>& classes, PetscInt T, std::vector<PetscScalar>& rest,
@@ -198,6 +212,10 @@ PetscErrorCode contract(Mat A, const std::vector<Vec>& cols, const Options& o,
                                               channels.data(), all.data()));
     PetscCall(MatLatkeNucleonCorrelators(A, cols.data(), site, nm, mom.data(),
                                          all.data() + static_cast<std::size_t>(n_meson_channels) * nm * T));
+  } else if (o.wall()) {  // at rest only
+    PetscCall(MatLatkeMesonCorrelators(A, cols.data(), site[3], n_meson_channels, channels.data(), all.data()));
+    PetscCall(MatLatkeNucleonCorrelators(A, cols.data(), site, 1, mom.data(),
+                                         all.data() + static_cast<std::size_t>(n_meson_channels) * T));
   } else {  // noise: at rest only, as the mean of the slice's point sources (their sum over its sites)
     PetscCall(MatLatkeMesonCorrelators(A, cols.data(), site[3], n_meson_channels, channels.data(), all.data()));
     for (PetscScalar& v : all) v /= static_cast<PetscReal>(o.volume3);
@@ -226,6 +244,9 @@ struct Measurement {
   std::vector<PetscScalar> corr_ss;  ///< the same at a smeared sink (with smearing)
   std::vector<std::vector<PetscScalar>> corr_p, corr_p_ss;  ///< per momentum class, the same
   double smear_s = 0;                ///< seconds smearing sources and sinks
+  std::vector<PetscScalar> corr_ws;  ///< a wall source's mesons at a wall sink
+  LatkeGaugeFixInfo fix{};           ///< a wall source's Coulomb gauge fixing of the configuration
+  double fix_s = 0;                  ///< its seconds (at the configuration's first kappa)
 };
 
 nlohmann::ordered_json correlator_json(const std::vector<PetscScalar>& c, PetscInt T) {
@@ -258,8 +279,11 @@ std::string json_text(const Options& o, const PetscInt global[4], const PetscInt
   LatkeGetBackend(&backend);
   const PetscInt T = global[3];
   json source = {{"type", o.source}, {"site", std::vector<long>(o.site.begin(), o.site.end())}};
-  if (o.source != "point")
+  if (o.noise())
     source.update({{"seed", o.seed}, {"dilution", "spin-color"}, {"normalization", "per source site"}});
+  if (o.wall())
+    source["gauge_fixing"] = {
+        {"type", "coulomb"}, {"tol", o.fix_tol}, {"max_iter", o.fix_max_iter}, {"omega", o.fix_omega}};
   if (o.smeared())
     source["smearing"] = {
         {"type", o.smear},
@@ -297,6 +321,14 @@ std::string json_text(const Options& o, const PetscInt global[4], const PetscInt
       m["solve"]["smearing_seconds"] = r.smear_s;
       m["correlators_smeared_sink"] = correlator_json(r.corr_ss, T);
     }
+    if (o.wall()) {
+      m["gauge_fixing"] = {{"iterations", r.fix.iterations},
+                           {"theta", r.fix.theta},
+                           {"functional", r.fix.functional},
+                           {"converged", r.fix.converged == PETSC_TRUE},
+                           {"seconds", r.fix_s}};
+      m["correlators_wall_sink"] = correlator_json(r.corr_ws, T);
+    }
     if (!classes.empty()) {
       m["correlators_momentum"] = json::array();
       for (const auto& c : r.corr_p) m["correlators_momentum"].push_back(correlator_json(c, T));
@@ -315,7 +347,7 @@ std::string json_text(const Options& o, const PetscInt global[4], const PetscInt
 /// sources (made here with the first matrix of a configuration, from its smeared links).
 PetscErrorCode solve_columns(LatkeGauge gauge, const Options& o, double kappa, double csw, Mat prev, Mat* made,
                              LatkeGauge smeared_links, LatkeSmearer* sm, std::vector<Vec>& cols, Measurement& m) {
-  const bool noise = o.source != "point";
+  const bool noise = o.noise();
   const LatkeNoise kind = o.source == "z4_wall" ? LATKE_NOISE_Z4 : LATKE_NOISE_Z2;
   Mat A, M;
   Vec b, r;
@@ -365,6 +397,8 @@ PetscErrorCode solve_columns(LatkeGauge gauge, const Options& o, double kappa, d
     }
     if (noise)
       PetscCall(LatkeVecSetDilutedNoiseSource(A, b, kind, o.seed + m.config, site[3], j / 3, j % 3));
+    else if (o.wall())
+      PetscCall(LatkeVecSetWallSource(A, b, site[3], j / 3, j % 3));
     else
       PetscCall(LatkeVecSetPointSource(A, b, site, j / 3, j % 3));
     if (*sm) {
@@ -590,6 +624,22 @@ PetscErrorCode run(int& status) {
     }
     PetscReal plaquette = 0;
     PetscCall(LatkeGaugeGetPlaquette(gauge, &plaquette));
+    // A wall source needs the configuration in the Coulomb gauge; everything is solved on it.
+    LatkeGauge fixed = nullptr;
+    LatkeGaugeFixInfo fix{};
+    PetscLogDouble fix_s = 0;
+    if (o.wall()) {
+      PetscLogDouble s0, s1;
+      PetscCall(PetscTime(&s0));
+      PetscCall(LatkeGaugeCreateGaugeFixed(gauge, LATKE_GAUGE_FIX_COULOMB, o.fix_tol, o.fix_max_iter, o.fix_omega,
+                                           &fixed, &fix));
+      PetscCall(PetscTime(&s1));
+      fix_s = s1 - s0;
+      PetscCall(PetscPrintf(PETSC_COMM_WORLD, "config %ld: Coulomb gauge, theta %.2e after %d iterations (%.2f s)%s\n",
+                            c, (double)fix.theta, (int)fix.iterations, fix_s,
+                            fix.converged ? "" : "; NOT CONVERGED: the wall correlators are not of that gauge"));
+    }
+    LatkeGauge work = fixed ? fixed : gauge;
     LatkeGauge smeared_links = nullptr;
     LatkeSmearer sm = nullptr;
     PetscLogDouble link_s = 0;  // the link smearing, counted with the first kappa's smearing
@@ -599,7 +649,7 @@ PetscErrorCode run(int& status) {
       const LatkeLinkSmear type = o.links == "stout" ? LATKE_LINK_SMEAR_STOUT
                                   : o.links == "ape" ? LATKE_LINK_SMEAR_APE
                                                      : LATKE_LINK_SMEAR_NONE;
-      PetscCall(LatkeGaugeCreateSmeared(gauge, type, o.link_steps, o.link_alpha, PETSC_TRUE, &smeared_links));
+      PetscCall(LatkeGaugeCreateSmeared(work, type, o.link_steps, o.link_alpha, PETSC_TRUE, &smeared_links));
       PetscCall(PetscTime(&s1));
       link_s = s1 - s0;
     }
@@ -610,10 +660,21 @@ PetscErrorCode run(int& status) {
       m.config = c;
       m.plaquette = plaquette;
       m.smear_s = k == 0 ? link_s : 0;
+      m.fix = fix;
+      m.fix_s = k == 0 ? fix_s : 0;
       std::vector<Vec> cols(12);
       Mat A = nullptr;
-      PetscCall(solve_columns(gauge, o, kappa, csw, prev, &A, smeared_links, &sm, cols, m));
+      PetscCall(solve_columns(work, o, kappa, csw, prev, &A, smeared_links, &sm, cols, m));
       PetscCall(contract(A, cols, o, classes, T, m.corr, m.corr_p));
+      if (o.wall()) {
+        std::vector<LatkeMesonChannel> mesons;
+        for (int j = 0; j < n_meson_channels; ++j) mesons.push_back(static_cast<LatkeMesonChannel>(j));
+        m.corr_ws.resize(static_cast<std::size_t>(n_meson_channels) * T);
+        PetscCall(MatLatkeMesonCorrelatorsWallSink(A, cols.data(), static_cast<PetscInt>(o.site[3]), n_meson_channels,
+                                                   mesons.data(), m.corr_ws.data()));
+        // Correlators of a configuration not in the Coulomb gauge are not what they claim to be.
+        if (!fix.converged) m.converged = false;
+      }
       if (!o.save.empty()) PetscCall(file.write(A, cols, c, static_cast<int>(k), m));  // at the point sink
       if (sm) {                                                                        // the same at the smeared sink
         PetscLogDouble s0, s1;
@@ -640,6 +701,7 @@ PetscErrorCode run(int& status) {
     }
     PetscCall(LatkeSmearerDestroy(&sm));
     PetscCall(LatkeGaugeDestroy(&smeared_links));
+    PetscCall(LatkeGaugeDestroy(&fixed));
     PetscCall(MatDestroy(&prev));
   }
   PetscCall(LatkeGaugeDestroy(&gauge));
@@ -652,7 +714,8 @@ PetscErrorCode run(int& status) {
     SETERRQ(PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "%s", e.what());
   }
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "latke-propagator: %zu measurements written to %s%s\n", ms.size(),
-                        o.json.c_str(), status ? "; some solves did not meet the tolerance" : ""));
+                        o.json.c_str(),
+                        status ? "; some solves did not meet the tolerance, or some gauge fixing did not converge" : ""));
   PetscFunctionReturn(0);
 }
 

@@ -271,12 +271,14 @@ def load(paths, notes, sink="point"):
         if not isinstance(measurements, list) or not measurements:
             raise SpectrumError(f"{path}: no 'measurements' (expected a non-empty list)")
         for i, m in enumerate(measurements):
-            if sink == "smeared" and isinstance(m, dict):
-                ss = m.get("correlators_smeared_sink")
+            if sink != "point" and isinstance(m, dict):
+                key, run = (("correlators_smeared_sink", "-latke_smear") if sink == "smeared"
+                            else ("correlators_wall_sink", "-latke_source wall"))
+                ss = m.get(key)
                 if not isinstance(ss, dict):
                     raise SpectrumError(f"{path}: measurement {i} (config {m.get('config')!r}, kappa "
-                                        f"{m.get('kappa')!r}) has no 'correlators_smeared_sink' (a run without "
-                                        "-latke_smear); --sink smeared needs them")
+                                        f"{m.get('kappa')!r}) has no '{key}' (a run without {run}); "
+                                        f"--sink {sink} needs them")
                 m = dict(m, correlators=ss)
                 if momenta:
                     m["correlators_momentum"] = m.get("correlators_momentum_smeared_sink")
@@ -318,6 +320,11 @@ def _check_measurement(path, i, m, nt, notes):
     if not _is_number(kappa) or kappa <= 0:
         raise SpectrumError(f"{path}: measurement {i}: 'kappa' is {kappa!r}, expected a positive number")
     where = f"{path}: config {config}, kappa {kappa}"
+    fixing = m.get("gauge_fixing")
+    if isinstance(fixing, dict) and fixing.get("converged") is not True:
+        raise SpectrumError(f"{where}: the Coulomb gauge fixing of the wall source's configuration did not "
+                            f"converge (theta {fixing.get('theta')!r} after {fixing.get('iterations')!r} iterations); "
+                            "refusing to analyse it")
     solve = m.get("solve")
     converged = solve.get("converged") if isinstance(solve, dict) else None
     if converged is not True:
@@ -455,7 +462,7 @@ def analyse(paths, fit_range=None, a4_sign=1, sink="point"):
     # PCAC relates the local A_4 and P at the sink: a smeared sink's ratio is not the quark mass.
     results = [analyse_kappa(data[k], tmin, tmax, a4_sign, pcac=sink == "point") for k in kappas]
     if sink != "point":
-        notes.append("smeared sink: no PCAC mass and no kappa_c from it (PCAC needs the local currents "
+        notes.append(f"{sink} sink: no PCAC mass and no kappa_c from it (PCAC needs the local currents "
                      "at the sink: --sink point)")
 
     per_kappa = []
@@ -721,8 +728,9 @@ def parse_args(argv):
                    help="plateau range of m_pi and m_PCAC (default: max(2, T//4), T//2 - 2)")
     p.add_argument("--a4-sign", type=int, choices=(1, -1), default=1,
                    help="multiplies a4_pion before the PCAC mass (default 1; see the docs)")
-    p.add_argument("--sink", choices=("point", "smeared"), default="point",
-                   help="the correlators at a point sink, or (runs with -latke_smear) at the smeared sink")
+    p.add_argument("--sink", choices=("point", "smeared", "wall"), default="point",
+                   help="the correlators at a point sink, or (runs with -latke_smear) at the smeared sink, or "
+                        "(runs with -latke_source wall) at the wall sink")
     p.add_argument("--json-only", action="store_true", help="write summary.json only, no figures (no matplotlib)")
     return p.parse_args(argv)
 

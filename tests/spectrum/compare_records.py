@@ -1,7 +1,8 @@
 # compare_records.py A.json B.json: the correlators of two latke-propagator records of one run
 # on different process grids agree (each channel to 1e-7 of its largest |C(t)|), measurement by
-# measurement, at the smeared sink and at every momentum class too where the records have them;
-# prints "records agree" (with "(both sinks)", "(momenta)") or names the first difference and exits 1.
+# measurement, at the smeared or wall sink and at every momentum class too where the records have
+# them; prints "records agree" (with "(both sinks)", "(wall sink)", "(momenta)") or names the first
+# difference and exits 1.
 import json
 import sys
 
@@ -19,7 +20,7 @@ for ma, mb in zip(a["measurements"], b["measurements"]):
         sys.exit(f"measurement (config, kappa) {ma['config'], ma['kappa']} against {mb['config'], mb['kappa']}")
     if a.get("momenta") != b.get("momenta"):
         sys.exit(f"momentum classes {a.get('momenta')} against {b.get('momenta')}")
-    sinks = [k for k in ("correlators", "correlators_smeared_sink", "correlators_momentum",
+    sinks = [k for k in ("correlators", "correlators_smeared_sink", "correlators_wall_sink", "correlators_momentum",
                          "correlators_momentum_smeared_sink") if k in ma or k in mb]
     for sink in sinks:
         if sink not in ma or sink not in mb:
@@ -38,4 +39,6 @@ for ma, mb in zip(a["measurements"], b["measurements"]):
                                      f"{x} against {y}")
 both = all("correlators_smeared_sink" in m for m in a["measurements"])
 moving = all("correlators_momentum" in m for m in a["measurements"])
-print("records agree" + (" (both sinks)" if both else "") + (" (momenta)" if moving else ""))
+wall = all("correlators_wall_sink" in m for m in a["measurements"])
+print("records agree" + (" (both sinks)" if both else "") + (" (wall sink)" if wall else "")
+      + (" (momenta)" if moving else ""))

@@ -362,6 +362,10 @@ class BadInput(unittest.TestCase):
         self.good[1]["measurements"][3]["solve"]["converged"] = False
         self.refused(self.good, "in1.json", "config 3", "kappa 0.133", "converge")
 
+    def test_unconverged_gauge_fixing(self):
+        self.good[2]["measurements"][1]["gauge_fixing"] = {"iterations": 10000, "theta": 3e-9, "converged": False}
+        self.refused(self.good, "in2.json", "config 1", "gauge fixing", "3e-09")
+
     def test_single_configuration(self):
         self.good[2]["measurements"] = self.good[2]["measurements"][:1]
         self.refused(self.good, "kappa 0.134", "1 configuration", "in2.json")
