@@ -63,12 +63,17 @@ class _SolverStats(ctypes.Structure):
                 ("seconds", _Real), ("gflops", _Real), ("converged", ctypes.c_int), ("pc_setup_seconds", _Real)]
 
 
+class _GaugeFixInfo(ctypes.Structure):
+    _fields_ = [("iterations", _Int), ("theta", _Real), ("functional", _Real), ("converged", ctypes.c_int)]
+
+
 _FORMS = {"full": 0, "even_odd": 1}
 _PRECISIONS = {"double": 0, "single": 1, "half": 2}
 _SOLVERS = {"cg": 0, "cgne": 1, "cgnr": 2, "bicgstab": 3, "gcr": 4, "mr": 5}
 MESON_CHANNELS = ("pion", "pion_a4", "a4_pion", "rho", "a0", "a1", "b1")
 _LINK_SMEARING = {"none": 0, "ape": 1, "stout": 2}
 _QUARK_SMEARING = {"none": 0, "wuppertal": 1, "gaussian": 2}
+_GAUGE_FIXING = {"coulomb": 0, "landau": 1}
 
 
 def _library_path():
@@ -255,6 +260,19 @@ class Gauge(_Owned):
         _call("LatkeGaugeCreateSmeared", self._h, _choice(_LINK_SMEARING, kind, "link smearing"), _Int(steps),
               _Real(alpha), ctypes.c_int(1 if spatial else 0), ctypes.byref(h))
         return Gauge(h, self.comm)
+
+    def gauge_fixed(self, kind="coulomb", tol=1e-12, max_iter=10000, omega=1.7):
+        """(a new gauge of these links in the Coulomb or Landau gauge, {iterations, theta,
+        functional, converged}) (LatkeGaugeCreateGaugeFixed); raises unless theta < tol."""
+        h, info = _ptr(), _GaugeFixInfo()
+        _call("LatkeGaugeCreateGaugeFixed", self._h, _choice(_GAUGE_FIXING, kind, "gauge fixing"), _Real(tol),
+              _Int(max_iter), _Real(omega), ctypes.byref(h), ctypes.byref(info))
+        fixed = Gauge(h, self.comm)
+        if not info.converged:
+            raise Error(f"latke.Gauge.gauge_fixed: {kind} gauge fixing did not converge: theta {info.theta:.3g} after "
+                        f"{info.iterations} iterations, expected below {tol}")
+        return fixed, {"iterations": int(info.iterations), "theta": info.theta, "functional": info.functional,
+                       "converged": True}
 
     def lattice(self):
         """(global extents, local extents, process grid), each a tuple of 4."""

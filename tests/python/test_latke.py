@@ -137,6 +137,16 @@ class Package(unittest.TestCase):
         np.testing.assert_allclose(minus[1:], -plus[:0:-1], rtol=0, atol=1e-12 * abs(plus[0]))
         self.assertTrue(np.all(n["nucleon"][1].real[1:T // 2] < plus[1:T // 2]))  # a moving nucleon: less at t
 
+    def test_gauge_fixing_keeps_the_plaquette_and_refuses_too_few_iterations(self):
+        fixed, info = self.U.gauge_fixed("coulomb", tol=1e-12)
+        self.assertTrue(info["converged"])
+        self.assertLess(info["theta"], 1e-12)
+        self.assertAlmostEqual(fixed.plaquette(), self.U.plaquette(), delta=1e-12)
+        with self.assertRaisesRegex(latke.Error, "did not converge"):
+            self.U.gauge_fixed("landau", max_iter=1)
+        with self.assertRaisesRegex(latke.Error, "gauge fixing 'axial'"):
+            self.U.gauge_fixed("axial")
+
     def test_smearing_keeps_a_free_point_source_on_its_slice_and_its_sum(self):
         unit = latke.Gauge.random(LATTICE, seed=1, spread=0.0, grid=GRID)
         A = latke.WilsonClover(unit, kappa=0.12)
