@@ -6,6 +6,8 @@
 //   latke-bench schwarz [options]
 //   latke-bench machine [options]      (the performance model's machine file)
 //   latke-bench smear [options]        (link and quark smearing for smeared sources and sinks)
+//   latke-bench contract [options]     (meson and nucleon contractions, momentum projection)
+//   latke-bench gaugefix [options]     (Coulomb and Landau gauge fixing)
 //
 // For each precision and reconstruct asked for, times the Wilson-clover forms on a random
 // SU(3) field and prints time per application, GFLOPS, effective GB/s, the device's copy
@@ -60,6 +62,8 @@
 #include "preconditioners/mg/galerkin.h"
 #include "preconditioners/schwarz/schwarz.h"
 #include "solvers/solvers.h"
+#include "spectroscopy/baryons.h"
+#include "spectroscopy/mesons.h"
 #include "spectroscopy/quark_smearing.h"
 #include "src/core/copy_bandwidth.h"
 #include "src/core/error.h"
@@ -70,6 +74,7 @@
 #include "src/core/tune.h"
 #include "src/fields/blas.h"
 #include "src/fields/extended_links.h"
+#include "src/fields/gauge_fixing.h"
 #include "src/fields/gauge_observables.h"
 #include "src/fields/link_smearing.h"
 #include "src/fields/random.h"
@@ -79,7 +84,9 @@ static const char help[] =
     "latke-bench multimass: staggered solves at many masses, multi-shift against sequential;\n"
     "latke-bench schwarz: the Schwarz preconditioner's blocks on chip and streamed against one MatPC;\n"
     "latke-bench machine: micro-benchmarks of the machine for latke-scale model;\n"
-    "latke-bench smear: APE/stout link smearing and Wuppertal/Gaussian quark smearing (-help lists every option).\n";
+    "latke-bench smear: APE/stout link smearing and Wuppertal/Gaussian quark smearing;\n"
+    "latke-bench contract: meson and nucleon contractions of a propagator, momentum projection;\n"
+    "latke-bench gaugefix: Coulomb and Landau gauge fixing sweeps (-help lists every option).\n";
 
 namespace latke {
 namespace {
@@ -1277,6 +1284,133 @@ int bench_smear() {
   return 0;
 }
 
+/// The contractions of a propagator (12 random full fields standing for its columns): per meson
+/// channel at rest, per extra momentum of the projection, the nucleon (both projections) and the
+/// wall sink of all seven meson channels. Time per call, and for the site kernels the effective
+/// GB/s (the 12 columns read once, the per-site results written and read back by the
+/// projection) and GFLOPS (mesons: 1568 flops per site and term, 4 x 3 x 4 spin-colour products of
+/// three terms each; the nucleon: 51264, 36 colour terms of three 4 x 4 spin products and the nine
+/// M = Gamma S Gbar, see baryons.h), with
+/// the ratio to the copy bandwidth measured in the same run.
+int bench_contract() {
+  const RunOptions run = setup_from_options();
+  Coords dims{};
+  long mom2 = 3;
+  read_options(PETSC_COMM_WORLD, "", "latke-bench contract options", [&](OptionGroup& o) {
+    dims = o.coords("-latke_lattice", Coords{32, 32, 32, 64}, "Global lattice X,Y,Z,T");
+    mom2 = o.integer("-latke_mom2_max", mom2, "Momenta n with n^2 <= N for the projection's timing");
+  });
+  require(mom2 >= 1 && mom2 <= 8, "-latke_mom2_max ", mom2, ": expected 1 to 8");
+  auto lat = std::make_shared<Lattice>(PETSC_COMM_WORLD, dims, run.grid);
+  const Backend b = run.backend;
+  const bool root = lat->rank() == 0;
+  const double copy_gbs = measure_copy_bandwidth(b, b == Backend::cuda ? (1ul << 30) : (1ul << 27));
+  const double sites = static_cast<double>(lat->volume()) * lat->size();
+  if (root) {
+    std::printf("latke-bench contract: lattice %s, backend %s%s%s\n", lat->describe().c_str(), to_string(b),
+                b == Backend::cuda ? " (" : "", b == Backend::cuda ? (device_info().name + ")").c_str() : "");
+    std::printf("copy bandwidth (read + write) measured in this run: %.1f GB/s\n", copy_gbs);
+    std::printf("%-34s %10s %10s %10s %8s\n", "contraction", "ms/call", "GFLOPS", "GB/s", "vs copy");
+  }
+  SpinorParam sp;
+  sp.backend = b;
+  std::vector<ColorSpinorField> cols;
+  cols.reserve(12);
+  for (int j = 0; j < 12; ++j) {
+    cols.emplace_back(lat, sp);
+    cols.back().from_lexicographic(random_spinor(*lat, 100 + j));
+  }
+  std::vector<const ColorSpinorField*> ptr;
+  for (const auto& c : cols) ptr.push_back(&c);
+  auto report = [&](const char* what, double ms, double flops_per_site, double bytes_per_site) {
+    MPI_Allreduce(MPI_IN_PLACE, &ms, 1, MPI_DOUBLE, MPI_MAX, lat->comm());
+    if (!root) return;
+    if (bytes_per_site <= 0) {
+      std::printf("%-34s %10.3f\n", what, ms);
+      return;
+    }
+    const double gbs = bytes_per_site * sites / (ms * 1e-3) / 1e9;
+    const double gflops = flops_per_site * sites / (ms * 1e-3) / 1e9;
+    std::printf("%-34s %10.3f %10.1f %10.1f %8.2f\n", what, ms, gflops, gbs, gbs / copy_gbs);
+  };
+  const double columns_bytes = 12 * 12 * sizeof(Complex<double>);
+  const std::array<int, 4> source{0, 0, 0, 0};
+  const std::vector<MesonChannel> pion{MesonChannel::pion}, all = all_meson_channels();
+  std::vector<std::array<int, 3>> momenta{{0, 0, 0}};
+  for (int x = -2; x <= 2; ++x)
+    for (int y = -2; y <= 2; ++y)
+      for (int z = -2; z <= 2; ++z)
+        if (x * x + y * y + z * z > 0 && x * x + y * y + z * z <= mom2) momenta.push_back({x, y, z});
+  const int reps = b == Backend::cuda ? 5 : 1;
+  meson_correlators(ptr, source, pion, {{0, 0, 0}});  // untimed: tuning
+  const double one = time_per_call(b, reps, [&] { meson_correlators(ptr, source, pion, {{0, 0, 0}}); });
+  report("meson channel (pion), at rest", one, 1568, columns_bytes + 3 * sizeof(Complex<double>));
+  const double rho = time_per_call(b, reps, [&] { meson_correlators(ptr, 0, {MesonChannel::rho}); });
+  report("meson channel (rho, 3 terms)", rho, 3 * 1568, columns_bytes + 3 * sizeof(Complex<double>));
+  const double moving = time_per_call(b, reps, [&] { meson_correlators(ptr, source, pion, momenta); });
+  char what[64];
+  std::snprintf(what, sizeof what, "projection, per momentum (%zu)", momenta.size() - 1);
+  report(what, (moving - one) / static_cast<double>(momenta.size() - 1), 30, sizeof(Complex<double>));
+  const double every = time_per_call(b, reps, [&] { meson_correlators(ptr, 0, all); });
+  report("all 7 meson channels, at rest", every, 0, 0);
+  const std::array<Complex<double>, 4> phases{Complex<double>(1), Complex<double>(1), Complex<double>(1),
+                                              Complex<double>(-1)};
+  nucleon_correlators(ptr, source, phases, {{0, 0, 0}});  // untimed: tuning
+  const double nucleon = time_per_call(b, reps, [&] { nucleon_correlators(ptr, source, phases, {{0, 0, 0}}); });
+  report("nucleon, both projections", nucleon, 51264, columns_bytes + 4 * sizeof(Complex<double>));
+  const double wall = time_per_call(b, reps, [&] { meson_correlators_wall_sink(ptr, 0, all); });
+  report("wall sink, 7 meson channels", wall, 0, 0);
+  return 0;
+}
+
+/// Gauge fixing sweeps on a random gauge field (fixed iterations, not a converged fix): time per
+/// iteration (both parities) from the difference of N + 10 and 10 iterations, so that the
+/// links' copies and the final transformation drop out; effective GB/s (per site and iteration:
+/// 2 d links and 2 d + 1 transformations read, one written) and the ratio to the copy bandwidth.
+int bench_gaugefix() {
+  const RunOptions run = setup_from_options();
+  Coords dims{};
+  long iters = 100;
+  read_options(PETSC_COMM_WORLD, "", "latke-bench gaugefix options", [&](OptionGroup& o) {
+    dims = o.coords("-latke_lattice", Coords{32, 32, 32, 64}, "Global lattice X,Y,Z,T");
+    iters = o.integer("-latke_gauge_fix_iterations", iters, "Iterations per timing");
+  });
+  require(iters >= 1, "-latke_gauge_fix_iterations ", iters, ": expected 1 or more");
+  auto lat = std::make_shared<Lattice>(PETSC_COMM_WORLD, dims, run.grid);
+  const Backend b = run.backend;
+  const bool root = lat->rank() == 0;
+  const double copy_gbs = measure_copy_bandwidth(b, b == Backend::cuda ? (1ul << 30) : (1ul << 27));
+  const double sites = static_cast<double>(lat->volume()) * lat->size();
+  if (root) {
+    std::printf("latke-bench gaugefix: lattice %s, backend %s%s%s\n", lat->describe().c_str(), to_string(b),
+                b == Backend::cuda ? " (" : "", b == Backend::cuda ? (device_info().name + ")").c_str() : "");
+    std::printf("copy bandwidth (read + write) measured in this run: %.1f GB/s\n", copy_gbs);
+    std::printf("%-28s %12s %10s %8s\n", "gauge", "us/iteration", "GB/s", "vs copy");
+  }
+  const std::vector<Complex<double>> links = random_gauge(*lat, 20261204);
+  for (GaugeFixingType t : {GaugeFixingType::coulomb, GaugeFixingType::landau}) {
+    GaugeFixing p;
+    p.type = t;
+    p.tol = 1e-300;  // never reached: a fixed number of iterations
+    auto run_for = [&](long n) {
+      p.max_iter = static_cast<int>(n);
+      p.check_every = static_cast<int>(n);
+      GaugeFixingResult r;
+      fix_gauge(*lat, links, p, b, &r);
+    };
+    run_for(10);  // untimed: tuning
+    const double base = time_per_call(b, 1, [&] { run_for(10); });
+    const double more = time_per_call(b, 1, [&] { run_for(10 + iters); });
+    double ms = (more - base) / static_cast<double>(iters);
+    MPI_Allreduce(MPI_IN_PLACE, &ms, 1, MPI_DOUBLE, MPI_MAX, lat->comm());
+    const int d = t == GaugeFixingType::coulomb ? 3 : 4;
+    const double bytes = (2 * d + 2 * d + 2) * 9 * sizeof(Complex<double>);
+    const double gbs = bytes * sites / (ms * 1e-3) / 1e9;
+    if (root) std::printf("%-28s %12.1f %10.1f %8.2f\n", to_string(t), ms * 1e3, gbs, gbs / copy_gbs);
+  }
+  return 0;
+}
+
 }  // namespace latke
 
 int main(int argc, char** argv) {
@@ -1287,11 +1421,14 @@ int main(int argc, char** argv) {
   try {
     const std::string command = argc > 1 && argv[1][0] != '-' ? argv[1] : "dslash";
     latke::require(command == "dslash" || command == "multimass" || command == "mg" || command == "schwarz" ||
-                       command == "machine" || command == "smear",
-                   "unknown benchmark '", command, "': expected dslash, multimass, mg, schwarz, machine or smear");
-    status = command == "dslash"    ? latke::bench_dslash()
-             : command == "machine" ? latke::bench_machine()
-             : command == "smear"   ? latke::bench_smear()
+                       command == "machine" || command == "smear" || command == "contract" || command == "gaugefix",
+                   "unknown benchmark '", command,
+                   "': expected dslash, multimass, mg, schwarz, machine, smear, contract or gaugefix");
+    status = command == "dslash"     ? latke::bench_dslash()
+             : command == "machine"  ? latke::bench_machine()
+             : command == "smear"    ? latke::bench_smear()
+             : command == "contract" ? latke::bench_contract()
+             : command == "gaugefix" ? latke::bench_gaugefix()
              : command == "mg"      ? latke::bench_mg()
              : command == "schwarz" ? latke::bench_schwarz()
                                     : latke::bench_multimass();

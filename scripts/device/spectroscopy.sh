@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Runs on a GPU host (binaries from scripts/device/pack.sh): the spectroscopy tier on the CUDA
-# backend (test_spectroscopy on 1 and 2 ranks of one GPU: contractions, link and quark smearing),
-# latke-bench smear on LATKE_SPECTRO_BENCH_LATTICE (32,32,32,64), and the complete spectroscopy
+# backend (test_spectroscopy on 1 and 2 ranks of one GPU: contractions, gauge fixing, link and quark
+# smearing), latke-bench smear, contract and gaugefix on LATKE_SPECTRO_BENCH_LATTICE (32,32,32,64),
+# and the complete spectroscopy
 # run of docs/latke-propagator.md with smeared sources and sinks: 16^3x32, beta 6.0, c_sw 1.769,
 # LATKE_SPECTRO_CONFIGS (20) configurations 50 sweeps apart after 500, kappa 0.1330 ... 0.1345,
 # Wuppertal smearing (LATKE_SPECTRO_SMEAR, default "-latke_smear wuppertal -latke_smear_steps 20
-# -latke_smear_alpha 3") on APE links. Its record goes to $out/smeared.json for latke-spectrum
-# (--sink point and --sink smeared). Usage: spectroscopy.sh [tests] [bench] [run] (default all).
+# -latke_smear_alpha 3") on APE links, with the nucleon and the momenta n^2 <= 3
+# (LATKE_SPECTRO_MOM2). Its record goes to $out/smeared.json for latke-spectrum (--sink point and
+# --sink smeared). "wall" runs the same chain with Coulomb-gauge-fixed wall sources into
+# $out/wall.json (--sink wall). Usage: spectroscopy.sh [tests] [bench] [run] [wall] (default the
+# first three).
 set -uo pipefail
 source "$(dirname "$0")/host-env.sh"
 steps=${*:-tests bench run}
@@ -21,9 +25,11 @@ if [[ $steps == *tests* ]]; then
   done
 fi
 if [[ $steps == *bench* ]]; then
-  timeout -k 5 200 "$bin/latke-bench" smear -latke_lattice "${LATKE_SPECTRO_BENCH_LATTICE:-32,32,32,64}" \
-    > "$out/bench_smear.log" 2>&1; status=$((status | $?))
-  cat "$out/bench_smear.log"
+  for b in smear contract gaugefix; do
+    timeout -k 5 200 "$bin/latke-bench" $b -latke_lattice "${LATKE_SPECTRO_BENCH_LATTICE:-32,32,32,64}" \
+      > "$out/bench_$b.log" 2>&1; status=$((status | $?))
+    cat "$out/bench_$b.log"
+  done
 fi
 if [[ $steps == *run* ]]; then
   start=$(date +%s)
@@ -31,8 +37,18 @@ if [[ $steps == *run* ]]; then
   timeout -k 5 480 "$bin/latke-propagator" -latke_lattice 16,16,16,32 -latke_csw 1.769 \
     -latke_kappas 0.1330,0.1335,0.1340,0.1345 -latke_gauge_sweeps 500 -latke_configs "${LATKE_SPECTRO_CONFIGS:-20}" \
     -latke_config_sweeps 50 ${LATKE_SPECTRO_SMEAR:--latke_smear wuppertal -latke_smear_steps 20 -latke_smear_alpha 3} \
-    -latke_json "$out/smeared.json" > "$out/propagator.log" 2>&1; rc=$?; status=$((status | rc))
+    -latke_mom2_max "${LATKE_SPECTRO_MOM2:-3}" -latke_json "$out/smeared.json" > "$out/propagator.log" 2>&1
+  rc=$?; status=$((status | rc))
   echo "latke-propagator (smeared): exit $rc, $(( $(date +%s) - start )) s from start to end"
   grep -E "config (0|19) |error|ERROR|written" "$out/propagator.log" | head -12
+fi
+if [[ $steps == *wall* ]]; then
+  start=$(date +%s)
+  timeout -k 5 480 "$bin/latke-propagator" -latke_lattice 16,16,16,32 -latke_csw 1.769 \
+    -latke_kappas 0.1330,0.1335,0.1340,0.1345 -latke_gauge_sweeps 500 -latke_configs "${LATKE_SPECTRO_CONFIGS:-20}" \
+    -latke_config_sweeps 50 -latke_source wall -latke_json "$out/wall.json" > "$out/wall.log" 2>&1
+  rc=$?; status=$((status | rc))
+  echo "latke-propagator (Coulomb wall): exit $rc, $(( $(date +%s) - start )) s from start to end"
+  grep -E "config (0|19)|error|ERROR|written" "$out/wall.log" | head -12
 fi
 exit $status
