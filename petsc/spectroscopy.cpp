@@ -35,6 +35,20 @@ std::vector<MesonChannel> channels_of(const char* what, PetscInt n, const LatkeM
   return ch;
 }
 
+std::array<int, 4> source_of(const PetscInt site[]) {
+  std::array<int, 4> s{};
+  for (int mu = 0; mu < 4; ++mu) s[mu] = static_cast<int>(site[mu]);
+  return s;
+}
+
+/// The n integer triples of momenta[3 m + i] (checked against the lattice by the contractions).
+std::vector<std::array<int, 3>> momenta_of(PetscInt n, const PetscInt momenta[]) {
+  std::vector<std::array<int, 3>> mom(n);
+  for (PetscInt m = 0; m < n; ++m)
+    for (int i = 0; i < 3; ++i) mom[m][i] = static_cast<int>(momenta[3 * m + i]);
+  return mom;
+}
+
 /// A propagator's 12 columns as fields of the operator: read in place where their memory is
 /// where the operator runs; a staged one (host vectors of a GPU operator) is copied out of the
 /// scratch field the next one reuses.
@@ -144,11 +158,8 @@ PetscErrorCode MatLatkeMesonCorrelatorsMomenta(Mat A, const Vec prop[], const Pe
     ShellOperator& op = *context_of(A).op;
     const std::vector<MesonChannel> ch = channels_of(what, n, channels, corr);
     require(n_momenta >= 0 && (n_momenta == 0 || momenta), what, ": ", n_momenta, " momenta with a NULL list");
-    std::array<int, 4> source{};
-    for (int mu = 0; mu < 4; ++mu) source[mu] = static_cast<int>(site[mu]);
-    std::vector<std::array<int, 3>> mom(n_momenta);
-    for (PetscInt m = 0; m < n_momenta; ++m)
-      for (int i = 0; i < 3; ++i) mom[m][i] = static_cast<int>(momenta[3 * m + i]);
+    const std::array<int, 4> source = source_of(site);
+    const std::vector<std::array<int, 3>> mom = momenta_of(n_momenta, momenta);
     PropagatorColumns cols(op, prop, what);
     const auto c = meson_correlators(cols.fields(), source, ch, mom);
     cols.release();
@@ -201,11 +212,8 @@ PetscErrorCode MatLatkeNucleonCorrelators(Mat A, const Vec prop[], const PetscIn
     ShellOperator& op = *context_of(A).op;
     require(n_momenta >= 1 && momenta && corr, what, ": ", n_momenta,
             " momenta, a list and an output: expected at least one momentum ((0, 0, 0) for the nucleon at rest)");
-    std::array<int, 4> source{};
-    for (int mu = 0; mu < 4; ++mu) source[mu] = static_cast<int>(site[mu]);
-    std::vector<std::array<int, 3>> mom(n_momenta);
-    for (PetscInt m = 0; m < n_momenta; ++m)
-      for (int i = 0; i < 3; ++i) mom[m][i] = static_cast<int>(momenta[3 * m + i]);
+    const std::array<int, 4> source = source_of(site);
+    const std::vector<std::array<int, 3>> mom = momenta_of(n_momenta, momenta);
     PropagatorColumns cols(op, prop, what);
     const auto c = nucleon_correlators(cols.fields(), source, op.boundary_phases(), mom);
     cols.release();

@@ -590,6 +590,15 @@ std::pair<double, double> divergence(const cvec& links, int ndir) {
   return {theta / (3.0 * vol), f / (3.0 * ndir * vol)};
 }
 
+/// A quenched configuration at beta 6.0, 30 sweeps from unit links (seed `seed`).
+LatkeGauge thermalized(PetscInt seed) {
+  LatkeGauge cold = nullptr, hot = nullptr;
+  EXPECT_EQ(LatkeGaugeCreateRandom(PETSC_COMM_WORLD, dims, grid(), 1, 0.0, &cold), 0);
+  EXPECT_EQ(LatkeGaugeCreateEvolved(cold, 6.0, seed, 30, &hot), 0);
+  LatkeGaugeDestroy(&cold);
+  return hot;
+}
+
 cvec unit_links() {
   cvec u(static_cast<std::size_t>(D[0]) * D[1] * D[2] * D[3] * 36, 0.0);
   for (std::size_t s = 0; s < u.size() / 36; ++s)
@@ -628,9 +637,7 @@ TEST(GaugeFixing, PureGaugeIsFixedToUnitLinks) {
 // On a thermalised configuration: theta below the tolerance, measured here from the links
 // themselves; gauge invariants unchanged; the functional grown; the time links transformed too.
 TEST(GaugeFixing, ThermalizedLinksReachTheGaugeAndKeepTheirPlaquette) {
-  LatkeGauge cold, hot;
-  ASSERT_PETSC(LatkeGaugeCreateRandom(PETSC_COMM_WORLD, dims, grid(), 1, 0.0, &cold));
-  ASSERT_PETSC(LatkeGaugeCreateEvolved(cold, 6.0, 3, 30, &hot));
+  LatkeGauge hot = thermalized(3);
   // far from any gauge: a random transformation of it
   LatkeGauge g = gauge_from(gauge_transform(global_links(hot), 42));
   const cvec before = global_links(g);
@@ -662,7 +669,6 @@ TEST(GaugeFixing, ThermalizedLinksReachTheGaugeAndKeepTheirPlaquette) {
   }
   LatkeGaugeDestroy(&g);
   LatkeGaugeDestroy(&hot);
-  LatkeGaugeDestroy(&cold);
 }
 
 TEST(GaugeFixing, NotConvergingIsAnErrorUnlessAskedAndBadParametersAreNamed) {
@@ -735,9 +741,7 @@ TEST(WallSources, WallSinkIsTheContractionOfTheSliceSums) {
 // the Coulomb gauge, give the same wall-point and wall-wall correlators (Coulomb gauge leaves only
 // a transformation constant on each slice, which the traces do not see); unfixed, they differ.
 TEST(WallSources, CoulombGaugeFixedWallCorrelatorsDoNotDependOnTheStartingGauge) {
-  LatkeGauge cold, hot;
-  ASSERT_PETSC(LatkeGaugeCreateRandom(PETSC_COMM_WORLD, dims, grid(), 1, 0.0, &cold));
-  ASSERT_PETSC(LatkeGaugeCreateEvolved(cold, 6.0, 5, 30, &hot));
+  LatkeGauge hot = thermalized(5);
   LatkeGauge moved = gauge_from(gauge_transform(global_links(hot), 53));
   const PetscInt t0 = 2;
   std::vector<std::vector<cplx>> wp, ww;
@@ -766,7 +770,6 @@ TEST(WallSources, CoulombGaugeFixedWallCorrelatorsDoNotDependOnTheStartingGauge)
   EXPECT_GT(channel_error(ww[2], ww[0], LATKE_MESON_PION), 1e-2);
   LatkeGaugeDestroy(&moved);
   LatkeGaugeDestroy(&hot);
-  LatkeGaugeDestroy(&cold);
 }
 
 // The one-end trick: spin-colour diluted noise on one time slice, its 12 solutions contracted

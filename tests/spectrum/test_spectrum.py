@@ -274,30 +274,25 @@ class Dispersion(unittest.TestCase):
         with open(os.path.join(out, "dispersion.png"), "rb") as f:
             self.assertEqual(f.read()[:8], PNG_MAGIC)
 
+    def refused(self, docs, *words):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            paths = [write(self.dir.name, f"bad{i}.json", d) for i, d in enumerate(docs)]
+            self.assertEqual(ls.main([*paths, "--out", os.path.join(self.dir.name, "bad"), "--json-only"]), 1)
+        for w in words:
+            self.assertIn(w, err.getvalue())
+
     def test_momentum_classes_must_agree_and_be_complete(self):
         docs = moving_ensemble()
         docs[1]["momenta"][2]["n"] = [2, 2, 0]
-        err = io.StringIO()
-        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            paths = [write(self.dir.name, f"bad{i}.json", d) for i, d in enumerate(docs)]
-            self.assertEqual(ls.main([*paths, "--out", os.path.join(self.dir.name, "bad"), "--json-only"]), 1)
-        self.assertIn("momentum classes", err.getvalue())
+        self.refused(docs, "momentum classes")
         docs = moving_ensemble()
         del docs[2]["measurements"][4]["correlators_momentum"][1]
-        err = io.StringIO()
-        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            paths = [write(self.dir.name, f"bad{i}.json", d) for i, d in enumerate(docs)]
-            self.assertEqual(ls.main([*paths, "--out", os.path.join(self.dir.name, "bad"), "--json-only"]), 1)
-        self.assertIn("config 4", err.getvalue())
-        self.assertIn("one set per momentum class", err.getvalue())
+        self.refused(docs, "config 4", "one set per momentum class")
         docs = moving_ensemble()
         for d in docs:
             d["momenta"][0]["n"] = [4, 0, 0]  # p = pi: not below L/2
-        err = io.StringIO()
-        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            paths = [write(self.dir.name, f"bad{i}.json", d) for i, d in enumerate(docs)]
-            self.assertEqual(ls.main([*paths, "--out", os.path.join(self.dir.name, "bad"), "--json-only"]), 1)
-        self.assertIn("|n_i| < L_i/2", err.getvalue())
+        self.refused(docs, "|n_i| < L_i/2")
 
 
 class Nucleon(unittest.TestCase):
