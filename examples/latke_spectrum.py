@@ -683,6 +683,27 @@ def write_plots(s, out_dir):
     _atomic_write(os.path.join(out_dir, "kappa_c.png"), lambda f: fig.savefig(f, format="png", dpi=120), binary=True)
     plt.close(fig)
 
+    if any(e.get("m_n") for e in s["kappas"]):
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        values = []
+        for i, e in enumerate(k for k in s["kappas"] if k.get("m_n")):
+            m = e["nucleon"]["effective_mass"]
+            t = np.arange(len(m["value"])) + 0.08 * i
+            bars = ax.errorbar(t[1:], arr(m["value"])[1:], yerr=arr(m["error"])[1:], fmt="o", ms=3, capsize=2,
+                               label=f"κ = {e['kappa']}: m_N = {fmt(e['m_n']['value'], e['m_n']['error'])}")
+            v, err = e["m_n"]["value"], e["m_n"]["error"] or 0.0
+            ax.fill_between([tmin, tmax], v - err, v + err, color=bars[0].get_color(), alpha=0.3, lw=0)
+            values.append(v)
+        ax.set_ylim(0.7 * min(values), 1.3 * max(values))
+        ax.set_xlabel("t")
+        ax.set_ylabel("nucleon effective mass (log)")
+        ax.set_title(f"nucleon effective mass, plateau t = {tmin}..{tmax}")
+        ax.legend(fontsize="small")
+        fig.tight_layout()
+        _atomic_write(os.path.join(out_dir, "nucleon.png"), lambda f: fig.savefig(f, format="png", dpi=120),
+                      binary=True)
+        plt.close(fig)
+
     if any(e.get("dispersion") for e in s["kappas"]):
         fig, ax = plt.subplots(figsize=(7, 4.5))
         for e in s["kappas"]:
@@ -750,6 +771,8 @@ def main(argv=None):
         if not args.json_only:
             write_plots(summary, args.out)
             written += [os.path.join(args.out, n) for n in ("effective_mass.png", "kappa_c.png")]
+            if any(e.get("m_n") for e in summary["kappas"]):
+                written.append(os.path.join(args.out, "nucleon.png"))
             if any(e.get("dispersion") for e in summary["kappas"]):
                 written.append(os.path.join(args.out, "dispersion.png"))
         print(f"wrote {', '.join(written)}")

@@ -306,6 +306,13 @@ class Nucleon(unittest.TestCase):
             out = io.StringIO()
             ls.print_table(s, out)
         self.assertIn("m_N", out.getvalue())
+        with tempfile.TemporaryDirectory() as d:
+            paths = [write(d, f"n{i}.json", doc) for i, doc in enumerate(with_nucleons(noisy_ensemble()))]
+            run = subprocess.run([sys.executable, ls.__file__, *paths, "--out", os.path.join(d, "out")],
+                                 capture_output=True, text=True, timeout=120)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            with open(os.path.join(d, "out", "nucleon.png"), "rb") as f:
+                self.assertEqual(f.read()[:8], PNG_MAGIC)
         for e in s["kappas"]:
             self.assertEqual(e["nucleon"]["effective_mass"]["kind"], "log")
             mn = e["m_n"]
