@@ -2,6 +2,7 @@
 //
 //   latke-gauge generate [options]          Cabibbo-Marinari heat bath + over-relaxation
 //   latke-gauge convert IN OUT [options]    between NERSC and ILDG, precisions, 3x3 / 3x2
+//   latke-gauge fix IN OUT [options]        IN fixed to the Coulomb or Landau gauge, written to OUT
 //   latke-gauge measure FILE [options]      observables of a file (verified on reading)
 //   latke-gauge info FILE                   what a file's header says (links not read)
 //   latke-gauge analyze HISTORY [options]   mean and error of a generate history
@@ -27,6 +28,7 @@
 #include "src/core/error.h"
 #include "src/core/options.h"
 #include "src/core/output_files.h"
+#include "src/fields/gauge_fixing.h"
 #include "src/fields/gauge_generator.h"
 #include "src/fields/gauge_io.h"
 
@@ -45,14 +47,17 @@ static const char help[] =
     "    -latke_history FILE         write every measurement as a table (for latke-gauge analyze)\n"
     "    -latke_output FILE          write the final configuration\n"
     "  latke-gauge convert IN OUT [options]\n"
-    "  output options (generate, convert):\n"
+    "  latke-gauge fix IN OUT [options]   IN in the Coulomb or Landau gauge, written as convert writes\n"
+    "    -latke_gauge_fix coulomb|landau  (default coulomb); -latke_gauge_fix_tol t (1e-12): until theta < t\n"
+    "    -latke_gauge_fix_max_iter n (10000); -latke_gauge_fix_omega w (1.7); -latke_json FILE\n"
+    "  output options (generate, convert, fix):\n"
     "    -latke_format nersc|ildg    default: ildg for .lime/.ildg names, nersc for .nersc, else nersc\n"
     "                                (convert: IN's)\n"
     "    -latke_file_precision double|single  (default double; convert: IN's)\n"
     "    -latke_nersc_datatype 3x3|3x2        (default 3x3; convert: IN's)\n"
     "    -latke_endian big|little             NERSC only (default big; convert: IN's)\n"
     "    -latke_ensemble_id ID, -latke_ensemble_label TEXT, -latke_lfn NAME (ILDG)\n"
-    "  input options (measure, convert):\n"
+    "  input options (measure, convert, fix):\n"
     "    -latke_gauge_accept_nonunitary       read 3x3 links that are not SU(3) (never non-finite ones)\n"
     "    -latke_lattice X,Y,Z,T               if given, must be the file's\n"
     "  latke-gauge measure FILE      observables of FILE (after every check on reading)\n"
@@ -370,6 +375,57 @@ int cmd_convert(const std::vector<std::string>& args) {
   return 0;
 }
 
+/// IN fixed to a gauge and written to OUT as convert writes it; nothing is written unless theta
+/// fell below the tolerance.
+int cmd_fix(const std::vector<std::string>& args) {
+  require(args.size() == 2, "fix needs an input and an output file: latke-gauge fix IN OUT [options]");
+  const RunOptions run = setup_from_options();
+  GaugeFixing p;
+  std::string json_path;
+  read_options(PETSC_COMM_WORLD, "", "latke-gauge fix options", [&](OptionGroup& o) {
+    const std::string type =
+        o.choice("-latke_gauge_fix", "coulomb", {"coulomb", "landau"}, "The gauge: Coulomb (per time slice) or Landau");
+    p.type = type == "landau" ? GaugeFixingType::landau : GaugeFixingType::coulomb;
+    p.tol = o.real("-latke_gauge_fix_tol", p.tol, "Fix until theta = (1/3V) sum tr[Delta Delta^dag] < tol");
+    p.max_iter = static_cast<int>(o.integer("-latke_gauge_fix_max_iter", p.max_iter, "Iterations at most"));
+    p.omega = o.real("-latke_gauge_fix_omega", p.omega, "Overrelaxation, 1 <= omega < 2");
+    json_path = o.string("-latke_json", "", "Write the fixing's record as JSON (schema latke-gauge/1)");
+  });
+  check(p);
+  if (!json_path.empty()) require_writable(PETSC_COMM_WORLD, json_path, "-latke_json");
+  GaugeFileInfo info = read_gauge_info(PETSC_COMM_WORLD, args[0]);
+  const GaugeReadParam rp = input_options(args[0], info);
+  auto lat = std::make_shared<Lattice>(PETSC_COMM_WORLD, info.dims, run.grid);
+  const std::vector<Complex<double>> links = read_gauge(*lat, args[0], &info, run.backend, rp);
+  GaugeWriteParam w = write_options(args[1], &info);
+  const auto t0 = std::chrono::steady_clock::now();
+  GaugeFixingResult r;
+  const std::vector<Complex<double>> fixed = fix_gauge(*lat, links, p, run.backend, &r);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (is_root())
+    std::printf("%s: %s gauge, theta %.3e after %d iterations (functional %.12f, %.2f s)\n", args[0].c_str(),
+                to_string(p.type), r.theta, r.iterations, r.functional, seconds);
+  require(r.converged, to_string(p.type), " gauge fixing of ", args[0], " did not converge: theta ", r.theta, " after ",
+          r.iterations, " iterations, expected below ", p.tol, "; ", args[1],
+          " not written (raise -latke_gauge_fix_max_iter, or loosen -latke_gauge_fix_tol)");
+  write_gauge(*lat, fixed, args[1], w, run.backend);
+  if (is_root()) std::printf("wrote %s (%s)\n", args[1].c_str(), describe_write(w).c_str());
+  if (!json_path.empty()) {
+    json j = record_head("fix", info.dims, lat->grid(), run.backend);
+    j.update({{"input", args[0]},
+              {"output", args[1]},
+              {"gauge", to_string(p.type)},
+              {"tol", p.tol},
+              {"omega", p.omega},
+              {"iterations", r.iterations},
+              {"theta", r.theta},
+              {"functional", r.functional},
+              {"seconds", seconds}});
+    write_json(json_path, j);
+  }
+  return 0;
+}
+
 int cmd_measure(const std::vector<std::string>& args) {
   require(args.size() == 1, "measure needs one file: latke-gauge measure FILE [options]");
   const RunOptions run = setup_from_options();
@@ -519,6 +575,8 @@ int main(int argc, char** argv) {
       status = latke::cmd_generate();
     } else if (command == "convert") {
       status = latke::cmd_convert(args);
+    } else if (command == "fix") {
+      status = latke::cmd_fix(args);
     } else if (command == "measure") {
       status = latke::cmd_measure(args);
     } else if (command == "info") {
@@ -526,7 +584,7 @@ int main(int argc, char** argv) {
     } else if (command == "analyze") {
       status = latke::cmd_analyze(args);
     } else {
-      latke::fail("unknown command '", command, "': expected generate, convert, measure, info or analyze");
+      latke::fail("unknown command '", command, "': expected generate, convert, fix, measure, info or analyze");
     }
   } catch (const std::exception& e) {
     if (latke::is_root()) std::fprintf(stderr, "latke-gauge: error: %s\n", e.what());
