@@ -9,6 +9,7 @@
 #include "src/core/error.h"
 #include "src/core/launch.h"
 #include "src/core/log.h"
+#include "src/core/memory.h"
 #include "src/core/work_counters.h"
 #include "src/fields/extended_links.h"
 #include "src/fields/su3_update.h"
@@ -176,8 +177,10 @@ std::vector<Complex<double>> fix_gauge(const Lattice& lat, const std::vector<Com
   const int ndir = p.type == GaugeFixingType::coulomb ? 3 : 4;
   ExtendedLinks u(lat, b), fixed(lat, b);
   u.upload(links);
-  // G's ghosts across the fixed directions during the sweeps; time's too for the final transform.
-  ExtendedSites g(lat, b, 9, 0xF);
+  // G's ghosts only across the fixed directions during the sweeps: Coulomb gauge fixing exchanges
+  // nothing in t, so a grid split in t fixes its slices without communication until the end.
+  const unsigned dims = ndir == 3 ? 0x7u : 0xFu;
+  ExtendedSites g(lat, b, 9, dims);
   launch(b, SetIdentityKernel{g.sites(), g.geometry()}, {lat.volume_cb(), 0, 2});
   g.refresh_components(0, 9);
   GaugeFixingResult r;
@@ -199,7 +202,12 @@ std::vector<Complex<double>> fix_gauge(const Lattice& lat, const std::vector<Com
   r.theta = s.theta;
   r.functional = s.functional;
   r.converged = s.theta < p.tol;
-  launch(b, TransformKernel{u.view(), fixed.view(), g.sites(), u.geometry()}, {lat.volume_cb(), 0, 2});
+  // The links' transformation needs G(x + t) too: its ghosts in every direction, once.
+  ExtendedSites all(lat, b, 9, 0xF);
+  copy_bytes(all.sites().data, g.sites().data,
+             static_cast<std::size_t>(g.sites().ext_volume) * 9 * sizeof(Complex<double>), compute_stream());
+  all.refresh_components(0, 9);
+  launch(b, TransformKernel{u.view(), fixed.view(), all.sites(), u.geometry()}, {lat.volume_cb(), 0, 2});
   if (result) *result = r;
   return fixed.download();
 }

@@ -7,8 +7,9 @@
 // moved towards the maximum of Re tr[G(x) K(x)], K(x) = sum_mu [U_mu(x) G(x+mu)^dag +
 // (G(x-mu) U_mu(x-mu))^dag], by the three SU(2) subgroup rotations of su3_update.h, each raised
 // to the power omega (1 < omega < 2 overrelaxes; omega = 1 is the local maximum). Both parities
-// make one iteration; G's ghosts are refreshed after each. The links are transformed once, at
-// the end, U'_mu(x) = G(x) U_mu(x) G(x+mu)^dag for all four mu.
+// make one iteration; G's ghosts are refreshed after each, across the fixed directions only (so
+// Coulomb gauge fixing on a grid split in t exchanges nothing in t). The links are transformed
+// once, at the end, U'_mu(x) = G(x) U_mu(x) G(x+mu)^dag for all four mu.
 //
 // Convergence is measured by theta = (1 / (3 V)) sum_x tr[Delta(x) Delta(x)^dag], Delta(x) =
 // sum_mu [A_mu(x) - A_mu(x-mu)], A_mu = the traceless anti-Hermitian part of U'_mu divided by 2i
