@@ -1413,7 +1413,7 @@ int bench_gaugefix() {
       GaugeFixingResult r;
       fix_gauge(*lat, links, p, b, &r);
     };
-    run_for(10);  // untimed: tuning
+    run_for(10);                        // untimed: tuning
     double base = 1e300, more = 1e300;  // the fastest of three of each: the difference is small on small lattices
     for (int k = 0; k < 3; ++k) {
       base = std::min(base, time_per_call(b, 1, [&] { run_for(10); }));
@@ -1428,8 +1428,7 @@ int bench_gaugefix() {
     if (ms > 0)
       std::printf("%-28s %12.1f %10.1f %8.2f\n", to_string(t), ms * 1e3, gbs, gbs / copy_gbs);
     else
-      std::printf("%-28s %12s  (below the timer's resolution: more -latke_gauge_fix_iterations)\n", to_string(t),
-                  "-");
+      std::printf("%-28s %12s  (below the timer's resolution: more -latke_gauge_fix_iterations)\n", to_string(t), "-");
   }
   return 0;
 }
@@ -1452,9 +1451,9 @@ int main(int argc, char** argv) {
              : command == "smear"    ? latke::bench_smear()
              : command == "contract" ? latke::bench_contract()
              : command == "gaugefix" ? latke::bench_gaugefix()
-             : command == "mg"      ? latke::bench_mg()
-             : command == "schwarz" ? latke::bench_schwarz()
-                                    : latke::bench_multimass();
+             : command == "mg"       ? latke::bench_mg()
+             : command == "schwarz"  ? latke::bench_schwarz()
+                                     : latke::bench_multimass();
   } catch (const std::exception& e) {
     if (rank == 0) std::fprintf(stderr, "latke-bench: error: %s\n", e.what());
     status = 1;

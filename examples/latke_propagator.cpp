@@ -12,8 +12,8 @@
 // sweeps apart: LatkeGaugeCreateEvolved) and each kappa, the 12 spin-colour columns of the
 // propagator from a point source (or a wall on the Coulomb-gauge-fixed configuration: LatkeGaugeCreateGaugeFixed and
 // LatkeVecSetWallSource, contracted at a point and at a wall sink; or the 12 spin-colour dilutions of Z2/Z4 noise on
-// the source's time slice, the one-end trick: LatkeVecSetDilutedNoiseSource), optionally smeared (Wuppertal or Gaussian with
-// APE- or stout-smeared spatial links: LatkeSmearer), are solved with the native solver (default: GCR
+// the source's time slice, the one-end trick: LatkeVecSetDilutedNoiseSource), optionally smeared (Wuppertal or Gaussian
+// with APE- or stout-smeared spatial links: LatkeSmearer), are solved with the native solver (default: GCR
 // preconditioned by Latke's multigrid, set up once per configuration at the first kappa and rebuilt from its null
 // vectors at the others: MatLatkeReusePreconditioner), each checked independently with the full double-precision
 // operator (|b - M x| / |b| <= -latke_solver_tol, solving on from the solution at most twice where it is not). The
@@ -72,8 +72,8 @@ struct Options {
   std::string links = "ape";  ///< none, ape, stout
   long link_steps = 10;
   double link_alpha = 0;  ///< 0: the type's default
-  long mom2_max = 0;  ///< correlators at every integer momentum n with n^2 <= mom2_max, too
-  long volume3 = 0;   ///< the spatial volume (a noise wall's correlators are divided by it)
+  long mom2_max = 0;      ///< correlators at every integer momentum n with n^2 <= mom2_max, too
+  long volume3 = 0;       ///< the spatial volume (a noise wall's correlators are divided by it)
   // Coulomb gauge fixing of each configuration for a wall source.
   double fix_tol = 1e-12, fix_omega = 1.7;
   long fix_max_iter = 10000;
@@ -91,7 +91,8 @@ Options read_propagator_options() {
                         "spin-colour diluted Z2/Z4 noise on that slice (the one-end trick; correlators per source "
                         "site)");
     o.fix_tol = g.real("-latke_gauge_fix_tol", o.fix_tol, "Wall source: Coulomb gauge fixing until theta < tol");
-    o.fix_max_iter = g.integer("-latke_gauge_fix_max_iter", o.fix_max_iter, "Wall source: gauge fixing iterations at most");
+    o.fix_max_iter =
+        g.integer("-latke_gauge_fix_max_iter", o.fix_max_iter, "Wall source: gauge fixing iterations at most");
     o.fix_omega = g.real("-latke_gauge_fix_omega", o.fix_omega, "Wall source: gauge fixing overrelaxation (1 to 2)");
     o.site = g.reals("-latke_source_site", o.site, "Source site x,y,z,t (a wall: its time slice t)", 4);
     o.seed = g.integer("-latke_source_seed", o.seed, "Noise seed (configuration c uses seed + c)");
@@ -140,7 +141,8 @@ Options read_propagator_options() {
   latke::require(o.tol > 0 && o.tol < 1, "-latke_solver_tol ", o.tol, ": expected 0 < tol < 1");
   latke::require(o.mom2_max >= 0, "-latke_mom2_max ", o.mom2_max, ": expected 0 or more");
   latke::require(o.mom2_max == 0 || o.source == "point", "-latke_mom2_max ", o.mom2_max, " with -latke_source ",
-                 o.source, ": momentum projection needs a point source (a wall's columns mix the sites of "
+                 o.source,
+                 ": momentum projection needs a point source (a wall's columns mix the sites of "
                  "its slice, so the phase cannot be taken relative to the source)");
   latke::require(!(o.wall() && o.smeared()), "-latke_smear ", o.smear,
                  " with -latke_source wall: a wall source is smeared over its whole slice already; "
@@ -166,8 +168,8 @@ std::vector<MomentumClass> momentum_classes(long mom2_max, const PetscInt global
   if (mom2_max == 0) return {};
   long limit = std::numeric_limits<long>::max();  // the smallest n^2 that a too-large |n_i| reaches
   for (int i = 0; i < 3; ++i) limit = std::min(limit, static_cast<long>((global[i] + 1) / 2) * ((global[i] + 1) / 2));
-  latke::require(mom2_max < limit, "-latke_mom2_max ", mom2_max, ": expected less than ", limit, " on the ",
-                 global[0], "x", global[1], "x", global[2],
+  latke::require(mom2_max < limit, "-latke_mom2_max ", mom2_max, ": expected less than ", limit, " on the ", global[0],
+                 "x", global[1], "x", global[2],
                  " spatial lattice (every |n_i| below L_i / 2, so that each class is complete)");
   const bool cubic = global[0] == global[1] && global[1] == global[2];
   std::vector<MomentumClass> classes;
@@ -183,9 +185,8 @@ std::vector<MomentumClass> momentum_classes(long mom2_max, const PetscInt global
         if (it == classes.end()) it = classes.insert(classes.end(), MomentumClass{key, n2, {}});
         it->members.push_back({x, y, z});
       }
-  std::sort(classes.begin(), classes.end(), [](const MomentumClass& a, const MomentumClass& b) {
-    return a.n2 != b.n2 ? a.n2 < b.n2 : a.rep > b.rep;
-  });
+  std::sort(classes.begin(), classes.end(),
+            [](const MomentumClass& a, const MomentumClass& b) { return a.n2 != b.n2 ? a.n2 < b.n2 : a.rep > b.rep; });
   return classes;
 }
 
@@ -208,8 +209,8 @@ PetscErrorCode contract(Mat A, const std::vector<Vec>& cols, const Options& o,
                             static_cast<PetscInt>(o.site[2]), static_cast<PetscInt>(o.site[3])};
   std::vector<PetscScalar> all(static_cast<std::size_t>(rows) * nm * T);  // [row][momentum][t]
   if (o.source == "point") {
-    PetscCall(MatLatkeMesonCorrelatorsMomenta(A, cols.data(), site, nm, mom.data(), n_meson_channels,
-                                              channels.data(), all.data()));
+    PetscCall(MatLatkeMesonCorrelatorsMomenta(A, cols.data(), site, nm, mom.data(), n_meson_channels, channels.data(),
+                                              all.data()));
     PetscCall(MatLatkeNucleonCorrelators(A, cols.data(), site, nm, mom.data(),
                                          all.data() + static_cast<std::size_t>(n_meson_channels) * nm * T));
   } else if (o.wall()) {  // at rest only
@@ -279,8 +280,7 @@ std::string json_text(const Options& o, const PetscInt global[4], const PetscInt
   LatkeGetBackend(&backend);
   const PetscInt T = global[3];
   json source = {{"type", o.source}, {"site", std::vector<long>(o.site.begin(), o.site.end())}};
-  if (o.noise())
-    source.update({{"seed", o.seed}, {"dilution", "spin-color"}, {"normalization", "per source site"}});
+  if (o.noise()) source.update({{"seed", o.seed}, {"dilution", "spin-color"}, {"normalization", "per source site"}});
   if (o.wall())
     source["gauge_fixing"] = {
         {"type", "coulomb"}, {"tol", o.fix_tol}, {"max_iter", o.fix_max_iter}, {"omega", o.fix_omega}};
@@ -713,9 +713,9 @@ PetscErrorCode run(int& status) {
   } catch (const std::exception& e) {
     SETERRQ(PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "%s", e.what());
   }
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "latke-propagator: %zu measurements written to %s%s\n", ms.size(),
-                        o.json.c_str(),
-                        status ? "; some solves did not meet the tolerance, or some gauge fixing did not converge" : ""));
+  PetscCall(
+      PetscPrintf(PETSC_COMM_WORLD, "latke-propagator: %zu measurements written to %s%s\n", ms.size(), o.json.c_str(),
+                  status ? "; some solves did not meet the tolerance, or some gauge fixing did not converge" : ""));
   PetscFunctionReturn(0);
 }
 

@@ -12,10 +12,10 @@
 #include "src/core/options.h"
 #include "src/core/output_files.h"
 #include "src/fields/gauge_field.h"
+#include "src/fields/gauge_fixing.h"
 #include "src/fields/gauge_generator.h"
 #include "src/fields/gauge_io.h"
 #include "src/fields/gauge_observables.h"
-#include "src/fields/gauge_fixing.h"
 #include "src/fields/link_smearing.h"
 #include "src/fields/random.h"
 
@@ -303,7 +303,8 @@ PetscErrorCode LatkeGaugeCreateSmeared(LatkeGauge gauge, LatkeLinkSmear type, Pe
 PetscErrorCode LatkeGaugeCreateGaugeFixed(LatkeGauge gauge, LatkeGaugeFix type, PetscReal tol, PetscInt max_iter,
                                           PetscReal omega, LatkeGauge* fixed, LatkeGaugeFixInfo* info) {
   PetscFunctionBeginUser;
-  PetscCheck(gauge && gauge->data, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "LatkeGaugeCreateGaugeFixed: the gauge is NULL");
+  PetscCheck(gauge && gauge->data, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL,
+             "LatkeGaugeCreateGaugeFixed: the gauge is NULL");
   LatkeCheckNull(fixed);
   *fixed = nullptr;
   const LatkeGaugeData& g = *gauge->data;
@@ -319,8 +320,9 @@ PetscErrorCode LatkeGaugeCreateGaugeFixed(LatkeGauge gauge, LatkeGaugeFix type, 
     auto d = std::make_shared<LatkeGaugeData>();
     d->lattice = g.lattice;
     d->links = fix_gauge(*g.lattice, g.links, p, run_backend(), &r);
-    require(r.converged || info, "LatkeGaugeCreateGaugeFixed: ", to_string(p.type), " gauge fixing did not converge: ",
-            "theta ", r.theta, " after ", r.iterations, " iterations, expected below ", tol,
+    require(r.converged || info, "LatkeGaugeCreateGaugeFixed: ", to_string(p.type),
+            " gauge fixing did not converge: ", "theta ", r.theta, " after ", r.iterations,
+            " iterations, expected below ", tol,
             "; allow more iterations, or pass an info to accept the links as they are");
     std::ostringstream desc;
     desc << g.description << ", " << to_string(p.type) << " gauge (theta " << r.theta << " after " << r.iterations

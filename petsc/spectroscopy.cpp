@@ -147,8 +147,8 @@ PetscErrorCode MatLatkeMesonCorrelators(Mat A, const Vec prop[], PetscInt t0, Pe
 }
 
 PetscErrorCode MatLatkeMesonCorrelatorsMomenta(Mat A, const Vec prop[], const PetscInt site[], PetscInt n_momenta,
-                                               const PetscInt momenta[], PetscInt n,
-                                               const LatkeMesonChannel channels[], PetscScalar corr[]) {
+                                               const PetscInt momenta[], PetscInt n, const LatkeMesonChannel channels[],
+                                               PetscScalar corr[]) {
   PetscFunctionBeginUser;
   LatkeCheckNull(A);
   LatkeCheckNull(prop);
@@ -166,8 +166,7 @@ PetscErrorCode MatLatkeMesonCorrelatorsMomenta(Mat A, const Vec prop[], const Pe
     const int T = op.lattice()->global()[3];
     for (PetscInt k = 0; k < n; ++k)
       for (PetscInt m = 0; m < n_momenta; ++m)
-        for (int t = 0; t < T; ++t)
-          corr[(k * n_momenta + m) * T + t] = PetscScalar(c[k][m][t].re, c[k][m][t].im);
+        for (int t = 0; t < T; ++t) corr[(k * n_momenta + m) * T + t] = PetscScalar(c[k][m][t].re, c[k][m][t].im);
   }));
   PetscFunctionReturn(0);
 }
@@ -220,8 +219,7 @@ PetscErrorCode MatLatkeNucleonCorrelators(Mat A, const Vec prop[], const PetscIn
     const int T = op.lattice()->global()[3];
     for (int k = 0; k < n_baryon_channels; ++k)
       for (PetscInt m = 0; m < n_momenta; ++m)
-        for (int t = 0; t < T; ++t)
-          corr[(k * n_momenta + m) * T + t] = PetscScalar(c[k][m][t].re, c[k][m][t].im);
+        for (int t = 0; t < T; ++t) corr[(k * n_momenta + m) * T + t] = PetscScalar(c[k][m][t].re, c[k][m][t].im);
   }));
   PetscFunctionReturn(0);
 }

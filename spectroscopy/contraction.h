@@ -8,11 +8,11 @@
 #include <array>
 #include <vector>
 
-#include "src/core/backend.h"
 #include "latke/conventions.h"
+#include "src/core/backend.h"
 #include "src/core/complex.h"
-#include "src/core/macros.h"
 #include "src/core/lattice.h"
+#include "src/core/macros.h"
 #include "src/fields/color_spinor_field.h"
 
 namespace latke {

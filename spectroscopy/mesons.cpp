@@ -2,12 +2,11 @@
 // slice, summed over the slice's sites on the fields' backend.
 #include "spectroscopy/mesons.h"
 
-#include "spectroscopy/contraction.h"
-
 #include <array>
 #include <cmath>
 
 #include "latke/conventions.h"
+#include "spectroscopy/contraction.h"
 #include "src/core/error.h"
 #include "src/core/indexing.h"
 #include "src/core/launch.h"
@@ -171,7 +170,6 @@ void require_wilson_full(const ColorSpinorField& f, const char* what) {
           f.ncolor(), " colours and ", f.n_parity(), " parities; expected a full Wilson field (4 spins, 3 colours)");
 }
 
-
 }  // namespace
 
 const char* to_string(MesonChannel c) {
@@ -260,8 +258,8 @@ std::vector<std::vector<std::vector<Complex<double>>>> meson_correlators(
   return out;
 }
 
-std::vector<std::vector<Complex<double>>> meson_correlators_wall_sink(const std::vector<const ColorSpinorField*>& columns,
-                                                                      int t0, const std::vector<MesonChannel>& channels) {
+std::vector<std::vector<Complex<double>>> meson_correlators_wall_sink(
+    const std::vector<const ColorSpinorField*>& columns, int t0, const std::vector<MesonChannel>& channels) {
   const LogScope log(LogEvent::contract);
   check_propagator(columns, "meson_correlators_wall_sink");
   const ColorSpinorField& f0 = *columns[0];

@@ -72,8 +72,8 @@ std::vector<std::vector<std::vector<Complex<double>>>> meson_correlators(
 /// time slice first, S_w(t) = sum_xvec S(xvec, t) (a 12 x 12 matrix), then contracted as at one site,
 /// C(t) = - Tr[G_snk S_w(t) Gbar_src gamma_5 S_w(t)^dag gamma_5]: result[k][t], t counted from t0.
 /// With a (gauge-fixed) wall source this is the wall-wall correlator. Collective; every rank gets them.
-std::vector<std::vector<Complex<double>>> meson_correlators_wall_sink(const std::vector<const ColorSpinorField*>& columns,
-                                                                      int t0, const std::vector<MesonChannel>& channels);
+std::vector<std::vector<Complex<double>>> meson_correlators_wall_sink(
+    const std::vector<const ColorSpinorField*>& columns, int t0, const std::vector<MesonChannel>& channels);
 
 /// @brief sum_xvec |psi(xvec, t)|^2 per global time slice t = 0 .. T-1 (not shifted), summed
 /// over all ranks, for one full field. With the 12 columns of S it gives C_pi(t) another way

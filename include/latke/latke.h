@@ -530,8 +530,8 @@ PetscErrorCode MatLatkeMesonCorrelators(Mat A, const Vec prop[], PetscInt t0, Pe
  * site (a point source, smeared or not); at n = 0 the result is MatLatkeMesonCorrelators' bit
  * for bit. Collective. */
 PetscErrorCode MatLatkeMesonCorrelatorsMomenta(Mat A, const Vec prop[], const PetscInt site[], PetscInt n_momenta,
-                                               const PetscInt momenta[], PetscInt n,
-                                               const LatkeMesonChannel channels[], PetscScalar corr[]);
+                                               const PetscInt momenta[], PetscInt n, const LatkeMesonChannel channels[],
+                                               PetscScalar corr[]);
 /* The same channels at a wall sink: the columns summed over each time slice, S_w(t) = sum_x S(x, t),
  * then contracted as at one site, -Tr[G S_w Gbar g5 S_w^dag g5] (with a gauge-fixed wall source,
  * LatkeVecSetWallSource on LatkeGaugeCreateGaugeFixed links, the wall-wall correlator): corr[k T + t].
@@ -547,7 +547,7 @@ PetscErrorCode MatLatkeMesonCorrelatorsWallSink(Mat A, const Vec prop[], PetscIn
  * formula is in spectroscopy/baryons.h. Spatial boundary phases must be 1. Collective. */
 typedef enum { LATKE_BARYON_NUCLEON, LATKE_BARYON_NUCLEON_MINUS } LatkeBaryonChannel;
 /* "nucleon", "nucleon_minus". */
-PetscErrorCode LatkeBaryonChannelGetName(LatkeBaryonChannel channel, const char **name);
+PetscErrorCode LatkeBaryonChannelGetName(LatkeBaryonChannel channel, const char** name);
 PetscErrorCode MatLatkeNucleonCorrelators(Mat A, const Vec prop[], const PetscInt site[], PetscInt n_momenta,
                                           const PetscInt momenta[], PetscScalar corr[]);
 /* The 12 columns of a propagator (full-lattice vectors of A) saved or loaded with a PETSc

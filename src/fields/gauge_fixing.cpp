@@ -54,7 +54,8 @@ struct FixStepKernel {
       u.load(e - u.stride[mu], mu, a);
       load(g, e - u.stride[mu], gn);
       const M3 b = adjoint(gn * a);  // (G(x-mu) U_mu(x-mu))^dag
-      LATKE_UNROLL for (int i = 0; i < 3; ++i) LATKE_UNROLL for (int j = 0; j < 3; ++j) K.e[i][j] += f.e[i][j] + b.e[i][j];
+      LATKE_UNROLL for (int i = 0; i < 3; ++i) LATKE_UNROLL for (int j = 0; j < 3; ++j) K.e[i][j] +=
+          f.e[i][j] + b.e[i][j];
     }
     M3 G;
     load(g, e, G);
@@ -94,7 +95,7 @@ LATKE_HOST_DEVICE LATKE_INLINE M3 potential(const M3& m) {
   M3 a;
   LATKE_UNROLL for (int i = 0; i < 3; ++i) LATKE_UNROLL for (int j = 0; j < 3; ++j) {
     const Complex<double> d = m.e[i][j] - conj(m.e[j][i]);  // U - U^dag
-    a.e[i][j] = Complex<double>(0.5 * d.im, -0.5 * d.re);    // d / 2i
+    a.e[i][j] = Complex<double>(0.5 * d.im, -0.5 * d.re);   // d / 2i
   }
   const double tr = (a.e[0][0].re + a.e[1][1].re + a.e[2][2].re) / 3;
   LATKE_UNROLL for (int i = 0; i < 3; ++i) a.e[i][i].re -= tr;

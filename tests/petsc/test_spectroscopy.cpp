@@ -80,8 +80,7 @@ std::vector<std::vector<std::pair<Spin, Spin>>> channel_gammas() {
 
 /// -1/n sum over the channel's pairs of Tr[G S Gbar g5 R^dag g5] for one site's 12x12 S and R
 /// (row 3 s + c, column 3 s0 + c0; R = S but in momentum space), Gbar = g4 G^dag g4.
-cplx site_term(const std::vector<std::pair<Spin, Spin>>& pairs, const Eigen::MatrixXcd& S,
-               const Eigen::MatrixXcd& R) {
+cplx site_term(const std::vector<std::pair<Spin, Spin>>& pairs, const Eigen::MatrixXcd& S, const Eigen::MatrixXcd& R) {
   cplx sum = 0;
   const Eigen::MatrixXcd id3 = Eigen::MatrixXcd::Identity(3, 3);
   auto kron = [&](const Spin& s) {
@@ -224,8 +223,9 @@ std::vector<cplx> free_field_correlators(double kappa, const std::array<int, 3>&
                        ((n0 + P[0]) % D[0] + D[0]) % D[0];
         for (int t = 0; t < T; ++t)
           for (int j = 0; j < n_channels; ++j)
-            c[j * T + t] += site_term(ch[j], st[static_cast<std::size_t>(kp) * T + t], st[static_cast<std::size_t>(k) * T + t]) /
-                            static_cast<double>(V3);
+            c[j * T + t] +=
+                site_term(ch[j], st[static_cast<std::size_t>(kp) * T + t], st[static_cast<std::size_t>(k) * T + t]) /
+                static_cast<double>(V3);
       }
   return c;
 }
