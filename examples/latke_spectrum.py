@@ -383,7 +383,7 @@ def _value_error(rows):
     return {"value": rows[0], "error": jackknife_error(rows)}
 
 
-def analyse_kappa(kd, tmin, tmax, a4_sign, pcac=True):
+def analyse_kappa(kd, tmin, tmax, a4_sign, pcac=True, nucleon_range=None):
     """Rows (full sample, then leave-one-out) of everything measured at one kappa; the PCAC mass
     only with pcac (local currents at the sink)."""
     rows = {ch: jackknife_rows(fold(kd.correlators[ch], ch in ANTISYMMETRIC)) for ch in kd.channels}
@@ -399,8 +399,9 @@ def analyse_kappa(kd, tmin, tmax, a4_sign, pcac=True):
         n_rows = jackknife_rows(nucleon_forward(*kd.nucleon))
         n_eff = log_effective_mass(n_rows)
         result["nucleon_rows"], result["nucleon_meff"] = n_rows, n_eff
-        if np.all(np.isfinite(n_eff[:, tmin:tmax + 1])):
-            result["m_n"], result["m_n_chi2_dof"] = plateau(n_eff, tmin, tmax)
+        nmin, nmax = nucleon_range or (tmin, tmax)
+        if np.all(np.isfinite(n_eff[:, nmin:nmax + 1])):
+            result["m_n"], result["m_n_chi2_dof"] = plateau(n_eff, nmin, nmax)
     if pcac and "a4_pion" in kd.channels:
         pcac_t = pcac_mass(rows["a4_pion"], rows["pion"], a4_sign)
         result["pcac_t"] = pcac_t
@@ -447,7 +448,7 @@ def dispersion(kd, m_pi, lattice, tmin, tmax, notes):
     return out
 
 
-def analyse(paths, fit_range=None, a4_sign=1, sink="point"):
+def analyse(paths, fit_range=None, a4_sign=1, sink="point", nucleon_fit_range=None):
     """The whole analysis of the files: the summary (schema latke-spectrum/1) and its notes."""
     notes = []
     meta, data = load(paths, notes, sink)
@@ -458,9 +459,13 @@ def analyse(paths, fit_range=None, a4_sign=1, sink="point"):
         what = "--fit-range" if fit_range is not None else "the default fit range"
         raise SpectrumError(f"{what} t = {tmin}..{tmax} is not within 0..{half - 1} (T = {nt}); "
                             "give --fit-range tmin,tmax with 0 <= tmin <= tmax <= T/2 - 1")
+    nmin, nmax = nucleon_fit_range if nucleon_fit_range is not None else (tmin, tmax)
+    if not 0 <= nmin <= nmax <= half - 1:
+        raise SpectrumError(f"--nucleon-fit-range t = {nmin}..{nmax} is not within 0..{half - 1} (T = {nt})")
     kappas = sorted(data)
     # PCAC relates the local A_4 and P at the sink: a smeared sink's ratio is not the quark mass.
-    results = [analyse_kappa(data[k], tmin, tmax, a4_sign, pcac=sink == "point") for k in kappas]
+    results = [analyse_kappa(data[k], tmin, tmax, a4_sign, pcac=sink == "point", nucleon_range=(nmin, nmax))
+               for k in kappas]
     if sink != "point":
         notes.append(f"{sink} sink: no PCAC mass and no kappa_c from it (PCAC needs the local currents "
                      "at the sink: --sink point)")
@@ -491,7 +496,7 @@ def analyse(paths, fit_range=None, a4_sign=1, sink="point"):
                 entry["m_n_over_m_pi"] = _value_error(r["m_n"] / r["m_pi"])
             else:
                 notes.append(f"kappa {kd.kappa}: the nucleon's effective mass is undefined somewhere in t = "
-                             f"{tmin}..{tmax} (too noisy there); no m_N")
+                             f"{nmin}..{nmax} (too noisy there); no m_N")
         per_kappa.append(entry)
 
     kappa_c = {"from_m_pi_sq": None, "from_m_pcac": None}
@@ -511,7 +516,7 @@ def analyse(paths, fit_range=None, a4_sign=1, sink="point"):
                      "in docs/latke-spectrum.md; --a4-sign -1 flips it")
 
     summary = {"schema": SCHEMA, "inputs": list(paths), "sink": sink, "lattice": meta["lattice"], "csw": meta["csw"],
-               "source": meta["source"], "fit_range": [tmin, tmax],
+               "source": meta["source"], "fit_range": [tmin, tmax], "nucleon_fit_range": [nmin, nmax],
                "fit_range_rule": "given" if fit_range is not None else "default: tmin = max(2, T//4), tmax = T//2 - 2",
                "a4_sign": a4_sign, "kappas": per_kappa, "kappa_c": kappa_c, "notes": notes}
     return _plain(summary)
@@ -559,7 +564,9 @@ def print_table(s, out=None):
     kappas = s["kappas"]
     tmin, tmax = s["fit_range"]
     print(f"latke-spectrum: {len(kappas)} kappa value(s), lattice {'x'.join(map(str, lat))}, "
-          f"fit range t = {tmin}..{tmax} ({s['fit_range_rule']})", file=out)
+          f"fit range t = {tmin}..{tmax} ({s['fit_range_rule']})"
+          + (f", nucleon t = {s['nucleon_fit_range'][0]}..{s['nucleon_fit_range'][1]}"
+             if s.get("nucleon_fit_range") and s["nucleon_fit_range"] != [tmin, tmax] else ""), file=out)
     for e in kappas:
         chans = e["channels"]
         kinds = ", ".join(f"{ch}: {e['effective_mass'][ch]['kind']}" for ch in chans if ch in ANTISYMMETRIC)
@@ -684,6 +691,7 @@ def write_plots(s, out_dir):
     plt.close(fig)
 
     if any(e.get("m_n") for e in s["kappas"]):
+        nmin, nmax = s.get("nucleon_fit_range", [tmin, tmax])
         fig, ax = plt.subplots(figsize=(7, 4.5))
         values = []
         for i, e in enumerate(k for k in s["kappas"] if k.get("m_n")):
@@ -692,12 +700,12 @@ def write_plots(s, out_dir):
             bars = ax.errorbar(t[1:], arr(m["value"])[1:], yerr=arr(m["error"])[1:], fmt="o", ms=3, capsize=2,
                                label=f"κ = {e['kappa']}: m_N = {fmt(e['m_n']['value'], e['m_n']['error'])}")
             v, err = e["m_n"]["value"], e["m_n"]["error"] or 0.0
-            ax.fill_between([tmin, tmax], v - err, v + err, color=bars[0].get_color(), alpha=0.3, lw=0)
+            ax.fill_between([nmin, nmax], v - err, v + err, color=bars[0].get_color(), alpha=0.3, lw=0)
             values.append(v)
         ax.set_ylim(0.7 * min(values), 1.3 * max(values))
         ax.set_xlabel("t")
         ax.set_ylabel("nucleon effective mass (log)")
-        ax.set_title(f"nucleon effective mass, plateau t = {tmin}..{tmax}")
+        ax.set_title(f"nucleon effective mass, plateau t = {nmin}..{nmax}")
         ax.legend(fontsize="small")
         fig.tight_layout()
         _atomic_write(os.path.join(out_dir, "nucleon.png"), lambda f: fig.savefig(f, format="png", dpi=120),
@@ -745,6 +753,8 @@ def parse_args(argv):
     p.add_argument("files", nargs="+", metavar="FILE", help="latke-propagator/1 JSON files (measurements concatenated)")
     p.add_argument("--out", default="spectrum", metavar="DIR",
                    help="where summary.json and the figures go (default: spectrum/)")
+    p.add_argument("--nucleon-fit-range", type=_fit_range, metavar="TMIN,TMAX",
+                   help="plateau range of m_N (default: --fit-range's; a nucleon's plateau starts later)")
     p.add_argument("--fit-range", type=_fit_range, metavar="TMIN,TMAX",
                    help="plateau range of m_pi and m_PCAC (default: max(2, T//4), T//2 - 2)")
     p.add_argument("--a4-sign", type=int, choices=(1, -1), default=1,
@@ -759,7 +769,7 @@ def parse_args(argv):
 def main(argv=None):
     args = parse_args(argv)
     try:
-        summary = analyse(args.files, args.fit_range, args.a4_sign, args.sink)
+        summary = analyse(args.files, args.fit_range, args.a4_sign, args.sink, args.nucleon_fit_range)
         print_table(summary)
         for note in summary["notes"]:
             print(f"latke-spectrum: note: {note}", file=sys.stderr)

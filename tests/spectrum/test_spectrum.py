@@ -321,6 +321,17 @@ class Nucleon(unittest.TestCase):
             self.assertLess(abs(mn["value"] - M_N), 0.01 * M_N)
             self.assertAlmostEqual(e["m_n_over_m_pi"]["value"], mn["value"] / e["m_pi"]["value"], delta=1e-12)
 
+    def test_nucleon_fit_range_of_its_own(self):
+        with tempfile.TemporaryDirectory() as d:
+            paths = [write(d, f"n{i}.json", doc) for i, doc in enumerate(with_nucleons(noisy_ensemble()))]
+            s = ls.analyse(paths, nucleon_fit_range=(3, 6))
+            self.assertEqual(s["nucleon_fit_range"], [3, 6])
+            self.assertEqual(s["fit_range"], [8, 14])
+            mn = s["kappas"][0]["m_n"]
+            self.assertLess(abs(mn["value"] - M_N), 3 * mn["error"] + 1e-9)
+            with self.assertRaisesRegex(ls.SpectrumError, "--nucleon-fit-range t = 3..20"):
+                ls.analyse(paths, nucleon_fit_range=(3, 20))
+
     def test_without_baryons_there_is_no_nucleon(self):
         with tempfile.TemporaryDirectory() as d:
             s = ls.analyse([write(d, f"n{i}.json", doc) for i, doc in enumerate(noisy_ensemble())])
