@@ -9,6 +9,7 @@
 #include "src/core/error.h"
 #include "src/core/indexing.h"
 #include "src/core/launch.h"
+#include "src/core/log.h"
 #include "src/fields/extended_links.h"
 #include "src/fields/precision.h"
 
@@ -121,6 +122,7 @@ QuarkSmearer::~QuarkSmearer() = default;
 
 void QuarkSmearer::apply(ColorSpinorField& psi, int t) {
   if (!links_) return;
+  const LogScope log(LogEvent::smear);
   require(psi.nspin() == 4 && psi.ncolor() == 3 && psi.n_parity() == 2, "quark smearing: a field of ", psi.nspin(),
           " spins, ", psi.ncolor(), " colours and ", psi.n_parity(), " parities; expected a full Wilson field");
   require(psi.lattice().local() == lat_.local() && psi.lattice().offset() == lat_.offset(),

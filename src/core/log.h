@@ -38,8 +38,10 @@ enum class LogEvent {
   schwarz_blocks,   ///< LatkeSchwarzBlocks: block solves with the blocks on chip (one kernel per application)
   gauge_io,         ///< LatkeGaugeIO: reading or writing a gauge configuration file (checks included)
   gauge_update,     ///< LatkeGaugeUpdate: heat-bath and over-relaxation sweeps of the generator
-  contract,         ///< LatkeContract: meson correlators from propagator columns
+  contract,         ///< LatkeContract: meson and nucleon correlators from propagator columns
   gcr_ortho,        ///< LatkeGcrOrtho: GCR's Gram-Schmidt, residual update and solution update (GcrCycle)
+  smear,            ///< LatkeSmear: link smearing and quark smearing steps
+  gauge_fix,        ///< LatkeGaugeFix: gauge fixing sweeps, their measurements and the links' transformation
   count_
 };
 

@@ -175,6 +175,7 @@ std::vector<Complex<double>> fix_gauge(const Lattice& lat, const std::vector<Com
                                        const GaugeFixing& p, Backend b, GaugeFixingResult* result) {
   using namespace gauge;
   check(p);
+  const LogScope log(LogEvent::gauge_fix);
   const int ndir = p.type == GaugeFixingType::coulomb ? 3 : 4;
   ExtendedLinks u(lat, b), fixed(lat, b);
   u.upload(links);

@@ -7,6 +7,7 @@
 
 #include "src/core/error.h"
 #include "src/core/launch.h"
+#include "src/core/log.h"
 #include "src/fields/gauge_measure.h"
 #include "src/fields/staples.h"
 #include "src/fields/su3_smear.h"
@@ -106,6 +107,7 @@ std::vector<Complex<double>> smear_links(const Lattice& lat, const std::vector<C
                                          const LinkSmearing& p, Backend b) {
   check(p);
   if (p.type == LinkSmearingType::none || p.steps == 0) return links;
+  const LogScope log(LogEvent::smear);
   gauge::ExtendedLinks a(lat, b), c(lat, b);
   a.upload(links);
   gauge::smear(a, c, p);
