@@ -171,6 +171,34 @@ PetscErrorCode MatLatkeMesonCorrelatorsMomenta(Mat A, const Vec prop[], const Pe
   PetscFunctionReturn(0);
 }
 
+PetscErrorCode MatLatkeMesonCorrelatorsPair(Mat A, const Vec quark[], const Vec antiquark[], const PetscInt site[],
+                                           PetscInt n_momenta, const PetscInt momenta[], PetscInt n,
+                                           const LatkeMesonChannel channels[], PetscScalar corr[]) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(A);
+  LatkeCheckNull(quark);
+  LatkeCheckNull(antiquark);
+  LatkeCheckNull(site);
+  PetscCall(guarded(comm_of(A), [&] {
+    const char* what = "MatLatkeMesonCorrelatorsPair";
+    ShellOperator& op = *context_of(A).op;
+    const std::vector<MesonChannel> ch = channels_of(what, n, channels, corr);
+    require(n_momenta >= 0 && (n_momenta == 0 || momenta), what, ": ", n_momenta, " momenta with a NULL list");
+    const std::array<int, 4> source = source_of(site);
+    const std::vector<std::array<int, 3>> mom = momenta_of(n_momenta, momenta);
+    PropagatorColumns q(op, quark, what), a(op, antiquark, what);
+    const auto c = meson_correlators(q.fields(), a.fields(), source, ch, mom);
+    q.release();
+    a.release();
+    const int T = op.lattice()->global()[3];
+    for (PetscInt k = 0; k < n; ++k)
+      for (PetscInt m = 0; m < n_momenta; ++m)
+        for (int t = 0; t < T; ++t)
+          corr[(k * n_momenta + m) * T + t] = PetscScalar(c[k][m][t].re, c[k][m][t].im);
+  }));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode MatLatkeMesonCorrelatorsWallSink(Mat A, const Vec prop[], PetscInt t0, PetscInt n,
                                                 const LatkeMesonChannel channels[], PetscScalar corr[]) {
   PetscFunctionBeginUser;

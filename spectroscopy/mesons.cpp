@@ -80,11 +80,13 @@ LATKE_HOST_DEVICE LATKE_INLINE void slice_site(const LocalGeometry& g, int t, in
   x_cb = lex >> 1;
 }
 
-/// sum over slice t's sites of -1/n sum_terms Tr[P S Q S^dag] (segment = local time slice).
+/// sum over slice t's sites of -1/n sum_terms Tr[P S Q R^dag] (segment = local time slice), S the
+/// quark's propagator and R the antiquark's (the same one for degenerate quarks).
 template <typename Store>
 struct MesonSliceSum {
   using Acc = SpinorAccessor<Store, 3, 4>;
-  Acc col[12][2];  ///< [3 s0 + c0][parity]
+  Acc col[12][2];    ///< S: [3 s0 + c0][parity]
+  Acc other[12][2];  ///< R
   LocalGeometry geom;
   ChannelTerms terms;
   double scale;
@@ -100,7 +102,7 @@ struct MesonSliceSum {
         Complex<double> sc;
         for (int l = 0; l < 3; ++l) {
           const auto X = col[3 * c + l][parity].load(x_cb);
-          const auto Y = col[3 * q.col[c] + l][parity].load(x_cb);
+          const auto Y = other[3 * q.col[c] + l][parity].load(x_cb);
           for (int a = 0; a < 4; ++a) {
             Complex<double> s;
             for (int kap = 0; kap < 3; ++kap)
@@ -218,9 +220,20 @@ std::vector<std::vector<Complex<double>>> meson_correlators(const std::vector<co
 std::vector<std::vector<std::vector<Complex<double>>>> meson_correlators(
     const std::vector<const ColorSpinorField*>& columns, const std::array<int, 4>& source,
     const std::vector<MesonChannel>& channels, const std::vector<std::array<int, 3>>& momenta) {
+  return meson_correlators(columns, columns, source, channels, momenta);
+}
+
+std::vector<std::vector<std::vector<Complex<double>>>> meson_correlators(
+    const std::vector<const ColorSpinorField*>& columns, const std::vector<const ColorSpinorField*>& antiquark,
+    const std::array<int, 4>& source, const std::vector<MesonChannel>& channels,
+    const std::vector<std::array<int, 3>>& momenta) {
   const LogScope log(LogEvent::contract);
   check_propagator(columns, "meson_correlators");
+  check_propagator(antiquark, "meson_correlators (the antiquark's)");
   const ColorSpinorField& f0 = *columns[0];
+  require(antiquark[0]->is_like(f0) && &antiquark[0]->lattice() == &f0.lattice(),
+          "meson_correlators: the antiquark's propagator differs from the quark's in lattice, shape, precision or "
+          "backend");
   const Lattice& lat = f0.lattice();
   const int T = lat.global()[3];
   check_source_and_momenta(lat, source, momenta, "meson_correlators");
@@ -234,7 +247,10 @@ std::vector<std::vector<std::vector<Complex<double>>>> meson_correlators(
     using S = decltype(s);
     MesonDensity<S> k{};
     for (int j = 0; j < 12; ++j)
-      for (int p = 0; p < 2; ++p) k.term.col[j][p] = parity_accessor<S>(*columns[j], p);
+      for (int p = 0; p < 2; ++p) {
+        k.term.col[j][p] = parity_accessor<S>(*columns[j], p);
+        k.term.other[j][p] = parity_accessor<S>(*antiquark[j], p);
+      }
     k.term.geom = LocalGeometry::of(lat);
     k.density = static_cast<Complex<double>*>(density.data());
     k.V3 = V3;

@@ -68,6 +68,14 @@ std::vector<std::vector<std::vector<Complex<double>>>> meson_correlators(
     const std::vector<const ColorSpinorField*>& columns, const std::array<int, 4>& source,
     const std::vector<MesonChannel>& channels, const std::vector<std::array<int, 3>>& momenta);
 
+/// @brief The same for a meson of two quarks (two hopping parameters, or two sources): the quark's
+/// propagator `columns` (S_1) and the antiquark's `antiquark` (S_2), C(t) = -sum_xvec e^{-i p.(xvec -
+/// xvec0)} Tr[G_snk S_1(x) Gbar_src gamma_5 S_2(x)^dag gamma_5]; with S_2 = S_1 it is the one above, bit for bit.
+std::vector<std::vector<std::vector<Complex<double>>>> meson_correlators(
+    const std::vector<const ColorSpinorField*>& columns, const std::vector<const ColorSpinorField*>& antiquark,
+    const std::array<int, 4>& source, const std::vector<MesonChannel>& channels,
+    const std::vector<std::array<int, 3>>& momenta);
+
 /// @brief The correlators of `channels` at a wall sink: the propagator's columns summed over each
 /// time slice first, S_w(t) = sum_xvec S(xvec, t) (a 12 x 12 matrix), then contracted as at one site,
 /// C(t) = - Tr[G_snk S_w(t) Gbar_src gamma_5 S_w(t)^dag gamma_5]: result[k][t], t counted from t0.

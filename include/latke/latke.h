@@ -532,6 +532,15 @@ PetscErrorCode MatLatkeMesonCorrelators(Mat A, const Vec prop[], PetscInt t0, Pe
 PetscErrorCode MatLatkeMesonCorrelatorsMomenta(Mat A, const Vec prop[], const PetscInt site[], PetscInt n_momenta,
                                                const PetscInt momenta[], PetscInt n, const LatkeMesonChannel channels[],
                                                PetscScalar corr[]);
+/* Mesons of two quarks (two hopping parameters: a kaon, a heavy-light meson): quark[] the 12
+ * columns of the quark's propagator S_1, antiquark[] the antiquark's S_2, from the same source at
+ * site (x, y, z, t0), vectors of matrices on one lattice (A: any of them, for the layout):
+ * C(t, p) = -sum_x e^{-i p.(x - x0)} Tr[G_snk S_1(x) Gbar_src g5 S_2(x)^dag g5], corr[(k n_momenta
+ * + m) T + t] as MatLatkeMesonCorrelatorsMomenta, which it equals bit for bit when S_2 = S_1.
+ * Collective. */
+PetscErrorCode MatLatkeMesonCorrelatorsPair(Mat A, const Vec quark[], const Vec antiquark[], const PetscInt site[],
+                                           PetscInt n_momenta, const PetscInt momenta[], PetscInt n,
+                                           const LatkeMesonChannel channels[], PetscScalar corr[]);
 /* The same channels at a wall sink: the columns summed over each time slice, S_w(t) = sum_x S(x, t),
  * then contracted as at one site, -Tr[G S_w Gbar g5 S_w^dag g5] (with a gauge-fixed wall source,
  * LatkeVecSetWallSource on LatkeGaugeCreateGaugeFixed links, the wall-wall correlator): corr[k T + t].

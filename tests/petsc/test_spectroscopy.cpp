@@ -187,11 +187,10 @@ const latke::Lattice& lattice_of(Mat A) { return *latke::petsc::context_of(A).op
 // S(xvec, t) = (1/V3) sum_qvec e^{i qvec.xvec} St(qvec, t), St(qvec, t) = (1/T) sum_q4 e^{i q4 t}
 // M_kappa(q)^-1 (colour-diagonal), the sum over xvec of e^{-i P.xvec} f(S) S^dag picks q = k - P:
 // C(t, P) = (1/V3) sum_kvec f(St(kvec + P, t)) St(kvec, t)^dag.
-std::vector<cplx> free_field_correlators(double kappa, const std::array<int, 3>& P = {0, 0, 0}) {
+/// St(k, t) for every spatial momentum: [(n lexicographic in xyz) * T + t], 12 x 12 spin-colour.
+std::vector<Eigen::MatrixXcd> free_momentum_propagator(double kappa) {
   const double m = 1 / (2 * kappa) - 4;
-  const auto ch = channel_gammas();
   const int V3 = D[0] * D[1] * D[2];
-  // St[(n lexicographic in xyz) * T + t], as 12 x 12 spin-colour matrices
   std::vector<Eigen::MatrixXcd> st(static_cast<std::size_t>(V3) * T);
   for (int n0 = 0; n0 < D[0]; ++n0)
     for (int n1 = 0; n1 < D[1]; ++n1)
@@ -214,6 +213,17 @@ std::vector<cplx> free_field_correlators(double kappa, const std::array<int, 3>&
           st[static_cast<std::size_t>((n2 * D[1] + n1) * D[0] + n0) * T + t] = S;
         }
       }
+  return st;
+}
+
+/// With two hopping parameters (the quark's kappa, the antiquark's kappa_b) the momentum sum
+/// takes St_kappa(k + P) and St_kappa_b(k).
+std::vector<cplx> free_field_correlators(double kappa, const std::array<int, 3>& P = {0, 0, 0},
+                                         double kappa_b = 0) {
+  const auto ch = channel_gammas();
+  const int V3 = D[0] * D[1] * D[2];
+  const std::vector<Eigen::MatrixXcd> st = free_momentum_propagator(kappa);
+  const std::vector<Eigen::MatrixXcd> sb = kappa_b > 0 ? free_momentum_propagator(kappa_b) : st;
   std::vector<cplx> c(n_channels * T, 0.0);
   for (int n0 = 0; n0 < D[0]; ++n0)
     for (int n1 = 0; n1 < D[1]; ++n1)
@@ -224,7 +234,7 @@ std::vector<cplx> free_field_correlators(double kappa, const std::array<int, 3>&
         for (int t = 0; t < T; ++t)
           for (int j = 0; j < n_channels; ++j)
             c[j * T + t] +=
-                site_term(ch[j], st[static_cast<std::size_t>(kp) * T + t], st[static_cast<std::size_t>(k) * T + t]) /
+                site_term(ch[j], st[static_cast<std::size_t>(kp) * T + t], sb[static_cast<std::size_t>(k) * T + t]) /
                 static_cast<double>(V3);
       }
   return c;
@@ -273,6 +283,53 @@ TEST(Mesons, FreeFieldCorrelatorsAtMomentumAreTheShiftedMomentumSum) {
   }
   destroy(cols);
   MatDestroy(&A);
+  LatkeGaugeDestroy(&g);
+}
+
+/// Every channel of the meson of two propagators (quark qa, antiquark qb) at the momenta.
+std::vector<std::vector<cplx>> pair_correlators(Mat A, const std::vector<Vec>& qa, const std::vector<Vec>& qb,
+                                                const PetscInt site[4],
+                                                const std::vector<std::array<int, 3>>& momenta) {
+  std::vector<LatkeMesonChannel> ch;
+  for (int k = 0; k < n_channels; ++k) ch.push_back(static_cast<LatkeMesonChannel>(k));
+  const PetscInt nm = static_cast<PetscInt>(momenta.size());
+  std::vector<PetscInt> mom;
+  for (const auto& n : momenta) mom.insert(mom.end(), n.begin(), n.end());
+  std::vector<PetscScalar> c(static_cast<std::size_t>(n_channels) * nm * T);
+  EXPECT_EQ(MatLatkeMesonCorrelatorsPair(A, qa.data(), qb.data(), site, nm, mom.data(), n_channels, ch.data(),
+                                         c.data()),
+            0);
+  std::vector<std::vector<cplx>> out(nm, std::vector<cplx>(n_channels * T));
+  for (PetscInt m = 0; m < nm; ++m)
+    for (int k = 0; k < n_channels; ++k)
+      for (int t = 0; t < T; ++t) out[m][k * T + t] = c[(k * nm + m) * T + t];
+  return out;
+}
+
+// Two hopping parameters: on the free field the momentum sum of the two propagators, at rest and
+// at a momentum; one propagator twice is the degenerate contraction bit for bit.
+TEST(Mesons, TwoQuarkMassesOnTheFreeFieldAndDegenerateBitForBit) {
+  LatkeGauge g;
+  ASSERT_PETSC(LatkeGaugeCreateRandom(PETSC_COMM_WORLD, dims, grid(), 1, 0.0, &g));  // unit links
+  const double ka = 0.115, kb = 0.105;
+  Mat A = wilson(g, ka, 1.0), B = wilson(g, kb, 1.0);
+  const PetscInt site[4] = {2, 0, 1, 6};
+  std::vector<Vec> sa = propagator(A, site), sb = propagator(B, site);
+  const std::vector<std::array<int, 3>> momenta = {{0, 0, 0}, {1, -1, 0}};
+  const auto got = pair_correlators(A, sa, sb, site, momenta);
+  for (std::size_t m = 0; m < momenta.size(); ++m) {
+    const std::vector<cplx> want = free_field_correlators(ka, momenta[m], kb);
+    for (int k = 0; k < n_channels; ++k)
+      EXPECT_LT(channel_error(got[m], want, k), 1e-9) << "momentum " << m << " channel " << k;
+  }
+  const auto same = pair_correlators(A, sa, sa, site, momenta);
+  const auto single = correlators_at(A, sa, site, momenta);
+  for (std::size_t m = 0; m < momenta.size(); ++m)
+    for (int i = 0; i < n_channels * T; ++i) EXPECT_EQ(same[m][i], single[m][i]) << "momentum " << m << " entry " << i;
+  destroy(sa);
+  destroy(sb);
+  MatDestroy(&A);
+  MatDestroy(&B);
   LatkeGaugeDestroy(&g);
 }
 
@@ -770,6 +827,34 @@ TEST(WallSources, CoulombGaugeFixedWallCorrelatorsDoNotDependOnTheStartingGauge)
   EXPECT_GT(channel_error(ww[2], ww[0], LATKE_MESON_PION), 1e-2);
   LatkeGaugeDestroy(&moved);
   LatkeGaugeDestroy(&hot);
+}
+
+// Two hopping parameters on random links: gauge invariant, and exchanging quark and antiquark
+// conjugates the pion, sum_x Tr[S_2 S_1^dag] = conj(sum_x Tr[S_1 S_2^dag]).
+TEST(Mesons, TwoQuarkMassesAreGaugeInvariantAndConjugateUnderExchange) {
+  const cvec links = random_links(61);
+  LatkeGauge g = gauge_from(links), h = gauge_from(gauge_transform(links, 62));
+  const PetscInt site[4] = {1, 1, 2, 3};
+  const std::vector<std::array<int, 3>> rest = {{0, 0, 0}};
+  std::vector<std::vector<cplx>> c;
+  std::vector<cplx> swapped;
+  for (LatkeGauge u : {g, h}) {
+    Mat A = wilson(u, 0.105, 1.2), B = wilson(u, 0.095, 1.2);
+    std::vector<Vec> sa = propagator(A, site), sb = propagator(B, site);
+    c.push_back(pair_correlators(A, sa, sb, site, rest)[0]);
+    if (u == g) swapped = pair_correlators(A, sb, sa, site, rest)[0];
+    destroy(sa);
+    destroy(sb);
+    MatDestroy(&A);
+    MatDestroy(&B);
+  }
+  for (int k = 0; k < n_channels; ++k) EXPECT_LT(channel_error(c[1], c[0], k), 1e-9) << "channel " << k;
+  for (int t = 0; t < T; ++t)
+    EXPECT_LT(std::abs(swapped[LATKE_MESON_PION * T + t] - std::conj(c[0][LATKE_MESON_PION * T + t])),
+              1e-12 * std::abs(c[0][LATKE_MESON_PION * T]))
+        << "t = " << t;
+  LatkeGaugeDestroy(&g);
+  LatkeGaugeDestroy(&h);
 }
 
 // The one-end trick: spin-colour diluted noise on one time slice, its 12 solutions contracted
