@@ -74,6 +74,7 @@ struct Options {
   double link_alpha = 0;  ///< 0: the type's default
   long mom2_max = 0;      ///< correlators at every integer momentum n with n^2 <= mom2_max, too
   long volume3 = 0;       ///< the spatial volume (a noise wall's correlators are divided by it)
+  bool pairs = false;     ///< mesons of every two kappas of a configuration, too
   // Coulomb gauge fixing of each configuration for a wall source.
   double fix_tol = 1e-12, fix_omega = 1.7;
   long fix_max_iter = 10000;
@@ -96,6 +97,9 @@ Options read_propagator_options() {
     o.fix_omega = g.real("-latke_gauge_fix_omega", o.fix_omega, "Wall source: gauge fixing overrelaxation (1 to 2)");
     o.site = g.reals("-latke_source_site", o.site, "Source site x,y,z,t (a wall: its time slice t)", 4);
     o.seed = g.integer("-latke_source_seed", o.seed, "Noise seed (configuration c uses seed + c)");
+    o.pairs = g.flag("-latke_kappa_pairs", false,
+                     "Mesons of every two kappas of a configuration too (quark at the earlier kappa): keeps every "
+                     "kappa's 12 columns in memory until the configuration is done");
     o.mom2_max = g.integer("-latke_mom2_max", o.mom2_max,
                            "Correlators also at every momentum 2 pi n / L with 0 < n^2 <= N, averaged over each "
                            "class of equivalent n (point sources)");
@@ -235,6 +239,47 @@ PetscErrorCode contract(Mat A, const std::vector<Vec>& cols, const Options& o,
   PetscFunctionReturn(0);
 }
 
+/// The mesons of the quark of one kappa and the antiquark of another at the point sink: at rest
+/// into rest[channel * T + t] and per momentum class into moving[class][...] (point sources), a
+/// noise wall's divided by the slice's volume as contract() does.
+PetscErrorCode contract_pair(Mat A, const std::vector<Vec>& quark, const std::vector<Vec>& antiquark,
+                             const Options& o, const std::vector<MomentumClass>& classes, PetscInt T,
+                             std::vector<PetscScalar>& rest, std::vector<std::vector<PetscScalar>>& moving) {
+  PetscFunctionBeginUser;
+  std::vector<LatkeMesonChannel> channels;
+  for (int k = 0; k < n_meson_channels; ++k) channels.push_back(static_cast<LatkeMesonChannel>(k));
+  std::vector<PetscInt> mom = {0, 0, 0};
+  for (const MomentumClass& c : classes)
+    for (const auto& n : c.members) mom.insert(mom.end(), n.begin(), n.end());
+  const PetscInt nm = static_cast<PetscInt>(mom.size() / 3);
+  const PetscInt site[4] = {static_cast<PetscInt>(o.site[0]), static_cast<PetscInt>(o.site[1]),
+                            static_cast<PetscInt>(o.site[2]), static_cast<PetscInt>(o.site[3])};
+  std::vector<PetscScalar> all(static_cast<std::size_t>(n_meson_channels) * nm * T);
+  PetscCall(MatLatkeMesonCorrelatorsPair(A, quark.data(), antiquark.data(), site, nm, mom.data(), n_meson_channels,
+                                         channels.data(), all.data()));
+  if (o.noise())
+    for (PetscScalar& v : all) v /= static_cast<PetscReal>(o.volume3);
+  rest.assign(static_cast<std::size_t>(n_meson_channels) * T, 0.0);
+  for (int k = 0; k < n_meson_channels; ++k)
+    for (PetscInt t = 0; t < T; ++t) rest[k * T + t] = all[(k * nm) * T + t];
+  moving.assign(classes.size(), std::vector<PetscScalar>(static_cast<std::size_t>(n_meson_channels) * T, 0.0));
+  PetscInt m = 1;
+  for (std::size_t c = 0; c < classes.size(); ++c) {
+    const PetscReal w = 1.0 / static_cast<PetscReal>(classes[c].members.size());
+    for (std::size_t j = 0; j < classes[c].members.size(); ++j, ++m)
+      for (int k = 0; k < n_meson_channels; ++k)
+        for (PetscInt t = 0; t < T; ++t) moving[c][k * T + t] += w * all[(k * nm + m) * T + t];
+  }
+  PetscFunctionReturn(0);
+}
+
+/// A meson of two kappas: the quark's (an earlier kappa of the configuration) and this measurement's.
+struct PairCorrelators {
+  double quark_kappa = 0;
+  std::vector<PetscScalar> corr;
+  std::vector<std::vector<PetscScalar>> corr_p;
+};
+
 struct Measurement {
   long config = 0;
   double kappa = 0;
@@ -246,6 +291,7 @@ struct Measurement {
   std::vector<std::vector<PetscScalar>> corr_p, corr_p_ss;  ///< per momentum class, the same
   double smear_s = 0;                ///< seconds smearing sources and sinks
   std::vector<PetscScalar> corr_ws;  ///< a wall source's mesons at a wall sink
+  std::vector<PairCorrelators> pairs;  ///< -latke_kappa_pairs: with each earlier kappa's quark
   LatkeGaugeFixInfo fix{};           ///< a wall source's Coulomb gauge fixing of the configuration
   double fix_s = 0;                  ///< its seconds (at the configuration's first kappa)
 };
@@ -328,6 +374,17 @@ std::string json_text(const Options& o, const PetscInt global[4], const PetscInt
                            {"converged", r.fix.converged == PETSC_TRUE},
                            {"seconds", r.fix_s}};
       m["correlators_wall_sink"] = correlator_json(r.corr_ws, T);
+    }
+    if (o.pairs) {
+      m["pairs"] = json::array();
+      for (const PairCorrelators& pc : r.pairs) {
+        json pj = {{"quark_kappa", pc.quark_kappa}, {"correlators", correlator_json(pc.corr, T)}};
+        if (!classes.empty()) {
+          pj["correlators_momentum"] = json::array();
+          for (const auto& c : pc.corr_p) pj["correlators_momentum"].push_back(correlator_json(c, T));
+        }
+        m["pairs"].push_back(std::move(pj));
+      }
     }
     if (!classes.empty()) {
       m["correlators_momentum"] = json::array();
@@ -654,6 +711,7 @@ PetscErrorCode run(int& status) {
       link_s = s1 - s0;
     }
     Mat prev = nullptr;
+    std::vector<std::vector<Vec>> kept;  // -latke_kappa_pairs: the columns of the kappas done
     for (std::size_t k = 0; k < o.kappas.size(); ++k) {
       const double kappa = o.kappas[k];
       Measurement m;
@@ -666,6 +724,20 @@ PetscErrorCode run(int& status) {
       Mat A = nullptr;
       PetscCall(solve_columns(work, o, kappa, csw, prev, &A, smeared_links, &sm, cols, m));
       PetscCall(contract(A, cols, o, classes, T, m.corr, m.corr_p));
+      if (o.pairs) {  // with every earlier kappa's quark, at the point sink; then keep these columns
+        for (std::size_t i = 0; i < kept.size(); ++i) {
+          PairCorrelators pc;
+          pc.quark_kappa = o.kappas[i];
+          PetscCall(contract_pair(A, kept[i], cols, o, classes, T, pc.corr, pc.corr_p));
+          m.pairs.push_back(std::move(pc));
+        }
+        std::vector<Vec> copy(12);
+        for (int j = 0; j < 12; ++j) {
+          PetscCall(VecDuplicate(cols[j], &copy[j]));
+          PetscCall(VecCopy(cols[j], copy[j]));
+        }
+        kept.push_back(std::move(copy));
+      }
       if (o.wall()) {
         std::vector<LatkeMesonChannel> mesons;
         for (int j = 0; j < n_meson_channels; ++j) mesons.push_back(static_cast<LatkeMesonChannel>(j));
@@ -699,6 +771,8 @@ PetscErrorCode run(int& status) {
       PetscCall(MatDestroy(&prev));
       prev = A;
     }
+    for (auto& set : kept)
+      for (Vec& v : set) PetscCall(VecDestroy(&v));
     PetscCall(LatkeSmearerDestroy(&sm));
     PetscCall(LatkeGaugeDestroy(&smeared_links));
     PetscCall(LatkeGaugeDestroy(&fixed));

@@ -4,7 +4,8 @@
 # gives the effective masses of every channel, the pion mass and the PCAC quark mass (plateaus
 # over one fit range), then kappa_c from m_pi^2 and from m_PCAC, each linear in 1/kappa; for runs
 # with -latke_mom2_max, the pion's energy at each momentum class against the continuum and the
-# lattice dispersion relations; with point sources, the nucleon mass. Every error is a leave-one-out jackknife over gauge
+# lattice dispersion relations; with point sources, the nucleon mass; with -latke_kappa_pairs, the
+# pseudoscalar and PCAC masses of every two kappas. Every error is a leave-one-out jackknife over gauge
 # configurations. docs/latke-spectrum.md.
 import argparse
 import json
@@ -235,11 +236,14 @@ def _read(path):
         raise SpectrumError(f"{path}: not JSON ({e})")
 
 
-def load(paths, notes, sink="point"):
+def load(paths, notes, sink="point", pairs=None):
     """Meta data (lattice, csw, source) and {kappa: KappaData} of the files' measurements, checked;
-    sink "smeared" takes each measurement's correlators_smeared_sink for its correlators."""
+    sink "smeared" takes each measurement's correlators_smeared_sink for its correlators. With a
+    dict `pairs`, also {(quark kappa, antiquark kappa): KappaData} of the measurements' pairs (point
+    sink)."""
     meta = None
     data = {}
+    pair_data = pairs if pairs is not None else {}
     for path in paths:
         doc = _read(path)
         if not isinstance(doc, dict):
@@ -290,6 +294,16 @@ def load(paths, notes, sink="point"):
                 raise SpectrumError(f"{path}: config {m['config']} at kappa {m['kappa']} is measured twice "
                                     f"(also in {kd.by_config[m['config']][0]})")
             kd.by_config[m["config"]] = (path, m)
+            for j, pr in enumerate(m.get("pairs", []) if sink == "point" else []):
+                qk = pr.get("quark_kappa") if isinstance(pr, dict) else None
+                if not _is_number(qk) or qk <= 0:
+                    raise SpectrumError(f"{path}: config {m['config']}, kappa {m['kappa']}: pairs[{j}] has "
+                                        f"quark_kappa {qk!r}, expected a positive number")
+                pm = {"config": m["config"], "kappa": m["kappa"], "solve": m.get("solve"),
+                      "correlators": pr.get("correlators")}
+                _check_measurement(path, i, pm, nt, notes)
+                pkd = pair_data.setdefault((qk, m["kappa"]), KappaData((qk, m["kappa"])))
+                pkd.by_config[m["config"]] = (path, pm)
     if meta is None:
         raise SpectrumError("no input files")
     for kappa, kd in sorted(data.items()):
@@ -301,6 +315,11 @@ def load(paths, notes, sink="point"):
         if kd.dropped:
             notes.append(f"kappa {kappa}: channels {', '.join(kd.dropped)} are missing from some "
                          "configurations and are not analysed")
+    for key, pkd in sorted(pair_data.items()):
+        pkd.finish()
+        if pkd.configs != sorted(data[key[1]].by_config):
+            raise SpectrumError(f"kappa pair {key}: measured on configurations {pkd.configs}, but kappa {key[1]} "
+                                f"on {sorted(data[key[1]].by_config)}")
     kappas = sorted(data)
     for kappa in kappas[1:]:
         if data[kappa].configs != data[kappas[0]].configs:
@@ -451,7 +470,8 @@ def dispersion(kd, m_pi, lattice, tmin, tmax, notes):
 def analyse(paths, fit_range=None, a4_sign=1, sink="point", nucleon_fit_range=None):
     """The whole analysis of the files: the summary (schema latke-spectrum/1) and its notes."""
     notes = []
-    meta, data = load(paths, notes, sink)
+    pair_data = {}
+    meta, data = load(paths, notes, sink, pair_data)
     nt = meta["lattice"][3]
     half = nt // 2
     tmin, tmax = fit_range if fit_range is not None else default_fit_range(nt)
@@ -515,10 +535,24 @@ def analyse(paths, fit_range=None, a4_sign=1, sink="point", nucleon_fit_range=No
         notes.append("m_PCAC < 0 at every kappa: the data's a4_pion sign is the opposite of the convention "
                      "in docs/latke-spectrum.md; --a4-sign -1 flips it")
 
+    pairs = []
+    by_kappa = dict(zip(kappas, results))
+    for (qk, ak), pkd in sorted(pair_data.items()):
+        r = analyse_kappa(pkd, tmin, tmax, a4_sign, pcac=True)
+        entry = {"quark_kappa": qk, "antiquark_kappa": ak, "n_configs": len(pkd.configs),
+                 "m_ps": {"value": r["m_pi"][0], "error": jackknife_error(r["m_pi"]), "chi2_dof": r["m_pi_chi2_dof"]},
+                 "m_pcac": None, "m_pcac_mean_of_degenerate": None}
+        if "m_pcac" in r:
+            entry["m_pcac"] = {"value": r["m_pcac"][0], "error": jackknife_error(r["m_pcac"]),
+                               "chi2_dof": r["m_pcac_chi2_dof"]}
+            if all(k in by_kappa and "m_pcac" in by_kappa[k] for k in (qk, ak)):
+                entry["m_pcac_mean_of_degenerate"] = _value_error(0.5 * (by_kappa[qk]["m_pcac"] + by_kappa[ak]["m_pcac"]))
+        pairs.append(entry)
+
     summary = {"schema": SCHEMA, "inputs": list(paths), "sink": sink, "lattice": meta["lattice"], "csw": meta["csw"],
                "source": meta["source"], "fit_range": [tmin, tmax], "nucleon_fit_range": [nmin, nmax],
                "fit_range_rule": "given" if fit_range is not None else "default: tmin = max(2, T//4), tmax = T//2 - 2",
-               "a4_sign": a4_sign, "kappas": per_kappa, "kappa_c": kappa_c, "notes": notes}
+               "a4_sign": a4_sign, "kappas": per_kappa, "pairs": pairs, "kappa_c": kappa_c, "notes": notes}
     return _plain(summary)
 
 
@@ -600,6 +634,16 @@ def print_table(s, out=None):
                   f"{fmt(d['E_continuum']['value'], d['E_continuum']['error']):<20}"
                   f"{fmt(d['E_lattice']['value'], d['E_lattice']['error']):<20}"
                   f"{fmt(c2.get('value'), c2.get('error')):<18}", file=out)
+    if s.get("pairs"):
+        print("\nkappa pairs (quark, antiquark): pseudoscalar mass, PCAC mass and the mean of the two "
+              "degenerate PCAC masses", file=out)
+        print(f"  {'kappa_q':>10} {'kappa_a':>10}  {'m_PS':<22}{'m_PCAC':<22}{'(m_q + m_a)/2':<22}", file=out)
+        for p in s["pairs"]:
+            mp, mm = p["m_pcac"], p["m_pcac_mean_of_degenerate"]
+            print(f"  {p['quark_kappa']:>10} {p['antiquark_kappa']:>10}  "
+                  f"{fmt_pm(p['m_ps']['value'], p['m_ps']['error']):<22}"
+                  f"{fmt_pm(mp['value'], mp['error']) if mp else '-':<22}"
+                  f"{fmt_pm(mm['value'], mm['error']) if mm else '-':<22}", file=out)
     for key, label in (("from_m_pi_sq", "m_pi^2 "), ("from_m_pcac", "m_PCAC")):
         f = s["kappa_c"][key]
         if f is None:

@@ -295,6 +295,53 @@ class Dispersion(unittest.TestCase):
         self.refused(docs, "|n_i| < L_i/2")
 
 
+def with_pairs(docs, seed=11):
+    """Adds to each measurement at KAPPAS[j] the pairs with every earlier kappa: a pseudoscalar with
+    m_PS^2 = B_PI (1/kappa_1 + 1/kappa_2 - 2/kappa_c) / 2 and m_PCAC the mean of the two quarks'."""
+    rng = np.random.default_rng(seed)
+    for j, doc in enumerate(docs):
+        for m in doc["measurements"]:
+            m["pairs"] = []
+            for qk in KAPPAS[:j]:
+                mq = math.sqrt(B_PI * (0.5 / qk + 0.5 / KAPPAS[j] - 1 / KAPPA_C))
+                pcac = 0.5 * (m_pcac_true(qk) + m_pcac_true(KAPPAS[j]))
+                t = np.arange(T)
+                amp = 1.1
+                b = 2 * amp * pcac / math.sinh(mq)
+                e = 1 + NOISE * rng.standard_normal((2, T))
+                m["pairs"].append({"quark_kappa": qk, "correlators": {
+                    "pion": {"re": [float(v) for v in amp * np.cosh(mq * (t - T / 2)) * e[0]], "im": [0.0] * T},
+                    "a4_pion": {"re": [float(v) for v in -b * np.sinh(mq * (T / 2 - t)) * e[1]], "im": [0.0] * T}}})
+    return docs
+
+
+class KappaPairs(unittest.TestCase):
+    def test_pair_masses_and_pcac(self):
+        with tempfile.TemporaryDirectory() as d:
+            s = ls.analyse([write(d, f"p{i}.json", doc) for i, doc in enumerate(with_pairs(noisy_ensemble()))])
+            out = io.StringIO()
+            ls.print_table(s, out)
+        self.assertIn("kappa pairs (quark, antiquark)", out.getvalue())
+        self.assertEqual([(p["quark_kappa"], p["antiquark_kappa"]) for p in s["pairs"]],
+                         [(KAPPAS[0], KAPPAS[1]), (KAPPAS[0], KAPPAS[2]), (KAPPAS[1], KAPPAS[2])])
+        for p in s["pairs"]:
+            truth = math.sqrt(B_PI * (0.5 / p["quark_kappa"] + 0.5 / p["antiquark_kappa"] - 1 / KAPPA_C))
+            self.assertLess(abs(p["m_ps"]["value"] - truth), 3 * p["m_ps"]["error"] + 1e-9)
+            self.assertLess(abs(p["m_ps"]["value"] - truth), 0.02 * truth)
+            mean = p["m_pcac_mean_of_degenerate"]
+            self.assertLess(abs(p["m_pcac"]["value"] - mean["value"]), 3 * (p["m_pcac"]["error"] + mean["error"]))
+
+    def test_bad_quark_kappa_is_refused(self):
+        docs = with_pairs(noisy_ensemble())
+        docs[2]["measurements"][3]["pairs"][1]["quark_kappa"] = "light"
+        with tempfile.TemporaryDirectory() as d:
+            err = io.StringIO()
+            paths = [write(d, f"p{i}.json", doc) for i, doc in enumerate(docs)]
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                self.assertEqual(ls.main([*paths, "--out", os.path.join(d, "out"), "--json-only"]), 1)
+        self.assertIn("pairs[1] has quark_kappa 'light'", err.getvalue())
+
+
 class Nucleon(unittest.TestCase):
     def test_nucleon_mass_from_both_projections(self):
         nt = T
