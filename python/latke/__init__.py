@@ -404,12 +404,15 @@ def meson_correlators(A, columns, t0, channels=MESON_CHANNELS):
     return {c: corr[k * T:(k + 1) * T].copy() for k, c in enumerate(channels)}
 
 
-def meson_correlators_at(A, columns, site, momenta, channels=MESON_CHANNELS):
+def meson_correlators_at(A, columns, site, momenta, channels=MESON_CHANNELS, antiquark=None):
     """{channel: complex array C[m, t]} at the integer momenta n = momenta[m] (p_i = 2 pi n_i / L_i),
     C(t, p) = sum_x e^{-i p.(x - x0)} <O(x, t) O(x0)^dag>, from the 12 columns of the propagator of
-    a point (or smeared point) source at site = (x, y, z, t0) (MatLatkeMesonCorrelatorsMomenta)."""
-    if len(columns) != 12:
-        raise Error(f"latke.meson_correlators_at: {len(columns)} columns; expected 12")
+    a point (or smeared point) source at site = (x, y, z, t0) (MatLatkeMesonCorrelatorsMomenta);
+    with antiquark (another propagator's 12 columns, another kappa) the meson of the two quarks
+    (MatLatkeMesonCorrelatorsPair)."""
+    if len(columns) != 12 or (antiquark is not None and len(antiquark) != 12):
+        raise Error(f"latke.meson_correlators_at: {len(columns)} columns"
+                    + (f" and {len(antiquark)} antiquark columns" if antiquark is not None else "") + "; expected 12")
     if len(site) != 4:
         raise Error(f"latke.meson_correlators_at: site {tuple(site)}; expected (x, y, z, t)")
     mom = np.asarray(momenta, dtype=np.int64).reshape(-1)
@@ -420,9 +423,12 @@ def meson_correlators_at(A, columns, site, momenta, channels=MESON_CHANNELS):
     T = _global_t(A)
     corr = np.zeros(len(ids) * nm * T, dtype=np.complex128)
     cols = (_ptr * 12)(*[c.handle for c in columns])
-    _call("MatLatkeMesonCorrelatorsMomenta", _handle(A), cols, (_Int * 4)(*[int(v) for v in site]), _Int(nm),
-          (_Int * max(1, mom.size))(*[int(v) for v in mom]), _Int(len(ids)), (ctypes.c_int * len(ids))(*ids),
-          corr.ctypes.data_as(_ptr))
+    common = ((_Int * 4)(*[int(v) for v in site]), _Int(nm), (_Int * max(1, mom.size))(*[int(v) for v in mom]),
+              _Int(len(ids)), (ctypes.c_int * len(ids))(*ids), corr.ctypes.data_as(_ptr))
+    if antiquark is None:
+        _call("MatLatkeMesonCorrelatorsMomenta", _handle(A), cols, *common)
+    else:
+        _call("MatLatkeMesonCorrelatorsPair", _handle(A), cols, (_ptr * 12)(*[c.handle for c in antiquark]), *common)
     corr = corr.reshape(len(ids), nm, T)
     return {c: corr[k].copy() for k, c in enumerate(channels)}
 

@@ -115,6 +115,8 @@ class Package(unittest.TestCase):
         self.assertEqual(cp["pion"].shape, (2, LATTICE[3]))
         np.testing.assert_array_equal(cp["pion"][0], c["pion"])
         np.testing.assert_allclose(cp["pion"][1], allsum(sqp), rtol=0, atol=1e-12 * want[0])
+        same = latke.meson_correlators_at(self.A, cols, (0, 0, 0, 5), [(0, 0, 0)], channels=("pion",), antiquark=cols)
+        np.testing.assert_array_equal(same["pion"][0], c["pion"])  # one propagator twice: the degenerate pion
 
     def test_the_free_nucleon_is_positive_forward_and_its_partner_backward(self):
         unit = latke.Gauge.random(LATTICE, seed=1, spread=0.0, grid=GRID)
