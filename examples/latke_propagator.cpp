@@ -194,6 +194,24 @@ std::vector<MomentumClass> momentum_classes(long mom2_max, const PetscInt global
   return classes;
 }
 
+/// all[(row * nm + m) * T + t], m = 0 at rest and then every member of every class, into rest[row *
+/// T + t] and moving[class][row * T + t], averaged over each class.
+void split_classes(const std::vector<PetscScalar>& all, int rows, PetscInt nm, PetscInt T,
+                   const std::vector<MomentumClass>& classes, std::vector<PetscScalar>& rest,
+                   std::vector<std::vector<PetscScalar>>& moving) {
+  rest.assign(static_cast<std::size_t>(rows) * T, 0.0);
+  for (int k = 0; k < rows; ++k)
+    for (PetscInt t = 0; t < T; ++t) rest[k * T + t] = all[(k * nm) * T + t];
+  moving.assign(classes.size(), std::vector<PetscScalar>(static_cast<std::size_t>(rows) * T, 0.0));
+  PetscInt m = 1;
+  for (std::size_t c = 0; c < classes.size(); ++c) {
+    const PetscReal w = 1.0 / static_cast<PetscReal>(classes[c].members.size());
+    for (std::size_t j = 0; j < classes[c].members.size(); ++j, ++m)
+      for (int k = 0; k < rows; ++k)
+        for (PetscInt t = 0; t < T; ++t) moving[c][k * T + t] += w * all[(k * nm + m) * T + t];
+  }
+}
+
 /// The correlators of one sink: the mesons (every LatkeMesonChannel), then with a point or wall
 /// source the nucleon's two projections, in rows of T: at rest into rest[row * T + t], and per momentum class,
 /// averaged over the class, into moving[class][row * T + t].
@@ -225,17 +243,7 @@ PetscErrorCode contract(Mat A, const std::vector<Vec>& cols, const Options& o,
     PetscCall(MatLatkeMesonCorrelators(A, cols.data(), site[3], n_meson_channels, channels.data(), all.data()));
     for (PetscScalar& v : all) v /= static_cast<PetscReal>(o.volume3);
   }
-  rest.assign(static_cast<std::size_t>(rows) * T, 0.0);
-  for (int k = 0; k < rows; ++k)
-    for (PetscInt t = 0; t < T; ++t) rest[k * T + t] = all[(k * nm) * T + t];
-  moving.assign(classes.size(), std::vector<PetscScalar>(static_cast<std::size_t>(rows) * T, 0.0));
-  PetscInt m = 1;
-  for (std::size_t c = 0; c < classes.size(); ++c) {
-    const PetscReal w = 1.0 / static_cast<PetscReal>(classes[c].members.size());
-    for (std::size_t j = 0; j < classes[c].members.size(); ++j, ++m)
-      for (int k = 0; k < rows; ++k)
-        for (PetscInt t = 0; t < T; ++t) moving[c][k * T + t] += w * all[(k * nm + m) * T + t];
-  }
+  split_classes(all, rows, nm, T, classes, rest, moving);
   PetscFunctionReturn(0);
 }
 
@@ -259,17 +267,7 @@ PetscErrorCode contract_pair(Mat A, const std::vector<Vec>& quark, const std::ve
                                          channels.data(), all.data()));
   if (o.noise())
     for (PetscScalar& v : all) v /= static_cast<PetscReal>(o.volume3);
-  rest.assign(static_cast<std::size_t>(n_meson_channels) * T, 0.0);
-  for (int k = 0; k < n_meson_channels; ++k)
-    for (PetscInt t = 0; t < T; ++t) rest[k * T + t] = all[(k * nm) * T + t];
-  moving.assign(classes.size(), std::vector<PetscScalar>(static_cast<std::size_t>(n_meson_channels) * T, 0.0));
-  PetscInt m = 1;
-  for (std::size_t c = 0; c < classes.size(); ++c) {
-    const PetscReal w = 1.0 / static_cast<PetscReal>(classes[c].members.size());
-    for (std::size_t j = 0; j < classes[c].members.size(); ++j, ++m)
-      for (int k = 0; k < n_meson_channels; ++k)
-        for (PetscInt t = 0; t < T; ++t) moving[c][k * T + t] += w * all[(k * nm + m) * T + t];
-  }
+  split_classes(all, n_meson_channels, nm, T, classes, rest, moving);
   PetscFunctionReturn(0);
 }
 

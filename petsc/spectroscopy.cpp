@@ -88,6 +88,35 @@ class PropagatorColumns {
   std::vector<const ColorSpinorField*> fields_;
 };
 
+/// MatLatkeMesonCorrelatorsMomenta (antiquark NULL: the quark's propagator) and
+/// MatLatkeMesonCorrelatorsPair.
+PetscErrorCode mesons_at_momenta(const char* what, Mat A, const Vec quark[], const Vec antiquark[],
+                                 const PetscInt site[], PetscInt n_momenta, const PetscInt momenta[], PetscInt n,
+                                 const LatkeMesonChannel channels[], PetscScalar corr[]) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(A);
+  LatkeCheckNull(quark);
+  LatkeCheckNull(site);
+  PetscCall(guarded(comm_of(A), [&] {
+    ShellOperator& op = *context_of(A).op;
+    const std::vector<MesonChannel> ch = channels_of(what, n, channels, corr);
+    require(n_momenta >= 0 && (n_momenta == 0 || momenta), what, ": ", n_momenta, " momenta with a NULL list");
+    const std::array<int, 4> source = source_of(site);
+    const std::vector<std::array<int, 3>> mom = momenta_of(n_momenta, momenta);
+    PropagatorColumns q(op, quark, what);
+    std::unique_ptr<PropagatorColumns> a;
+    if (antiquark) a = std::make_unique<PropagatorColumns>(op, antiquark, what);
+    const auto c = meson_correlators(q.fields(), a ? a->fields() : q.fields(), source, ch, mom);
+    q.release();
+    if (a) a->release();
+    const int T = op.lattice()->global()[3];
+    for (PetscInt k = 0; k < n; ++k)
+      for (PetscInt m = 0; m < n_momenta; ++m)
+        for (int t = 0; t < T; ++t) corr[(k * n_momenta + m) * T + t] = PetscScalar(c[k][m][t].re, c[k][m][t].im);
+  }));
+  PetscFunctionReturn(0);
+}
+
 /// Runs io on each column j with the vector named "s<spin>_c<color>" (its dataset in an HDF5
 /// file), the vector's own name restored after.
 PetscErrorCode each_column(Vec prop[], PetscErrorCode (*io)(Mat, Vec, PetscViewer), Mat A, PetscViewer viewer) {
@@ -150,24 +179,8 @@ PetscErrorCode MatLatkeMesonCorrelatorsMomenta(Mat A, const Vec prop[], const Pe
                                                const PetscInt momenta[], PetscInt n, const LatkeMesonChannel channels[],
                                                PetscScalar corr[]) {
   PetscFunctionBeginUser;
-  LatkeCheckNull(A);
-  LatkeCheckNull(prop);
-  LatkeCheckNull(site);
-  PetscCall(guarded(comm_of(A), [&] {
-    const char* what = "MatLatkeMesonCorrelatorsMomenta";
-    ShellOperator& op = *context_of(A).op;
-    const std::vector<MesonChannel> ch = channels_of(what, n, channels, corr);
-    require(n_momenta >= 0 && (n_momenta == 0 || momenta), what, ": ", n_momenta, " momenta with a NULL list");
-    const std::array<int, 4> source = source_of(site);
-    const std::vector<std::array<int, 3>> mom = momenta_of(n_momenta, momenta);
-    PropagatorColumns cols(op, prop, what);
-    const auto c = meson_correlators(cols.fields(), source, ch, mom);
-    cols.release();
-    const int T = op.lattice()->global()[3];
-    for (PetscInt k = 0; k < n; ++k)
-      for (PetscInt m = 0; m < n_momenta; ++m)
-        for (int t = 0; t < T; ++t) corr[(k * n_momenta + m) * T + t] = PetscScalar(c[k][m][t].re, c[k][m][t].im);
-  }));
+  PetscCall(mesons_at_momenta("MatLatkeMesonCorrelatorsMomenta", A, prop, nullptr, site, n_momenta, momenta, n, channels,
+                              corr));
   PetscFunctionReturn(0);
 }
 
@@ -175,27 +188,9 @@ PetscErrorCode MatLatkeMesonCorrelatorsPair(Mat A, const Vec quark[], const Vec 
                                            PetscInt n_momenta, const PetscInt momenta[], PetscInt n,
                                            const LatkeMesonChannel channels[], PetscScalar corr[]) {
   PetscFunctionBeginUser;
-  LatkeCheckNull(A);
-  LatkeCheckNull(quark);
   LatkeCheckNull(antiquark);
-  LatkeCheckNull(site);
-  PetscCall(guarded(comm_of(A), [&] {
-    const char* what = "MatLatkeMesonCorrelatorsPair";
-    ShellOperator& op = *context_of(A).op;
-    const std::vector<MesonChannel> ch = channels_of(what, n, channels, corr);
-    require(n_momenta >= 0 && (n_momenta == 0 || momenta), what, ": ", n_momenta, " momenta with a NULL list");
-    const std::array<int, 4> source = source_of(site);
-    const std::vector<std::array<int, 3>> mom = momenta_of(n_momenta, momenta);
-    PropagatorColumns q(op, quark, what), a(op, antiquark, what);
-    const auto c = meson_correlators(q.fields(), a.fields(), source, ch, mom);
-    q.release();
-    a.release();
-    const int T = op.lattice()->global()[3];
-    for (PetscInt k = 0; k < n; ++k)
-      for (PetscInt m = 0; m < n_momenta; ++m)
-        for (int t = 0; t < T; ++t)
-          corr[(k * n_momenta + m) * T + t] = PetscScalar(c[k][m][t].re, c[k][m][t].im);
-  }));
+  PetscCall(mesons_at_momenta("MatLatkeMesonCorrelatorsPair", A, quark, antiquark, site, n_momenta, momenta, n,
+                              channels, corr));
   PetscFunctionReturn(0);
 }
 
