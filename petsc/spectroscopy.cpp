@@ -179,8 +179,8 @@ PetscErrorCode MatLatkeMesonCorrelatorsMomenta(Mat A, const Vec prop[], const Pe
                                                const PetscInt momenta[], PetscInt n, const LatkeMesonChannel channels[],
                                                PetscScalar corr[]) {
   PetscFunctionBeginUser;
-  PetscCall(mesons_at_momenta("MatLatkeMesonCorrelatorsMomenta", A, prop, nullptr, site, n_momenta, momenta, n, channels,
-                              corr));
+  PetscCall(mesons_at_momenta("MatLatkeMesonCorrelatorsMomenta", A, prop, nullptr, site, n_momenta, momenta, n,
+                              channels, corr));
   PetscFunctionReturn(0);
 }
 
