@@ -88,6 +88,27 @@ class PropagatorColumns {
   std::vector<const ColorSpinorField*> fields_;
 };
 
+/// MatLatkeMesonCorrelators (at a point sink) and MatLatkeMesonCorrelatorsWallSink.
+PetscErrorCode mesons_at_rest(const char* what, Mat A, const Vec prop[], PetscInt t0, PetscInt n,
+                              const LatkeMesonChannel channels[], PetscScalar corr[], bool wall_sink) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(A);
+  LatkeCheckNull(prop);
+  PetscCall(guarded(comm_of(A), [&] {
+    ShellOperator& op = *context_of(A).op;
+    const std::vector<MesonChannel> ch = channels_of(what, n, channels, corr);
+    const int T = op.lattice()->global()[3];
+    require(t0 >= 0 && t0 < T, what, ": source time slice ", t0, ": expected 0 to ", T - 1);
+    PropagatorColumns cols(op, prop, what);
+    const auto c = wall_sink ? meson_correlators_wall_sink(cols.fields(), static_cast<int>(t0), ch)
+                             : meson_correlators(cols.fields(), static_cast<int>(t0), ch);
+    cols.release();
+    for (PetscInt k = 0; k < n; ++k)
+      for (int t = 0; t < T; ++t) corr[k * T + t] = PetscScalar(c[k][t].re, c[k][t].im);
+  }));
+  PetscFunctionReturn(0);
+}
+
 /// MatLatkeMesonCorrelatorsMomenta (antiquark NULL: the quark's propagator) and
 /// MatLatkeMesonCorrelatorsPair.
 PetscErrorCode mesons_at_momenta(const char* what, Mat A, const Vec quark[], const Vec antiquark[],
@@ -159,19 +180,7 @@ PetscErrorCode LatkeMesonChannelGetName(LatkeMesonChannel channel, const char** 
 PetscErrorCode MatLatkeMesonCorrelators(Mat A, const Vec prop[], PetscInt t0, PetscInt n,
                                         const LatkeMesonChannel channels[], PetscScalar corr[]) {
   PetscFunctionBeginUser;
-  LatkeCheckNull(A);
-  LatkeCheckNull(prop);
-  PetscCall(guarded(comm_of(A), [&] {
-    ShellOperator& op = *context_of(A).op;
-    const std::vector<MesonChannel> ch = channels_of("MatLatkeMesonCorrelators", n, channels, corr);
-    const int T = op.lattice()->global()[3];
-    require(t0 >= 0 && t0 < T, "MatLatkeMesonCorrelators: source time slice ", t0, ": expected 0 to ", T - 1);
-    PropagatorColumns cols(op, prop, "MatLatkeMesonCorrelators");
-    const auto c = meson_correlators(cols.fields(), static_cast<int>(t0), ch);
-    cols.release();
-    for (PetscInt k = 0; k < n; ++k)
-      for (int t = 0; t < T; ++t) corr[k * T + t] = PetscScalar(c[k][t].re, c[k][t].im);
-  }));
+  PetscCall(mesons_at_rest("MatLatkeMesonCorrelators", A, prop, t0, n, channels, corr, false));
   PetscFunctionReturn(0);
 }
 
@@ -197,18 +206,7 @@ PetscErrorCode MatLatkeMesonCorrelatorsPair(Mat A, const Vec quark[], const Vec 
 PetscErrorCode MatLatkeMesonCorrelatorsWallSink(Mat A, const Vec prop[], PetscInt t0, PetscInt n,
                                                 const LatkeMesonChannel channels[], PetscScalar corr[]) {
   PetscFunctionBeginUser;
-  LatkeCheckNull(A);
-  LatkeCheckNull(prop);
-  PetscCall(guarded(comm_of(A), [&] {
-    ShellOperator& op = *context_of(A).op;
-    const std::vector<MesonChannel> ch = channels_of("MatLatkeMesonCorrelatorsWallSink", n, channels, corr);
-    PropagatorColumns cols(op, prop, "MatLatkeMesonCorrelatorsWallSink");
-    const auto c = meson_correlators_wall_sink(cols.fields(), static_cast<int>(t0), ch);
-    cols.release();
-    const int T = op.lattice()->global()[3];
-    for (PetscInt k = 0; k < n; ++k)
-      for (int t = 0; t < T; ++t) corr[k * T + t] = PetscScalar(c[k][t].re, c[k][t].im);
-  }));
+  PetscCall(mesons_at_rest("MatLatkeMesonCorrelatorsWallSink", A, prop, t0, n, channels, corr, true));
   PetscFunctionReturn(0);
 }
 
