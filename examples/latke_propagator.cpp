@@ -288,7 +288,7 @@ struct Measurement {
   std::vector<PetscScalar> corr_ss;  ///< the same at a smeared sink (with smearing)
   std::vector<std::vector<PetscScalar>> corr_p, corr_p_ss;  ///< per momentum class, the same
   double smear_s = 0;                ///< seconds smearing sources and sinks
-  std::vector<PetscScalar> corr_ws;  ///< a wall source's mesons at a wall sink
+  std::vector<PetscScalar> corr_ws;  ///< a wall source's mesons and nucleon at a wall sink
   std::vector<PairCorrelators> pairs;  ///< -latke_kappa_pairs: with each earlier kappa's quark
   LatkeGaugeFixInfo fix{};           ///< a wall source's Coulomb gauge fixing of the configuration
   double fix_s = 0;                  ///< its seconds (at the configuration's first kappa)
@@ -739,9 +739,11 @@ PetscErrorCode run(int& status) {
       if (o.wall()) {
         std::vector<LatkeMesonChannel> mesons;
         for (int j = 0; j < n_meson_channels; ++j) mesons.push_back(static_cast<LatkeMesonChannel>(j));
-        m.corr_ws.resize(static_cast<std::size_t>(n_meson_channels) * T);
+        m.corr_ws.resize(static_cast<std::size_t>(n_meson_channels + n_baryon_channels) * T);
         PetscCall(MatLatkeMesonCorrelatorsWallSink(A, cols.data(), static_cast<PetscInt>(o.site[3]), n_meson_channels,
                                                    mesons.data(), m.corr_ws.data()));
+        PetscCall(MatLatkeNucleonCorrelatorsWallSink(A, cols.data(), static_cast<PetscInt>(o.site[3]),
+                                                     m.corr_ws.data() + static_cast<std::size_t>(n_meson_channels) * T));
         // Correlators of a configuration not in the Coulomb gauge are not what they claim to be.
         if (!fix.converged) m.converged = false;
       }

@@ -210,6 +210,24 @@ PetscErrorCode MatLatkeMesonCorrelatorsWallSink(Mat A, const Vec prop[], PetscIn
   PetscFunctionReturn(0);
 }
 
+PetscErrorCode MatLatkeNucleonCorrelatorsWallSink(Mat A, const Vec prop[], PetscInt t0, PetscScalar corr[]) {
+  PetscFunctionBeginUser;
+  LatkeCheckNull(A);
+  LatkeCheckNull(prop);
+  LatkeCheckNull(corr);
+  PetscCall(guarded(comm_of(A), [&] {
+    const char* what = "MatLatkeNucleonCorrelatorsWallSink";
+    ShellOperator& op = *context_of(A).op;
+    PropagatorColumns cols(op, prop, what);
+    const auto c = nucleon_correlators_wall_sink(cols.fields(), static_cast<int>(t0), op.boundary_phases());
+    cols.release();
+    const int T = op.lattice()->global()[3];
+    for (int k = 0; k < n_baryon_channels; ++k)
+      for (int t = 0; t < T; ++t) corr[k * T + t] = PetscScalar(c[k][t].re, c[k][t].im);
+  }));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode LatkeBaryonChannelGetName(LatkeBaryonChannel channel, const char** name) {
   PetscFunctionBeginUser;
   LatkeCheckNull(name);

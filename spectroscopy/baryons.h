@@ -49,4 +49,10 @@ std::vector<std::vector<std::vector<Complex<double>>>> nucleon_correlators(
     const std::vector<const ColorSpinorField*>& columns, const std::array<int, 4>& source,
     const std::array<Complex<double>, 4>& boundary_phase, const std::vector<std::array<int, 3>>& momenta);
 
+/// @brief Both projections at a wall sink: the columns summed over each time slice, S_w(t) =
+/// sum_xvec S(xvec, t), then contracted as at one site (each of the three quarks summed over the
+/// sink's slice): result[k][t], t from t0. With a gauge-fixed wall source, the wall-wall nucleon.
+std::vector<std::vector<Complex<double>>> nucleon_correlators_wall_sink(
+    const std::vector<const ColorSpinorField*>& columns, int t0, const std::array<Complex<double>, 4>& boundary_phase);
+
 }  // namespace latke

@@ -5,7 +5,10 @@
 #include <cstdlib>
 
 #include "src/core/error.h"
+#include "src/core/indexing.h"
 #include "src/core/launch.h"
+#include "src/core/work_counters.h"
+#include "src/fields/precision.h"
 
 namespace latke {
 
@@ -32,6 +35,33 @@ struct MomentumSliceSum {
     }
     const double a = -2 * 3.14159265358979323846 * turns;
     return Complex<double>(cos(a), sin(a)) * d;
+  }
+};
+
+/// Six complex numbers: half a spinor's (two spins') sum.
+struct HalfSpinorSum {
+  Complex<double> v[6];
+  LATKE_HOST_DEVICE HalfSpinorSum& operator+=(const HalfSpinorSum& o) {
+    for (int k = 0; k < 6; ++k) v[k] += o.v[k];
+    return *this;
+  }
+};
+
+/// Spins 2 half, 2 half + 1 of one field summed over the sites of local slice t (lexicographic, x fastest).
+template <typename Store>
+struct SliceSpinorSum {
+  SpinorAccessor<Store, 3, 4> f[2];
+  LocalGeometry geom;
+  int half;
+  LATKE_HOST_DEVICE HalfSpinorSum operator()(int t, int i) const {
+    const int lex = t * geom.L[0] * geom.L[1] * geom.L[2] + i;
+    int c[4];
+    const int parity = geom.lex_coords(lex, c), x_cb = lex >> 1;
+    const auto s = f[parity].load(x_cb);
+    HalfSpinorSum r;
+    for (int a = 0; a < 2; ++a)
+      for (int k = 0; k < 3; ++k) r.v[3 * a + k] = Complex<double>(s.d[2 * half + a][k]);
+    return r;
   }
 };
 
@@ -106,6 +136,37 @@ void check_source_and_momenta(const Lattice& lat, const std::array<int, 4>& sour
     for (int i = 0; i < 3; ++i)
       require(2 * std::abs(momenta[m][i]) <= lat.global()[i], what, ": momentum ", m, " component ", i, " is ",
               momenta[m][i], ": expected |n| <= ", lat.global()[i] / 2, " (p = 2 pi n / ", lat.global()[i], ")");
+}
+
+std::vector<Complex<double>> propagator_slice_sums(const std::vector<const ColorSpinorField*>& columns) {
+  check_propagator(columns, "propagator_slice_sums");
+  const ColorSpinorField& f0 = *columns[0];
+  const Lattice& lat = f0.lattice();
+  const int T = lat.global()[3], Lt = lat.local()[3], t_off = lat.offset()[3];
+  const int V3 = lat.local()[0] * lat.local()[1] * lat.local()[2];
+  std::vector<double> w(2 * static_cast<std::size_t>(T) * 144, 0.0);  // [global t][row][column][re, im]
+  dispatch_precision(f0.precision(), [&](auto s) {
+    using S = decltype(s);
+    std::vector<HalfSpinorSum> local(Lt);
+    for (int j = 0; j < 12; ++j)
+      for (int half = 0; half < 2; ++half) {
+        SliceSpinorSum<S> k{};
+        for (int p = 0; p < 2; ++p) k.f[p] = parity_accessor<S>(*columns[j], p);
+        k.geom = LocalGeometry::of(lat);
+        k.half = half;
+        launch_segmented_reduce_host<HalfSpinorSum>(f0.backend(), k, Lt, V3, local.data());
+        for (int t = 0; t < Lt; ++t)
+          for (int r = 0; r < 6; ++r) {
+            const std::size_t g = (static_cast<std::size_t>(t_off + t) * 144 + (6 * half + r) * 12 + j) * 2;
+            w[g] = local[t].v[r].re;
+            w[g + 1] = local[t].v[r].im;
+          }
+      }
+  });
+  global_sum(w.data(), static_cast<int>(w.size()), lat.comm());
+  std::vector<Complex<double>> out(static_cast<std::size_t>(T) * 144);
+  for (std::size_t k = 0; k < out.size(); ++k) out[k] = Complex<double>(w[2 * k], w[2 * k + 1]);
+  return out;
 }
 
 void project_slices(Backend b, const Lattice& lat, const Complex<double>* density, const std::array<int, 4>& source,

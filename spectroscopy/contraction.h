@@ -45,6 +45,11 @@ SpinorAccessor<Store, 3, 4> parity_accessor(const ColorSpinorField& f, int parit
   return f.accessor<Store, 3, 4>(f.block_parity(0) == parity ? 0 : 1);
 }
 
+/// @brief The propagator's columns summed over each time slice, S_w(t) = sum_xvec S(xvec, t), on
+/// the fields' backend and over all ranks: result[(t * 12 + row) * 12 + column] for global t, row
+/// 3 s + c (sink) and column 3 s0 + c0 (source). What wall sinks contract. Collective.
+std::vector<Complex<double>> propagator_slice_sums(const std::vector<const ColorSpinorField*>& columns);
+
 /// @brief For each momentum m (integers n; p_i = 2 pi n_i / L_i) and each local time slice t:
 /// sums[2 ((m T) + t_global)] (re, then im) = sum over the slice's sites x of
 /// e^{-i p.(xvec - xvec0)} density(x), xvec0 = source's spatial site. density: one complex

@@ -126,32 +126,6 @@ struct MesonDensity {
   LATKE_HOST_DEVICE void operator()(int lex, int) const { density[lex] = term(lex / V3, lex % V3); }
 };
 
-/// Six complex numbers: half a spinor's (two spins') sum.
-struct HalfSpinorSum {
-  Complex<double> v[6];
-  LATKE_HOST_DEVICE HalfSpinorSum& operator+=(const HalfSpinorSum& o) {
-    for (int k = 0; k < 6; ++k) v[k] += o.v[k];
-    return *this;
-  }
-};
-
-/// Spins 2 half, 2 half + 1 of one field summed over the sites of local slice t.
-template <typename Store>
-struct SliceSpinorSum {
-  SpinorAccessor<Store, 3, 4> f[2];
-  LocalGeometry geom;
-  int half;
-  LATKE_HOST_DEVICE HalfSpinorSum operator()(int t, int i) const {
-    int x_cb, parity;
-    slice_site(geom, t, i, x_cb, parity);
-    const auto s = f[parity].load(x_cb);
-    HalfSpinorSum r;
-    for (int a = 0; a < 2; ++a)
-      for (int c = 0; c < 3; ++c) r.v[3 * a + c] = Complex<double>(s.d[2 * half + a][c]);
-    return r;
-  }
-};
-
 template <typename Store>
 struct SliceNorm {
   SpinorAccessor<Store, 3, 4> f[2];
@@ -278,42 +252,17 @@ std::vector<std::vector<Complex<double>>> meson_correlators_wall_sink(
     const std::vector<const ColorSpinorField*>& columns, int t0, const std::vector<MesonChannel>& channels) {
   const LogScope log(LogEvent::contract);
   check_propagator(columns, "meson_correlators_wall_sink");
-  const ColorSpinorField& f0 = *columns[0];
-  const Lattice& lat = f0.lattice();
-  const int T = lat.global()[3], Lt = lat.local()[3], t_off = lat.offset()[3];
+  const Lattice& lat = columns[0]->lattice();
+  const int T = lat.global()[3];
   require(t0 >= 0 && t0 < T, "meson_correlators_wall_sink: source time slice ", t0, ": expected 0 to ", T - 1);
-  const int V3 = lat.local()[0] * lat.local()[1] * lat.local()[2];
-  // S_w[global t][row 3 s + c][column j] as (re, im), summed over the ranks
-  std::vector<double> w(2 * static_cast<std::size_t>(T) * 144, 0.0);
-  dispatch_precision(f0.precision(), [&](auto s) {
-    using S = decltype(s);
-    std::vector<HalfSpinorSum> local(Lt);
-    for (int j = 0; j < 12; ++j)
-      for (int half = 0; half < 2; ++half) {
-        SliceSpinorSum<S> k{};
-        for (int p = 0; p < 2; ++p) k.f[p] = parity_accessor<S>(*columns[j], p);
-        k.geom = LocalGeometry::of(lat);
-        k.half = half;
-        launch_segmented_reduce_host<HalfSpinorSum>(f0.backend(), k, Lt, V3, local.data());
-        for (int t = 0; t < Lt; ++t)
-          for (int r = 0; r < 6; ++r) {
-            const std::size_t g = (static_cast<std::size_t>(t_off + t) * 144 + (6 * half + r) * 12 + j) * 2;
-            w[g] = local[t].v[r].re;
-            w[g + 1] = local[t].v[r].im;
-          }
-      }
-  });
-  global_sum(w.data(), static_cast<int>(w.size()), lat.comm());
+  const std::vector<Complex<double>> sums = propagator_slice_sums(columns);  // [t][row 3 s + c][column j]
   const int nch = static_cast<int>(channels.size());
   std::vector<std::vector<Complex<double>>> out(nch, std::vector<Complex<double>>(T));
   for (int ch = 0; ch < nch; ++ch) {
     const ChannelTerms terms = terms_of(channels[ch]);
     for (int t = 0; t < T; ++t) {
       const int tg = (t0 + t) % T;
-      auto Sw = [&](int row, int col) {
-        const std::size_t g = (static_cast<std::size_t>(tg) * 144 + row * 12 + col) * 2;
-        return Complex<double>(w[g], w[g + 1]);
-      };
+      auto Sw = [&](int row, int col) { return sums[(static_cast<std::size_t>(tg) * 12 + row) * 12 + col]; };
       // As MesonSliceSum at one site: sum_terms Tr[P S Q S^dag], P = gamma_5 G_snk, Q = Gbar_src gamma_5.
       Complex<double> acc;
       for (int k = 0; k < terms.n; ++k) {

@@ -559,6 +559,10 @@ typedef enum { LATKE_BARYON_NUCLEON, LATKE_BARYON_NUCLEON_MINUS } LatkeBaryonCha
 PetscErrorCode LatkeBaryonChannelGetName(LatkeBaryonChannel channel, const char** name);
 PetscErrorCode MatLatkeNucleonCorrelators(Mat A, const Vec prop[], const PetscInt site[], PetscInt n_momenta,
                                           const PetscInt momenta[], PetscScalar corr[]);
+/* Both projections at a wall sink (each quark summed over the sink's slice: the columns summed per
+ * slice, then contracted as at one site), corr[k T + t]; with a Coulomb-gauge-fixed wall source,
+ * the wall-wall nucleon. Collective. */
+PetscErrorCode MatLatkeNucleonCorrelatorsWallSink(Mat A, const Vec prop[], PetscInt t0, PetscScalar corr[]);
 /* The 12 columns of a propagator (full-lattice vectors of A) saved or loaded with a PETSc
  * viewer, each in global lexicographic order (LatkeVecView / LatkeVecLoad) under the name
  * s<spin>_c<color> of its source: in an HDF5 viewer, datasets s0_c0 ... s3_c2 of the viewer's

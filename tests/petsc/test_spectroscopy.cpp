@@ -491,22 +491,15 @@ std::vector<cplx> nucleon(Mat A, const std::vector<Vec>& cols, const PetscInt si
 ///              (S^{aa'}_{al al'} S^{bb'}_{be be'} S^{cc'}_{g g'} - S^{ac'}_{al g'} S^{bb'}_{be be'} S^{ca'}_{g al'}),
 /// Gamma = C g5, C = g2 g4, Gbar = g4 Gamma^dag g4; C_+- = sum_x e^{-ip.(x - x0)} Tr[(1 +- g4)/2 G], times
 /// -1 where the sink is before the source's slice (three antiperiodic quarks across the boundary).
-std::vector<cplx> nucleon_by_wick(Mat A, const std::vector<Vec>& cols, const PetscInt site[4],
-                                  const std::vector<std::array<int, 3>>& momenta) {
+/// The spin matrix G of one site's (or one slice sum's) propagator, S(s, c, s0, c0), by Wick's theorem
+/// index by index (nucleon_by_wick).
+Spin wick_nucleon(const std::function<cplx(int, int, int, int)>& S) {
   const Spin C = gamma(1) * gamma(3);
   for (int mu = 0; mu < 4; ++mu)  // the charge conjugation of this basis
     EXPECT_LT((C * gamma(mu) * C.inverse() + gamma(mu).transpose()).norm(), 1e-14) << "mu = " << mu;
   const Spin G5 = C * g5(), Gbar = gamma(3) * G5.adjoint() * gamma(3);
-  const Spin P[2] = {(Spin::Identity() + gamma(3)) / 2.0, (Spin::Identity() - gamma(3)) / 2.0};
-  const latke::Lattice& lat = lattice_of(A);
-  const std::size_t nm = momenta.size();
-  std::vector<std::vector<PetscScalar>> lex(12, std::vector<PetscScalar>(static_cast<std::size_t>(lat.volume()) * 12));
-  for (int j = 0; j < 12; ++j) EXPECT_EQ(LatkeVecGetLexicographic(A, cols[j], lex[j].data()), 0);
   const int eps[6][4] = {{0, 1, 2, 1}, {1, 2, 0, 1}, {2, 0, 1, 1}, {0, 2, 1, -1}, {2, 1, 0, -1}, {1, 0, 2, -1}};
-  std::vector<cplx> local(2 * nm * T, 0.0), all(2 * nm * T);
-  for (long x = 0; x < lat.volume(); ++x) {
-    auto S = [&](int s, int c, int s0, int c0) { return cplx(lex[3 * s0 + c0][x * 12 + 3 * s + c]); };
-    Spin G = Spin::Zero();
+  Spin G = Spin::Zero();
     for (const auto& e : eps)
       for (const auto& f : eps) {
         const int a = e[0], b = e[1], c = e[2], ap = f[0], bp = f[1], cp = f[2];
@@ -523,6 +516,20 @@ std::vector<cplx> nucleon_by_wick(Mat A, const std::vector<Vec>& cols, const Pet
               }
           }
       }
+  return G;
+}
+
+std::vector<cplx> nucleon_by_wick(Mat A, const std::vector<Vec>& cols, const PetscInt site[4],
+                                  const std::vector<std::array<int, 3>>& momenta) {
+  const Spin P[2] = {(Spin::Identity() + gamma(3)) / 2.0, (Spin::Identity() - gamma(3)) / 2.0};
+  const latke::Lattice& lat = lattice_of(A);
+  const std::size_t nm = momenta.size();
+  std::vector<std::vector<PetscScalar>> lex(12, std::vector<PetscScalar>(static_cast<std::size_t>(lat.volume()) * 12));
+  for (int j = 0; j < 12; ++j) EXPECT_EQ(LatkeVecGetLexicographic(A, cols[j], lex[j].data()), 0);
+  std::vector<cplx> local(2 * nm * T, 0.0), all(2 * nm * T);
+  for (long x = 0; x < lat.volume(); ++x) {
+    const Spin G =
+        wick_nucleon([&](int s, int c, int s0, int c0) { return cplx(lex[3 * s0 + c0][x * 12 + 3 * s + c]); });
     const latke::Coords xc = lat.coords_of(x);
     const int t = xc[3] + lat.offset()[3];
     const double wrap = t < site[3] ? -1.0 : 1.0;
@@ -789,6 +796,24 @@ TEST(WallSources, WallSinkIsTheContractionOfTheSliceSums) {
   }
   for (int k = 0; k < n_channels; ++k) EXPECT_LT(channel_error(got, want, k), 1e-12) << "channel " << k;
   EXPECT_GT(got[LATKE_MESON_PION * T + 1].real(), 0);
+  // The nucleon at the wall sink: Wick's theorem on the slice sums, -1 for sinks across the boundary.
+  std::vector<PetscScalar> nw(2 * T);
+  ASSERT_PETSC(MatLatkeNucleonCorrelatorsWallSink(A, cols.data(), t0, nw.data()));
+  const Spin P[2] = {(Spin::Identity() + gamma(3)) / 2.0, (Spin::Identity() - gamma(3)) / 2.0};
+  double scale = 0;
+  std::vector<cplx> nwant(2 * T);
+  for (int t = 0; t < T; ++t) {
+    const int tg = (t0 + t) % T;
+    const Spin G = wick_nucleon([&](int s, int c, int s0, int c0) {
+      return sums[(static_cast<std::size_t>(tg) * 12 + 3 * s + c) * 12 + 3 * s0 + c0];
+    });
+    for (int k = 0; k < 2; ++k) {
+      nwant[k * T + t] = (tg < t0 ? -1.0 : 1.0) * (P[k] * G).trace();
+      scale = std::max(scale, std::abs(nwant[k * T + t]));
+    }
+  }
+  ASSERT_GT(scale, 0);
+  for (int i = 0; i < 2 * T; ++i) EXPECT_LT(std::abs(cplx(nw[i]) - nwant[i]), 1e-12 * scale) << "entry " << i;
   destroy(cols);
   MatDestroy(&A);
   LatkeGaugeDestroy(&g);
@@ -801,7 +826,7 @@ TEST(WallSources, CoulombGaugeFixedWallCorrelatorsDoNotDependOnTheStartingGauge)
   LatkeGauge hot = thermalized(5);
   LatkeGauge moved = gauge_from(gauge_transform(global_links(hot), 53));
   const PetscInt t0 = 2;
-  std::vector<std::vector<cplx>> wp, ww;
+  std::vector<std::vector<cplx>> wp, ww, nn;
   for (LatkeGauge g : {hot, moved}) {
     for (bool fix : {false, true}) {
       LatkeGauge use = g, fixed = nullptr;
@@ -813,6 +838,9 @@ TEST(WallSources, CoulombGaugeFixedWallCorrelatorsDoNotDependOnTheStartingGauge)
       std::vector<Vec> cols = wall_propagator(A, t0);
       wp.push_back(correlators(A, cols, t0));
       ww.push_back(wall_sink(A, cols, t0));
+      std::vector<PetscScalar> n(2 * T);
+      ASSERT_PETSC(MatLatkeNucleonCorrelatorsWallSink(A, cols.data(), t0, n.data()));
+      nn.emplace_back(n.begin(), n.end());
       destroy(cols);
       MatDestroy(&A);
       LatkeGaugeDestroy(&fixed);
@@ -823,6 +851,7 @@ TEST(WallSources, CoulombGaugeFixedWallCorrelatorsDoNotDependOnTheStartingGauge)
     EXPECT_LT(channel_error(wp[3], wp[1], k), 1e-7) << "wall-point channel " << k;
     EXPECT_LT(channel_error(ww[3], ww[1], k), 1e-7) << "wall-wall channel " << k;
   }
+  for (int k = 0; k < 2; ++k) EXPECT_LT(channel_error(nn[3], nn[1], k), 1e-7) << "wall-wall nucleon " << k;
   EXPECT_GT(channel_error(wp[2], wp[0], LATKE_MESON_PION), 1e-2);  // unfixed: gauge dependent
   EXPECT_GT(channel_error(ww[2], ww[0], LATKE_MESON_PION), 1e-2);
   LatkeGaugeDestroy(&moved);
