@@ -742,8 +742,9 @@ PetscErrorCode run(int& status) {
         m.corr_ws.resize(static_cast<std::size_t>(n_meson_channels + n_baryon_channels) * T);
         PetscCall(MatLatkeMesonCorrelatorsWallSink(A, cols.data(), static_cast<PetscInt>(o.site[3]), n_meson_channels,
                                                    mesons.data(), m.corr_ws.data()));
-        PetscCall(MatLatkeNucleonCorrelatorsWallSink(A, cols.data(), static_cast<PetscInt>(o.site[3]),
-                                                     m.corr_ws.data() + static_cast<std::size_t>(n_meson_channels) * T));
+        PetscCall(
+            MatLatkeNucleonCorrelatorsWallSink(A, cols.data(), static_cast<PetscInt>(o.site[3]),
+                                               m.corr_ws.data() + static_cast<std::size_t>(n_meson_channels) * T));
         // Correlators of a configuration not in the Coulomb gauge are not what they claim to be.
         if (!fix.converged) m.converged = false;
       }

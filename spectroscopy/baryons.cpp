@@ -37,7 +37,8 @@ LATKE_HOST_DEVICE LATKE_INLINE void nucleon_traces(const Complex<double> (&S)[4]
       // column be of it lands in column gbar.col[be] with gbar(be).
       Complex<double> M[4][4];
       for (int al = 0; al < 4; ++al)
-        for (int be = 0; be < 4; ++be) M[al][gbar.col[be]] = gamma.value(al) * S[gamma.col[al]][b][be][bp] * gbar.value(be);
+        for (int be = 0; be < 4; ++be)
+          M[al][gbar.col[be]] = gamma.value(al) * S[gamma.col[al]][b][be][bp] * gbar.value(be);
       for (int k = 0; k < 6; ++k) {
         int a, kb, c;
         double sk;
@@ -201,7 +202,8 @@ std::vector<std::vector<Complex<double>>> nucleon_correlators_wall_sink(
     const int tg = (t0 + t) % T;
     Complex<double> S[4][3][4][3];
     for (int r = 0; r < 12; ++r)
-      for (int j = 0; j < 12; ++j) S[r / 3][r % 3][j / 3][j % 3] = sums[(static_cast<std::size_t>(tg) * 12 + r) * 12 + j];
+      for (int j = 0; j < 12; ++j)
+        S[r / 3][r % 3][j / 3][j % 3] = sums[(static_cast<std::size_t>(tg) * 12 + r) * 12 + j];
     Complex<double> trace, trace4;
     nucleon_traces(S, gamma, gbar, g4, trace, trace4);
     const Complex<double> w = tg < t0 ? wrap : Complex<double>(1.0);

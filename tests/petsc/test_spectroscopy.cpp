@@ -500,22 +500,22 @@ Spin wick_nucleon(const std::function<cplx(int, int, int, int)>& S) {
   const Spin G5 = C * g5(), Gbar = gamma(3) * G5.adjoint() * gamma(3);
   const int eps[6][4] = {{0, 1, 2, 1}, {1, 2, 0, 1}, {2, 0, 1, 1}, {0, 2, 1, -1}, {2, 1, 0, -1}, {1, 0, 2, -1}};
   Spin G = Spin::Zero();
-    for (const auto& e : eps)
-      for (const auto& f : eps) {
-        const int a = e[0], b = e[1], c = e[2], ap = f[0], bp = f[1], cp = f[2];
-        for (int al = 0; al < 4; ++al)
-          for (int be = 0; be < 4; ++be) {
-            if (G5(al, be) == 0.0) continue;
-            for (int bep = 0; bep < 4; ++bep)
-              for (int alp = 0; alp < 4; ++alp) {
-                if (Gbar(bep, alp) == 0.0) continue;
-                const cplx w = double(e[3] * f[3]) * G5(al, be) * Gbar(bep, alp) * S(be, b, bep, bp);
-                for (int g = 0; g < 4; ++g)
-                  for (int gp = 0; gp < 4; ++gp)
-                    G(g, gp) += w * (S(al, a, alp, ap) * S(g, c, gp, cp) - S(al, a, gp, cp) * S(g, c, alp, ap));
-              }
-          }
-      }
+  for (const auto& e : eps)
+    for (const auto& f : eps) {
+      const int a = e[0], b = e[1], c = e[2], ap = f[0], bp = f[1], cp = f[2];
+      for (int al = 0; al < 4; ++al)
+        for (int be = 0; be < 4; ++be) {
+          if (G5(al, be) == 0.0) continue;
+          for (int bep = 0; bep < 4; ++bep)
+            for (int alp = 0; alp < 4; ++alp) {
+              if (Gbar(bep, alp) == 0.0) continue;
+              const cplx w = double(e[3] * f[3]) * G5(al, be) * Gbar(bep, alp) * S(be, b, bep, bp);
+              for (int g = 0; g < 4; ++g)
+                for (int gp = 0; gp < 4; ++gp)
+                  G(g, gp) += w * (S(al, a, alp, ap) * S(g, c, gp, cp) - S(al, a, gp, cp) * S(g, c, alp, ap));
+            }
+        }
+    }
   return G;
 }
 
