@@ -194,6 +194,25 @@ std::vector<MomentumClass> momentum_classes(long mom2_max, const PetscInt global
   return classes;
 }
 
+std::vector<LatkeMesonChannel> meson_channels() {
+  std::vector<LatkeMesonChannel> channels;
+  for (int k = 0; k < n_meson_channels; ++k) channels.push_back(static_cast<LatkeMesonChannel>(k));
+  return channels;
+}
+
+/// Momentum 0, then every member of every class, as (n_x, n_y, n_z) triples.
+std::vector<PetscInt> momentum_list(const std::vector<MomentumClass>& classes) {
+  std::vector<PetscInt> mom = {0, 0, 0};
+  for (const MomentumClass& c : classes)
+    for (const auto& n : c.members) mom.insert(mom.end(), n.begin(), n.end());
+  return mom;
+}
+
+std::array<PetscInt, 4> source_site(const Options& o) {
+  return {static_cast<PetscInt>(o.site[0]), static_cast<PetscInt>(o.site[1]), static_cast<PetscInt>(o.site[2]),
+          static_cast<PetscInt>(o.site[3])};
+}
+
 /// all[(row * nm + m) * T + t], m = 0 at rest and then every member of every class, into rest[row *
 /// T + t] and moving[class][row * T + t], averaged over each class.
 void split_classes(const std::vector<PetscScalar>& all, int rows, PetscInt nm, PetscInt T,
@@ -219,25 +238,20 @@ PetscErrorCode contract(Mat A, const std::vector<Vec>& cols, const Options& o,
                         const std::vector<MomentumClass>& classes, PetscInt T, std::vector<PetscScalar>& rest,
                         std::vector<std::vector<PetscScalar>>& moving) {
   PetscFunctionBeginUser;
-  std::vector<LatkeMesonChannel> channels;
-  for (int k = 0; k < n_meson_channels; ++k) channels.push_back(static_cast<LatkeMesonChannel>(k));
+  const std::vector<LatkeMesonChannel> channels = meson_channels();
   const int rows = n_rows(o);
-  // momentum 0, then every member of every class
-  std::vector<PetscInt> mom = {0, 0, 0};
-  for (const MomentumClass& c : classes)
-    for (const auto& n : c.members) mom.insert(mom.end(), n.begin(), n.end());
+  const std::vector<PetscInt> mom = momentum_list(classes);
   const PetscInt nm = static_cast<PetscInt>(mom.size() / 3);
-  const PetscInt site[4] = {static_cast<PetscInt>(o.site[0]), static_cast<PetscInt>(o.site[1]),
-                            static_cast<PetscInt>(o.site[2]), static_cast<PetscInt>(o.site[3])};
+  const std::array<PetscInt, 4> site = source_site(o);
   std::vector<PetscScalar> all(static_cast<std::size_t>(rows) * nm * T);  // [row][momentum][t]
   if (o.source == "point") {
-    PetscCall(MatLatkeMesonCorrelatorsMomenta(A, cols.data(), site, nm, mom.data(), n_meson_channels, channels.data(),
-                                              all.data()));
-    PetscCall(MatLatkeNucleonCorrelators(A, cols.data(), site, nm, mom.data(),
+    PetscCall(MatLatkeMesonCorrelatorsMomenta(A, cols.data(), site.data(), nm, mom.data(), n_meson_channels,
+                                              channels.data(), all.data()));
+    PetscCall(MatLatkeNucleonCorrelators(A, cols.data(), site.data(), nm, mom.data(),
                                          all.data() + static_cast<std::size_t>(n_meson_channels) * nm * T));
   } else if (o.wall()) {  // at rest only
     PetscCall(MatLatkeMesonCorrelators(A, cols.data(), site[3], n_meson_channels, channels.data(), all.data()));
-    PetscCall(MatLatkeNucleonCorrelators(A, cols.data(), site, 1, mom.data(),
+    PetscCall(MatLatkeNucleonCorrelators(A, cols.data(), site.data(), 1, mom.data(),
                                          all.data() + static_cast<std::size_t>(n_meson_channels) * T));
   } else {  // noise: at rest only, as the mean of the slice's point sources (their sum over its sites)
     PetscCall(MatLatkeMesonCorrelators(A, cols.data(), site[3], n_meson_channels, channels.data(), all.data()));
@@ -254,17 +268,13 @@ PetscErrorCode contract_pair(Mat A, const std::vector<Vec>& quark, const std::ve
                              const Options& o, const std::vector<MomentumClass>& classes, PetscInt T,
                              std::vector<PetscScalar>& rest, std::vector<std::vector<PetscScalar>>& moving) {
   PetscFunctionBeginUser;
-  std::vector<LatkeMesonChannel> channels;
-  for (int k = 0; k < n_meson_channels; ++k) channels.push_back(static_cast<LatkeMesonChannel>(k));
-  std::vector<PetscInt> mom = {0, 0, 0};
-  for (const MomentumClass& c : classes)
-    for (const auto& n : c.members) mom.insert(mom.end(), n.begin(), n.end());
+  const std::vector<LatkeMesonChannel> channels = meson_channels();
+  const std::vector<PetscInt> mom = momentum_list(classes);
   const PetscInt nm = static_cast<PetscInt>(mom.size() / 3);
-  const PetscInt site[4] = {static_cast<PetscInt>(o.site[0]), static_cast<PetscInt>(o.site[1]),
-                            static_cast<PetscInt>(o.site[2]), static_cast<PetscInt>(o.site[3])};
+  const std::array<PetscInt, 4> site = source_site(o);
   std::vector<PetscScalar> all(static_cast<std::size_t>(n_meson_channels) * nm * T);
-  PetscCall(MatLatkeMesonCorrelatorsPair(A, quark.data(), antiquark.data(), site, nm, mom.data(), n_meson_channels,
-                                         channels.data(), all.data()));
+  PetscCall(MatLatkeMesonCorrelatorsPair(A, quark.data(), antiquark.data(), site.data(), nm, mom.data(),
+                                         n_meson_channels, channels.data(), all.data()));
   if (o.noise())
     for (PetscScalar& v : all) v /= static_cast<PetscReal>(o.volume3);
   split_classes(all, n_meson_channels, nm, T, classes, rest, moving);

@@ -218,6 +218,12 @@ class KappaData:
         self.moving_pion = [np.array([self.by_config[c][1]["correlators_momentum"][k]["pion"]["re"]
                                       for c in self.configs], dtype=float)
                             for k in range(len(self.momenta))]
+        # the nucleon's two projections at each momentum class, where every measurement has them
+        moving_baryons = self.nucleon is not None and all(
+            all(b in cm for b in BARYONS) for _, m in self.by_config.values() for cm in m.get("correlators_momentum") or [])
+        self.moving_nucleon = [tuple(np.array([self.by_config[c][1]["correlators_momentum"][k][b]["re"]
+                                               for c in self.configs], dtype=float) for b in BARYONS)
+                               for k in range(len(self.momenta))] if moving_baryons else []
         plaq = [self.by_config[c][1].get("plaquette") for c in self.configs]
         self.plaquette = float(np.mean(plaq)) if all(isinstance(p, (int, float)) for p in plaq) else None
 
@@ -467,6 +473,25 @@ def dispersion(kd, m_pi, lattice, tmin, tmax, notes):
     return out
 
 
+def nucleon_dispersion(kd, m_n, lattice, nmin, nmax, notes):
+    """The nucleon's energy at each momentum class (a log plateau over nmin..nmax, as m_N) against
+    the continuum E^2 = m_N^2 + p^2."""
+    out = []
+    for k, cls in enumerate(kd.momenta):
+        p2 = float(sum((2 * math.pi * v / lattice[i]) ** 2 for i, v in enumerate(cls["n"])))
+        eff = log_effective_mass(jackknife_rows(nucleon_forward(*kd.moving_nucleon[k])))
+        entry = {"n": cls["n"], "p2": p2, "E": None, "E_continuum": _value_error(np.sqrt(m_n ** 2 + p2)),
+                 "effective_energy": _value_error(eff)}
+        if np.all(np.isfinite(eff[:, nmin:nmax + 1])):
+            energy, chi2 = plateau(eff, nmin, nmax)
+            entry["E"] = dict(_value_error(energy), chi2_dof=chi2)
+        else:
+            notes.append(f"kappa {kd.kappa}, momentum n = {cls['n']}: the nucleon's effective energy is undefined "
+                         f"in t = {nmin}..{nmax}; no E_N(p) there")
+        out.append(entry)
+    return out
+
+
 def analyse(paths, fit_range=None, a4_sign=1, sink="point", nucleon_fit_range=None):
     """The whole analysis of the files: the summary (schema latke-spectrum/1) and its notes."""
     notes = []
@@ -514,6 +539,8 @@ def analyse(paths, fit_range=None, a4_sign=1, sink="point", nucleon_fit_range=No
             if "m_n" in r:
                 entry["m_n"] = {"value": r["m_n"][0], "error": jackknife_error(r["m_n"]), "chi2_dof": r["m_n_chi2_dof"]}
                 entry["m_n_over_m_pi"] = _value_error(r["m_n"] / r["m_pi"])
+                if kd.moving_nucleon:
+                    entry["nucleon_dispersion"] = nucleon_dispersion(kd, r["m_n"], meta["lattice"], nmin, nmax, notes)
             else:
                 notes.append(f"kappa {kd.kappa}: the nucleon's effective mass is undefined somewhere in t = "
                              f"{nmin}..{nmax} (too noisy there); no m_N")
@@ -622,6 +649,14 @@ def print_table(s, out=None):
               f"{fmt_pm(pcac['value'], pcac['error']) if pcac else '-':<22}"
               f"{fmt_pm(e['m_pi_sq']['value'], e['m_pi_sq']['error']):<22}"
               + ((fmt_pm(mn["value"], mn["error"]) if mn else "-") if baryons else ""), file=out)
+    for e in kappas:
+        if e.get("nucleon_dispersion"):
+            print(f"\nnucleon dispersion, kappa {e['kappa']} (E at rest = m_N)", file=out)
+            print(f"  {'n':<10}{'p^2':>8}  {'E':<20}{'continuum':<20}", file=out)
+            for d in e["nucleon_dispersion"]:
+                E = d["E"] or {}
+                print(f"  {','.join(map(str, d['n'])):<10}{d['p2']:>8.4f}  {fmt(E.get('value'), E.get('error')):<20}"
+                      f"{fmt(d['E_continuum']['value'], d['E_continuum']['error']):<20}", file=out)
     for e in kappas:
         if not e.get("dispersion"):
             continue

@@ -379,6 +379,31 @@ class Nucleon(unittest.TestCase):
             with self.assertRaisesRegex(ls.SpectrumError, "--nucleon-fit-range t = 3..20"):
                 ls.analyse(paths, nucleon_fit_range=(3, 20))
 
+    def test_moving_nucleon_on_the_continuum_dispersion(self):
+        docs = with_nucleons(moving_ensemble())
+        rng = np.random.default_rng(3)
+        t = np.arange(T)
+        for doc in docs:
+            for m in doc["measurements"]:
+                for k, n in enumerate(MOMENTA):
+                    e = math.sqrt(M_N ** 2 + sum((2 * math.pi * v / 8) ** 2 for v in n))
+                    plus = 2.0 * np.exp(-e * t) + 1.5 * np.exp(-M_NSTAR * (T - t))
+                    noise = 1 + NOISE * rng.standard_normal((2, T))
+                    m["correlators_momentum"][k]["nucleon"] = {"re": [float(v) for v in plus * noise[0]],
+                                                              "im": [0.0] * T}
+                    m["correlators_momentum"][k]["nucleon_minus"] = {
+                        "re": [float(v) for v in -plus[(T - t) % T] * noise[1]], "im": [0.0] * T}
+        with tempfile.TemporaryDirectory() as d:
+            s = ls.analyse([write(d, f"m{i}.json", doc) for i, doc in enumerate(docs)], nucleon_fit_range=(3, 6))
+            out = io.StringIO()
+            ls.print_table(s, out)
+        self.assertIn("nucleon dispersion, kappa", out.getvalue())
+        for entry in s["kappas"]:
+            for dd, n in zip(entry["nucleon_dispersion"], MOMENTA):
+                truth = math.sqrt(M_N ** 2 + sum((2 * math.pi * v / 8) ** 2 for v in n))
+                self.assertLess(abs(dd["E"]["value"] - truth), 3 * dd["E"]["error"] + 1e-9, f"n = {n}")
+                self.assertLess(abs(dd["E"]["value"] - truth), 0.02 * truth)
+
     def test_without_baryons_there_is_no_nucleon(self):
         with tempfile.TemporaryDirectory() as d:
             s = ls.analyse([write(d, f"n{i}.json", doc) for i, doc in enumerate(noisy_ensemble())])
