@@ -162,19 +162,23 @@ HaloExchange& ExtendedSites::halo_for(int ncomp, bool one_parity, int d) {
   return *h;
 }
 
-void ExtendedSites::refresh_components(int k_begin, int k_end, int parity, const std::function<void()>& overlap) {
+void ExtendedSites::refresh_components(int k_begin, int k_end, int parity, const std::function<void()>& overlap,
+                                       unsigned dims) {
   require(parity >= -1 && parity <= 1, "refresh: parity ", parity, ", expected 0, 1 or -1 (both)");
   require(0 <= k_begin && k_begin < k_end && k_end <= components_, "refresh: components ", k_begin, " to ", k_end,
           ", expected a range within 0 to ", components_);
+  require((dims & ~ghost_dims_) == 0, "refresh: dimensions ", dims, " are not among the field's ghost dimensions ",
+          ghost_dims_);
+  const unsigned ghost_dims = dims ? dims : ghost_dims_;
   WrapKernel wrap{sites_, {}, k_begin, k_end};
   bool any_unsplit = false;
   for (int d = 0; d < 4; ++d) {
-    wrap.split[d] = lat_.partitioned(d) || !(ghost_dims_ >> d & 1) ? 1 : 0;  // 1: no periodic copy
+    wrap.split[d] = lat_.partitioned(d) || !(ghost_dims >> d & 1) ? 1 : 0;  // 1: no periodic copy
     any_unsplit |= !wrap.split[d];
   }
   bool first = true;
   for (int d = 0; d < 4; ++d) {
-    if (!lat_.partitioned(d) || !(ghost_dims_ >> d & 1)) continue;
+    if (!lat_.partitioned(d) || !(ghost_dims >> d & 1)) continue;
     HaloExchange& halo = halo_for(k_end - k_begin, parity >= 0, d);
     const int n = static_cast<int>(sites_.ext_volume / sites_.E[d] / (parity >= 0 ? 2 : 1));
     // In dimension order, so that later split dimensions' slices carry the corners just

@@ -79,7 +79,10 @@ class ExtendedSites {
   ///        launched once the faces are packed, and the exchanges and unpacking run on the
   ///        comm stream meanwhile; the compute stream waits for the ghosts after it, and the
   ///        periodic images of unsplit dimensions are copied after that.
-  void refresh_components(int k_begin, int k_end, int parity = -1, const std::function<void()>& overlap = {});
+  /// @param dims if non-zero, only the ghosts across these dimensions (a subset of ghost_dims:
+  ///        a sweep that reads no others, as Coulomb gauge fixing reads none across t)
+  void refresh_components(int k_begin, int k_end, int parity = -1, const std::function<void()>& overlap = {},
+                          unsigned dims = 0);
 
   ExtSites sites() const { return sites_; }
   int components() const { return components_; }

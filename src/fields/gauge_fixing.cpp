@@ -9,7 +9,6 @@
 #include "src/core/error.h"
 #include "src/core/launch.h"
 #include "src/core/log.h"
-#include "src/core/memory.h"
 #include "src/core/work_counters.h"
 #include "src/fields/extended_links.h"
 #include "src/fields/su3_update.h"
@@ -182,9 +181,9 @@ std::vector<Complex<double>> fix_gauge(const Lattice& lat, const std::vector<Com
   // G's ghosts only across the fixed directions during the sweeps: Coulomb gauge fixing exchanges
   // nothing in t, so a grid split in t fixes its slices without communication until the end.
   const unsigned dims = ndir == 3 ? 0x7u : 0xFu;
-  ExtendedSites g(lat, b, 9, dims);
+  ExtendedSites g(lat, b, 9);
   launch(b, SetIdentityKernel{g.sites(), g.geometry()}, {lat.volume_cb(), 0, 2});
-  g.refresh_components(0, 9);
+  g.refresh_components(0, 9, -1, {}, dims);
   GaugeFixingResult r;
   FixSums s = measure(u, g, ndir);
   while (!(s.theta < p.tol) && r.iterations < p.max_iter) {
@@ -193,7 +192,7 @@ std::vector<Complex<double>> fix_gauge(const Lattice& lat, const std::vector<Com
       for (int parity = 0; parity < 2; ++parity) {
         launch(b, FixStepKernel{u.view(), g.sites(), u.geometry(), ndir, p.omega}, {lat.volume_cb(), parity, 1},
                compute_stream(), false);
-        g.refresh_components(0, 9, parity);
+        g.refresh_components(0, 9, parity, {}, dims);
       }
     }
     r.iterations += n;
@@ -204,12 +203,8 @@ std::vector<Complex<double>> fix_gauge(const Lattice& lat, const std::vector<Com
   r.theta = s.theta;
   r.functional = s.functional;
   r.converged = s.theta < p.tol;
-  // The links' transformation needs G(x + t) too: its ghosts in every direction, once.
-  ExtendedSites all(lat, b, 9, 0xF);
-  copy_bytes(all.sites().data, g.sites().data,
-             static_cast<std::size_t>(g.sites().ext_volume) * 9 * sizeof(Complex<double>), compute_stream());
-  all.refresh_components(0, 9);
-  launch(b, TransformKernel{u.view(), fixed.view(), all.sites(), u.geometry()}, {lat.volume_cb(), 0, 2});
+  g.refresh_components(0, 9);  // the links' transformation needs G(x + t) too: every direction, once
+  launch(b, TransformKernel{u.view(), fixed.view(), g.sites(), u.geometry()}, {lat.volume_cb(), 0, 2});
   if (result) *result = r;
   return fixed.download();
 }
