@@ -152,7 +152,7 @@ std::vector<std::vector<std::vector<Complex<double>>>> nucleon_correlators(
   Monomial gamma, gbar, g4;
   nucleon_gammas(gamma, gbar, g4);
   const int T = lat.global()[3], nmom = static_cast<int>(momenta.size());
-  std::vector<double> sums(2 * static_cast<std::size_t>(n_baryon_channels) * nmom * T, 0.0);
+  const std::size_t Lt = lat.local()[3];
   const std::size_t bytes = sizeof(Complex<double>) * static_cast<std::size_t>(lat.volume());
   Buffer plus(memory_for(f0.backend()), bytes), minus(memory_for(f0.backend()), bytes);
   dispatch_precision(f0.precision(), [&](auto s) {
@@ -171,17 +171,18 @@ std::vector<std::vector<std::vector<Complex<double>>>> nucleon_correlators(
     k.minus = static_cast<Complex<double>*>(minus.data());
     launch(f0.backend(), k, LaunchRange{static_cast<int>(lat.volume()), 0, 1});
   });
-  project_slices(f0.backend(), lat, static_cast<const Complex<double>*>(plus.data()), source, momenta, sums.data());
+  Buffer slices(memory_for(f0.backend()), sizeof(Complex<double>) * n_baryon_channels * nmom * Lt);
+  Complex<double>* per_slice = static_cast<Complex<double>*>(slices.data());  // [channel][momentum][t]
+  project_slices(f0.backend(), lat, static_cast<const Complex<double>*>(plus.data()), source, momenta, per_slice);
   project_slices(f0.backend(), lat, static_cast<const Complex<double>*>(minus.data()), source, momenta,
-                 sums.data() + 2 * static_cast<std::size_t>(nmom) * T);
-  global_sum(sums.data(), static_cast<int>(sums.size()), lat.comm());
+                 per_slice + nmom * Lt);
+  const std::vector<Complex<double>> sums = slices_on_host(lat, per_slice, n_baryon_channels * nmom);
   std::vector<std::vector<std::vector<Complex<double>>>> out(
       n_baryon_channels, std::vector<std::vector<Complex<double>>>(nmom, std::vector<Complex<double>>(T)));
   for (int c = 0; c < n_baryon_channels; ++c)
     for (int m = 0; m < nmom; ++m)
       for (int t = 0; t < T; ++t) {
-        const std::size_t g = (static_cast<std::size_t>(c) * nmom + m) * T + (source[3] + t) % T;
-        out[c][m][t] = Complex<double>(sums[2 * g], sums[2 * g + 1]);
+        out[c][m][t] = sums[(static_cast<std::size_t>(c) * nmom + m) * T + (source[3] + t) % T];
       }
   return out;
 }

@@ -7,6 +7,7 @@
 #include "src/core/error.h"
 #include "src/core/indexing.h"
 #include "src/core/launch.h"
+#include "src/core/memory.h"
 #include "src/core/work_counters.h"
 #include "src/fields/precision.h"
 
@@ -144,25 +145,33 @@ std::vector<Complex<double>> propagator_slice_sums(const std::vector<const Color
   const Lattice& lat = f0.lattice();
   const int T = lat.global()[3], Lt = lat.local()[3], t_off = lat.offset()[3];
   const int V3 = lat.local()[0] * lat.local()[1] * lat.local()[2];
-  std::vector<double> w(2 * static_cast<std::size_t>(T) * 144, 0.0);  // [global t][row][column][re, im]
+  // Every (column, half) reduction queued into one array on the backend, collected once.
+  Buffer dev(memory_for(f0.backend()), sizeof(HalfSpinorSum) * 24 * static_cast<std::size_t>(Lt));
+  HalfSpinorSum* d = static_cast<HalfSpinorSum*>(dev.data());
   dispatch_precision(f0.precision(), [&](auto s) {
     using S = decltype(s);
-    std::vector<HalfSpinorSum> local(Lt);
     for (int j = 0; j < 12; ++j)
       for (int half = 0; half < 2; ++half) {
         SliceSpinorSum<S> k{};
         for (int p = 0; p < 2; ++p) k.f[p] = parity_accessor<S>(*columns[j], p);
         k.geom = LocalGeometry::of(lat);
         k.half = half;
-        launch_segmented_reduce_host<HalfSpinorSum>(f0.backend(), k, Lt, V3, local.data());
-        for (int t = 0; t < Lt; ++t)
-          for (int r = 0; r < 6; ++r) {
-            const std::size_t g = (static_cast<std::size_t>(t_off + t) * 144 + (6 * half + r) * 12 + j) * 2;
-            w[g] = local[t].v[r].re;
-            w[g + 1] = local[t].v[r].im;
-          }
+        launch_segmented_reduce<HalfSpinorSum>(f0.backend(), k, Lt, V3, d + (2 * j + half) * Lt);
       }
   });
+  std::vector<HalfSpinorSum> local(24 * static_cast<std::size_t>(Lt));
+  copy_bytes(local.data(), d, sizeof(HalfSpinorSum) * local.size(), compute_stream());
+  synchronize(compute_stream());
+  std::vector<double> w(2 * static_cast<std::size_t>(T) * 144, 0.0);  // [global t][row][column][re, im]
+  for (int j = 0; j < 12; ++j)
+    for (int half = 0; half < 2; ++half)
+      for (int t = 0; t < Lt; ++t)
+        for (int r = 0; r < 6; ++r) {
+          const Complex<double> v = local[(2 * j + half) * Lt + t].v[r];
+          const std::size_t g = (static_cast<std::size_t>(t_off + t) * 144 + (6 * half + r) * 12 + j) * 2;
+          w[g] = v.re;
+          w[g + 1] = v.im;
+        }
   global_sum(w.data(), static_cast<int>(w.size()), lat.comm());
   std::vector<Complex<double>> out(static_cast<std::size_t>(T) * 144);
   for (std::size_t k = 0; k < out.size(); ++k) out[k] = Complex<double>(w[2 * k], w[2 * k + 1]);
@@ -170,8 +179,8 @@ std::vector<Complex<double>> propagator_slice_sums(const std::vector<const Color
 }
 
 void project_slices(Backend b, const Lattice& lat, const Complex<double>* density, const std::array<int, 4>& source,
-                    const std::vector<std::array<int, 3>>& momenta, double* sums) {
-  const int T = lat.global()[3], Lt = lat.local()[3], t_off = lat.offset()[3];
+                    const std::vector<std::array<int, 3>>& momenta, Complex<double>* out) {
+  const int Lt = lat.local()[3];
   MomentumSliceSum proj{};
   proj.density = density;
   for (int mu = 0; mu < 3; ++mu) {
@@ -180,16 +189,28 @@ void project_slices(Backend b, const Lattice& lat, const Complex<double>* densit
     proj.rel0[mu] = lat.offset()[mu] - source[mu];
   }
   proj.V3 = lat.local()[0] * lat.local()[1] * lat.local()[2];
-  std::vector<Complex<double>> local(Lt);
   for (std::size_t m = 0; m < momenta.size(); ++m) {
     for (int mu = 0; mu < 3; ++mu) proj.n[mu] = momenta[m][mu];
-    launch_segmented_reduce_host<Complex<double>>(b, proj, Lt, proj.V3, local.data());
-    for (int t = 0; t < Lt; ++t) {
-      const std::size_t g = m * static_cast<std::size_t>(T) + t_off + t;
-      sums[2 * g] = local[t].re;
-      sums[2 * g + 1] = local[t].im;
-    }
+    launch_segmented_reduce<Complex<double>>(b, proj, Lt, proj.V3, out + m * Lt);
   }
+}
+
+std::vector<Complex<double>> slices_on_host(const Lattice& lat, const Complex<double>* sums, int blocks) {
+  const int T = lat.global()[3], Lt = lat.local()[3], t_off = lat.offset()[3];
+  std::vector<Complex<double>> local(static_cast<std::size_t>(blocks) * Lt);
+  copy_bytes(local.data(), sums, sizeof(Complex<double>) * local.size(), compute_stream());
+  synchronize(compute_stream());
+  std::vector<double> w(2 * static_cast<std::size_t>(blocks) * T, 0.0);
+  for (int k = 0; k < blocks; ++k)
+    for (int t = 0; t < Lt; ++t) {
+      const std::size_t g = static_cast<std::size_t>(k) * T + t_off + t;
+      w[2 * g] = local[static_cast<std::size_t>(k) * Lt + t].re;
+      w[2 * g + 1] = local[static_cast<std::size_t>(k) * Lt + t].im;
+    }
+  global_sum(w.data(), static_cast<int>(w.size()), lat.comm());
+  std::vector<Complex<double>> out(static_cast<std::size_t>(blocks) * T);
+  for (std::size_t k = 0; k < out.size(); ++k) out[k] = Complex<double>(w[2 * k], w[2 * k + 1]);
+  return out;
 }
 
 }  // namespace latke

@@ -2,7 +2,7 @@
 // read, and the last step, time-slice sums of a per-site density with momentum phases. A
 // contraction writes one complex number per local site to an array on the fields' backend; the
 // projection sums it over each time slice at every momentum, one segmented reduction per
-// momentum.
+// momentum, all of a call's queued and collected on the host once.
 #pragma once
 
 #include <array>
@@ -50,14 +50,18 @@ SpinorAccessor<Store, 3, 4> parity_accessor(const ColorSpinorField& f, int parit
 /// 3 s + c (sink) and column 3 s0 + c0 (source). What wall sinks contract. Collective.
 std::vector<Complex<double>> propagator_slice_sums(const std::vector<const ColorSpinorField*>& columns);
 
-/// @brief For each momentum m (integers n; p_i = 2 pi n_i / L_i) and each local time slice t:
-/// sums[2 ((m T) + t_global)] (re, then im) = sum over the slice's sites x of
-/// e^{-i p.(xvec - xvec0)} density(x), xvec0 = source's spatial site. density: one complex
-/// number per local site, lexicographic (x fastest), in memory of backend b. Only this rank's
-/// slices are written (the caller sums over ranks); T = the global time extent. The phase's
-/// argument is reduced modulo L in integers, so it is exact on any volume.
+/// @brief Queues, for each momentum m (integers n; p_i = 2 pi n_i / L_i) and each local time slice
+/// t, out[m Lt + t] = sum over the slice's sites x of e^{-i p.(xvec - xvec0)} density(x), xvec0 =
+/// the source's spatial site, Lt = the local time extent. density (one complex number per local
+/// site, lexicographic, x fastest) and out are memory of backend b; nothing is waited for
+/// (slices_on_host collects). The phase's argument is reduced modulo L in integers, so it is
+/// exact on any volume.
 void project_slices(Backend b, const Lattice& lat, const Complex<double>* density, const std::array<int, 4>& source,
-                    const std::vector<std::array<int, 3>>& momenta, double* sums);
+                    const std::vector<std::array<int, 3>>& momenta, Complex<double>* out);
+
+/// @brief blocks of Lt local-slice sums (memory of the fields' backend, from project_slices), once
+/// the work queued before is done, as result[block T + t_global] summed over all ranks. Collective.
+std::vector<Complex<double>> slices_on_host(const Lattice& lat, const Complex<double>* sums, int blocks);
 
 /// @brief Checks a source site and momenta against the lattice (|n_i| <= L_i / 2), naming `what`.
 void check_source_and_momenta(const Lattice& lat, const std::array<int, 4>& source,

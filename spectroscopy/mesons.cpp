@@ -214,9 +214,10 @@ std::vector<std::vector<std::vector<Complex<double>>>> meson_correlators(
   const int t0 = source[3];
   const int V3 = lat.local()[0] * lat.local()[1] * lat.local()[2];
   const int nch = static_cast<int>(channels.size()), nmom = static_cast<int>(momenta.size());
-  // [channel][momentum][global t][re, im]
-  std::vector<double> sums(2 * static_cast<std::size_t>(nch) * nmom * T, 0.0);
+  const std::size_t Lt = lat.local()[3];
   Buffer density(memory_for(f0.backend()), sizeof(Complex<double>) * static_cast<std::size_t>(lat.volume()));
+  Buffer slices(memory_for(f0.backend()), sizeof(Complex<double>) * nch * nmom * Lt);  // [channel][momentum][t]
+  Complex<double>* per_slice = static_cast<Complex<double>*>(slices.data());
   dispatch_precision(f0.precision(), [&](auto s) {
     using S = decltype(s);
     MesonDensity<S> k{};
@@ -232,18 +233,16 @@ std::vector<std::vector<std::vector<Complex<double>>>> meson_correlators(
       k.term.terms = terms_of(channels[c]);
       k.term.scale = -1.0 / k.term.terms.n;
       launch(f0.backend(), k, LaunchRange{static_cast<int>(lat.volume()), 0, 1});
-      project_slices(f0.backend(), lat, k.density, source, momenta,
-                     sums.data() + 2 * static_cast<std::size_t>(c) * nmom * T);
+      project_slices(f0.backend(), lat, k.density, source, momenta, per_slice + c * nmom * Lt);
     }
   });
-  global_sum(sums.data(), static_cast<int>(sums.size()), lat.comm());
+  const std::vector<Complex<double>> sums = slices_on_host(lat, per_slice, nch * nmom);  // [channel][momentum][t]
   std::vector<std::vector<std::vector<Complex<double>>>> out(
       nch, std::vector<std::vector<Complex<double>>>(nmom, std::vector<Complex<double>>(T)));
   for (int c = 0; c < nch; ++c)
     for (int m = 0; m < nmom; ++m)
       for (int t = 0; t < T; ++t) {
-        const std::size_t g = (static_cast<std::size_t>(c) * nmom + m) * T + (t0 + t) % T;
-        out[c][m][t] = Complex<double>(sums[2 * g], sums[2 * g + 1]);
+        out[c][m][t] = sums[(static_cast<std::size_t>(c) * nmom + m) * T + (t0 + t) % T];
       }
   return out;
 }
