@@ -55,9 +55,8 @@ struct SliceSpinorSum {
   LocalGeometry geom;
   int half;
   LATKE_HOST_DEVICE HalfSpinorSum operator()(int t, int i) const {
-    const int lex = t * geom.L[0] * geom.L[1] * geom.L[2] + i;
-    int c[4];
-    const int parity = geom.lex_coords(lex, c), x_cb = lex >> 1;
+    int x_cb, parity;
+    slice_site(geom, t, i, x_cb, parity);
     const auto s = f[parity].load(x_cb);
     HalfSpinorSum r;
     for (int a = 0; a < 2; ++a)

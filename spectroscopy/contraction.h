@@ -11,6 +11,7 @@
 #include "latke/conventions.h"
 #include "src/core/backend.h"
 #include "src/core/complex.h"
+#include "src/core/indexing.h"
 #include "src/core/lattice.h"
 #include "src/core/macros.h"
 #include "src/fields/color_spinor_field.h"
@@ -38,6 +39,15 @@ Monomial monomial(const SpinMatrix& m, const char* what);
 /// @brief Checks that `columns` are a propagator's 12 columns (3 s0 + c0): full Wilson fields (4
 /// spins, 3 colours) of one lattice, precision and backend; errors name `what`.
 void check_propagator(const std::vector<const ColorSpinorField*>& columns, const char* what);
+
+/// The (x_cb, parity) of site i of local time slice t (lexicographic, x fastest): the sites of the
+/// segmented reductions over time slices.
+LATKE_HOST_DEVICE LATKE_INLINE void slice_site(const LocalGeometry& g, int t, int i, int& x_cb, int& parity) {
+  const int lex = t * g.L[0] * g.L[1] * g.L[2] + i;
+  int c[4];
+  parity = g.lex_coords(lex, c);
+  x_cb = lex >> 1;
+}
 
 /// The accessor of f's sites of parity `parity` (full fields hold both).
 template <typename Store>

@@ -72,12 +72,31 @@ ChannelTerms terms_of(MesonChannel c) {
 
 // ---- the kernels ----------------------------------------------------------------------------
 
-/// The (x_cb, parity) of site i of local time slice t (lexicographic, x fastest).
-LATKE_HOST_DEVICE LATKE_INLINE void slice_site(const LocalGeometry& g, int t, int i, int& x_cb, int& parity) {
-  const int lex = t * g.L[0] * g.L[1] * g.L[2] + i;
-  int c[4];
-  parity = g.lex_coords(lex, c);
-  x_cb = lex >> 1;
+/// sum_terms Tr[P S Q R^dag] at one site (or of one slice sum), S the quark's propagator and R the
+/// antiquark's: quark(j) and antiquark(j) give column j = 3 s0 + c0 as a spinor (d[spin][colour]).
+template <typename Quark, typename Antiquark>
+LATKE_HOST_DEVICE LATKE_INLINE Complex<double> meson_traces(const ChannelTerms& terms, const Quark& quark,
+                                                            const Antiquark& antiquark) {
+  Complex<double> acc;
+  for (int k = 0; k < terms.n; ++k) {
+    const Monomial& p = terms.t[k].p;
+    const Monomial& q = terms.t[k].q;
+    for (int c = 0; c < 4; ++c) {
+      Complex<double> sc;
+      for (int l = 0; l < 3; ++l) {
+        const auto X = quark(3 * c + l);
+        const auto Y = antiquark(3 * q.col[c] + l);
+        for (int a = 0; a < 4; ++a) {
+          Complex<double> s;
+          for (int kap = 0; kap < 3; ++kap)
+            s += conj_mul(Complex<double>(Y.d[a][kap]), Complex<double>(X.d[p.col[a]][kap]));
+          sc += p.value(a) * s;
+        }
+      }
+      acc += q.value(c) * sc;
+    }
+  }
+  return acc;
 }
 
 /// sum over slice t's sites of -1/n sum_terms Tr[P S Q R^dag] (segment = local time slice), S the
@@ -94,26 +113,9 @@ struct MesonSliceSum {
   LATKE_HOST_DEVICE Complex<double> operator()(int t, int i) const {
     int x_cb, parity;
     slice_site(geom, t, i, x_cb, parity);
-    Complex<double> acc;
-    for (int k = 0; k < terms.n; ++k) {
-      const Monomial& p = terms.t[k].p;
-      const Monomial& q = terms.t[k].q;
-      for (int c = 0; c < 4; ++c) {
-        Complex<double> sc;
-        for (int l = 0; l < 3; ++l) {
-          const auto X = col[3 * c + l][parity].load(x_cb);
-          const auto Y = other[3 * q.col[c] + l][parity].load(x_cb);
-          for (int a = 0; a < 4; ++a) {
-            Complex<double> s;
-            for (int kap = 0; kap < 3; ++kap)
-              s += conj_mul(Complex<double>(Y.d[a][kap]), Complex<double>(X.d[p.col[a]][kap]));
-            sc += Complex<double>(p.re[a], p.im[a]) * s;
-          }
-        }
-        acc += Complex<double>(q.re[c], q.im[c]) * sc;
-      }
-    }
-    return scale * acc;
+    return scale * meson_traces(
+                       terms, [&](int j) { return col[j][parity].load(x_cb); },
+                       [&](int j) { return other[j][parity].load(x_cb); });
   }
 };
 
@@ -257,30 +259,15 @@ std::vector<std::vector<Complex<double>>> meson_correlators_wall_sink(
   const std::vector<Complex<double>> sums = propagator_slice_sums(columns);  // [t][row 3 s + c][column j]
   const int nch = static_cast<int>(channels.size());
   std::vector<std::vector<Complex<double>>> out(nch, std::vector<Complex<double>>(T));
-  for (int ch = 0; ch < nch; ++ch) {
-    const ChannelTerms terms = terms_of(channels[ch]);
-    for (int t = 0; t < T; ++t) {
-      const int tg = (t0 + t) % T;
-      auto Sw = [&](int row, int col) { return sums[(static_cast<std::size_t>(tg) * 12 + row) * 12 + col]; };
-      // As MesonSliceSum at one site: sum_terms Tr[P S Q S^dag], P = gamma_5 G_snk, Q = Gbar_src gamma_5.
-      Complex<double> acc;
-      for (int k = 0; k < terms.n; ++k) {
-        const Monomial& p = terms.t[k].p;
-        const Monomial& q = terms.t[k].q;
-        for (int c = 0; c < 4; ++c) {
-          Complex<double> sc;
-          for (int l = 0; l < 3; ++l)
-            for (int a = 0; a < 4; ++a) {
-              Complex<double> sum;
-              for (int kap = 0; kap < 3; ++kap)
-                sum += conj_mul(Sw(3 * a + kap, 3 * q.col[c] + l), Sw(3 * p.col[a] + kap, 3 * c + l));
-              sc += p.value(a) * sum;
-            }
-          acc += q.value(c) * sc;
-        }
-      }
-      out[ch][t] = (-1.0 / terms.n) * acc;
-    }
+  std::vector<ChannelTerms> terms;
+  for (MesonChannel c : channels) terms.push_back(terms_of(c));
+  std::vector<ColorSpinor<double, 3, 4>> Sw(12);  // the slice sum's columns at one t
+  for (int t = 0; t < T; ++t) {
+    const std::size_t tg = (t0 + t) % T;
+    for (int j = 0; j < 12; ++j)
+      for (int r = 0; r < 12; ++r) Sw[j].d[r / 3][r % 3] = sums[(tg * 12 + r) * 12 + j];
+    const auto column = [&](int j) { return Sw[j]; };
+    for (int ch = 0; ch < nch; ++ch) out[ch][t] = (-1.0 / terms[ch].n) * meson_traces(terms[ch], column, column);
   }
   return out;
 }
