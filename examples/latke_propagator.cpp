@@ -156,8 +156,6 @@ Options read_propagator_options() {
 
 constexpr int n_meson_channels = 7;   ///< every LatkeMesonChannel
 constexpr int n_baryon_channels = 2;  ///< every LatkeBaryonChannel
-/// Rows of T numbers per sink: the mesons, and with a point source the nucleon's projections.
-int n_rows(const Options& o) { return n_meson_channels + (o.noise() ? 0 : n_baryon_channels); }
 
 /// The integer momenta n != 0 with n^2 <= mom2_max, in classes that the lattice's symmetries map
 /// onto each other: the same |n_i| sorted where the three spatial extents are equal, the same
@@ -232,52 +230,34 @@ void split_classes(const std::vector<PetscScalar>& all, int rows, PetscInt nm, P
 }
 
 /// The correlators of one sink: the mesons (every LatkeMesonChannel), then with a point or wall
-/// source the nucleon's two projections, in rows of T: at rest into rest[row * T + t], and per momentum class,
-/// averaged over the class, into moving[class][row * T + t].
-PetscErrorCode contract(Mat A, const std::vector<Vec>& cols, const Options& o,
+/// source the nucleon's two projections, in rows of T: at rest into rest[row * T + t], and per
+/// momentum class (point sources only, as the options check), averaged over the class, into
+/// moving[class][row * T + t]. With antiquark (another kappa's columns, -latke_kappa_pairs) the
+/// mesons of the quark of cols and that antiquark, and no nucleon. A noise wall's are divided by
+/// the slice's volume: the mean of its point sources.
+PetscErrorCode contract(Mat A, const std::vector<Vec>& cols, const std::vector<Vec>* antiquark, const Options& o,
                         const std::vector<MomentumClass>& classes, PetscInt T, std::vector<PetscScalar>& rest,
                         std::vector<std::vector<PetscScalar>>& moving) {
   PetscFunctionBeginUser;
   const std::vector<LatkeMesonChannel> channels = meson_channels();
-  const int rows = n_rows(o);
+  const bool nucleon = !antiquark && !o.noise();
+  const int rows = n_meson_channels + (nucleon ? n_baryon_channels : 0);
   const std::vector<PetscInt> mom = momentum_list(classes);
   const PetscInt nm = static_cast<PetscInt>(mom.size() / 3);
   const std::array<PetscInt, 4> site = source_site(o);
   std::vector<PetscScalar> all(static_cast<std::size_t>(rows) * nm * T);  // [row][momentum][t]
-  if (o.source == "point") {
+  if (antiquark)
+    PetscCall(MatLatkeMesonCorrelatorsPair(A, cols.data(), antiquark->data(), site.data(), nm, mom.data(),
+                                           n_meson_channels, channels.data(), all.data()));
+  else
     PetscCall(MatLatkeMesonCorrelatorsMomenta(A, cols.data(), site.data(), nm, mom.data(), n_meson_channels,
                                               channels.data(), all.data()));
+  if (nucleon)
     PetscCall(MatLatkeNucleonCorrelators(A, cols.data(), site.data(), nm, mom.data(),
                                          all.data() + static_cast<std::size_t>(n_meson_channels) * nm * T));
-  } else if (o.wall()) {  // at rest only
-    PetscCall(MatLatkeMesonCorrelators(A, cols.data(), site[3], n_meson_channels, channels.data(), all.data()));
-    PetscCall(MatLatkeNucleonCorrelators(A, cols.data(), site.data(), 1, mom.data(),
-                                         all.data() + static_cast<std::size_t>(n_meson_channels) * T));
-  } else {  // noise: at rest only, as the mean of the slice's point sources (their sum over its sites)
-    PetscCall(MatLatkeMesonCorrelators(A, cols.data(), site[3], n_meson_channels, channels.data(), all.data()));
-    for (PetscScalar& v : all) v /= static_cast<PetscReal>(o.volume3);
-  }
-  split_classes(all, rows, nm, T, classes, rest, moving);
-  PetscFunctionReturn(0);
-}
-
-/// The mesons of the quark of one kappa and the antiquark of another at the point sink: at rest
-/// into rest[channel * T + t] and per momentum class into moving[class][...] (point sources), a
-/// noise wall's divided by the slice's volume as contract() does.
-PetscErrorCode contract_pair(Mat A, const std::vector<Vec>& quark, const std::vector<Vec>& antiquark,
-                             const Options& o, const std::vector<MomentumClass>& classes, PetscInt T,
-                             std::vector<PetscScalar>& rest, std::vector<std::vector<PetscScalar>>& moving) {
-  PetscFunctionBeginUser;
-  const std::vector<LatkeMesonChannel> channels = meson_channels();
-  const std::vector<PetscInt> mom = momentum_list(classes);
-  const PetscInt nm = static_cast<PetscInt>(mom.size() / 3);
-  const std::array<PetscInt, 4> site = source_site(o);
-  std::vector<PetscScalar> all(static_cast<std::size_t>(n_meson_channels) * nm * T);
-  PetscCall(MatLatkeMesonCorrelatorsPair(A, quark.data(), antiquark.data(), site.data(), nm, mom.data(),
-                                         n_meson_channels, channels.data(), all.data()));
   if (o.noise())
     for (PetscScalar& v : all) v /= static_cast<PetscReal>(o.volume3);
-  split_classes(all, n_meson_channels, nm, T, classes, rest, moving);
+  split_classes(all, rows, nm, T, classes, rest, moving);
   PetscFunctionReturn(0);
 }
 
@@ -731,12 +711,12 @@ PetscErrorCode run(int& status) {
       std::vector<Vec> cols(12);
       Mat A = nullptr;
       PetscCall(solve_columns(work, o, kappa, csw, prev, &A, smeared_links, &sm, cols, m));
-      PetscCall(contract(A, cols, o, classes, T, m.corr, m.corr_p));
+      PetscCall(contract(A, cols, nullptr, o, classes, T, m.corr, m.corr_p));
       if (o.pairs) {  // with every earlier kappa's quark, at the point sink; then keep these columns
         for (std::size_t i = 0; i < kept.size(); ++i) {
           PairCorrelators pc;
           pc.quark_kappa = o.kappas[i];
-          PetscCall(contract_pair(A, kept[i], cols, o, classes, T, pc.corr, pc.corr_p));
+          PetscCall(contract(A, kept[i], &cols, o, classes, T, pc.corr, pc.corr_p));
           m.pairs.push_back(std::move(pc));
         }
         std::vector<Vec> copy(12);
@@ -765,7 +745,7 @@ PetscErrorCode run(int& status) {
         for (Vec v : cols) PetscCall(LatkeSmearerApply(sm, v, -1));
         PetscCall(PetscTime(&s1));
         m.smear_s += s1 - s0;
-        PetscCall(contract(A, cols, o, classes, T, m.corr_ss, m.corr_p_ss));
+        PetscCall(contract(A, cols, nullptr, o, classes, T, m.corr_ss, m.corr_p_ss));
       }
       int lo = 1 << 30, hi = 0;
       for (PetscInt i : m.iterations) lo = std::min(lo, (int)i), hi = std::max(hi, (int)i);
