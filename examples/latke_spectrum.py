@@ -290,7 +290,7 @@ def load(paths, notes, sink="point", pairs=None):
                                         f"{m.get('kappa')!r}) has no '{key}' (a run without {run}); "
                                         f"--sink {sink} needs them")
                 m = dict(m, correlators=ss)
-                if momenta:
+                if momenta:  # only point sources have momenta, so here the smeared sink's
                     m["correlators_momentum"] = m.get("correlators_momentum_smeared_sink")
             _check_measurement(path, i, m, nt, notes)
             _check_moving(path, m, momenta, nt)
