@@ -1193,6 +1193,24 @@ struct BenchContext {
   Backend b;
   bool root;
   double copy_gbs, sites;
+
+  /// One row of the table: `what`, the time (ms per call, the slowest rank's) times `unit` (1e3:
+  /// µs), GFLOPS ("-" without flops), effective GB/s and the ratio to the copy bandwidth from the
+  /// per-site counts; the time alone without bytes.
+  void report(const char* what, double ms, double unit, double flops_per_site, double bytes_per_site) const {
+    MPI_Allreduce(MPI_IN_PLACE, &ms, 1, MPI_DOUBLE, MPI_MAX, lat->comm());
+    if (!root) return;
+    if (bytes_per_site <= 0) {
+      std::printf("%-34s %10.3f\n", what, ms * unit);
+      return;
+    }
+    const double gbs = bytes_per_site * sites / (ms * 1e-3) / 1e9;
+    if (flops_per_site > 0)
+      std::printf("%-34s %10.3f %10.1f %10.1f %8.2f\n", what, ms * unit, flops_per_site * sites / (ms * 1e-3) / 1e9,
+                  gbs, gbs / copy_gbs);
+    else
+      std::printf("%-34s %10.3f %10s %10.1f %8.2f\n", what, ms * unit, "-", gbs, gbs / copy_gbs);
+  }
 };
 
 BenchContext open_bench(const char* name, const RunOptions& run, const Coords& dims) {
@@ -1231,21 +1249,12 @@ int bench_smear() {
   const auto& lat = ctx.lat;
   const Backend b = ctx.b;
   const bool root = ctx.root;
-  const double copy_gbs = ctx.copy_gbs, sites = ctx.sites;
   if (root) {
-    std::printf("%-28s %10s %10s %10s %8s\n", "smearing", "us/step", "GFLOPS", "GB/s", "vs copy");
+    std::printf("%-34s %10s %10s %10s %8s\n", "smearing", "us/step", "GFLOPS", "GB/s", "vs copy");
   }
   const std::vector<Complex<double>> links = random_gauge(*lat, 20241022);
   auto report = [&](const char* what, double ms_per_step, double flops_per_site, double bytes_per_site) {
-    MPI_Allreduce(MPI_IN_PLACE, &ms_per_step, 1, MPI_DOUBLE, MPI_MAX, lat->comm());
-    const double gbs = bytes_per_site * sites / (ms_per_step * 1e-3) / 1e9;
-    const double gflops = flops_per_site * sites / (ms_per_step * 1e-3) / 1e9;
-    if (root) {
-      if (flops_per_site > 0)
-        std::printf("%-28s %10.1f %10.1f %10.1f %8.2f\n", what, ms_per_step * 1e3, gflops, gbs, gbs / copy_gbs);
-      else
-        std::printf("%-28s %10.1f %10s %10.1f %8.2f\n", what, ms_per_step * 1e3, "-", gbs, gbs / copy_gbs);
-    }
+    ctx.report(what, ms_per_step, 1e3, flops_per_site, bytes_per_site);  // µs per step
   };
   const double link_bytes = 8 * 9 * sizeof(Complex<double>);  // 4 links read, 4 written
   std::vector<Complex<double>> smeared;
@@ -1275,7 +1284,7 @@ int bench_smear() {
       if (t == LinkSmearingType::ape) smeared = ext.download();
     }
     if (root)
-      std::printf("%-28s %10.1f  (upload %.1f ms, download %.1f ms: %.1f GB of links each way)\n", "link copies",
+      std::printf("%-34s %10.3f  (upload %.1f ms, download %.1f ms: %.1f GB of links each way)\n", "link copies",
                   (up_ms + down_ms) * 1e3, up_ms, down_ms,
                   static_cast<double>(links.size()) * sizeof(Complex<double>) / 1e9);
   }
@@ -1298,7 +1307,7 @@ int bench_smear() {
       double slice_ms = time_per_call(b, b == Backend::cuda ? 5 : 1, [&] { sm.apply(psi, 0); });
       MPI_Allreduce(MPI_IN_PLACE, &slice_ms, 1, MPI_DOUBLE, MPI_MAX, lat->comm());
       if (root)
-        std::printf("%-28s %10.1f  (all %ld steps on time slice 0, with the copies in and out)\n", "Wuppertal source",
+        std::printf("%-34s %10.3f  (all %ld steps on time slice 0, with the copies in and out)\n", "Wuppertal source",
                     slice_ms * 1e3, quark_steps);
     }
   }
@@ -1326,7 +1335,6 @@ int bench_contract() {
   const auto& lat = ctx.lat;
   const Backend b = ctx.b;
   const bool root = ctx.root;
-  const double copy_gbs = ctx.copy_gbs, sites = ctx.sites;
   if (root) {
     std::printf("%-34s %10s %10s %10s %8s\n", "contraction", "ms/call", "GFLOPS", "GB/s", "vs copy");
   }
@@ -1341,15 +1349,7 @@ int bench_contract() {
   std::vector<const ColorSpinorField*> ptr;
   for (const auto& c : cols) ptr.push_back(&c);
   auto report = [&](const char* what, double ms, double flops_per_site, double bytes_per_site) {
-    MPI_Allreduce(MPI_IN_PLACE, &ms, 1, MPI_DOUBLE, MPI_MAX, lat->comm());
-    if (!root) return;
-    if (bytes_per_site <= 0) {
-      std::printf("%-34s %10.3f\n", what, ms);
-      return;
-    }
-    const double gbs = bytes_per_site * sites / (ms * 1e-3) / 1e9;
-    const double gflops = flops_per_site * sites / (ms * 1e-3) / 1e9;
-    std::printf("%-34s %10.3f %10.1f %10.1f %8.2f\n", what, ms, gflops, gbs, gbs / copy_gbs);
+    ctx.report(what, ms, 1, flops_per_site, bytes_per_site);  // ms per call
   };
   const double columns_bytes = 12 * 12 * sizeof(Complex<double>);
   const std::array<int, 4> source{0, 0, 0, 0};
