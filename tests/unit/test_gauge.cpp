@@ -18,8 +18,10 @@
 #include "operators/wilson_clover/clover_build.h"
 #include "src/core/autocorrelation.h"
 #include "src/core/error.h"
+#include "src/core/memory.h"
 #include "src/fields/gauge_field.h"
 #include "src/fields/gauge_generator.h"
+#include "src/fields/local_fft.h"
 #include "src/fields/philox.h"
 #include "src/fields/random.h"
 #include "src/fields/su3_update.h"
@@ -540,6 +542,95 @@ TEST(Autocorrelation, IntegratedTimeOfAnAutoregressiveProcess) {
   }
   EXPECT_THROW(analyze_series({1.0}), Error);
 }
+
+// ---------------------------------------------------------------------------------------
+// Fourier transforms on the local lattice (the gauge fixing's)
+
+class LocalFourier : public ::testing::TestWithParam<Backend> {};
+
+// Every radix (4, 2, 3, 5 unrolled; 7 by the loop) against the defining sum, along each
+// dimension, over chosen dimensions together, and forward then inverse is N times the identity.
+TEST_P(LocalFourier, MatchesTheDefiningSumForEveryRadix) {
+  activate_backend(GetParam());
+  const Lattice lat(MPI_COMM_SELF, {12, 10, 14, 8});
+  const long V = lat.volume();
+  const int L[4] = {12, 10, 14, 8};
+  constexpr int ncomp = 2;
+  std::vector<Complex<double>> host(ncomp * V);
+  for (long i = 0; i < ncomp * V; ++i) host[i] = Complex<double>(std::sin(0.37 * i + 0.1), std::cos(1.13 * i * i));
+  const std::size_t bytes = host.size() * sizeof(Complex<double>);
+  Buffer dev(memory_for(GetParam()), bytes);
+  auto* d = static_cast<Complex<double>*>(dev.data());
+  // The reference: the defining sums, one dimension after the other, on the host.
+  auto reference = [&](unsigned dims, int sign) {
+    std::vector<Complex<double>> a = host;
+    long stride = 1;
+    for (int mu = 0; mu < 4; ++mu) {
+      if (dims >> mu & 1u) {
+        std::vector<Complex<double>> b(a.size());
+        for (long i = 0; i < ncomp * V; ++i) {
+          const int k = static_cast<int>(i / stride % L[mu]);
+          const long base = i - k * stride;
+          Complex<double> acc;
+          for (int x = 0; x < L[mu]; ++x) {
+            const double ph = sign * 2 * M_PI * static_cast<double>(k * x % L[mu]) / L[mu];
+            acc += a[base + x * stride] * Complex<double>(std::cos(ph), std::sin(ph));
+          }
+          b[i] = acc;
+        }
+        a = b;
+      }
+      stride *= L[mu];
+    }
+    return a;
+  };
+  for (unsigned dims : {0x1u, 0x2u, 0x4u, 0x8u, 0x7u, 0xFu}) {
+    LocalFFT fft(lat, GetParam(), dims, ncomp);
+    for (int sign : {-1, 1}) {
+      copy_bytes(d, host.data(), bytes, compute_stream());
+      sign < 0 ? fft.forward(d) : fft.inverse(d);
+      std::vector<Complex<double>> got(host.size());
+      copy_bytes(got.data(), d, bytes, compute_stream());
+      synchronize(GetParam());
+      const std::vector<Complex<double>> want = reference(dims, sign);
+      double err = 0, size = 0;
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        err = std::max(err, std::sqrt(norm2(got[i] - want[i])));
+        size = std::max(size, std::sqrt(norm2(want[i])));
+      }
+      EXPECT_LT(err, 1e-12 * size) << "dimensions " << dims << " sign " << sign;
+    }
+    copy_bytes(d, host.data(), bytes, compute_stream());
+    fft.forward(d);
+    fft.inverse(d);
+    std::vector<Complex<double>> back(host.size());
+    copy_bytes(back.data(), d, bytes, compute_stream());
+    synchronize(GetParam());
+    double n = 1;
+    for (int mu = 0; mu < 4; ++mu)
+      if (dims >> mu & 1u) n *= L[mu];
+    double err = 0;
+    for (std::size_t i = 0; i < back.size(); ++i) err = std::max(err, std::sqrt(norm2(back[i] * (1 / n) - host[i])));
+    EXPECT_LT(err, 1e-13) << "dimensions " << dims;
+  }
+}
+
+TEST(LocalFourierErrors, SplitDimensionsAndLargePrimesAreNamed) {
+  EXPECT_EQ(LocalFFT::radices(96), (std::vector<int>{4, 4, 2, 3}));
+  EXPECT_EQ(LocalFFT::radices(26), (std::vector<int>{2, 13}));
+  EXPECT_TRUE(LocalFFT::radices(34).empty());
+  const Lattice odd(MPI_COMM_SELF, {34, 4, 4, 4});
+  EXPECT_FALSE(LocalFFT::supports(odd, 0x1u));
+  EXPECT_TRUE(LocalFFT::supports(odd, 0xEu));
+  try {
+    LocalFFT(odd, Backend::cpu, 0xFu, 1);
+    ADD_FAILURE() << "extent 34 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("extent 34"), std::string::npos) << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, LocalFourier, ::testing::ValuesIn(available_backends()), backend_name);
 
 }  // namespace
 }  // namespace latke
