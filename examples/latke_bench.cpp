@@ -77,6 +77,7 @@
 #include "src/fields/gauge_fixing.h"
 #include "src/fields/gauge_observables.h"
 #include "src/fields/link_smearing.h"
+#include "src/fields/local_fft.h"
 #include "src/fields/random.h"
 
 static const char help[] =
@@ -1381,10 +1382,16 @@ int bench_contract() {
   return 0;
 }
 
-/// Gauge fixing sweeps on a random gauge field (fixed iterations, not a converged fix): time per
-/// iteration (both parities) from the difference of N + 10 and 10 iterations, so that the
-/// links' copies and the final transformation drop out; effective GB/s (per site and iteration:
-/// 2 d links and 2 d + 1 transformations read, one written) and the ratio to the copy bandwidth.
+/// Gauge fixing on a random gauge field (fixed iterations, not a converged fix), by each method
+/// that runs on the grid: time per iteration from the difference of N + 10 and 10 iterations, so
+/// that the links' copies and the final transformation drop out; effective GB/s and the ratio to
+/// the copy bandwidth. Bytes per site and iteration: overrelaxation reads 2 d links and 2 d + 1
+/// transformations and writes one; Fourier acceleration reads as much for Delta, with the last
+/// gradient and direction (4 complex numbers each), and writes Delta's 4; each Fourier pass reads
+/// and writes them (one pass per radix of each fixed extent, forward and inverse), the filter
+/// too, the direction reads 8 and writes 4, the line search's trial reads d links, d + 1
+/// transformations and their directions, and the update reads a direction and a transformation
+/// and writes it.
 int bench_gaugefix() {
   const RunOptions run = setup_from_options();
   Coords dims{};
@@ -1400,36 +1407,52 @@ int bench_gaugefix() {
   const bool root = ctx.root;
   const double copy_gbs = ctx.copy_gbs, sites = ctx.sites;
   if (root) {
-    std::printf("%-28s %12s %10s %8s\n", "gauge", "us/iteration", "GB/s", "vs copy");
+    std::printf("%-28s %12s %10s %8s\n", "gauge, method", "us/iteration", "GB/s", "vs copy");
   }
   const std::vector<Complex<double>> links = random_gauge(*lat, 20261204);
-  for (GaugeFixingType t : {GaugeFixingType::coulomb, GaugeFixingType::landau}) {
-    GaugeFixing p;
-    p.type = t;
-    p.tol = 1e-300;  // never reached: a fixed number of iterations
-    auto run_for = [&](long n) {
-      p.max_iter = static_cast<int>(n);
-      p.check_every = static_cast<int>(n);
-      GaugeFixingResult r;
-      fix_gauge(*lat, links, p, b, &r);
-    };
-    run_for(10);                        // untimed: tuning
-    double base = 1e300, more = 1e300;  // the fastest of three of each: the difference is small on small lattices
-    for (int k = 0; k < 3; ++k) {
-      base = std::min(base, time_per_call(b, 1, [&] { run_for(10); }));
-      more = std::min(more, time_per_call(b, 1, [&] { run_for(10 + iters); }));
+  for (GaugeFixingType t : {GaugeFixingType::coulomb, GaugeFixingType::landau})
+    for (GaugeFixingMethod m : {GaugeFixingMethod::overrelaxation, GaugeFixingMethod::fourier}) {
+      GaugeFixing p;
+      p.type = t;
+      p.method = m;
+      p.tol = 1e-300;  // never reached: a fixed number of iterations
+      const std::string label = std::string(to_string(t)) + ", " + to_string(m);
+      const int d = t == GaugeFixingType::coulomb ? 3 : 4;
+      if (m == GaugeFixingMethod::fourier && !LocalFFT::supports(*lat, d == 3 ? 0x7u : 0xFu)) {
+        if (root) std::printf("%-28s %12s  (a fixed direction is split by the grid)\n", label.c_str(), "-");
+        continue;
+      }
+      auto run_for = [&](long n) {
+        p.max_iter = static_cast<int>(n);
+        p.check_every = static_cast<int>(n);
+        GaugeFixingResult r;
+        fix_gauge(*lat, links, p, b, &r);
+      };
+      run_for(10);                        // untimed: tuning
+      double base = 1e300, more = 1e300;  // the fastest of three of each: the difference is small on small lattices
+      for (int k = 0; k < 3; ++k) {
+        base = std::min(base, time_per_call(b, 1, [&] { run_for(10); }));
+        more = std::min(more, time_per_call(b, 1, [&] { run_for(10 + iters); }));
+      }
+      double ms = (more - base) / static_cast<double>(iters);
+      MPI_Allreduce(MPI_IN_PLACE, &ms, 1, MPI_DOUBLE, MPI_MAX, lat->comm());
+      double complexes = (2 * d + 2 * d + 2) * 9;
+      if (m == GaugeFixingMethod::fourier) {
+        int passes = 0;
+        for (int mu = 0; mu < d; ++mu) passes += static_cast<int>(LocalFFT::radices(lat->local()[mu]).size());
+        complexes = (2 * d + 2 * d + 1) * 9 + 4 + 8  // Delta, with the last gradient and direction
+                    + 2 * passes * 8 + 8 + 12        // Fourier passes, filter, direction
+                    + (2 * d + 1) * 9 + (d + 1) * 4  // the line search's trial
+                    + 4 + 18;                        // the update
+      }
+      const double gbs = complexes * sizeof(Complex<double>) * sites / (ms * 1e-3) / 1e9;
+      if (!root) continue;
+      if (ms > 0)
+        std::printf("%-28s %12.1f %10.1f %8.2f\n", label.c_str(), ms * 1e3, gbs, gbs / copy_gbs);
+      else
+        std::printf("%-28s %12s  (below the timer's resolution: more -latke_gauge_fix_iterations)\n", label.c_str(),
+                    "-");
     }
-    double ms = (more - base) / static_cast<double>(iters);
-    MPI_Allreduce(MPI_IN_PLACE, &ms, 1, MPI_DOUBLE, MPI_MAX, lat->comm());
-    const int d = t == GaugeFixingType::coulomb ? 3 : 4;
-    const double bytes = (2 * d + 2 * d + 2) * 9 * sizeof(Complex<double>);
-    const double gbs = bytes * sites / (ms * 1e-3) / 1e9;
-    if (!root) continue;
-    if (ms > 0)
-      std::printf("%-28s %12.1f %10.1f %8.2f\n", to_string(t), ms * 1e3, gbs, gbs / copy_gbs);
-    else
-      std::printf("%-28s %12s  (below the timer's resolution: more -latke_gauge_fix_iterations)\n", to_string(t), "-");
-  }
   return 0;
 }
 

@@ -48,7 +48,8 @@ static const char help[] =
     "  latke-gauge convert IN OUT [options]\n"
     "  latke-gauge fix IN OUT [options]   IN in the Coulomb or Landau gauge, written as convert writes\n"
     "    -latke_gauge_fix coulomb|landau  (default coulomb); -latke_gauge_fix_tol t (1e-12): until theta < t\n"
-    "    -latke_gauge_fix_max_iter n (10000); -latke_gauge_fix_omega w (1.7); -latke_json FILE\n"
+    "    -latke_gauge_fix_max_iter n (10000); -latke_gauge_fix_method auto|fourier|overrelax (auto);\n"
+    "    -latke_gauge_fix_alpha a (1, Fourier); -latke_gauge_fix_omega w (1.7, overrelaxation); -latke_json FILE\n"
     "  output options (generate, convert, fix):\n"
     "    -latke_format nersc|ildg    default: ildg for .lime/.ildg names, nersc for .nersc, else nersc\n"
     "                                (convert: IN's)\n"
@@ -387,7 +388,16 @@ int cmd_fix(const std::vector<std::string>& args) {
     p.type = type == "landau" ? GaugeFixingType::landau : GaugeFixingType::coulomb;
     p.tol = o.real("-latke_gauge_fix_tol", p.tol, "Fix until theta = (1/3V) sum tr[Delta Delta^dag] < tol");
     p.max_iter = static_cast<int>(o.integer("-latke_gauge_fix_max_iter", p.max_iter, "Iterations at most"));
+    const std::string method =
+        o.choice("-latke_gauge_fix_method", "auto", {"auto", "fourier", "overrelax"},
+                 "Fourier-accelerated conjugate gradient, overrelaxation, or auto (Fourier where "
+                 "the fixed directions are whole on every rank)");
+    p.method = method == "fourier"     ? GaugeFixingMethod::fourier
+               : method == "overrelax" ? GaugeFixingMethod::overrelaxation
+                                       : GaugeFixingMethod::automatic;
     p.omega = o.real("-latke_gauge_fix_omega", p.omega, "Overrelaxation, 1 <= omega < 2");
+    p.alpha = o.real("-latke_gauge_fix_alpha", p.alpha,
+                     "First trial step of the Fourier-accelerated line search, 0 < alpha < 2");
     json_path = o.string("-latke_json", "", "Write the fixing's record as JSON (schema latke-gauge/1)");
   });
   check(p);
@@ -402,8 +412,8 @@ int cmd_fix(const std::vector<std::string>& args) {
   const std::vector<Complex<double>> fixed = fix_gauge(*lat, links, p, run.backend, &r);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (is_root())
-    std::printf("%s: %s gauge, theta %.3e after %d iterations (functional %.12f, %.2f s)\n", args[0].c_str(),
-                to_string(p.type), r.theta, r.iterations, r.functional, seconds);
+    std::printf("%s: %s gauge (%s), theta %.3e after %d iterations (functional %.12f, %.2f s)\n", args[0].c_str(),
+                to_string(p.type), to_string(r.method), r.theta, r.iterations, r.functional, seconds);
   require(r.converged, to_string(p.type), " gauge fixing of ", args[0], " did not converge: theta ", r.theta, " after ",
           r.iterations, " iterations, expected below ", p.tol, "; ", args[1],
           " not written (raise -latke_gauge_fix_max_iter, or loosen -latke_gauge_fix_tol)");
@@ -415,7 +425,9 @@ int cmd_fix(const std::vector<std::string>& args) {
               {"output", args[1]},
               {"gauge", to_string(p.type)},
               {"tol", p.tol},
+              {"method", to_string(r.method)},
               {"omega", p.omega},
+              {"alpha", p.alpha},
               {"iterations", r.iterations},
               {"theta", r.theta},
               {"functional", r.functional},

@@ -76,8 +76,9 @@ struct Options {
   long volume3 = 0;       ///< the spatial volume (a noise wall's correlators are divided by it)
   bool pairs = false;     ///< mesons of every two kappas of a configuration, too
   // Coulomb gauge fixing of each configuration for a wall source.
-  double fix_tol = 1e-12, fix_omega = 1.7;
+  double fix_tol = 1e-12, fix_omega = 1.7, fix_alpha = 1.0;
   long fix_max_iter = 10000;
+  std::string fix_method = "auto";
   bool wall() const { return source == "wall"; }
   bool noise() const { return source == "z2_wall" || source == "z4_wall"; }
   bool smeared() const { return smear != "none"; }
@@ -94,7 +95,12 @@ Options read_propagator_options() {
     o.fix_tol = g.real("-latke_gauge_fix_tol", o.fix_tol, "Wall source: Coulomb gauge fixing until theta < tol");
     o.fix_max_iter =
         g.integer("-latke_gauge_fix_max_iter", o.fix_max_iter, "Wall source: gauge fixing iterations at most");
+    o.fix_method = g.choice("-latke_gauge_fix_method", o.fix_method, {"auto", "fourier", "overrelax"},
+                            "Wall source: Fourier-accelerated gauge fixing, overrelaxation, or auto (Fourier where x, "
+                            "y and z are whole on every rank)");
     o.fix_omega = g.real("-latke_gauge_fix_omega", o.fix_omega, "Wall source: gauge fixing overrelaxation (1 to 2)");
+    o.fix_alpha = g.real("-latke_gauge_fix_alpha", o.fix_alpha,
+                         "Wall source: first trial step of the Fourier-accelerated line search (0 to 2)");
     o.site = g.reals("-latke_source_site", o.site, "Source site x,y,z,t (a wall: its time slice t)", 4);
     o.seed = g.integer("-latke_source_seed", o.seed, "Noise seed (configuration c uses seed + c)");
     o.pairs = g.flag("-latke_kappa_pairs", false,
@@ -316,8 +322,8 @@ std::string json_text(const Options& o, const PetscInt global[4], const PetscInt
   json source = {{"type", o.source}, {"site", std::vector<long>(o.site.begin(), o.site.end())}};
   if (o.noise()) source.update({{"seed", o.seed}, {"dilution", "spin-color"}, {"normalization", "per source site"}});
   if (o.wall())
-    source["gauge_fixing"] = {
-        {"type", "coulomb"}, {"tol", o.fix_tol}, {"max_iter", o.fix_max_iter}, {"omega", o.fix_omega}};
+    source["gauge_fixing"] = {{"type", "coulomb"},          {"method", o.fix_method}, {"tol", o.fix_tol},
+                              {"max_iter", o.fix_max_iter}, {"omega", o.fix_omega},   {"alpha", o.fix_alpha}};
   if (o.smeared())
     source["smearing"] = {
         {"type", o.smear},
@@ -356,7 +362,8 @@ std::string json_text(const Options& o, const PetscInt global[4], const PetscInt
       m["correlators_smeared_sink"] = correlator_json(r.corr_ss, T);
     }
     if (o.wall()) {
-      m["gauge_fixing"] = {{"iterations", r.fix.iterations},
+      m["gauge_fixing"] = {{"method", r.fix.method == LATKE_GAUGE_FIX_FOURIER ? "fourier" : "overrelax"},
+                           {"iterations", r.fix.iterations},
                            {"theta", r.fix.theta},
                            {"functional", r.fix.functional},
                            {"converged", r.fix.converged == PETSC_TRUE},
@@ -676,13 +683,17 @@ PetscErrorCode run(int& status) {
     if (o.wall()) {
       PetscLogDouble s0, s1;
       PetscCall(PetscTime(&s0));
-      PetscCall(LatkeGaugeCreateGaugeFixed(gauge, LATKE_GAUGE_FIX_COULOMB, o.fix_tol, o.fix_max_iter, o.fix_omega,
-                                           &fixed, &fix));
+      const LatkeGaugeFixMethod method = o.fix_method == "fourier"     ? LATKE_GAUGE_FIX_FOURIER
+                                         : o.fix_method == "overrelax" ? LATKE_GAUGE_FIX_OVERRELAX
+                                                                       : LATKE_GAUGE_FIX_AUTO;
+      PetscCall(LatkeGaugeCreateGaugeFixed(gauge, LATKE_GAUGE_FIX_COULOMB, method, o.fix_tol, o.fix_max_iter,
+                                           o.fix_omega, o.fix_alpha, &fixed, &fix));
       PetscCall(PetscTime(&s1));
       fix_s = s1 - s0;
-      PetscCall(PetscPrintf(PETSC_COMM_WORLD, "config %ld: Coulomb gauge, theta %.2e after %d iterations (%.2f s)%s\n",
-                            c, (double)fix.theta, (int)fix.iterations, fix_s,
-                            fix.converged ? "" : "; NOT CONVERGED: the wall correlators are not of that gauge"));
+      PetscCall(PetscPrintf(
+          PETSC_COMM_WORLD, "config %ld: Coulomb gauge (%s), theta %.2e after %d iterations (%.2f s)%s\n", c,
+          fix.method == LATKE_GAUGE_FIX_FOURIER ? "fourier" : "overrelax", (double)fix.theta, (int)fix.iterations,
+          fix_s, fix.converged ? "" : "; NOT CONVERGED: the wall correlators are not of that gauge"));
     }
     LatkeGauge work = fixed ? fixed : gauge;
     LatkeGauge smeared_links = nullptr;

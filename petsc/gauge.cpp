@@ -300,8 +300,9 @@ PetscErrorCode LatkeGaugeCreateSmeared(LatkeGauge gauge, LatkeLinkSmear type, Pe
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode LatkeGaugeCreateGaugeFixed(LatkeGauge gauge, LatkeGaugeFix type, PetscReal tol, PetscInt max_iter,
-                                          PetscReal omega, LatkeGauge* fixed, LatkeGaugeFixInfo* info) {
+PetscErrorCode LatkeGaugeCreateGaugeFixed(LatkeGauge gauge, LatkeGaugeFix type, LatkeGaugeFixMethod method,
+                                          PetscReal tol, PetscInt max_iter, PetscReal omega, PetscReal alpha,
+                                          LatkeGauge* fixed, LatkeGaugeFixInfo* info) {
   PetscFunctionBeginUser;
   PetscCheck(gauge && gauge->data, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL,
              "LatkeGaugeCreateGaugeFixed: the gauge is NULL");
@@ -311,11 +312,18 @@ PetscErrorCode LatkeGaugeCreateGaugeFixed(LatkeGauge gauge, LatkeGaugeFix type, 
   PetscCall(guarded(g.lattice->comm(), [&] {
     require(type == LATKE_GAUGE_FIX_COULOMB || type == LATKE_GAUGE_FIX_LANDAU, "LatkeGaugeCreateGaugeFixed: type ",
             static_cast<int>(type), ", expected LATKE_GAUGE_FIX_COULOMB or LATKE_GAUGE_FIX_LANDAU");
+    require(method >= LATKE_GAUGE_FIX_AUTO && method <= LATKE_GAUGE_FIX_OVERRELAX,
+            "LatkeGaugeCreateGaugeFixed: method ", static_cast<int>(method),
+            ", expected LATKE_GAUGE_FIX_AUTO, LATKE_GAUGE_FIX_FOURIER or LATKE_GAUGE_FIX_OVERRELAX");
     GaugeFixing p;
     p.type = type == LATKE_GAUGE_FIX_COULOMB ? GaugeFixingType::coulomb : GaugeFixingType::landau;
+    p.method = method == LATKE_GAUGE_FIX_FOURIER     ? GaugeFixingMethod::fourier
+               : method == LATKE_GAUGE_FIX_OVERRELAX ? GaugeFixingMethod::overrelaxation
+                                                     : GaugeFixingMethod::automatic;
     p.tol = tol;
     p.max_iter = static_cast<int>(max_iter);
-    p.omega = omega;
+    if (omega != PETSC_DEFAULT) p.omega = omega;
+    if (alpha != PETSC_DEFAULT) p.alpha = alpha;
     GaugeFixingResult r;
     auto d = std::make_shared<LatkeGaugeData>();
     d->lattice = g.lattice;
@@ -325,14 +333,15 @@ PetscErrorCode LatkeGaugeCreateGaugeFixed(LatkeGauge gauge, LatkeGaugeFix type, 
             " iterations, expected below ", tol,
             "; allow more iterations, or pass an info to accept the links as they are");
     std::ostringstream desc;
-    desc << g.description << ", " << to_string(p.type) << " gauge (theta " << r.theta << " after " << r.iterations
-         << " iterations)";
+    desc << g.description << ", " << to_string(p.type) << " gauge (" << to_string(r.method) << ", theta " << r.theta
+         << " after " << r.iterations << " iterations)";
     d->description = desc.str();
     if (info) {
       info->iterations = r.iterations;
       info->theta = r.theta;
       info->functional = r.functional;
       info->converged = r.converged ? PETSC_TRUE : PETSC_FALSE;
+      info->method = r.method == GaugeFixingMethod::fourier ? LATKE_GAUGE_FIX_FOURIER : LATKE_GAUGE_FIX_OVERRELAX;
     }
     *fixed = new _p_LatkeGauge{std::move(d)};
   }));

@@ -582,21 +582,27 @@ PetscErrorCode LatkePropagatorLoad(Mat A, Vec prop[], PetscViewer viewer);
 typedef enum { LATKE_LINK_SMEAR_NONE, LATKE_LINK_SMEAR_APE, LATKE_LINK_SMEAR_STOUT } LatkeLinkSmear;
 PetscErrorCode LatkeGaugeCreateSmeared(LatkeGauge gauge, LatkeLinkSmear type, PetscInt steps, PetscReal alpha,
                                        PetscBool spatial, LatkeGauge* smeared);
-/* Gauge fixing by overrelaxation (src/fields/gauge_fixing.h): the links transformed to the
- * Coulomb gauge (sum_i d_i A_i = 0 on every time slice; what gauge-fixed wall sources need) or the
- * Landau gauge (sum_mu d_mu A_mu = 0), until theta = (1/3V) sum_x tr[Delta Delta^dag] < tol
- * (Delta the lattice divergence of A) or max_iter iterations, overrelaxation omega in [1, 2)
- * (1.7 is usual). A new gauge on the same lattice. info (may be NULL) receives the iterations,
- * theta, the functional (1 for unit links) and whether theta < tol; without info, not converging
- * is an error naming theta. Collective. */
+/* Gauge fixing (src/fields/gauge_fixing.h): the links transformed to the Coulomb gauge
+ * (sum_i d_i A_i = 0 on every time slice; what gauge-fixed wall sources need) or the Landau gauge
+ * (sum_mu d_mu A_mu = 0), until theta = (1/3V) sum_x tr[Delta Delta^dag] < tol (Delta the
+ * lattice divergence of A) or max_iter iterations. Methods: FOURIER, Fourier-accelerated
+ * conjugate gradient with a line search whose first trial step is alpha in (0, 2) (PETSC_DEFAULT:
+ * 1), where the fixed directions are whole on every rank; OVERRELAX, overrelaxation with omega
+ * in [1, 2) (PETSC_DEFAULT: 1.7), on any grid; AUTO, FOURIER where it can run, else OVERRELAX. A
+ * new gauge on the same lattice. info (may be NULL) receives the iterations, theta, the
+ * functional (1 for unit links), whether theta < tol and the method that ran; without info, not
+ * converging is an error naming theta. Collective. */
 typedef enum { LATKE_GAUGE_FIX_COULOMB, LATKE_GAUGE_FIX_LANDAU } LatkeGaugeFix;
+typedef enum { LATKE_GAUGE_FIX_AUTO, LATKE_GAUGE_FIX_FOURIER, LATKE_GAUGE_FIX_OVERRELAX } LatkeGaugeFixMethod;
 typedef struct {
   PetscInt iterations;
   PetscReal theta, functional;
   PetscBool converged;
+  LatkeGaugeFixMethod method;
 } LatkeGaugeFixInfo;
-PetscErrorCode LatkeGaugeCreateGaugeFixed(LatkeGauge gauge, LatkeGaugeFix type, PetscReal tol, PetscInt max_iter,
-                                          PetscReal omega, LatkeGauge* fixed, LatkeGaugeFixInfo* info);
+PetscErrorCode LatkeGaugeCreateGaugeFixed(LatkeGauge gauge, LatkeGaugeFix type, LatkeGaugeFixMethod method,
+                                          PetscReal tol, PetscInt max_iter, PetscReal omega, PetscReal alpha,
+                                          LatkeGauge* fixed, LatkeGaugeFixInfo* info);
 /* Quark smearing on time slices with the spatial links of a gauge (usually smeared ones), `steps`
  * steps of (H psi(x) = sum_i U_i(x) psi(x+i) + U_i(x-i)^dag psi(x-i), i = x, y, z):
  *   WUPPERTAL  psi <- (psi + alpha H psi) / (1 + 6 alpha)

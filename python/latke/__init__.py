@@ -64,7 +64,8 @@ class _SolverStats(ctypes.Structure):
 
 
 class _GaugeFixInfo(ctypes.Structure):
-    _fields_ = [("iterations", _Int), ("theta", _Real), ("functional", _Real), ("converged", ctypes.c_int)]
+    _fields_ = [("iterations", _Int), ("theta", _Real), ("functional", _Real), ("converged", ctypes.c_int),
+                ("method", ctypes.c_int)]
 
 
 _FORMS = {"full": 0, "even_odd": 1}
@@ -74,6 +75,7 @@ MESON_CHANNELS = ("pion", "pion_a4", "a4_pion", "rho", "a0", "a1", "b1")
 _LINK_SMEARING = {"none": 0, "ape": 1, "stout": 2}
 _QUARK_SMEARING = {"none": 0, "wuppertal": 1, "gaussian": 2}
 _GAUGE_FIXING = {"coulomb": 0, "landau": 1}
+_GAUGE_FIXING_METHODS = {"auto": 0, "fourier": 1, "overrelax": 2}
 
 
 def _library_path():
@@ -261,18 +263,21 @@ class Gauge(_Owned):
               _Real(alpha), ctypes.c_int(1 if spatial else 0), ctypes.byref(h))
         return Gauge(h, self.comm)
 
-    def gauge_fixed(self, kind="coulomb", tol=1e-12, max_iter=10000, omega=1.7):
+    def gauge_fixed(self, kind="coulomb", tol=1e-12, max_iter=10000, method="auto", omega=1.7, alpha=1.0):
         """(a new gauge of these links in the Coulomb or Landau gauge, {iterations, theta,
-        functional, converged}) (LatkeGaugeCreateGaugeFixed); raises unless theta < tol."""
+        functional, converged, method}) (LatkeGaugeCreateGaugeFixed): method "fourier"
+        (Fourier-accelerated, step alpha), "overrelax" (omega) or "auto" (Fourier where the fixed
+        directions are whole on every rank); raises unless theta < tol."""
         h, info = _ptr(), _GaugeFixInfo()
-        _call("LatkeGaugeCreateGaugeFixed", self._h, _choice(_GAUGE_FIXING, kind, "gauge fixing"), _Real(tol),
-              _Int(max_iter), _Real(omega), ctypes.byref(h), ctypes.byref(info))
+        _call("LatkeGaugeCreateGaugeFixed", self._h, _choice(_GAUGE_FIXING, kind, "gauge fixing"),
+              _choice(_GAUGE_FIXING_METHODS, method, "gauge fixing method"), _Real(tol), _Int(max_iter),
+              _Real(omega), _Real(alpha), ctypes.byref(h), ctypes.byref(info))
         fixed = Gauge(h, self.comm)
         if not info.converged:
             raise Error(f"latke.Gauge.gauge_fixed: {kind} gauge fixing did not converge: theta {info.theta:.3g} after "
                         f"{info.iterations} iterations, expected below {tol}")
         return fixed, {"iterations": int(info.iterations), "theta": info.theta, "functional": info.functional,
-                       "converged": True}
+                       "converged": True, "method": "fourier" if info.method == 1 else "overrelax"}
 
     def lattice(self):
         """(global extents, local extents, process grid), each a tuple of 4."""

@@ -9,7 +9,9 @@
 # -latke_smear_alpha 3") on APE links, with the nucleon and the momenta n^2 <= 3
 # (LATKE_SPECTRO_MOM2). Its record goes to $out/smeared.json for latke-spectrum (--sink point and
 # --sink smeared). "wall" runs the same chain with Coulomb-gauge-fixed wall sources into
-# $out/wall.json (--sink wall). Usage: spectroscopy.sh [tests] [bench] [run] [wall] (default the
+# $out/wall.json (--sink wall). "fix" generates a thermalised LATKE_SPECTRO_FIX_LATTICE
+# (32,32,32,64) configuration at beta 6.0 and Coulomb-fixes it by each method (iterations and
+# seconds to theta < 1e-12). Usage: spectroscopy.sh [tests] [bench] [run] [wall] [fix] (default the
 # first three).
 set -uo pipefail
 source "$(dirname "$0")/host-env.sh"
@@ -50,5 +52,16 @@ if [[ $steps == *wall* ]]; then
   rc=$?; status=$((status | rc))
   echo "latke-propagator (Coulomb wall): exit $rc, $(( $(date +%s) - start )) s from start to end"
   grep -E "config (0|19)|error|ERROR|written" "$out/wall.log" | head -12
+fi
+if [[ $steps == *fix* ]]; then
+  lat=${LATKE_SPECTRO_FIX_LATTICE:-32,32,32,64}
+  timeout -k 5 300 "$bin/latke-gauge" generate -latke_lattice "$lat" -latke_sweeps 200 -latke_measure_every 0 \
+    -latke_output /tmp/fix_in.nersc > "$out/fix_generate.log" 2>&1; status=$((status | $?))
+  for m in fourier overrelax; do
+    timeout -k 5 300 "$bin/latke-gauge" fix /tmp/fix_in.nersc /tmp/fix_out.nersc -latke_gauge_fix_method $m \
+      -latke_gauge_fix_max_iter 50000 -latke_json "$out/fix_$m.json" > "$out/fix_$m.log" 2>&1
+    rc=$?; status=$((status | rc))
+    echo "latke-gauge fix ($m, $lat): exit $rc, $(grep -E 'gauge \(' "$out/fix_$m.log")"
+  done
 fi
 exit $status

@@ -1,6 +1,8 @@
-// Gauge fixing by overrelaxation (gauge_fixing.h): one kernel per parity over the sites, updating
+// Gauge fixing (gauge_fixing.h). Overrelaxation: one kernel per parity over the sites, updating
 // the transformation G in place from the links and G's neighbours; a reduction for theta and the
-// functional; one kernel transforming the links at the end.
+// functional. Fourier acceleration: a reduction that also writes Delta(x) as four complex
+// numbers per site, LocalFFT's passes over the fixed directions, a kernel dividing by p^2, the
+// inverse passes and a kernel moving G. One kernel transforms the links at the end.
 #include "src/fields/gauge_fixing.h"
 
 #include <algorithm>
@@ -11,6 +13,7 @@
 #include "src/core/log.h"
 #include "src/core/work_counters.h"
 #include "src/fields/extended_links.h"
+#include "src/fields/local_fft.h"
 #include "src/fields/su3_update.h"
 
 namespace latke {
@@ -124,6 +127,189 @@ struct FixMeasureKernel {
   }
 };
 
+// The Fourier method's fields: a traceless Hermitian matrix per site as four complex numbers
+// over the local volume (component-major, lexicographic sites): A_01, A_02, A_12 and u + i v with
+// A_00 = u + v / sqrt3, A_11 = -u + v / sqrt3, A_22 = -2 v / sqrt3. In this basis Re tr(A B) =
+// 2 Re sum_k a_k conj(b_k), so inner products of fields are sums of products of their numbers, in
+// position space or (Parseval) in momentum space; the filter is real and even in p, so each
+// number is filtered on its own and a filtered Hermitian field stays Hermitian.
+constexpr int n_alg = 4;
+constexpr double inv_sqrt3 = 0.57735026918962576451;
+
+struct AlgebraField {
+  Complex<double>* data;
+  long volume;
+  LATKE_HOST_DEVICE LATKE_INLINE void store(long lex, const M3& a) const {
+    data[lex] = a.e[0][1];
+    data[volume + lex] = a.e[0][2];
+    data[2 * volume + lex] = a.e[1][2];
+    data[3 * volume + lex] =
+        Complex<double>(0.5 * (a.e[0][0].re - a.e[1][1].re), 0.5 / inv_sqrt3 * (a.e[0][0].re + a.e[1][1].re));
+  }
+  /// Re tr(A B) of this field's matrix at lex and a.
+  LATKE_HOST_DEVICE LATKE_INLINE double dot(long lex, const M3& a) const {
+    const Complex<double> c = data[3 * volume + lex];
+    const double u = 0.5 * (a.e[0][0].re - a.e[1][1].re), v = 0.5 / inv_sqrt3 * (a.e[0][0].re + a.e[1][1].re);
+    return 2 * (dot_re(data[lex], a.e[0][1]) + dot_re(data[volume + lex], a.e[0][2]) +
+                dot_re(data[2 * volume + lex], a.e[1][2]) + c.re * u + c.im * v);
+  }
+  /// The matrix -lambda A at lex.
+  LATKE_HOST_DEVICE LATKE_INLINE M3 scaled(long lex, double lambda) const {
+    const Complex<double> a01 = data[lex] * -lambda, a02 = data[volume + lex] * -lambda,
+                          a12 = data[2 * volume + lex] * -lambda, c = data[3 * volume + lex] * -lambda;
+    M3 q;
+    q.e[0][0] = Complex<double>(c.re + c.im * inv_sqrt3);
+    q.e[1][1] = Complex<double>(-c.re + c.im * inv_sqrt3);
+    q.e[2][2] = Complex<double>(-2 * c.im * inv_sqrt3);
+    q.e[0][1] = a01;
+    q.e[1][0] = conj(a01);
+    q.e[0][2] = a02;
+    q.e[2][0] = conj(a02);
+    q.e[1][2] = a12;
+    q.e[2][1] = conj(a12);
+    return q;
+  }
+  LATKE_HOST_DEVICE LATKE_INLINE static double dot_re(Complex<double> a, Complex<double> b) {
+    return a.re * b.re + a.im * b.im;
+  }
+};
+
+/// exp(i q) G for a small Hermitian q: exp to second order, reunitarized (a step along the
+/// same curve's tangent; the line search measures what it gives).
+LATKE_HOST_DEVICE LATKE_INLINE M3 stepped(const M3& q, const M3& G) {
+  M3 h;
+  LATKE_UNROLL for (int i = 0; i < 3; ++i) LATKE_UNROLL for (int j = 0; j < 3; ++j) {
+    Complex<double> qq;
+    LATKE_UNROLL for (int k = 0; k < 3; ++k) qq += q.e[i][k] * q.e[k][j];
+    h.e[i][j] = Complex<double>((i == j ? 1.0 : 0.0) - 0.5 * qq.re - q.e[i][j].im, q.e[i][j].re - 0.5 * qq.im);
+  }
+  M3 r = h * G;
+  reunitarize(r);
+  return r;
+}
+
+struct FourierSums {
+  double theta = 0, functional = 0;
+  double dot_filtered = 0;   ///< <Delta, the previous filtered gradient>
+  double dot_direction = 0;  ///< <Delta, the previous direction>
+  LATKE_HOST_DEVICE FourierSums& operator+=(const FourierSums& o) {
+    theta += o.theta;
+    functional += o.functional;
+    dot_filtered += o.dot_filtered;
+    dot_direction += o.dot_direction;
+    return *this;
+  }
+};
+
+/// Theta and the functional, as FixMeasureKernel; Delta(x) into `delta`, and its products with
+/// the previous filtered gradient and direction (for Polak-Ribiere and the slope).
+struct FourierDeltaKernel {
+  FixMeasureKernel m;
+  AlgebraField delta, previous, direction;
+  LATKE_HOST_DEVICE FourierSums operator()(int x_cb, int parity) const {
+    int c[4];
+    const long lex = m.geom.coords(x_cb, parity, c);
+    const long e = m.u.index_of_local(c);
+    FourierSums s;
+    M3 d;
+    for (int mu = 0; mu < m.ndir; ++mu) {
+      const M3 f = transformed(m.u, m.g, e, mu);
+      s.functional += f.e[0][0].re + f.e[1][1].re + f.e[2][2].re;
+      const M3 af = potential(f), ab = potential(transformed(m.u, m.g, e - m.u.stride[mu], mu));
+      LATKE_UNROLL for (int i = 0; i < 3; ++i) LATKE_UNROLL for (int j = 0; j < 3; ++j) d.e[i][j] +=
+          af.e[i][j] - ab.e[i][j];
+    }
+    LATKE_UNROLL for (int i = 0; i < 3; ++i) LATKE_UNROLL for (int j = 0; j < 3; ++j) s.theta += norm2(d.e[i][j]);
+    delta.store(lex, d);
+    s.dot_filtered = previous.dot(lex, d);
+    s.dot_direction = direction.dot(lex, d);
+    return s;
+  }
+};
+
+/// The filter in momentum space: every number at k times 1 / (p^2 N), p^2 = sum over the fixed
+/// directions of 4 sin^2(pi k_mu / L_mu), N the points transformed together (the inverse
+/// transform's normalisation); zero at p = 0 (Delta sums to zero on a periodic lattice). Returns
+/// <Delta, Delta~> by Parseval.
+struct FourierFilterKernel {
+  AlgebraField f;
+  LocalGeometry geom;
+  int ndir;
+  double inv_n;
+  LATKE_HOST_DEVICE double operator()(int lex, int) const {
+    int rest = lex;
+    double p2 = 0;
+    for (int mu = 0; mu < 4; ++mu) {
+      const int k = rest % geom.L[mu];
+      rest /= geom.L[mu];
+      if (mu < ndir) {
+        const double s = sin(M_PI * k / geom.L[mu]);
+        p2 += 4 * s * s;
+      }
+    }
+    const double w = p2 > 1e-12 ? inv_n / p2 : 0.0;
+    double dot = 0;
+    for (int k = 0; k < n_alg; ++k) {
+      Complex<double>& z = f.data[k * f.volume + lex];
+      dot += 2 * w * norm2(z);
+      z *= w;
+    }
+    return dot;
+  }
+};
+
+/// direction <- filtered + beta direction.
+struct FourierDirectionKernel {
+  AlgebraField filtered, direction;
+  double beta;
+  LATKE_HOST_DEVICE void operator()(int i, int) const {
+    direction.data[i] = filtered.data[i] + direction.data[i] * beta;
+  }
+};
+
+/// F(G') - F(G) for G'(x) = exp(-i lambda S(x)) G(x), summed site by site (the change is far
+/// below F's last digits near convergence). The fixed directions are whole on the rank, so a
+/// neighbour's direction is read at its wrapped local index.
+struct FourierTrialKernel {
+  FixMeasureKernel m;
+  AlgebraField direction;
+  double lambda;
+  LATKE_HOST_DEVICE double operator()(int x_cb, int parity) const {
+    int c[4];
+    const long lex = m.geom.coords(x_cb, parity, c);
+    const long e = m.u.index_of_local(c);
+    M3 G, Gn, a;
+    load(m.g, e, G);
+    const M3 Gt = stepped(direction.scaled(lex, lambda), G);
+    double change = 0;
+    for (int mu = 0; mu < m.ndir; ++mu) {
+      int n[4] = {c[0], c[1], c[2], c[3]};
+      n[mu] = n[mu] + 1 == m.geom.L[mu] ? 0 : n[mu] + 1;
+      load(m.g, e + m.u.stride[mu], Gn);
+      const M3 Gnt = stepped(direction.scaled(m.geom.full_index(n), lambda), Gn);
+      m.u.load(e, mu, a);
+      change += re_tr_mul_adj(Gt * a, Gnt) - re_tr_mul_adj(G * a, Gn);
+    }
+    return change;
+  }
+};
+
+/// G(x) <- exp(-i lambda S(x)) G(x).
+struct FourierUpdateKernel {
+  ExtSites g;
+  LocalGeometry geom;
+  AlgebraField direction;
+  double lambda;
+  LATKE_HOST_DEVICE void operator()(int x_cb, int parity) const {
+    int c[4];
+    const long lex = geom.coords(x_cb, parity, c);
+    const long e = g.index_of_local(c);
+    M3 G;
+    load(g, e, G);
+    save(g, e, stepped(direction.scaled(lex, lambda), G));
+  }
+};
+
 struct SetIdentityKernel {
   ExtSites g;
   LocalGeometry geom;
@@ -163,28 +349,47 @@ FixSums measure(const ExtendedLinks& u, const ExtendedSites& g, int ndir) {
 
 const char* to_string(GaugeFixingType t) { return t == GaugeFixingType::coulomb ? "coulomb" : "landau"; }
 
+const char* to_string(GaugeFixingMethod m) {
+  return m == GaugeFixingMethod::automatic ? "auto" : m == GaugeFixingMethod::fourier ? "fourier" : "overrelax";
+}
+
 void check(const GaugeFixing& p) {
   require(p.tol > 0 && std::isfinite(p.tol), "gauge fixing: tolerance ", p.tol, ", expected a positive number");
   require(p.max_iter >= 1, "gauge fixing: ", p.max_iter, " iterations at most, expected 1 or more");
   require(p.omega >= 1 && p.omega < 2, "gauge fixing: overrelaxation ", p.omega, ", expected 1 <= omega < 2");
   require(p.check_every >= 1, "gauge fixing: theta measured every ", p.check_every, " iterations, expected 1 or more");
+  require(p.alpha > 0 && p.alpha < 2, "gauge fixing: Fourier acceleration's first trial step alpha ", p.alpha,
+          ", expected 0 < alpha < 2");
 }
 
-std::vector<Complex<double>> fix_gauge(const Lattice& lat, const std::vector<Complex<double>>& links,
-                                       const GaugeFixing& p, Backend b, GaugeFixingResult* result) {
+namespace {
+unsigned fixed_dims(GaugeFixingType t) { return t == GaugeFixingType::coulomb ? 0x7u : 0xFu; }
+}  // namespace
+
+GaugeFixingMethod resolve(const Lattice& lat, const GaugeFixing& p) {
+  const unsigned dims = fixed_dims(p.type);
+  if (p.method == GaugeFixingMethod::overrelaxation) return p.method;
+  if (LocalFFT::supports(lat, dims)) return GaugeFixingMethod::fourier;
+  if (p.method == GaugeFixingMethod::automatic) return GaugeFixingMethod::overrelaxation;
+  for (int mu = 0; mu < (p.type == GaugeFixingType::coulomb ? 3 : 4); ++mu)
+    require(!lat.partitioned(mu), "gauge fixing: the Fourier-accelerated method transforms ",
+            p.type == GaugeFixingType::coulomb ? "x, y and z" : "all four directions",
+            " whole on each rank, but the process grid ", lat.grid()[0], ",", lat.grid()[1], ",", lat.grid()[2], ",",
+            lat.grid()[3], " splits direction ", mu,
+            "; use overrelaxation (method overrelax or auto), or a grid that splits only t (Coulomb)");
+  LocalFFT(lat, Backend::cpu, dims, 1);  // names the extent it refuses
+  fail("gauge fixing: the Fourier-accelerated method cannot run on ", lat.describe());
+}
+
+namespace {
+
+GaugeFixingResult fix_overrelaxation(const gauge::ExtendedLinks& u, gauge::ExtendedSites& g, const GaugeFixing& p,
+                                     int ndir, unsigned dims) {
   using namespace gauge;
-  check(p);
-  const LogScope log(LogEvent::gauge_fix);
-  const int ndir = p.type == GaugeFixingType::coulomb ? 3 : 4;
-  ExtendedLinks u(lat, b), fixed(lat, b);
-  u.upload(links);
-  // G's ghosts only across the fixed directions during the sweeps: Coulomb gauge fixing exchanges
-  // nothing in t, so a grid split in t fixes its slices without communication until the end.
-  const unsigned dims = ndir == 3 ? 0x7u : 0xFu;
-  ExtendedSites g(lat, b, 9);
-  launch(b, SetIdentityKernel{g.sites(), g.geometry()}, {lat.volume_cb(), 0, 2});
-  g.refresh_components(0, 9, -1, {}, dims);
+  const Lattice& lat = u.lattice();
+  const Backend b = u.backend();
   GaugeFixingResult r;
+  r.method = GaugeFixingMethod::overrelaxation;
   FixSums s = measure(u, g, ndir);
   while (!(s.theta < p.tol) && r.iterations < p.max_iter) {
     const int n = std::min(p.check_every, p.max_iter - r.iterations);
@@ -202,7 +407,93 @@ std::vector<Complex<double>> fix_gauge(const Lattice& lat, const std::vector<Com
   }
   r.theta = s.theta;
   r.functional = s.functional;
-  r.converged = s.theta < p.tol;
+  return r;
+}
+
+GaugeFixingResult fix_fourier(const gauge::ExtendedLinks& u, gauge::ExtendedSites& g, const GaugeFixing& p, int ndir,
+                              unsigned dims) {
+  using namespace gauge;
+  const Lattice& lat = u.lattice();
+  const Backend b = u.backend();
+  const long V = lat.volume();
+  LocalFFT fft(lat, b, dims, n_alg);
+  const std::size_t bytes = sizeof(Complex<double>) * n_alg * static_cast<std::size_t>(V);
+  Buffer buffers[3] = {Buffer(memory_for(b), bytes), Buffer(memory_for(b), bytes), Buffer(memory_for(b), bytes)};
+  for (Buffer& f : buffers) zero_bytes(f.data(), bytes, memory_for(b), compute_stream());
+  auto field = [&](int i) { return AlgebraField{static_cast<Complex<double>*>(buffers[i].data()), V}; };
+  int cur = 0, prev = 1;  // Delta (then filtered) of this iteration and the filtered gradient of the last
+  const AlgebraField dir = field(2);
+  long points = 1;
+  for (int mu = 0; mu < ndir; ++mu) points *= lat.local()[mu];
+  double volume = 1;
+  for (int mu = 0; mu < 4; ++mu) volume *= lat.global()[mu];
+  const FixMeasureKernel fm{u.view(), g.sites(), u.geometry(), ndir};
+  GaugeFixingResult r;
+  r.method = GaugeFixingMethod::fourier;
+  double lambda = p.alpha;  // the line search's trial step
+  double last_dot = 0;      // <Delta, Delta~> of the last iteration
+  for (;;) {
+    const FourierSums fs =
+        launch_reduce<FourierSums>(b, FourierDeltaKernel{fm, field(cur), field(prev), dir}, {lat.volume_cb(), 0, 2});
+    double v[4] = {fs.theta, fs.functional, fs.dot_filtered, fs.dot_direction};
+    global_sum(v, 4, lat.comm());
+    r.theta = v[0] / (3 * volume);
+    r.functional = v[1] / (3 * ndir * volume);
+    require(std::isfinite(r.theta), "gauge fixing: theta is ", r.theta, " after ", r.iterations,
+            " iterations (links that are not finite?)");
+    if (r.theta < p.tol || r.iterations >= p.max_iter) break;
+    fft.forward(field(cur).data);
+    double dot = launch_reduce<double>(b, FourierFilterKernel{field(cur), g.geometry(), ndir, 1.0 / points},
+                                       {static_cast<int>(V), 0, 1});
+    global_sum(&dot, 1, lat.comm());
+    fft.inverse(field(cur).data);
+    // Polak-Ribiere (non-negative: a steepest-descent restart otherwise); the slope along the new
+    // direction, <S, Delta> = dot + beta <S_old, Delta>, must be positive (an ascent).
+    double beta = r.iterations == 0 ? 0.0 : std::max(0.0, (dot - v[2]) / last_dot);
+    double slope = dot + beta * v[3];
+    if (!(slope > 0)) {
+      beta = 0;
+      slope = dot;
+    }
+    last_dot = dot;
+    launch(b, FourierDirectionKernel{field(cur), dir, beta}, {static_cast<int>(n_alg * V), 0, 1}, compute_stream(),
+           false);
+    // Line search: F(lambda) - F(0) at the trial step, and the parabola through it with the slope.
+    double change = launch_reduce<double>(b, FourierTrialKernel{fm, dir, lambda}, {lat.volume_cb(), 0, 2});
+    global_sum(&change, 1, lat.comm());
+    const double curvature = 2 * (slope * lambda - change) / (lambda * lambda);
+    const double step = curvature > 0 ? std::min(slope / curvature, 4 * lambda) : 4 * lambda;
+    launch(b, FourierUpdateKernel{g.sites(), g.geometry(), dir, step}, {lat.volume_cb(), 0, 2}, compute_stream(),
+           false);
+    g.refresh_components(0, 9, -1, {}, dims);
+    lambda = step;
+    std::swap(cur, prev);
+    ++r.iterations;
+  }
+  r.alpha = lambda;
+  return r;
+}
+
+}  // namespace
+
+std::vector<Complex<double>> fix_gauge(const Lattice& lat, const std::vector<Complex<double>>& links,
+                                       const GaugeFixing& p, Backend b, GaugeFixingResult* result) {
+  using namespace gauge;
+  check(p);
+  const GaugeFixingMethod method = resolve(lat, p);
+  const LogScope log(LogEvent::gauge_fix);
+  const int ndir = p.type == GaugeFixingType::coulomb ? 3 : 4;
+  ExtendedLinks u(lat, b), fixed(lat, b);
+  u.upload(links);
+  // G's ghosts only across the fixed directions while fixing: Coulomb gauge fixing exchanges
+  // nothing in t, so a grid split in t fixes its slices without communication until the end.
+  const unsigned dims = fixed_dims(p.type);
+  ExtendedSites g(lat, b, 9);
+  launch(b, SetIdentityKernel{g.sites(), g.geometry()}, {lat.volume_cb(), 0, 2});
+  g.refresh_components(0, 9, -1, {}, dims);
+  GaugeFixingResult r =
+      method == GaugeFixingMethod::fourier ? fix_fourier(u, g, p, ndir, dims) : fix_overrelaxation(u, g, p, ndir, dims);
+  r.converged = r.theta < p.tol;
   g.refresh_components(0, 9);  // the links' transformation needs G(x + t) too: every direction, once
   launch(b, TransformKernel{u.view(), fixed.view(), g.sites(), u.geometry()}, {lat.volume_cb(), 0, 2});
   if (result) *result = r;

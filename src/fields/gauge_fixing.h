@@ -11,6 +11,21 @@
 // Coulomb gauge fixing on a grid split in t exchanges nothing in t). The links are transformed
 // once, at the end, U'_mu(x) = G(x) U_mu(x) G(x+mu)^dag for all four mu.
 //
+// Fourier-accelerated conjugate gradient (the preconditioner of Davies et al., Phys. Rev. D37
+// (1988) 1581, in the nonlinear conjugate gradient of Hudspith, Comput. Phys. Commun. 187 (2015)
+// 115): each iteration computes Delta(x) (below) of the transformed links, filters it in
+// momentum space over the fixed directions, Delta~ = F^-1[F[Delta] / p^2], p^2 = sum_mu
+// 4 sin^2(pi k_mu / L_mu) (zero at p = 0; Coulomb: every time slice on its own), makes the
+// direction S = Delta~ + beta S_old (Polak-Ribiere, beta >= 0; steepest ascent where S would not
+// ascend) and moves G(x) <- exp(-i lambda S(x)) G(x) (the exponential to second order,
+// reunitarized). lambda comes from a line search: the functional's change at a trial step
+// (summed site by site, so it stays exact to rounding near convergence) and its slope <S, Delta>
+// give a parabola, whose maximum is the step and the next trial (the first: alpha; on free,
+// abelian fields the filtered gradient is the whole answer at lambda = 1). The filter gives the
+// long wavelengths, which overrelaxation reaches only after many sweeps, the step of the short
+// ones. It needs the fixed directions whole on every rank (LocalFFT); the automatic choice takes
+// it there and overrelaxation elsewhere.
+//
 // Convergence is measured by theta = (1 / (3 V)) sum_x tr[Delta(x) Delta(x)^dag], Delta(x) =
 // sum_mu [A_mu(x) - A_mu(x-mu)], A_mu = the traceless anti-Hermitian part of U'_mu divided by 2i
 // (the lattice divergence of the gauge potential), every `check_every` iterations; fixing stops
@@ -27,13 +42,18 @@
 namespace latke {
 
 enum class GaugeFixingType { coulomb, landau };
+/// automatic: fourier where LocalFFT takes the fixed directions (whole on every rank), else
+/// overrelaxation.
+enum class GaugeFixingMethod { automatic, fourier, overrelaxation };
 
 struct GaugeFixing {
   GaugeFixingType type = GaugeFixingType::coulomb;
   double tol = 1e-12;    ///< stop when theta < tol
   int max_iter = 10000;  ///< iterations (both parities) at most
   double omega = 1.7;    ///< overrelaxation, in [1, 2)
-  int check_every = 10;  ///< iterations between measurements of theta
+  int check_every = 10;  ///< overrelaxation: iterations between measurements of theta
+  GaugeFixingMethod method = GaugeFixingMethod::automatic;
+  double alpha = 1.0;  ///< Fourier acceleration: the line search's first trial step, in (0, 2)
 };
 
 struct GaugeFixingResult {
@@ -41,12 +61,19 @@ struct GaugeFixingResult {
   double theta = 0;       ///< at the end
   double functional = 0;  ///< at the end
   bool converged = false;
+  GaugeFixingMethod method = GaugeFixingMethod::overrelaxation;  ///< the one that ran
+  double alpha = 0;  ///< Fourier acceleration: the last step the line search took
 };
 
 /// "coulomb", "landau".
 const char* to_string(GaugeFixingType t);
+/// "auto", "fourier", "overrelax" (the options' names).
+const char* to_string(GaugeFixingMethod m);
 /// @brief A clear error naming the parameter unless p is valid.
 void check(const GaugeFixing& p);
+/// @brief The method p.method means on this lattice (automatic resolved); a clear error where
+/// fourier is asked for and a fixed direction is split or of an extent LocalFFT refuses.
+GaugeFixingMethod resolve(const Lattice& lat, const GaugeFixing& p);
 
 /// @brief The links gauge fixed as p says, computed on backend b, from links given as a host
 /// array over this rank's local volume (conventions.h layout), returned the same way. Collective

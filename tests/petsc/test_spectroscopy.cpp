@@ -671,30 +671,63 @@ cvec unit_links() {
   return u;
 }
 
+/// Whether the Fourier-accelerated method can run on g's grid: the fixed directions unsplit.
+bool fourier_runs(LatkeGauge g, LatkeGaugeFix type) {
+  PetscInt global[4], local[4], grid[4];
+  EXPECT_EQ(LatkeGaugeGetLattice(g, global, local, grid), 0);
+  for (int mu = 0; mu < (type == LATKE_GAUGE_FIX_COULOMB ? 3 : 4); ++mu)
+    if (grid[mu] > 1) return false;
+  return true;
+}
+
+/// The methods that run on g's grid for this gauge: both, or overrelaxation only; where Fourier
+/// cannot run, asking for it is an error and AUTO runs overrelaxation.
+std::vector<LatkeGaugeFixMethod> methods_for(LatkeGauge g, LatkeGaugeFix type) {
+  if (fourier_runs(g, type)) return {LATKE_GAUGE_FIX_FOURIER, LATKE_GAUGE_FIX_OVERRELAX};
+  LatkeGauge fixed = nullptr;
+  LatkeGaugeFixInfo info;
+  PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
+  EXPECT_NE(LatkeGaugeCreateGaugeFixed(g, type, LATKE_GAUGE_FIX_FOURIER, 1e-12, 10, PETSC_DEFAULT, PETSC_DEFAULT,
+                                       &fixed, &info),
+            0);
+  PetscPopErrorHandler();
+  EXPECT_EQ(
+      LatkeGaugeCreateGaugeFixed(g, type, LATKE_GAUGE_FIX_AUTO, 1e-12, 1, PETSC_DEFAULT, PETSC_DEFAULT, &fixed, &info),
+      0);
+  EXPECT_EQ(info.method, LATKE_GAUGE_FIX_OVERRELAX);
+  LatkeGaugeDestroy(&fixed);
+  return {LATKE_GAUGE_FIX_OVERRELAX};
+}
+
 // A pure gauge g(x) g(x+mu)^dag is fixed back to unit links (Landau), or to unit spatial links and
 // time links constant on each slice (Coulomb): the maximum of the functional is known exactly.
+// By each method that runs on the grid.
 TEST(GaugeFixing, PureGaugeIsFixedToUnitLinks) {
   LatkeGauge pure = gauge_from(gauge_transform(unit_links(), 41));
-  for (LatkeGaugeFix type : {LATKE_GAUGE_FIX_LANDAU, LATKE_GAUGE_FIX_COULOMB}) {
-    LatkeGauge fixed = nullptr;
-    LatkeGaugeFixInfo info;
-    ASSERT_PETSC(LatkeGaugeCreateGaugeFixed(pure, type, 1e-14, 5000, 1.7, &fixed, &info));
-    EXPECT_TRUE(info.converged) << "theta " << info.theta << " after " << info.iterations;
-    EXPECT_NEAR(info.functional, 1.0, 1e-10);
-    const cvec u = global_links(fixed);
-    const long vol = static_cast<long>(D[0]) * D[1] * D[2] * D[3];
-    for (long s = 0; s < vol; ++s) {
-      const std::array<int, 4> x = site_of(s);
-      for (int mu = 0; mu < 3; ++mu)
-        ASSERT_LT((link(u, x, mu) - Eigen::Matrix3cd::Identity()).norm(), 1e-6) << "type " << type << " mu " << mu;
-      const std::array<int, 4> x0 = {0, 0, 0, x[3]};
-      if (type == LATKE_GAUGE_FIX_LANDAU)
-        ASSERT_LT((link(u, x, 3) - Eigen::Matrix3cd::Identity()).norm(), 1e-6);
-      else
-        ASSERT_LT((link(u, x, 3) - link(u, x0, 3)).norm(), 1e-6);  // one matrix per slice
+  for (LatkeGaugeFix type : {LATKE_GAUGE_FIX_LANDAU, LATKE_GAUGE_FIX_COULOMB})
+    for (LatkeGaugeFixMethod method : methods_for(pure, type)) {
+      LatkeGauge fixed = nullptr;
+      LatkeGaugeFixInfo info;
+      ASSERT_PETSC(
+          LatkeGaugeCreateGaugeFixed(pure, type, method, 1e-14, 5000, PETSC_DEFAULT, PETSC_DEFAULT, &fixed, &info));
+      EXPECT_EQ(info.method, method);
+      EXPECT_TRUE(info.converged) << "theta " << info.theta << " after " << info.iterations;
+      EXPECT_NEAR(info.functional, 1.0, 1e-10);
+      const cvec u = global_links(fixed);
+      const long vol = static_cast<long>(D[0]) * D[1] * D[2] * D[3];
+      for (long s = 0; s < vol; ++s) {
+        const std::array<int, 4> x = site_of(s);
+        for (int mu = 0; mu < 3; ++mu)
+          ASSERT_LT((link(u, x, mu) - Eigen::Matrix3cd::Identity()).norm(), 1e-6)
+              << "type " << type << " method " << method << " mu " << mu;
+        const std::array<int, 4> x0 = {0, 0, 0, x[3]};
+        if (type == LATKE_GAUGE_FIX_LANDAU)
+          ASSERT_LT((link(u, x, 3) - Eigen::Matrix3cd::Identity()).norm(), 1e-6) << "method " << method;
+        else
+          ASSERT_LT((link(u, x, 3) - link(u, x0, 3)).norm(), 1e-6) << "method " << method;  // one matrix per slice
+      }
+      LatkeGaugeDestroy(&fixed);
     }
-    LatkeGaugeDestroy(&fixed);
-  }
   LatkeGaugeDestroy(&pure);
 }
 
@@ -707,30 +740,33 @@ TEST(GaugeFixing, ThermalizedLinksReachTheGaugeAndKeepTheirPlaquette) {
   const cvec before = global_links(g);
   PetscReal plaq = 0, plaq_fixed = 0;
   ASSERT_PETSC(LatkeGaugeGetPlaquette(g, &plaq));
-  for (LatkeGaugeFix type : {LATKE_GAUGE_FIX_COULOMB, LATKE_GAUGE_FIX_LANDAU}) {
-    const int ndir = type == LATKE_GAUGE_FIX_COULOMB ? 3 : 4;
-    LatkeGauge fixed = nullptr;
-    LatkeGaugeFixInfo info;
-    ASSERT_PETSC(LatkeGaugeCreateGaugeFixed(g, type, 1e-12, 20000, 1.7, &fixed, &info));
-    EXPECT_TRUE(info.converged) << "theta " << info.theta << " after " << info.iterations;
-    const cvec after = global_links(fixed);
-    const auto [theta, f] = divergence(after, ndir);
-    EXPECT_LT(theta, 1e-12);
-    EXPECT_NEAR(f, info.functional, 1e-12);
-    EXPECT_NEAR(theta, info.theta, 1e-13);
-    EXPECT_GT(f, divergence(before, ndir).second + 0.1);
-    EXPECT_GT(divergence(before, ndir).first, 1e-2);  // the start was far from the gauge
-    ASSERT_PETSC(LatkeGaugeGetPlaquette(fixed, &plaq_fixed));
-    EXPECT_NEAR(plaq_fixed, plaq, 1e-12);
-    // Polyakov-type invariant of the time links: tr of the product along t at one spatial site
-    Eigen::Matrix3cd pa = Eigen::Matrix3cd::Identity(), pb = pa;
-    for (int t = 0; t < T; ++t) {
-      pa = pa * link(before, {1, 2, 3, t}, 3);
-      pb = pb * link(after, {1, 2, 3, t}, 3);
+  for (LatkeGaugeFix type : {LATKE_GAUGE_FIX_COULOMB, LATKE_GAUGE_FIX_LANDAU})
+    for (LatkeGaugeFixMethod method : methods_for(g, type)) {
+      const int ndir = type == LATKE_GAUGE_FIX_COULOMB ? 3 : 4;
+      LatkeGauge fixed = nullptr;
+      LatkeGaugeFixInfo info;
+      ASSERT_PETSC(
+          LatkeGaugeCreateGaugeFixed(g, type, method, 1e-12, 20000, PETSC_DEFAULT, PETSC_DEFAULT, &fixed, &info));
+      EXPECT_EQ(info.method, method);
+      EXPECT_TRUE(info.converged) << "theta " << info.theta << " after " << info.iterations << " method " << method;
+      const cvec after = global_links(fixed);
+      const auto [theta, f] = divergence(after, ndir);
+      EXPECT_LT(theta, 1e-12);
+      EXPECT_NEAR(f, info.functional, 1e-12);
+      EXPECT_NEAR(theta, info.theta, 1e-13);
+      EXPECT_GT(f, divergence(before, ndir).second + 0.1);
+      EXPECT_GT(divergence(before, ndir).first, 1e-2);  // the start was far from the gauge
+      ASSERT_PETSC(LatkeGaugeGetPlaquette(fixed, &plaq_fixed));
+      EXPECT_NEAR(plaq_fixed, plaq, 1e-12);
+      // Polyakov-type invariant of the time links: tr of the product along t at one spatial site
+      Eigen::Matrix3cd pa = Eigen::Matrix3cd::Identity(), pb = pa;
+      for (int t = 0; t < T; ++t) {
+        pa = pa * link(before, {1, 2, 3, t}, 3);
+        pb = pb * link(after, {1, 2, 3, t}, 3);
+      }
+      EXPECT_LT(std::abs(pa.trace() - pb.trace()), 1e-12);
+      LatkeGaugeDestroy(&fixed);
     }
-    EXPECT_LT(std::abs(pa.trace() - pb.trace()), 1e-12);
-    LatkeGaugeDestroy(&fixed);
-  }
   LatkeGaugeDestroy(&g);
   LatkeGaugeDestroy(&hot);
 }
@@ -739,17 +775,26 @@ TEST(GaugeFixing, NotConvergingIsAnErrorUnlessAskedAndBadParametersAreNamed) {
   LatkeGauge g = gauge_from(random_links(43)), fixed = nullptr;
   LatkeGaugeFixInfo info;
   PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
-  EXPECT_NE(LatkeGaugeCreateGaugeFixed(g, LATKE_GAUGE_FIX_COULOMB, 1e-12, 2, 1.7, &fixed, nullptr), 0);
+  const LatkeGaugeFix C = LATKE_GAUGE_FIX_COULOMB;
+  const LatkeGaugeFixMethod A = LATKE_GAUGE_FIX_AUTO, O = LATKE_GAUGE_FIX_OVERRELAX;
+  const PetscReal def = PETSC_DEFAULT;
+  EXPECT_NE(LatkeGaugeCreateGaugeFixed(g, C, A, 1e-12, 2, def, def, &fixed, nullptr), 0);
   EXPECT_EQ(fixed, nullptr);
-  EXPECT_NE(LatkeGaugeCreateGaugeFixed(g, LATKE_GAUGE_FIX_COULOMB, 1e-12, 100, 2.0, &fixed, &info), 0);  // omega
-  EXPECT_NE(LatkeGaugeCreateGaugeFixed(g, LATKE_GAUGE_FIX_COULOMB, 0.0, 100, 1.7, &fixed, &info), 0);    // tol
-  EXPECT_NE(LatkeGaugeCreateGaugeFixed(g, static_cast<LatkeGaugeFix>(9), 1e-12, 100, 1.7, &fixed, &info), 0);
+  EXPECT_NE(LatkeGaugeCreateGaugeFixed(g, C, O, 1e-12, 100, 2.0, def, &fixed, &info), 0);  // omega
+  EXPECT_NE(LatkeGaugeCreateGaugeFixed(g, C, A, 1e-12, 100, def, 2.0, &fixed, &info), 0);  // alpha
+  EXPECT_NE(LatkeGaugeCreateGaugeFixed(g, C, A, 1e-12, 100, def, 0.0, &fixed, &info), 0);  // alpha
+  EXPECT_NE(LatkeGaugeCreateGaugeFixed(g, C, A, 0.0, 100, def, def, &fixed, &info), 0);    // tol
+  EXPECT_NE(LatkeGaugeCreateGaugeFixed(g, static_cast<LatkeGaugeFix>(9), A, 1e-12, 100, def, def, &fixed, &info), 0);
+  EXPECT_NE(LatkeGaugeCreateGaugeFixed(g, C, static_cast<LatkeGaugeFixMethod>(9), 1e-12, 100, def, def, &fixed, &info),
+            0);
   PetscPopErrorHandler();
-  ASSERT_PETSC(LatkeGaugeCreateGaugeFixed(g, LATKE_GAUGE_FIX_COULOMB, 1e-12, 2, 1.7, &fixed, &info));
-  EXPECT_FALSE(info.converged);
-  EXPECT_EQ(info.iterations, 2);
-  EXPECT_GT(info.theta, 1e-12);
-  LatkeGaugeDestroy(&fixed);
+  for (LatkeGaugeFixMethod method : methods_for(g, C)) {
+    ASSERT_PETSC(LatkeGaugeCreateGaugeFixed(g, C, method, 1e-12, 2, def, def, &fixed, &info));
+    EXPECT_FALSE(info.converged);
+    EXPECT_EQ(info.iterations, 2);
+    EXPECT_GT(info.theta, 1e-12);
+    LatkeGaugeDestroy(&fixed);
+  }
   LatkeGaugeDestroy(&g);
 }
 
@@ -831,7 +876,8 @@ TEST(WallSources, CoulombGaugeFixedWallCorrelatorsDoNotDependOnTheStartingGauge)
     for (bool fix : {false, true}) {
       LatkeGauge use = g, fixed = nullptr;
       if (fix) {
-        ASSERT_PETSC(LatkeGaugeCreateGaugeFixed(g, LATKE_GAUGE_FIX_COULOMB, 1e-15, 20000, 1.7, &fixed, nullptr));
+        ASSERT_PETSC(LatkeGaugeCreateGaugeFixed(g, LATKE_GAUGE_FIX_COULOMB, LATKE_GAUGE_FIX_AUTO, 1e-15, 20000,
+                                                PETSC_DEFAULT, PETSC_DEFAULT, &fixed, nullptr));
         use = fixed;
       }
       Mat A = wilson(use, 0.11, 1.0);

@@ -140,10 +140,14 @@ class Package(unittest.TestCase):
         self.assertTrue(np.all(n["nucleon"][1].real[1:T // 2] < plus[1:T // 2]))  # a moving nucleon: less at t
 
     def test_gauge_fixing_keeps_the_plaquette_and_refuses_too_few_iterations(self):
-        fixed, info = self.U.gauge_fixed("coulomb", tol=1e-12)
-        self.assertTrue(info["converged"])
-        self.assertLess(info["theta"], 1e-12)
-        self.assertAlmostEqual(fixed.plaquette(), self.U.plaquette(), delta=1e-12)
+        for method in ("fourier", "overrelax"):
+            fixed, info = self.U.gauge_fixed("coulomb", tol=1e-12, method=method)
+            self.assertTrue(info["converged"])
+            self.assertEqual(info["method"], method)
+            self.assertLess(info["theta"], 1e-12)
+            self.assertAlmostEqual(fixed.plaquette(), self.U.plaquette(), delta=1e-12)
+        with self.assertRaisesRegex(latke.Error, "gauge fixing method 'fft'"):
+            self.U.gauge_fixed("coulomb", method="fft")
         with self.assertRaisesRegex(latke.Error, "did not converge"):
             self.U.gauge_fixed("landau", max_iter=1)
         with self.assertRaisesRegex(latke.Error, "gauge fixing 'axial'"):
