@@ -5,6 +5,7 @@
 #include "src/fields/local_fft.h"
 
 #include <cmath>
+#include <type_traits>
 #include <utility>
 
 #include "src/core/error.h"
@@ -122,7 +123,9 @@ void LocalFFT::run(Complex<double>* data, int sign) {
     if ((dims_ >> mu & 1u) && n > 1) {
       int ns = 1;
       for (int r : radices(n)) {
-        auto fill = [&](auto& p) {
+        // One pass of this radix: unrolled for 2, 3, 4 and 5, the loop (R = 0) otherwise.
+        auto go = [&](auto radix) {
+          StockhamPass<decltype(radix)::value> p{};
           p.in = src;
           p.out = dst;
           p.volume = lat_.volume();
@@ -132,38 +135,24 @@ void LocalFFT::run(Complex<double>* data, int sign) {
           p.ns = ns;
           p.sign = sign;
           for (int q = 0; q < r; ++q) p.w[q] = unit_pi(sign * 2.0 * q / r);
+          pass(backend_, p, ncomp_);
         };
         switch (r) {
-          case 2: {
-            StockhamPass<2> p{};
-            fill(p);
-            pass(backend_, p, ncomp_);
+          case 2:
+            go(std::integral_constant<int, 2>{});
             break;
-          }
-          case 3: {
-            StockhamPass<3> p{};
-            fill(p);
-            pass(backend_, p, ncomp_);
+          case 3:
+            go(std::integral_constant<int, 3>{});
             break;
-          }
-          case 4: {
-            StockhamPass<4> p{};
-            fill(p);
-            pass(backend_, p, ncomp_);
+          case 4:
+            go(std::integral_constant<int, 4>{});
             break;
-          }
-          case 5: {
-            StockhamPass<5> p{};
-            fill(p);
-            pass(backend_, p, ncomp_);
+          case 5:
+            go(std::integral_constant<int, 5>{});
             break;
-          }
-          default: {
-            StockhamPass<0> p{};
-            fill(p);
-            pass(backend_, p, ncomp_);
+          default:
+            go(std::integral_constant<int, 0>{});
             break;
-          }
         }
         std::swap(src, dst);
         ns *= r;
