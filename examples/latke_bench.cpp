@@ -76,8 +76,8 @@
 #include "src/fields/extended_links.h"
 #include "src/fields/gauge_fixing.h"
 #include "src/fields/gauge_observables.h"
+#include "src/fields/lattice_fft.h"
 #include "src/fields/link_smearing.h"
-#include "src/fields/local_fft.h"
 #include "src/fields/random.h"
 
 static const char help[] =
@@ -1418,8 +1418,8 @@ int bench_gaugefix() {
       p.tol = 1e-300;  // never reached: a fixed number of iterations
       const std::string label = std::string(to_string(t)) + ", " + to_string(m);
       const int d = t == GaugeFixingType::coulomb ? 3 : 4;
-      if (m == GaugeFixingMethod::fourier && !LocalFFT::supports(*lat, d == 3 ? 0x7u : 0xFu)) {
-        if (root) std::printf("%-28s %12s  (a fixed direction is split by the grid)\n", label.c_str(), "-");
+      if (m == GaugeFixingMethod::fourier && !LatticeFFT::supports(*lat, d == 3 ? 0x7u : 0xFu)) {
+        if (root) std::printf("%-28s %12s  (a local extent has a prime factor above 13)\n", label.c_str(), "-");
         continue;
       }
       auto run_for = [&](long n) {
@@ -1439,7 +1439,7 @@ int bench_gaugefix() {
       double complexes = (2 * d + 2 * d + 2) * 9;
       if (m == GaugeFixingMethod::fourier) {
         int passes = 0;
-        for (int mu = 0; mu < d; ++mu) passes += static_cast<int>(LocalFFT::radices(lat->local()[mu]).size());
+        for (int mu = 0; mu < d; ++mu) passes += static_cast<int>(LatticeFFT::radices(lat->local()[mu]).size());
         complexes = (2 * d + 2 * d + 1) * 9 + 4 + 8  // Delta, with the last gradient and direction
                     + 2 * passes * 8 + 8 + 12        // Fourier passes, filter, direction
                     + (2 * d + 1) * 9 + (d + 1) * 4  // the line search's trial

@@ -390,8 +390,8 @@ int cmd_fix(const std::vector<std::string>& args) {
     p.max_iter = static_cast<int>(o.integer("-latke_gauge_fix_max_iter", p.max_iter, "Iterations at most"));
     const std::string method =
         o.choice("-latke_gauge_fix_method", "auto", {"auto", "fourier", "overrelax"},
-                 "Fourier-accelerated conjugate gradient, overrelaxation, or auto (Fourier where "
-                 "the fixed directions are whole on every rank)");
+                 "Fourier-accelerated conjugate gradient, overrelaxation, or auto (Fourier unless a "
+                 "local extent has a prime factor above 13)");
     p.method = method == "fourier"     ? GaugeFixingMethod::fourier
                : method == "overrelax" ? GaugeFixingMethod::overrelaxation
                                        : GaugeFixingMethod::automatic;

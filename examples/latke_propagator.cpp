@@ -96,8 +96,8 @@ Options read_propagator_options() {
     o.fix_max_iter =
         g.integer("-latke_gauge_fix_max_iter", o.fix_max_iter, "Wall source: gauge fixing iterations at most");
     o.fix_method = g.choice("-latke_gauge_fix_method", o.fix_method, {"auto", "fourier", "overrelax"},
-                            "Wall source: Fourier-accelerated gauge fixing, overrelaxation, or auto (Fourier where x, "
-                            "y and z are whole on every rank)");
+                            "Wall source: Fourier-accelerated gauge fixing, overrelaxation, or auto (Fourier unless a "
+                            "local extent has a prime factor above 13)");
     o.fix_omega = g.real("-latke_gauge_fix_omega", o.fix_omega, "Wall source: gauge fixing overrelaxation (1 to 2)");
     o.fix_alpha = g.real("-latke_gauge_fix_alpha", o.fix_alpha,
                          "Wall source: first trial step of the Fourier-accelerated line search (0 to 2)");

@@ -587,8 +587,9 @@ PetscErrorCode LatkeGaugeCreateSmeared(LatkeGauge gauge, LatkeLinkSmear type, Pe
  * (sum_mu d_mu A_mu = 0), until theta = (1/3V) sum_x tr[Delta Delta^dag] < tol (Delta the
  * lattice divergence of A) or max_iter iterations. Methods: FOURIER, Fourier-accelerated
  * conjugate gradient with a line search whose first trial step is alpha in (0, 2) (PETSC_DEFAULT:
- * 1), where the fixed directions are whole on every rank; OVERRELAX, overrelaxation with omega
- * in [1, 2) (PETSC_DEFAULT: 1.7), on any grid; AUTO, FOURIER where it can run, else OVERRELAX. A
+ * 1), where no local extent of a fixed direction has a prime factor above 13; OVERRELAX,
+ * overrelaxation with omega in [1, 2) (PETSC_DEFAULT: 1.7); AUTO, FOURIER where it can run, else
+ * OVERRELAX. A
  * new gauge on the same lattice. info (may be NULL) receives the iterations, theta, the
  * functional (1 for unit links), whether theta < tol and the method that ran; without info, not
  * converging is an error naming theta. Collective. */

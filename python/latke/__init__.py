@@ -266,8 +266,9 @@ class Gauge(_Owned):
     def gauge_fixed(self, kind="coulomb", tol=1e-12, max_iter=10000, method="auto", omega=1.7, alpha=1.0):
         """(a new gauge of these links in the Coulomb or Landau gauge, {iterations, theta,
         functional, converged, method}) (LatkeGaugeCreateGaugeFixed): method "fourier"
-        (Fourier-accelerated, step alpha), "overrelax" (omega) or "auto" (Fourier where the fixed
-        directions are whole on every rank); raises unless theta < tol."""
+        (Fourier-accelerated conjugate gradient, first trial step alpha), "overrelax" (omega) or
+        "auto" (Fourier unless a local extent has a prime factor above 13); raises unless
+        theta < tol."""
         h, info = _ptr(), _GaugeFixInfo()
         _call("LatkeGaugeCreateGaugeFixed", self._h, _choice(_GAUGE_FIXING, kind, "gauge fixing"),
               _choice(_GAUGE_FIXING_METHODS, method, "gauge fixing method"), _Real(tol), _Int(max_iter),

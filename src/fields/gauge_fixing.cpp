@@ -1,7 +1,7 @@
 // Gauge fixing (gauge_fixing.h). Overrelaxation: one kernel per parity over the sites, updating
 // the transformation G in place from the links and G's neighbours; a reduction for theta and the
 // functional. Fourier acceleration: a reduction that also writes Delta(x) as four complex
-// numbers per site, LocalFFT's passes over the fixed directions, a kernel dividing by p^2, the
+// numbers per site, LatticeFFT's passes over the fixed directions, a kernel dividing by p^2, the
 // inverse passes and a kernel moving G. One kernel transforms the links at the end.
 #include "src/fields/gauge_fixing.h"
 
@@ -13,7 +13,7 @@
 #include "src/core/log.h"
 #include "src/core/work_counters.h"
 #include "src/fields/extended_links.h"
-#include "src/fields/local_fft.h"
+#include "src/fields/lattice_fft.h"
 #include "src/fields/su3_update.h"
 
 namespace latke {
@@ -222,28 +222,29 @@ struct FourierDeltaKernel {
     LATKE_UNROLL for (int i = 0; i < 3; ++i) LATKE_UNROLL for (int j = 0; j < 3; ++j) s.theta += norm2(d.e[i][j]);
     delta.store(lex, d);
     s.dot_filtered = previous.dot(lex, d);
-    s.dot_direction = direction.dot(lex, d);
+    s.dot_direction = direction.dot(e, d);  // the direction lives on the extended sites
     return s;
   }
 };
 
 /// The filter in momentum space: every number at k times 1 / (p^2 N), p^2 = sum over the fixed
-/// directions of 4 sin^2(pi k_mu / L_mu), N the points transformed together (the inverse
-/// transform's normalisation); zero at p = 0 (Delta sums to zero on a periodic lattice). Returns
-/// <Delta, Delta~> by Parseval.
+/// directions of 4 sin^2(pi k_mu / L_mu) (k where LatticeFFT put it), N the points transformed
+/// together (the inverse transform's normalisation); zero at p = 0 (Delta sums to zero on a
+/// periodic lattice). Returns this rank's part of <Delta, Delta~> by Parseval.
 struct FourierFilterKernel {
   AlgebraField f;
   LocalGeometry geom;
+  MomentumLayout mom;
   int ndir;
   double inv_n;
   LATKE_HOST_DEVICE double operator()(int lex, int) const {
     int rest = lex;
     double p2 = 0;
     for (int mu = 0; mu < 4; ++mu) {
-      const int k = rest % geom.L[mu];
+      const int b = rest % geom.L[mu];
       rest /= geom.L[mu];
       if (mu < ndir) {
-        const double s = sin(M_PI * k / geom.L[mu]);
+        const double s = sin(M_PI * (mom.offset[mu] + mom.step[mu] * b) / mom.global[mu]);
         p2 += 4 * s * s;
       }
     }
@@ -258,35 +259,40 @@ struct FourierFilterKernel {
   }
 };
 
-/// direction <- filtered + beta direction.
+/// direction <- filtered + beta direction (the direction on the extended sites, whose ghosts the
+/// line search reads).
 struct FourierDirectionKernel {
   AlgebraField filtered, direction;
+  ExtSites ext;
+  LocalGeometry geom;
   double beta;
-  LATKE_HOST_DEVICE void operator()(int i, int) const {
-    direction.data[i] = filtered.data[i] + direction.data[i] * beta;
+  LATKE_HOST_DEVICE void operator()(int x_cb, int parity) const {
+    int c[4];
+    const long lex = geom.coords(x_cb, parity, c);
+    const long e = ext.index_of_local(c);
+    for (int k = 0; k < n_alg; ++k)
+      direction.data[k * direction.volume + e] =
+          filtered.data[k * filtered.volume + lex] + direction.data[k * direction.volume + e] * beta;
   }
 };
 
 /// F(G') - F(G) for G'(x) = exp(-i lambda S(x)) G(x), summed site by site (the change is far
-/// below F's last digits near convergence). The fixed directions are whole on the rank, so a
-/// neighbour's direction is read at its wrapped local index.
+/// below F's last digits near convergence); S and G of a neighbour from their ghosts.
 struct FourierTrialKernel {
   FixMeasureKernel m;
   AlgebraField direction;
   double lambda;
   LATKE_HOST_DEVICE double operator()(int x_cb, int parity) const {
     int c[4];
-    const long lex = m.geom.coords(x_cb, parity, c);
+    m.geom.coords(x_cb, parity, c);
     const long e = m.u.index_of_local(c);
     M3 G, Gn, a;
     load(m.g, e, G);
-    const M3 Gt = stepped(direction.scaled(lex, lambda), G);
+    const M3 Gt = stepped(direction.scaled(e, lambda), G);
     double change = 0;
     for (int mu = 0; mu < m.ndir; ++mu) {
-      int n[4] = {c[0], c[1], c[2], c[3]};
-      n[mu] = n[mu] + 1 == m.geom.L[mu] ? 0 : n[mu] + 1;
       load(m.g, e + m.u.stride[mu], Gn);
-      const M3 Gnt = stepped(direction.scaled(m.geom.full_index(n), lambda), Gn);
+      const M3 Gnt = stepped(direction.scaled(e + m.u.stride[mu], lambda), Gn);
       m.u.load(e, mu, a);
       change += re_tr_mul_adj(Gt * a, Gnt) - re_tr_mul_adj(G * a, Gn);
     }
@@ -294,7 +300,7 @@ struct FourierTrialKernel {
   }
 };
 
-/// G(x) <- exp(-i lambda S(x)) G(x).
+/// G(x) <- exp(-i lambda S(x)) G(x) (S on the extended sites).
 struct FourierUpdateKernel {
   ExtSites g;
   LocalGeometry geom;
@@ -302,11 +308,11 @@ struct FourierUpdateKernel {
   double lambda;
   LATKE_HOST_DEVICE void operator()(int x_cb, int parity) const {
     int c[4];
-    const long lex = geom.coords(x_cb, parity, c);
+    geom.coords(x_cb, parity, c);
     const long e = g.index_of_local(c);
     M3 G;
     load(g, e, G);
-    save(g, e, stepped(direction.scaled(lex, lambda), G));
+    save(g, e, stepped(direction.scaled(e, lambda), G));
   }
 };
 
@@ -369,16 +375,13 @@ unsigned fixed_dims(GaugeFixingType t) { return t == GaugeFixingType::coulomb ? 
 GaugeFixingMethod resolve(const Lattice& lat, const GaugeFixing& p) {
   const unsigned dims = fixed_dims(p.type);
   if (p.method == GaugeFixingMethod::overrelaxation) return p.method;
-  if (LocalFFT::supports(lat, dims)) return GaugeFixingMethod::fourier;
+  if (LatticeFFT::supports(lat, dims)) return GaugeFixingMethod::fourier;
   if (p.method == GaugeFixingMethod::automatic) return GaugeFixingMethod::overrelaxation;
-  for (int mu = 0; mu < (p.type == GaugeFixingType::coulomb ? 3 : 4); ++mu)
-    require(!lat.partitioned(mu), "gauge fixing: the Fourier-accelerated method transforms ",
-            p.type == GaugeFixingType::coulomb ? "x, y and z" : "all four directions",
-            " whole on each rank, but the process grid ", lat.grid()[0], ",", lat.grid()[1], ",", lat.grid()[2], ",",
-            lat.grid()[3], " splits direction ", mu,
-            "; use overrelaxation (method overrelax or auto), or a grid that splits only t (Coulomb)");
-  LocalFFT(lat, Backend::cpu, dims, 1);  // names the extent it refuses
-  fail("gauge fixing: the Fourier-accelerated method cannot run on ", lat.describe());
+  for (int mu = 0; mu < 4; ++mu)
+    require(!(dims >> mu & 1u) || LatticeFFT::supports(lat, 1u << mu), "gauge fixing: the Fourier-accelerated method ",
+            "transforms local extents of prime factors up to 13, but direction ", mu, " has the local extent ",
+            lat.local()[mu], " on ", lat.describe(), "; use overrelaxation (method overrelax or auto)");
+  return GaugeFixingMethod::fourier;
 }
 
 namespace {
@@ -416,15 +419,21 @@ GaugeFixingResult fix_fourier(const gauge::ExtendedLinks& u, gauge::ExtendedSite
   const Lattice& lat = u.lattice();
   const Backend b = u.backend();
   const long V = lat.volume();
-  LocalFFT fft(lat, b, dims, n_alg);
+  LatticeFFT fft(lat, b, dims, n_alg);
   const std::size_t bytes = sizeof(Complex<double>) * n_alg * static_cast<std::size_t>(V);
-  Buffer buffers[3] = {Buffer(memory_for(b), bytes), Buffer(memory_for(b), bytes), Buffer(memory_for(b), bytes)};
+  Buffer buffers[2] = {Buffer(memory_for(b), bytes), Buffer(memory_for(b), bytes)};
   for (Buffer& f : buffers) zero_bytes(f.data(), bytes, memory_for(b), compute_stream());
   auto field = [&](int i) { return AlgebraField{static_cast<Complex<double>*>(buffers[i].data()), V}; };
   int cur = 0, prev = 1;  // Delta (then filtered) of this iteration and the filtered gradient of the last
-  const AlgebraField dir = field(2);
-  long points = 1;
-  for (int mu = 0; mu < ndir; ++mu) points *= lat.local()[mu];
+  // The direction on the extended sites: the line search reads it at the neighbours.
+  ExtendedSites dir_sites(lat, b, n_alg, dims);
+  const ExtSites ds = dir_sites.sites();
+  zero_bytes(ds.data, sizeof(Complex<double>) * n_alg * static_cast<std::size_t>(ds.ext_volume), memory_for(b),
+             compute_stream());
+  const AlgebraField dir{ds.data, ds.ext_volume};
+  const MomentumLayout mom = fft.momentum();
+  double points = 1;
+  for (int mu = 0; mu < ndir; ++mu) points *= lat.global()[mu];
   double volume = 1;
   for (int mu = 0; mu < 4; ++mu) volume *= lat.global()[mu];
   const FixMeasureKernel fm{u.view(), g.sites(), u.geometry(), ndir};
@@ -443,7 +452,7 @@ GaugeFixingResult fix_fourier(const gauge::ExtendedLinks& u, gauge::ExtendedSite
             " iterations (links that are not finite?)");
     if (r.theta < p.tol || r.iterations >= p.max_iter) break;
     fft.forward(field(cur).data);
-    double dot = launch_reduce<double>(b, FourierFilterKernel{field(cur), g.geometry(), ndir, 1.0 / points},
+    double dot = launch_reduce<double>(b, FourierFilterKernel{field(cur), g.geometry(), mom, ndir, 1.0 / points},
                                        {static_cast<int>(V), 0, 1});
     global_sum(&dot, 1, lat.comm());
     fft.inverse(field(cur).data);
@@ -456,8 +465,9 @@ GaugeFixingResult fix_fourier(const gauge::ExtendedLinks& u, gauge::ExtendedSite
       slope = dot;
     }
     last_dot = dot;
-    launch(b, FourierDirectionKernel{field(cur), dir, beta}, {static_cast<int>(n_alg * V), 0, 1}, compute_stream(),
-           false);
+    launch(b, FourierDirectionKernel{field(cur), dir, ds, g.geometry(), beta}, {lat.volume_cb(), 0, 2},
+           compute_stream(), false);
+    dir_sites.refresh_components(0, n_alg, -1, {}, dims);
     // Line search: F(lambda) - F(0) at the trial step, and the parabola through it with the slope.
     double change = launch_reduce<double>(b, FourierTrialKernel{fm, dir, lambda}, {lat.volume_cb(), 0, 2});
     global_sum(&change, 1, lat.comm());

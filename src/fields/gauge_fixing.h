@@ -23,8 +23,8 @@
 // give a parabola, whose maximum is the step and the next trial (the first: alpha; on free,
 // abelian fields the filtered gradient is the whole answer at lambda = 1). The filter gives the
 // long wavelengths, which overrelaxation reaches only after many sweeps, the step of the short
-// ones. It needs the fixed directions whole on every rank (LocalFFT); the automatic choice takes
-// it there and overrelaxation elsewhere.
+// ones. The transforms are LatticeFFT's, across the ranks of split directions too; a local
+// extent with a prime factor above 13 leaves the automatic choice to overrelaxation.
 //
 // Convergence is measured by theta = (1 / (3 V)) sum_x tr[Delta(x) Delta(x)^dag], Delta(x) =
 // sum_mu [A_mu(x) - A_mu(x-mu)], A_mu = the traceless anti-Hermitian part of U'_mu divided by 2i
@@ -42,7 +42,7 @@
 namespace latke {
 
 enum class GaugeFixingType { coulomb, landau };
-/// automatic: fourier where LocalFFT takes the fixed directions (whole on every rank), else
+/// automatic: fourier where LatticeFFT takes the fixed directions' local extents, else
 /// overrelaxation.
 enum class GaugeFixingMethod { automatic, fourier, overrelaxation };
 
@@ -72,7 +72,7 @@ const char* to_string(GaugeFixingMethod m);
 /// @brief A clear error naming the parameter unless p is valid.
 void check(const GaugeFixing& p);
 /// @brief The method p.method means on this lattice (automatic resolved); a clear error where
-/// fourier is asked for and a fixed direction is split or of an extent LocalFFT refuses.
+/// fourier is asked for and a fixed direction's local extent is one LatticeFFT refuses.
 GaugeFixingMethod resolve(const Lattice& lat, const GaugeFixing& p);
 
 /// @brief The links gauge fixed as p says, computed on backend b, from links given as a host

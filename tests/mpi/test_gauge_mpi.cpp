@@ -1,7 +1,8 @@
 // Tier 4 for gauge configurations: on process grids splitting every direction, the generator
 // makes the same configuration bit for bit as on one rank, the observables agree, and files
 // written by all ranks read back the same on all ranks and on one rank alone. Every rank also
-// works on the whole lattice on MPI_COMM_SELF and compares its own part.
+// works on the whole lattice on MPI_COMM_SELF and compares its own part. Fourier transforms over
+// split dimensions equal those of the whole lattice on one rank, momentum by momentum.
 #include <gtest/gtest.h>
 #include <mpi.h>
 #include <unistd.h>
@@ -14,8 +15,10 @@
 
 #include "latke/conventions.h"
 #include "src/core/error.h"
+#include "src/core/memory.h"
 #include "src/fields/gauge_generator.h"
 #include "src/fields/gauge_io.h"
+#include "src/fields/lattice_fft.h"
 #include "src/fields/random.h"
 
 namespace latke {
@@ -125,6 +128,74 @@ TEST_F(GaugeMpi, EveryProcessGridMakesTheSameConfiguration) {
     EXPECT_NEAR(o.polyakov.re, ro.polyakov.re, 1e-14) << lat->describe();
     EXPECT_NEAR(o.polyakov.im, ro.polyakov.im, 1e-14);
     EXPECT_EQ(o.unitarity, ro.unitarity);
+  }
+}
+
+// On every grid, each set of transformed dimensions: this rank's momenta of the distributed
+// transform (where momentum() puts them) equal the whole lattice's transform on MPI_COMM_SELF,
+// and forward then inverse gives back N times the field.
+TEST_F(GaugeMpi, FourierTransformsOverSplitDimensionsEqualTheWholeLatticesTransform) {
+  const Backend b = backend();
+  const Coords dims{8, 4, 12, 8};
+  constexpr int ncomp = 2;
+  const long gvol = 8L * 4 * 12 * 8;
+  auto value = [](long g, int k) { return Complex<double>(std::sin(0.31 * g + k), std::cos(0.17 * g * g + 2 * k)); };
+  const Lattice whole(MPI_COMM_SELF, dims, {1, 1, 1, 1});
+  for (const Coords& grid : grids_for(world_size())) {
+    if (dims[2] % grid[2] != 0 || (dims[2] / grid[2]) % 2 != 0) continue;
+    const Lattice lat(MPI_COMM_WORLD, dims, grid);
+    for (unsigned mask : {0x7u, 0xFu, 0x9u}) {
+      // The whole lattice's transform, on this rank alone (lexicographic global sites).
+      std::vector<Complex<double>> all(ncomp * gvol);
+      for (int k = 0; k < ncomp; ++k)
+        for (long g = 0; g < gvol; ++g) all[k * gvol + g] = value(g, k);
+      Buffer wbuf(memory_for(b), all.size() * sizeof(Complex<double>));
+      copy_bytes(wbuf.data(), all.data(), all.size() * sizeof(Complex<double>), compute_stream());
+      LatticeFFT(whole, b, mask, ncomp).forward(static_cast<Complex<double>*>(wbuf.data()));
+      copy_bytes(all.data(), wbuf.data(), all.size() * sizeof(Complex<double>), compute_stream());
+      // This rank's part, transformed over the ranks.
+      const long V = lat.volume();
+      std::vector<Complex<double>> mine(ncomp * V), start(ncomp * V);
+      for (int k = 0; k < ncomp; ++k)
+        for (long s = 0; s < V; ++s) start[k * V + s] = value(global_site(lat, s), k);
+      Buffer buf(memory_for(b), mine.size() * sizeof(Complex<double>));
+      copy_bytes(buf.data(), start.data(), mine.size() * sizeof(Complex<double>), compute_stream());
+      LatticeFFT fft(lat, b, mask, ncomp);
+      fft.forward(static_cast<Complex<double>*>(buf.data()));
+      copy_bytes(mine.data(), buf.data(), mine.size() * sizeof(Complex<double>), compute_stream());
+      synchronize(b);
+      const MomentumLayout m = fft.momentum();
+      double err = 0, size = 0;
+      for (long s = 0; s < V; ++s) {
+        const Coords c = lat.coords_of(s);  // local coordinates
+        long g = 0;
+        for (int mu = 3; mu >= 0; --mu) {
+          const int kmu = (mask >> mu & 1u) ? m.offset[mu] + m.step[mu] * c[mu] : lat.offset()[mu] + c[mu];
+          g = g * dims[mu] + kmu;
+        }
+        for (int k = 0; k < ncomp; ++k) {
+          err = std::fmax(err, std::sqrt(norm2(mine[k * V + s] - all[k * gvol + g])));
+          size = std::fmax(size, std::sqrt(norm2(all[k * gvol + g])));
+        }
+      }
+      double worst = 0;
+      MPI_Allreduce(&err, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      EXPECT_LT(worst, 1e-12 * size) << "grid " << lat.describe() << " dimensions " << mask;
+      fft.inverse(static_cast<Complex<double>*>(buf.data()));
+      copy_bytes(mine.data(), buf.data(), mine.size() * sizeof(Complex<double>), compute_stream());
+      synchronize(b);
+      double n = 1;
+      for (int mu = 0; mu < 4; ++mu)
+        if (mask >> mu & 1u) n *= dims[mu];
+      EXPECT_LT(max_diff_everywhere(std::vector<Complex<double>>(mine.begin(), mine.end()),
+                                    [&] {
+                                      std::vector<Complex<double>> x(start);
+                                      for (auto& z : x) z = z * n;
+                                      return x;
+                                    }()),
+                1e-12 * n)
+          << "grid " << lat.describe() << " dimensions " << mask;
+    }
   }
 }
 

@@ -67,18 +67,19 @@ mean=$(sed -n 's/^mean *//p' out.txt)
 json_check an.json "assert r['command'] == 'analyze' and r['measurements'] == 3 and r['first_sweep'] == 2 \
 and abs(r['mean'] - ${mean}) < 1e-9 and r['expected']['value'] == 0.5"
 
-# Gauge fixing: Coulomb on 2 ranks, Landau on 1; the plaquette is kept, theta is below the
-# tolerance, and a fixing that does not converge writes nothing (an existing file stays).
+# Gauge fixing: Coulomb on 2 ranks (Fourier-accelerated by default, across the ranks), Landau on
+# 1 by overrelaxation; the plaquette is kept, theta is below the tolerance, and a fixing that
+# does not converge writes nothing (an existing file stays).
 run "$mpiexec" -n 2 --oversubscribe "$gauge" fix e.lime fc.lime -latke_backend cpu -latke_json fc.json
-expect 'e.lime: coulomb gauge, theta [0-9.]+e-1[3-9] after [0-9]+ iterations'
-run "$gauge" fix e.lime fl.nersc -latke_gauge_fix landau -latke_gauge_fix_tol 1e-10
-expect 'landau gauge, theta [0-9.]+e-1[1-9] after'
+expect 'e.lime: coulomb gauge \(fourier\), theta [0-9.]+e-1[3-9] after [0-9]+ iterations'
+run "$gauge" fix e.lime fl.nersc -latke_gauge_fix landau -latke_gauge_fix_tol 1e-10 -latke_gauge_fix_method overrelax
+expect 'landau gauge \(overrelax\), theta [0-9.]+e-1[1-9] after'
 expect 'wrote fl.nersc \(NERSC'
 for f in fc.lime fl.nersc; do
   run "$gauge" measure $f
   grep -q "plaquette *${p0}" out.txt || fail "$f: the plaquette changed with gauge fixing"
 done
-json_check fc.json "assert r['command'] == 'fix' and r['gauge'] == 'coulomb' and r['theta'] < 1e-12"
+json_check fc.json "assert r['command'] == 'fix' and r['gauge'] == 'coulomb' and r['method'] == 'fourier' and r['theta'] < 1e-12"
 before=$(cksum < fl.nersc)
 "$gauge" fix e.lime fl.nersc -latke_gauge_fix landau -latke_gauge_fix_max_iter 2 > out.txt 2>&1 && fail "an unconverged fix succeeded"
 expect 'did not converge: theta .* after 2 iterations, expected below 1e-12; fl.nersc not written'

@@ -21,7 +21,7 @@
 #include "src/core/memory.h"
 #include "src/fields/gauge_field.h"
 #include "src/fields/gauge_generator.h"
-#include "src/fields/local_fft.h"
+#include "src/fields/lattice_fft.h"
 #include "src/fields/philox.h"
 #include "src/fields/random.h"
 #include "src/fields/su3_update.h"
@@ -585,7 +585,7 @@ TEST_P(LocalFourier, MatchesTheDefiningSumForEveryRadix) {
     return a;
   };
   for (unsigned dims : {0x1u, 0x2u, 0x4u, 0x8u, 0x7u, 0xFu}) {
-    LocalFFT fft(lat, GetParam(), dims, ncomp);
+    LatticeFFT fft(lat, GetParam(), dims, ncomp);
     for (int sign : {-1, 1}) {
       copy_bytes(d, host.data(), bytes, compute_stream());
       sign < 0 ? fft.forward(d) : fft.inverse(d);
@@ -615,15 +615,15 @@ TEST_P(LocalFourier, MatchesTheDefiningSumForEveryRadix) {
   }
 }
 
-TEST(LocalFourierErrors, SplitDimensionsAndLargePrimesAreNamed) {
-  EXPECT_EQ(LocalFFT::radices(96), (std::vector<int>{4, 4, 2, 3}));
-  EXPECT_EQ(LocalFFT::radices(26), (std::vector<int>{2, 13}));
-  EXPECT_TRUE(LocalFFT::radices(34).empty());
+TEST(LocalFourierErrors, LargePrimesAreNamed) {
+  EXPECT_EQ(LatticeFFT::radices(96), (std::vector<int>{4, 4, 2, 3}));
+  EXPECT_EQ(LatticeFFT::radices(26), (std::vector<int>{2, 13}));
+  EXPECT_TRUE(LatticeFFT::radices(34).empty());
   const Lattice odd(MPI_COMM_SELF, {34, 4, 4, 4});
-  EXPECT_FALSE(LocalFFT::supports(odd, 0x1u));
-  EXPECT_TRUE(LocalFFT::supports(odd, 0xEu));
+  EXPECT_FALSE(LatticeFFT::supports(odd, 0x1u));
+  EXPECT_TRUE(LatticeFFT::supports(odd, 0xEu));
   try {
-    LocalFFT(odd, Backend::cpu, 0xFu, 1);
+    LatticeFFT(odd, Backend::cpu, 0xFu, 1);
     ADD_FAILURE() << "extent 34 accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("extent 34"), std::string::npos) << e.what();
