@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "src/core/error.h"
+#include "src/core/halo.h"
 #include "src/core/indexing.h"
 #include "src/core/launch.h"
 
@@ -148,7 +149,7 @@ LatticeFFT::LatticeFFT(const Lattice& lat, Backend b, unsigned dims, int ncomp)
   scratch_ = Buffer(memory_for(b), field);
   if (most > 1) {
     send_ = Buffer(memory_for(b), field * most);
-    if (b == Backend::cuda) {
+    if (b == Backend::cuda && !mpi_cuda_aware()) {
       send_host_ = Buffer(MemoryKind::pinned, field * most);
       recv_host_ = Buffer(MemoryKind::pinned, field);
     }
@@ -192,7 +193,10 @@ void LatticeFFT::across_ranks(Complex<double>* data, int mu, int sign) {
   auto* send = static_cast<Complex<double>*>(send_.data());
   launch(backend_, AcrossScaleKernel{data, send, m, a, p, static_cast<double>(sign)}, {static_cast<int>(m * p), 0, 1});
   const std::size_t bytes = sizeof(Complex<double>) * static_cast<std::size_t>(m);
-  if (backend_ == Backend::cuda) {
+  if (backend_ == Backend::cuda && mpi_cuda_aware()) {  // MPI takes the device buffers
+    synchronize(compute_stream());
+    MPI_Reduce_scatter_block(send, data, static_cast<int>(2 * m), MPI_DOUBLE, MPI_SUM, line_comm_[mu]);
+  } else if (backend_ == Backend::cuda) {
     copy_bytes(send_host_.data(), send, bytes * p, compute_stream());
     synchronize(compute_stream());
     MPI_Reduce_scatter_block(send_host_.data(), recv_host_.data(), static_cast<int>(2 * m), MPI_DOUBLE, MPI_SUM,

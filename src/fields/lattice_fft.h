@@ -14,7 +14,8 @@
 // dimension leaves rank a' the sum), a twiddle exp(-2 pi i a' j / L), and the local transform
 // of length l. Rank a' then holds the momenta k = a' + P b at local position b (momentum()); the
 // inverse runs the steps backwards and returns the fields to position space in place. On a GPU
-// the reduce-scatter goes through pinned host memory.
+// the reduce-scatter takes the device buffers where MPI is CUDA-aware (mpi_cuda_aware()), and
+// goes through pinned host memory otherwise.
 #pragma once
 
 #include <mpi.h>
