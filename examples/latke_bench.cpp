@@ -1391,7 +1391,7 @@ int bench_contract() {
 /// and writes them (one pass per radix of each fixed extent, forward and inverse), the filter
 /// too, the direction reads 8 and writes 4, the line search's trial reads d links, d + 1
 /// transformations and their directions, and the update reads a direction and a transformation
-/// and writes it.
+/// and writes it. Then the Fourier method's transforms alone (a forward and an inverse).
 int bench_gaugefix() {
   const RunOptions run = setup_from_options();
   Coords dims{};
@@ -1453,6 +1453,32 @@ int bench_gaugefix() {
         std::printf("%-28s %12s  (below the timer's resolution: more -latke_gauge_fix_iterations)\n", label.c_str(),
                     "-");
     }
+  // The Fourier method's transforms alone: a forward and an inverse transform of its four complex
+  // numbers per site over x, y, z (Coulomb) and over all four directions (Landau); each pass
+  // reads and writes them, and a split direction adds its exchange across the ranks.
+  for (unsigned dims : {0x7u, 0xFu}) {
+    if (!LatticeFFT::supports(*lat, dims)) continue;
+    constexpr int ncomp = 4;
+    LatticeFFT fft(*lat, b, dims, ncomp);
+    const std::size_t bytes = sizeof(Complex<double>) * ncomp * static_cast<std::size_t>(lat->volume());
+    Buffer field(memory_for(b), bytes);
+    zero_bytes(field.data(), bytes, memory_for(b), compute_stream());
+    auto* data = static_cast<Complex<double>*>(field.data());
+    auto both = [&] {
+      fft.forward(data);
+      fft.inverse(data);
+    };
+    both();  // untimed: tuning
+    double ms = time_per_call(b, static_cast<int>(std::max(1L, iters / 10)), both);
+    MPI_Allreduce(MPI_IN_PLACE, &ms, 1, MPI_DOUBLE, MPI_MAX, lat->comm());
+    int passes = 0;
+    for (int mu = 0; mu < 4; ++mu)
+      if (dims >> mu & 1u) passes += static_cast<int>(LatticeFFT::radices(lat->local()[mu]).size());
+    const double gbs = 2.0 * passes * 2 * ncomp * sizeof(Complex<double>) * sites / (ms * 1e-3) / 1e9;
+    if (root)
+      std::printf("%-28s %12.1f %10.1f %8.2f\n", dims == 0x7u ? "FFT x,y,z (4 fields)" : "FFT x,y,z,t (4 fields)",
+                  ms * 1e3, gbs, gbs / copy_gbs);
+  }
   return 0;
 }
 
