@@ -1,8 +1,10 @@
 // Gauge fixing (gauge_fixing.h). Overrelaxation: one kernel per parity over the sites, updating
 // the transformation G in place from the links and G's neighbours; a reduction for theta and the
-// functional. Fourier acceleration: a reduction that also writes Delta(x) as four complex
-// numbers per site, LatticeFFT's passes over the fixed directions, a kernel dividing by p^2, the
-// inverse passes and a kernel moving G. One kernel transforms the links at the end.
+// functional. Fourier acceleration (a conjugate gradient): a reduction that also writes Delta(x)
+// as four complex numbers per site, LatticeFFT's transforms over the fixed directions, a
+// reduction dividing by p^2, the inverse transforms, a kernel making the direction, a reduction
+// for the line search's trial step and a kernel moving G. One kernel transforms the links at the
+// end.
 #include "src/fields/gauge_fixing.h"
 
 #include <algorithm>
@@ -127,8 +129,10 @@ struct FixMeasureKernel {
   }
 };
 
-// The Fourier method's fields: a traceless Hermitian matrix per site as four complex numbers
-// over the local volume (component-major, lexicographic sites): A_01, A_02, A_12 and u + i v with
+// The Fourier method's fields: a traceless Hermitian matrix per site as four complex numbers,
+// component-major over the local volume's lexicographic sites (Delta and its filtered form, what
+// LatticeFFT transforms) or over the extended sites (the line search's direction, whose ghosts it
+// reads); an index i is the site's in that order. The numbers: A_01, A_02, A_12 and u + i v with
 // A_00 = u + v / sqrt3, A_11 = -u + v / sqrt3, A_22 = -2 v / sqrt3. In this basis Re tr(A B) =
 // 2 Re sum_k a_k conj(b_k), so inner products of fields are sums of products of their numbers, in
 // position space or (Parseval) in momentum space; the filter is real and even in p, so each
@@ -138,25 +142,25 @@ constexpr double inv_sqrt3 = 0.57735026918962576451;
 
 struct AlgebraField {
   Complex<double>* data;
-  long volume;
-  LATKE_HOST_DEVICE LATKE_INLINE void store(long lex, const M3& a) const {
-    data[lex] = a.e[0][1];
-    data[volume + lex] = a.e[0][2];
-    data[2 * volume + lex] = a.e[1][2];
-    data[3 * volume + lex] =
+  long volume;  ///< sites per component: the local or the extended volume
+  LATKE_HOST_DEVICE LATKE_INLINE void store(long i, const M3& a) const {
+    data[i] = a.e[0][1];
+    data[volume + i] = a.e[0][2];
+    data[2 * volume + i] = a.e[1][2];
+    data[3 * volume + i] =
         Complex<double>(0.5 * (a.e[0][0].re - a.e[1][1].re), 0.5 / inv_sqrt3 * (a.e[0][0].re + a.e[1][1].re));
   }
-  /// Re tr(A B) of this field's matrix at lex and a.
-  LATKE_HOST_DEVICE LATKE_INLINE double dot(long lex, const M3& a) const {
-    const Complex<double> c = data[3 * volume + lex];
+  /// Re tr(A B) of this field's matrix at site index i and a.
+  LATKE_HOST_DEVICE LATKE_INLINE double dot(long i, const M3& a) const {
+    const Complex<double> c = data[3 * volume + i];
     const double u = 0.5 * (a.e[0][0].re - a.e[1][1].re), v = 0.5 / inv_sqrt3 * (a.e[0][0].re + a.e[1][1].re);
-    return 2 * (dot_re(data[lex], a.e[0][1]) + dot_re(data[volume + lex], a.e[0][2]) +
-                dot_re(data[2 * volume + lex], a.e[1][2]) + c.re * u + c.im * v);
+    return 2 * (dot_re(data[i], a.e[0][1]) + dot_re(data[volume + i], a.e[0][2]) +
+                dot_re(data[2 * volume + i], a.e[1][2]) + c.re * u + c.im * v);
   }
-  /// The matrix -lambda A at lex.
-  LATKE_HOST_DEVICE LATKE_INLINE M3 scaled(long lex, double lambda) const {
-    const Complex<double> a01 = data[lex] * -lambda, a02 = data[volume + lex] * -lambda,
-                          a12 = data[2 * volume + lex] * -lambda, c = data[3 * volume + lex] * -lambda;
+  /// The matrix -lambda A at site index i.
+  LATKE_HOST_DEVICE LATKE_INLINE M3 scaled(long i, double lambda) const {
+    const Complex<double> a01 = data[i] * -lambda, a02 = data[volume + i] * -lambda,
+                          a12 = data[2 * volume + i] * -lambda, c = data[3 * volume + i] * -lambda;
     M3 q;
     q.e[0][0] = Complex<double>(c.re + c.im * inv_sqrt3);
     q.e[1][1] = Complex<double>(-c.re + c.im * inv_sqrt3);
