@@ -111,12 +111,9 @@ struct FixMeasureKernel {
   ExtSites g;
   LocalGeometry geom;
   int ndir;
-  LATKE_HOST_DEVICE FixSums operator()(int x_cb, int parity) const {
-    int c[4];
-    geom.coords(x_cb, parity, c);
-    const long e = u.index_of_local(c);
+  /// Extended site e's terms of theta and the functional, and Delta there.
+  LATKE_HOST_DEVICE FixSums at(long e, M3& delta) const {
     FixSums s;
-    M3 delta;
     for (int mu = 0; mu < ndir; ++mu) {
       const M3 f = transformed(u, g, e, mu);
       s.functional += f.e[0][0].re + f.e[1][1].re + f.e[2][2].re;
@@ -126,6 +123,12 @@ struct FixMeasureKernel {
     }
     LATKE_UNROLL for (int i = 0; i < 3; ++i) LATKE_UNROLL for (int j = 0; j < 3; ++j) s.theta += norm2(delta.e[i][j]);
     return s;
+  }
+  LATKE_HOST_DEVICE FixSums operator()(int x_cb, int parity) const {
+    int c[4];
+    geom.coords(x_cb, parity, c);
+    M3 delta;
+    return at(u.index_of_local(c), delta);
   }
 };
 
@@ -214,16 +217,11 @@ struct FourierDeltaKernel {
     int c[4];
     const long lex = m.geom.coords(x_cb, parity, c);
     const long e = m.u.index_of_local(c);
-    FourierSums s;
     M3 d;
-    for (int mu = 0; mu < m.ndir; ++mu) {
-      const M3 f = transformed(m.u, m.g, e, mu);
-      s.functional += f.e[0][0].re + f.e[1][1].re + f.e[2][2].re;
-      const M3 af = potential(f), ab = potential(transformed(m.u, m.g, e - m.u.stride[mu], mu));
-      LATKE_UNROLL for (int i = 0; i < 3; ++i) LATKE_UNROLL for (int j = 0; j < 3; ++j) d.e[i][j] +=
-          af.e[i][j] - ab.e[i][j];
-    }
-    LATKE_UNROLL for (int i = 0; i < 3; ++i) LATKE_UNROLL for (int j = 0; j < 3; ++j) s.theta += norm2(d.e[i][j]);
+    const FixSums f = m.at(e, d);
+    FourierSums s;
+    s.theta = f.theta;
+    s.functional = f.functional;
     delta.store(lex, d);
     s.dot_filtered = previous.dot(lex, d);
     s.dot_direction = direction.dot(e, d);  // the direction lives on the extended sites
