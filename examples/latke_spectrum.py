@@ -724,26 +724,32 @@ def write_plots(s, out_dir):
     def arr(values):
         return np.array([nan if v is None else v for v in values], dtype=float)
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    plateau_values = []
-    for i, e in enumerate(s["kappas"]):
-        m = e["effective_mass"]["pion"]
-        t = np.arange(len(m["value"])) + 0.08 * (i - (len(s["kappas"]) - 1) / 2)
-        bars = ax.errorbar(t, arr(m["value"]), yerr=arr(m["error"]), fmt="o", ms=3, capsize=2,
-                           label=f"κ = {e['kappa']}: m_π = {fmt(e['m_pi']['value'], e['m_pi']['error'])}")
-        v, err = e["m_pi"]["value"], e["m_pi"]["error"] or 0.0
-        ax.fill_between([tmin, tmax], v - err, v + err, color=bars[0].get_color(), alpha=0.3, lw=0)
-        ax.plot([tmin, tmax], [v, v], color=bars[0].get_color(), lw=1)
-        plateau_values.append(v)
-    ax.set_ylim(0.7 * min(plateau_values), 1.3 * max(plateau_values))
-    ax.set_xlabel("t")
-    ax.set_ylabel("pion effective mass (cosh)")
-    ax.set_title(f"pion effective mass, plateau t = {tmin}..{tmax}")
-    ax.legend(fontsize="small")
-    fig.tight_layout()
-    _atomic_write(os.path.join(out_dir, "effective_mass.png"), lambda f: fig.savefig(f, format="png", dpi=120),
-                  binary=True)
-    plt.close(fig)
+    def plateau_figure(entries, curve, mass, symbol, first, lo, hi, ylabel, title, name):
+        """Effective masses of each entry (curve(e)), from t = first, with the fitted mass's band
+        over the plateau lo..hi, into name."""
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        values = []
+        for i, e in enumerate(entries):
+            m = curve(e)
+            t = np.arange(len(m["value"])) + 0.08 * (i - (len(entries) - 1) / 2)
+            bars = ax.errorbar(t[first:], arr(m["value"])[first:], yerr=arr(m["error"])[first:], fmt="o", ms=3,
+                               capsize=2,
+                               label=f"κ = {e['kappa']}: {symbol} = {fmt(e[mass]['value'], e[mass]['error'])}")
+            v, err = e[mass]["value"], e[mass]["error"] or 0.0
+            ax.fill_between([lo, hi], v - err, v + err, color=bars[0].get_color(), alpha=0.3, lw=0)
+            ax.plot([lo, hi], [v, v], color=bars[0].get_color(), lw=1)
+            values.append(v)
+        ax.set_ylim(0.7 * min(values), 1.3 * max(values))
+        ax.set_xlabel("t")
+        ax.set_ylabel(ylabel)
+        ax.set_title(f"{title}, plateau t = {lo}..{hi}")
+        ax.legend(fontsize="small")
+        fig.tight_layout()
+        _atomic_write(os.path.join(out_dir, name), lambda f: fig.savefig(f, format="png", dpi=120), binary=True)
+        plt.close(fig)
+
+    plateau_figure(s["kappas"], lambda e: e["effective_mass"]["pion"], "m_pi", "m_π", 0, tmin, tmax,
+                   "pion effective mass (cosh)", "pion effective mass", "effective_mass.png")
 
     panels = [("m_pi_sq", "from_m_pi_sq", "m_π²"), ("m_pcac", "from_m_pcac", "m_PCAC")]
     panels = [p for p in panels if all(e[p[0]] for e in s["kappas"])]
@@ -771,25 +777,8 @@ def write_plots(s, out_dir):
 
     if any(e.get("m_n") for e in s["kappas"]):
         nmin, nmax = s.get("nucleon_fit_range", [tmin, tmax])
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        values = []
-        for i, e in enumerate(k for k in s["kappas"] if k.get("m_n")):
-            m = e["nucleon"]["effective_mass"]
-            t = np.arange(len(m["value"])) + 0.08 * i
-            bars = ax.errorbar(t[1:], arr(m["value"])[1:], yerr=arr(m["error"])[1:], fmt="o", ms=3, capsize=2,
-                               label=f"κ = {e['kappa']}: m_N = {fmt(e['m_n']['value'], e['m_n']['error'])}")
-            v, err = e["m_n"]["value"], e["m_n"]["error"] or 0.0
-            ax.fill_between([nmin, nmax], v - err, v + err, color=bars[0].get_color(), alpha=0.3, lw=0)
-            values.append(v)
-        ax.set_ylim(0.7 * min(values), 1.3 * max(values))
-        ax.set_xlabel("t")
-        ax.set_ylabel("nucleon effective mass (log)")
-        ax.set_title(f"nucleon effective mass, plateau t = {nmin}..{nmax}")
-        ax.legend(fontsize="small")
-        fig.tight_layout()
-        _atomic_write(os.path.join(out_dir, "nucleon.png"), lambda f: fig.savefig(f, format="png", dpi=120),
-                      binary=True)
-        plt.close(fig)
+        plateau_figure([k for k in s["kappas"] if k.get("m_n")], lambda e: e["nucleon"]["effective_mass"], "m_n",
+                       "m_N", 1, nmin, nmax, "nucleon effective mass (log)", "nucleon effective mass", "nucleon.png")
 
     if any(e.get("dispersion") for e in s["kappas"]):
         fig, ax = plt.subplots(figsize=(7, 4.5))

@@ -151,21 +151,31 @@ std::vector<cplx> correlators(Mat A, const std::vector<Vec>& cols, PetscInt t0) 
   return std::vector<cplx>(c.begin(), c.end());
 }
 
-/// Every channel at the given momenta: result[m][k T + t] (as correlators()).
-std::vector<std::vector<cplx>> correlators_at(Mat A, const std::vector<Vec>& cols, const PetscInt site[4],
-                                              const std::vector<std::array<int, 3>>& momenta) {
+/// Every channel at the given momenta, by call(momentum count, flat momenta, channel count,
+/// channels, output): result[m][k T + t] (as correlators()).
+template <typename Call>
+std::vector<std::vector<cplx>> every_channel_at(const std::vector<std::array<int, 3>>& momenta, Call call) {
   std::vector<LatkeMesonChannel> ch;
   for (int k = 0; k < n_channels; ++k) ch.push_back(static_cast<LatkeMesonChannel>(k));
   const PetscInt nm = static_cast<PetscInt>(momenta.size());
   std::vector<PetscInt> mom;
   for (const auto& n : momenta) mom.insert(mom.end(), n.begin(), n.end());
   std::vector<PetscScalar> c(static_cast<std::size_t>(n_channels) * nm * T);
-  EXPECT_EQ(MatLatkeMesonCorrelatorsMomenta(A, cols.data(), site, nm, mom.data(), n_channels, ch.data(), c.data()), 0);
+  EXPECT_EQ(call(nm, mom.data(), static_cast<PetscInt>(n_channels), ch.data(), c.data()), 0);
   std::vector<std::vector<cplx>> out(nm, std::vector<cplx>(n_channels * T));
   for (PetscInt m = 0; m < nm; ++m)
     for (int k = 0; k < n_channels; ++k)
       for (int t = 0; t < T; ++t) out[m][k * T + t] = c[(k * nm + m) * T + t];
   return out;
+}
+
+/// Every channel at the given momenta (MatLatkeMesonCorrelatorsMomenta).
+std::vector<std::vector<cplx>> correlators_at(Mat A, const std::vector<Vec>& cols, const PetscInt site[4],
+                                              const std::vector<std::array<int, 3>>& momenta) {
+  return every_channel_at(momenta, [&](PetscInt nm, const PetscInt* mom, PetscInt n, const LatkeMesonChannel* ch,
+                                       PetscScalar* c) {
+    return MatLatkeMesonCorrelatorsMomenta(A, cols.data(), site, nm, mom, n, ch, c);
+  });
 }
 
 /// max_t |a(t) - b(t)| / max_t |b(t)| over one channel.
@@ -290,20 +300,10 @@ TEST(Mesons, FreeFieldCorrelatorsAtMomentumAreTheShiftedMomentumSum) {
 std::vector<std::vector<cplx>> pair_correlators(Mat A, const std::vector<Vec>& qa, const std::vector<Vec>& qb,
                                                 const PetscInt site[4],
                                                 const std::vector<std::array<int, 3>>& momenta) {
-  std::vector<LatkeMesonChannel> ch;
-  for (int k = 0; k < n_channels; ++k) ch.push_back(static_cast<LatkeMesonChannel>(k));
-  const PetscInt nm = static_cast<PetscInt>(momenta.size());
-  std::vector<PetscInt> mom;
-  for (const auto& n : momenta) mom.insert(mom.end(), n.begin(), n.end());
-  std::vector<PetscScalar> c(static_cast<std::size_t>(n_channels) * nm * T);
-  EXPECT_EQ(MatLatkeMesonCorrelatorsPair(A, qa.data(), qb.data(), site, nm, mom.data(), n_channels, ch.data(),
-                                         c.data()),
-            0);
-  std::vector<std::vector<cplx>> out(nm, std::vector<cplx>(n_channels * T));
-  for (PetscInt m = 0; m < nm; ++m)
-    for (int k = 0; k < n_channels; ++k)
-      for (int t = 0; t < T; ++t) out[m][k * T + t] = c[(k * nm + m) * T + t];
-  return out;
+  return every_channel_at(momenta, [&](PetscInt nm, const PetscInt* mom, PetscInt n, const LatkeMesonChannel* ch,
+                                       PetscScalar* c) {
+    return MatLatkeMesonCorrelatorsPair(A, qa.data(), qb.data(), site, nm, mom, n, ch, c);
+  });
 }
 
 // Two hopping parameters: on the free field the momentum sum of the two propagators, at rest and
