@@ -264,17 +264,16 @@ struct FourierFilterKernel {
 /// direction <- filtered + beta direction (the direction on the extended sites, whose ghosts the
 /// line search reads).
 struct FourierDirectionKernel {
-  AlgebraField filtered, direction;
-  ExtSites ext;
+  AlgebraField filtered;
+  ExtSites direction;
   LocalGeometry geom;
   double beta;
   LATKE_HOST_DEVICE void operator()(int x_cb, int parity) const {
     int c[4];
     const long lex = geom.coords(x_cb, parity, c);
-    const long e = ext.index_of_local(c);
+    const long e = direction.index_of_local(c);
     for (int k = 0; k < n_alg; ++k)
-      direction.data[k * direction.volume + e] =
-          filtered.data[k * filtered.volume + lex] + direction.data[k * direction.volume + e] * beta;
+      direction.at(k, e) = filtered.data[k * filtered.volume + lex] + direction.at(k, e) * beta;
   }
 };
 
@@ -467,7 +466,7 @@ GaugeFixingResult fix_fourier(const gauge::ExtendedLinks& u, gauge::ExtendedSite
       slope = dot;
     }
     last_dot = dot;
-    launch(b, FourierDirectionKernel{field(cur), dir, ds, g.geometry(), beta}, {lat.volume_cb(), 0, 2},
+    launch(b, FourierDirectionKernel{field(cur), ds, g.geometry(), beta}, {lat.volume_cb(), 0, 2},
            compute_stream(), false);
     dir_sites.refresh_components(0, n_alg, -1, {}, dims);
     // Line search: F(lambda) - F(0) at the trial step, and the parabola through it with the slope.
@@ -482,7 +481,6 @@ GaugeFixingResult fix_fourier(const gauge::ExtendedLinks& u, gauge::ExtendedSite
     std::swap(cur, prev);
     ++r.iterations;
   }
-  r.alpha = lambda;
   return r;
 }
 

@@ -62,7 +62,6 @@ struct GaugeFixingResult {
   double functional = 0;  ///< at the end
   bool converged = false;
   GaugeFixingMethod method = GaugeFixingMethod::overrelaxation;  ///< the one that ran
-  double alpha = 0;  ///< Fourier acceleration: the last step the line search took
 };
 
 /// "coulomb", "landau".
