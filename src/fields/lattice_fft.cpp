@@ -172,6 +172,12 @@ MomentumLayout LatticeFFT::momentum() const {
   return m;
 }
 
+long LatticeFFT::stride_of(int mu) const {
+  long stride = 1;
+  for (int nu = 0; nu < mu; ++nu) stride *= lat_.local()[nu];
+  return stride;
+}
+
 void LatticeFFT::run(Complex<double>* data, int sign) {
   for (int mu = 0; mu < 4; ++mu) {
     if (!(dims_ >> mu & 1u)) continue;
@@ -184,8 +190,7 @@ void LatticeFFT::run(Complex<double>* data, int sign) {
 
 void LatticeFFT::across_ranks(Complex<double>* data, int mu, int sign) {
   const long V = lat_.volume(), m = ncomp_ * V;
-  long stride = 1;
-  for (int nu = 0; nu < mu; ++nu) stride *= lat_.local()[nu];
+  const long stride = stride_of(mu);
   const int p = lat_.grid()[mu], a = lat_.grid_coords()[mu];
   const TwiddleKernel twiddle{data, V, stride, lat_.local()[mu], a, lat_.global()[mu], static_cast<double>(sign)};
   require(m * p < (1L << 31), "Fourier transform: ", m * p, " numbers across ranks, more than one launch takes");
@@ -211,8 +216,7 @@ void LatticeFFT::across_ranks(Complex<double>* data, int mu, int sign) {
 void LatticeFFT::local_passes(Complex<double>* data, int mu, int sign) {
   const int n = lat_.local()[mu];
   if (n == 1) return;
-  long stride = 1;
-  for (int nu = 0; nu < mu; ++nu) stride *= lat_.local()[nu];
+  const long stride = stride_of(mu);
   Complex<double>* src = data;
   Complex<double>* dst = static_cast<Complex<double>*>(scratch_.data());
   int ns = 1;

@@ -62,6 +62,8 @@ class LatticeFFT {
 
  private:
   void run(Complex<double>* data, int sign);
+  /// Sites between neighbours along mu in the lexicographic local order.
+  long stride_of(int mu) const;
   void local_passes(Complex<double>* data, int mu, int sign);
   void across_ranks(Complex<double>* data, int mu, int sign);
   const Lattice& lat_;
