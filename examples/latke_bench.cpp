@@ -413,6 +413,19 @@ int bench_dslash() {
           Result& res = results[before];  // per field
           res.us /= n;
           if (root) std::printf("  (matpc over a set of %ld: %.1f us per field)\n", set_count, res.us);
+          if (p == Precision::half) {  // the same with the hops in FP16 pair arithmetic
+            WilsonCloverParam hp = wp;
+            hp.half_pairs = true;
+            WilsonCloverOperator pairs(lat, links, hp);
+            const std::size_t at = results.size();
+            measure(
+                "set-h2", p, r, [&] { pairs.apply_schur_set(set_out, set_in, schur); }, 3792 * vcb * n,
+                per_field * n, set_out[0], set_in[0]);
+            results[at].us /= n;
+            if (root)
+              std::printf("  (matpc over a set of %ld, hops in FP16 pairs: %.1f us per field)\n", set_count,
+                          results[at].us);
+          }
           // BiCGstab over the set as the setup's fine null vectors run it (solutions in single
           // where the set is in half, no reliable updates): the slope between 10 and 30
           // iterations, per iteration and field, against its two operator applications.

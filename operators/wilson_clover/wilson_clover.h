@@ -77,6 +77,10 @@ struct WilsonCloverParam {
   Reconstruct reconstruct = Reconstruct::r18;
   Backend backend = Backend::cpu;
   std::array<int, 4> block{0, 0, 0, 0};  ///< domain-local block extents; zeros: the whole lattice
+  /// Sets in half precision: the hopping sum in FP16 pair arithmetic, two fields per
+  /// instruction (wilson_clover_kernel.h, DslashSetHalfPairKernel); good to about 1e-3, for
+  /// smoothers. Single fields and the other precisions are unaffected.
+  bool half_pairs = false;
 };
 
 /// Which work a hopping kernel launch does (see wilson_clover_kernel.h).

@@ -18,6 +18,7 @@
 #include "latke/conventions.h"
 #include "src/core/algebra.h"
 #include "src/core/faces.h"
+#include "src/core/half2.h"
 #include "src/core/indexing.h"
 #include "src/fields/accessors.h"
 #include "operators/wilson_clover/wilson_clover.h"
@@ -148,13 +149,14 @@ LATKE_HOST_DEVICE LATKE_INLINE ColorSpinor<T, 3, 4> hop_sum(const DslashArg<Stor
     if (forward) {  // forward: (1 + s gamma_mu) U_mu(x) psi(x + mu)
       const int nb = c[mu] == L[mu] - 1 ? full - (L[mu] - 1) * stride : full + stride;
       ColorSpinor<T, 3, 2> uh = gauge.load(mu, x_cb, parity) * project<mu>(in.load(nb >> 1), s);
-      if (((arg.phase_mask >> mu) & 1) && c[mu] == arg.last_slice[mu]) uh = scale_phase(uh, arg.phase[mu]);
+      if (((arg.phase_mask >> mu) & 1) && c[mu] == arg.last_slice[mu]) uh = scale_phase(uh, Complex<T>(arg.phase[mu]));
       accumulate<mu>(acc, uh, s);
     }
     if (backward) {  // backward: (1 - s gamma_mu) U_mu(x - mu)^dag psi(x - mu)
       const int nb = c[mu] == 0 ? full + (L[mu] - 1) * stride : full - stride;
       ColorSpinor<T, 3, 2> uh = adj_mul(gauge.load(mu, nb >> 1, 1 - parity), project<mu>(in.load(nb >> 1), -s));
-      if (((arg.phase_mask >> mu) & 1) && c[mu] == arg.first_slice[mu]) uh = scale_phase(uh, conj(arg.phase[mu]));
+      if (((arg.phase_mask >> mu) & 1) && c[mu] == arg.first_slice[mu])
+        uh = scale_phase(uh, Complex<T>(conj(arg.phase[mu])));
       accumulate<mu>(acc, uh, -s);
     }
     stride *= L[mu];
@@ -330,6 +332,106 @@ struct DslashSetKernel {
     const SpinorAccessor<Store, 3, 4> in = set_field(arg.in, k, step, step_norm);
     set_field(arg.out, k, step, step_norm)
         .save(epilogue<E>(arg, hop_sum(arg, arg.gauge, in, x_cb, full, c), set_field(arg.x, k, step, step_norm), x_cb), x_cb);
+  }
+};
+
+/// Two fields of a set in the two lanes of Half2, each divided by its scale (the square root of
+/// the sum of its site norms squared, so that no component exceeds 1 in magnitude).
+struct HalfPairSpinors {
+  SpinorAccessor<short, 3, 4> a, b;
+  float inv_a = 0, inv_b = 0;  ///< 1 / (scale 32767)
+  LATKE_HOST_DEVICE LATKE_INLINE ColorSpinor<Half2, 3, 4> load(int x) const {
+    float ra[24], rb[24];
+    a.a.load_raw(ra, x);
+    b.a.load_raw(rb, x);
+    const float sa = a.a.norm[x] * inv_a, sb = b.a.norm[x] * inv_b;
+    ColorSpinor<Half2, 3, 4> v;
+    LATKE_UNROLL for (int i = 0; i < 12; ++i) v.d[i / 3][i % 3] =
+        Complex<Half2>(Half2::pair(ra[2 * i] * sa, rb[2 * i] * sb), Half2::pair(ra[2 * i + 1] * sa, rb[2 * i + 1] * sb));
+    return v;
+  }
+};
+
+/// A link in both lanes of Half2 (links are unitary: no entry exceeds 1).
+template <Reconstruct R>
+struct HalfPairLinks {
+  GaugeAccessor<short, R> g;
+  LATKE_HOST_DEVICE LATKE_INLINE ColorMatrix<Half2, 3> load(int mu, int x, int parity) const {
+    const ColorMatrix<float, 3> u = g.load(mu, x, parity);
+    ColorMatrix<Half2, 3> h;
+    LATKE_UNROLL for (int i = 0; i < 3; ++i) LATKE_UNROLL for (int j = 0; j < 3; ++j) h.e[i][j] =
+        Complex<Half2>(Half2(u.e[i][j].re), Half2(u.e[i][j].im));
+    return h;
+  }
+};
+
+/// Sum over sites of field k's norm squared, for the half pair kernel's scales.
+struct SetNormSquares {
+  SpinorAccessor<short, 3, 4> field0;
+  long step_norm = 0;
+  LATKE_HOST_DEVICE double operator()(int k, int x) const {
+    const double n = field0.a.norm[k * step_norm + x];
+    return n * n;
+  }
+};
+
+/// DslashSetKernel with the hopping sum in FP16 pair arithmetic (half storage only): a thread
+/// holds fields 2j and 2j+1 of one site in the two lanes of each Half2, so every multiply-add
+/// of the hops serves both, and each link is decoded once for both. Each field is divided by
+/// its scale on load (half's range) and multiplied back before the epilogue, which runs per
+/// field in FP32 as DslashSetKernel's. Half arithmetic keeps 11 bits: the hopping sum is good
+/// to about 1e-3 of the field's norm, for smoothers and preconditioners, not for residuals.
+template <Reconstruct R, Epilogue E, bool SkipFaces = false>
+struct DslashSetHalfPairKernel {
+  DslashArg<short, R> arg;            ///< field 0's accessors
+  int count = 1, quads = 1, vcb = 0;  ///< quads: warps per site window (pairs_per_warp pairs each)
+  /// A warp holds 32 >> pairs_log2 consecutive sites of 1 << pairs_log2 pairs (chosen per set
+  /// so that no lane idles: 6 pairs as 3 warps of 2, 12 as 3 of 4).
+  int pairs_log2 = 2;
+  long step = 0, step_norm = 0;
+  const double* norm2 = nullptr;  ///< per field: SetNormSquares of its input
+
+  /// pairs_log2 for `pairs` pairs: the widest (most pairs per link load) that idles no more lanes
+  /// than any other.
+  static int pairs_log2_for(int pairs) {
+    int best = 0;
+    for (int l = 1; l <= 2; ++l)
+      if ((-pairs & ((1 << l) - 1)) <= (-pairs & ((1 << best) - 1))) best = l;
+    return best;
+  }
+  int sites_per_warp() const { return 32 >> pairs_log2; }
+
+  LATKE_HOST_DEVICE void operator()(int idx, int) const {
+    const int w = idx >> 5, lane = idx & 31, spw_log2 = 5 - pairs_log2;
+    const int x_cb = (w / quads) * (1 << spw_log2) + (lane & ((1 << spw_log2) - 1));
+    const int k0 = 2 * (((w % quads) << pairs_log2) + (lane >> spw_log2));
+    if (x_cb >= vcb || k0 >= count) return;
+    const int k1 = k0 + 1 < count ? k0 + 1 : k0;
+    int c[4];
+    const int full = arg.faces.geom.coords(x_cb, arg.parity, c);
+    if constexpr (SkipFaces) {
+      LATKE_UNROLL for (int nu = 0; nu < 4; ++nu) if (arg.faces.on_split_face(nu, c)) return;
+    }
+    const float s0 = sqrtf(static_cast<float>(norm2[k0])), s1 = sqrtf(static_cast<float>(norm2[k1]));
+    constexpr float unit = 1.0f / 32767.0f;
+    HalfPairSpinors in;
+    in.a = set_field(arg.in, k0, step, step_norm);
+    in.b = set_field(arg.in, k1, step, step_norm);
+    in.inv_a = s0 > 0 ? unit / s0 : 0.0f;
+    in.inv_b = s1 > 0 ? unit / s1 : 0.0f;
+    const ColorSpinor<Half2, 3, 4> acc =
+        hop_sum<short, R, HalfPairLinks<R>, HalfPairSpinors, Half2>(arg, HalfPairLinks<R>{arg.gauge}, in, x_cb, full, c);
+    ColorSpinor<float, 3, 4> h0, h1;
+    LATKE_UNROLL for (int i = 0; i < 12; ++i) {
+      const Complex<Half2> z = acc.d[i / 3][i % 3];
+      h0.d[i / 3][i % 3] = Complex<float>(z.re.lo() * s0, z.im.lo() * s0);
+      h1.d[i / 3][i % 3] = Complex<float>(z.re.hi() * s1, z.im.hi() * s1);
+    }
+    set_field(arg.out, k0, step, step_norm)
+        .save(epilogue<E>(arg, h0, set_field(arg.x, k0, step, step_norm), x_cb), x_cb);
+    if (k1 != k0)
+      set_field(arg.out, k1, step, step_norm)
+          .save(epilogue<E>(arg, h1, set_field(arg.x, k1, step, step_norm), x_cb), x_cb);
   }
 };
 

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "operators/wilson_clover/wilson_clover_kernel.h"
@@ -14,6 +15,8 @@
 #include "src/core/error.h"
 #include "src/core/halo.h"
 #include "src/core/launch.h"
+#include "src/core/memory.h"
+#include "src/fields/blas.h"
 #include "src/core/policy.h"
 
 namespace latke::wilson {
@@ -85,8 +88,42 @@ void set_steps(const DslashRequest& rq, long& step, long& step_norm) {
   step_norm = sizeof(Store) == 2 ? rq.out->lattice().volume_cb() : 0;
 }
 
+/// Per field of a set, the sum of its input's site norms squared, on the backend: the half pair
+/// kernel's scales (set_max doubles, reused launch to launch in stream order).
+inline double* half_pair_norms(Backend b) {
+  static Buffer device, host;
+  Buffer& buf = b == Backend::cuda ? device : host;
+  if (!buf.data()) buf = Buffer(memory_for(b), blas::set_max * sizeof(double));
+  return static_cast<double*>(buf.data());
+}
+
+template <Reconstruct R, Epilogue E, bool SkipFaces>
+void run_dslash_set_half_pairs(const DslashRequest& rq, const DslashArg<short, R>& arg) {
+  using K = DslashSetHalfPairKernel<R, E, SkipFaces>;
+  K k;
+  k.arg = arg;
+  k.count = rq.count;
+  const int pairs = (rq.count + 1) / 2;
+  k.pairs_log2 = K::pairs_log2_for(pairs);
+  k.quads = (pairs + (1 << k.pairs_log2) - 1) >> k.pairs_log2;
+  k.vcb = rq.out->lattice().volume_cb();
+  set_steps<short>(rq, k.step, k.step_norm);
+  const Backend b = rq.out->backend();
+  double* norm2 = half_pair_norms(b);
+  launch_segmented_reduce<double>(b, SetNormSquares{arg.in, k.step_norm}, rq.count, k.vcb, norm2);
+  k.norm2 = norm2;
+  const int spw = k.sites_per_warp();
+  const long threads = static_cast<long>((k.vcb + spw - 1) / spw) * k.quads * 32;
+  require(threads < (1L << 31), "Wilson-clover dslash over a set: ", rq.count, " fields of ", k.vcb,
+          " sites need more threads than one launch takes");
+  launch(b, k, {static_cast<int>(threads)});
+}
+
 template <typename Store, Reconstruct R, Epilogue E, bool SkipFaces>
 void run_dslash_set(const DslashRequest& rq, DslashArg<Store, R> arg) {
+  if constexpr (std::is_same_v<Store, short>) {
+    if (rq.param->half_pairs) return run_dslash_set_half_pairs<R, E, SkipFaces>(rq, arg);
+  }
   using K = DslashSetKernel<Store, R, E, SkipFaces>;
   K k;
   k.arg = arg;
