@@ -419,19 +419,45 @@ struct DslashSetHalfPairKernel {
     in.b = set_field(arg.in, k1, step, step_norm);
     in.inv_a = s0 > 0 ? unit / s0 : 0.0f;
     in.inv_b = s1 > 0 ? unit / s1 : 0.0f;
-    const ColorSpinor<Half2, 3, 4> acc =
+    ColorSpinor<Half2, 3, 4> acc =
         hop_sum<short, R, HalfPairLinks<R>, HalfPairSpinors, Half2>(arg, HalfPairLinks<R>{arg.gauge}, in, x_cb, full, c);
+    // A^-1 of the sum in the pair arithmetic too (its entries are of order one), the rest per field
+    constexpr bool inv = E == Epilogue::clover_inv || E == Epilogue::clover_inv_xpay;
+    if constexpr (inv) acc = clover_half_pair(arg.clover, acc, x_cb);
     ColorSpinor<float, 3, 4> h0, h1;
     LATKE_UNROLL for (int i = 0; i < 12; ++i) {
       const Complex<Half2> z = acc.d[i / 3][i % 3];
       h0.d[i / 3][i % 3] = Complex<float>(z.re.lo() * s0, z.im.lo() * s0);
       h1.d[i / 3][i % 3] = Complex<float>(z.re.hi() * s1, z.im.hi() * s1);
     }
+    constexpr Epilogue rest = E == Epilogue::clover_inv ? Epilogue::plain : E == Epilogue::clover_inv_xpay ? Epilogue::xpay : E;
     set_field(arg.out, k0, step, step_norm)
-        .save(epilogue<E>(arg, h0, set_field(arg.x, k0, step, step_norm), x_cb), x_cb);
+        .save(epilogue<rest>(arg, h0, set_field(arg.x, k0, step, step_norm), x_cb), x_cb);
     if (k1 != k0)
       set_field(arg.out, k1, step, step_norm)
-          .save(epilogue<E>(arg, h1, set_field(arg.x, k1, step, step_norm), x_cb), x_cb);
+          .save(epilogue<rest>(arg, h1, set_field(arg.x, k1, step, step_norm), x_cb), x_cb);
+  }
+
+  /// A (or A^-1) times v in the pair arithmetic: the half blocks' entries scaled to their values
+  /// in FP32, then both lanes of each Half2.
+  LATKE_HOST_DEVICE LATKE_INLINE static ColorSpinor<Half2, 3, 4> clover_half_pair(const CloverAccessor<short>& a,
+                                                                                  const ColorSpinor<Half2, 3, 4>& v,
+                                                                                  int x_cb) {
+    CloverBlock<float> raw[2];
+    float scale[2];
+    a.load_raw(raw, scale, x_cb);
+    ColorSpinor<Half2, 3, 4> out;
+    LATKE_UNROLL for (int k = 0; k < 2; ++k) {
+      CloverBlock<Half2> b;
+      LATKE_UNROLL for (int i = 0; i < 6; ++i) b.diag[i] = Half2(raw[k].diag[i] * scale[k]);
+      LATKE_UNROLL for (int i = 0; i < 15; ++i)
+        b.off[i] = Complex<Half2>(Half2(raw[k].off[i].re * scale[k]), Half2(raw[k].off[i].im * scale[k]));
+      Complex<Half2> in[6], w[6];
+      LATKE_UNROLL for (int i = 0; i < 6; ++i) in[i] = v.d[2 * k + i / 3][i % 3];
+      apply_block(b, in, w);
+      LATKE_UNROLL for (int i = 0; i < 6; ++i) out.d[2 * k + i / 3][i % 3] = w[i];
+    }
+    return out;
   }
 };
 
