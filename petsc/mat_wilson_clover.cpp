@@ -57,6 +57,9 @@ Settings resolve(const LatkeWilsonCloverParams& in, MPI_Comm comm, const std::st
     reconstruct =
         o.choice("-latke_reconstruct", in.reconstruct == 0 ? "auto" : to_string(p.reconstruct), {"auto", "18", "12"},
                  "Gauge link storage: 18 or 12 reals, or auto (12 on the GPU when the links are SU(3))");
+    p.half_pairs = o.flag("-latke_half_pairs", p.half_pairs,
+                          "Sets in half precision (the multigrid's fine smoother and setup): hopping sums and "
+                          "A^-1 in FP16 pair arithmetic, two fields per instruction (good to about 1e-3)");
     mass_given = o.given("-latke_mass");
     kappa_given = o.given("-latke_kappa");
   });
@@ -219,6 +222,7 @@ class WilsonCloverShell final : public StoredShell {
     s << "\noperator fields in " << to_string(p.precision) << " precision, links " << to_string(p.reconstruct)
       << " reals" << (auto_reconstruct_ ? " (auto)" : "") << ", " << op_->bytes() / 1048576.0
       << " MiB per rank; vectors in double";
+    if (p.half_pairs) s << "\nsets in half precision: hopping sums and A^-1 in FP16 pair arithmetic (-latke_half_pairs)";
     s << "\ngauge: " << gauge_->description;
     s << "\nhalo: " << op_->halo_description();
     return s.str();
