@@ -77,7 +77,7 @@ struct WilsonCloverParam {
   Reconstruct reconstruct = Reconstruct::r18;
   Backend backend = Backend::cpu;
   std::array<int, 4> block{0, 0, 0, 0};  ///< domain-local block extents; zeros: the whole lattice
-  /// Sets in half precision: the hopping sum in FP16 pair arithmetic, two fields per
+  /// Sets in half precision: the hopping sum and A^-1 in FP16 pair arithmetic, two fields per
   /// instruction (wilson_clover_kernel.h, DslashSetHalfPairKernel); good to about 1e-3, for
   /// smoothers. Single fields and the other precisions are unaffected.
   bool half_pairs = false;

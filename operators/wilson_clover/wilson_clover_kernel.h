@@ -375,12 +375,13 @@ struct SetNormSquares {
   }
 };
 
-/// DslashSetKernel with the hopping sum in FP16 pair arithmetic (half storage only): a thread
-/// holds fields 2j and 2j+1 of one site in the two lanes of each Half2, so every multiply-add
-/// of the hops serves both, and each link is decoded once for both. Each field is divided by
-/// its scale on load (half's range) and multiplied back before the epilogue, which runs per
-/// field in FP32 as DslashSetKernel's. Half arithmetic keeps 11 bits: the hopping sum is good
-/// to about 1e-3 of the field's norm, for smoothers and preconditioners, not for residuals.
+/// DslashSetKernel with the hopping sum (and A^-1 where the epilogue has it) in FP16 pair
+/// arithmetic (half storage only): a thread holds fields 2j and 2j+1 of one site in the two
+/// lanes of each Half2, so every multiply-add serves both, and each link and clover block is
+/// decoded once for both. Each field is divided by its scale on load (half's range) and
+/// multiplied back before the rest of the epilogue, which runs per field in FP32 as
+/// DslashSetKernel's. Half arithmetic keeps 11 bits: the result is good to about 1e-3 of the
+/// field's norm, for smoothers and preconditioners, not for residuals.
 template <Reconstruct R, Epilogue E, bool SkipFaces = false>
 struct DslashSetHalfPairKernel {
   DslashArg<short, R> arg;            ///< field 0's accessors

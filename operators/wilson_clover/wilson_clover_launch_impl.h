@@ -16,8 +16,8 @@
 #include "src/core/halo.h"
 #include "src/core/launch.h"
 #include "src/core/memory.h"
-#include "src/fields/blas.h"
 #include "src/core/policy.h"
+#include "src/fields/blas.h"
 
 namespace latke::wilson {
 

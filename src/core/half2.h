@@ -6,7 +6,8 @@
 // what half arithmetic does to it. A kernel holds two fields (or two sites) in the two lanes.
 //
 // Half has 11 significant bits and a largest finite value of 65504: callers scale their data
-// to order one first (the pair kernels divide each field by its largest site norm).
+// to order one first (the pair kernels divide each field by the square root of its summed site
+// norms squared, which no component exceeds).
 #pragma once
 
 #include <cmath>

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "src/core/error.h"
+#include "src/core/half2.h"
 #include "src/core/indexing.h"
 #include "src/core/output_files.h"
 #include "src/core/tune.h"
@@ -66,6 +67,28 @@ TEST(Lattice, BadInputNamesTheValue) {
 
 // The per-user cache directory: $LATKE_CACHE_DIR (empty: none), else the XDG cache home,
 // else ~/.cache; nothing where none is set.
+// The host's Half2 rounds as IEEE half does: 11 significant bits with ties to even, 65504 the
+// largest finite value (65520 and above overflow), multiples of 2^-24 below 2^-14.
+TEST(Half2, HostRoundsAsIeeeHalf) {
+  EXPECT_EQ(round_to_half(1.0f + std::ldexp(1.0f, -11)), 1.0f);                                  // tie: even
+  EXPECT_EQ(round_to_half(1.0f + 3 * std::ldexp(1.0f, -11)), 1.0f + std::ldexp(1.0f, -9));     // tie: even
+  EXPECT_EQ(round_to_half(1.0f + std::ldexp(1.0f, -11) * 1.01f), 1.0f + std::ldexp(1.0f, -10));  // above the tie
+  EXPECT_EQ(round_to_half(-3.14159265f), -3.140625f);
+  EXPECT_EQ(round_to_half(65519.0f), 65504.0f);
+  EXPECT_TRUE(std::isinf(round_to_half(65520.0f)) && round_to_half(-7e4f) < 0);
+  EXPECT_EQ(round_to_half(std::ldexp(1.0f, -24)), std::ldexp(1.0f, -24));
+  EXPECT_EQ(round_to_half(std::ldexp(1.0f, -25)), 0.0f);                                 // tie: even (zero)
+  EXPECT_EQ(round_to_half(std::ldexp(3.0f, -25)), std::ldexp(1.0f, -23));                // tie: even
+  EXPECT_EQ(round_to_half(std::ldexp(1.0f, -14) * 1.5f), std::ldexp(1.0f, -14) * 1.5f);  // normal, exact
+  const Half2 a = Half2::pair(1.0f, 2048.0f), b(1.0f / 3);
+  const Half2 s = a + Half2(1.0f), p = a * b, f = fma(a, b, Half2(0.5f));
+  EXPECT_EQ(s.lo(), 2.0f);
+  EXPECT_EQ(s.hi(), 2048.0f);  // 2049 is not a half: ties to even
+  EXPECT_EQ(p.lo(), round_to_half(1.0f / 3));
+  EXPECT_EQ(f.hi(), round_to_half(2048.0f * round_to_half(1.0f / 3) + 0.5f));
+  EXPECT_EQ((-a).hi(), -2048.0f);
+}
+
 TEST(UserCache, FollowsTheXdgBaseDirectories) {
   struct Saved {
     const char* name;
