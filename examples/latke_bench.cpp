@@ -413,7 +413,7 @@ int bench_dslash() {
           Result& res = results[before];  // per field
           res.us /= n;
           if (root) std::printf("  (matpc over a set of %ld: %.1f us per field)\n", set_count, res.us);
-          if (p == Precision::half) {  // the same with the hops in FP16 pair arithmetic
+          if (p == Precision::half) {  // the same with the hops and A^-1 in FP16 pair arithmetic
             WilsonCloverParam hp = wp;
             hp.half_pairs = true;
             WilsonCloverOperator pairs(lat, links, hp);
@@ -423,7 +423,7 @@ int bench_dslash() {
                 per_field * n, set_out[0], set_in[0]);
             results[at].us /= n;
             if (root)
-              std::printf("  (matpc over a set of %ld, hops in FP16 pairs: %.1f us per field)\n", set_count,
+              std::printf("  (matpc over a set of %ld in FP16 pairs: %.1f us per field)\n", set_count,
                           results[at].us);
           }
           // BiCGstab over the set as the setup's fine null vectors run it (solutions in single

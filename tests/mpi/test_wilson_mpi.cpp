@@ -52,13 +52,16 @@ struct SplitProblem {
   std::unique_ptr<WilsonCloverOperator> op_whole, op_part;
   Precision prec;
 
-  SplitProblem(const Coords& grid, Precision p, Reconstruct r) : prec(p) {
+  /// half_pairs: the split operator's half sets in FP16 pair arithmetic (the whole one's in FP32).
+  SplitProblem(const Coords& grid, Precision p, Reconstruct r, bool half_pairs = false) : prec(p) {
     const Backend b = mpi_backend();
     whole = std::make_shared<Lattice>(MPI_COMM_SELF, global_dims);
     part = std::make_shared<Lattice>(MPI_COMM_WORLD, global_dims, grid);
     const std::vector<Complex<double>> links = random_gauge(*whole, 2024);
     op_whole = std::make_unique<WilsonCloverOperator>(whole, links, params(b, p, r));
-    op_part = std::make_unique<WilsonCloverOperator>(part, local_part(*part, links, 36), params(b, p, r));
+    WilsonCloverParam pp = params(b, p, r);
+    pp.half_pairs = half_pairs;
+    op_part = std::make_unique<WilsonCloverOperator>(part, local_part(*part, links, 36), pp);
   }
   ColorSpinorField field(const std::shared_ptr<const Lattice>& lat, Subset s) const {
     return ColorSpinorField(lat, SpinorParam{4, 3, prec, s, op_whole->param().backend});
@@ -130,13 +133,16 @@ TEST(WilsonMpi, ReducedPrecisionsMatchSingleRank) {
 
 // A set of fields applied in one pass on the grid (the set's faces in one exchange, its
 // boundary sites field by field) equals each field applied alone on one rank, in every
-// precision, both Schur forms: the multigrid setup's null vectors go through it.
+// precision (half also with the interior in FP16 pairs, each rank scaling by its own sites),
+// both Schur forms: the multigrid setup's null vectors go through it.
 TEST(WilsonMpi, SetsOnTheGridMatchSingleRank) {
   int n = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &n);
+  const std::pair<Precision, bool> forms[] = {
+      {Precision::double_, false}, {Precision::single, false}, {Precision::half, false}, {Precision::half, true}};
   for (const Coords& g : grids_for(n))
-    for (Precision p : {Precision::double_, Precision::single, Precision::half}) {
-      SplitProblem s(g, p, Reconstruct::r12);
+    for (const auto& [p, pairs] : forms) {
+      SplitProblem s(g, p, Reconstruct::r12, pairs);
       ASSERT_TRUE(s.op_part->applies_sets());
       const int count = 5;
       const SpinorParam sp{4, 3, p, Subset::odd, mpi_backend()};
@@ -155,7 +161,8 @@ TEST(WilsonMpi, SetsOnTheGridMatchSingleRank) {
           out[k].to_lexicographic(rp);
           EXPECT_LE(global_rel_diff(rp, local_part(*s.part, rw, 12)),
                     p == Precision::double_ ? 1e-13 : p == Precision::single ? 1e-6 : 2e-3)
-              << "grid " << grid_text(g) << " " << to_string(p) << " " << to_string(t) << " field " << k;
+              << "grid " << grid_text(g) << " " << to_string(p) << (pairs ? " (FP16 pairs) " : " ") << to_string(t)
+              << " field " << k;
         }
       }
     }

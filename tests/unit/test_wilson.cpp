@@ -194,11 +194,11 @@ TEST_P(WilsonBackend, SchurOperatorOverASetMatchesReference) {
                      "a set's fields out of order");
 }
 
-// Half-precision sets with the hopping sums in FP16 pair arithmetic (two fields per Half2): 5
-// fields (one pair per thread, the last thread's second lane without a field), 8 (four pairs per
-// warp) and 12 (two). Every field against the reference to half arithmetic's accuracy, fields
-// from 10^-16 to 10^6 in size alike (each is scaled into half's range), and not to FP32's: the
-// pair arithmetic did run.
+// Half-precision sets with the hopping sums and A^-1 in FP16 pair arithmetic (two fields per
+// Half2): 5 fields (three pairs, one per warp row; the last pair's second lane without a field),
+// 8 (four pairs per warp) and 12 (two per warp). Every field against the reference to half
+// arithmetic's accuracy, fields from 10^-16 to 10^6 in size alike (each is scaled into half's
+// range), and not to FP32's: the pair arithmetic did run.
 TEST_P(WilsonBackend, HalfPairSetMatchesReferenceToHalfArithmetic) {
   const auto [b, prec, r] = GetParam();
   if (prec != Precision::half) GTEST_SKIP() << "FP16 pairs are for half storage";
@@ -207,34 +207,36 @@ TEST_P(WilsonBackend, HalfPairSetMatchesReferenceToHalfArithmetic) {
   pp.half_pairs = true;
   WilsonCloverOperator pairs(pb.lat, pb.links, pp), fp32(pb.lat, pb.links, pb.param);
   const double size[5] = {1.0, 1e-4, 1e-9, 1e-16, 1e6};
-  for (int count : {5, 8, 12})
-  for (SchurType type : {SchurType::asymmetric, SchurType::symmetric})
-    for (int p = 0; p < 2; ++p) {
-      const SpinorParam sp{4, 3, prec, p == 0 ? Subset::even : Subset::odd, b};
-      std::vector<ColorSpinorField> in = ColorSpinorField::make_set(pb.lat, sp, count);
-      std::vector<ColorSpinorField> out = ColorSpinorField::make_set(pb.lat, sp, count);
-      std::vector<ColorSpinorField> out32 = ColorSpinorField::make_set(pb.lat, sp, count);
-      std::vector<cvec> x(count);
-      for (int k = 0; k < count; ++k) {
-        std::vector<Complex<double>> v = random_spinor(*pb.lat, 161 + 7 * k + p);
-        for (auto& z : v) z = Complex<double>(z.re * size[k % 5], z.im * size[k % 5]);
-        ColorSpinorField full = pb.field(Subset::full, prec);
-        full.from_lexicographic(v);
-        x[k] = pb.download(full);
-        in[k].copy_from(full.parity(p));
-      }
-      pairs.apply_schur_set(out, in, type);
-      fp32.apply_schur_set(out32, in, type);
-      for (int k = 0; k < count; ++k) {
-        cvec xk = test::restrict_parity(x[k], p, pb.ref.dims);
-        const cvec want = pb.host->schur(xk, p, type == SchurType::symmetric, false);
-        const cvec got = test::restrict_parity(pb.download(out[k]), p, pb.ref.dims);
-        const double err = test::rel_diff(got, want);
-        EXPECT_LT(err, 2e-3) << to_string(type) << " parity " << p << " field " << k << " of " << count;
-        EXPECT_GT(test::rel_diff(got, test::restrict_parity(pb.download(out32[k]), p, pb.ref.dims)), 1e-5)
-            << to_string(type) << " parity " << p << " field " << k << " of " << count << ": as FP32 rounds, not half";
+  for (int count : {5, 8, 12}) {
+    for (SchurType type : {SchurType::asymmetric, SchurType::symmetric}) {
+      for (int p = 0; p < 2; ++p) {
+        const SpinorParam sp{4, 3, prec, p == 0 ? Subset::even : Subset::odd, b};
+        std::vector<ColorSpinorField> in = ColorSpinorField::make_set(pb.lat, sp, count);
+        std::vector<ColorSpinorField> out = ColorSpinorField::make_set(pb.lat, sp, count);
+        std::vector<ColorSpinorField> out32 = ColorSpinorField::make_set(pb.lat, sp, count);
+        std::vector<cvec> x(count);
+        for (int k = 0; k < count; ++k) {
+          std::vector<Complex<double>> v = random_spinor(*pb.lat, 161 + 7 * k + p);
+          for (auto& z : v) z = Complex<double>(z.re * size[k % 5], z.im * size[k % 5]);
+          ColorSpinorField full = pb.field(Subset::full, prec);
+          full.from_lexicographic(v);
+          x[k] = pb.download(full);
+          in[k].copy_from(full.parity(p));
+        }
+        pairs.apply_schur_set(out, in, type);
+        fp32.apply_schur_set(out32, in, type);
+        for (int k = 0; k < count; ++k) {
+          cvec xk = test::restrict_parity(x[k], p, pb.ref.dims);
+          const cvec want = pb.host->schur(xk, p, type == SchurType::symmetric, false);
+          const cvec got = test::restrict_parity(pb.download(out[k]), p, pb.ref.dims);
+          const double err = test::rel_diff(got, want);
+          EXPECT_LT(err, 2e-3) << to_string(type) << " parity " << p << " field " << k << " of " << count;
+          EXPECT_GT(test::rel_diff(got, test::restrict_parity(pb.download(out32[k]), p, pb.ref.dims)), 1e-5)
+              << to_string(type) << " parity " << p << " field " << k << " of " << count << ": as FP32 rounds, not half";
+        }
       }
     }
+  }
 }
 
 TEST_P(WilsonBackend, CloverTermMatchesReference) {
