@@ -105,7 +105,7 @@ struct SiteArray {
   static constexpr bool is_half = sizeof(Store) == 2;
   static constexpr int group = NGroup > 0 ? NReal / NGroup : NReal;
   using Cut = WordCut<Store, NReal, NGroup == 0>;
-  static_assert(NGroup == 0 || NReal % NGroup == 0, "reals must fill the groups");
+  static_assert(NReal % (NGroup > 0 ? NGroup : 1) == 0, "reals must fill the groups");  // no % 0 (nvcc warns)
 
   Store* data = nullptr;
   float* norm = nullptr;  ///< half with NGroup > 0
