@@ -887,16 +887,19 @@ int bench_mg() {
   }
   for (int l = 1; l < mgrid->levels(); ++l) {
     mg::CoarseOperator& D = mgrid->coarse_operator(l);
-    if (mg::Agglomeration* agg = mgrid->agglomeration(l)) {  // the level's right-hand side gathered onto every rank
+    if (mg::Agglomeration* agg = mgrid->agglomeration(l)) {  // the level's right-hand side gathered in groups
       const SpinorParam cp = D.field_param(Precision::single, Subset::full);
-      ColorSpinorField part(agg->part(), cp), whole(agg->whole(), cp);
+      ColorSpinorField part(agg->part(), cp), whole(agg->onto(), cp);
       fill_gaussian(part, 4);
       double ms = time_per_call(run.backend, 3, [&] { agg->gather(whole, part); });
       ms = time_per_call(run.backend, calls(ms), [&] { agg->gather(whole, part); });
-      // bytes: every rank's part into each rank (counted once, as the level's other rows)
-      report(l, "gather (all ranks)", ms, 0, static_cast<double>(agg->gather_bytes(part)) * agg->copies());
+      // bytes: what every rank receives, summed over the ranks (report() counts a level's
+      // work once, dividing by its copies: multiplied back here)
+      const double copies = std::max(1, mgrid->info(l).copies);
+      report(l, agg->ranks() == 1 ? "gather (all ranks)" : "gather (groups)", ms, 0,
+             static_cast<double>(agg->gather_bytes(part)) * copies);
       ms = time_per_call(run.backend, calls(ms), [&] { agg->scatter(part, whole); });
-      report(l, "scatter (own sites)", ms, 0, 2.0 * part.bytes() * agg->copies());
+      report(l, "scatter (own sites)", ms, 0, 2.0 * part.bytes() * copies);
     }
     ColorSpinorField x(D.lattice(), D.field_param(Precision::single, Subset::full)), y = x.like(Precision::single);
     fill_gaussian(x, 5);

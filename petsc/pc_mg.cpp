@@ -15,6 +15,7 @@
 #include "petsc/mat_shell.h"
 #include "petsc/pc_adapter.h"
 #include "petsc/schwarz_options.h"
+#include "preconditioners/mg/agglomerate.h"
 #include "src/core/error.h"
 #include "src/core/options.h"
 #include "src/core/petsc_compat.h"
@@ -32,17 +33,18 @@ std::vector<T> per_level(std::vector<T> v, int n) {
 
 /// Default aggregates: on level 0 extent 4 where the local extent is a multiple of 8, else 2
 /// (a multiple of 4); on coarser levels 2; else 3 where the extent is a multiple of 6. Levels are added while every
-/// extent allows one, up to max_levels; a level that `p` gathers (its ranks and gather_sites; mg::gathers) is
-/// aggregated from its whole extents. Returns the aggregates of each level but the coarsest.
+/// extent allows one, up to max_levels; a level that `p` gathers onto fewer ranks (mg::level_ranks) is
+/// aggregated from its extents on those. Returns the aggregates of each level but the coarsest.
 std::vector<Coords> default_blocks(const Lattice& fine, int max_levels, const mg::MultigridParam& p) {
   std::vector<Coords> blocks;
-  Coords local = fine.local();
-  int ranks = fine.size();
+  Coords global = fine.global(), grid = fine.grid(), local = fine.local();
   while (static_cast<int>(blocks.size()) + 1 < max_levels) {
     const int level = static_cast<int>(blocks.size());
-    if (level > 0 && mg::gathers(p, level, local, ranks)) {
-      for (int mu = 0; mu < 4; ++mu) local[mu] *= fine.grid()[mu];
-      ranks = 1;
+    const int all = grid[0] * grid[1] * grid[2] * grid[3];
+    const int k = level > 0 ? mg::level_ranks(p, level, global, grid) : all;
+    if (k < all) {
+      grid = mg::telescope_grid(global, grid, k);
+      for (int mu = 0; mu < 4; ++mu) local[mu] = global[mu] / grid[mu];
     }
     Coords b;
     for (int mu = 0; mu < 4; ++mu) {
@@ -55,7 +57,10 @@ std::vector<Coords> default_blocks(const Lattice& fine, int max_levels, const mg
       else
         return blocks;
     }
-    for (int mu = 0; mu < 4; ++mu) local[mu] /= b[mu];
+    for (int mu = 0; mu < 4; ++mu) {
+      local[mu] /= b[mu];
+      global[mu] /= b[mu];
+    }
     blocks.push_back(b);
   }
   return blocks;
@@ -74,7 +79,7 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
   std::string setup_solver, cycle, set_math;
   std::vector<long> block, nvec, setup_its, setup_restrict_its, refresh_its;
   std::vector<std::string> precision, transfer, setup_prec;
-  long gather_sites = p.gather_sites;
+  long gather_sites = p.gather_sites, gather_onto_sites = p.gather_onto_sites;
   std::vector<long> ranks(5, 0);  // per level (the most levels: 5)
   static const char* const rank_options[5] = {nullptr, "-pc_latke_mg_levels_1_ranks", "-pc_latke_mg_levels_2_ranks",
                                               "-pc_latke_mg_levels_3_ranks", "-pc_latke_mg_levels_4_ranks"};
@@ -127,10 +132,14 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
     gather_sites = g.integer("-pc_latke_mg_gather_sites", gather_sites,
                              "A coarse level spread over several ranks is gathered whole onto every rank when it "
                              "would have at most this many sites per rank (0: never; _levels_N_ranks decides first)");
+    gather_onto_sites = g.integer("-pc_latke_mg_gather_onto_sites", gather_onto_sites,
+                                  "A gathered level goes onto the most ranks that leave each at least this many "
+                                  "sites, in copies side by side; onto every rank whole where no rank count does");
     for (int l = 1; l < 5; ++l)
       ranks[l] = g.integer(rank_options[l], 0,
-                           "Ranks this coarse level lives on: 0 automatic (_gather_sites), 1 gathered (the whole "
-                           "level on every rank, solved there alone), or the fine level's rank count (spread)");
+                           "Ranks this coarse level lives on: 0 automatic (_gather_sites), the level above's rank "
+                           "count (spread), or a divisor of it (gathered onto that many; 1: the whole level on every "
+                           "rank, solved there alone)");
     seed = g.integer("-pc_latke_mg_seed", 1, "Seed of the random starting vectors");
     o.verify = g.flag("-pc_latke_mg_verify", false, "Check (1 - P P^dag) v = 0, R P = 1 and D_c = R M P after setup");
     o.monitor = g.flag("-pc_latke_mg_monitor", false, "Print progress lines during the setup");
@@ -154,6 +163,7 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
   o.reuse_max_growth = max_growth;
   const std::string pre = "-" + prefix;
   p.gather_sites = gather_sites;
+  p.gather_onto_sites = gather_onto_sites;
   p.ranks.assign(ranks.begin(), ranks.end());
   const std::vector<Coords> auto_blocks = default_blocks(fine, levels == 0 ? 4 : static_cast<int>(levels), p);
   require(levels != 0 || !auto_blocks.empty(), "multigrid: the local lattice ", fine.local()[0], ",", fine.local()[1],
@@ -365,10 +375,9 @@ class MatMultigrid final : public Preconditioner {
       char gather[64] = "";
       if (p.gather_seconds > 0)
         std::snprintf(gather, sizeof gather, "; gathering its right-hand side %.3f ms", 1e3 * p.gather_seconds / n);
-      const std::string where = i.copies > 0
-                                    ? "gathered"
-                                    : std::to_string(i.local[0]) + "x" + std::to_string(i.local[1]) + "x" +
-                                          std::to_string(i.local[2]) + "x" + std::to_string(i.local[3]) + " per rank";
+      const std::string local = std::to_string(i.local[0]) + "x" + std::to_string(i.local[1]) + "x" +
+                                std::to_string(i.local[2]) + "x" + std::to_string(i.local[3]) + " per rank";
+      const std::string where = i.copies == 0 ? local : i.local == i.global ? "gathered" : "gathered, " + local;
       std::snprintf(line, sizeof line,
                     "level %d (%s): %.3f ms in %.1f visits; halo wait %.3f ms in %.1f exchanges; global sums %.3f ms "
                     "in %.1f; %.0f launches%s",
@@ -592,8 +601,10 @@ PetscErrorCode view(MGContext& c, PetscViewer viewer) {
     const std::vector<long> w = mg.work(l);
     int ranks = 1;  // where the level lives
     for (int mu = 0; mu < 4; ++mu) ranks *= i.local[mu] > 0 ? i.global[mu] / i.local[mu] : 1;
-    const std::string where = i.copies > 0 ? "gathered whole onto each of the " + std::to_string(i.copies) + " ranks"
-                                           : "on " + std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks");
+    const std::string where =
+        i.copies == 0 ? "on " + std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks")
+        : ranks == 1  ? "gathered whole onto each of the " + std::to_string(i.copies) + " ranks"
+                      : "gathered onto " + std::to_string(ranks) + " ranks, " + std::to_string(i.copies) + " copies";
     PetscCall(PetscViewerASCIIPrintf(
         viewer,
         "level %d: lattice %dx%dx%dx%d %s (local %dx%dx%dx%d), %d components per site, %.1f MiB, setup %.3f s\n", l,

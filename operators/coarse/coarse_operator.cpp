@@ -88,26 +88,28 @@ std::shared_ptr<CoarseOperator> CoarseOperator::in_half(bool schur_only) const {
   return h;
 }
 
-std::shared_ptr<CoarseOperator> CoarseOperator::gathered(std::shared_ptr<const Lattice> whole) const {
+std::shared_ptr<CoarseOperator> CoarseOperator::gathered(std::shared_ptr<const Lattice> onto, MPI_Comm group) const {
   require(assembly_.data.data() != nullptr, "coarse operator: gathered after finalize");
-  require(whole->size() == 1 && whole->global() == lattice_->global(), "coarse operator: gathered onto ",
-          whole->describe(), "; expected the whole ", lattice_->describe(), " on one rank");
-  auto g = std::make_shared<CoarseOperator>(whole, nvec_, precision_, backend_);
-  const MPI_Comm comm = lattice_->comm();
-  const int ranks = lattice_->size();
+  require(onto->global() == lattice_->global() && onto->size() <= lattice_->size(), "coarse operator: gathered onto ",
+          onto->describe(), "; expected ", lattice_->describe(), " on fewer ranks");
+  auto g = std::make_shared<CoarseOperator>(onto, nvec_, precision_, backend_);
+  int ranks = 1;
+  MPI_Comm_size(group, &ranks);
   // A site's nine blocks lie together ([parity][x_cb][d]): gathered and placed a site at a time.
   const std::size_t site_bytes = static_cast<std::size_t>(n_blocks) * n() * n() * 2 * real_bytes(assembly_precision_);
   const std::size_t mine = assembly_.data.bytes();
   require(mine <= static_cast<std::size_t>(std::numeric_limits<int>::max()), "coarse operator: ", mine,
           " bytes of blocks per rank are too many to gather (at most 2 GiB)");
+  require(mine * ranks == g->assembly_.data.bytes(), "coarse operator: the ", ranks, " gathered parts of ",
+          lattice_->describe(), " do not make up a part of ", onto->describe());
   std::vector<unsigned char> local(mine), all(mine * ranks), placed(g->assembly_.data.bytes());
   copy_bytes(local.data(), assembly_.data.data(), mine, compute_stream());
   synchronize(compute_stream());
-  const std::vector<int> site = sites_on_whole(*lattice_, *whole);  // collective
+  const std::vector<int> site = sites_on_domain(*lattice_, *onto, group);  // collective over the group
   const int rc = MPI_Allgather(local.data(), static_cast<int>(mine), MPI_BYTE, all.data(), static_cast<int>(mine),
-                               MPI_BYTE, comm);
+                               MPI_BYTE, group);
   require(rc == MPI_SUCCESS, "coarse operator: gathering the blocks failed (MPI_Allgather code ", rc, ")");
-  const int vcb = lattice_->volume_cb(), wcb = whole->volume_cb();
+  const int vcb = lattice_->volume_cb(), wcb = onto->volume_cb();
   for (int r = 0; r < ranks; ++r)
     for (int p = 0; p < 2; ++p)
       for (int x = 0; x < vcb; ++x) {

@@ -68,11 +68,12 @@ class CoarseOperator {
   /// applies Mhat alone; the copy's apply, apply_split and full apply_set then fail.
   std::shared_ptr<CoarseOperator> in_half(bool schur_only = false) const;
 
-  /// @brief Before finalize: the same operator on `whole`, a lattice of the same global extents
-  /// on one rank (a communicator of its own), with every rank's assembled blocks gathered into
-  /// it, so that each rank holds the whole operator (multigrid agglomeration). Collective over
-  /// this operator's communicator; every rank gets the same blocks. The copy is not finalized.
-  std::shared_ptr<CoarseOperator> gathered(std::shared_ptr<const Lattice> whole) const;
+  /// @brief Before finalize: the same operator on `onto`, the same global lattice on fewer
+  /// ranks (down to one, a communicator of its own), with the assembled blocks of the ranks of
+  /// `group` (those whose parts make up this rank's part of `onto`; all of this operator's
+  /// ranks when onto is on one) gathered into it (multigrid agglomeration). Collective over
+  /// `group`; the ranks of a group get the same blocks. The copy is not finalized.
+  std::shared_ptr<CoarseOperator> gathered(std::shared_ptr<const Lattice> onto, MPI_Comm group) const;
 
   const std::shared_ptr<const Lattice>& lattice() const { return lattice_; }
   int nvec() const { return nvec_; }

@@ -59,7 +59,7 @@ void assemble_by_probing(LinearOperator& fine, const Transfer& T, CoarseOperator
 }  // namespace
 
 std::shared_ptr<CoarseOperator> galerkin(LinearOperator& fine, const Transfer& T, Precision precision, bool even_odd,
-                                         GalerkinAssembly how, std::shared_ptr<const Lattice> onto) {
+                                         GalerkinAssembly how, const Agglomeration* onto) {
   const SpinorParam fp = fine.field_param();
   require(fp.subset == Subset::full,
           "multigrid: the coarse operator is built from the full operator of the level above");
@@ -71,7 +71,7 @@ std::shared_ptr<CoarseOperator> galerkin(LinearOperator& fine, const Transfer& T
     assemble_split(fine, T, *op);
   else
     assemble_by_probing(fine, T, *op);
-  if (onto) op = op->gathered(std::move(onto));
+  if (onto) op = op->gathered(onto->onto(), onto->group());
   op->finalize(even_odd);
   return op;
 }

@@ -26,8 +26,9 @@
 #include <memory>
 
 #include "operators/coarse/coarse_operator.h"
-#include "preconditioners/mg/transfer.h"
 #include "operators/linear_operator.h"
+#include "preconditioners/mg/agglomerate.h"
+#include "preconditioners/mg/transfer.h"
 
 namespace latke::mg {
 
@@ -37,11 +38,11 @@ enum class GalerkinAssembly { automatic, probing };
 
 /// @brief D_c = R M P with M the full operator `fine` (on fields of T's fine shape), stored in
 /// `precision`; even_odd: also prepare the even-odd form. Probe vectors are in the fine
-/// operator's precision (double or single). With `onto` (the whole coarse lattice on one rank),
-/// the assembled blocks are gathered onto it on every rank before the even-odd form is
-/// prepared (CoarseOperator::gathered): the operator of a level agglomerated from several ranks.
+/// operator's precision (double or single). With `onto` (the coarse level agglomerated onto
+/// fewer ranks), the assembled blocks are gathered onto its copy of the level before the even-odd
+/// form is prepared (CoarseOperator::gathered).
 std::shared_ptr<CoarseOperator> galerkin(LinearOperator& fine, const Transfer& T, Precision precision, bool even_odd,
                                          GalerkinAssembly how = GalerkinAssembly::automatic,
-                                         std::shared_ptr<const Lattice> onto = nullptr);
+                                         const Agglomeration* onto = nullptr);
 
 }  // namespace latke::mg

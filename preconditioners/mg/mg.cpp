@@ -78,8 +78,10 @@ LevelInfo Multigrid::info(int l) const {
   i.setup_even_odd = L.transfer && setup_on_even_odd(l);
   i.setup_batch = L.transfer ? L.setup_batch : 0;
   i.setup_restricted = L.transfer ? L.setup_restricted : 0;
-  for (int k = l; k > 0 && i.copies == 0; --k)  // gathered here or above
-    if (levels_[k]->gather) i.copies = levels_[k]->gather->copies();
+  int copies = 1;  // gathered here or above: the copies multiply
+  for (int k = 1; k <= l; ++k)
+    if (levels_[k]->gather) copies *= levels_[k]->gather->copies();
+  i.copies = copies > 1 ? copies : 0;
   i.direct = L.direct != nullptr;
   i.direct_ranks = L.direct ? L.direct->ranks() : 0;
   i.condition = L.direct ? L.direct->condition() : 0.0;

@@ -126,29 +126,36 @@ struct MultigridParam {
   /// (tf32x3) on CUDA where the level is large enough, such as level 1 of 32^3x64.
   SetMath setup_set_math = SetMath::automatic;
   /// Where each coarse level lives (index: level; entry 0 and missing entries: 0), as PETSc's
-  /// PCTELESCOPE places a coarse problem: 0 automatic; 1 gathered (agglomerate.h: the whole
-  /// level on every rank, each running it and the levels below alone); the fine level's rank
-  /// count: spread over the ranks as the fine level is. The levels below a gathered one are
-  /// gathered too.
+  /// PCTELESCOPE places a coarse problem: 0 automatic; the rank count of the level above:
+  /// spread over those ranks; a divisor of it: gathered onto that many ranks (agglomerate.h:
+  /// copies of the level side by side, each on its own ranks; 1: the whole level on every
+  /// rank, each running it and the levels below alone). The levels below a gathered one live
+  /// on its ranks or on fewer.
   std::vector<int> ranks;
   /// The automatic rule: a coarse level spread over several ranks is gathered when its local
   /// volume would be at most this many sites (there its stencil is launch- and latency-bound, and
-  /// gathered it can be coarsened further and solved directly).
+  /// gathered it can be coarsened further and solved directly) ...
   long gather_sites = 512;
+  /// ... onto the most ranks that leave each at least this many sites, or whole onto every rank
+  /// where no rank count does. Gathered whole, a level costs every rank its whole work; on
+  /// many ranks a large level would then outweigh the rest of the cycle (docs/multigrid.md).
+  long gather_onto_sites = 1024;
 };
 
-/// @brief Whether coarse level `level`, spread over `ranks` ranks with local extents `local`,
-/// is gathered onto every rank (MultigridParam::ranks and gather_sites); fails naming the
-/// level and the value for a rank count other than 0, 1 or `ranks`.
-bool gathers(const MultigridParam& p, int level, const Coords& local, int ranks);
+/// @brief The ranks coarse level `level` lives on when the level above lives on `grid`, a
+/// process grid of the level's `global` extents (MultigridParam::ranks, else the rule of
+/// gather_sites and gather_onto_sites): the grid's rank count (spread) or a divisor of it
+/// (gathered onto that many, telescope_grid). Fails naming the level and the value for a count
+/// that does not divide the grid's.
+int level_ranks(const MultigridParam& p, int level, const Coords& global, const Coords& grid);
 
 /// @brief Check the parameters against the fine lattice: level count, aggregates dividing
-/// each level's local extents (whole extents on a gathered level) with even coarse extents,
-/// rank counts, nvec >= 1, iterations, tolerances; fails naming the option's meaning, the value
-/// and what was expected. Returns, per level (0 .. levels - 1), whether it is gathered from the
-/// ranks of the level above (true on the first gathered level only; the ones below it live on
-/// one rank already).
-std::vector<bool> check_param(const MultigridParam& p, const Lattice& fine);
+/// each level's local extents (on a gathered level, those on the ranks it is gathered onto)
+/// with even coarse extents, rank counts, nvec >= 1, iterations, tolerances; fails naming the
+/// option's meaning, the value and what was expected. Returns, per level (0 .. levels - 1), the
+/// ranks it is gathered onto from the ranks of the level above, or 0 where it lives on the
+/// ranks of the level above.
+std::vector<int> check_param(const MultigridParam& p, const Lattice& fine);
 
 /// Per-level facts for views and reports.
 struct LevelInfo {
@@ -162,7 +169,7 @@ struct LevelInfo {
   bool setup_even_odd = false;  ///< the null vectors were found on the level's even-odd system
   int setup_batch = 0;          ///< null vectors the first setup pass solved together (1: one at a time)
   int setup_restricted = 0;     ///< null vectors the first pass started from the level above's, restricted
-  int copies = 0;               ///< ranks that each hold the whole level (gathered; 0: spread or one rank)
+  int copies = 0;               ///< copies of the level side by side (gathered here or above; 0: one)
   bool direct = false;          ///< (coarsest) solved directly, by its dense inverse
   int direct_ranks = 0;         ///< (direct) ranks that each hold the whole inverse
   double condition = 0;         ///< (direct) 1-norm condition number of the inverted system
@@ -391,7 +398,7 @@ class Multigrid {
   LocalFactory local_;
   mutable double fine_nullness_ = 0;  ///< fine_reference() once measured; 0: not yet (build_level resets it)
   std::vector<std::unique_ptr<Level>> levels_;
-  std::vector<bool> gathered_;  ///< per level, whether it is gathered from the level above's ranks (check_param)
+  std::vector<int> gathered_;  ///< per level, the ranks it is gathered onto from the level above's, or 0 (check_param)
   bool profiling_ = false;
   int profile_level_ = -1;
   double profile_time_ = 0;  ///< at the last change of level (steady clock, seconds)

@@ -2,9 +2,10 @@
 // and the checks of a MultigridParam against the fine lattice.
 #include <sstream>
 
-#include "src/core/error.h"
 #include "operators/coarse/dense_inverse.h"
+#include "preconditioners/mg/agglomerate.h"
 #include "preconditioners/mg/mg.h"
+#include "src/core/error.h"
 
 namespace latke::mg {
 
@@ -35,34 +36,47 @@ CoarseSolverType parse_coarse_solver_type(const std::string& name) {
   fail("unknown multigrid coarsest solver '", name, "': expected auto, gcr or direct");
 }
 
-bool gathers(const MultigridParam& p, int level, const Coords& local, int ranks) {
+int level_ranks(const MultigridParam& p, int level, const Coords& global, const Coords& grid) {
+  const int all = grid[0] * grid[1] * grid[2] * grid[3];
   const int want = level < static_cast<int>(p.ranks.size()) ? p.ranks[level] : 0;
-  require(want == 0 || want == 1 || want == ranks, "multigrid level ", level, ": ", want,
-          " ranks; expected 0 (automatic), 1 (gathered: the whole level on every rank)",
-          ranks > 1 ? " or " + std::to_string(ranks) + " (spread over the ranks of the level above)" : std::string(),
-          " (gathering onto some ranks only is not implemented)");
-  if (ranks <= 1 || level < 1) return false;
-  if (want != 0) return want == 1;
-  return static_cast<long>(local[0]) * local[1] * local[2] * local[3] <= p.gather_sites;
+  require(want == 0 || (want >= 1 && want <= all && all % want == 0), "multigrid level ", level, ": ", want,
+          " ranks; expected 0 (automatic) or a divisor of the level above's ", all, all == 1 ? " rank" : " ranks",
+          all > 1 ? " (" + std::to_string(all) +
+                        ": spread over them; fewer: gathered onto that many; 1: the whole "
+                        "level on every rank)"
+                  : std::string());
+  if (all <= 1 || level < 1) return all;
+  if (want != 0) {
+    telescope_grid(global, grid, want);  // fails naming the grid where the ranks cannot be merged so
+    return want;
+  }
+  const long volume = static_cast<long>(global[0]) * global[1] * global[2] * global[3];
+  if (volume / all > p.gather_sites) return all;
+  for (int k = all / 2; k > 1; --k)
+    if (all % k == 0 && volume / k >= p.gather_onto_sites) return k;
+  return 1;
 }
 
-std::vector<bool> check_param(const MultigridParam& p, const Lattice& fine) {
+std::vector<int> check_param(const MultigridParam& p, const Lattice& fine) {
   require(p.levels >= 2, "multigrid levels ", p.levels, ": expected at least 2");
   require(static_cast<int>(p.level.size()) == p.levels - 1, "multigrid: ", p.level.size(), " level parameter sets for ",
           p.levels, " levels (expected ", p.levels - 1, ")");
   require(p.gather_sites >= 0, "multigrid: gather below ", p.gather_sites, " sites per rank: expected 0 or more");
+  require(p.gather_onto_sites >= 1, "multigrid: gather onto ranks of at least ", p.gather_onto_sites,
+          " sites each: expected 1 or more");
   require(static_cast<int>(p.ranks.size()) <= p.levels, "multigrid: ranks given for ", p.ranks.size(), " levels of ",
           p.levels);
-  // Where each level lives: local extents divided by the aggregates level by level, and
-  // multiplied back to the whole extents where a level is gathered (ranks then 1 below it).
-  std::vector<bool> gathered(p.levels, false);
-  Coords local = fine.local();
-  int ranks = fine.size();
+  // Where each level lives: extents divided by the aggregates level by level, and the process
+  // grid merged where a level is gathered onto fewer ranks (its local extents grow with it).
+  std::vector<int> gathered(p.levels, 0);
+  Coords global = fine.global(), grid = fine.grid(), local = fine.local();
   auto place = [&](int l) {
-    if (l > 0 && gathers(p, l, local, ranks)) {  // the level lives whole on every rank
-      gathered[l] = true;
-      for (int mu = 0; mu < 4; ++mu) local[mu] *= fine.grid()[mu];
-      ranks = 1;
+    const int all = grid[0] * grid[1] * grid[2] * grid[3];
+    const int k = level_ranks(p, l, global, grid);
+    if (l > 0 && k < all) {  // the level is gathered onto k ranks
+      gathered[l] = k;
+      grid = telescope_grid(global, grid, k);
+      for (int mu = 0; mu < 4; ++mu) local[mu] = global[mu] / grid[mu];
     }
   };
   for (int l = 0; l + 1 < p.levels; ++l) {
@@ -77,6 +91,7 @@ std::vector<bool> check_param(const MultigridParam& p, const Lattice& fine) {
               " (an aggregate extent must be at least 2 and divide the local extent into an even "
               "number of coarse sites); use fewer levels or smaller aggregates");
       local[mu] /= b;
+      global[mu] /= b;
     }
     require(q.nvec >= 1, "multigrid level ", l, ": ", q.nvec, " null vectors; expected at least 1");
     require(q.setup_iterations >= 1, "multigrid level ", l, ": ", q.setup_iterations,

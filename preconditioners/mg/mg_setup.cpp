@@ -387,15 +387,15 @@ void Multigrid::build_level(int l, const std::function<void(const std::string&)>
   const double t_orth = seconds_since(t0);
   const bool coarsest = l + 1 == param_.levels - 1;
   const bool even_odd = coarsest ? param_.coarse_even_odd : param_.level[l + 1].smooth_even_odd;
-  // An agglomerated level: its blocks gathered onto the whole lattice on every rank (the
-  // Agglomeration made once; update() keeps it with the transfer).
-  if (gathered_[l + 1] && !C.gather)
-    C.gather = std::make_unique<Agglomeration>(L.transfer->coarse_lattice(), L.op->field_param().backend);
+  // An agglomerated level: its blocks gathered onto its copy's ranks (the Agglomeration made
+  // once; update() keeps it with the transfer).
+  if (gathered_[l + 1] > 0 && !C.gather)
+    C.gather =
+        std::make_unique<Agglomeration>(L.transfer->coarse_lattice(), L.op->field_param().backend, gathered_[l + 1]);
   const auto tg = std::chrono::steady_clock::now();
   {
     const LogScope log(LogEvent::mg_galerkin, 0, true);
-    C.coarse = galerkin(*L.op, *L.transfer, q.coarse_precision, even_odd, GalerkinAssembly::automatic,
-                        C.gather ? C.gather->whole() : nullptr);
+    C.coarse = galerkin(*L.op, *L.transfer, q.coarse_precision, even_odd, GalerkinAssembly::automatic, C.gather.get());
   }
   C.coarse->set_math(param_.setup_set_math);
   const double t_galerkin = seconds_since(tg);  // finalize synchronized
@@ -452,10 +452,10 @@ void Multigrid::build_level(int l, const std::function<void(const std::string&)>
   if (progress) {
     std::ostringstream s;
     s << "level " << l + 1 << ": coarse operator " << dims(C.op->lattice()->global()) << " x " << C.coarse->n()
-      << (C.gather ? ", gathered onto each of the " + std::to_string(C.gather->copies()) + " ranks," : "")
-      << " built in " << seconds_since(t0) << " s (orthonormalization " << t_orth << " s, Galerkin products "
-      << t_galerkin - C.coarse->finalize_seconds() << " s, " << (even_odd ? "even-odd blocks and " : "") << "storage "
-      << C.coarse->finalize_seconds() << " s; " << C.coarse->bytes() / 1048576.0 << " MiB per rank)";
+      << (C.gather ? ", gathered " + C.gather->where() + "," : "") << " built in " << seconds_since(t0)
+      << " s (orthonormalization " << t_orth << " s, Galerkin products " << t_galerkin - C.coarse->finalize_seconds()
+      << " s, " << (even_odd ? "even-odd blocks and " : "") << "storage " << C.coarse->finalize_seconds() << " s; "
+      << C.coarse->bytes() / 1048576.0 << " MiB per rank)";
     progress(s.str());
   }
 }

@@ -57,10 +57,10 @@ struct Split {
   std::shared_ptr<WilsonCloverOperator> op_whole, op_part;
   Backend b;
 
-  Split(const Coords& grid, Precision p, double mass = 0.05) {
+  Split(const Coords& grid, Precision p, double mass = 0.05, const Coords& global = global_dims) {
     b = mpi_backend();
-    whole = std::make_shared<Lattice>(MPI_COMM_SELF, global_dims);
-    part = std::make_shared<Lattice>(MPI_COMM_WORLD, global_dims, grid);
+    whole = std::make_shared<Lattice>(MPI_COMM_SELF, global);
+    part = std::make_shared<Lattice>(MPI_COMM_WORLD, global, grid);
     const std::vector<Complex<double>> links = random_gauge(*whole, 99, 0.3);
     WilsonCloverParam w;
     w.mass = mass;
@@ -446,63 +446,67 @@ TEST(MgMpi, NullVectorsSavedOnTheGridLoadOnOneRank) {
   }
 }
 
-// Agglomeration: a field gathered from the ranks' parts is the whole field, and scattered back
-// it is the part again; the Galerkin operator gathered onto the whole lattice is the one built
-// there.
+// Agglomeration onto every rank count that divides the grid's (1: the whole level on every
+// rank): a field gathered from a group's parts is that part of the whole field, and scattered
+// back it is the part again; the Galerkin operator gathered onto the copy's ranks is the one
+// built on the whole lattice.
 TEST(MgMpi, GatheredFieldsAndOperatorAreTheWholeOnes) {
   int size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  for (const Coords& grid : grids_for(size)) {
-    const std::string what = "grid " + std::to_string(grid[0]) + std::to_string(grid[1]) + std::to_string(grid[2]) +
-                             std::to_string(grid[3]);
-    Split s(grid, Precision::single);
-    const SpinorParam fp{4, 3, Precision::single, Subset::full, s.b};
-    const TransferPair t = transfers(s, fp, 4, Precision::single, 20);
-    Transfer &tw = *t.whole, &tp = *t.part;
-    Agglomeration agg(tp.coarse_lattice(), s.b);
-    EXPECT_EQ(agg.copies(), size);
-    EXPECT_EQ(agg.whole()->size(), 1);
-    EXPECT_EQ(agg.whole()->global(), tp.coarse_lattice()->global());
-    for (Precision p : {Precision::double_, Precision::single}) {
-      ColorSpinorField part(tp.coarse_lattice(), tp.coarse_param(p)), whole(agg.whole(), tp.coarse_param(p)),
-          expect(agg.whole(), tp.coarse_param(p)), back(tp.coarse_lattice(), tp.coarse_param(p));
-      fill_gaussian(part, 31);
-      fill_gaussian(expect, 31);  // a function of the global site: the whole field
-      agg.gather(whole, part);
-      std::vector<Complex<double>> a, b;
-      whole.to_lexicographic(a);
-      expect.to_lexicographic(b);
-      double worst = 0;
-      for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i].re - b[i].re) + std::abs(a[i].im - b[i].im));
-      EXPECT_EQ(worst, 0.0) << what << ": gathered " << to_string(p) << " field";
-      agg.scatter(back, whole);
-      EXPECT_EQ(coarse_diff(back, expect), 0.0) << what << ": scattered " << to_string(p) << " field";
+  for (const Coords& grid : grids_for(size))
+    for (int k = 1; k < size || k == 1; ++k) {
+      if (size % k != 0) continue;
+      const std::string what = "grid " + std::to_string(grid[0]) + std::to_string(grid[1]) + std::to_string(grid[2]) +
+                               std::to_string(grid[3]) + " onto " + std::to_string(k);
+      Split s(grid, Precision::single);
+      const SpinorParam fp{4, 3, Precision::single, Subset::full, s.b};
+      const TransferPair t = transfers(s, fp, 4, Precision::single, 20);
+      Transfer &tw = *t.whole, &tp = *t.part;
+      Agglomeration agg(tp.coarse_lattice(), s.b, k);
+      EXPECT_EQ(agg.ranks(), k) << what;
+      EXPECT_EQ(agg.copies(), size / k) << what;
+      EXPECT_EQ(agg.onto()->size(), k) << what;
+      EXPECT_EQ(agg.onto()->global(), tp.coarse_lattice()->global()) << what;
+      for (Precision p : {Precision::double_, Precision::single}) {
+        ColorSpinorField part(tp.coarse_lattice(), tp.coarse_param(p)), whole(agg.onto(), tp.coarse_param(p)),
+            expect(agg.onto(), tp.coarse_param(p)), back(tp.coarse_lattice(), tp.coarse_param(p));
+        fill_gaussian(part, 31);
+        fill_gaussian(expect, 31);  // a function of the global site: this copy's part of the whole field
+        agg.gather(whole, part);
+        std::vector<Complex<double>> a, b;
+        whole.to_lexicographic(a);
+        expect.to_lexicographic(b);
+        double worst = 0;
+        for (std::size_t i = 0; i < a.size(); ++i)
+          worst = std::max(worst, std::abs(a[i].re - b[i].re) + std::abs(a[i].im - b[i].im));
+        EXPECT_EQ(worst, 0.0) << what << ": gathered " << to_string(p) << " field";
+        agg.scatter(back, whole);
+        a.clear();
+        b.clear();
+        part.to_lexicographic(a);
+        back.to_lexicographic(b);
+        EXPECT_EQ(global_rel_diff(b, a), 0.0) << what << ": scattered " << to_string(p) << " field";
+      }
+      // The operator: assembled on the parts and gathered, against the one assembled whole.
+      auto dw = galerkin(*s.full(false), tw, Precision::single, true);
+      auto dg = galerkin(*s.full(true), tp, Precision::single, true, GalerkinAssembly::automatic, &agg);
+      EXPECT_EQ(dg->lattice()->size(), k) << what;
+      ColorSpinorField xw(tw.coarse_lattice(), tw.coarse_param(Precision::single)), yw = xw.like(Precision::single);
+      ColorSpinorField xg(agg.onto(), tp.coarse_param(Precision::single)), yg = xg.like(Precision::single);
+      fill_gaussian(xw, 8);
+      fill_gaussian(xg, 8);
+      dw->apply(yw, xw);
+      dg->apply(yg, xg);
+      EXPECT_LT(coarse_diff(yg, yw), 1e-6) << what << ": gathered coarse operator";
+      EXPECT_GT(coarse_diff(yg, xw), 1e-2) << what << ": the operator changed the field";
+      CoarseLinear sw(dw, true, 1, Precision::single), sg(dg, true, 1, Precision::single);
+      ColorSpinorField hw = sw.make_field(), hg = sg.make_field(), ow = sw.make_field(), og = sg.make_field();
+      fill_gaussian(hw, 9);
+      fill_gaussian(hg, 9);
+      sw.apply(ow, hw);
+      sg.apply(og, hg);
+      EXPECT_LT(coarse_diff(og, ow), 1e-6) << what << ": gathered even-odd operator";
     }
-    // The operator: assembled on the parts and gathered, against the one assembled whole.
-    auto dw = galerkin(*s.full(false), tw, Precision::single, true);
-    auto dg = galerkin(*s.full(true), tp, Precision::single, true, GalerkinAssembly::automatic, agg.whole());
-    EXPECT_EQ(dg->lattice()->size(), 1);
-    ColorSpinorField xw(tw.coarse_lattice(), tw.coarse_param(Precision::single)), yw = xw.like(Precision::single),
-        yg = xw.like(Precision::single);
-    ColorSpinorField xg(agg.whole(), tp.coarse_param(Precision::single));
-    fill_gaussian(xw, 8);
-    fill_gaussian(xg, 8);
-    dw->apply(yw, xw);
-    dg->apply(yg, xg);
-    std::vector<Complex<double>> a, b;
-    yg.to_lexicographic(a);
-    yw.to_lexicographic(b);
-    EXPECT_LT(global_rel_diff(a, b), 1e-6) << what << ": gathered coarse operator";
-    CoarseLinear sw(dw, true, 1, Precision::single), sg(dg, true, 1, Precision::single);
-    ColorSpinorField hw = sw.make_field(), hg = sg.make_field(), ow = sw.make_field(), og = sg.make_field();
-    fill_gaussian(hw, 9);
-    fill_gaussian(hg, 9);
-    sw.apply(ow, hw);
-    sg.apply(og, hg);
-    ow.to_lexicographic(b);
-    og.to_lexicographic(a);
-    EXPECT_LT(global_rel_diff(a, b), 1e-6) << what << ": gathered even-odd operator";
-  }
 }
 
 /// K b for the preconditioner of `mg`, b Gaussian (a function of the global site), as the
@@ -549,6 +553,15 @@ TEST(MgMpi, AgglomeratedLevelsGiveTheSpreadPreconditioner) {
   EXPECT_LT(global_rel_diff(kg, ka), 1e-5) << "2 levels: gathered against spread";
   EXPECT_LT(global_rel_diff(kg, local_part(*s.part, kw, 12)), 1e-5) << "2 levels: gathered against one rank";
   EXPECT_LT(global_rel_diff(ka, local_part(*s.part, kw, 12)), 1e-5) << "2 levels: spread against one rank";
+  if (size == 4) {  // gathered onto 2 ranks, two copies, its coarsest solve direct on those 2
+    MultigridParam two = spread;
+    two.ranks = {0, 2};
+    Multigrid h(fine_part, two);
+    h.load(file2);
+    EXPECT_EQ(h.info(1).copies, 2);
+    EXPECT_EQ(h.info(1).direct_ranks, 2);
+    EXPECT_LT(global_rel_diff(apply_to_gaussian(h, *fine_part), ka), 1e-5) << "2 levels: onto 2 ranks against spread";
+  }
   // Three levels: level 1 gathered by the automatic rule (a local coarse volume of at most
   // gather_sites), set up on the grid, its null vectors saved and loaded on one rank.
   MultigridParam three = param(3);
@@ -593,9 +606,11 @@ TEST(MgMpi, AgglomeratedLevelsGiveTheSpreadPreconditioner) {
   // Rank counts that cannot be honoured.
   if (size > 1) {
     MultigridParam some = param(2);
-    some.ranks = {0, size == 2 ? 3 : 2};  // neither one rank nor all
-    test::expect_error([&] { Multigrid(fine_part, some); }, "gathering onto some ranks only is not implemented",
-                       "gathering onto some ranks");
+    some.ranks = {0, 3};  // not a divisor of 2 or 4
+    test::expect_error([&] { Multigrid(fine_part, some); },
+                       "multigrid level 1: 3 ranks; expected 0 (automatic) or a divisor of the level above's " +
+                           std::to_string(size) + " ranks",
+                       "gathering onto 3 ranks");
     MultigridParam below = three;
     below.ranks = {0, 1, size};
     test::expect_error([&] { Multigrid(fine_part, below); }, "multigrid level 2: " + std::to_string(size) + " ranks",
@@ -606,6 +621,62 @@ TEST(MgMpi, AgglomeratedLevelsGiveTheSpreadPreconditioner) {
     std::remove(file2.c_str());
     std::remove(file3.c_str());
   }
+}
+
+// Agglomeration in stages, by the automatic rule: on 8^3x16 over 4 ranks, level 1 (512 sites,
+// 128 per rank spread) goes onto 2 ranks in two copies (at least gather_onto_sites = 256 sites
+// each), where it is aggregated again, and level 2 (32 sites) goes whole onto each rank. From
+// the same null vectors the preconditioner is the one rank's to rounding, an MG-GCR solve takes
+// its iterations within 2, and null vectors saved from this hierarchy load on one rank.
+TEST(MgMpi, LevelsGatheredInStagesGiveTheOneRankPreconditioner) {
+  int size = 1, rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const Coords global{8, 8, 8, 16};
+  const Coords grid = size == 4 ? Coords{2, 1, 1, 2} : size == 2 ? Coords{1, 1, 1, 2} : Coords{1, 1, 1, 1};
+  Split s(grid, Precision::single, -0.1, global);
+  auto fine_part = s.full(true), fine_whole = s.full(false);
+  MultigridParam p = param(3);
+  for (LevelParam& q : p.level) q.setup_iterations = 10;
+  p.coarse_solver = CoarseSolverType::direct;
+  p.gather_sites = 128;
+  p.gather_onto_sites = 256;
+  auto staged = std::make_shared<Multigrid>(fine_part, p);
+  staged->setup();
+  const std::string file = ::testing::TempDir() + "latke_mg_stages_np" + std::to_string(size) + ".bin";
+  staged->save(file);
+  auto one = std::make_shared<Multigrid>(fine_whole, p);
+  one->load(file);
+  if (size == 4) {
+    EXPECT_EQ(staged->info(1).copies, 2);
+    EXPECT_EQ(staged->info(1).local, (Coords{4, 4, 4, 4})) << "level 1 on 2 ranks (grid 1,1,1,2)";
+    EXPECT_EQ(staged->info(2).copies, 4);
+    EXPECT_EQ(staged->info(2).local, (Coords{2, 2, 2, 4})) << "level 2 whole on every rank";
+  } else if (size == 2) {  // level 1 keeps 256 sites per rank: spread; level 2 whole on each rank
+    EXPECT_EQ(staged->info(1).copies, 0);
+    EXPECT_EQ(staged->info(2).copies, 2);
+  }
+  EXPECT_EQ(staged->info(2).global, one->info(2).global);
+  const std::vector<Complex<double>> ks = apply_to_gaussian(*staged, *fine_part),
+                                     kw = apply_to_gaussian(*one, *fine_whole);
+  EXPECT_LT(global_rel_diff(ks, local_part(*s.part, kw, 12)), 1e-5) << "gathered in stages against one rank";
+  Split d(grid, Precision::double_, -0.1, global);
+  auto iterations = [&](Multigrid& mg, bool on_part) {
+    MultigridPreconditioner K(std::shared_ptr<Multigrid>(&mg, [](Multigrid*) {}));
+    auto M = d.full(on_part);
+    ColorSpinorField b = M->make_field(), x = M->make_field();
+    fill_gaussian(b, 3);
+    SolverParam sp;
+    sp.type = SolverType::gcr;
+    sp.tol = 1e-10;
+    const SolverStats st = solve(*M, nullptr, &K, x, b, sp);
+    EXPECT_TRUE(st.converged);
+    return st.iterations;
+  };
+  const int it_grid = iterations(*staged, true), it_one = iterations(*one, false);
+  EXPECT_LE(std::abs(it_grid - it_one), 2) << it_grid << " iterations on the grid, " << it_one << " on one rank";
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) std::remove(file.c_str());
 }
 
 // The per-level profile (-pc_latke_mg_monitor) counts what each level did: with the V-cycle
