@@ -16,7 +16,8 @@ DEFAULT_NETWORK = {"gpus_per_node": 4, "gbs_per_gpu": 50.0, "latency_us": 3.0, "
 REAL_BYTES = {"double": 8, "single": 4, "half": 2}
 MATPC_FLOPS = 3792.0  # QUDA's count per site of the even-odd operator
 MR_FLOPS = 8 * 24.0   # the block MR's vector work per site and step
-GATHER_SITES = 512    # the multigrid's default agglomeration rule (-pc_latke_mg_gather_sites)
+GATHER_SITES = 512    # the multigrid's default agglomeration rule (-pc_latke_mg_gather_sites) ...
+GATHER_ONTO_SITES = 1024  # ... and where it gathers to (-pc_latke_mg_gather_onto_sites)
 
 
 def norm_bytes(p):
@@ -289,19 +290,77 @@ def parse_where(where):
     return [int(v) for v in where.split()[0].split("x")]
 
 
-def mg_iteration_us(machine, s, profile, nvec=24, comm_profile=None):
+def telescope_grid(lattice, grid, ranks):
+    """The process grid of `lattice` on `ranks` ranks that merges blocks of `grid`, as Latke's
+    multigrid places a gathered level (mg::telescope_grid): the prime factors of the ratio,
+    largest first, each merging the dimension of thinnest local extent (the lower on a tie)."""
+    n = math.prod(grid)
+    if ranks < 1 or n % ranks:
+        raise ModelError(f"agglomeration onto {ranks} ranks: expected a divisor of the {n} ranks of grid {grid}")
+    onto, rest, primes, p = list(grid), n // ranks, [], 2
+    while rest > 1:
+        if rest % p == 0:
+            primes.insert(0, p)
+            rest //= p
+        else:
+            p += 1
+    for p in primes:
+        choices = [m for m in range(4) if onto[m] % p == 0]
+        mu = min(choices, key=lambda m: (lattice[m] // onto[m], m))
+        onto[mu] //= p
+    return onto
+
+
+def gather_ranks(volume, ranks, gather_sites=GATHER_SITES, onto_sites=GATHER_ONTO_SITES):
+    """The ranks a coarse level of `volume` sites lives on when the level above lives on
+    `ranks` (Latke's automatic rule, mg::level_ranks): spread while it has more than
+    gather_sites per rank, else gathered onto the most ranks (a divisor) that leave each at least
+    onto_sites, or whole onto every rank."""
+    if ranks <= 1 or gather_sites <= 0 or volume / ranks > gather_sites:
+        return ranks
+    for k in range(ranks // 2, 1, -1):
+        if ranks % k == 0 and volume / k >= onto_sites:
+            return k
+    return 1
+
+
+def gather_grid(lattice, grid, gather_sites=GATHER_SITES, onto_sites=GATHER_ONTO_SITES):
+    """Where a coarse level of extents `lattice` lives when the level above lives on `grid`:
+    that grid, or the grid it is gathered onto (gather_ranks, telescope_grid); a rank count
+    whose merged grid leaves odd local extents (possible only for a profile rescaled to another
+    lattice) is passed over for the next fewer."""
+    ranks = math.prod(grid)
+    k = gather_ranks(math.prod(lattice), ranks, gather_sites, onto_sites)
+    while k < ranks:
+        g = telescope_grid(lattice, grid, k)
+        if k == 1 or grid_fits(lattice, g):
+            return g
+        k = max(d for d in range(1, k) if ranks % d == 0)
+    return list(grid)
+
+
+def mg_iteration_us(machine, s, profile, nvec=24, comm_profile=None, gather_sites=GATHER_SITES,
+                    onto_sites=GATHER_ONTO_SITES):
     """One MG-GCR iteration on s's grid from profiles of the cycle (the records' mg_levels; per
     level: ms per cycle, exchanges, global sums, launches). The work comes from a one-rank
     profile; the counts of exchanges and launches per cycle from a profile on several ranks
     (comm_profile; one rank exchanges nothing), or without one from the one-rank profile (no
-    exchanges). A level's work without its launches and sums divides over the ranks while it
-    is spread; it is gathered (the same work on every rank, plus the gather of its right-hand
-    side) once its sites per rank fall to GATHER_SITES; its exchanges, launches and sums cost
-    what the machine says for that grid. Faces: on level 0 the smoother's half spinors of one
-    parity in half precision, on coarse levels 2 nvec complex numbers in single per site."""
+    exchanges). Levels are placed as Latke places them (gather_ranks, telescope_grid), from the
+    fine level down. A level's work without its launches and sums divides over the ranks it is
+    spread on, and its exchanges, launches and sums cost what the machine says for that grid; a
+    level gathered onto fewer ranks adds the all-gather of its right-hand side within each group
+    of ranks that make up one of its parts, and takes the counts per cycle of the last coarse
+    level with exchanges of the several-rank profile where that profile had it whole; a level whole on
+    every rank costs its one-rank time. Faces: on level 0 the smoother's half spinors of one
+    parity in half precision, on coarse levels 2 nvec complex numbers in single per site. A
+    copy's ranks are spread over the nodes: where the grid spans several nodes, a gathered
+    level's exchanges cross nodes."""
     parts = gcr_outer_us(machine, s)
     parts["levels"] = []
-    counts = {lv["level"]: lv for lv in (comm_profile or [])}
+    comm_profile = comm_profile or []
+    counts = {lv["level"]: lv for lv in comm_profile}
+    spread_counts = [lv for lv in comm_profile if lv["level"] > 0 and lv.get("where", "") != "gathered"]
+    grid, telescoped = list(s.grid), False
     for lv in profile:
         lattice1 = parse_where(lv["where"])
         if lattice1 is None:
@@ -310,27 +369,38 @@ def mg_iteration_us(machine, s, profile, nvec=24, comm_profile=None):
         fixed = machine.launches_us(lv["launches"]) + lv["global_sums"] * machine.global_sum_us(1)
         work = max(ms - fixed, 0.0)
         volume = math.prod(lattice1)
-        if volume / s.ranks <= GATHER_SITES and s.ranks > 1 and lv["level"] > 0:
-            gather = machine.exchange_us(volume * 2 * nvec * 8 / s.ranks, s.ranks) * math.ceil(math.log2(s.ranks))
-            t = ms + gather
-            where = "gathered"
+        ranks = math.prod(grid)
+        gather = 0.0
+        if lv["level"] > 0 and ranks > 1:
+            onto = gather_grid(lattice1, grid, gather_sites, onto_sites)
+            k = math.prod(onto)
+            if k < ranks:
+                group = ranks // k
+                gather = machine.exchange_us(volume * 2 * nvec * 8 / ranks, group, s.ranks > machine.net["gpus_per_node"]) \
+                    * math.ceil(math.log2(group))
+                grid, telescoped, ranks = onto, True, k
+        if ranks == 1 and s.ranks > 1:
+            t, where = ms + gather, "gathered"
         else:
-            sub = Split(lattice1, s.grid, machine) if all(lattice1[m] % (2 * s.grid[m]) == 0 for m in range(4)) else None
+            sub = Split(lattice1, grid, machine) if all(lattice1[m] % (2 * grid[m]) == 0 for m in range(4)) else None
             if sub is None:
-                raise ModelError(f"level {lv['level']} ({lattice1}) does not split over grid {s.grid}")
+                raise ModelError(f"level {lv['level']} ({lattice1}) does not split over grid {grid}")
             if lv["level"] == 0:
                 face = max((sub.face_sites(m) / 2 * face_site_bytes("half") for m in sub.split), default=0)
             else:
                 face = max((sub.face_sites(m) * 2 * nvec * 8 for m in sub.split), default=0)
-            cross = any(sub.cross[m] for m in sub.split)
-            c = counts.get(lv["level"]) if s.ranks > 1 and counts.get(lv["level"], {}).get("where", "") != "gathered" \
-                else None
+            cross = any(sub.cross[m] for m in sub.split) or (telescoped and s.ranks > machine.net["gpus_per_node"])
+            c = None
+            if s.ranks > 1:
+                c = counts.get(lv["level"])
+                if c is None or c.get("where", "") == "gathered":  # whole on every rank: no exchanges
+                    c = spread_counts[-1] if telescoped and spread_counts else None
             exchanges = c["exchanges"] if c else lv["exchanges"]
             launches = c["launches"] if c else lv["launches"]
-            t = (work / s.ranks + machine.launches_us(launches)
-                 + exchanges * machine.exchange_us(face, s.ranks, cross)
-                 + lv["global_sums"] * machine.global_sum_us(s.ranks))
-            where = "spread"
+            t = (work / ranks + machine.launches_us(launches)
+                 + exchanges * machine.exchange_us(face, ranks, cross)
+                 + lv["global_sums"] * machine.global_sum_us(ranks) + gather)
+            where = f"on {ranks} ranks" if telescoped else "spread"
         parts["levels"].append({"level": lv["level"], "where": where, "us": t})
     parts["preconditioner"] = sum(lv["us"] for lv in parts["levels"])
     return parts
@@ -338,22 +408,34 @@ def mg_iteration_us(machine, s, profile, nvec=24, comm_profile=None):
 
 def rescale_profile(profile, lattice):
     """A one-rank multigrid profile of one lattice moved to another: every level's lattice
-    scaled by the ratio of the fine lattices (rounded to even extents) and its work by the ratio
-    of volumes, launches, exchanges and sums per cycle kept; the coarsest level keeps its work
-    (a larger lattice takes a level more, so that the coarsest stays as small; that level's
-    own cost is not added). An approximation for extrapolation, not a measurement."""
+    scaled by the ratio of the fine lattices (rounded to even extents); launches, exchanges and
+    sums per cycle kept. The fine level's work scales with its volume. An intermediate coarse
+    level takes the work of the profile's coarse level of the largest volume not above its own,
+    scaled by the ratio of volumes (a coarse level of the same size costs the same, whichever
+    level it is; one smaller than any in the profile costs the smallest one's, as a
+    launch-bound level does). The coarsest level keeps its work (a larger lattice takes a level
+    more, so that the coarsest stays as small; that level's own cost is not added). An
+    approximation for extrapolation, not a measurement."""
     fine = parse_where(profile[0]["where"])
     if fine is None:
         raise ModelError("the multigrid profile must be of a one-rank run (its levels 'per rank')")
     if list(fine) == list(lattice):
         return profile
     f = [lattice[m] / fine[m] for m in range(4)]
-    ratio = math.prod(f)
+    coarse = sorted((math.prod(parse_where(lv["where"])), lv["ms_per_cycle"]) for lv in profile[1:-1])
     out = []
     for i, lv in enumerate(profile):
         dims = parse_where(lv["where"])
         scaled = [max(2, 2 * round(dims[m] * f[m] / 2)) for m in range(4)]
-        work = lv["ms_per_cycle"] if i == len(profile) - 1 else lv["ms_per_cycle"] * ratio
+        volume = math.prod(scaled)
+        if i == len(profile) - 1:
+            work = lv["ms_per_cycle"]
+        elif i == 0 or not coarse:
+            work = lv["ms_per_cycle"] * volume / math.prod(dims)
+        else:
+            below = [c for c in coarse if c[0] <= volume]
+            ref_volume, ref_ms = below[-1] if below else coarse[0]
+            work = ref_ms * max(1.0, volume / ref_volume)
         out.append(dict(lv, where="x".join(map(str, scaled)) + " per rank", ms_per_cycle=work))
     return out
 

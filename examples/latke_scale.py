@@ -418,7 +418,10 @@ def predict_iteration(machine, options, lattice, grid, mg_profiles):
         if model.parse_where(mg_profiles[1][0]["where"]) != list(lattice):
             comm = None  # its levels are another lattice's: the counts of the one-rank profile
         return model.mg_iteration_us(machine, s, model.rescale_profile(mg_profiles[1], lattice),
-                                     int(option_value(options, "-pc_latke_mg_nvec", 24)), comm)
+                                     int(option_value(options, "-pc_latke_mg_nvec", 24)), comm,
+                                     int(option_value(options, "-pc_latke_mg_gather_sites", model.GATHER_SITES)),
+                                     int(option_value(options, "-pc_latke_mg_gather_onto_sites",
+                                                      model.GATHER_ONTO_SITES)))
     return None
 
 

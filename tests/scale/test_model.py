@@ -154,6 +154,40 @@ class Model(unittest.TestCase):
         self.assertAlmostEqual(with_comm["levels"][0]["us"] - parts["levels"][0]["us"],
                                3 * self.mc.exchange_us(face, 4) + 9 * self.d["launch_us"], places=9)
 
+    def test_multigrid_levels_gather_onto_fewer_ranks_past_the_rule(self):
+        """On 16 ranks level 1 (8192 sites, 512 per rank) goes onto 8 ranks (1024 sites each:
+        the t split halved, thinnest there) in copies of 2, and level 2 whole onto every rank."""
+        self.assertEqual(m.gather_ranks(8192, 16), 8)
+        self.assertEqual(m.gather_ranks(8192, 4), 4)   # 2048 per rank: spread
+        self.assertEqual(m.gather_ranks(512, 8), 1)    # no rank count leaves 1024 sites
+        self.assertEqual(m.gather_ranks(1728, 4), 1)   # 48^3x96 level 2 on 4 ranks: whole, as measured
+        self.assertEqual(m.telescope_grid([8, 8, 8, 16], [1, 1, 2, 8], 8), [1, 1, 2, 4])
+        self.assertEqual(m.telescope_grid([4, 4, 4, 8], [1, 2, 2, 1], 2), [1, 1, 2, 1])
+        profile = [{"level": 0, "where": "32x32x32x64 per rank", "ms_per_cycle": 4.0, "exchanges": 12,
+                    "global_sums": 4, "launches": 57},
+                   {"level": 1, "where": "8x8x8x16 per rank", "ms_per_cycle": 2.0, "exchanges": 12,
+                    "global_sums": 4, "launches": 74},
+                   {"level": 2, "where": "4x4x4x8 per rank", "ms_per_cycle": 0.7, "exchanges": 12,
+                    "global_sums": 4, "launches": 50}]
+        s = m.Split([32, 32, 32, 64], [1, 1, 2, 8], self.mc)
+        parts = m.mg_iteration_us(self.mc, s, profile)
+        self.assertEqual([lv["where"] for lv in parts["levels"]], ["spread", "on 8 ranks", "gathered"])
+        launch = self.d["launch_us"]
+        work1 = 2000.0 - 74 * launch - 4 * self.mc.global_sum_us(1)
+        face1 = 8 * 8 * 4 * 2 * 24 * 8  # level 1 on 1,1,2,4: local 8x8x4x4, faces of 256 sites
+        gather1 = self.mc.exchange_us(8192 * 2 * 24 * 8 / 16, 2, True)  # groups of 2 ranks, one step
+        expected1 = (work1 / 8 + 74 * launch + 12 * self.mc.exchange_us(face1, 8, True)
+                     + 4 * self.mc.global_sum_us(8) + gather1)
+        self.assertAlmostEqual(parts["levels"][1]["us"], expected1, places=9)
+        gather2 = self.mc.exchange_us(512 * 2 * 24 * 8 / 8, 8, True) * 3  # from 8 ranks onto each: 3 steps
+        self.assertAlmostEqual(parts["levels"][2]["us"], 700.0 + gather2, places=9)
+        # Whole onto every rank instead (no rank count leaves a billion sites): level 1 costs
+        # its one-rank time and more.
+        whole = m.mg_iteration_us(self.mc, s, profile, onto_sites=1 << 30)
+        self.assertEqual([lv["where"] for lv in whole["levels"]], ["spread", "gathered", "gathered"])
+        self.assertGreater(whole["levels"][1]["us"], 2000.0)
+        self.assertAlmostEqual(whole["levels"][2]["us"], 700.0, places=9)  # gathered above: no gather of its own
+
 
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1])
