@@ -37,6 +37,10 @@ DEFAULT_MODEL_CONFIGS = [
     "gcr-schwarz=-latke_native -latke_solver gcr -latke_solver_pc schwarz -pc_latke_schwarz_iterations 8",
     "mg=-latke_native -latke_solver gcr -latke_solver_pc mg",
 ]
+# latke-scale model --placements: the multigrid's coarse levels placed other than by default,
+# from the same profile: gathered whole onto every rank once small (the rule before gathering
+# onto fewer ranks existed), and never gathered.
+PLACEMENTS = [("whole", "-pc_latke_mg_gather_onto_sites 2147483647"), ("spread", "-pc_latke_mg_gather_sites 0")]
 DEFAULT_CONFIGS = [
     "mg=-latke_native -latke_solver gcr -latke_solver_pc mg",
     "bicgstab=-latke_native -latke_solver bicgstab",
@@ -675,6 +679,12 @@ def cmd_model(a):
     else:
         rank_list = [2 ** k for k in range(0, int(math.log2(max(1, machine.d["ranks"]))) + 1)]
     configs = [c.partition("=") for c in (a.config or DEFAULT_MODEL_CONFIGS)]
+    profile_of = {name: name for name, _, _ in configs}
+    if a.placements:  # each multigrid configuration again, its coarse levels placed otherwise
+        for name, _, opts in [c for c in configs if "-latke_solver_pc mg" in c[2]]:
+            for tag, extra in PLACEMENTS:
+                configs.append((f"{name}-{tag}", "=", f"{opts} {extra}"))
+                profile_of[f"{name}-{tag}"] = name
     out = {"schema": "latke-model/1", "machine": machine.d["device"], "network": machine.net, "lattices": []}
     for lattice in lattices:
         cases = parse_grids(a.grids) if a.grids else [(n, None) for n in rank_list]
@@ -701,7 +711,7 @@ def cmd_model(a):
             for name, _, opts in configs:
                 options = shlex.split(opts)
                 try:
-                    parts = predict_iteration(machine, options, lattice, grid, profiles.get(name))
+                    parts = predict_iteration(machine, options, lattice, grid, profiles.get(profile_of[name]))
                 except model.ModelError as e:
                     parts, err = None, str(e)
                 if not parts:
@@ -778,6 +788,9 @@ def main(argv=None):
     m.add_argument("--ranks", help="rank counts, comma list of powers of two (default: 1 to the machine's ranks)")
     m.add_argument("--grids", help="'np:a,b,c,d ...' rank counts with their process grids")
     m.add_argument("--extrapolate", action="store_true", help="1 to 4096 GPUs over the network model")
+    m.add_argument("--placements", action="store_true",
+                   help="also each multigrid configuration with its coarse levels gathered whole onto every rank "
+                        "once small (NAME-whole) and never gathered (NAME-spread)")
     m.add_argument("--config", action="append", help="NAME=OPTIONS as latke-solve takes them (default: BiCGstab, "
                                                      "GCR + Schwarz, MG-GCR)")
     m.add_argument("--study", help="a study's directory: the MG profile of its one-rank run, and its measurements")
