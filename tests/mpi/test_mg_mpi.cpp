@@ -520,6 +520,21 @@ std::vector<Complex<double>> apply_to_gaussian(Multigrid& mg, LinearOperator& fi
   return h;
 }
 
+/// Iterations of an MG-GCR solve to 1e-10 of d's double-precision operator, on the grid or on
+/// the whole lattice, with mg as the preconditioner.
+int mg_gcr_iterations(Multigrid& mg, Split& d, bool on_part) {
+  MultigridPreconditioner K(std::shared_ptr<Multigrid>(&mg, [](Multigrid*) {}));
+  auto M = d.full(on_part);
+  ColorSpinorField b = M->make_field(), x = M->make_field();
+  fill_gaussian(b, 3);
+  SolverParam sp;
+  sp.type = SolverType::gcr;
+  sp.tol = 1e-10;
+  const SolverStats st = solve(*M, nullptr, &K, x, b, sp);
+  EXPECT_TRUE(st.converged);
+  return st.iterations;
+}
+
 // Agglomeration gives the same preconditioner: from the same null vectors (saved from one
 // hierarchy, loaded into the others), the cycle of a hierarchy whose coarse levels are gathered
 // whole onto every rank equals, to rounding, the cycle of the spread hierarchy (2 levels: the
@@ -589,19 +604,7 @@ TEST(MgMpi, AgglomeratedLevelsGiveTheSpreadPreconditioner) {
   EXPECT_GT(global_rel_diff(k3, apply_to_gaussian(a, *fine_part)), 1e-4) << "3 levels differ from 2";
   // MG-GCR: the same iterations within 2 on the grid and on one rank.
   Split d(grid, Precision::double_, -0.1);
-  auto iterations = [&](Multigrid& mg, bool on_part) {
-    MultigridPreconditioner K(std::shared_ptr<Multigrid>(&mg, [](Multigrid*) {}));
-    auto M = d.full(on_part);
-    ColorSpinorField b = M->make_field(), x = M->make_field();
-    fill_gaussian(b, 3);
-    SolverParam sp;
-    sp.type = SolverType::gcr;
-    sp.tol = 1e-10;
-    const SolverStats st = solve(*M, nullptr, &K, x, b, sp);
-    EXPECT_TRUE(st.converged);
-    return st.iterations;
-  };
-  const int it_grid = iterations(*g3, true), it_one = iterations(*w3, false);
+  const int it_grid = mg_gcr_iterations(*g3, d, true), it_one = mg_gcr_iterations(*w3, d, false);
   EXPECT_LE(std::abs(it_grid - it_one), 2) << it_grid << " iterations on the grid, " << it_one << " on one rank";
   // Rank counts that cannot be honoured.
   if (size > 1) {
@@ -662,19 +665,7 @@ TEST(MgMpi, LevelsGatheredInStagesGiveTheOneRankPreconditioner) {
                                      kw = apply_to_gaussian(*one, *fine_whole);
   EXPECT_LT(global_rel_diff(ks, local_part(*s.part, kw, 12)), 1e-5) << "gathered in stages against one rank";
   Split d(grid, Precision::double_, -0.1, global);
-  auto iterations = [&](Multigrid& mg, bool on_part) {
-    MultigridPreconditioner K(std::shared_ptr<Multigrid>(&mg, [](Multigrid*) {}));
-    auto M = d.full(on_part);
-    ColorSpinorField b = M->make_field(), x = M->make_field();
-    fill_gaussian(b, 3);
-    SolverParam sp;
-    sp.type = SolverType::gcr;
-    sp.tol = 1e-10;
-    const SolverStats st = solve(*M, nullptr, &K, x, b, sp);
-    EXPECT_TRUE(st.converged);
-    return st.iterations;
-  };
-  const int it_grid = iterations(*staged, true), it_one = iterations(*one, false);
+  const int it_grid = mg_gcr_iterations(*staged, d, true), it_one = mg_gcr_iterations(*one, d, false);
   EXPECT_LE(std::abs(it_grid - it_one), 2) << it_grid << " iterations on the grid, " << it_one << " on one rank";
   // A set of right-hand sides through one cycle (MatLatkeSolveMany's): each gathered level
   // all-gathers the set's parts in one exchange per group; the same fields as one at a time.
