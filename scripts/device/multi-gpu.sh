@@ -19,7 +19,9 @@
 #        on every grid.
 # mg:    native GCR + latke_mg solves of 32^3x64 at kappa 0.1351 on 1, 2 and 4 GPUs, the coarsest
 #        solve direct or GCR, coarse levels gathered by the default rule or below a number of
-#        sites per rank (LATKE_MULTI_MG = np:grid:coarse-solver[:gather-sites] ...; 0: spread);
+#        sites per rank, onto the most ranks that leave each a number of sites
+#        (LATKE_MULTI_MG = np:grid:coarse-solver[:gather-sites[:onto-sites]] ...; 0: spread;
+#        e.g. 4:1,1,1,4:auto:2048:512 puts level 1 onto 2 of the 4 GPUs);
 #        LATKE_MULTI_MG_OPTS adds options to every run (e.g. -log_view).
 # Logs and JSON under $OUT; summaries on stdout. LATKE_MULTI_LATTICE overrides 32,32,32,64.
 set -uo pipefail
@@ -89,14 +91,15 @@ if [[ $steps == *mg* ]]; then
   gauge="-latke_gauge quenched -latke_gauge_sweeps ${LATKE_MULTI_SWEEPS_MG:-100} -latke_gauge_cache /tmp/latke-cache"
   mkdir -p /tmp/latke-cache
   for c in ${LATKE_MULTI_MG:-1:1,1,1,1:auto 2:1,1,1,2:auto 2:1,1,1,2:auto:0 4:1,1,1,4:auto 4:1,1,1,4:auto:0}; do
-    IFS=: read -r np grid coarse gather <<< "$c"
+    IFS=: read -r np grid coarse gather onto <<< "$c"
     [ "$np" -le "$ngpu" ] || continue
-    tag=mg_${grid//,/}_$coarse${gather:+_gather$gather}
+    tag=mg_${grid//,/}_$coarse${gather:+_gather$gather}${onto:+_onto$onto}
     run_np $np "$bin/latke-solve" -latke_lattice $L -latke_grid $grid $gauge -latke_kappa 0.1351 -latke_csw 1.769 \
       -latke_source z2 -latke_native -latke_solver gcr -latke_solver_pc mg -latke_solves 2 \
-      -latke_mg_coarse_solver $coarse ${gather:+-pc_latke_mg_gather_sites $gather} ${LATKE_MULTI_MG_OPTS:-} \
+      -latke_mg_coarse_solver $coarse ${gather:+-pc_latke_mg_gather_sites $gather} \
+      ${onto:+-pc_latke_mg_gather_onto_sites $onto} ${LATKE_MULTI_MG_OPTS:-} \
       -latke_json "$out/$tag.json" > "$out/$tag.log" 2>&1; rc=$?; status=$((status | rc))
-    echo "== native GCR + MG, $np GPUs, grid $grid, coarsest solve $coarse${gather:+, gathered below $gather sites per rank}: exit $rc"
+    echo "== native GCR + MG, $np GPUs, grid $grid, coarsest solve $coarse${gather:+, gathered below $gather sites per rank}${onto:+ onto ranks of $onto}: exit $rc"
     grep -E "^  (KSP|true residual|time|solved|setup)|^latke-solve: (true residual|the solve)|coarsest|gathered|LatkeMG|LatkeHalo " "$out/$tag.log" | head -30
   done
 fi
