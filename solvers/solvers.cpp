@@ -342,26 +342,52 @@ GcrCycle::GcrCycle(std::vector<ColorSpinorField>& z, std::vector<ColorSpinorFiel
   }
 }
 
-double GcrCycle::add(ColorSpinorField& r, const char* what) {
+double GcrCycle::add(ColorSpinorField& r, double r2, const char* what) {
   const LogScope log(LogEvent::gcr_ortho);
   require(n_ < restart_, what, ": more than ", restart_, " directions in one GCR cycle");
   const int j = n_;
-  ColorSpinorField& azj = az_[j];
-  if (j > 0) {  // classical Gram-Schmidt of A z_j against the earlier A z_i: one fused reduction
+  ColorSpinorField& w = az_[j];
+  // One global sum: the products of every earlier A z_i and of w = A z_j itself with w and
+  // with r. As the A z_i are orthogonal (n2_i their norms), the orthogonalized w' = w -
+  // sum_i beta_i A z_i has |w'|^2 = |w|^2 - sum_i |<A z_i, w>|^2 / n2_i and <w', r> = <w, r> -
+  // sum_i conj(beta_i) <A z_i, r>; and |r - alpha w'|^2 = |r|^2 - |<w', r>|^2 / |w'|^2.
+  const std::size_t m = static_cast<std::size_t>(j) + 1;
+  if (gw_.size() < m) gw_.resize(m), gr_.resize(m);
+  blas::cdot_multi_pair(azp_.data(), j + 1, w, r, gw_.data(), gr_.data());
+  double w2 = gw_[j].re;
+  Cplx wr = gr_[j];
+  if (j > 0) {  // classical Gram-Schmidt of w against the earlier A z_i
     Cplx* beta = &beta_[static_cast<std::size_t>(j) * restart_];
-    blas::cdot_multi(azp_.data(), j, azj, beta);
     for (int i = 0; i < j; ++i) {
-      beta[i] = Cplx(beta[i].re / n2_[i], beta[i].im / n2_[i]);
+      beta[i] = Cplx(gw_[i].re / n2_[i], gw_[i].im / n2_[i]);
       minus_[i] = Cplx(-beta[i].re, -beta[i].im);
+      w2 -= (gw_[i].re * gw_[i].re + gw_[i].im * gw_[i].im) / n2_[i];
+      wr -= Cplx(beta[i].re, -beta[i].im) * gr_[i];
     }
-    blas::caxpy_multi(minus_.data(), azp_.data(), j, azj);
+    blas::caxpy_multi(minus_.data(), azp_.data(), j, w);
+    // Where w lay nearly in the span of the earlier directions, the difference lost its digits:
+    // its norm and overlap measured on w' itself (one more global sum).
+    if (!(w2 > cancellation * gw_[j].re)) {
+      const blas::DotNorms d = blas::cdot_norms(w, r);
+      w2 = d.xx;
+      wr = d.dot;
+    }
   }
-  const blas::DotNorms d = blas::cdot_norms(azj, r);
-  require(d.xx > 0, what, ": the operator maps a search direction to zero");
-  n2_[j] = d.xx;
-  alpha_[j] = Cplx(d.dot.re / d.xx, d.dot.im / d.xx);
+  require(w2 > 0, what, ": the operator maps a search direction to zero");
+  n2_[j] = w2;
+  alpha_[j] = Cplx(wr.re / w2, wr.im / w2);
   ++n_;
-  return blas::caxpby_norm(Cplx(-alpha_[j].re, -alpha_[j].im), azj, Cplx(1), r);
+  if (j == 0) measured_r2_ = r2;  // the cycle starts from a measured residual
+  const double next = r2 - (wr.re * wr.re + wr.im * wr.im) / w2;
+  // The differences carry an error of about the fields' rounding times the last measured |r|^2:
+  // once the residual has fallen by 1/cancellation since, its norm is measured again (one more
+  // global sum; with a multigrid's steps about one iteration in three).
+  if (!(next > cancellation * measured_r2_)) {
+    measured_r2_ = blas::caxpby_norm(Cplx(-alpha_[j].re, -alpha_[j].im), w, Cplx(1), r);
+    return measured_r2_;
+  }
+  blas::caxpby(Cplx(-alpha_[j].re, -alpha_[j].im), w, Cplx(1), r);
+  return next;
 }
 
 void GcrCycle::update(ColorSpinorField& x) const {
@@ -424,7 +450,7 @@ void gcr(Work& w, Preconditioner* K, ColorSpinorField& x, const ColorSpinorField
       else
         z[j].copy_from(rs);
       w.apply_sloppy(az[j], z[j]);
-      r2 = cycle.add(rs, "GCR");
+      r2 = cycle.add(rs, r2, "GCR");
       ++st.iterations;
       report(p, st.iterations, r2, b2);
     }
@@ -656,7 +682,7 @@ std::vector<SolverStats> gcr_set(LinearOperator& A, LinearOperator* sloppy, Prec
       double worst = 0;
       for (int k = 0; k < n; ++k) {
         if (!in_cycle[k]) continue;
-        r2[k] = cycle[k]->add(rs[k], "GCR (a set)");
+        r2[k] = cycle[k]->add(rs[k], r2[k], "GCR (a set)");
         ++st[k].iterations;
         worst = std::max(worst, r2[k] / b2[k]);
         if (r2[k] <= cycle_target[k]) {

@@ -111,8 +111,8 @@ SolverStats solve(LinearOperator& A, LinearOperator* sloppy, Preconditioner* K, 
 
 /// One restart cycle of flexible GCR(k) on preconditioned directions z_j with A z_j given (the
 /// native GCR and multigrid's K-cycle and coarsest solves run it): A z_j is orthogonalized
-/// against the earlier A z_i by classical Gram-Schmidt (one fused reduction) and the residual
-/// updated, but the z_j themselves are left as they are and the solution is formed once, at
+/// against the earlier A z_i by classical Gram-Schmidt and the residual updated, with one global
+/// sum per direction, but the z_j themselves are left as they are and the solution is formed once, at
 /// the end of the cycle, from the triangular system of the Gram-Schmidt coefficients (as QUDA's
 /// GCR does): per direction this saves a pass over j + 2 fields (orthogonalizing z_j) and one
 /// over three (updating x).
@@ -130,9 +130,12 @@ class GcrCycle {
   int capacity() const { return restart_; }
   /// @brief Takes direction z[size()] with az[size()] = A z[size()]: orthogonalizes az (in
   /// place) against the cycle's earlier ones, r -= alpha az with the minimising alpha; returns
-  /// the new |r|^2. Fails when A z is zero (the operator or preconditioner broke down), naming
-  /// `what`.
-  double add(ColorSpinorField& r, const char* what);
+  /// the new |r|^2, from r2 = |r|^2 before (measured, at the cycle's first direction). One
+  /// global sum (the products of az with the earlier directions, itself and r, all at once; the
+  /// norms after it follow from the directions' orthogonality); one more where a difference would
+  /// lose most of its digits (`cancellation`). Fails when A z is zero (the operator or
+  /// preconditioner broke down), naming `what`.
+  double add(ColorSpinorField& r, double r2, const char* what);
   /// @brief x += the cycle's correction sum_j gamma_j z_j (x may be stored more precisely than z).
   void update(ColorSpinorField& x) const;
 
@@ -144,7 +147,13 @@ class GcrCycle {
   std::vector<blas::Cplx> alpha_;  ///< the residual's coefficient on each orthogonalized A z_j
   std::vector<blas::Cplx> minus_;  ///< scratch: -beta of the direction being added
   std::vector<double> n2_;         ///< |A z_j|^2 after orthogonalization
+  std::vector<blas::Cplx> gw_, gr_;  ///< scratch: <A z_i, A z_j> and <A z_i, r>, i <= j
+  double measured_r2_ = 0;           ///< |r|^2 last measured (at the cycle's start or since)
   int restart_, n_ = 0;
+  /// A norm from a difference is measured instead where the difference fell below this
+  /// fraction of its larger term (for |r|^2: of the last measured one): there the fields' own
+  /// rounding would weigh on it.
+  static constexpr double cancellation = 1e-3;
 };
 
 // ---- Sets of systems: A x_k = b_k for many right-hand sides at once ----------------------------

@@ -52,7 +52,7 @@ int fgcr(LinearOperator& A, Preconditioner* K, ColorSpinorField& x, const ColorS
       else
         z[j].copy_from(r);
       A.apply(az[j], z[j]);
-      r2 = cycle.add(r, "multigrid GCR");
+      r2 = cycle.add(r, r2, "multigrid GCR");
       ++it;
     }
     cycle.update(x);

@@ -346,6 +346,39 @@ struct MultiDotKernel {
   }
 };
 
+/// <x_i, y> and <x_i, z> for the first n of K / 2 vectors, in one pass over y and z: entries
+/// 2 i and 2 i + 1 of the sum.
+template <typename S, int NR>
+struct MultiDotPairKernel {
+  using T = compute_t<S>;
+  static constexpr int K = multi_chunk / 2;
+  SiteArray<S, NR, 1> x[K], y, z;
+  int n;
+  LATKE_HOST_DEVICE MultiSum<multi_chunk> operator()(int i, int) const {
+    T v[NR], w[NR];
+    y.load(v, i);
+    z.load(w, i);
+    MultiSum<multi_chunk> s;
+    for (int j = 0; j < n; ++j) {
+      T u[NR];
+      x[j].load(u, i);
+      double re = 0, im = 0, re2 = 0, im2 = 0;
+      for (int k = 0; k < NR; k += 2) {
+        const double a = u[k], b = u[k + 1];
+        re += a * v[k] + b * v[k + 1];
+        im += a * v[k + 1] - b * v[k];
+        re2 += a * w[k] + b * w[k + 1];
+        im2 += a * w[k + 1] - b * w[k];
+      }
+      s.v[4 * j] = re;
+      s.v[4 * j + 1] = im;
+      s.v[4 * j + 2] = re2;
+      s.v[4 * j + 3] = im2;
+    }
+    return s;
+  }
+};
+
 /// y += sum a_j x_j for the first n vectors; x stored in S, y in SY (as precise or more), the
 /// arithmetic in y's compute type.
 template <typename S, int NR, typename SY = S>
@@ -629,6 +662,35 @@ void cdot_multi(const ColorSpinorField* const* x, int n, const ColorSpinorField&
   global = local;
   global_sum(global.data(), 2 * n, y.lattice().comm());
   for (int j = 0; j < n; ++j) out[j] = Cplx(global[2 * j], global[2 * j + 1]);
+}
+
+void cdot_multi_pair(const ColorSpinorField* const* x, int n, const ColorSpinorField& y, const ColorSpinorField& z,
+                     Cplx* xy, Cplx* xz) {
+  require_alike(y, z, "cdot_multi_pair");
+  for (int j = 0; j < n; ++j) require_alike(*x[j], y, "cdot_multi_pair");
+  constexpr int K = multi_chunk / 2;
+  std::vector<double> sums(4 * static_cast<std::size_t>(n), 0.0);
+  dispatch(y, [&](auto s, auto nr, int sites) {
+    using S = decltype(s);
+    constexpr int NR = decltype(nr)::value;
+    for (int j0 = 0; j0 < n; j0 += K) {
+      const int m = std::min(K, n - j0);
+      for (int blk = 0; blk < y.n_parity(); ++blk) {
+        MultiDotPairKernel<S, NR> k;
+        for (int j = 0; j < m; ++j) k.x[j] = arr<S, NR>(*x[j0 + j], blk, sites);
+        k.y = arr<S, NR>(y, blk, sites);
+        k.z = arr<S, NR>(z, blk, sites);
+        k.n = m;
+        const MultiSum<multi_chunk> r = launch_reduce<MultiSum<multi_chunk>>(y.backend(), k, {sites});
+        for (int j = 0; j < 4 * m; ++j) sums[4 * static_cast<std::size_t>(j0) + j] += r.v[j];
+      }
+    }
+  });
+  global_sum(sums.data(), 4 * n, y.lattice().comm());
+  for (int j = 0; j < n; ++j) {
+    xy[j] = Cplx(sums[4 * j], sums[4 * j + 1]);
+    xz[j] = Cplx(sums[4 * j + 2], sums[4 * j + 3]);
+  }
 }
 
 void caxpy_multi(const Cplx* a, const ColorSpinorField* const* x, int n, ColorSpinorField& y) {

@@ -49,6 +49,11 @@ inline constexpr int multi_chunk = 8;
 /// @brief out[i] = <x[i], y> for i < n, summed over all ranks: one pass over y and one
 /// reduction (and one host synchronisation) per multi_chunk vectors, as Gram-Schmidt needs.
 void cdot_multi(const ColorSpinorField* const* x, int n, const ColorSpinorField& y, Cplx* out);
+/// @brief xy[i] = <x[i], y> and xz[i] = <x[i], z> for i < n, summed over all ranks in one global
+/// sum: one pass over y and z per multi_chunk / 2 vectors (GCR's Gram-Schmidt products and its
+/// new direction's overlap with the residual at once).
+void cdot_multi_pair(const ColorSpinorField* const* x, int n, const ColorSpinorField& y, const ColorSpinorField& z,
+                     Cplx* xy, Cplx* xz);
 /// @brief y += sum_i a[i] x[i] for i < n, in one pass over y per multi_chunk vectors; y may be
 /// stored more precisely than the x (an accumulator, as for caxpy_promote).
 void caxpy_multi(const Cplx* a, const ColorSpinorField* const* x, int n, ColorSpinorField& y);

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "src/core/work_counters.h"
 #include "src/fields/blas.h"
 #include "src/fields/gauge_generator.h"
 #include "src/fields/random.h"
@@ -235,6 +236,51 @@ TEST(Gcr, StopsWhenTheResidualStallsAndSaysWhy) {
   const SolverStats all = solve(*A, nullptr, &k, x, b, p);
   EXPECT_EQ(all.iterations, 200);
   EXPECT_TRUE(all.stop_reason.empty());
+}
+
+// GCR makes one global sum per iteration (GcrCycle::add: the Gram-Schmidt products, the new
+// direction's norm and its overlap with the residual at once), plus a measured residual norm
+// where the residual has fallen by a thousand since the last measurement, and the true residual
+// at each restart; the solve reaches the tolerance with its last iterated residual (from the
+// sums) near the true one, with and without a preconditioner.
+TEST(Gcr, OneGlobalSumPerIteration) {
+  const auto lat = std::make_shared<const Lattice>(PETSC_COMM_SELF, Coords{4, 4, 4, 8});
+  WilsonCloverParam w = wilson(Precision::double_);
+  w.mass = -0.3;  // light enough for GCR(16) to restart a few times
+  const auto op = std::make_shared<WilsonCloverOperator>(lat, random_gauge(*lat, 5, 0.3), w);
+  const auto A = std::make_shared<WilsonCloverLinear>(op, true, SchurType::symmetric, 0);
+  struct Jacobi final : Preconditioner {  // a fixed preconditioner: out = in / 2
+    void apply(ColorSpinorField& out, const ColorSpinorField& in) override {
+      out.copy_from(in);
+      blas::caxpby(blas::Cplx(0), in, blas::Cplx(0.5), out);
+    }
+    std::string describe() const override { return "a half"; }
+  } half;
+  ColorSpinorField b = A->make_field(), x = A->make_field();
+  b.from_lexicographic(random_spinor(*lat, 9));
+  for (const bool preconditioned : {false, true}) {
+    SolverParam p;
+    p.type = SolverType::gcr;
+    p.tol = 1e-10;
+    std::vector<double> iterated;
+    p.monitor = [&](int, double rel) { iterated.push_back(rel); };
+    x.zero();
+    const long before = work_counters().reductions;
+    const SolverStats st = solve(*A, nullptr, preconditioned ? &half : nullptr, x, b, p);
+    const long sums = work_counters().reductions - before;
+    ASSERT_TRUE(st.converged);
+    EXPECT_LE(st.true_residual, 1e-10);
+    // At most: one per iteration, one measured norm per three decades of |r|^2 (ten decades
+    // of |r|), the true residual and the source's norm.
+    EXPECT_LE(sums, st.iterations + 8 + 3 * st.reliable_updates)
+        << sums << " global sums in " << st.iterations << " iterations, " << st.reliable_updates << " restarts";
+    EXPECT_GT(st.iterations, 20) << "enough iterations for the count to tell";
+    ASSERT_FALSE(iterated.empty());
+    EXPECT_NEAR(iterated.back() / st.true_residual, 1.0, 0.5)
+        << "the last iterated residual " << iterated.back() << " against the true one " << st.true_residual;
+    std::printf("GCR%s: %d iterations, %ld global sums, %d restarts\n", preconditioned ? " (preconditioned)" : "",
+                st.iterations, sums, st.reliable_updates);
+  }
 }
 
 // Two cycles are one cycle K followed by K on the residual left: K2 b = K b + K (b - A K b),
