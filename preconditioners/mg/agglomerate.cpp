@@ -117,10 +117,10 @@ Agglomeration::Agglomeration(std::shared_ptr<const Lattice> part, Backend backen
   scatter_map_ = upload(backend_, smap);
 }
 
-std::string Agglomeration::where() const {
-  if (ranks() == 1) return "whole onto each of the " + std::to_string(part_->size()) + " ranks";
+std::string Agglomeration::where(int world) const {
+  if (ranks() == 1) return "whole onto each of the " + std::to_string(world) + " ranks";
   return "onto " + std::to_string(ranks()) + " ranks (grid " + coords_text(onto_->grid()) + "), " +
-         std::to_string(copies()) + " copies";
+         std::to_string(world / ranks()) + " copies";
 }
 
 Agglomeration::~Agglomeration() {

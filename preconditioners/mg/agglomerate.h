@@ -45,8 +45,9 @@ class Agglomeration {
   int copies() const { return part_->size() / onto_->size(); }
   /// The ranks whose parts make up this rank's part of onto() (copies() of them).
   MPI_Comm group() const { return group_; }
-  /// "whole onto each of the 4 ranks", "onto 4 ranks (grid 1,1,1,4), 4 copies".
-  std::string where() const;
+  /// "whole onto each of the 16 ranks", "onto 4 ranks (grid 1,1,1,4), 4 copies", counting the
+  /// copies over all `world` ranks (more than part()'s where the level above is a copy itself).
+  std::string where(int world) const;
 
   /// @brief whole = the group's `part`s, placed at their sites of this rank's part of onto().
   /// Collective over group(). Full fields in double or single (coarse fields), of one shape.

@@ -452,7 +452,7 @@ void Multigrid::build_level(int l, const std::function<void(const std::string&)>
   if (progress) {
     std::ostringstream s;
     s << "level " << l + 1 << ": coarse operator " << dims(C.op->lattice()->global()) << " x " << C.coarse->n()
-      << (C.gather ? ", gathered " + C.gather->where() + "," : "") << " built in " << seconds_since(t0)
+      << (C.gather ? ", gathered " + C.gather->where(levels_[0]->op->lattice()->size()) + "," : "") << " built in " << seconds_since(t0)
       << " s (orthonormalization " << t_orth << " s, Galerkin products " << t_galerkin - C.coarse->finalize_seconds()
       << " s, " << (even_odd ? "even-odd blocks and " : "") << "storage " << C.coarse->finalize_seconds() << " s; "
       << C.coarse->bytes() / 1048576.0 << " MiB per rank)";
