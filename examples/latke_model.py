@@ -313,7 +313,7 @@ def telescope_grid(lattice, grid, ranks):
 
 def gather_ranks(volume, ranks, gather_sites=GATHER_SITES, onto_sites=GATHER_ONTO_SITES):
     """The ranks a coarse level of `volume` sites lives on when the level above lives on
-    `ranks` (Latke's automatic rule, mg::level_ranks): spread while it has more than
+    `ranks` (Latke's automatic rule, mg::level_grid): spread while it has more than
     gather_sites per rank, else gathered onto the most ranks (a divisor) that leave each at least
     onto_sites, or whole onto every rank."""
     if ranks <= 1 or gather_sites <= 0 or volume / ranks > gather_sites:

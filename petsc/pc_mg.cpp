@@ -33,19 +33,15 @@ std::vector<T> per_level(std::vector<T> v, int n) {
 
 /// Default aggregates: on level 0 extent 4 where the local extent is a multiple of 8, else 2
 /// (a multiple of 4); on coarser levels 2; else 3 where the extent is a multiple of 6. Levels are added while every
-/// extent allows one, up to max_levels; a level that `p` gathers onto fewer ranks (mg::level_ranks) is
+/// extent allows one, up to max_levels; a level that `p` gathers onto fewer ranks (mg::level_grid) is
 /// aggregated from its extents on those. Returns the aggregates of each level but the coarsest.
 std::vector<Coords> default_blocks(const Lattice& fine, int max_levels, const mg::MultigridParam& p) {
   std::vector<Coords> blocks;
   Coords global = fine.global(), grid = fine.grid(), local = fine.local();
   while (static_cast<int>(blocks.size()) + 1 < max_levels) {
     const int level = static_cast<int>(blocks.size());
-    const int all = grid[0] * grid[1] * grid[2] * grid[3];
-    const int k = level > 0 ? mg::level_ranks(p, level, global, grid) : all;
-    if (k < all) {
-      grid = mg::telescope_grid(global, grid, k);
-      for (int mu = 0; mu < 4; ++mu) local[mu] = global[mu] / grid[mu];
-    }
+    grid = mg::level_grid(p, level, global, grid);
+    for (int mu = 0; mu < 4; ++mu) local[mu] = global[mu] / grid[mu];
     Coords b;
     for (int mu = 0; mu < 4; ++mu) {
       if (blocks.empty() && local[mu] % 8 == 0)

@@ -16,7 +16,7 @@
 #include "src/core/error.h"
 #include "src/core/indexing.h"
 #include "src/core/launch.h"
-#include "src/core/sites_on_whole.h"
+#include "src/core/sites_on_domain.h"
 
 namespace latke::mg {
 

@@ -13,7 +13,7 @@
 #include "src/core/error.h"
 #include "src/core/lattice.h"
 #include "src/core/launch.h"
-#include "src/core/sites_on_whole.h"
+#include "src/core/sites_on_domain.h"
 
 namespace latke::mg {
 
@@ -67,14 +67,11 @@ Coords telescope_grid(const Coords& global, const Coords& grid, int ranks) {
       ++p;
     }
   }
+  // A prime of what is left to merge divides the product of onto's extents, so one of them.
   for (int p : primes) {
     int best = -1;
-    for (int mu = 0; mu < 4; ++mu) {
-      if (onto[mu] % p != 0) continue;
-      if (best < 0 || global[mu] / onto[mu] < global[best] / onto[best]) best = mu;
-    }
-    require(best >= 0, "agglomeration onto ", ranks, " ranks: the grid ", coords_text(grid), " cannot be merged into ",
-            ranks, " blocks of ranks");
+    for (int mu = 0; mu < 4; ++mu)
+      if (onto[mu] % p == 0 && (best < 0 || global[mu] / onto[mu] < global[best] / onto[best])) best = mu;
     onto[best] /= p;
   }
   return onto;
@@ -95,7 +92,7 @@ Agglomeration::Agglomeration(std::shared_ptr<const Lattice> part, Backend backen
   MPI_Comm copy = MPI_COMM_NULL;
   int rc = MPI_Comm_split(part_->comm(), w, d, &copy);  // one copy's ranks, in the onto grid's order
   require(rc == MPI_SUCCESS, "agglomeration: MPI_Comm_split failed (code ", rc, ")");
-  onto_ = std::make_shared<Lattice>(ranks == 1 ? MPI_COMM_SELF : copy, part_->global(), onto_grid);
+  onto_ = std::make_shared<Lattice>(copy, part_->global(), onto_grid);  // copies the communicator
   MPI_Comm_free(&copy);
   rc = MPI_Comm_split(part_->comm(), d, w, &group_);  // the ranks of one domain
   require(rc == MPI_SUCCESS, "agglomeration: MPI_Comm_split failed (code ", rc, ")");

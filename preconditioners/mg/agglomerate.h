@@ -22,7 +22,8 @@ namespace latke::mg {
 /// @brief The process grid of `global` on `ranks` ranks that merges blocks of `grid` (a grid of
 /// the same lattice): each extent of the result divides that of `grid`, and the thinnest local
 /// extents merge first (on a tie the lower dimension), so that a split in t is kept longest.
-/// Fails naming the grid and the rank count where `ranks` does not divide the grid's count.
+/// Fails naming the grid and the rank count where `ranks` does not divide the grid's count
+/// (any divisor can be merged).
 Coords telescope_grid(const Coords& global, const Coords& grid, int ranks);
 
 class Agglomeration {

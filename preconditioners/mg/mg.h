@@ -142,12 +142,12 @@ struct MultigridParam {
   long gather_onto_sites = 1024;
 };
 
-/// @brief The ranks coarse level `level` lives on when the level above lives on `grid`, a
-/// process grid of the level's `global` extents (MultigridParam::ranks, else the rule of
-/// gather_sites and gather_onto_sites): the grid's rank count (spread) or a divisor of it
-/// (gathered onto that many, telescope_grid). Fails naming the level and the value for a count
-/// that does not divide the grid's.
-int level_ranks(const MultigridParam& p, int level, const Coords& global, const Coords& grid);
+/// @brief The process grid coarse level `level` lives on when the level above lives on `grid`,
+/// a process grid of the level's `global` extents (MultigridParam::ranks, else the rule of
+/// gather_sites and gather_onto_sites): `grid` itself (spread), or the grid it is gathered onto
+/// (telescope_grid, fewer ranks). Fails naming the level and the value for a rank count that
+/// does not divide the grid's.
+Coords level_grid(const MultigridParam& p, int level, const Coords& global, const Coords& grid);
 
 /// @brief Check the parameters against the fine lattice: level count, aggregates dividing
 /// each level's local extents (on a gathered level, those on the ranks it is gathered onto)

@@ -36,7 +36,7 @@ CoarseSolverType parse_coarse_solver_type(const std::string& name) {
   fail("unknown multigrid coarsest solver '", name, "': expected auto, gcr or direct");
 }
 
-int level_ranks(const MultigridParam& p, int level, const Coords& global, const Coords& grid) {
+Coords level_grid(const MultigridParam& p, int level, const Coords& global, const Coords& grid) {
   const int all = grid[0] * grid[1] * grid[2] * grid[3];
   const int want = level < static_cast<int>(p.ranks.size()) ? p.ranks[level] : 0;
   require(want == 0 || (want >= 1 && want <= all && all % want == 0), "multigrid level ", level, ": ", want,
@@ -45,16 +45,18 @@ int level_ranks(const MultigridParam& p, int level, const Coords& global, const 
                         ": spread over them; fewer: gathered onto that many; 1: the whole "
                         "level on every rank)"
                   : std::string());
-  if (all <= 1 || level < 1) return all;
-  if (want != 0) {
-    telescope_grid(global, grid, want);  // fails naming the grid where the ranks cannot be merged so
-    return want;
+  if (all <= 1 || level < 1) return grid;
+  int k = want;
+  if (k == 0) {  // the automatic rule
+    const long volume = static_cast<long>(global[0]) * global[1] * global[2] * global[3];
+    k = all;
+    if (volume / all <= p.gather_sites) {
+      k = 1;
+      for (int d = all / 2; d > 1 && k == 1; --d)
+        if (all % d == 0 && volume / d >= p.gather_onto_sites) k = d;
+    }
   }
-  const long volume = static_cast<long>(global[0]) * global[1] * global[2] * global[3];
-  if (volume / all > p.gather_sites) return all;
-  for (int k = all / 2; k > 1; --k)
-    if (all % k == 0 && volume / k >= p.gather_onto_sites) return k;
-  return 1;
+  return k == all ? grid : telescope_grid(global, grid, k);
 }
 
 std::vector<int> check_param(const MultigridParam& p, const Lattice& fine) {
@@ -71,13 +73,11 @@ std::vector<int> check_param(const MultigridParam& p, const Lattice& fine) {
   std::vector<int> gathered(p.levels, 0);
   Coords global = fine.global(), grid = fine.grid(), local = fine.local();
   auto place = [&](int l) {
-    const int all = grid[0] * grid[1] * grid[2] * grid[3];
-    const int k = level_ranks(p, l, global, grid);
-    if (l > 0 && k < all) {  // the level is gathered onto k ranks
-      gathered[l] = k;
-      grid = telescope_grid(global, grid, k);
-      for (int mu = 0; mu < 4; ++mu) local[mu] = global[mu] / grid[mu];
-    }
+    const Coords g = level_grid(p, l, global, grid);
+    if (g == grid) return;
+    gathered[l] = g[0] * g[1] * g[2] * g[3];  // the level is gathered onto that many ranks
+    grid = g;
+    for (int mu = 0; mu < 4; ++mu) local[mu] = global[mu] / grid[mu];
   };
   for (int l = 0; l + 1 < p.levels; ++l) {
     const LevelParam& q = p.level[l];

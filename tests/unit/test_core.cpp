@@ -65,8 +65,6 @@ TEST(Lattice, BadInputNamesTheValue) {
   EXPECT_NE(error_of([] { parse_backend("gpu"); }).find("unknown backend 'gpu'"), std::string::npos);
 }
 
-// The per-user cache directory: $LATKE_CACHE_DIR (empty: none), else the XDG cache home,
-// else ~/.cache; nothing where none is set.
 // The host's Half2 rounds as IEEE half does: 11 significant bits with ties to even, 65504 the
 // largest finite value (65520 and above overflow), multiples of 2^-24 below 2^-14.
 TEST(Half2, HostRoundsAsIeeeHalf) {
@@ -89,6 +87,8 @@ TEST(Half2, HostRoundsAsIeeeHalf) {
   EXPECT_EQ((-a).hi(), -2048.0f);
 }
 
+// The per-user cache directory: $LATKE_CACHE_DIR (empty: none), else the XDG cache home,
+// else ~/.cache; nothing where none is set.
 TEST(UserCache, FollowsTheXdgBaseDirectories) {
   struct Saved {
     const char* name;

@@ -19,7 +19,4 @@ namespace latke {
 /// member's part lies outside.
 std::vector<int> sites_on_domain(const Lattice& part, const Lattice& onto, MPI_Comm group);
 
-/// @brief sites_on_domain onto the whole lattice on one rank (`whole`), over all of part's ranks.
-std::vector<int> sites_on_whole(const Lattice& part, const Lattice& whole);
-
 }  // namespace latke

@@ -1,5 +1,5 @@
-// Where each rank's sites lie on a coarser distribution of the lattice (sites_on_whole.h).
-#include "src/core/sites_on_whole.h"
+// Where each rank's sites lie on a coarser distribution of the lattice (sites_on_domain.h).
+#include "src/core/sites_on_domain.h"
 
 #include "src/core/error.h"
 #include "src/core/indexing.h"
@@ -30,12 +30,6 @@ std::vector<int> sites_on_domain(const Lattice& part, const Lattice& onto, MPI_C
         map[(static_cast<std::size_t>(r) * 2 + p) * vcb + x] = og.full_index(c) / 2;
       }
   return map;
-}
-
-std::vector<int> sites_on_whole(const Lattice& part, const Lattice& whole) {
-  require(whole.size() == 1 && whole.global() == part.global(), "sites on the whole lattice: ", whole.describe(),
-          " is not ", part.describe(), " on one rank");
-  return sites_on_domain(part, whole, part.comm());
 }
 
 }  // namespace latke
