@@ -481,27 +481,26 @@ PetscErrorCode solve_columns(LatkeGauge gauge, const Options& o, double kappa, d
   m.solve_s -= st[0].pc_setup_seconds;
   for (int j = 0; j < 12; ++j) {
     PetscCall(set_source(j));
-    double res = 0;
-    PetscInt its = st[j].iterations;
-    bool converged = st[j].converged == PETSC_TRUE;
-    PetscCall(latke::petsc::full_residual(A, M, xhat[j], b, cols[j], r, &res));
+    latke::petsc::SolveChecked c;
+    c.converged = st[j].converged == PETSC_TRUE;
+    c.iterations = st[j].iterations;
+    const auto residual = [&](double* res) { return latke::petsc::full_residual(A, M, xhat[j], b, cols[j], r, res); };
+    PetscCall(residual(&c.residual));
     LatkeSolverParams pass = sp;
-    for (int k = 0; k < 2 && res > o.tol && converged; ++k) {  // at most two more passes from the solution
-      pass.tol = pass.tol * std::fmax(0.01, 0.5 * o.tol / res);
-      PetscCall(PetscPrintf(PETSC_COMM_WORLD,
-                            "latke-propagator: column %d: true residual %.3e above %.1e: solving on with tolerance "
-                            "%.2e\n",
-                            j, res, o.tol, (double)pass.tol));
+    const auto solve = [&](double step, bool* converged, long* iterations) -> PetscErrorCode {
       LatkeSolverStats more;
+      pass.tol = step;
       PetscCall(MatLatkeSolve(A, bhat[j], xhat[j], &pass, nullptr, &more));
-      its += more.iterations;
       m.solve_s += more.seconds;
-      converged = more.converged == PETSC_TRUE;
-      PetscCall(latke::petsc::full_residual(A, M, xhat[j], b, cols[j], r, &res));
-    }
-    m.iterations.push_back(its);
-    m.max_residual = std::max(m.max_residual, res);
-    m.converged = m.converged && res <= o.tol;
+      *converged = more.converged == PETSC_TRUE;
+      *iterations = more.iterations;
+      return 0;
+    };
+    PetscCall(latke::petsc::solve_on("latke-propagator: column " + std::to_string(j), "-latke_solver_tol", o.tol,
+                                     sp.tol, solve, residual, c));
+    m.iterations.push_back(static_cast<PetscInt>(c.iterations));
+    m.max_residual = std::max(m.max_residual, c.residual);
+    m.converged = m.converged && c.residual <= o.tol;
   }
   for (int j = 0; j < 12; ++j) {
     PetscCall(VecDestroy(&bhat[j]));

@@ -67,6 +67,7 @@ struct SolveOptions {
   long spin = 0, color = 0, seed = 1;
   std::string json, save;
   bool native = false;
+  double tol = 1e-10;          ///< -latke_solver_tol of the native solves (run() reads it)
   long solves = 1;             ///< -latke_solves: the system solved this many times
   std::vector<double> masses;  ///< -latke_masses: a multi-mass solve
   std::vector<double> kappas;  ///< -latke_kappas: Wilson-clover, solved again at these kappa after the first solve
@@ -442,8 +443,8 @@ PetscErrorCode solve_masses(LatkeGauge gauge, Mat A, Vec b, Vec bhat, const Solv
 /// A KSP's solve and the independent check of its solution. The KSP's tolerance is on the
 /// even-odd system's residual in the KSP's own norm; success is the full solution's residual
 /// with the double-precision full operator at or below rtol. Where the KSP converged by its
-/// tolerance but that residual is still above rtol, the KSP solves on from the solution with a
-/// tighter tolerance, at most twice (its tolerance and initial-guess setting are restored).
+/// tolerance but that residual is still above rtol, the KSP solves on from the solution
+/// (latke::petsc::solve_on; its tolerance and initial-guess setting are restored).
 struct Checked {
   KSPConvergedReason reason = KSP_CONVERGED_ITERATING;
   PetscInt iterations = 0;  ///< all passes
@@ -453,34 +454,83 @@ struct Checked {
 };
 
 PetscErrorCode check_and_refine(KSP ksp, Mat A, Mat M, Vec bhat, Vec xhat, Vec b, Vec x, Vec r, Checked& c) {
-  PetscReal rtol, abstol, dtol, step;
+  PetscReal rtol, abstol, dtol;
   PetscInt maxit, its;
   PetscBool guess;
+  latke::petsc::SolveChecked s;
   PetscFunctionBeginUser;
   PetscCall(KSPGetTolerances(ksp, &rtol, &abstol, &dtol, &maxit));
   PetscCall(KSPGetInitialGuessNonzero(ksp, &guess));
   PetscCall(KSPGetConvergedReason(ksp, &c.reason));
-  PetscCall(KSPGetIterationNumber(ksp, &c.iterations));
-  PetscCall(latke::petsc::full_residual(A, M, xhat, b, x, r, &c.true_residual));
-  step = rtol;
-  while (c.true_residual > rtol && c.passes < 2 && (c.reason == KSP_CONVERGED_RTOL || c.reason == KSP_CONVERGED_ATOL)) {
-    step *= std::fmax(0.01, 0.5 * rtol / c.true_residual);
-    PetscCall(PetscPrintf(PETSC_COMM_WORLD,
-                          "latke-solve: true residual %.3e above the tolerance %.1e after %s: solving on from the "
-                          "solution with -ksp_rtol %.2e\n",
-                          c.true_residual, (double)rtol, KSPConvergedReasons[c.reason], (double)step));
+  PetscCall(KSPGetIterationNumber(ksp, &its));
+  const auto by_tolerance = [&c] { return c.reason == KSP_CONVERGED_RTOL || c.reason == KSP_CONVERGED_ATOL; };
+  s.converged = by_tolerance();
+  s.iterations = its;
+  PetscCall(latke::petsc::full_residual(A, M, xhat, b, x, r, &s.residual));
+  const auto solve = [&](double step, bool* converged, long* iterations) -> PetscErrorCode {
     PetscCall(KSPSetInitialGuessNonzero(ksp, PETSC_TRUE));
     PetscCall(KSPSetTolerances(ksp, step, abstol, dtol, maxit));
     PetscCall(KSPSolve(ksp, bhat, xhat));
     PetscCall(KSPGetConvergedReason(ksp, &c.reason));
     PetscCall(KSPGetIterationNumber(ksp, &its));
-    c.iterations += its;
-    ++c.passes;
-    PetscCall(latke::petsc::full_residual(A, M, xhat, b, x, r, &c.true_residual));
-  }
+    *converged = by_tolerance();
+    *iterations = its;
+    return 0;
+  };
+  const auto residual = [&](double* res) { return latke::petsc::full_residual(A, M, xhat, b, x, r, res); };
+  PetscCall(latke::petsc::solve_on("latke-solve", "-ksp_rtol", rtol, rtol, solve, residual, s));
   PetscCall(KSPSetTolerances(ksp, rtol, abstol, dtol, maxit));
   PetscCall(KSPSetInitialGuessNonzero(ksp, guess));
+  c.iterations = static_cast<PetscInt>(s.iterations);
+  c.passes = s.passes;
+  c.true_residual = s.residual;
   c.converged = c.reason > 0 && c.true_residual <= rtol;
+  PetscFunctionReturn(0);
+}
+
+/// MatLatkeSolve on A's system to the program's tolerance tol (-latke_solver_tol, which run()
+/// takes out of the options database so that the tighter tolerances of the passes are not
+/// overridden), checked as a KSP's solve is: where the solver converged but the full residual
+/// is above tol, it solves on from the solution (latke::petsc::solve_on). st: the solves
+/// together (iterations, applications, seconds; the last pass's residual and outcome).
+/// check_s: seconds spent in the checks.
+PetscErrorCode native_checked(Mat A, Mat M, Vec bhat, Vec xhat, Vec b, Vec x, Vec r, double tol, LatkeSolverStats& st,
+                              latke::petsc::SolveChecked& s, double& check_s) {
+  LatkeSolverParams p;
+  check_s = 0;
+  const auto residual = [&](double* res) -> PetscErrorCode {
+    PetscLogDouble t0, t1;
+    PetscCall(PetscTime(&t0));
+    PetscCall(latke::petsc::full_residual(A, M, xhat, b, x, r, res));
+    PetscCall(PetscTime(&t1));
+    check_s += t1 - t0;
+    return 0;
+  };
+  PetscFunctionBeginUser;
+  PetscCall(LatkeSolverParamsDefault(&p));
+  p.tol = tol;
+  PetscCall(MatLatkeSolve(A, bhat, xhat, &p, nullptr, &st));
+  s.converged = st.converged == PETSC_TRUE;
+  s.iterations = st.iterations;
+  PetscCall(residual(&s.residual));
+  const auto solve = [&](double step, bool* converged, long* iterations) -> PetscErrorCode {
+    LatkeSolverStats more;
+    p.tol = step;
+    PetscCall(MatLatkeSolve(A, bhat, xhat, &p, nullptr, &more));
+    const double flops = st.gflops * st.seconds + more.gflops * more.seconds;
+    st.iterations += more.iterations;
+    st.outer_applications += more.outer_applications;
+    st.sloppy_applications += more.sloppy_applications;
+    st.restarts += more.restarts;
+    st.seconds += more.seconds;
+    st.gflops = st.seconds > 0 ? flops / st.seconds : 0;
+    st.true_residual = more.true_residual;
+    st.converged = more.converged;
+    *converged = more.converged == PETSC_TRUE;
+    *iterations = more.iterations;
+    return 0;
+  };
+  PetscCall(latke::petsc::solve_on("latke-solve", "-latke_solver_tol", tol, tol, solve, residual, s));
   PetscFunctionReturn(0);
 }
 
@@ -582,12 +632,12 @@ PetscErrorCode solve_again(LatkeGauge gauge, const SolveOptions& opt, const doub
     PetscCall(PetscTime(&t1));
     res.pc = !asked ? PcAgain::set_up : moved ? rebuilt : PcAgain::stale;
     LatkeSolverStats st;
-    PetscCall(MatLatkeSolve(A2, bhat2, xhat2, nullptr, nullptr, &st));
-    PetscCall(latke::petsc::full_residual(A2, M2, xhat2, b, x2, r2, &res.true_residual));
-    PetscReal tol = 1e-10;
-    PetscCall(PetscOptionsGetReal(nullptr, nullptr, "-latke_solver_tol", &tol, nullptr));
-    res.iterations = st.iterations;
-    res.converged = st.converged && res.true_residual <= tol;
+    latke::petsc::SolveChecked c;
+    double check_s = 0;
+    PetscCall(native_checked(A2, M2, bhat2, xhat2, b, x2, r2, opt.tol, st, c, check_s));
+    res.true_residual = c.residual;
+    res.iterations = static_cast<PetscInt>(c.iterations);
+    res.converged = c.met(opt.tol);
     res.setup_s = t1 - t0 + st.pc_setup_seconds;
     res.solve_s = st.seconds;
   }
@@ -634,6 +684,12 @@ PetscErrorCode run(int& status) {
           [] { (void)latke::schwarz_param_from_options(PETSC_COMM_WORLD, nullptr, latke::SchwarzParam{}); });
     }
   }
+  if (opt.native && opt.masses.empty()) {
+    // The native solves' tolerance is the program's (native_checked passes it to MatLatkeSolve):
+    // out of the options database, which would override the tighter ones of a pass.
+    PetscCall(PetscOptionsGetReal(nullptr, nullptr, "-latke_solver_tol", &opt.tol, nullptr));
+    PetscCall(PetscOptionsClearValue(nullptr, "-latke_solver_tol"));
+  }
   PetscCall(LatkeGaugeCreateFromOptions(PETSC_COMM_WORLD, nullptr, &gauge));
   PetscLogDouble t0, t1, t2, f0, f1;
   PetscCall(PetscTime(&t0));
@@ -679,9 +735,11 @@ PetscErrorCode run(int& status) {
     sum.setup_s = t1 - t0 - sum.solve_s;
   } else if (opt.native) {
     LatkeSolverStats st;
+    latke::petsc::SolveChecked c;
+    double check_s = 0;
     PetscCall(PetscTime(&t1));
     PetscCall(VecSet(xhat, 0.0));
-    PetscCall(MatLatkeSolve(A, bhat, xhat, nullptr, nullptr, &st));
+    PetscCall(native_checked(A, M, bhat, xhat, b, x, r, opt.tol, st, c, check_s));
     PetscCall(PetscTime(&t2));
     sum.iterations = st.iterations;
     sum.operator_applications = st.outer_applications;
@@ -699,16 +757,20 @@ PetscErrorCode run(int& status) {
     sum.gflops = st.gflops;
     sum.reason = st.converged ? "CONVERGED_RTOL" : "DIVERGED_ITS";
     reason = st.converged ? KSP_CONVERGED_RTOL : KSP_DIVERGED_ITS;
-    PetscReal tol = 1e-10;
-    PetscCall(PetscOptionsGetReal(nullptr, nullptr, "-latke_solver_tol", &tol, nullptr));
-    sum.rtol = tol;
-    sum.setup_s = t1 - t0 + (t2 - t1 - st.seconds);  // a preconditioner's set-up happens inside MatLatkeSolve
+    sum.rtol = opt.tol;
+    sum.true_residual = c.residual;
+    sum.refinements = c.passes;
+    sum.converged = c.met(opt.tol);
+    sum.setup_s = t1 - t0 + (t2 - t1 - st.seconds - check_s);  // a preconditioner's set-up happens inside MatLatkeSolve
     sum.solve_s = st.seconds;
     PetscCall(push_again_stage(opt.solves));
+    LatkeSolverParams p;
+    PetscCall(LatkeSolverParamsDefault(&p));
+    p.tol = opt.tol;
     for (long i = 1; i < opt.solves; ++i) {  // the preconditioner is kept with A (MatLatkeSolve)
       LatkeSolverStats again;
       PetscCall(VecSet(xhat, 0.0));
-      PetscCall(MatLatkeSolve(A, bhat, xhat, nullptr, nullptr, &again));
+      PetscCall(MatLatkeSolve(A, bhat, xhat, &p, nullptr, &again));
       sum.repeat_s.push_back(again.seconds);
     }
     if (opt.solves > 1) PetscCall(PetscLogStagePop());
@@ -819,10 +881,6 @@ PetscErrorCode run(int& status) {
     if (opt.solves > 1) PetscCall(PetscLogStagePop());
   }
 
-  if (opt.native) {
-    PetscCall(latke::petsc::full_residual(A, M, xhat, b, x, r, &sum.true_residual));
-    sum.converged = reason > 0 && sum.true_residual <= sum.rtol;
-  }
   {  // -latke_kappas, -latke_gauge_next: each solved with a new matrix, after the one before
     Mat prev = A, next;
     LatkeGauge config = gauge, evolved;

@@ -14,6 +14,7 @@
 
 #include "latke/latke.h"
 #include "petsc/mat_shell.h"
+#include "petsc/program.h"
 #include "tests/reference/wilson_reference.h"
 #include "tests/support/wilson_host.h"
 
@@ -739,6 +740,72 @@ TEST(PetscMat, BinaryViewAssemblesAndGetInfoCountsTheStencil) {
   PetscViewerDestroy(&v);
   MatDestroy(&F);
   LatkeGaugeDestroy(&g);
+}
+
+// The programs' answer to a solve that converged on its own system but missed the full
+// residual: a pass from the solution with the tolerance tightened by the miss (at most 100
+// times a pass), at most two, none where the solver did not converge or nothing was missed.
+TEST(PetscProgram, SolveOnTightensByTheMissAtMostTwice) {
+  using latke::petsc::SolveChecked;
+  struct Fake {
+    std::vector<double> residuals;  // the full residual after each pass
+    std::vector<double> steps;      // the tolerances the passes were given
+    bool converges = true;
+    SolveChecked run(double residual, bool converged) {
+      SolveChecked s;
+      s.converged = converged;
+      s.iterations = 10;
+      s.residual = residual;
+      const auto solve = [&](double step, bool* c, long* its) -> PetscErrorCode {
+        steps.push_back(step);
+        *c = converges;
+        *its = 5;
+        return 0;
+      };
+      const auto residual_of = [&](double* r) -> PetscErrorCode {
+        *r = residuals.at(steps.size() - 1);
+        return 0;
+      };
+      EXPECT_EQ(latke::petsc::solve_on("test", "-tol", 1e-10, 2e-10, solve, residual_of, s), 0);
+      return s;
+    }
+  };
+  {  // a miss by a hair: one pass at half the miss, met
+    Fake f;
+    f.residuals = {4e-11};
+    const SolveChecked s = f.run(1.25e-10, true);
+    ASSERT_EQ(f.steps.size(), 1u);
+    EXPECT_DOUBLE_EQ(f.steps[0], 2e-10 * 0.5 * 1e-10 / 1.25e-10);
+    EXPECT_EQ(s.passes, 1);
+    EXPECT_EQ(s.iterations, 15);
+    EXPECT_TRUE(s.met(1e-10));
+  }
+  {  // a miss by 10^6: each pass tightens 100 times, two passes, still missed
+    Fake f;
+    f.residuals = {1e-6, 1e-7};
+    const SolveChecked s = f.run(1e-4, true);
+    ASSERT_EQ(f.steps.size(), 2u);
+    EXPECT_DOUBLE_EQ(f.steps[0], 2e-12);
+    EXPECT_DOUBLE_EQ(f.steps[1], 2e-14);
+    EXPECT_EQ(s.passes, 2);
+    EXPECT_DOUBLE_EQ(s.residual, 1e-7);
+    EXPECT_FALSE(s.met(1e-10));
+  }
+  {  // a pass that did not converge ends the passes
+    Fake f;
+    f.converges = false;
+    f.residuals = {5e-10};
+    const SolveChecked s = f.run(2e-10, true);
+    EXPECT_EQ(f.steps.size(), 1u);
+    EXPECT_FALSE(s.converged);
+    EXPECT_FALSE(s.met(1e-10));
+  }
+  {  // not converged, or nothing missed: no pass
+    Fake f;
+    EXPECT_EQ(f.run(2e-10, false).passes, 0);
+    EXPECT_EQ(f.run(1e-10, true).passes, 0);
+    EXPECT_TRUE(f.steps.empty());
+  }
 }
 
 }  // namespace
