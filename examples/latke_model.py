@@ -343,9 +343,9 @@ def mg_iteration_us(machine, s, profile, nvec=24, comm_profile=None, gather_site
                     onto_sites=GATHER_ONTO_SITES):
     """One MG-GCR iteration on s's grid from profiles of the cycle (the records' mg_levels; per
     level: ms per cycle, exchanges, global sums, launches). The work comes from a one-rank
-    profile; the counts of exchanges and launches per cycle from a profile on several ranks
-    (comm_profile; one rank exchanges nothing), or without one from the one-rank profile (no
-    exchanges). Levels are placed as Latke places them (gather_ranks, telescope_grid), from the
+    profile; the counts of exchanges, launches and global sums per cycle from a profile on
+    several ranks (comm_profile; one rank exchanges nothing, and its smoothers sum on the
+    device), or without one from the one-rank profile (no exchanges). Levels are placed as Latke places them (gather_ranks, telescope_grid), from the
     fine level down. A level's work without its launches and sums divides over the ranks it is
     spread on, and its exchanges, launches and sums cost what the machine says for that grid; a
     level gathered onto fewer ranks adds the all-gather of its right-hand side within each group
@@ -397,9 +397,12 @@ def mg_iteration_us(machine, s, profile, nvec=24, comm_profile=None, gather_site
                     c = spread_counts[-1] if telescoped and spread_counts else None
             exchanges = c["exchanges"] if c else lv["exchanges"]
             launches = c["launches"] if c else lv["launches"]
+            # A level on one rank keeps its smoother's sums on the device: the spread level's
+            # global sums are counted where it was spread.
+            sums = c["global_sums"] if c else lv["global_sums"]
             t = (work / ranks + machine.launches_us(launches)
                  + exchanges * machine.exchange_us(face, ranks, cross)
-                 + lv["global_sums"] * machine.global_sum_us(ranks) + gather)
+                 + sums * machine.global_sum_us(ranks) + gather)
             where = f"on {ranks} ranks" if telescoped else "spread"
         parts["levels"].append({"level": lv["level"], "where": where, "us": t})
     parts["preconditioner"] = sum(lv["us"] for lv in parts["levels"])

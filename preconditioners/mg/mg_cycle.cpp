@@ -152,6 +152,17 @@ void Multigrid::mr_steps(int l, ColorSpinorField& x, bool eo, int steps) {
   ColorSpinorField& as = low_fields ? *L.la : eo ? *L.ha : *L.sa;
   if (low_fields) rs.copy_from(*L.hr);
   xs.zero();
+  if (rs.lattice().size() == 1) {  // the scalars stay on the device: no host synchronisation
+    blas::DotNormSum* sums = L.mr_sums_on(rs.backend());
+    for (int s = 0; s < steps; ++s) {
+      A.apply(as, rs);
+      blas::cdot_norms_to(as, rs, sums);
+      blas::mr_update_from(q.omega, sums, rs, as, xs, s + 1 < steps);
+      ++L.smooth_steps;
+    }
+    if (low_fields) L.hx->copy_from(xs);
+    return;
+  }
   for (int s = 0; s < steps; ++s) {  // x += omega alpha r, r -= omega alpha A r (not after the last step)
     A.apply(as, rs);
     const blas::DotNorms d = blas::cdot_norms(as, rs);
@@ -401,6 +412,18 @@ void Multigrid::mr_steps_set(int l, int steps) {
   for (int k = 0; k < n; ++k) {
     if (low_fields) rs[k].copy_from(S.hr[k]);
     xs[k].zero();
+  }
+  if (rs[0].lattice().size() == 1) {  // the scalars stay on the device: no host synchronisation
+    blas::DotNormSum* sums = L.mr_sums_on(rs[0].backend());
+    for (int s = 0; s < steps; ++s) {
+      A.apply_set(as, rs);
+      blas::cdot_norms_set_to(as, rs, sums);
+      blas::mr_update_set_from(omega, sums, rs, as, xs, s + 1 < steps);
+      L.smooth_steps += n;
+    }
+    if (low_fields)
+      for (int k = 0; k < n; ++k) S.hx[k].copy_from(xs[k]);
+    return;
   }
   std::vector<blas::DotNorms> d(n);
   std::vector<Cplx> a(n), one(n, Cplx(1));

@@ -13,6 +13,8 @@
 #include "preconditioners/mg/agglomerate.h"
 #include "preconditioners/mg/mg.h"
 #include "preconditioners/mg/transfer.h"
+#include "src/core/memory.h"
+#include "src/fields/blas.h"
 
 namespace latke::mg {
 
@@ -52,6 +54,13 @@ struct Multigrid::Level {
   std::unique_ptr<ColorSpinorField> bhat, xhat, gr;
   std::vector<ColorSpinorField> z, az;
   std::unique_ptr<GcrCycle> gcr;  ///< over z and az
+  /// Where the MR steps of a level on one rank leave their sums (blas::cdot_norms_to), one per
+  /// field of a set: backend memory, made at the first steps.
+  Buffer mr_sums;
+  blas::DotNormSum* mr_sums_on(Backend b) {
+    if (!mr_sums.data()) mr_sums = Buffer(memory_for(b), blas::set_max * sizeof(blas::DotNormSum));
+    return static_cast<blas::DotNormSum*>(mr_sums.data());
+  }
   long smooth_steps = 0, solve_iterations = 0, solves = 0;
   long parity_cycles = 0;  ///< level 0: cycles apply_parity ran on one parity
   long set_cycles = 0;     ///< level 0: of them, right-hand sides cycled in sets (apply_parity_set)

@@ -112,20 +112,55 @@ LATKE_HOST_DEVICE LATKE_INLINE void mr_step(Complex<T> a, U (&r)[N], const U (&s
   }
 }
 
-/// One MR step at site i: x += a r, r -= a s.
-template <typename S, int NR>
+/// The last MR step's update on N reals: x += a r (r is not needed after it).
+template <typename T, int N, typename U>
+LATKE_HOST_DEVICE LATKE_INLINE void mr_last_step(Complex<T> a, const U (&r)[N], U (&x)[N]) {
+  LATKE_UNROLL for (int k = 0; k < N; k += 2) {
+    const Complex<T> xn = Complex<T>(x[k], x[k + 1]) + a * Complex<T>(r[k], r[k + 1]);
+    x[k] = static_cast<U>(xn.re);
+    x[k + 1] = static_cast<U>(xn.im);
+  }
+}
+
+/// MR coefficients of N fields given by the host ...
+template <typename T, int N>
+struct GivenCoefficients {
+  Complex<T> a[N];
+  LATKE_HOST_DEVICE LATKE_INLINE Complex<T> operator()(int k) const { return a[k]; }
+};
+
+/// ... or a_k = omega <s_k, r_k> / |s_k|^2 read from the sums a reduction left on the backend
+/// (cdot_norms_to), in double as the host computes a given one; 0 where |s_k|^2 is not positive.
+template <typename T>
+struct SummedCoefficients {
+  const DotNormSum* sums = nullptr;
+  double omega = 1;
+  LATKE_HOST_DEVICE LATKE_INLINE Complex<T> operator()(int k) const {
+    const DotNormSum d = sums[k];
+    if (!(d.xx > 0)) return Complex<T>(0, 0);
+    return Complex<T>(static_cast<T>(omega * d.re / d.xx), static_cast<T>(omega * d.im / d.xx));
+  }
+};
+
+/// One MR step at site i with coefficient a(0): x += a r, and r -= a s where UpdateR.
+template <typename S, int NR, typename Coef, bool UpdateR>
 struct MrUpdateKernel {
   using T = compute_t<S>;
   SiteArray<S, NR, 1> r, s, x;
-  Complex<T> a;
+  Coef a;
   LATKE_HOST_DEVICE double operator()(int i, int) const {
-    T rv[NR], sv[NR], xv[NR];
+    T rv[NR], xv[NR];
     r.load(rv, i);
-    s.load(sv, i);
     x.load(xv, i);
-    mr_step(a, rv, sv, xv);
+    if constexpr (UpdateR) {
+      T sv[NR];
+      s.load(sv, i);
+      mr_step(a(0), rv, sv, xv);
+      r.save(rv, i);
+    } else {
+      mr_last_step(a(0), rv, xv);
+    }
     x.save(xv, i);
-    r.save(rv, i);
     return 0;
   }
 };
@@ -157,14 +192,6 @@ struct AxpyPromoteKernel {
       w[k + 1] = r.im;
     }
     z.save(w, i);
-  }
-};
-
-struct DotNormSum {
-  double re = 0, im = 0, xx = 0, yy = 0;
-  LATKE_HOST_DEVICE DotNormSum& operator+=(const DotNormSum& o) {
-    re += o.re, im += o.im, xx += o.xx, yy += o.yy;
-    return *this;
   }
 };
 
@@ -533,41 +560,51 @@ struct SetSiteAxpbyzTerm {
   }
 };
 
-/// One MR step at index i of field k: x_k += a_k r_k, r_k -= a_k s_k (flat words).
-template <typename S>
+/// One MR step at index i of field k with coefficient a(k): x_k += a r_k, and r_k -= a s_k
+/// where UpdateR (flat words).
+template <typename S, typename Coef, bool UpdateR>
 struct SetMrTerm {
   using T = compute_t<S>;
   static constexpr int V = FlatSet<S>::V;
   FlatSet<S> r, s, x;
-  Complex<T> a[set_max];
+  Coef a;
   LATKE_HOST_DEVICE double operator()(int k, int i) const {
     Vector<S, V>& rw = r.word(k, i);
     Vector<S, V>& xw = x.word(k, i);
     Vector<S, V> ru = rw, xu = xw;
-    const Vector<S, V> su = s.word(k, i);
-    mr_step<T>(a[k], ru.v, su.v, xu.v);
+    if constexpr (UpdateR) {
+      const Vector<S, V> su = s.word(k, i);
+      mr_step<T>(a(k), ru.v, su.v, xu.v);
+      rw = ru;
+    } else {
+      mr_last_step<T>(a(k), ru.v, xu.v);
+    }
     xw = xu;
-    rw = ru;
     return 0;
   }
 };
 
 /// The same site by site (half precision: a norm per site).
-template <typename S, int NR>
+template <typename S, int NR, typename Coef, bool UpdateR>
 struct SetSiteMrTerm {
   using T = compute_t<S>;
   SiteSet<S, NR> r, s, x;
-  Complex<T> a[set_max];
+  Coef a;
   LATKE_HOST_DEVICE double operator()(int k, int i) const {
     const int blk = i / r.vcb, site = i - blk * r.vcb;
-    T rv[NR], sv[NR], xv[NR];
+    T rv[NR], xv[NR];
     const SiteArray<S, NR, 1> rk = r.at(k, blk), xk = x.at(k, blk);
     rk.load(rv, site);
-    s.at(k, blk).load(sv, site);
     xk.load(xv, site);
-    mr_step(a[k], rv, sv, xv);
+    if constexpr (UpdateR) {
+      T sv[NR];
+      s.at(k, blk).load(sv, site);
+      mr_step(a(k), rv, sv, xv);
+      rk.save(rv, site);
+    } else {
+      mr_last_step(a(k), rv, xv);
+    }
     xk.save(xv, site);
-    rk.save(rv, site);
     return 0;
   }
 };
@@ -781,22 +818,84 @@ void caxpby(Cplx a, const ColorSpinorField& x, Cplx b, ColorSpinorField& y) {
   axpbyz<false, false>(a, x, Cplx(), nullptr, b, y);
 }
 
-void mr_update(Cplx a, ColorSpinorField& r, const ColorSpinorField& s, ColorSpinorField& x) {
-  require_alike(r, x, "mr_update");
-  require_alike(s, x, "mr_update");
+namespace {
+
+/// The MR update of one field, with the coefficient source coef(T{}) (GivenCoefficients or
+/// SummedCoefficients).
+template <bool UpdateR, typename MakeCoef>
+void mr_update_with(ColorSpinorField& r, const ColorSpinorField& s, ColorSpinorField& x, MakeCoef coef,
+                    const char* what) {
+  require_alike(r, x, what);
+  require_alike(s, x, what);
   dispatch(x, [&](auto sp, auto nr, int n) {
     using S = decltype(sp);
     constexpr int NR = decltype(nr)::value;
     using T = compute_t<S>;
     for (int blk = 0; blk < x.n_parity(); ++blk) {
-      MrUpdateKernel<S, NR> k;
+      MrUpdateKernel<S, NR, decltype(coef(T{})), UpdateR> k;
       k.r = arr<S, NR>(r, blk, n);
       k.s = arr<S, NR>(s, blk, n);
       k.x = arr<S, NR>(x, blk, n);
-      k.a = Complex<T>(static_cast<T>(a.re), static_cast<T>(a.im));
+      k.a = coef(T{});
       launch(x.backend(), AsVoid<decltype(k)>{k}, {n}, compute_stream(), false);
     }
   });
+}
+
+/// A one-rank lattice's field, for the reductions whose sums stay on the backend.
+void require_one_rank(const ColorSpinorField& x, const char* what) {
+  require(x.lattice().size() == 1, what, ": the sums stay on the device, but the lattice ", x.lattice().describe(),
+          " is spread over ", x.lattice().size(), " ranks (a global sum needs the host)");
+}
+
+/// <x, y>, |x|^2, |y|^2 over a field's n_parity blocks of n sites as one segment.
+template <typename S, int NR>
+struct DotNormBlocksTerm {
+  SiteArray<S, NR, 1> x[2], y[2];
+  int n = 0;
+  LATKE_HOST_DEVICE DotNormSum operator()(int, int i) const {
+    using T = compute_t<S>;
+    const int b = i < n ? 0 : 1, site = i - b * n;
+    T u[NR], v[NR];
+    x[b].load(u, site);
+    y[b].load(v, site);
+    return dot_norms(u, v);
+  }
+};
+
+}  // namespace
+
+void mr_update(Cplx a, ColorSpinorField& r, const ColorSpinorField& s, ColorSpinorField& x) {
+  mr_update_with<true>(
+      r, s, x,
+      [a](auto t) {
+        using T = decltype(t);
+        return GivenCoefficients<T, 1>{{Complex<T>(static_cast<T>(a.re), static_cast<T>(a.im))}};
+      },
+      "mr_update");
+}
+
+void cdot_norms_to(const ColorSpinorField& x, const ColorSpinorField& y, DotNormSum* sums) {
+  require_alike(x, y, "cdot_norms_to");
+  require_one_rank(x, "cdot_norms_to");
+  dispatch(x, [&](auto s, auto nr, int n) {
+    using S = decltype(s);
+    constexpr int NR = decltype(nr)::value;
+    DotNormBlocksTerm<S, NR> t;
+    for (int blk = 0; blk < x.n_parity(); ++blk) t.x[blk] = arr<S, NR>(x, blk, n), t.y[blk] = arr<S, NR>(y, blk, n);
+    t.n = n;
+    launch_segmented_reduce<DotNormSum>(x.backend(), t, 1, n * x.n_parity(), sums);
+  });
+}
+
+void mr_update_from(double omega, const DotNormSum* sums, ColorSpinorField& r, const ColorSpinorField& s,
+                    ColorSpinorField& x, bool update_r) {
+  require_one_rank(x, "mr_update_from");
+  const auto coef = [&](auto t) { return SummedCoefficients<decltype(t)>{sums, omega}; };
+  if (update_r)
+    mr_update_with<true>(r, s, x, coef, "mr_update_from");
+  else
+    mr_update_with<false>(r, s, x, coef, "mr_update_from");
 }
 
 double caxpby_norm(Cplx a, const ColorSpinorField& x, Cplx b, ColorSpinorField& y) {
@@ -914,39 +1013,71 @@ void caxpbypcz_set(const Cplx* a, const std::vector<ColorSpinorField>& x, const 
   });
 }
 
-void mr_update_set(const Cplx* a, std::vector<ColorSpinorField>& r, const std::vector<ColorSpinorField>& s,
-                   std::vector<ColorSpinorField>& x) {
-  const char* what = "mr_update_set";
+namespace {
+
+/// The MR update of a set, with the coefficient source coef(T{}) (GivenCoefficients or
+/// SummedCoefficients).
+template <bool UpdateR, typename MakeCoef>
+void mr_update_set_with(std::vector<ColorSpinorField>& r, const std::vector<ColorSpinorField>& s,
+                        std::vector<ColorSpinorField>& x, MakeCoef coef, const char* what) {
   const int n = static_cast<int>(x.size());
   require_sets(r, x, what);  // before r[0], s[0] and x[0] are read
   require_sets(s, x, what);
   require_alike(r[0], x[0], what);
   require_alike(s[0], x[0], what);
   auto go = [&](auto& t, int n_index) {
-    using T = decltype(t.a[0].re);
-    for (int k = 0; k < n; ++k) t.a[k] = Complex<T>(static_cast<T>(a[k].re), static_cast<T>(a[k].im));
     launch(x[0].backend(), SetAsKernel<std::remove_reference_t<decltype(t)>>{t, n_index}, {n * n_index},
            compute_stream(), false);
   };
   if (site_path(x[0], x[0], what)) {
     dispatch_site_reals(x[0], [&](auto nr) {
       constexpr int NR = decltype(nr)::value;
-      SetSiteMrTerm<short, NR> t;
+      SetSiteMrTerm<short, NR, decltype(coef(float{})), UpdateR> t;
       t.r = site_set<short, NR>(r, x, what);
       t.s = site_set<short, NR>(s, x, what);
       t.x = site_set<short, NR>(x, x, what);
+      t.a = coef(float{});
       go(t, x[0].n_parity() * x[0].lattice().volume_cb());
     });
     return;
   }
   dispatch_set(x[0], [&](auto sp) {
     using S = decltype(sp);
-    SetMrTerm<S> t;
+    SetMrTerm<S, decltype(coef(compute_t<S>{})), UpdateR> t;
     t.r = flat<S>(r, x, what);
     t.s = flat<S>(s, x, what);
     t.x = flat<S>(x, x, what);
+    t.a = coef(compute_t<S>{});
     go(t, t.x.n_words);
   });
+}
+
+}  // namespace
+
+void mr_update_set(const Cplx* a, std::vector<ColorSpinorField>& r, const std::vector<ColorSpinorField>& s,
+                   std::vector<ColorSpinorField>& x) {
+  const int n = static_cast<int>(x.size());
+  mr_update_set_with<true>(
+      r, s, x,
+      [&](auto t) {
+        using T = decltype(t);
+        GivenCoefficients<T, set_max> c{};
+        for (int k = 0; k < n && k < set_max; ++k)
+          c.a[k] = Complex<T>(static_cast<T>(a[k].re), static_cast<T>(a[k].im));
+        return c;
+      },
+      "mr_update_set");
+}
+
+void mr_update_set_from(double omega, const DotNormSum* sums, std::vector<ColorSpinorField>& r,
+                        const std::vector<ColorSpinorField>& s, std::vector<ColorSpinorField>& x, bool update_r) {
+  require(!x.empty(), "mr_update_set_from: an empty set");
+  require_one_rank(x[0], "mr_update_set_from");
+  const auto coef = [&](auto t) { return SummedCoefficients<decltype(t)>{sums, omega}; };
+  if (update_r)
+    mr_update_set_with<true>(r, s, x, coef, "mr_update_set_from");
+  else
+    mr_update_set_with<false>(r, s, x, coef, "mr_update_set_from");
 }
 
 void cdot_norms_set(const std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& y, DotNorms* out) {
@@ -978,6 +1109,31 @@ void cdot_norms_set(const std::vector<ColorSpinorField>& x, const std::vector<Co
   std::memcpy(global.data(), local.data(), 4 * n * sizeof(double));
   global_sum(global.data(), 4 * n, x[0].lattice().comm());
   for (int k = 0; k < n; ++k) out[k] = {Cplx(global[4 * k], global[4 * k + 1]), global[4 * k + 2], global[4 * k + 3]};
+}
+
+void cdot_norms_set_to(const std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& y,
+                       DotNormSum* sums) {
+  const int n = static_cast<int>(x.size());
+  require_sets(y, x, "cdot_norms_set_to");  // before x[0] and y[0] are read
+  require_one_rank(x[0], "cdot_norms_set_to");
+  if (site_path(x[0], y[0], "cdot_norms_set_to")) {
+    require_alike(x[0], y[0], "cdot_norms_set_to");
+    dispatch_precision(x[0].precision(), [&](auto s) {
+      using S = decltype(s);
+      dispatch_site_reals(x[0], [&](auto nr) {
+        constexpr int NR = decltype(nr)::value;
+        const SetSiteDotNormTerm<S, NR> t{site_set<S, NR>(x, x, "cdot_norms_set_to"),
+                                          site_set<S, NR>(y, x, "cdot_norms_set_to")};
+        launch_segmented_reduce<DotNormSum>(x[0].backend(), t, n, x[0].n_parity() * x[0].lattice().volume_cb(), sums);
+      });
+    });
+  } else {
+    dispatch_set(x[0], [&](auto s) {
+      using S = decltype(s);
+      const SetDotNormTerm<S> t{flat<S>(x, x, "cdot_norms_set_to"), flat<S>(y, x, "cdot_norms_set_to")};
+      launch_segmented_reduce<DotNormSum>(x[0].backend(), t, n, t.x.n_words, sums);
+    });
+  }
 }
 
 }  // namespace latke::blas

@@ -38,6 +38,24 @@ struct DotNorms {
 };
 /// @brief <x, y>, |x|^2 and |y|^2 in one pass, summed over all ranks.
 DotNorms cdot_norms(const ColorSpinorField& x, const ColorSpinorField& y);
+
+/// The sums of cdot_norms as a reduction leaves them in the backend's memory.
+struct DotNormSum {
+  double re = 0, im = 0, xx = 0, yy = 0;  ///< <x, y> = sum conj(x) y; |x|^2; |y|^2
+  LATKE_HOST_DEVICE DotNormSum& operator+=(const DotNormSum& o) {
+    re += o.re, im += o.im, xx += o.xx, yy += o.yy;
+    return *this;
+  }
+};
+/// @brief Minimal-residual steps with no host synchronisation, for fields of a one-rank
+/// lattice (a global sum would need the host): cdot_norms_to(s, r, sums) leaves <s, r>, |s|^2
+/// and |r|^2 of s = A r in `sums` (memory of the fields' backend: device memory for CUDA), and
+/// mr_update_from reads them there: x += a r and, where update_r, r -= a s, with a = omega
+/// <s, r> / |s|^2 (0 where |s|^2 is not positive, which leaves x and r as they are). The host
+/// only queues the kernels, so it can run ahead of the device through a cycle of them.
+void cdot_norms_to(const ColorSpinorField& x, const ColorSpinorField& y, DotNormSum* sums);
+void mr_update_from(double omega, const DotNormSum* sums, ColorSpinorField& r, const ColorSpinorField& s,
+                    ColorSpinorField& x, bool update_r);
 /// @brief y = a x + b y, then <z, y>, |z|^2 and |y|^2 of the new y, in one pass and one host
 /// synchronisation (BiCGstab's residual update with the next iteration's <rhat, r>). The sums
 /// are of y as computed, before it is rounded to its storage.
@@ -80,6 +98,12 @@ void mr_update_set(const Cplx* a, std::vector<ColorSpinorField>& r, const std::v
 /// @brief out[k] = <x_k, y_k>, |x_k|^2, |y_k|^2 for the fields of two sets of one precision (as
 /// caxpbypcz_set), summed over all ranks: one pass and one host synchronisation for the whole set.
 void cdot_norms_set(const std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& y, DotNorms* out);
+/// @brief The set forms of cdot_norms_to and mr_update_from (one-rank lattices): sums[k] for
+/// field k, left in the backend's memory and read there by the update.
+void cdot_norms_set_to(const std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& y,
+                       DotNormSum* sums);
+void mr_update_set_from(double omega, const DotNormSum* sums, std::vector<ColorSpinorField>& r,
+                        const std::vector<ColorSpinorField>& s, std::vector<ColorSpinorField>& x, bool update_r);
 
 /// Shifts one multishift_update kernel handles; more are done in several passes.
 inline constexpr int multishift_max = 8;

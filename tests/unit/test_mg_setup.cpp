@@ -271,6 +271,65 @@ TEST_P(MgBackend, MrUpdateOfASetEqualsItsTwoUpdates) {
   expect_error([&] { blas::mr_update_set(a.data(), h, h, f); }, "differ in precision", "a half r with a single x");
 }
 
+// MR steps whose sums stay on the backend (cdot_norms_to and mr_update_from, and their set
+// forms: the smoother of a level on one rank, with no host synchronisation) equal the steps
+// through the host (cdot_norms, then mr_update, or x += a r at the last step), in double,
+// single and half, on one parity and on both; a field whose s vanished takes no step.
+TEST_P(MgBackend, MrStepsWithSumsOnTheBackendEqualTheHostSteps) {
+  Problem pr(GetParam(), Precision::double_, {4, 4, 4, 8}, 0.02);
+  const int count = 3;
+  const double omega = 0.9;
+  Buffer sums(memory_for(pr.backend), blas::set_max * sizeof(blas::DotNormSum));
+  auto* on_backend = static_cast<blas::DotNormSum*>(sums.data());
+  for (Precision p : {Precision::double_, Precision::single, Precision::half})
+    for (Subset sub : {Subset::even, Subset::full})
+      for (bool last : {false, true}) {
+        SCOPED_TRACE(std::string(to_string(p)) + (sub == Subset::full ? ", both parities" : ", one parity") +
+                     (last ? ", last step" : ""));
+        const SpinorParam sp{4, 3, p, sub, pr.backend};
+        std::vector<ColorSpinorField> r = ColorSpinorField::make_set(pr.lat, sp, count),
+                                      s = ColorSpinorField::make_set(pr.lat, sp, count),
+                                      x = ColorSpinorField::make_set(pr.lat, sp, count);
+        std::vector<ColorSpinorField> rh, xh, r1, x1, xo;  // the host's steps; alone on the backend; x before
+        std::vector<blas::DotNorms> d;
+        for (int k = 0; k < count; ++k) {
+          fill_gaussian(r[k], 10 + k);
+          fill_gaussian(s[k], 20 + k);
+          fill_gaussian(x[k], 30 + k);
+          blas::caxpby(Cplx(2), r[k], Cplx(1), s[k]);  // s near A r: a step of a few tenths
+          if (k == 2) s[k].zero();
+          for (auto* c : {&rh, &r1}) c->push_back(r[k].like(p)), c->back().copy_from(r[k]);
+          for (auto* c : {&xh, &x1, &xo}) c->push_back(x[k].like(p)), c->back().copy_from(x[k]);
+          d.push_back(blas::cdot_norms(s[k], r[k]));
+          const Cplx a = d[k].xx > 0 ? Cplx(omega * d[k].dot.re / d[k].xx, omega * d[k].dot.im / d[k].xx) : Cplx(0);
+          if (last)
+            blas::caxpby(a, rh[k], Cplx(1), xh[k]);
+          else
+            blas::mr_update(a, rh[k], s[k], xh[k]);
+        }
+        blas::cdot_norms_to(s[0], r1[0], on_backend);
+        blas::mr_update_from(omega, on_backend, r1[0], s[0], x1[0], !last);
+        blas::cdot_norms_set_to(s, r, on_backend);
+        std::vector<blas::DotNormSum> got(count);
+        copy_bytes(got.data(), on_backend, count * sizeof(blas::DotNormSum), compute_stream());
+        synchronize(compute_stream());
+        blas::mr_update_set_from(omega, on_backend, r, s, x, !last);
+        const double tol = p == Precision::half ? 1e-3 : p == Precision::single ? 1e-6 : 1e-14;
+        for (int k = 0; k < count; ++k) {
+          EXPECT_NEAR(got[k].re, d[k].dot.re, 1e-12 * std::sqrt(d[k].xx * d[k].yy)) << "field " << k;
+          EXPECT_NEAR(got[k].im, d[k].dot.im, 1e-12 * std::sqrt(d[k].xx * d[k].yy)) << "field " << k;
+          EXPECT_NEAR(got[k].xx, d[k].xx, 1e-12 * d[k].xx) << "field " << k;
+          EXPECT_NEAR(got[k].yy, d[k].yy, 1e-12 * d[k].yy) << "field " << k;
+          EXPECT_LT(rel_diff(xh[k], x[k]), tol) << "x of field " << k;
+          EXPECT_LT(rel_diff(rh[k], r[k]), tol) << "r of field " << k;
+        }
+        EXPECT_LT(rel_diff(xh[0], x1[0]), tol) << "the one-field form's x";
+        EXPECT_LT(rel_diff(rh[0], r1[0]), tol) << "the one-field form's r";
+        EXPECT_GT(rel_diff(xo[0], x[0]), 0.1) << "field 0 took a step";
+        EXPECT_LT(rel_diff(xo[2], x[2]), tol) << "field 2 (s = 0) took none";
+      }
+}
+
 // The set BLAS on Wilson fields in half (site by site, a norm per site) and with an
 // accumulator more precise than the update: equal to the same arithmetic field by field;
 // BiCGstab over a half set with solutions accumulated in single solves the even-odd operator
