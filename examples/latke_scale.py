@@ -55,7 +55,8 @@ RECORD_FIELDS = {
     "setup_seconds": ("num", False), "solve_seconds": ("num", False), "solve_seconds_warm": ("num", False),
     "time_to_solution": ("num", False), "true_residual": ("num", False), "events": (dict, False),
     "profiled_solves": (int, False), "mg_levels": (list, False), "versions": (dict, True),
-    "devices": (list, True), "host": (str, True), "date": (str, True),
+    "devices": (list, True), "host": (str, True), "date": (str, True), "halo": (dict, False),
+    "memory_peak_bytes": (dict, False),
 }
 
 
@@ -244,6 +245,9 @@ def run_case(a, study, config, options, ranks, grid, repeat, out_dir, versions, 
     warm = summary.get("repeat_solve_seconds") or [summary["solve_seconds"]]
     rec["solve_seconds_warm"] = float(min(warm))
     rec["time_to_solution"] = rec["setup_seconds"] + rec["solve_seconds"]
+    for key in ("halo", "memory_peak_bytes"):  # the first solve's exchanges; Latke's buffers at their peak
+        if isinstance(summary.get(key), dict):
+            rec[key] = summary[key]
     if a.phases:  # the same run with PETSc's log events and the multigrid's per-level profile
         view = os.path.join(out_dir, "logs", tag + ".log_view")
         pcmd = base + ["-log_view", f":{view}", "-pc_latke_mg_monitor"]
@@ -304,6 +308,10 @@ def cmd_run(a):
                 write_atomically(path, json.dumps(rec, indent=1) + "\n")
                 state = (f"{rec['iterations']} iterations, solve {rec['solve_seconds_warm']:.4g} s, "
                          f"setup {rec['setup_seconds']:.4g} s" if rec["status"] == "ok" else "FAILED: " + rec["error"])
+                halo = rec.get("halo") or {}
+                if halo.get("exchanges_per_rank"):
+                    state += (f", {halo['exchanges_per_rank']:.0f} halo exchanges per rank of "
+                              f"{halo['bytes_per_exchange'] * 1e-3:.3g} kB")
                 print(f"{name}, {n} rank(s){' grid ' + grid if grid else ''}, run {r + 1}/{a.repeat}: {state}",
                       flush=True)
                 failed += rec["status"] != "ok"
@@ -582,6 +590,18 @@ def report(study_dir, out_dir, machine=None):
                 md.append(f"| {c} | {k} | {lv['level']} | {lv['where']} | {lv['ms_per_cycle']:.3f} | "
                           f"{lv['halo_wait_ms']:.3f} | {lv['exchanges']:g} | {lv['global_sums']:g} | "
                           f"{lv['launches']:g} | {lv['gather_ms']:.3f} |")
+        md.append("")
+    usage = [r for r in ok if r["repeat"] == 0 and (r.get("halo") or r.get("memory_peak_bytes"))]
+    if usage:
+        md += ["Communication in the first solve and memory (per rank; Latke's own buffers at their peak, "
+               "PETSc's vectors not included):", "",
+               f"| configuration | {unit} | halo exchanges | kB per exchange | host wait in them (s) | "
+               "device GB | host GB |", "|---|---|---|---|---|---|---|"]
+        for r in sorted(usage, key=lambda r: (r["config"], r["ranks"], r.get("grid") or [])):
+            h, m = r.get("halo") or {}, r.get("memory_peak_bytes") or {}
+            md.append(f"| {r['config']} | {r['ranks']} | {h.get('exchanges_per_rank', 0):.0f} | "
+                      f"{h.get('bytes_per_exchange', 0) * 1e-3:.3g} | {h.get('wait_seconds', 0):.3g} | "
+                      f"{m.get('device', 0) * 1e-9:.3g} | {m.get('host', 0) * 1e-9:.3g} |")
         md.append("")
     if failed or problems:
         md += ["## Runs that failed", ""]

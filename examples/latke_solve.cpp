@@ -51,8 +51,10 @@
 #include "petsc/schwarz_options.h"
 #include "src/core/error.h"
 #include "src/core/lattice.h"
+#include "src/core/memory.h"
 #include "src/core/options.h"
 #include "src/core/output_files.h"
+#include "src/core/work_counters.h"
 
 namespace {
 
@@ -282,7 +284,37 @@ struct Summary {
   std::vector<double> repeat_s;      ///< -latke_solves: the solves after the first
   std::vector<AgainResult> kappas;   ///< -latke_kappas
   std::vector<AgainResult> configs;  ///< -latke_gauge_next
+  /// The first solve's halo exchanges: per rank (the mean over the ranks), the bytes each sent
+  /// per exchange (the mean), and the longest host wait in them on any rank.
+  double halo_exchanges = 0, halo_bytes_per_exchange = 0, halo_wait_s = 0;
+  double device_peak = 0, host_peak = 0;  ///< Latke's buffers, the most on any rank (host: pinned too)
 };
+
+/// This rank's work counters before the first solve; communication() takes the difference.
+latke::WorkCounters solve_start;
+
+/// The first solve's halo exchanges and the peak of Latke's buffers, over the ranks.
+PetscErrorCode communication(Summary& sum) {
+  const latke::WorkCounters& now = latke::work_counters();
+  const latke::MemoryUse use = latke::memory_use();
+  double sums[2] = {static_cast<double>(now.exchanges - solve_start.exchanges),
+                    now.halo_bytes - solve_start.halo_bytes};
+  double most[3] = {now.halo_seconds - solve_start.halo_seconds,
+                    static_cast<double>(use.peak[static_cast<int>(latke::MemoryKind::device)]),
+                    static_cast<double>(use.peak[static_cast<int>(latke::MemoryKind::host)] +
+                                        use.peak[static_cast<int>(latke::MemoryKind::pinned)])};
+  int ranks = 1;
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &ranks));
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, PETSC_COMM_WORLD));
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, most, 3, MPI_DOUBLE, MPI_MAX, PETSC_COMM_WORLD));
+  sum.halo_exchanges = sums[0] / ranks;
+  sum.halo_bytes_per_exchange = sums[0] > 0 ? sums[1] / sums[0] : 0;
+  sum.halo_wait_s = most[0];
+  sum.device_peak = most[1];
+  sum.host_peak = most[2];
+  PetscFunctionReturn(0);
+}
 
 /// With -latke_solves n > 1, the solves after the first (kernels tuned, preconditioner set up)
 /// run in their own log stage, "Solved again", so that -log_view shows where such a solve goes
@@ -350,6 +382,10 @@ std::string json_text(const Summary& s) {
   if (s.fallback_at >= 0) f["fallback_at"] = s.fallback_at;
   if (s.restarts > 0) f["restarts"] = s.restarts;
   if (s.refinements > 0) f["refinements"] = s.refinements;
+  f["halo"] = {{"exchanges_per_rank", s.halo_exchanges},
+               {"bytes_per_exchange", s.halo_bytes_per_exchange},
+               {"wait_seconds", s.halo_wait_s}};
+  f["memory_peak_bytes"] = {{"device", s.device_peak}, {"host", s.host_peak}};
   if (s.split.valid) {
     f["per_iteration_ms"] = {{"operator", s.split.op_ms},
                              {"latke_operator", s.split.latke_op_ms},
@@ -730,7 +766,9 @@ PetscErrorCode run(int& status) {
   KSPConvergedReason reason = KSP_CONVERGED_ITERATING;
   ksp = nullptr;
   if (multi) {
+    solve_start = latke::work_counters();
     PetscCall(solve_masses(gauge, A, b, bhat, opt, mass_a, sum));
+    PetscCall(communication(sum));
     PetscCall(PetscTime(&t1));
     sum.setup_s = t1 - t0 - sum.solve_s;
   } else if (opt.native) {
@@ -738,9 +776,11 @@ PetscErrorCode run(int& status) {
     latke::petsc::SolveChecked c;
     double check_s = 0;
     PetscCall(PetscTime(&t1));
+    solve_start = latke::work_counters();
     PetscCall(VecSet(xhat, 0.0));
     PetscCall(native_checked(A, M, bhat, xhat, b, x, r, opt.tol, st, c, check_s));
     PetscCall(PetscTime(&t2));
+    PetscCall(communication(sum));
     sum.iterations = st.iterations;
     sum.operator_applications = st.outer_applications;
     sum.sloppy_applications = st.sloppy_applications;
@@ -828,6 +868,7 @@ PetscErrorCode run(int& status) {
     LogSnapshot before, after;
     PetscCall(PetscLogIsActive(&logging));
     if (logging) PetscCall(log_snapshot(&before));
+    solve_start = latke::work_counters();
     PetscCall(PetscTime(&t1));
     PetscCall(PetscGetFlops(&f0));
     PetscCall(KSPSolve(ksp, bhat, xhat));
@@ -862,6 +903,7 @@ PetscErrorCode run(int& status) {
     PetscCall(check_and_refine(ksp, A, M, bhat, xhat, b, x, r, c));
     PetscCall(PetscTime(&t1));
     sum.solve_s += t1 - t2;  // the refinement's solves, if any
+    PetscCall(communication(sum));
     sum.iterations = c.iterations;
     sum.refinements = c.passes;
     sum.reason = KSPConvergedReasons[c.reason];
@@ -1006,6 +1048,19 @@ PetscErrorCode run(int& status) {
       PetscCall(PetscViewerASCIIPrintf(
           out, "  solved again %d times from x = 0 (kernels tuned, preconditioner kept):%s s; fastest %.3f s\n",
           (int)sum.repeat_s.size(), r.str().c_str(), fastest));
+    }
+    {
+      int ranks = 1;
+      PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &ranks));
+      char halo[160] = "";
+      if (ranks > 1)
+        std::snprintf(halo, sizeof halo, "%.0f halo exchanges per rank in the solve, %.1f kB sent per exchange; ",
+                      sum.halo_exchanges, sum.halo_bytes_per_exchange * 1e-3);
+      char device[64] = "";
+      if (sum.backend == "cuda")
+        std::snprintf(device, sizeof device, "%.3f GB on the device and ", sum.device_peak * 1e-9);
+      PetscCall(PetscViewerASCIIPrintf(out, "  %sLatke's buffers at most %s%.3f GB on the host per rank\n", halo,
+                                       device, sum.host_peak * 1e-9));
     }
     for (const bool by_kappa : {true, false})
       for (std::size_t i = 0; i < (by_kappa ? sum.kappas : sum.configs).size(); ++i) {

@@ -38,11 +38,12 @@ namespace {
 bool profiling = false;
 HaloProfile profile_sums;
 
-/// One exchange finished after the host waited `us` in it (work_counters.h).
-void count_wait(double us) {
+/// One exchange of `bytes` sent finished after the host waited `us` in it (work_counters.h).
+void count_wait(double us, std::size_t bytes) {
   WorkCounters& c = work_counters();
   ++c.exchanges;
   c.halo_seconds += us * 1e-6;
+  c.halo_bytes += static_cast<double>(bytes);
 }
 }  // namespace
 
@@ -551,7 +552,7 @@ void HaloExchange::finish() {
         if (active(mu)) stream_wait(exterior_stream(), flag(sig_in_[mu][d], set_), seq_);
     if (timed) timing_->delivered.record(exterior_stream());
     finish_host_us_ = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-    count_wait(finish_host_us_);
+    count_wait(finish_host_us_, bytes_sent());
     return;
   }
 #endif
@@ -619,7 +620,7 @@ void HaloExchange::finish() {
     if (timed) timing_->delivered.record(comm_stream());
   }
   finish_host_us_ = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-  count_wait(finish_host_us_);
+  count_wait(finish_host_us_, bytes_sent());
 }
 
 void HaloExchange::end() {

@@ -113,6 +113,8 @@ class HaloExchange {
   /// begin() to end() of one exchange (the sets alternate).
   void* recv_face(int mu, int dir) const { return recv_[set_][mu][dir > 0].data(); }
   std::size_t face_bytes(int mu) const { return face_bytes_[mu]; }
+  /// Bytes one exchange sends: both faces of every dimension exchanged.
+  std::size_t bytes_sent() const { return 2 * (face_bytes_[0] + face_bytes_[1] + face_bytes_[2] + face_bytes_[3]); }
   /// Whether dimension mu is exchanged: split over ranks, with faces of some bytes (a caller
   /// may exchange only some of the split dimensions, giving the others no bytes).
   bool active(int mu) const { return face_bytes_[mu] > 0; }

@@ -2,6 +2,7 @@
 #include "src/core/memory.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -59,6 +60,24 @@ void require_host_memory(std::size_t bytes, const std::string& what) {
           gib(static_cast<double>(bytes)), " per rank (", memory_report(), ")");
 }
 
+namespace {
+std::atomic<std::size_t> held[3], most[3];
+
+void count_alloc(MemoryKind kind, std::size_t bytes) {
+  const int k = static_cast<int>(kind);
+  const std::size_t now = held[k].fetch_add(bytes) + bytes;
+  std::size_t was = most[k].load();
+  while (now > was && !most[k].compare_exchange_weak(was, now)) {
+  }
+}
+}  // namespace
+
+MemoryUse memory_use() {
+  MemoryUse u;
+  for (int k = 0; k < 3; ++k) u.now[k] = held[k].load(), u.peak[k] = most[k].load();
+  return u;
+}
+
 Buffer::Buffer(MemoryKind kind, std::size_t bytes) : bytes_(bytes), kind_(kind) {
   void* p = nullptr;
   const std::size_t n = bytes == 0 ? host_alignment : bytes;
@@ -92,12 +111,13 @@ Buffer::Buffer(MemoryKind kind, std::size_t bytes) : bytes_(bytes), kind_(kind) 
 #endif
       break;
   }
-  ptr_ = std::unique_ptr<void, Deleter>(p, Deleter{kind_, true});
+  ptr_ = std::unique_ptr<void, Deleter>(p, Deleter{kind_, true, n});
+  count_alloc(kind_, n);
 }
 
 Buffer Buffer::borrow(MemoryKind kind, void* data, std::size_t bytes) {
   Buffer b;
-  b.ptr_ = std::unique_ptr<void, Deleter>(data, Deleter{kind, false});
+  b.ptr_ = std::unique_ptr<void, Deleter>(data, Deleter{kind, false, 0});
   b.bytes_ = bytes;
   b.kind_ = kind;
   return b;
@@ -105,6 +125,7 @@ Buffer Buffer::borrow(MemoryKind kind, void* data, std::size_t bytes) {
 
 void Buffer::Deleter::operator()(void* p) const {
   if (!p || !owned) return;
+  held[static_cast<int>(kind)].fetch_sub(bytes);
 #ifdef LATKE_HAVE_CUDA
   if (kind == MemoryKind::device) { cudaFree(p); return; }
   if (kind == MemoryKind::pinned) { cudaFreeHost(p); return; }

@@ -20,6 +20,14 @@ void require_host_memory(std::size_t bytes, const std::string& what);
 /// @brief "Host: A GiB available of T GiB; GPU: F GiB free of G GiB" (the GPU part where one is active).
 std::string memory_report();
 
+/// Bytes held in Latke's own buffers (Buffer, owned), per MemoryKind (host, pinned, device):
+/// now, and the most at any time since the process started (PETSc's vectors are not counted).
+struct MemoryUse {
+  std::size_t now[3] = {0, 0, 0};
+  std::size_t peak[3] = {0, 0, 0};
+};
+MemoryUse memory_use();
+
 /// An owned allocation; moves, never copies.
 class Buffer {
  public:
@@ -36,6 +44,7 @@ class Buffer {
   struct Deleter {
     MemoryKind kind;
     bool owned;
+    std::size_t bytes;  ///< counted in memory_use()
     void operator()(void* p) const;
   };
   std::unique_ptr<void, Deleter> ptr_;

@@ -13,6 +13,7 @@
 #include "src/core/error.h"
 #include "src/core/half2.h"
 #include "src/core/indexing.h"
+#include "src/core/memory.h"
 #include "src/core/output_files.h"
 #include "src/core/tune.h"
 #include "src/fields/color_spinor_field.h"
@@ -89,6 +90,26 @@ TEST(Half2, HostRoundsAsIeeeHalf) {
 
 // The per-user cache directory: $LATKE_CACHE_DIR (empty: none), else the XDG cache home,
 // else ~/.cache; nothing where none is set.
+// memory_use counts the bytes Latke's own buffers hold, per kind, now and at their peak; a
+// borrowed buffer (a PETSc vector's array) is not Latke's and not counted.
+TEST(Memory, UseCountsOwnedBuffersNowAndAtThePeak) {
+  const int host = static_cast<int>(MemoryKind::host);
+  const MemoryUse before = memory_use();
+  {
+    Buffer a(MemoryKind::host, 3 << 20);
+    std::vector<char> outside(1 << 20);
+    const Buffer borrowed = Buffer::borrow(MemoryKind::host, outside.data(), outside.size());
+    const MemoryUse during = memory_use();
+    EXPECT_EQ(during.now[host], before.now[host] + (3u << 20));
+    EXPECT_GE(during.peak[host], during.now[host]);
+    Buffer moved = std::move(a);  // the bytes move with the buffer, counted once
+    EXPECT_EQ(memory_use().now[host], during.now[host]);
+  }
+  const MemoryUse after = memory_use();
+  EXPECT_EQ(after.now[host], before.now[host]);
+  EXPECT_GE(after.peak[host], before.now[host] + (3u << 20));
+}
+
 TEST(UserCache, FollowsTheXdgBaseDirectories) {
   struct Saved {
     const char* name;
