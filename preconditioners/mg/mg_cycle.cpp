@@ -2,22 +2,23 @@
 // even-odd form), the coarse-grid correction, the K-cycle's flexible GCR on coarse levels and
 // the coarsest solve. Host code: every vector operation is a kernel of the transfer, the
 // operators or BLAS.
-#include "preconditioners/mg/mg.h"
-
 #include <mpi.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
+#include <string>
 
+#include "operators/coarse/dense_inverse.h"
+#include "preconditioners/mg/galerkin.h"
+#include "preconditioners/mg/mg.h"
+#include "preconditioners/mg/mg_level.h"
 #include "src/core/error.h"
 #include "src/core/log.h"
 #include "src/fields/blas.h"
-#include "operators/coarse/dense_inverse.h"
-#include "preconditioners/mg/galerkin.h"
-#include "preconditioners/mg/mg_level.h"
 
 namespace latke::mg {
 
@@ -138,6 +139,18 @@ void Multigrid::smooth(int l, ColorSpinorField& x, const ColorSpinorField& r, in
   if (eo) L.schur->reconstruct(x, *L.hx, r);
 }
 
+namespace {
+/// Whether a one-rank level's MR steps keep their sums on the device (the default), or sum on
+/// the host as a spread level does: LATKE_MG_HOST_SUMS=1, to compare the two.
+bool sums_on_device(const ColorSpinorField& f) {
+  static const bool host = [] {
+    const char* v = std::getenv("LATKE_MG_HOST_SUMS");
+    return v && std::string(v) == "1";
+  }();
+  return f.lattice().size() == 1 && !host;
+}
+}  // namespace
+
 void Multigrid::mr_steps(int l, ColorSpinorField& x, bool eo, int steps) {
   Level& L = *levels_[l];
   const LevelParam& q = param_.level[l];
@@ -152,7 +165,7 @@ void Multigrid::mr_steps(int l, ColorSpinorField& x, bool eo, int steps) {
   ColorSpinorField& as = low_fields ? *L.la : eo ? *L.ha : *L.sa;
   if (low_fields) rs.copy_from(*L.hr);
   xs.zero();
-  if (rs.lattice().size() == 1) {  // the scalars stay on the device: no host synchronisation
+  if (sums_on_device(rs)) {  // the scalars stay on the device: no host synchronisation
     blas::DotNormSum* sums = L.mr_sums_on(rs.backend());
     for (int s = 0; s < steps; ++s) {
       A.apply(as, rs);
@@ -413,7 +426,7 @@ void Multigrid::mr_steps_set(int l, int steps) {
     if (low_fields) rs[k].copy_from(S.hr[k]);
     xs[k].zero();
   }
-  if (rs[0].lattice().size() == 1) {  // the scalars stay on the device: no host synchronisation
+  if (sums_on_device(rs[0])) {  // the scalars stay on the device: no host synchronisation
     blas::DotNormSum* sums = L.mr_sums_on(rs[0].backend());
     for (int s = 0; s < steps; ++s) {
       A.apply_set(as, rs);
