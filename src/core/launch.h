@@ -58,49 +58,54 @@ __global__ void launch_kernel(const F f, int n, int parity_begin) {
   if (i < n) f(i, parity_begin + static_cast<int>(blockIdx.y));
 }
 
-template <typename T, typename F>
-__global__ void __launch_bounds__(detail::reduce_block) reduce_kernel(const F f, int n, int total, int parity_begin, T* partial) {
-  __shared__ unsigned char smem_raw[detail::reduce_block * sizeof(T)];
+/// The sum of every thread's acc in a CUDA block of detail::reduce_block threads, in a fixed
+/// order (a tree in shared memory); thread 0's return value.
+template <typename T>
+__device__ T block_sum(T acc) {
+  __shared__ alignas(16) unsigned char smem_raw[detail::reduce_block * sizeof(T)];
   T* smem = reinterpret_cast<T*>(smem_raw);
-  T acc{};
-  for (int l = blockIdx.x * blockDim.x + threadIdx.x; l < total; l += gridDim.x * blockDim.x)
-    acc += f(l % n, parity_begin + l / n);
   smem[threadIdx.x] = acc;
   __syncthreads();
   for (int w = detail::reduce_block / 2; w > 0; w /= 2) {
     if (static_cast<int>(threadIdx.x) < w) smem[threadIdx.x] += smem[threadIdx.x + w];
     __syncthreads();
   }
-  if (threadIdx.x == 0) partial[blockIdx.x] = smem[0];
+  return smem[0];
+}
+
+template <typename T, typename F>
+__global__ void __launch_bounds__(detail::reduce_block)
+    reduce_kernel(const F f, int n, int total, int parity_begin, T* partial) {
+  T acc{};
+  for (int l = blockIdx.x * blockDim.x + threadIdx.x; l < total; l += gridDim.x * blockDim.x)
+    acc += f(l % n, parity_begin + l / n);
+  const T sum = block_sum(acc);
+  if (threadIdx.x == 0) partial[blockIdx.x] = sum;
 }
 
 /// CUDA block k reduces chunk k % split of segment k / split into out[k].
 template <typename T, typename F>
-__global__ void __launch_bounds__(detail::reduce_block) segmented_reduce_kernel(const F f, int length, int split, T* out) {
-  __shared__ unsigned char smem_raw[detail::reduce_block * sizeof(T)];
-  T* smem = reinterpret_cast<T*>(smem_raw);
+__global__ void __launch_bounds__(detail::reduce_block)
+    segmented_reduce_kernel(const F f, int length, int split, T* out) {
   const int seg = static_cast<int>(blockIdx.x) / split, chunk = static_cast<int>(blockIdx.x) % split;
   const int begin = static_cast<int>(static_cast<long long>(length) * chunk / split);
   const int end = static_cast<int>(static_cast<long long>(length) * (chunk + 1) / split);
   T acc{};
   for (int i = begin + threadIdx.x; i < end; i += blockDim.x) acc += f(seg, i);
-  smem[threadIdx.x] = acc;
-  __syncthreads();
-  for (int w = detail::reduce_block / 2; w > 0; w /= 2) {
-    if (static_cast<int>(threadIdx.x) < w) smem[threadIdx.x] += smem[threadIdx.x + w];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) out[blockIdx.x] = smem[0];
+  const T sum = block_sum(acc);
+  if (threadIdx.x == 0) out[blockIdx.x] = sum;
 }
 
-/// out[seg] = the sum of partial[seg * split + 0 .. split - 1], in that order.
+/// out[seg] = the sum of partial[seg * split + 0 .. split - 1], CUDA block seg: thread t adds
+/// partials t, t + blockDim, ..., then block_sum (a fixed order, and a few loads deep rather than
+/// one thread's split dependent ones).
 template <typename T>
-__global__ void sum_chunks_kernel(const T* partial, int split, int n_segments, T* out) {
-  const int seg = blockIdx.x * blockDim.x + threadIdx.x;
-  if (seg >= n_segments) return;
+__global__ void __launch_bounds__(detail::reduce_block) sum_chunks_kernel(const T* partial, int split, T* out) {
+  const T* p = partial + static_cast<long long>(blockIdx.x) * split;
   T acc{};
-  for (int c = 0; c < split; ++c) acc += partial[seg * split + c];
-  out[seg] = acc;
+  for (int c = threadIdx.x; c < split; c += blockDim.x) acc += p[c];
+  const T sum = block_sum(acc);
+  if (threadIdx.x == 0) out[blockIdx.x] = sum;
 }
 #endif
 
@@ -234,7 +239,7 @@ void launch_segmented_reduce(Backend b, const F& f, int n_segments, int length, 
   } else {
     T* partial = static_cast<T*>(detail::segmented_scratch_device(sizeof(T) * n_segments * split));
     segmented_reduce_kernel<T, F><<<n_segments * split, detail::reduce_block, 0, stream>>>(f, length, split, partial);
-    sum_chunks_kernel<T><<<(n_segments + 127) / 128, 128, 0, stream>>>(partial, split, n_segments, out);
+    sum_chunks_kernel<T><<<n_segments, detail::reduce_block, 0, stream>>>(partial, split, out);
   }
   LATKE_CUDA_CALL(cudaGetLastError());
 #else
