@@ -245,7 +245,7 @@ def run_case(a, study, config, options, ranks, grid, repeat, out_dir, versions, 
     warm = summary.get("repeat_solve_seconds") or [summary["solve_seconds"]]
     rec["solve_seconds_warm"] = float(min(warm))
     rec["time_to_solution"] = rec["setup_seconds"] + rec["solve_seconds"]
-    for key in ("halo", "memory_peak_bytes"):  # the first solve's exchanges; Latke's buffers at their peak
+    for key in ("halo", "memory_peak_bytes"):  # a warm solve's exchanges; Latke's buffers at their peak
         if isinstance(summary.get(key), dict):
             rec[key] = summary[key]
     if a.phases:  # the same run with PETSc's log events and the multigrid's per-level profile
@@ -593,7 +593,7 @@ def report(study_dir, out_dir, machine=None):
         md.append("")
     usage = [r for r in ok if r["repeat"] == 0 and (r.get("halo") or r.get("memory_peak_bytes"))]
     if usage:
-        md += ["Communication in the first solve and memory (per rank; Latke's own buffers at their peak, "
+        md += ["Communication in a warm solve and memory (per rank; Latke's own buffers at their peak, "
                "PETSc's vectors not included):", "",
                f"| configuration | {unit} | halo exchanges | kB per exchange | host wait in them (s) | "
                "device GB | host GB |", "|---|---|---|---|---|---|---|"]
