@@ -292,17 +292,13 @@ struct Summary {
   double device_peak = 0, host_peak = 0;  ///< Latke's buffers, the most on any rank (host: pinned too)
 };
 
-/// This rank's work counters before the solves measured; communication() takes the difference.
-latke::WorkCounters solve_start;
-
-/// The halo exchanges of the `solves` solves since solve_start (per solve) and the peak of
-/// Latke's buffers, over the ranks.
-PetscErrorCode communication(Summary& sum, long solves = 1) {
+/// The halo exchanges of the `solves` solves since this rank's counters read `start` (per
+/// solve) and the peak of Latke's buffers, over the ranks.
+PetscErrorCode communication(Summary& sum, const latke::WorkCounters& start, long solves = 1) {
   const latke::WorkCounters& now = latke::work_counters();
   const latke::MemoryUse use = latke::memory_use();
-  double sums[2] = {static_cast<double>(now.exchanges - solve_start.exchanges),
-                    now.halo_bytes - solve_start.halo_bytes};
-  double most[3] = {now.halo_seconds - solve_start.halo_seconds,
+  double sums[2] = {static_cast<double>(now.exchanges - start.exchanges), now.halo_bytes - start.halo_bytes};
+  double most[3] = {now.halo_seconds - start.halo_seconds,
                     static_cast<double>(use.peak[static_cast<int>(latke::MemoryKind::device)]),
                     static_cast<double>(use.peak[static_cast<int>(latke::MemoryKind::host)] +
                                         use.peak[static_cast<int>(latke::MemoryKind::pinned)])};
@@ -767,11 +763,12 @@ PetscErrorCode run(int& status) {
   PetscCall(MatLatkePrepareSource(A, b, bhat));
 
   KSPConvergedReason reason = KSP_CONVERGED_ITERATING;
+  latke::WorkCounters start;  // this rank's counters before the solves whose exchanges are counted
   ksp = nullptr;
   if (multi) {
-    solve_start = latke::work_counters();
+    start = latke::work_counters();
     PetscCall(solve_masses(gauge, A, b, bhat, opt, mass_a, sum));
-    PetscCall(communication(sum));
+    PetscCall(communication(sum, start));
     PetscCall(PetscTime(&t1));
     sum.setup_s = t1 - t0 - sum.solve_s;
   } else if (opt.native) {
@@ -779,11 +776,11 @@ PetscErrorCode run(int& status) {
     latke::petsc::SolveChecked c;
     double check_s = 0;
     PetscCall(PetscTime(&t1));
-    solve_start = latke::work_counters();
+    start = latke::work_counters();
     PetscCall(VecSet(xhat, 0.0));
     PetscCall(native_checked(A, M, bhat, xhat, b, x, r, opt.tol, st, c, check_s));
     PetscCall(PetscTime(&t2));
-    PetscCall(communication(sum));
+    PetscCall(communication(sum, start));
     sum.iterations = st.iterations;
     sum.operator_applications = st.outer_applications;
     sum.sloppy_applications = st.sloppy_applications;
@@ -806,7 +803,7 @@ PetscErrorCode run(int& status) {
     sum.converged = c.met(opt.tol);
     sum.setup_s = t1 - t0 + (t2 - t1 - st.seconds - check_s);  // a preconditioner's set-up happens inside MatLatkeSolve
     sum.solve_s = st.seconds;
-    solve_start = latke::work_counters();  // the solves after the first, where there are some
+    start = latke::work_counters();  // the solves after the first, where there are some
     PetscCall(push_again_stage(opt.solves));
     LatkeSolverParams p;
     PetscCall(LatkeSolverParamsDefault(&p));
@@ -817,8 +814,10 @@ PetscErrorCode run(int& status) {
       PetscCall(MatLatkeSolve(A, bhat, xhat, &p, nullptr, &again));
       sum.repeat_s.push_back(again.seconds);
     }
-    if (opt.solves > 1) PetscCall(PetscLogStagePop());
-    if (opt.solves > 1) PetscCall(communication(sum, opt.solves - 1));
+    if (opt.solves > 1) {
+      PetscCall(PetscLogStagePop());
+      PetscCall(communication(sum, start, opt.solves - 1));
+    }
   } else {
     PetscCall(KSPCreate(PETSC_COMM_WORLD, &ksp));
     PetscCall(KSPSetOperators(ksp, A, A));
@@ -873,7 +872,7 @@ PetscErrorCode run(int& status) {
     LogSnapshot before, after;
     PetscCall(PetscLogIsActive(&logging));
     if (logging) PetscCall(log_snapshot(&before));
-    solve_start = latke::work_counters();
+    start = latke::work_counters();
     PetscCall(PetscTime(&t1));
     PetscCall(PetscGetFlops(&f0));
     PetscCall(KSPSolve(ksp, bhat, xhat));
@@ -908,7 +907,7 @@ PetscErrorCode run(int& status) {
     PetscCall(check_and_refine(ksp, A, M, bhat, xhat, b, x, r, c));
     PetscCall(PetscTime(&t1));
     sum.solve_s += t1 - t2;  // the refinement's solves, if any
-    PetscCall(communication(sum));
+    PetscCall(communication(sum, start));
     sum.iterations = c.iterations;
     sum.refinements = c.passes;
     sum.reason = KSPConvergedReasons[c.reason];
@@ -916,7 +915,7 @@ PetscErrorCode run(int& status) {
     sum.converged = c.converged;
     PetscCall(KSPGetResidualNorm(ksp, &rnorm));
     sum.solver_residual = bnorm > 0 ? rnorm / bnorm : rnorm;
-    solve_start = latke::work_counters();  // the solves after the first, where there are some
+    start = latke::work_counters();  // the solves after the first, where there are some
     PetscCall(push_again_stage(opt.solves));
     for (long i = 1; i < opt.solves; ++i) {  // the same KSP: its preconditioner is set up
       PetscCall(VecSet(xhat, 0.0));
@@ -926,8 +925,10 @@ PetscErrorCode run(int& status) {
       PetscCall(PetscTime(&z));
       sum.repeat_s.push_back(z - a);
     }
-    if (opt.solves > 1) PetscCall(PetscLogStagePop());
-    if (opt.solves > 1) PetscCall(communication(sum, opt.solves - 1));
+    if (opt.solves > 1) {
+      PetscCall(PetscLogStagePop());
+      PetscCall(communication(sum, start, opt.solves - 1));
+    }
   }
 
   {  // -latke_kappas, -latke_gauge_next: each solved with a new matrix, after the one before

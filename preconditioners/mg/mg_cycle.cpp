@@ -165,26 +165,24 @@ void Multigrid::mr_steps(int l, ColorSpinorField& x, bool eo, int steps) {
   ColorSpinorField& as = low_fields ? *L.la : eo ? *L.ha : *L.sa;
   if (low_fields) rs.copy_from(*L.hr);
   xs.zero();
-  if (sums_on_device(rs)) {  // the scalars stay on the device: no host synchronisation
-    blas::DotNormSum* sums = L.mr_sums_on(rs.backend());
-    for (int s = 0; s < steps; ++s) {
-      A.apply(as, rs);
-      blas::cdot_norms_to(as, rs, sums);
-      blas::mr_update_from(q.omega, sums, rs, as, xs, s + 1 < steps);
-      ++L.smooth_steps;
-    }
-    if (low_fields) L.hx->copy_from(xs);
-    return;
-  }
-  for (int s = 0; s < steps; ++s) {  // x += omega alpha r, r -= omega alpha A r (not after the last step)
+  // x += omega alpha r, r -= omega alpha A r (not after the last step). On one rank the
+  // scalars stay on the device (no host synchronisation); else they are summed on the host.
+  blas::DotNormSum* sums = sums_on_device(rs) ? L.mr_sums_on(rs.backend()) : nullptr;
+  for (int s = 0; s < steps; ++s) {
+    const bool last = s + 1 == steps;
     A.apply(as, rs);
-    const blas::DotNorms d = blas::cdot_norms(as, rs);
-    if (!(d.xx > 0)) break;
-    const Cplx a(q.omega * d.dot.re / d.xx, q.omega * d.dot.im / d.xx);
-    if (s + 1 < steps)
-      blas::mr_update(a, rs, as, xs);  // x += a r and r -= a A r in one pass
-    else
-      blas::caxpby(a, rs, Cplx(1), xs);
+    if (sums) {
+      blas::cdot_norms_to(as, rs, sums);
+      blas::mr_update_from(q.omega, sums, rs, as, xs, !last);
+    } else {
+      const blas::DotNorms d = blas::cdot_norms(as, rs);
+      if (!(d.xx > 0)) break;
+      const Cplx a(q.omega * d.dot.re / d.xx, q.omega * d.dot.im / d.xx);
+      if (last)
+        blas::caxpby(a, rs, Cplx(1), xs);
+      else
+        blas::mr_update(a, rs, as, xs);  // x += a r and r -= a A r in one pass
+    }
     ++L.smooth_steps;
   }
   if (low_fields) L.hx->copy_from(xs);
@@ -426,31 +424,28 @@ void Multigrid::mr_steps_set(int l, int steps) {
     if (low_fields) rs[k].copy_from(S.hr[k]);
     xs[k].zero();
   }
-  if (sums_on_device(rs[0])) {  // the scalars stay on the device: no host synchronisation
-    blas::DotNormSum* sums = L.mr_sums_on(rs[0].backend());
-    for (int s = 0; s < steps; ++s) {
-      A.apply_set(as, rs);
-      blas::cdot_norms_set_to(as, rs, sums);
-      blas::mr_update_set_from(omega, sums, rs, as, xs, s + 1 < steps);
-      L.smooth_steps += n;
-    }
-    if (low_fields)
-      for (int k = 0; k < n; ++k) S.hx[k].copy_from(xs[k]);
-    return;
-  }
-  std::vector<blas::DotNorms> d(n);
+  // x_k += omega alpha_k r_k, r_k -= omega alpha_k A r_k (not after the last step), the scalars
+  // on the device on one rank, else summed on the host.
+  blas::DotNormSum* sums = sums_on_device(rs[0]) ? L.mr_sums_on(rs[0].backend()) : nullptr;
+  std::vector<blas::DotNorms> d(sums ? 0 : n);
   std::vector<Cplx> a(n), one(n, Cplx(1));
-  for (int s = 0; s < steps; ++s) {  // x_k += omega alpha_k r_k, r_k -= omega alpha_k A r_k (not after the last step)
+  for (int s = 0; s < steps; ++s) {
+    const bool last = s + 1 == steps;
     A.apply_set(as, rs);
-    blas::cdot_norms_set(as, rs, d.data());
-    for (int k = 0; k < n; ++k) {
-      // A field whose residual vanished (or a zero right-hand side) takes no step.
-      a[k] = d[k].xx > 0 ? Cplx(omega * d[k].dot.re / d[k].xx, omega * d[k].dot.im / d[k].xx) : Cplx(0);
+    if (sums) {
+      blas::cdot_norms_set_to(as, rs, sums);
+      blas::mr_update_set_from(omega, sums, rs, as, xs, !last);
+    } else {
+      blas::cdot_norms_set(as, rs, d.data());
+      for (int k = 0; k < n; ++k) {
+        // A field whose residual vanished (or a zero right-hand side) takes no step.
+        a[k] = d[k].xx > 0 ? Cplx(omega * d[k].dot.re / d[k].xx, omega * d[k].dot.im / d[k].xx) : Cplx(0);
+      }
+      if (last)
+        blas::caxpbypcz_set(a.data(), rs, nullptr, nullptr, one.data(), xs);
+      else
+        blas::mr_update_set(a.data(), rs, as, xs);  // x += a r and r -= a A r in one pass
     }
-    if (s + 1 < steps)
-      blas::mr_update_set(a.data(), rs, as, xs);  // x += a r and r -= a A r in one pass
-    else
-      blas::caxpbypcz_set(a.data(), rs, nullptr, nullptr, one.data(), xs);
     L.smooth_steps += n;
   }
   if (low_fields)

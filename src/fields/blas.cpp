@@ -1080,31 +1080,49 @@ void mr_update_set_from(double omega, const DotNormSum* sums, std::vector<ColorS
     mr_update_set_with<false>(r, s, x, coef, "mr_update_set_from");
 }
 
-void cdot_norms_set(const std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& y, DotNorms* out) {
+namespace {
+
+/// out[k] = this rank's <x_k, y_k>, |x_k|^2, |y_k|^2 for two sets: in host memory (one host
+/// synchronisation for the set) or, where !to_host, left in the backend's memory (a one-rank
+/// lattice: nothing more to sum).
+void set_dot_norms(const std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& y, DotNormSum* out,
+                   bool to_host, const char* what) {
   const int n = static_cast<int>(x.size());
-  std::vector<DotNormSum> local(n);
-  std::vector<double> global(4 * n);
-  require_sets(y, x, "cdot_norms_set");  // before x[0] and y[0] are read
-  if (site_path(x[0], y[0], "cdot_norms_set")) {
-    require_alike(x[0], y[0], "cdot_norms_set");
+  require_sets(y, x, what);  // before x[0] and y[0] are read
+  if (!to_host) require_one_rank(x[0], what);
+  const Backend be = x[0].backend();
+  auto go = [&](const auto& t, int length) {
+    if (to_host)
+      launch_segmented_reduce_host<DotNormSum>(be, t, n, length, out);
+    else
+      launch_segmented_reduce<DotNormSum>(be, t, n, length, out);
+  };
+  if (site_path(x[0], y[0], what)) {
+    require_alike(x[0], y[0], what);
     dispatch_precision(x[0].precision(), [&](auto s) {
       using S = decltype(s);
-      auto by_site = [&](auto nr) {
+      dispatch_site_reals(x[0], [&](auto nr) {
         constexpr int NR = decltype(nr)::value;
-        const SetSiteDotNormTerm<S, NR> t{site_set<S, NR>(x, x, "cdot_norms_set"),
-                                          site_set<S, NR>(y, x, "cdot_norms_set")};
-        launch_segmented_reduce_host<DotNormSum>(x[0].backend(), t, n, x[0].n_parity() * x[0].lattice().volume_cb(),
-                                                 local.data());
-      };
-      dispatch_site_reals(x[0], by_site);
+        go(SetSiteDotNormTerm<S, NR>{site_set<S, NR>(x, x, what), site_set<S, NR>(y, x, what)},
+           x[0].n_parity() * x[0].lattice().volume_cb());
+      });
     });
   } else {
     dispatch_set(x[0], [&](auto s) {
       using S = decltype(s);
-      const SetDotNormTerm<S> t{flat<S>(x, x, "cdot_norms_set"), flat<S>(y, x, "cdot_norms_set")};
-      launch_segmented_reduce_host<DotNormSum>(x[0].backend(), t, n, t.x.n_words, local.data());
+      const SetDotNormTerm<S> t{flat<S>(x, x, what), flat<S>(y, x, what)};
+      go(t, t.x.n_words);
     });
   }
+}
+
+}  // namespace
+
+void cdot_norms_set(const std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& y, DotNorms* out) {
+  const int n = static_cast<int>(x.size());
+  std::vector<DotNormSum> local(n);
+  std::vector<double> global(4 * n);
+  set_dot_norms(x, y, local.data(), true, "cdot_norms_set");
   static_assert(sizeof(DotNormSum) == 4 * sizeof(double), "DotNormSum is four doubles");
   std::memcpy(global.data(), local.data(), 4 * n * sizeof(double));
   global_sum(global.data(), 4 * n, x[0].lattice().comm());
@@ -1113,27 +1131,7 @@ void cdot_norms_set(const std::vector<ColorSpinorField>& x, const std::vector<Co
 
 void cdot_norms_set_to(const std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& y,
                        DotNormSum* sums) {
-  const int n = static_cast<int>(x.size());
-  require_sets(y, x, "cdot_norms_set_to");  // before x[0] and y[0] are read
-  require_one_rank(x[0], "cdot_norms_set_to");
-  if (site_path(x[0], y[0], "cdot_norms_set_to")) {
-    require_alike(x[0], y[0], "cdot_norms_set_to");
-    dispatch_precision(x[0].precision(), [&](auto s) {
-      using S = decltype(s);
-      dispatch_site_reals(x[0], [&](auto nr) {
-        constexpr int NR = decltype(nr)::value;
-        const SetSiteDotNormTerm<S, NR> t{site_set<S, NR>(x, x, "cdot_norms_set_to"),
-                                          site_set<S, NR>(y, x, "cdot_norms_set_to")};
-        launch_segmented_reduce<DotNormSum>(x[0].backend(), t, n, x[0].n_parity() * x[0].lattice().volume_cb(), sums);
-      });
-    });
-  } else {
-    dispatch_set(x[0], [&](auto s) {
-      using S = decltype(s);
-      const SetDotNormTerm<S> t{flat<S>(x, x, "cdot_norms_set_to"), flat<S>(y, x, "cdot_norms_set_to")};
-      launch_segmented_reduce<DotNormSum>(x[0].backend(), t, n, t.x.n_words, sums);
-    });
-  }
+  set_dot_norms(x, y, sums, false, "cdot_norms_set_to");
 }
 
 }  // namespace latke::blas
