@@ -131,6 +131,9 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
     gather_onto_sites = g.integer("-pc_latke_mg_gather_onto_sites", gather_onto_sites,
                                   "A gathered level goes onto the most ranks that leave each at least this many "
                                   "sites, in copies side by side; onto every rank whole where no rank count does");
+    p.graphs = g.flag("-pc_latke_mg_graphs", p.graphs,
+                      "On CUDA, launch the coarse correction below a level as one CUDA graph where every level "
+                      "below lives on one rank (false: kernel by kernel)");
     for (int l = 1; l < 5; ++l)
       ranks[l] = g.integer(rank_options[l], 0,
                            "Ranks this coarse level lives on: 0 automatic (_gather_sites), the level above's rank "
@@ -642,6 +645,8 @@ PetscErrorCode view(MGContext& c, PetscViewer viewer) {
             q.smooth_even_odd ? "even-odd" : "full", to_string(q.smoother_precision), q.omega, q.pre_smooth,
             q.post_smooth, w[0]));
     }
+    if (w[5] > 0)
+      PetscCall(PetscViewerASCIIPrintf(viewer, "coarse corrections below it launched as one CUDA graph: %ld\n", w[5]));
     if (l > 0 && l + 1 < mg.levels() && p.cycle == mg::CycleType::kcycle)
       PetscCall(PetscViewerASCIIPrintf(
           viewer, "K-cycle GCR: rtol %g, at most %d iterations; %ld solves, %.1f iterations each\n",

@@ -30,18 +30,19 @@
 // outer solver (PETSc's FGMRES/GCR, or Latke's GCR) runs in double and is flexible.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "src/core/lattice.h"
-#include "src/core/work_counters.h"
 #include "operators/coarse/coarse_operator.h"
 #include "preconditioners/mg/transfer.h"
 #include "preconditioners/schwarz/schwarz.h"
 #include "solvers/solvers.h"
+#include "src/core/lattice.h"
+#include "src/core/work_counters.h"
 
 namespace latke::mg {
 
@@ -140,6 +141,9 @@ struct MultigridParam {
   /// where no rank count does. Gathered whole, a level costs every rank its whole work; on
   /// many ranks a large level would then outweigh the rest of the cycle (docs/multigrid.md).
   long gather_onto_sites = 1024;
+  /// Launch the coarse correction below a level as one CUDA graph where every level below
+  /// lives on one rank (Multigrid::graphs_correction); false: kernel by kernel.
+  bool graphs = true;
 };
 
 /// @brief The process grid coarse level `level` lives on when the level above lives on `grid`,
@@ -291,13 +295,19 @@ class Multigrid {
   LevelInfo info(int level) const;
   const MultigridParam& param() const { return param_; }
   double setup_seconds() const { return setup_seconds_; }
-  /// Per level, so far: smoother steps, solves (K-cycle or coarsest), their iterations, and
+  /// Per level, so far: smoother steps, solves (K-cycle or coarsest), their iterations,
   /// (level 0) the cycles apply_parity ran on one parity and, of them, the right-hand sides
-  /// apply_parity_set cycled in sets.
+  /// apply_parity_set cycled in sets, and the coarse corrections below the level launched as one
+  /// CUDA graph.
   std::vector<long> work(int level) const;
   /// @brief Start (clearing it) or stop (keeping it) the per-level profile of the cycles. While
   /// it is on, every change of level synchronizes the device, which costs a little time of its own.
   void set_profiling(bool on);
+  /// @brief Switch the CUDA graphs of the coarse corrections (MultigridParam::graphs) on or off.
+  void set_graphs(bool on) {
+    param_.graphs = on;
+    forget_graphs();
+  }
   /// Per level, since profiling started.
   const std::vector<LevelProfile>& profile() const { return profile_; }
   /// Cycles from the fine level (apply, apply_parity) since profiling started.
@@ -367,8 +377,22 @@ class Multigrid {
   int attribute_to(int l);
   class LevelScope;
   /// The coarse correction of a cycle on level l: C.x from C.b on level l + 1 (coarsest
-  /// solve, K-cycle or V-cycle).
+  /// solve, K-cycle or V-cycle). Where graphs_correction(l), launched as a CUDA graph of
+  /// correct_below(l), recorded at the third correction (after two direct ones) and again
+  /// whenever a buffer it used has gone.
   void coarse_correction(int l);
+  /// The coarse correction's work itself, queued kernel by kernel.
+  void correct_below(int l);
+  /// Whether level l's coarse correction can be one CUDA graph: param.graphs, CUDA, not while a graph is
+  /// being recorded, profiled (-pc_latke_mg_monitor) or logged (-log_view); every level below
+  /// on one rank (the one-rank MR smoother then keeps its sums on the device), with no
+  /// Schwarz smoother and no gathering below level l + 1, the coarsest solved directly on one
+  /// rank, and a V-cycle where a level below is not the coarsest.
+  bool graphs_correction(int l) const;
+  /// Drop every recorded coarse correction (the hierarchy changes).
+  void forget_graphs();
+  /// smooth_steps, solves and solve_iterations of each level below l.
+  std::vector<std::array<long, 3>> counts_below(int l) const;
   /// Whether level l's cycle can form only parity p of x before its reconstruction: MR on its
   /// even-odd system, after the coarse correction only. Then prepare(b - M x) = bhat - Mhat x_p
   /// whatever x_q is, and the reconstruction sets x_q from b and the smoothed x_p.
@@ -400,6 +424,7 @@ class Multigrid {
   std::vector<std::unique_ptr<Level>> levels_;
   std::vector<int> gathered_;  ///< per level, the ranks it is gathered onto from the level above's, or 0 (check_param)
   bool profiling_ = false;
+  bool recording_ = false;  ///< a coarse correction is being recorded as a CUDA graph
   int profile_level_ = -1;
   double profile_time_ = 0;  ///< at the last change of level (steady clock, seconds)
   WorkCounters profile_mark_;

@@ -18,6 +18,7 @@
 #include "preconditioners/mg/mg_level.h"
 #include "src/core/error.h"
 #include "src/core/log.h"
+#include "src/core/stream_graph.h"
 #include "src/fields/blas.h"
 
 namespace latke::mg {
@@ -140,15 +141,17 @@ void Multigrid::smooth(int l, ColorSpinorField& x, const ColorSpinorField& r, in
 }
 
 namespace {
-/// Whether a one-rank level's MR steps keep their sums on the device (the default), or sum on
-/// the host as a spread level does: LATKE_MG_HOST_SUMS=1, to compare the two.
-bool sums_on_device(const ColorSpinorField& f) {
+/// LATKE_MG_HOST_SUMS=1: one-rank levels' MR steps sum on the host as a spread level does, to
+/// compare the two.
+bool host_sums_forced() {
   static const bool host = [] {
     const char* v = std::getenv("LATKE_MG_HOST_SUMS");
     return v && std::string(v) == "1";
   }();
-  return f.lattice().size() == 1 && !host;
+  return host;
 }
+/// Whether a one-rank level's MR steps keep their sums on the device (the default).
+bool sums_on_device(const ColorSpinorField& f) { return f.lattice().size() == 1 && !host_sums_forced(); }
 }  // namespace
 
 void Multigrid::mr_steps(int l, ColorSpinorField& x, bool eo, int steps) {
@@ -215,7 +218,70 @@ void Multigrid::coarse_solve(int l, ColorSpinorField& x, const ColorSpinorField&
   ++C.solves;
 }
 
+bool Multigrid::graphs_correction(int l) const {
+  if (!param_.graphs || recording_ || profiling_ || host_sums_forced() || log_synchronizes()) return false;
+  for (int k = l + 1; k < levels(); ++k) {
+    const Level& K = *levels_[k];
+    if (K.op->field_param().backend != Backend::cuda || K.op->lattice()->size() != 1 || K.schwarz ||
+        (k > l + 1 && K.gather))
+      return false;
+    if (k + 1 == levels() ? !K.direct || K.direct->ranks() != 1 : param_.cycle != CycleType::vcycle) return false;
+  }
+  return true;
+}
+
+std::vector<std::array<long, 3>> Multigrid::counts_below(int l) const {
+  std::vector<std::array<long, 3>> c;
+  for (int k = l + 1; k < levels(); ++k)
+    c.push_back({levels_[k]->smooth_steps, levels_[k]->solves, levels_[k]->solve_iterations});
+  return c;
+}
+
+void Multigrid::forget_graphs() {
+  for (auto& L : levels_) {
+    Level::CorrectionGraph& g = L->graph;
+    g.recording.reset();
+    g.direct_runs = 0;
+    g.refused = false;
+    g.adds.clear();
+  }
+}
+
 void Multigrid::coarse_correction(int l) {
+  if (!graphs_correction(l)) return correct_below(l);
+  Level::CorrectionGraph& g = levels_[l]->graph;
+  if (!g.recording.valid()) {
+    if (g.refused || g.direct_runs < 2) {
+      ++g.direct_runs;
+      return correct_below(l);
+    }
+    // Recording queues nothing that runs: the host's counters are put back, and what one
+    // correction adds to them is added at each launch instead.
+    const std::vector<std::array<long, 3>> before = counts_below(l);
+    recording_ = true;
+    const bool ok = g.recording.record(Backend::cuda, [&] { correct_below(l); });
+    recording_ = false;
+    const std::vector<std::array<long, 3>> after = counts_below(l);
+    g.adds.assign(after.size(), {0, 0, 0});
+    for (std::size_t k = 0; k < after.size(); ++k) {
+      Level& K = *levels_[l + 1 + k];
+      for (int i = 0; i < 3; ++i) g.adds[k][i] = after[k][i] - before[k][i];
+      K.smooth_steps = before[k][0], K.solves = before[k][1], K.solve_iterations = before[k][2];
+    }
+    if (!ok) {  // something in it cannot be a graph: correct directly from now on
+      g.refused = true;
+      return correct_below(l);
+    }
+  }
+  g.recording.launch();
+  ++g.launches;
+  for (std::size_t k = 0; k < g.adds.size(); ++k) {
+    Level& K = *levels_[l + 1 + k];
+    K.smooth_steps += g.adds[k][0], K.solves += g.adds[k][1], K.solve_iterations += g.adds[k][2];
+  }
+}
+
+void Multigrid::correct_below(int l) {
   Level& C = *levels_[l + 1];
   if (l + 2 == param_.levels) {
     coarse_solve(l + 1, *C.x, *C.b);

@@ -3,6 +3,7 @@
 // implementation files (mg.cpp, mg_setup.cpp, mg_cycle.cpp, null_space_file.cpp).
 #pragma once
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <string>
@@ -14,6 +15,7 @@
 #include "preconditioners/mg/mg.h"
 #include "preconditioners/mg/transfer.h"
 #include "src/core/memory.h"
+#include "src/core/stream_graph.h"
 #include "src/fields/blas.h"
 
 namespace latke::mg {
@@ -62,6 +64,17 @@ struct Multigrid::Level {
     return static_cast<blas::DotNormSum*>(mr_sums.data());
   }
   long smooth_steps = 0, solve_iterations = 0, solves = 0;
+  /// The coarse correction below this level (Multigrid::coarse_correction) recorded as a CUDA
+  /// graph, where every level below lives on one rank and queues no host synchronisation.
+  struct CorrectionGraph {
+    StreamGraph recording;
+    int direct_runs = 0;   ///< before the first recording: they tune the kernels and make lazy buffers
+    bool refused = false;  ///< a recording failed: run directly until the hierarchy changes
+    long launches = 0;     ///< corrections launched as the graph, since the process started
+    /// What one correction adds to each level below's counters (smooth_steps, solves,
+    /// solve_iterations), which a launch of the graph does not count itself.
+    std::vector<std::array<long, 3>> adds;
+  } graph;
   long parity_cycles = 0;  ///< level 0: cycles apply_parity ran on one parity
   long set_cycles = 0;     ///< level 0: of them, right-hand sides cycled in sets (apply_parity_set)
   double setup_seconds = 0;

@@ -50,6 +50,7 @@ Multigrid::Multigrid(std::shared_ptr<LinearOperator> fine, const MultigridParam&
 void Multigrid::install_fine(std::shared_ptr<LinearOperator> fine, LocalFactory local,
                              std::shared_ptr<SchurOperator> fine_schur, std::shared_ptr<SchurOperator> fine_smoother,
                              std::shared_ptr<LinearOperator> fine_setup) {
+  forget_graphs();  // the recorded coarse corrections hold the old operators' buffers
   const SpinorParam fp = fine->field_param();
   require(fp.subset == Subset::full && fp.precision == Precision::single,
           "multigrid: the fine operator must act on full single-precision fields (got ", to_string(fp.precision),
@@ -377,6 +378,7 @@ void Multigrid::find_null_vectors(int l, bool refine, const std::function<void(c
 
 void Multigrid::build_level(int l, const std::function<void(const std::string&)>& progress, bool orthonormalize) {
   const auto t0 = std::chrono::steady_clock::now();
+  forget_graphs();
   Level& L = *levels_[l];
   Level& C = *levels_[l + 1];
   const LevelParam& q = param_.level[l];

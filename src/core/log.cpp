@@ -132,6 +132,8 @@ LogScope::~LogScope() {
   PetscLogEventEnd(event_, 0, 0, 0, 0);
 }
 
+bool log_synchronizes() { return events().registered && logging_active(); }
+
 void count_staging(bool to_device, double bytes) {
   StagingCounters& s = events().staging;
   if (to_device) {

@@ -47,6 +47,9 @@ enum class LogEvent {
 
 /// @brief Register Latke's events with PETSc (idempotent; PETSc must be initialized).
 void register_log_events();
+/// @brief Whether LogScope synchronizes the device at its end (PETSc logging is on: -log_view),
+/// so that work inside it cannot be recorded as a CUDA graph.
+bool log_synchronizes();
 
 /// Times one event from construction to destruction and logs its flops.
 class LogScope {

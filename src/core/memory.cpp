@@ -62,6 +62,9 @@ void require_host_memory(std::size_t bytes, const std::string& what) {
 
 namespace {
 std::atomic<std::size_t> held[3], most[3];
+std::atomic<long> allocated{0};   // owned buffers so far (the last one's serial)
+std::atomic<long> watched_to{0};  // buffers with serials up to this are watched (mark_buffers)
+std::atomic<long> freed_watched{0};
 
 void count_alloc(MemoryKind kind, std::size_t bytes) {
   const int k = static_cast<int>(kind);
@@ -71,6 +74,18 @@ void count_alloc(MemoryKind kind, std::size_t bytes) {
   }
 }
 }  // namespace
+
+BufferMark mark_buffers() {
+  const long now = allocated.load();
+  long was = watched_to.load();
+  while (now > was && !watched_to.compare_exchange_weak(was, now)) {
+  }
+  return BufferMark{now, freed_watched.load()};
+}
+
+bool buffers_freed_since(const BufferMark& m) { return freed_watched.load() != m.epoch; }
+
+long buffer_allocations() { return allocated.load(); }
 
 MemoryUse memory_use() {
   MemoryUse u;
@@ -111,13 +126,13 @@ Buffer::Buffer(MemoryKind kind, std::size_t bytes) : bytes_(bytes), kind_(kind) 
 #endif
       break;
   }
-  ptr_ = std::unique_ptr<void, Deleter>(p, Deleter{kind_, true, n});
+  ptr_ = std::unique_ptr<void, Deleter>(p, Deleter{kind_, true, n, ++allocated});
   count_alloc(kind_, n);
 }
 
 Buffer Buffer::borrow(MemoryKind kind, void* data, std::size_t bytes) {
   Buffer b;
-  b.ptr_ = std::unique_ptr<void, Deleter>(data, Deleter{kind, false, 0});
+  b.ptr_ = std::unique_ptr<void, Deleter>(data, Deleter{kind, false, 0, 0});
   b.bytes_ = bytes;
   b.kind_ = kind;
   return b;
@@ -126,6 +141,7 @@ Buffer Buffer::borrow(MemoryKind kind, void* data, std::size_t bytes) {
 void Buffer::Deleter::operator()(void* p) const {
   if (!p || !owned) return;
   held[static_cast<int>(kind)].fetch_sub(bytes);
+  if (serial <= watched_to.load()) ++freed_watched;
 #ifdef LATKE_HAVE_CUDA
   if (kind == MemoryKind::device) { cudaFree(p); return; }
   if (kind == MemoryKind::pinned) { cudaFreeHost(p); return; }

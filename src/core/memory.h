@@ -28,6 +28,20 @@ struct MemoryUse {
 };
 MemoryUse memory_use();
 
+/// What a CUDA graph (StreamGraph) needs to know of Latke's buffers: it holds the addresses of
+/// the buffers its kernels use, so it is stale once any buffer that existed when it was recorded
+/// has been freed. mark_buffers() marks every owned buffer that exists now as watched;
+/// freeing a watched buffer advances the epoch.
+struct BufferMark {
+  long allocations = 0;  ///< owned buffers allocated since the process started, at the mark
+  long epoch = 0;        ///< watched buffers freed since the process started, at the mark
+};
+BufferMark mark_buffers();
+/// @brief Whether a buffer that existed at m has been freed since.
+bool buffers_freed_since(const BufferMark& m);
+/// @brief Owned buffers allocated since the process started.
+long buffer_allocations();
+
 /// An owned allocation; moves, never copies.
 class Buffer {
  public:
@@ -45,6 +59,7 @@ class Buffer {
     MemoryKind kind;
     bool owned;
     std::size_t bytes;  ///< counted in memory_use()
+    long serial;        ///< its place among the allocations (buffers_freed_since)
     void operator()(void* p) const;
   };
   std::unique_ptr<void, Deleter> ptr_;

@@ -15,7 +15,10 @@
 #include "src/core/indexing.h"
 #include "src/core/memory.h"
 #include "src/core/output_files.h"
+#include "src/core/stream_graph.h"
 #include "src/core/tune.h"
+#include "src/core/work_counters.h"
+#include "src/fields/blas.h"
 #include "src/fields/color_spinor_field.h"
 #include "src/fields/gauge_field.h"
 #include "src/fields/random.h"
@@ -313,6 +316,71 @@ TEST(TuneCache, ChoicesSurviveInTheFileForTheirDevice) {
               write_tune_cache("/nonexistent-dir/latke_tunecache.tsv");
             }).find("cannot write /nonexistent-dir/latke_tunecache.tsv.tmp"),
             std::string::npos);
+}
+
+// A CUDA graph of the compute stream's kernels (StreamGraph) runs nothing while recording and
+// then launches them again on the fields' values of the moment: x += 2 y recorded once and
+// launched three times is x + 6 y, the launches counted at each. It refuses what it cannot
+// hold (a host synchronisation, a buffer allocated inside), and the stream stays usable after;
+// it goes invalid once a buffer that existed when it was recorded is freed. Nothing is recorded
+// for the CPU backend.
+TEST_P(Fields, GraphLaunchesWhatItRecorded) {
+  const SpinorParam sp{4, 3, Precision::double_, Subset::full, GetParam()};
+  ColorSpinorField x(lat, sp), y(lat, sp), want(lat, sp);
+  fill_gaussian(x, 1);
+  fill_gaussian(y, 2);
+  want.copy_from(x);
+  auto differs = [&](const ColorSpinorField& a, const ColorSpinorField& b) {
+    ColorSpinorField d(lat, sp);
+    d.copy_from(a);
+    blas::caxpby(blas::Cplx(-1), b, blas::Cplx(1), d);
+    return std::sqrt(blas::cdot_norms(d, d).xx / blas::cdot_norms(b, b).xx);
+  };
+  const long before = work_counters().launches;
+  blas::caxpby(blas::Cplx(0), y, blas::Cplx(1), want);  // want = want, to count one update's launches
+  const long per_update = work_counters().launches - before;
+  StreamGraph g;
+  const long launches = work_counters().launches;
+  const bool recorded = g.record(GetParam(), [&] { blas::caxpby(blas::Cplx(2), y, blas::Cplx(1), x); });
+  EXPECT_EQ(work_counters().launches, launches) << "recording runs nothing";
+  EXPECT_EQ(differs(x, want), 0.0) << "recording changed x";
+  if (GetParam() == Backend::cpu) {
+    EXPECT_FALSE(recorded);
+    EXPECT_FALSE(g.valid());
+    return;
+  }
+  ASSERT_TRUE(recorded);
+  ASSERT_TRUE(g.valid());
+  const long at = work_counters().launches;
+  for (int k = 0; k < 3; ++k) g.launch();
+  EXPECT_EQ(work_counters().launches, at + 3 * per_update);
+  blas::caxpby(blas::Cplx(6), y, blas::Cplx(1), want);
+  EXPECT_LT(differs(x, want), 1e-15);
+
+  StreamGraph refused;
+  EXPECT_FALSE(refused.record(GetParam(), [&] {
+    blas::caxpby(blas::Cplx(1), y, blas::Cplx(1), x);
+    synchronize(compute_stream());
+  })) << "a host synchronisation inside";
+  EXPECT_FALSE(refused.record(GetParam(), [&] {
+    ColorSpinorField t(lat, sp);
+    t.copy_from(x);
+  })) << "a buffer allocated inside";
+  EXPECT_FALSE(refused.valid());
+  EXPECT_LT(differs(x, want), 1e-15) << "what a refused recording queued ran";
+  g.launch();  // the stream works after the refusals
+  blas::caxpby(blas::Cplx(2), y, blas::Cplx(1), want);
+  EXPECT_LT(differs(x, want), 1e-15);
+
+  auto gone = std::make_unique<ColorSpinorField>(lat, sp);
+  StreamGraph h;
+  ASSERT_TRUE(h.record(GetParam(), [&] { gone->copy_from(x); }));
+  ColorSpinorField later(lat, sp);  // allocated after the recording: not one it can use
+  { ColorSpinorField freed = std::move(later); }
+  EXPECT_TRUE(h.valid());
+  gone.reset();
+  EXPECT_FALSE(h.valid()) << "a buffer that existed when it was recorded is gone";
+  EXPECT_NE(error_of([&] { h.launch(); }).find("no valid recording"), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Fields, ::testing::ValuesIn(available_backends()),

@@ -227,6 +227,83 @@ TEST_P(MgBackend, CycleEqualsItsDefinition) {
   EXPECT_EQ(mg->work(0)[0], p.level[0].post_smooth);
 }
 
+// On CUDA the coarse correction below the fine level is launched as one CUDA graph from its
+// third run on (the first two queue it kernel by kernel, tuning the kernels): each cycle, full
+// (apply) or on one parity (apply_parity), equals exactly the cycle queued kernel by kernel
+// (set_graphs(false)) on new right-hand sides, and the levels' counters add up alike. After
+// update() (new coarse operators in new buffers) the graph is recorded again, not launched
+// stale. Nothing is recorded on the CPU.
+TEST_P(MgBackend, CoarseCorrectionAsGraphEqualsKernelByKernel) {
+  LightProblem lp(GetParam());
+  Problem heavy(GetParam(), Precision::single, {8, 8, 8, 8}, -0.1, 0.25);
+  MultigridParam p = small_param(3);  // 8^4 -> 4^4 -> 2^4, the coarsest solved directly
+  p.coarse_solver = CoarseSolverType::direct;
+  p.cycle = CycleType::vcycle;
+  p.level[1].pre_smooth = 1;  // level 1's full-system smoother in the graph too
+  auto schur = std::make_shared<WilsonCloverLinear>(lp.ps.op, true, SchurType::symmetric, 0);
+  auto mg = std::make_shared<Multigrid>(lp.ps.full(), p, nullptr, schur);
+  mg->setup();
+  ASSERT_TRUE(mg->info(2).direct);
+  const bool cuda = GetParam() == Backend::cuda;
+  const int cycles = 5;
+  std::vector<ColorSpinorField> f, fp, bhat;
+  for (int k = 0; k < cycles; ++k) {
+    f.push_back(lp.ps.full()->make_field());
+    fill_gaussian(f.back(), 50 + k);
+    fp.push_back(schur->make_field());
+    fill_gaussian(fp.back(), 60 + k);
+    bhat.push_back(schur->make_field());
+    ColorSpinorField fk = lp.ps.full()->make_field();
+    fk.zero();
+    fk.parity(0).copy_from(fp.back());
+    schur->prepare(bhat.back(), fk);
+  }
+  // cycles of each kind with graphs (on), then without (off): x[on][k], xp[on][k].
+  std::vector<ColorSpinorField> x[2], xp[2];
+  std::vector<long> work[2][3];
+  auto run = [&](bool on) {
+    mg->set_graphs(on);
+    std::vector<long> before[3];
+    for (int l = 0; l < 3; ++l) before[l] = mg->work(l);
+    for (int k = 0; k < cycles; ++k) {
+      x[on].push_back(f[k].like(Precision::single));
+      mg->apply(x[on].back(), f[k]);
+      xp[on].push_back(schur->make_field());
+      mg->apply_parity(xp[on].back(), fp[k], bhat[k]);
+    }
+    for (int l = 0; l < 3; ++l) {
+      work[on][l] = mg->work(l);
+      for (std::size_t i = 0; i < before[l].size(); ++i) work[on][l][i] -= before[l][i];
+    }
+  };
+  run(true);
+  run(false);
+  for (int k = 0; k < cycles; ++k) {
+    EXPECT_EQ(rel_diff(x[0][k], x[1][k]), 0.0) << "full cycle " << k;
+    EXPECT_EQ(rel_diff(xp[0][k], xp[1][k]), 0.0) << "parity cycle " << k;
+    EXPECT_GT(rel_diff(x[1][k], f[k]), 1e-2) << "the cycle did something";
+  }
+  EXPECT_EQ(work[1][0][5], cuda ? 2 * cycles - 2 : 0) << "coarse corrections launched as a graph";
+  EXPECT_EQ(work[0][0][5], 0);
+  for (int l = 1; l < 3; ++l) {
+    EXPECT_EQ(work[1][l][0], work[0][l][0]) << "smoothing steps on level " << l;
+    EXPECT_EQ(work[1][l][1], work[0][l][1]) << "solves on level " << l;
+    EXPECT_GT(work[1][l][0] + work[1][l][1], 0) << "level " << l;
+  }
+
+  // update(): the old graph's buffers are gone; the new hierarchy's cycles still agree.
+  auto heavy_schur = std::make_shared<WilsonCloverLinear>(heavy.op, true, SchurType::symmetric, 0);
+  mg->set_graphs(true);
+  mg->apply(x[1][0], f[0]);  // a graph of the old hierarchy, launched
+  mg->update(heavy.full(), nullptr, heavy_schur, nullptr, nullptr);
+  ColorSpinorField on = f[0].like(Precision::single), off = on.like(Precision::single);
+  for (int k = 0; k < 4; ++k) mg->apply(on, f[k]);
+  mg->set_graphs(false);
+  for (int k = 0; k < 4; ++k) mg->apply(off, f[k]);
+  EXPECT_EQ(rel_diff(on, off), 0.0) << "after update()";
+  EXPECT_GT(rel_diff(on, x[0][3]), 1e-3) << "the updated hierarchy is another";
+}
+
 // The preconditioner of an even-odd solve on one parity (apply_parity, as the Latke MATSHELL's
 // even-odd form uses it) against the full cycle on f = (f_p, 0), taking parity p: the same
 // x_p up to single-precision rounding, for both Schur complements and both parities, and the
