@@ -72,6 +72,7 @@
 #include "src/core/options.h"
 #include "src/core/output_files.h"
 #include "src/core/tune.h"
+#include "src/core/work_counters.h"
 #include "src/fields/blas.h"
 #include "src/fields/extended_links.h"
 #include "src/fields/gauge_fixing.h"
@@ -884,6 +885,46 @@ int bench_mg() {
     report(l, "galerkin: R faces", ms, 0, 0);
     ms = time_per_call(run.backend, calls(1), [&] { T.restrict_to(last, g); });
     report(l, "galerkin: R", ms, 0, 0);
+  }
+  // The coarse correction below each level (what a cycle runs between its restriction and its
+  // prolongation), kernel by kernel and as one CUDA graph where the cycle launches one: queued
+  // back to back (the host ahead of the GPU, as on one GPU, where the fine level's kernels run
+  // long enough for the host to queue the coarse levels' early), and from an idle GPU (each call
+  // waited for, as after a halo exchange, which drains the queue, on several GPUs).
+  {
+    auto full = std::make_shared<WilsonCloverLinear>(op, false, SchurType::symmetric, 0);
+    ColorSpinorField f = full->make_field(), x = full->make_field();
+    fill_gaussian(f, 5);
+    mgrid->apply(x, f);  // the levels' fields hold a cycle's values
+    for (int l = 0; l + 1 < mgrid->levels(); ++l)
+      for (bool graph : {false, true}) {
+        mgrid->set_graphs(graph);
+        const long graphs_before = mgrid->work(l)[5];
+        for (int k = 0; k < 3; ++k) mgrid->correct_below_level(l);  // tunes; records the graph
+        if (graph && mgrid->work(l)[5] == graphs_before) continue;  // not one here
+        synchronize(run.backend);
+        const long launches = work_counters().launches;
+        mgrid->correct_below_level(l);
+        const long kernels = work_counters().launches - launches;
+        double queued = time_per_call(run.backend, 3, [&] { mgrid->correct_below_level(l); });
+        const int n = calls(queued);
+        queued = time_per_call(run.backend, n, [&] { mgrid->correct_below_level(l); });
+        double idle = 0;
+        for (int k = 0; k < n; ++k) {
+          synchronize(run.backend);
+          const auto t0 = std::chrono::steady_clock::now();
+          mgrid->correct_below_level(l);
+          synchronize(run.backend);
+          idle += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        }
+        idle /= n;
+        MPI_Allreduce(MPI_IN_PLACE, &queued, 1, MPI_DOUBLE, MPI_MAX, lat->comm());
+        MPI_Allreduce(MPI_IN_PLACE, &idle, 1, MPI_DOUBLE, MPI_MAX, lat->comm());
+        if (root)
+          std::printf("%-5d %-22s %10.1f us queued back to back, %.1f us from an idle GPU; %ld kernels\n", l,
+                      graph ? "correction below: graph" : "correction below", queued * 1e3, idle * 1e3, kernels);
+      }
+    mgrid->set_graphs(o.param.graphs);
   }
   for (int l = 1; l < mgrid->levels(); ++l) {
     mg::CoarseOperator& D = mgrid->coarse_operator(l);

@@ -98,6 +98,12 @@ CoarseOperator& Multigrid::coarse_operator(int l) {
   return *levels_[l]->coarse;
 }
 
+void Multigrid::correct_below_level(int l) {
+  require(l >= 0 && l + 1 < levels() && levels_.back()->op, "multigrid: no coarse correction below level ", l,
+          " (levels 0 to ", levels() - 2, " after setup)");
+  coarse_correction(l);
+}
+
 Agglomeration* Multigrid::agglomeration(int l) {
   require(l >= 1 && l < levels(), "multigrid: no level ", l, " to be gathered");
   return levels_[l]->gather.get();

@@ -316,6 +316,10 @@ class Multigrid {
   const Transfer& transfer(int level) const;
   /// The Galerkin operator of level l >= 1, after setup; for benchmarks.
   CoarseOperator& coarse_operator(int level);
+  /// @brief The coarse correction below level l (l < levels() - 1) on the levels' own fields:
+  /// what a cycle on level l runs between its restriction and its prolongation, as a CUDA graph
+  /// where the cycle would launch one; for benchmarks (collective where a level below is spread).
+  void correct_below_level(int level);
   /// How level l >= 1 is gathered from the ranks of the level above, or null where it is not
   /// (after setup); for benchmarks.
   Agglomeration* agglomeration(int level);

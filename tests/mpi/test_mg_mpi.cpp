@@ -602,6 +602,20 @@ TEST(MgMpi, AgglomeratedLevelsGiveTheSpreadPreconditioner) {
   EXPECT_LT(global_rel_diff(k3, local_part(*s.part, k3w, 12)), 1e-5) << "3 levels: gathered against one rank";
   EXPECT_LT(global_rel_diff(k3a, k3), 1e-5) << "3 levels: saved and loaded on the grid";
   EXPECT_GT(global_rel_diff(k3, apply_to_gaussian(a, *fine_part)), 1e-4) << "3 levels differ from 2";
+  // The V-cycle of the gathered hierarchy: below the fine level every level lives on one rank
+  // (all of them on one GPU; gathered whole on several), so on CUDA its coarse corrections are
+  // launched as one CUDA graph from the third cycle on, and the cycles stay one rank's.
+  MultigridParam v = three;
+  v.cycle = CycleType::vcycle;
+  Multigrid v3(fine_part, v), v3w(fine_whole, v);
+  v3.load(file3);
+  v3w.load(file3);
+  std::vector<Complex<double>> kv;
+  for (int k = 0; k < 4; ++k) kv = apply_to_gaussian(v3, *fine_part);
+  EXPECT_LT(global_rel_diff(kv, local_part(*s.part, apply_to_gaussian(v3w, *fine_whole), 12)), 1e-5)
+      << "3 levels, V-cycle: gathered against one rank";
+  EXPECT_EQ(v3.work(0)[5], fine_part->field_param().backend == Backend::cuda ? 2 : 0)
+      << "coarse corrections launched as a CUDA graph";
   // MG-GCR: the same iterations within 2 on the grid and on one rank.
   Split d(grid, Precision::double_, -0.1);
   const int it_grid = mg_gcr_iterations(*g3, d, true), it_one = mg_gcr_iterations(*w3, d, false);
