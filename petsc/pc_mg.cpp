@@ -70,8 +70,8 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
   const MultigridSettings set = set_c ? *set_c : MultigridSettings{};
   MultigridOptions o;
   MultigridParam& p = o.param;
-  long levels = 0, refine = 0, batch = p.setup_batch, coarse_max = p.coarse_max_it, coarse_restart = p.coarse_restart,
-       seed = 1;
+  long levels = 0, refine = 0, coarse_post = -1, batch = p.setup_batch, coarse_max = p.coarse_max_it,
+       coarse_restart = p.coarse_restart, seed = 1;
   std::string setup_solver, cycle, set_math;
   std::vector<long> block, nvec, setup_its, setup_restrict_its, refresh_its;
   std::vector<std::string> precision, transfer, setup_prec;
@@ -117,6 +117,9 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
                                     "1 (comma list; 0: taken as restricted)",
                                     4);
     refine = g.integer("-pc_latke_mg_setup_refine", 0, "Refinement passes: rerun the setup with the current hierarchy");
+    coarse_post = g.integer("-pc_latke_mg_coarse_post_smooth", -1,
+                            "Smoothing steps after the coarse correction on every coarse level above the coarsest, "
+                            "where -latke_mg_levels_N_post_smooth does not say (-1: each level's default)");
     batch = g.integer("-pc_latke_mg_setup_batch", batch,
                       "Null vectors solved together by one BiCGstab over the set (1: one at a time)");
     set_math = g.choice("-pc_latke_mg_setup_mma", "automatic", {"automatic", "tf32x3", "fp32"},
@@ -159,6 +162,8 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
                         "on the new operator exceeds this many times that on the one they were found for (0: never)");
   });
   require(max_growth >= 0, "-", prefix, "pc_latke_mg_reuse_max_growth ", max_growth, ": expected 0 (never) or more");
+  require(coarse_post >= -1, "-", prefix, "pc_latke_mg_coarse_post_smooth ", coarse_post,
+          ": expected 0 or more steps (-1: each level's default)");
   o.reuse_max_growth = max_growth;
   const std::string pre = "-" + prefix;
   p.gather_sites = gather_sites;
@@ -213,6 +218,7 @@ MultigridOptions multigrid_options(MPI_Comm comm, const char* prefix_c, const La
     std::string smoother, smoother_prec = "single";
     if (l < static_cast<int>(set.pre_smooth.size()) && set.pre_smooth[l] >= 0) q.pre_smooth = set.pre_smooth[l];
     if (l < static_cast<int>(set.post_smooth.size()) && set.post_smooth[l] >= 0) q.post_smooth = set.post_smooth[l];
+    if (l > 0 && coarse_post >= 0) q.post_smooth = static_cast<int>(coarse_post);
     long pre_s = q.pre_smooth, post_s = q.post_smooth, kmax = q.ksp_max_it;
     read_options(comm, lp, "Latke multigrid level " + std::to_string(l), [&](OptionGroup& g) {
       smoother = g.choice("-smoother", "mr", {"mr", "schwarz"},
@@ -646,7 +652,8 @@ PetscErrorCode view(MGContext& c, PetscViewer viewer) {
             q.post_smooth, w[0]));
     }
     if (w[5] > 0)
-      PetscCall(PetscViewerASCIIPrintf(viewer, "coarse corrections below it launched as one CUDA graph: %ld\n", w[5]));
+      PetscCall(PetscViewerASCIIPrintf(viewer, "coarse corrections below it launched as one CUDA graph: %ld (%ld %s)\n",
+                                       w[5], w[6], w[6] == 1 ? "recording" : "recordings"));
     if (l > 0 && l + 1 < mg.levels() && p.cycle == mg::CycleType::kcycle)
       PetscCall(PetscViewerASCIIPrintf(
           viewer, "K-cycle GCR: rtol %g, at most %d iterations; %ld solves, %.1f iterations each\n",

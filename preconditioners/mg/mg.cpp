@@ -111,7 +111,8 @@ Agglomeration* Multigrid::agglomeration(int l) {
 
 std::vector<long> Multigrid::work(int l) const {
   const Level& L = *levels_[l];
-  return {L.smooth_steps, L.solves, L.solve_iterations, L.parity_cycles, L.set_cycles, L.graph.launches};
+  return {L.smooth_steps, L.solves,         L.solve_iterations, L.parity_cycles,
+          L.set_cycles,   L.graph.launches, L.graph.recordings};
 }
 
 std::string MultigridPreconditioner::describe() const {

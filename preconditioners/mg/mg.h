@@ -297,8 +297,8 @@ class Multigrid {
   double setup_seconds() const { return setup_seconds_; }
   /// Per level, so far: smoother steps, solves (K-cycle or coarsest), their iterations,
   /// (level 0) the cycles apply_parity ran on one parity and, of them, the right-hand sides
-  /// apply_parity_set cycled in sets, and the coarse corrections below the level launched as one
-  /// CUDA graph.
+  /// apply_parity_set cycled in sets, the coarse corrections below the level launched as one
+  /// CUDA graph, and the recordings of that graph.
   std::vector<long> work(int level) const;
   /// @brief Start (clearing it) or stop (keeping it) the per-level profile of the cycles. While
   /// it is on, every change of level synchronizes the device, which costs a little time of its own.

@@ -243,6 +243,7 @@ void Multigrid::forget_graphs() {
     g.recording.reset();
     g.direct_runs = 0;
     g.refused = false;
+    g.recent_launches = g.recent_recordings = 0;
     g.adds.clear();
   }
 }
@@ -251,6 +252,10 @@ void Multigrid::coarse_correction(int l) {
   if (!graphs_correction(l)) return correct_below(l);
   Level::CorrectionGraph& g = levels_[l]->graph;
   if (!g.recording.valid()) {
+    // A recording goes stale when a buffer that existed when it was made is freed. Where that
+    // keeps happening (a caller's temporary field per cycle) recording again would cost more
+    // than the graph saves: correct directly then.
+    if (g.recent_recordings >= 4 && 8 * g.recent_recordings > g.recent_launches) g.refused = true;
     if (g.refused || g.direct_runs < 2) {
       ++g.direct_runs;
       return correct_below(l);
@@ -272,9 +277,12 @@ void Multigrid::coarse_correction(int l) {
       g.refused = true;
       return correct_below(l);
     }
+    ++g.recordings;
+    ++g.recent_recordings;
   }
   g.recording.launch();
   ++g.launches;
+  ++g.recent_launches;
   for (std::size_t k = 0; k < g.adds.size(); ++k) {
     Level& K = *levels_[l + 1 + k];
     K.smooth_steps += g.adds[k][0], K.solves += g.adds[k][1], K.solve_iterations += g.adds[k][2];

@@ -71,6 +71,8 @@ struct Multigrid::Level {
     int direct_runs = 0;   ///< before the first recording: they tune the kernels and make lazy buffers
     bool refused = false;  ///< a recording failed: run directly until the hierarchy changes
     long launches = 0;     ///< corrections launched as the graph, since the process started
+    long recordings = 0;   ///< recordings made, since the process started
+    long recent_launches = 0, recent_recordings = 0;  ///< since the hierarchy last changed
     /// What one correction adds to each level below's counters (smooth_steps, solves,
     /// solve_iterations), which a launch of the graph does not count itself.
     std::vector<std::array<long, 3>> adds;

@@ -18,16 +18,17 @@
 #include <utility>
 #include <vector>
 
+#include "latke/latke.h"
+#include "operators/wilson_clover/wilson_clover.h"
+#include "operators/wilson_clover/wilson_clover_linear.h"
+#include "petsc/mat_shell.h"
+#include "preconditioners/schwarz/schwarz.h"
+#include "solvers/solvers.h"
+#include "src/core/petsc_compat.h"
 #include "src/core/work_counters.h"
 #include "src/fields/blas.h"
 #include "src/fields/gauge_generator.h"
 #include "src/fields/random.h"
-#include "latke/latke.h"
-#include "petsc/mat_shell.h"
-#include "preconditioners/schwarz/schwarz.h"
-#include "solvers/solvers.h"
-#include "operators/wilson_clover/wilson_clover.h"
-#include "operators/wilson_clover/wilson_clover_linear.h"
 
 namespace {
 
@@ -1316,6 +1317,58 @@ TEST(Preconditioners, TransposeThroughTheHermiticityRelation) {
     for (const auto& o : opts) PetscOptionsClearValue(nullptr, o[0]);
     KSPDestroy(&ksp), VecDestroy(&x), VecDestroy(&y), VecDestroy(&t), VecDestroy(&u), MatDestroy(&A);
   }
+}
+
+// -pc_latke_mg_coarse_post_smooth sets the post-smoothing of every coarse level above the
+// coarsest (not the fine level's); a level's own -latke_mg_levels_N_post_smooth wins; a
+// negative count other than -1 is refused naming the option (one rank).
+TEST(Preconditioners, CoarsePostSmoothingForEveryCoarseLevel) {
+  if (world_size() > 1) GTEST_SKIP() << "a one-rank case (view_of writes through a SELF viewer)";
+  Problem pr(PETSC_COMM_WORLD, nullptr, 7, 0.2);
+  Vec x, b;
+  pr.make_system(&x, &b);
+  const std::vector<std::pair<const char*, const char*>> opts = {{"-cps_pc_latke_mg_levels", "3"},
+                                                                 {"-cps_pc_latke_mg_block", "2,2,2,2,2,2,2,2"},
+                                                                 {"-cps_pc_latke_mg_nvec", "4"},
+                                                                 {"-cps_pc_latke_mg_setup_iterations", "10"},
+                                                                 {"-cps_pc_latke_mg_coarse_post_smooth", "6"},
+                                                                 {"-cps_pc_latke_mg_cycle", "vcycle"}};
+  for (const auto& [name, value] : opts) PetscOptionsSetValue(nullptr, name, value);
+  KSP ksp = mg_gcr_ksp("cps_", pr.A);
+  ksp_converges(ksp, b, x);
+  std::string view = view_of(ksp);
+  const std::size_t fine = view.find("0 pre, 4 post steps"), coarse = view.find("0 pre, 6 post steps");
+  EXPECT_NE(fine, std::string::npos) << view;
+  EXPECT_NE(coarse, std::string::npos) << view;
+  EXPECT_LT(fine, coarse) << "the fine level keeps its 4 steps, level 1 takes 6";
+  KSPDestroy(&ksp);
+  PetscOptionsSetValue(nullptr, "-cps_latke_mg_levels_1_post_smooth", "3");
+  ksp = mg_gcr_ksp("cps_", pr.A);
+  ksp_converges(ksp, b, x);
+  view = view_of(ksp);
+  EXPECT_NE(view.find("0 pre, 3 post steps"), std::string::npos) << view;
+  EXPECT_EQ(view.find("0 pre, 6 post steps"), std::string::npos) << view;
+  KSPDestroy(&ksp);
+  PetscOptionsSetValue(nullptr, "-cps_pc_latke_mg_coarse_post_smooth", "-2");
+  KSPCreate(PETSC_COMM_WORLD, &ksp);
+  KSPSetOptionsPrefix(ksp, "cps_");
+  KSPSetOperators(ksp, pr.A, pr.A);
+  PC pc;
+  KSPGetPC(ksp, &pc);
+  PCSetType(pc, PCLATKEMG);
+  PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
+  EXPECT_NE(KSPSetFromOptions(ksp), 0);
+  PetscPopErrorHandler();
+  const char* text = nullptr;
+  latke::petsc::compat::ErrorMessageText specific = nullptr;
+  PetscErrorMessage(0, &text, &specific);
+  const std::string e = specific ? specific : "";
+  EXPECT_NE(e.find("pc_latke_mg_coarse_post_smooth -2"), std::string::npos) << e;
+  for (const auto& [name, value] : opts) PetscOptionsClearValue(nullptr, name);
+  PetscOptionsClearValue(nullptr, "-cps_latke_mg_levels_1_post_smooth");
+  KSPDestroy(&ksp);
+  VecDestroy(&x);
+  VecDestroy(&b);
 }
 
 // Both PCs' settings from a program (PCLatkeMGSet*, PCLatkeSchwarzSet*) reach the set-up and its

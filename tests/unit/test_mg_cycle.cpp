@@ -230,9 +230,10 @@ TEST_P(MgBackend, CycleEqualsItsDefinition) {
 // On CUDA the coarse correction below the fine level is launched as one CUDA graph from its
 // third run on (the first two queue it kernel by kernel, tuning the kernels): each cycle, full
 // (apply) or on one parity (apply_parity), equals exactly the cycle queued kernel by kernel
-// (set_graphs(false)) on new right-hand sides, and the levels' counters add up alike. After
-// update() (new coarse operators in new buffers) the graph is recorded again, not launched
-// stale. Nothing is recorded on the CPU.
+// (set_graphs(false)) on new right-hand sides, and the levels' counters add up alike; it is
+// recorded once. After update() (new coarse operators in new buffers) the graph is recorded
+// again, not launched stale; where every recording goes stale it stops recording. Nothing is
+// recorded on the CPU.
 TEST_P(MgBackend, CoarseCorrectionAsGraphEqualsKernelByKernel) {
   LightProblem lp(GetParam());
   Problem heavy(GetParam(), Precision::single, {8, 8, 8, 8}, -0.1, 0.25);
@@ -284,6 +285,7 @@ TEST_P(MgBackend, CoarseCorrectionAsGraphEqualsKernelByKernel) {
     EXPECT_GT(rel_diff(x[1][k], f[k]), 1e-2) << "the cycle did something";
   }
   EXPECT_EQ(work[1][0][5], cuda ? 2 * cycles - 2 : 0) << "coarse corrections launched as a graph";
+  EXPECT_EQ(work[1][0][6], cuda ? 1 : 0) << "recordings (no buffer it uses went away)";
   EXPECT_EQ(work[0][0][5], 0);
   for (int l = 1; l < 3; ++l) {
     EXPECT_EQ(work[1][l][0], work[0][l][0]) << "smoothing steps on level " << l;
@@ -302,6 +304,19 @@ TEST_P(MgBackend, CoarseCorrectionAsGraphEqualsKernelByKernel) {
   for (int k = 0; k < 4; ++k) mg->apply(off, f[k]);
   EXPECT_EQ(rel_diff(on, off), 0.0) << "after update()";
   EXPECT_GT(rel_diff(on, x[0][3]), 1e-3) << "the updated hierarchy is another";
+
+  // A caller's temporary field made before each cycle and freed after it makes every recording
+  // stale: after four recordings the correction runs kernel by kernel, with the same result.
+  mg->set_graphs(true);
+  const long recorded = mg->work(0)[6];
+  for (int k = 0; k < 12; ++k) {
+    const ColorSpinorField temporary = f[0].like(Precision::single);
+    mg->apply(on, f[k % cycles]);
+  }
+  EXPECT_EQ(mg->work(0)[6] - recorded, cuda ? 4 : 0);
+  mg->set_graphs(false);
+  mg->apply(off, f[11 % cycles]);
+  EXPECT_EQ(rel_diff(on, off), 0.0) << "after the recordings went stale";
 }
 
 // The preconditioner of an even-odd solve on one parity (apply_parity, as the Latke MATSHELL's
