@@ -366,11 +366,12 @@ class MatMultigrid final : public Preconditioner {
   void print_profile() const {
     const long n = mg_->profiled_cycles();
     if (n == 0) return;
-    char line[320];
+    char line[400];
+    const bool graphs = mg_->param().graphs && op_->backend() == Backend::cuda;
     std::snprintf(line, sizeof line,
-                  "per-level profile over %ld cycles (this rank; the device synchronized at each change of level), "
+                  "per-level profile over %ld cycles (this rank; the device synchronized at each change of level%s), "
                   "per cycle:",
-                  n);
+                  n, graphs ? ", so the coarse corrections ran kernel by kernel, not as CUDA graphs" : "");
     print_(line);
     double total = 0;
     for (int l = 0; l < mg_->levels(); ++l) {
