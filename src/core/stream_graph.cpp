@@ -15,9 +15,8 @@ StreamGraph::~StreamGraph() { reset(); }
 void StreamGraph::reset() {
 #ifdef LATKE_HAVE_CUDA
   if (exec_) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec_));
-  if (graph_) cudaGraphDestroy(static_cast<cudaGraph_t>(graph_));
 #endif
-  exec_ = graph_ = nullptr;
+  exec_ = nullptr;
   launches_ = 0;
 }
 
@@ -51,13 +50,14 @@ bool StreamGraph::record(Backend b, const std::function<void()>& f) {
     cudaGetLastError();  // the capture's error, if any: not the device's
     return false;
   }
+  // The executable graph is all a launch needs: it does not refer to the recorded one.
   cudaGraphExec_t exec = nullptr;
-  if (cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) {
-    cudaGraphDestroy(graph);
+  const bool made = cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess;
+  cudaGraphDestroy(graph);
+  if (!made) {
     cudaGetLastError();
     return false;
   }
-  graph_ = graph;
   exec_ = exec;
   mark_ = mark;
   launches_ = counted;

@@ -37,8 +37,7 @@ class StreamGraph {
   void reset();
 
  private:
-  void* graph_ = nullptr;  ///< cudaGraph_t
-  void* exec_ = nullptr;   ///< cudaGraphExec_t
+  void* exec_ = nullptr;  ///< cudaGraphExec_t
   BufferMark mark_;
   long launches_ = 0;  ///< kernels the recording counted
 };
