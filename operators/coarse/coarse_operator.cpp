@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <sstream>
@@ -54,12 +55,27 @@ struct ToHalfKernel {
   }
 };
 
+/// LATKE_COARSE_SPLIT (the most column segments; 1 turns the split off), else 8.
+int default_split_most() {
+  static const int most = [] {
+    const char* v = std::getenv("LATKE_COARSE_SPLIT");
+    if (!v || !*v) return 8;
+    char* end = nullptr;
+    const long m = std::strtol(v, &end, 10);
+    require(*end == '\0' && m >= 1 && m <= 64, "LATKE_COARSE_SPLIT '", v,
+            "': expected a count of column segments from 1 to 64");
+    return static_cast<int>(m);
+  }();
+  return most;
+}
+
 }  // namespace
 
 CoarseOperator::CoarseOperator(std::shared_ptr<const Lattice> lattice, int nvec, Precision precision, Backend backend)
     : lattice_(std::move(lattice)), nvec_(nvec), precision_(precision), backend_(backend) {
   require(nvec >= 1, "coarse operator with ", nvec, " colors per chirality: expected at least 1");
   set_math(SetMath::automatic);
+  split_most_ = default_split_most();
   assembly_precision_ = precision == Precision::double_ ? Precision::double_ : Precision::single;
   const std::size_t bytes =
       static_cast<std::size_t>(lattice_->volume()) * n_blocks * n() * n() * 2 * real_bytes(assembly_precision_);
@@ -71,6 +87,7 @@ CoarseOperator::CoarseOperator(std::shared_ptr<const Lattice> lattice, int nvec,
                                Unassembled)
     : lattice_(std::move(lattice)), nvec_(nvec), precision_(precision), backend_(backend) {
   set_math(SetMath::automatic);
+  split_most_ = default_split_most();
   assembly_precision_ = precision == Precision::double_ ? Precision::double_ : Precision::single;
 }
 
@@ -82,6 +99,7 @@ std::shared_ptr<CoarseOperator> CoarseOperator::in_half(bool schur_only) const {
   require(even_odd_ || !schur_only, "coarse operator: its even-odd blocks copied to half, but it has none");
   std::shared_ptr<CoarseOperator> h(new CoarseOperator(lattice_, nvec_, Precision::half, backend_, Unassembled{}));
   h->even_odd_ = even_odd_;
+  h->split_most_ = split_most_;
   if (!schur_only) h->links_ = half_copy(links_, precision_);
   if (even_odd_) h->hat_ = half_copy(hat_, precision_);
   synchronize(backend_);
@@ -93,6 +111,7 @@ std::shared_ptr<CoarseOperator> CoarseOperator::gathered(std::shared_ptr<const L
   require(onto->global() == lattice_->global() && onto->size() <= lattice_->size(), "coarse operator: gathered onto ",
           onto->describe(), "; expected ", lattice_->describe(), " on fewer ranks");
   auto g = std::make_shared<CoarseOperator>(onto, nvec_, precision_, backend_);
+  g->split_most_ = split_most_;
   int ranks = 1;
   MPI_Comm_size(group, &ranks);
   // A site's nine blocks lie together ([parity][x_cb][d]): gathered and placed a site at a time.
@@ -171,11 +190,14 @@ void CoarseOperator::require_field(const ColorSpinorField& f, const char* what, 
           f.n_parity() == 2 ? " (full)" : " (one parity)");
 }
 
-void* CoarseOperator::parts() {
-  if (!parts_.data())
-    parts_ = Buffer(memory_for(backend_),
-                    static_cast<std::size_t>(lattice_->volume_cb()) * n_blocks * n() * sizeof(Complex<double>));
-  return parts_.data();
+void* PartsScratch::get(std::size_t bytes) const {
+  if (buffer->bytes() < bytes) *buffer = Buffer(memory_for(backend), bytes);
+  return buffer->data();
+}
+
+void CoarseOperator::set_column_split(int most) {
+  require(most >= 1, "coarse operator: at most ", most, " column segments; expected at least 1");
+  split_most_ = most;
 }
 
 ColorSpinorField& CoarseOperator::scratch(int slot, Precision p, Subset subset) {

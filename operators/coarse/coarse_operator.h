@@ -53,6 +53,22 @@ enum class SetMath { automatic, fp32, tf32x3 };
 SetMath parse_set_math(const std::string& name, const std::string& what = "set arithmetic");
 const char* to_string(SetMath m);
 
+/// @brief Column segments of the one-field stencil's first pass (coarse_stencil.cpp): a power
+/// of two, at most `most`, that gives a lattice of volume_cb sites per parity about one full
+/// occupancy of a large GPU in threads, each segment at least 8 of the N = n columns; 1 where
+/// the lattice alone fills the device. The same on every backend.
+int column_split(long volume_cb, int n_parts, int n, int most = 8);
+
+/// Scratch of the coarse stencil's first pass, grown on demand, and the most column segments
+/// it may split a block into.
+struct PartsScratch {
+  Buffer* buffer;
+  Backend backend;
+  int most;
+  /// At least `bytes` of the backend's memory (the buffer reallocated when smaller).
+  void* get(std::size_t bytes) const;
+};
+
 class CoarseOperator {
  public:
   static constexpr int n_blocks = 9;  ///< 8 hops and the site block, per site
@@ -102,6 +118,11 @@ class CoarseOperator {
   /// lattice, and blocks that are not single or N not a multiple of 16 always take fp32.
   void set_math(SetMath m);
   SetMath set_math() const { return set_math_; }
+  /// @brief The most column segments the one-field stencil splits its blocks into on small
+  /// levels (column_split; 1: whole columns, one thread per block and rows). The default is
+  /// 8, or LATKE_COARSE_SPLIT where it is set (to compare).
+  void set_column_split(int most);
+  int column_split_most() const { return split_most_; }
   /// @brief out_p = Mhat in_p on fields of one parity; needs prepare_even_odd().
   void apply_schur(ColorSpinorField& out, const ColorSpinorField& in);
   /// @brief bhat (parity p, the field's) from the full source b; needs prepare_even_odd().
@@ -148,8 +169,8 @@ class CoarseOperator {
   HaloExchange* set_halo(int count);
   /// The halo exchange for vectors of real_bytes per real (slot 0 double, 1 single); null on one rank.
   HaloExchange* halo_for(int slot, std::size_t real_bytes);
-  /// Scratch for the stencil's per-block parts (volume_cb x 9 x n complex numbers, room for doubles).
-  void* parts();
+  /// Scratch for the stencil's per-block parts (volume_cb x 9 x segments x n complex numbers).
+  PartsScratch parts() { return PartsScratch{&parts_, backend_, split_most_}; }
   /// A scratch field per vector precision (slot 0 double, 1 single) and subset.
   ColorSpinorField& scratch(int slot, Precision p, Subset subset);
   void require_field(const ColorSpinorField& f, const char* what, bool full) const;
@@ -164,6 +185,7 @@ class CoarseOperator {
   Backend backend_;
   bool even_odd_ = false;
   SetMath set_math_;
+  int split_most_;
   double finalize_seconds_ = 0;
   Links assembly_;  ///< double or single blocks while assembling (freed by finalize unless used)
   Precision assembly_precision_;

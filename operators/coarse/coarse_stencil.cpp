@@ -30,12 +30,15 @@ LATKE_HOST_DEVICE LATKE_INLINE int face_position(const LocalGeometry& g, int mu,
 
 /// The stencil out(x) = a sum_{d<8} L_d(x) in(x + hop_d) + b L_8(x) in(x) + c z(x), with
 /// Gamma_5 on both sides for the dagger, in two passes so that the small coarse levels keep
-/// the device busy: one thread per (site, block, R consecutive rows) computes those rows of
-/// that block times its input (the parts: the 8 hops when hopping, then the site block when it
-/// is there), then one thread per (site, row) combines the parts. A block is column-major, so
-/// a thread's R rows of one column are one aligned word of 2R reals (16 bytes in half with R =
-/// 4): a load feeds R complex multiply-adds instead of one, which makes the kernel bound by
-/// the bytes of the blocks rather than by the rate at which it issues loads.
+/// the device busy: one thread per (site, block, column segment, R consecutive rows) computes
+/// those rows of that block times its input over the segment's columns (the parts: the 8 hops
+/// when hopping, then the site block when it is there), then one thread per (site, row) adds
+/// the parts. A block is column-major, so a thread's R rows of one column are one aligned word
+/// of 2R reals (16 bytes in half with R = 4): a load feeds R complex multiply-adds instead of
+/// one, which makes the kernel bound by the bytes of the blocks rather than by the rate at
+/// which it issues loads. The columns are split into `split` segments on small levels
+/// (column_split): there a thread per (site, block, rows) leaves the device too few threads,
+/// each waiting on a chain of N loads, to keep enough of them in flight.
 template <typename SL, typename SV, int R>
 struct StencilPartsKernel {
   using T = typename compute_type<SL>::type;  // float arithmetic for single and half blocks
@@ -44,8 +47,9 @@ struct StencilPartsKernel {
   RealArray<SV> in_q, in_p;
   const SV* ghost[4][2];  ///< [mu][0: from behind, 1: from ahead], face sites x 2n reals
   FaceGeometry faces;
-  Complex<T>* parts;  ///< [site][part][row]
+  Complex<T>* parts;  ///< [site][part][segment][row]
   int parity, n, n_parts;
+  int split = 1;  ///< column segments (divides n)
   bool hop, dagger;
   /// 0: every part; 1: the parts that read no ghost (while the faces travel); 2: only those
   /// that read one (after they are in).
@@ -68,9 +72,10 @@ struct StencilPartsKernel {
   };
 
   template <typename Input>
-  LATKE_HOST_DEVICE LATKE_INLINE void rows(long blk, int row0, const Input& in, Complex<T> (&acc)[R]) const {
+  LATKE_HOST_DEVICE LATKE_INLINE void rows(long blk, int row0, int col0, int col1, const Input& in,
+                                           Complex<T> (&acc)[R]) const {
     const SL* base = links.data + 2 * (blk * n * n + row0);
-    for (int col = 0; col < n; ++col) {
+    for (int col = col0; col < col1; ++col) {
       const Vector<SV, 2> v = in(col);
       const T sg = dagger && col >= n / 2 ? T(-1) : T(1);
       const Complex<T> u(static_cast<T>(v.v[0]) * sg, static_cast<T>(v.v[1]) * sg);
@@ -94,8 +99,9 @@ struct StencilPartsKernel {
   }
 
   LATKE_HOST_DEVICE void operator()(int idx, int) const {
-    const int groups = n / R;
-    const int row0 = (idx % groups) * R, part = (idx / groups) % n_parts, x = idx / (groups * n_parts);
+    const int groups = n / R, rest = idx / groups;
+    const int row0 = (idx % groups) * R, seg = rest % split, part = (rest / split) % n_parts;
+    const int x = rest / (split * n_parts), cols = n / split, col0 = seg * cols, col1 = col0 + cols;
     Complex<T> acc[R];
     if (hop && part < 8) {
       const int mu = part >> 1, back = part & 1;
@@ -107,18 +113,18 @@ struct StencilPartsKernel {
       const bool from_ghost = ((faces.comm_mask >> mu) & 1) && edge;
       if (pass != 0 && from_ghost != (pass == 2)) return;
       if (from_ghost) {
-        rows(blk, row0,
+        rows(blk, row0, col0, col1,
              GhostInput{ghost[mu][back ? 0 : 1] + static_cast<long>(face_position(faces.geom, mu, cc)) * 2 * n}, acc);
       } else {
         int y[4] = {cc[0], cc[1], cc[2], cc[3]};
         y[mu] = back ? (cc[mu] == 0 ? L[mu] - 1 : cc[mu] - 1) : (cc[mu] == L[mu] - 1 ? 0 : cc[mu] + 1);
-        rows(blk, row0, FieldInput{in_q, faces.geom.full_index(y) >> 1}, acc);
+        rows(blk, row0, col0, col1, FieldInput{in_q, faces.geom.full_index(y) >> 1}, acc);
       }
     } else {
       if (pass == 2) return;
-      rows(links.block(parity, x, 8), row0, FieldInput{in_p, x}, acc);
+      rows(links.block(parity, x, 8), row0, col0, col1, FieldInput{in_p, x}, acc);
     }
-    Complex<T>* out = parts + (static_cast<long>(x) * n_parts + part) * n + row0;
+    Complex<T>* out = parts + ((static_cast<long>(x) * n_parts + part) * split + seg) * n + row0;
     LATKE_UNROLL for (int r = 0; r < R; ++r) out[r] = acc[r];
   }
 };
@@ -127,16 +133,17 @@ template <typename SV, typename T>
 struct StencilCombineKernel {
   RealArray<SV> out, z;
   const Complex<T>* parts;
-  int n, n_parts;
+  int n, n_parts, split = 1;
   bool hop, site, xpay, dagger;
   T a, b, c;
   LATKE_HOST_DEVICE void operator()(int idx, int) const {
     const int row = idx % n, x = idx / n;
-    const Complex<T>* p = parts + static_cast<long>(x) * n_parts * n + row;
+    const Complex<T>* p = parts + static_cast<long>(x) * n_parts * split * n + row;
     Complex<T> h, s;
     const int n_hop = hop ? 8 : 0;
-    for (int k = 0; k < n_hop; ++k) h += p[k * n];
-    if (site) s = p[n_hop * n];
+    for (int k = 0; k < n_hop * split; ++k) h += p[k * n];
+    if (site)
+      for (int k = n_hop * split; k < (n_hop + 1) * split; ++k) s += p[k * n];
     Complex<T> r = a * h + b * s;
     if (dagger && row >= n / 2) r = -r;
     if (xpay) r += c * Complex<T>(z.template get<T>(2 * row, x), z.template get<T>(2 * row + 1, x));
@@ -534,11 +541,12 @@ bool begin_exchange(const Lattice& lat, Backend be, HaloExchange* halo, const Fa
 }
 
 /// The first pass for one output parity: the block products L_d in_q(nbr) (d < 8, when in_q)
-/// and L_8 in_p (when in_p) into `parts` (volume_cb x 9 x n complex numbers), after the halo
-/// exchange of in_q's faces. Returns the parts per site.
+/// and L_8 in_p (when in_p) over `split` segments of the columns into `parts` (volume_cb x
+/// n_parts x split x n complex numbers), after the halo exchange of in_q's faces. Returns the
+/// parts per site, n_parts.
 template <typename SL, typename SV, int R>
 int stencil_parts(const Lattice& lat, Backend be, HaloExchange* halo, BlockView<SL> links, const RealArray<SV>* in_q,
-                  const RealArray<SV>* in_p, int parity, int n, bool dagger, void* parts) {
+                  const RealArray<SV>* in_p, int parity, int n, bool dagger, int split, void* parts) {
   for (const RealArray<SV>* f : {in_q, in_p})
     require(!f || f->lv >= 1, "coarse operator: a field's words split complex numbers");
   StencilPartsKernel<SL, SV, R> k;
@@ -552,7 +560,8 @@ int stencil_parts(const Lattice& lat, Backend be, HaloExchange* halo, BlockView<
   k.hop = in_q != nullptr;
   k.n_parts = (k.hop ? 8 : 0) + (in_p ? 1 : 0);
   k.dagger = dagger;
-  const int threads = lat.volume_cb() * k.n_parts * (n / R);
+  k.split = split;
+  const int threads = lat.volume_cb() * k.n_parts * split * (n / R);
   if (begin_exchange(lat, be, halo, k.faces, in_q, 0, 1, parity, n, k.ghost, false)) {
     // Overlapped with the exchange: the parts that read no ghost are computed while the faces
     // travel, the others once they are in (coarse levels are small: the second launch's
@@ -579,15 +588,36 @@ void dispatch_rows(int n, F&& f) {
     f(std::integral_constant<int, 2>{});
 }
 
-/// One output parity: out_p = a sum L_d in_q(nbr) + b L_8 in_p + c z_p.
+}  // namespace
+
+int column_split(long volume_cb, int n_parts, int n, int most) {
+  // Segments double while the threads stay within about one full occupancy of a large GPU
+  // (2^18: an H100's 132 SMs hold 270336) and each segment keeps at least 8 columns, so a
+  // thread's loads still each feed R multiply-adds: level 1 of 32^3x64 (8^3x16, N = 48) keeps
+  // one segment, level 2 (4^3x8, N = 64) takes 8 for its hops and 4 for the full operator, and
+  // level 3 (2^3x4) 8.
+  const long threads = volume_cb * n_parts * (n / (n % 4 == 0 ? 4 : 2));
+  int s = 1;
+  while (2 * s <= most && n % (2 * s) == 0 && n / (2 * s) >= 8 && threads * 2 * s <= (1L << 18)) s *= 2;
+  return s;
+}
+
+namespace {
+
+/// One output parity: out_p = a sum L_d in_q(nbr) + b L_8 in_p + c z_p, its blocks' columns in
+/// the segments column_split chooses (at most ps.most), the parts in ps's buffer.
 template <typename SL, typename SV>
 void run_stencil(const Lattice& lat, Backend be, HaloExchange* halo, BlockView<SL> links, const RealArray<SV>& out,
                  const RealArray<SV>* in_q, const RealArray<SV>* in_p, const RealArray<SV>* z, int parity, int n,
-                 double a, double b, double c, bool dagger, void* parts) {
+                 double a, double b, double c, bool dagger, const PartsScratch& ps) {
   using T = typename compute_type<SL>::type;
+  const int split = column_split(lat.volume_cb(), (in_q ? 8 : 0) + (in_p ? 1 : 0), n, ps.most);
+  void* parts =
+      ps.get(static_cast<std::size_t>(lat.volume_cb()) * CoarseOperator::n_blocks * split * n * sizeof(Complex<T>));
   int n_parts = 0;
   dispatch_rows(n, [&](auto r) {
-    n_parts = stencil_parts<SL, SV, decltype(r)::value>(lat, be, halo, links, in_q, in_p, parity, n, dagger, parts);
+    n_parts =
+        stencil_parts<SL, SV, decltype(r)::value>(lat, be, halo, links, in_q, in_p, parity, n, dagger, split, parts);
   });
   StencilCombineKernel<SV, T> cmb;
   cmb.out = out;
@@ -595,6 +625,7 @@ void run_stencil(const Lattice& lat, Backend be, HaloExchange* halo, BlockView<S
   cmb.parts = static_cast<const Complex<T>*>(parts);
   cmb.n = n;
   cmb.n_parts = n_parts;
+  cmb.split = split;
   cmb.hop = in_q != nullptr;
   cmb.site = in_p != nullptr;
   cmb.xpay = z != nullptr;
@@ -716,10 +747,13 @@ void CoarseOperator::apply_split(ColorSpinorField& site, ColorSpinorField* const
       using SL = decltype(sl);
       using T = typename compute_type<SL>::type;
       const BlockView<SL> lv = view<SL>(links_.data, links_.scale, n(), lattice_->volume_cb());
+      const std::size_t parts_bytes =
+          static_cast<std::size_t>(lattice_->volume_cb()) * n_blocks * n() * sizeof(Complex<T>);
       for (int p = 0; p < 2; ++p) {
         const RealArray<SV> q = real_array<SV>(in, 1 - p), s = real_array<SV>(in, p);
-        dispatch_rows(n(), [&](auto r) {
-          stencil_parts<SL, SV, decltype(r)::value>(*lattice_, backend_, halo, lv, &q, &s, p, n(), false, parts());
+        dispatch_rows(n(), [&](auto r) {  // whole columns: SplitCombineKernel reads one part per block
+          stencil_parts<SL, SV, decltype(r)::value>(*lattice_, backend_, halo, lv, &q, &s, p, n(), false, 1,
+                                                    parts().get(parts_bytes));
         });
         SplitCombineKernel<SV, T> k;
         k.site = real_array<SV>(site, p);
@@ -727,7 +761,7 @@ void CoarseOperator::apply_split(ColorSpinorField& site, ColorSpinorField* const
           k.face[mu] = real_array<SV>(*faces[mu], p);
           k.block[mu] = block[mu];
         }
-        k.parts = static_cast<const Complex<T>*>(parts());
+        k.parts = static_cast<const Complex<T>*>(parts().get(parts_bytes));
         k.geom = LocalGeometry::of(*lattice_);
         k.parity = p;
         k.n = n();

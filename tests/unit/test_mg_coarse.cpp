@@ -414,6 +414,64 @@ TEST_P(MgBackend, CoarseStoragePrecisions) {
   }
 }
 
+// The one-field stencil with its blocks' columns split into segments (small levels, several
+// threads per block and rows) gives what whole columns give, in every form it is applied in:
+// the full operator and its dagger, the even-odd operator, the prepared source and the
+// reconstruction, for single and half blocks. The rule splits where the lattice leaves the
+// device idle and keeps whole columns where it fills it.
+TEST_P(MgBackend, StencilColumnSegmentsGiveWholeColumns) {
+  EXPECT_EQ(column_split(256, 8, 64), 8);    // level 2 of 32^3x64 (4^3x8, N = 64): the hops
+  EXPECT_EQ(column_split(256, 9, 64), 4);    // and the full operator
+  EXPECT_EQ(column_split(16, 9, 64), 8);     // level 3 (2^3x4)
+  EXPECT_EQ(column_split(4096, 8, 48), 1);   // level 1 (8^3x16, N = 48) fills the device
+  EXPECT_EQ(column_split(16, 9, 64, 2), 2);  // at most `most`
+  EXPECT_EQ(column_split(16, 9, 12), 1);     // fewer than 8 columns a segment: whole
+  Problem pr(GetParam(), Precision::double_, {4, 4, 4, 8});
+  auto M = pr.full();
+  const int nvec = 16;  // N = 32: up to 4 segments of 8 columns
+  Transfer T(pr.lat, SpinorParam{4, 3, Precision::double_, Subset::full, pr.backend}, {2, 2, 2, 2}, nvec, 1,
+             Precision::double_);
+  random_basis(T, 41);
+  const long vcb = T.coarse_lattice()->volume_cb();
+  ASSERT_EQ(column_split(vcb, 9, 2 * nvec), 4) << "the test lattice is not split";
+  for (Precision store : {Precision::single, Precision::half}) {
+    auto dc = galerkin(*M, T, store, true);
+    const double tol = store == Precision::single ? 2e-6 : 2e-5;  // rounding order only
+    ColorSpinorField x(T.coarse_lattice(), T.coarse_param(Precision::single));
+    fill_gaussian(x, 5);
+    CoarseLinear s(dc, true, 0, Precision::single);
+    ColorSpinorField xe = s.make_field();
+    xe.copy_from(x.parity(0));
+    // Each form with whole columns (most = 1), then with segments.
+    auto forms = [&](int most) {
+      dc->set_column_split(most);
+      std::vector<ColorSpinorField> r;
+      for (bool dagger : {false, true}) {
+        r.push_back(x.like(Precision::single));
+        dc->apply(r.back(), x, dagger);
+      }
+      r.push_back(s.make_field());
+      s.apply(r.back(), xe);
+      r.push_back(s.make_field());
+      dc->prepare_source(r.back(), x);
+      r.push_back(x.like(Precision::single));
+      dc->reconstruct(r.back(), xe, x);
+      return r;
+    };
+    const std::vector<ColorSpinorField> whole = forms(1);
+    for (int most : {2, 8}) {
+      const std::vector<ColorSpinorField> split = forms(most);
+      const char* names[] = {"operator", "dagger", "even-odd operator", "prepared source", "reconstruction"};
+      for (std::size_t i = 0; i < whole.size(); ++i) {
+        SCOPED_TRACE(::testing::Message()
+                     << to_string(store) << " blocks, at most " << most << " segments, " << names[i]);
+        EXPECT_GT(blas::cdot_norms(whole[i], whole[i]).xx, 0.0);
+        EXPECT_LT(rel_diff(whole[i], split[i]), tol);
+      }
+    }
+  }
+}
+
 // Gauss-Jordan elimination with partial pivoting, as the CUDA backend inverts the coarsest
 // matrix, run on every backend: a random matrix with a zero diagonal (every column needs a
 // row swap) times its inverse is the identity; the 1-norm is the largest column sum; a

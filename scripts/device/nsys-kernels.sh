@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Runs one command under Nsight Systems (CUDA trace only) on a GPU host and writes, under
+# $out/NAME: the report (NAME.nsys-rep), the kernel and CUDA API summaries (NAME_kern.csv,
+# NAME_api.csv) and the GPU trace (NAME_trace.csv: every kernel and copy with its start and
+# duration, for launch gaps and waits), and with Latke's NVTX ranges (its log events) the
+# ranges' times and the kernels under each (NAME_nvtx.csv, NAME_nvtx_kern.csv). Prints the 25
+# kernels of most total time.
+# Usage: nsys-kernels.sh NAME command [args...]   (binaries as packed by pack.sh: use $bin)
+source "$(dirname "$0")/host-env.sh"
+name=$1
+shift
+nsys=$(command -v nsys || ls -d /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-systems*/bin/nsys \
+  /usr/local/cuda*/nsight-systems*/bin/nsys 2> /dev/null | head -1)
+[ -x "$nsys" ] || { echo "nsys-kernels.sh: no nsys on this host" >&2; exit 2; }
+mkdir -p "$out/$name"
+"$nsys" profile --trace=cuda,nvtx --sample=none --cpuctxsw=none --force-overwrite=true \
+  -o "$out/$name/$name" "$@" > "$out/$name/run.log" 2>&1
+status=$?
+for r in cuda_gpu_kern_sum cuda_api_sum cuda_gpu_trace nvtx_sum nvtx_kern_sum; do
+  "$nsys" stats --force-export=true --report $r --format csv --output "$out/$name/$name" \
+    "$out/$name/$name.nsys-rep" > /dev/null 2>&1
+done
+for f in "$out/$name/${name}"_cuda_gpu_kern_sum*.csv; do
+  [ -f "$f" ] && python3 - "$f" << 'PY'
+import csv, sys, re
+rows = list(csv.DictReader(open(sys.argv[1])))
+for r in rows[:25]:
+    name = re.sub(r"\s+", " ", r.get("Name", ""))[:150]
+    print("%6s%%  %10.1f us total  %7s calls  %8.2f us avg  %s" % (r.get("Time (%)"), float(r["Total Time (ns)"]) / 1e3,
+          r["Instances"], float(r["Avg (ns)"]) / 1e3, name))
+PY
+done
+exit $status
