@@ -6,9 +6,11 @@
 # ranges' times and the kernels under each (NAME_nvtx.csv, NAME_nvtx_kern.csv). Prints the 25
 # kernels of most total time.
 # Usage: nsys-kernels.sh NAME command [args...]   (binaries as packed by pack.sh: use $bin)
+# Under mpirun each rank writes its own, NAME.rankR.
 source "$(dirname "$0")/host-env.sh"
 name=$1
 shift
+[ -n "${OMPI_COMM_WORLD_RANK:-}" ] && name=$name.rank$OMPI_COMM_WORLD_RANK
 nsys=$(command -v nsys || ls -d /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-systems*/bin/nsys \
   /usr/local/cuda*/nsight-systems*/bin/nsys 2> /dev/null | head -1)
 [ -x "$nsys" ] || { echo "nsys-kernels.sh: no nsys on this host" >&2; exit 2; }
