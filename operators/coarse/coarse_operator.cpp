@@ -55,11 +55,12 @@ struct ToHalfKernel {
   }
 };
 
-/// LATKE_COARSE_SPLIT (the most column segments; 1 turns the split off), else 8.
-int default_split_most() {
+/// LATKE_COARSE_SPLIT (the most column segments, by the rule; 1 turns the split off), else 8,
+/// tuned (0: unset).
+int env_split_most() {
   static const int most = [] {
     const char* v = std::getenv("LATKE_COARSE_SPLIT");
-    if (!v || !*v) return 8;
+    if (!v || !*v) return 0;
     char* end = nullptr;
     const long m = std::strtol(v, &end, 10);
     require(*end == '\0' && m >= 1 && m <= 64, "LATKE_COARSE_SPLIT '", v,
@@ -75,7 +76,8 @@ CoarseOperator::CoarseOperator(std::shared_ptr<const Lattice> lattice, int nvec,
     : lattice_(std::move(lattice)), nvec_(nvec), precision_(precision), backend_(backend) {
   require(nvec >= 1, "coarse operator with ", nvec, " colors per chirality: expected at least 1");
   set_math(SetMath::automatic);
-  split_most_ = default_split_most();
+  split_most_ = env_split_most() > 0 ? env_split_most() : 8;
+  split_tune_ = env_split_most() == 0;
   assembly_precision_ = precision == Precision::double_ ? Precision::double_ : Precision::single;
   const std::size_t bytes =
       static_cast<std::size_t>(lattice_->volume()) * n_blocks * n() * n() * 2 * real_bytes(assembly_precision_);
@@ -87,7 +89,8 @@ CoarseOperator::CoarseOperator(std::shared_ptr<const Lattice> lattice, int nvec,
                                Unassembled)
     : lattice_(std::move(lattice)), nvec_(nvec), precision_(precision), backend_(backend) {
   set_math(SetMath::automatic);
-  split_most_ = default_split_most();
+  split_most_ = env_split_most() > 0 ? env_split_most() : 8;
+  split_tune_ = env_split_most() == 0;
   assembly_precision_ = precision == Precision::double_ ? Precision::double_ : Precision::single;
 }
 
@@ -100,6 +103,7 @@ std::shared_ptr<CoarseOperator> CoarseOperator::in_half(bool schur_only) const {
   std::shared_ptr<CoarseOperator> h(new CoarseOperator(lattice_, nvec_, Precision::half, backend_, Unassembled{}));
   h->even_odd_ = even_odd_;
   h->split_most_ = split_most_;
+  h->split_tune_ = split_tune_;
   if (!schur_only) h->links_ = half_copy(links_, precision_);
   if (even_odd_) h->hat_ = half_copy(hat_, precision_);
   synchronize(backend_);
@@ -112,6 +116,7 @@ std::shared_ptr<CoarseOperator> CoarseOperator::gathered(std::shared_ptr<const L
           onto->describe(), "; expected ", lattice_->describe(), " on fewer ranks");
   auto g = std::make_shared<CoarseOperator>(onto, nvec_, precision_, backend_);
   g->split_most_ = split_most_;
+  g->split_tune_ = split_tune_;
   int ranks = 1;
   MPI_Comm_size(group, &ranks);
   // A site's nine blocks lie together ([parity][x_cb][d]): gathered and placed a site at a time.
@@ -195,9 +200,10 @@ void* PartsScratch::get(std::size_t bytes) const {
   return buffer->data();
 }
 
-void CoarseOperator::set_column_split(int most) {
+void CoarseOperator::set_column_split(int most, bool tune) {
   require(most >= 1, "coarse operator: at most ", most, " column segments; expected at least 1");
   split_most_ = most;
+  split_tune_ = tune;
 }
 
 ColorSpinorField& CoarseOperator::scratch(int slot, Precision p, Subset subset) {

@@ -59,12 +59,13 @@ const char* to_string(SetMath m);
 /// the lattice alone fills the device. The same on every backend.
 int column_split(long volume_cb, int n_parts, int n, int most = 8);
 
-/// Scratch of the coarse stencil's first pass, grown on demand, and the most column segments
-/// it may split a block into.
+/// Scratch of the coarse stencil's first pass, grown on demand, the most column segments it
+/// may split a block into, and whether it times the candidates (else column_split's rule).
 struct PartsScratch {
   Buffer* buffer;
   Backend backend;
   int most;
+  bool tune;
   /// At least `bytes` of the backend's memory (the buffer reallocated when smaller).
   void* get(std::size_t bytes) const;
 };
@@ -119,9 +120,11 @@ class CoarseOperator {
   void set_math(SetMath m);
   SetMath set_math() const { return set_math_; }
   /// @brief The most column segments the one-field stencil splits its blocks into on small
-  /// levels (column_split; 1: whole columns, one thread per block and rows). The default is
-  /// 8, or LATKE_COARSE_SPLIT where it is set (to compare).
-  void set_column_split(int most);
+  /// levels (1: whole columns, one thread per block and rows), and whether the autotuner
+  /// chooses among 1, 2, .. most by timing each form of the stencil at its first call (CUDA;
+  /// the tune cache keeps the choice) rather than column_split's rule. The default: at most 8,
+  /// tuned; LATKE_COARSE_SPLIT=k sets k and the rule (to compare: 1 keeps whole columns).
+  void set_column_split(int most, bool tune = false);
   int column_split_most() const { return split_most_; }
   /// @brief out_p = Mhat in_p on fields of one parity; needs prepare_even_odd().
   void apply_schur(ColorSpinorField& out, const ColorSpinorField& in);
@@ -170,7 +173,7 @@ class CoarseOperator {
   /// The halo exchange for vectors of real_bytes per real (slot 0 double, 1 single); null on one rank.
   HaloExchange* halo_for(int slot, std::size_t real_bytes);
   /// Scratch for the stencil's per-block parts (volume_cb x 9 x segments x n complex numbers).
-  PartsScratch parts() { return PartsScratch{&parts_, backend_, split_most_}; }
+  PartsScratch parts() { return PartsScratch{&parts_, backend_, split_most_, split_tune_}; }
   /// A scratch field per vector precision (slot 0 double, 1 single) and subset.
   ColorSpinorField& scratch(int slot, Precision p, Subset subset);
   void require_field(const ColorSpinorField& f, const char* what, bool full) const;
@@ -186,6 +189,7 @@ class CoarseOperator {
   bool even_odd_ = false;
   SetMath set_math_;
   int split_most_;
+  bool split_tune_;
   double finalize_seconds_ = 0;
   Links assembly_;  ///< double or single blocks while assembling (freed by finalize unless used)
   Precision assembly_precision_;

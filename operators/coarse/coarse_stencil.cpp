@@ -1,14 +1,16 @@
 // The coarse operator's stencil (coarse_operator.h): the kernels of one field and of a set
 // (FP32 and tensor-core tf32x3), their halo exchange, and apply, apply_split, apply_set and the
 // even-odd maps built on them. Compiled by nvcc in CUDA builds.
-#include "operators/coarse/coarse_operator.h"
-
+#include <array>
 #include <cmath>
+#include <functional>
+#include <map>
 #include <sstream>
 #include <type_traits>
 #include <vector>
 
 #include "operators/coarse/coarse_blocks.h"
+#include "operators/coarse/coarse_operator.h"
 #include "operators/coarse/probe_classes.h"
 #include "src/core/error.h"
 #include "src/core/faces.h"
@@ -16,6 +18,8 @@
 #include "src/core/launch.h"
 #include "src/core/log.h"
 #include "src/core/mma.h"
+#include "src/core/policy.h"
+#include "src/core/tune.h"
 
 namespace latke::mg {
 
@@ -604,36 +608,70 @@ int column_split(long volume_cb, int n_parts, int n, int most) {
 
 namespace {
 
+/// The column segments of one stencil form (n_parts parts per site of N = n columns) on lat:
+/// where tuning is on (CUDA, ps.tune and LATKE_TUNE unset or 1) each candidate from 1 to
+/// ps.most segments of at least 8 columns is timed by run(split) at this form's first call on a
+/// local lattice and process grid (every rank of lat's communicator at the same call; the
+/// slowest rank's time decides, and the tune cache keeps the choice), otherwise column_split's
+/// rule.
+template <typename SL, typename SV>
+int stencil_split(const Lattice& lat, Backend be, int n_parts, int n, const PartsScratch& ps,
+                  const std::function<void(int)>& run) {
+  if (!ps.tune || be != Backend::cuda || !tuning_enabled()) return column_split(lat.volume_cb(), n_parts, n, ps.most);
+  std::vector<int> candidates;
+  for (int s = 1; s <= ps.most && n % s == 0 && (s == 1 || n / s >= 8); s *= 2) candidates.push_back(s);
+  if (candidates.size() == 1) return 1;
+  static std::map<std::array<int, 2>, PolicyChoice> choices;  // by (n, n_parts); SL and SV are the instance's
+  std::vector<std::string> names;
+  for (int s : candidates) names.push_back(std::to_string(s) + (s == 1 ? " segment" : " segments"));
+  const int i = choices[{n, n_parts}].get(
+      lat,
+      [&] {
+        std::ostringstream key;
+        key << "coarse_stencil_segments " << sizeof(SL) << "B blocks " << sizeof(SV) << "B vectors N " << n << " parts "
+            << n_parts;
+        return key.str();
+      },
+      names,
+      [&](int c) {
+        for (int k = 0; k < 2; ++k) run(candidates[c]);  // warm-up: the kernels tune their block size here
+        return time_per_call(be, 10, [&] { run(candidates[c]); });
+      });
+  return candidates[i];
+}
+
 /// One output parity: out_p = a sum L_d in_q(nbr) + b L_8 in_p + c z_p, its blocks' columns in
-/// the segments column_split chooses (at most ps.most), the parts in ps's buffer.
+/// the segments stencil_split chooses, the parts in ps's buffer.
 template <typename SL, typename SV>
 void run_stencil(const Lattice& lat, Backend be, HaloExchange* halo, BlockView<SL> links, const RealArray<SV>& out,
                  const RealArray<SV>* in_q, const RealArray<SV>* in_p, const RealArray<SV>* z, int parity, int n,
                  double a, double b, double c, bool dagger, const PartsScratch& ps) {
   using T = typename compute_type<SL>::type;
-  const int split = column_split(lat.volume_cb(), (in_q ? 8 : 0) + (in_p ? 1 : 0), n, ps.most);
-  void* parts =
-      ps.get(static_cast<std::size_t>(lat.volume_cb()) * CoarseOperator::n_blocks * split * n * sizeof(Complex<T>));
-  int n_parts = 0;
-  dispatch_rows(n, [&](auto r) {
-    n_parts =
-        stencil_parts<SL, SV, decltype(r)::value>(lat, be, halo, links, in_q, in_p, parity, n, dagger, split, parts);
-  });
-  StencilCombineKernel<SV, T> cmb;
-  cmb.out = out;
-  if (z) cmb.z = *z;
-  cmb.parts = static_cast<const Complex<T>*>(parts);
-  cmb.n = n;
-  cmb.n_parts = n_parts;
-  cmb.split = split;
-  cmb.hop = in_q != nullptr;
-  cmb.site = in_p != nullptr;
-  cmb.xpay = z != nullptr;
-  cmb.dagger = dagger;
-  cmb.a = a;
-  cmb.b = b;
-  cmb.c = c;
-  launch(be, cmb, {lat.volume_cb() * n}, compute_stream(), false);
+  auto run = [&](int split) {
+    void* parts =
+        ps.get(static_cast<std::size_t>(lat.volume_cb()) * CoarseOperator::n_blocks * split * n * sizeof(Complex<T>));
+    int n_parts = 0;
+    dispatch_rows(n, [&](auto r) {
+      n_parts =
+          stencil_parts<SL, SV, decltype(r)::value>(lat, be, halo, links, in_q, in_p, parity, n, dagger, split, parts);
+    });
+    StencilCombineKernel<SV, T> cmb;
+    cmb.out = out;
+    if (z) cmb.z = *z;
+    cmb.parts = static_cast<const Complex<T>*>(parts);
+    cmb.n = n;
+    cmb.n_parts = n_parts;
+    cmb.split = split;
+    cmb.hop = in_q != nullptr;
+    cmb.site = in_p != nullptr;
+    cmb.xpay = z != nullptr;
+    cmb.dagger = dagger;
+    cmb.a = a;
+    cmb.b = b;
+    cmb.c = c;
+    launch(be, cmb, {lat.volume_cb() * n}, compute_stream(), false);
+  };
+  run(stencil_split<SL, SV>(lat, be, (in_q ? 8 : 0) + (in_p ? 1 : 0), n, ps, run));
 }
 
 /// One output parity of the set stencil (SetStencilKernel): out_k = a sum L_d in_q,k(nbr) +
