@@ -1565,6 +1565,14 @@ int main(int argc, char** argv) {
     latke::warn_unused_options("latke-bench");
   } catch (const std::exception&) {  // a report, never a reason to fail
   }
+  // The kernels and policies tuned here, kept in LATKE_RESOURCE_PATH for later runs (as
+  // LatkeFinalize keeps them; every benchmark, not only those that call it).
+  try {
+    if (rank == 0) latke::save_tune_cache();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "latke-bench: error: %s\n", e.what());
+    status = 1;
+  }
   PetscCall(PetscFinalize());
   return status;
 }
