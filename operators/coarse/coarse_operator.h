@@ -21,7 +21,8 @@
 // parity [site][d][column][row] with d = 2 mu + (0: forward, 1: backward) and d = 8 the site
 // block, so that R consecutive rows of a column are one aligned word. Vectors in double or
 // single. The stencil runs in two passes: one thread per (site, block, R rows; R = 4 when 4
-// divides N, else 2) for the block products, then one per (site, row) summing them (coarse
+// divides N, else 2; on small levels also per segment of the block's columns, as many as the
+// autotuner chooses) for the block products, then one per (site, row) summing them (coarse
 // lattices are small). Over a set of fields (apply_set) it runs in one pass instead: one
 // thread per (site, R rows, 1 or 2 fields) through all nine blocks, so that a block is read about
 // once for the whole set (the multigrid setup's null vectors, solved together); with single
@@ -53,10 +54,11 @@ enum class SetMath { automatic, fp32, tf32x3 };
 SetMath parse_set_math(const std::string& name, const std::string& what = "set arithmetic");
 const char* to_string(SetMath m);
 
-/// @brief Column segments of the one-field stencil's first pass (coarse_stencil.cpp): a power
-/// of two, at most `most`, that gives a lattice of volume_cb sites per parity about one full
-/// occupancy of a large GPU in threads, each segment at least 8 of the N = n columns; 1 where
-/// the lattice alone fills the device. The same on every backend.
+/// @brief The rule for the column segments of the one-field stencil's first pass
+/// (coarse_stencil.cpp; where the autotuner does not choose them): a power of two, at most
+/// `most`, that gives a lattice of volume_cb sites per parity about one full occupancy of a
+/// large GPU in threads, each segment at least 8 of the N = n columns; 1 where the lattice
+/// alone fills the device.
 int column_split(long volume_cb, int n_parts, int n, int most = 8);
 
 /// Scratch of the coarse stencil's first pass, grown on demand, the most column segments it
@@ -125,7 +127,6 @@ class CoarseOperator {
   /// the tune cache keeps the choice) rather than column_split's rule. The default: at most 8,
   /// tuned; LATKE_COARSE_SPLIT=k sets k and the rule (to compare: 1 keeps whole columns).
   void set_column_split(int most, bool tune = false);
-  int column_split_most() const { return split_most_; }
   /// @brief out_p = Mhat in_p on fields of one parity; needs prepare_even_odd().
   void apply_schur(ColorSpinorField& out, const ColorSpinorField& in);
   /// @brief bhat (parity p, the field's) from the full source b; needs prepare_even_odd().

@@ -1,6 +1,8 @@
 // The coarse operator's stencil (coarse_operator.h): the kernels of one field and of a set
 // (FP32 and tensor-core tf32x3), their halo exchange, and apply, apply_split, apply_set and the
 // even-odd maps built on them. Compiled by nvcc in CUDA builds.
+#include "operators/coarse/coarse_operator.h"
+
 #include <array>
 #include <cmath>
 #include <functional>
@@ -10,7 +12,6 @@
 #include <vector>
 
 #include "operators/coarse/coarse_blocks.h"
-#include "operators/coarse/coarse_operator.h"
 #include "operators/coarse/probe_classes.h"
 #include "src/core/error.h"
 #include "src/core/faces.h"

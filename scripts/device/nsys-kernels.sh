@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Runs one command under Nsight Systems (CUDA trace only) on a GPU host and writes, under
-# $out/NAME: the report (NAME.nsys-rep), the kernel and CUDA API summaries (NAME_kern.csv,
-# NAME_api.csv) and the GPU trace (NAME_trace.csv: every kernel and copy with its start and
-# duration, for launch gaps and waits), and with Latke's NVTX ranges (its log events) the
-# ranges' times and the kernels under each (NAME_nvtx.csv, NAME_nvtx_kern.csv). Prints the 25
-# kernels of most total time.
+# Runs one command under Nsight Systems (CUDA and NVTX traces) on a GPU host and writes, under
+# $out/NAME: the report (NAME.nsys-rep), the kernel and CUDA API summaries
+# (NAME_cuda_gpu_kern_sum.csv, NAME_cuda_api_sum.csv), the GPU trace (NAME_cuda_gpu_trace.csv:
+# every kernel and copy with its start and duration, for launch gaps and waits), and from
+# Latke's NVTX ranges (its log events) the ranges' times and the kernels under each
+# (NAME_nvtx_sum.csv, NAME_nvtx_kern_sum.csv). Prints the 25 kernels of most total time.
 # Usage: nsys-kernels.sh NAME command [args...]   (binaries as packed by pack.sh: use $bin)
 # Under mpirun each rank writes its own, NAME.rankR.
 source "$(dirname "$0")/host-env.sh"

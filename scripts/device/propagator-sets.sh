@@ -4,7 +4,8 @@
 # multigrid one column at a time (-latke_solver_set_size 1) and as one set of 12 (the default),
 # each twice with a shared tune cache (the second run is the figure), the two records' correlators
 # compared; one column at a time also with the multigrid's general defaults (latke-solve's:
-# 100 setup steps, 4 coarse smoothing steps; "set1g") instead of latke-propagator's, and one column by mixed-precision BiCGstab for the setup-plus-12-columns ratio.
+# 100 setup steps, 4 coarse smoothing steps; "set1g") instead of latke-propagator's; and one
+# column by mixed-precision BiCGstab for the setup-plus-12-columns ratio.
 # Then the set tests of test_mg and test_solvers on the device. Logs and records under $out.
 # Usage: propagator-sets.sh [lattice] [kappa]   (LATKE_PROP_PASSES: runs of each, 2; with a
 # tune cache warmed by earlier runs 1 is enough)
