@@ -5,7 +5,6 @@
 
 #include <array>
 #include <cmath>
-#include <functional>
 #include <map>
 #include <sstream>
 #include <type_traits>
@@ -593,52 +592,60 @@ void dispatch_rows(int n, F&& f) {
     f(std::integral_constant<int, 2>{});
 }
 
+/// The most column segments a block of N = n columns may take: a power of two, at most `most`,
+/// dividing n, each segment at least 8 columns (so that a thread's loads still each feed R
+/// multiply-adds).
+int most_segments(int n, int most) {
+  int s = 1;
+  while (2 * s <= most && n % (2 * s) == 0 && n / (2 * s) >= 8) s *= 2;
+  return s;
+}
+
 }  // namespace
 
 int column_split(long volume_cb, int n_parts, int n, int most) {
   // Segments double while the threads stay within about one full occupancy of a large GPU
-  // (2^18: an H100's 132 SMs hold 270336) and each segment keeps at least 8 columns, so a
-  // thread's loads still each feed R multiply-adds: level 1 of 32^3x64 (8^3x16, N = 48) keeps
-  // one segment, level 2 (4^3x8, N = 64) takes 8 for its hops and 4 for the full operator, and
+  // (2^18: an H100's 132 SMs hold 270336): level 1 of 32^3x64 (8^3x16, N = 48) keeps one
+  // segment, level 2 (4^3x8, N = 64) takes 8 for its hops and 4 for the full operator, and
   // level 3 (2^3x4) 8.
   const long threads = volume_cb * n_parts * (n / (n % 4 == 0 ? 4 : 2));
   int s = 1;
-  while (2 * s <= most && n % (2 * s) == 0 && n / (2 * s) >= 8 && threads * 2 * s <= (1L << 18)) s *= 2;
+  while (2 * s <= most_segments(n, most) && threads * 2 * s <= (1L << 18)) s *= 2;
   return s;
 }
 
 namespace {
 
 /// The column segments of one stencil form (n_parts parts per site of N = n columns) on lat:
-/// where tuning is on (CUDA, ps.tune and LATKE_TUNE unset or 1) each candidate from 1 to
-/// ps.most segments of at least 8 columns is timed by run(split) at this form's first call on a
-/// local lattice and process grid (every rank of lat's communicator at the same call; the
-/// slowest rank's time decides, and the tune cache keeps the choice), otherwise column_split's
-/// rule.
-template <typename SL, typename SV>
-int stencil_split(const Lattice& lat, Backend be, int n_parts, int n, const PartsScratch& ps,
-                  const std::function<void(int)>& run) {
+/// where tuning is on (CUDA, ps.tune and LATKE_TUNE unset or 1) each power of two up to
+/// most_segments is timed by run(split) at this form's first call on a local lattice and
+/// process grid (every rank of lat's communicator at the same call; the slowest rank's time
+/// decides, and the tune cache keeps the choice), otherwise column_split's rule. After the
+/// first call, one lookup.
+template <typename SL, typename SV, typename Run>
+int stencil_split(const Lattice& lat, Backend be, int n_parts, int n, const PartsScratch& ps, const Run& run) {
   if (!ps.tune || be != Backend::cuda || !tuning_enabled()) return column_split(lat.volume_cb(), n_parts, n, ps.most);
-  std::vector<int> candidates;
-  for (int s = 1; s <= ps.most && n % s == 0 && (s == 1 || n / s >= 8); s *= 2) candidates.push_back(s);
-  if (candidates.size() == 1) return 1;
-  static std::map<std::array<int, 2>, PolicyChoice> choices;  // by (n, n_parts); SL and SV are the instance's
+  const int most = most_segments(n, ps.most);
+  if (most == 1) return 1;
+  static std::map<std::array<int, 3>, PolicyChoice> choices;  // by (n, n_parts, most); SL and SV are the instance's
+  PolicyChoice& choice = choices[{n, n_parts, most}];
+  if (const int i = choice.known(lat); i >= 0) return 1 << i;  // candidate i is 2^i segments
   std::vector<std::string> names;
-  for (int s : candidates) names.push_back(std::to_string(s) + (s == 1 ? " segment" : " segments"));
-  const int i = choices[{n, n_parts}].get(
+  for (int s = 1; s <= most; s *= 2) names.push_back(std::to_string(s) + (s == 1 ? " segment" : " segments"));
+  const int i = choice.get(
       lat,
       [&] {
         std::ostringstream key;
         key << "coarse_stencil_segments " << sizeof(SL) << "B blocks " << sizeof(SV) << "B vectors N " << n << " parts "
-            << n_parts;
+            << n_parts << " at most " << most;
         return key.str();
       },
       names,
       [&](int c) {
-        for (int k = 0; k < 2; ++k) run(candidates[c]);  // warm-up: the kernels tune their block size here
-        return time_per_call(be, 10, [&] { run(candidates[c]); });
+        for (int k = 0; k < 2; ++k) run(1 << c);  // warm-up: the kernels tune their block size here
+        return time_per_call(be, 10, [&] { run(1 << c); });
       });
-  return candidates[i];
+  return 1 << i;
 }
 
 /// One output parity: out_p = a sum L_d in_q(nbr) + b L_8 in_p + c z_p, its blocks' columns in

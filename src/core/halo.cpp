@@ -96,10 +96,19 @@ int choose_policy(const Lattice& lat, const std::string& key, const std::vector<
   return best;
 }
 
+std::array<int, 8> PolicyChoice::where(const Lattice& lat) {
+  return {lat.local()[0], lat.local()[1], lat.local()[2], lat.local()[3],
+          lat.grid()[0],  lat.grid()[1],  lat.grid()[2],  lat.grid()[3]};
+}
+
+int PolicyChoice::known(const Lattice& lat) const {
+  const auto it = chosen_.find(where(lat));
+  return it == chosen_.end() ? -1 : it->second;
+}
+
 int PolicyChoice::get(const Lattice& lat, const std::function<std::string()>& key,
                       const std::vector<std::string>& names, const std::function<double(int)>& time) {
-  const std::array<int, 8> where{lat.local()[0], lat.local()[1], lat.local()[2], lat.local()[3],
-                                 lat.grid()[0],  lat.grid()[1],  lat.grid()[2],  lat.grid()[3]};
+  const std::array<int, 8> where = PolicyChoice::where(lat);
   auto it = chosen_.find(where);
   if (it == chosen_.end()) {
     std::ostringstream k;

@@ -21,8 +21,12 @@ class PolicyChoice {
   ///        called only when a choice is made.
   int get(const Lattice& lat, const std::function<std::string()>& key, const std::vector<std::string>& names,
           const std::function<double(int)>& time);
+  /// The choice already made for lat's local lattice and process grid, or -1: a call site's
+  /// hot path asks this first, so that it builds get's arguments only when a choice is made.
+  int known(const Lattice& lat) const;
 
  private:
+  static std::array<int, 8> where(const Lattice& lat);
   std::map<std::array<int, 8>, int> chosen_;
 };
 

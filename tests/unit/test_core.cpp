@@ -15,6 +15,7 @@
 #include "src/core/indexing.h"
 #include "src/core/memory.h"
 #include "src/core/output_files.h"
+#include "src/core/policy.h"
 #include "src/core/stream_graph.h"
 #include "src/core/tune.h"
 #include "src/core/work_counters.h"
@@ -316,6 +317,29 @@ TEST(TuneCache, ChoicesSurviveInTheFileForTheirDevice) {
               write_tune_cache("/nonexistent-dir/latke_tunecache.tsv");
             }).find("cannot write /nonexistent-dir/latke_tunecache.tsv.tmp"),
             std::string::npos);
+}
+
+// A call site's policy choice (PolicyChoice): the fastest candidate, timed once per local
+// lattice and process grid and kept in the tune cache under its key; known() says nothing
+// before the choice and the choice after it, for that lattice only.
+TEST(PolicyChoice, TimesOncePerLatticeAndRemembers) {
+  const Lattice a(MPI_COMM_SELF, Coords{4, 4, 4, 8}), b(MPI_COMM_SELF, Coords{4, 4, 8, 8});
+  PolicyChoice choice;
+  const std::vector<std::string> names = {"slow", "fast", "slower"};
+  const double ms[] = {2.0, 0.5, 3.0};
+  int timed = 0;
+  auto time = [&](int i) {
+    ++timed;
+    return ms[i];
+  };
+  EXPECT_EQ(choice.known(a), -1);
+  EXPECT_EQ(choice.get(a, [] { return std::string("test_policy_choice"); }, names, time), 1);
+  EXPECT_EQ(timed, 3);
+  EXPECT_EQ(choice.known(a), 1);
+  EXPECT_EQ(choice.known(b), -1) << "another local lattice has no choice yet";
+  EXPECT_EQ(choice.get(a, [] { return std::string("test_policy_choice"); }, names, time), 1);
+  EXPECT_EQ(timed, 3) << "timed again";
+  EXPECT_EQ(tuned_block_size("test_policy_choice local 4x4x4x8 grid 1x1x1x1"), 2) << "kept as index + 1";
 }
 
 // A CUDA graph of the compute stream's kernels (StreamGraph) runs nothing while recording and
