@@ -1093,7 +1093,10 @@ int bench_schwarz() {
                   matpc_bytes / (matpc_ms * 1e-3) * 1e-9 / copy_gbs);
     for (const Coords& blk : blocks) {
       const std::shared_ptr<WilsonCloverLinear> local = domain_local(w, links, blk);
-      for (bool on_chip : {true, false}) {
+      // on chip; on chip in FP16 pairs (half only); streamed
+      for (int mode : {0, 1, 2}) {
+        const bool on_chip = mode < 2;
+        if (mode == 1 && p != Precision::half) continue;
         SchwarzParam sp;
         sp.block = blk;
         sp.iterations = static_cast<int>(steps);
@@ -1101,22 +1104,31 @@ int bench_schwarz() {
         sp.type = type;
         sp.cycles = 1;
         sp.on_chip = on_chip;
-        SchwarzPreconditioner k(local, schwarz_needs_full_operator(sp) ? A : nullptr, sp);
         char name[32];
         std::snprintf(name, sizeof name, "%d,%d,%d,%d", blk[0], blk[1], blk[2], blk[3]);
-        if (on_chip && !k.on_chip()) {
+        if (mode == 1 && !local->solves_block_pairs()) {
           if (root)
+            std::printf("%-9s %-7s %-9s (a pair's spinors and links do not fit in a team's shared memory)\n", name,
+                        to_string(p), "chip h2");
+          continue;
+        }
+        if (on_chip && !local->solves_blocks()) {
+          if (root && mode == 0)
             std::printf("%-9s %-7s %-9s (its spinors do not fit in a team's shared memory)\n", name, to_string(p),
                         "on chip");
           continue;
         }
+        sp.half_pairs = mode == 1 ? SchwarzParam::HalfPairs::on : SchwarzParam::HalfPairs::off;
+        SchwarzPreconditioner k(local, schwarz_needs_full_operator(sp) ? A : nullptr, sp);
         const double ms = timed([&] { k.apply(x, b); });
         const double bytes = on_chip ? chip_bytes : streamed_bytes;
         const double gbs = bytes / (ms * 1e-3) * 1e-9;
         if (root)
           std::printf("%-9s %-7s %-9s %10.1f %9.2f %10.1f %10.1f %7.2fx\n", name, to_string(p),
-                      on_chip ? "on chip" : "streamed", ms * 1e3, ms / matpc_ms, flops / (ms * 1e-3) * 1e-9, gbs,
-                      gbs / copy_gbs);
+                      mode == 0   ? "on chip"
+                      : mode == 1 ? "chip h2"
+                                  : "streamed",
+                      ms * 1e3, ms / matpc_ms, flops / (ms * 1e-3) * 1e-9, gbs, gbs / copy_gbs);
         const double check = norm2(x) / norm2(b);
         require(std::isfinite(check) && check > 0, "benchmark schwarz produced ", check, " for |out|^2/|in|^2");
       }

@@ -63,11 +63,14 @@ class LinearOperator {
   }
   /// Whether solve_blocks works: a domain-local operator that solves its blocks on chip.
   virtual bool solves_blocks() const { return false; }
+  /// Whether solve_blocks works with half_pairs.
+  virtual bool solves_block_pairs() const { return false; }
   /// @brief x = `steps` minimal-residual steps from zero on each block's system A_B x = b, on
   /// the blocks of colour `colour` (0 or 1, red-black over the global block grid; x zero on the
-  /// others) or on all (-1). Only when solves_blocks().
-  virtual void solve_blocks(ColorSpinorField& x, const ColorSpinorField& b, int steps, int colour) {
-    (void)x, (void)b, (void)steps, (void)colour;
+  /// others) or on all (-1). Only when solves_blocks(). half_pairs: in FP16 pair arithmetic
+  /// where the operator has it (Wilson-clover in half precision), else an error.
+  virtual void solve_blocks(ColorSpinorField& x, const ColorSpinorField& b, int steps, int colour, bool half_pairs) {
+    (void)x, (void)b, (void)steps, (void)colour, (void)half_pairs;
     fail("solve_blocks: ", describe(), " does not solve its blocks on chip");
   }
   /// Flops that a non-zero shift adds to one application on this rank (0 when it is fused).

@@ -16,7 +16,8 @@ namespace latke {
 SchwarzParam schwarz_param_from_options(MPI_Comm comm, const char* prefix, SchwarzParam p) {
   std::string precision, type;
   long iterations = p.iterations, cycles = p.cycles;
-  bool on_chip = p.on_chip, given_block = false;
+  bool on_chip = p.on_chip, half_pairs = p.half_pairs != SchwarzParam::HalfPairs::off, given_block = false,
+       given_pairs = false;
   double omega = p.omega;
   read_options(comm, prefix ? prefix : "", "Latke Schwarz preconditioner options", [&](OptionGroup& o) {
     p.block = o.coords("-pc_latke_schwarz_block", p.block,
@@ -32,8 +33,13 @@ SchwarzParam schwarz_param_from_options(MPI_Comm comm, const char* prefix, Schwa
                        "Schwarz cycles per application (each from the residual of the earlier ones)");
     on_chip = o.flag("-pc_latke_schwarz_on_chip", p.on_chip,
                         "Each block's MR steps in one kernel with the block in shared memory (else streamed over the rank)");
+    half_pairs = o.flag("-pc_latke_schwarz_half_pairs", half_pairs,
+                        "Block MR steps in FP16 arithmetic, two blocks per team (by default on CUDA where the "
+                        "blocks are half precision on chip; given, always)");
+    given_pairs = o.given("-pc_latke_schwarz_half_pairs");
   });
   p.on_chip = on_chip;
+  if (given_pairs) p.half_pairs = half_pairs ? SchwarzParam::HalfPairs::on : SchwarzParam::HalfPairs::off;
   if (given_block) p.adapt_block = false;
   require(iterations >= 1, "-", prefix ? prefix : "", "pc_latke_schwarz_iterations ", iterations,
           ": expected at least 1");
@@ -89,10 +95,13 @@ PetscErrorCode view(SchwarzContext& c, PetscViewer viewer) {
                                    to_string(p.type), p.block[0], p.block[1], p.block[2], p.block[3], p.cycles,
                                    p.iterations, to_string(p.precision), p.omega));
   if (c.k)
-    PetscCall(PetscViewerASCIIPrintf(viewer,
-                                     "  %d blocks per rank, solved %s; block operator: %s; set up in %.3f s; %ld applications\n",
-                                     c.k->block_count(), c.k->on_chip() ? "on chip (one kernel per colour)" : "streamed over the rank",
-                                     c.k->block_operator().c_str(), c.setup_seconds, c.applies));
+    PetscCall(PetscViewerASCIIPrintf(
+        viewer, "  %d blocks per rank, solved %s; block operator: %s; set up in %.3f s; %ld applications\n",
+        c.k->block_count(),
+        c.k->half_pairs() ? "on chip in FP16 pairs (one kernel per colour)"
+        : c.k->on_chip()  ? "on chip (one kernel per colour)"
+                          : "streamed over the rank",
+        c.k->block_operator().c_str(), c.setup_seconds, c.applies));
   PetscFunctionReturn(0);
 }
 

@@ -161,11 +161,18 @@ class WilsonCloverOperator {
   /// Whether solve_blocks runs: the domain-local form, with blocks whose spinors fit in the
   /// shared memory of one team (src/core/launch_team.h) in the compute precision.
   bool solves_blocks() const;
+  /// Whether solve_blocks runs with half_pairs: solves_blocks() in half precision, with a pair of
+  /// blocks' spinors and links fitting one team's shared memory.
+  bool solves_block_pairs() const;
   /// @brief x_p = `steps` minimal-residual steps from x = 0 on Mhat_B x = b on every block B
   /// (Mhat_B: the block's Schur complement of `type`, Dirichlet boundaries), each block kept on
   /// chip by one team for all its steps (wilson_clover_blocks.cpp). colour 0 or 1: only the
   /// blocks whose global block coordinates sum to that parity, x zero on the others; -1: all.
-  void solve_blocks(ColorSpinorField& x, const ColorSpinorField& b, SchurType type, int steps, int colour);
+  /// half_pairs (half precision only): in FP16 arithmetic, two blocks of a colour per team in
+  /// the two lanes of Half2, from pair copies of the links and clover in IEEE half made at the
+  /// first such call; good to about 1e-3 of each block's norm.
+  void solve_blocks(ColorSpinorField& x, const ColorSpinorField& b, SchurType type, int steps, int colour,
+                    bool half_pairs = false);
 
   /// kappa = 1/(2m + 8) of this operator's mass.
   double kappa() const;
@@ -182,6 +189,10 @@ class WilsonCloverOperator {
   void require_field(const ColorSpinorField& f, const char* what) const;
   /// Makes block_gauge_, block_clover_ and block_clover_inv_ for the blocks of grid.
   void make_block_major_fields(const BlockGrid& grid);
+  /// Makes pair_table_, pair_links_, pair_clover_ and pair_clover_inv_ for the blocks of grid.
+  void make_block_pair_fields(const BlockGrid& grid);
+  /// solve_blocks with half_pairs.
+  void solve_block_pairs(ColorSpinorField& x, const ColorSpinorField& b, SchurType type, int steps, int colour);
   /// The hopping coefficient (1/2 or kappa) and the factor on A (1 or 2 kappa).
   double hop() const;
   double site_scale() const;
@@ -201,6 +212,12 @@ class WilsonCloverOperator {
   /// so that a team reads its block's fields as contiguous words.
   std::unique_ptr<GaugeField> block_gauge_;
   std::unique_ptr<CloverField> block_clover_, block_clover_inv_;
+  /// solve_blocks' copies for FP16 pairs: the blocks paired within each colour (pair_table_: two
+  /// block indices per pair, an odd one out with itself), and the links, clover and inverse of
+  /// both parities with site i of a pair's two blocks in the lanes of each Half2 (IEEE half),
+  /// site pair P n + i, made at its first such call.
+  Buffer pair_table_, pair_links_, pair_clover_, pair_clover_inv_;
+  int pair_count_ = 0;
   std::unique_ptr<HaloExchange> halo_;
   std::unique_ptr<HaloExchange> set_halo_;  // apply_schur_set's on a split lattice, for set_halo_count_ fields
   int set_halo_count_ = 0;

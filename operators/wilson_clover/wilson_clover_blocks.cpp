@@ -20,6 +20,10 @@
 // 4^4 sites holds 24 KB of half-precision links and 36 KB of clover inverse). DRAM traffic per
 // application is then one read of the links, clover and right-hand side and one write of the
 // solution.
+//
+// In half precision the same steps also run in FP16 pair arithmetic (BlockMRPairKernel): a team
+// solves two blocks of one colour, site i of each in the two lanes of every Half2, with links
+// and clover from pair copies in IEEE half and the pair's links in shared memory.
 #include "operators/wilson_clover/wilson_clover.h"
 #include "operators/wilson_clover/wilson_clover_launch_impl.h"
 #include "src/core/block_grid.h"
@@ -48,6 +52,32 @@ struct SharedSpinors {
   LATKE_HOST_DEVICE LATKE_INLINE void save(const ColorSpinor<T, 3, 4>& v, int i) const {
     Complex<T>* p = d + site_complex * i;
     LATKE_UNROLL for (int s = 0; s < 4; ++s) LATKE_UNROLL for (int c = 0; c < 3; ++c) p[3 * s + c] = v.d[s][c];
+  }
+};
+
+/// Two blocks' spinors in the lanes of Half2, as SharedSpinors<float> lays out one block's, each
+/// complex number stored as its two Half2's bits (8 bytes on the host as on the device, where a
+/// load is one 64-bit access and the bits are the __half2 itself).
+struct alignas(8) Half2Words {
+  std::uint32_t re, im;
+};
+template <>
+struct SharedSpinors<Half2> {
+  static constexpr int site_complex = 13;
+  Half2Words* d;
+  LATKE_HOST_DEVICE LATKE_INLINE ColorSpinor<Half2, 3, 4> load(int i) const {
+    const Half2Words* p = d + site_complex * i;
+    ColorSpinor<Half2, 3, 4> v;
+    LATKE_UNROLL for (int s = 0; s < 4; ++s) LATKE_UNROLL for (int c = 0; c < 3; ++c) {
+      const Half2Words w = p[3 * s + c];
+      v.d[s][c] = Complex<Half2>(Half2::from_bits(w.re), Half2::from_bits(w.im));
+    }
+    return v;
+  }
+  LATKE_HOST_DEVICE LATKE_INLINE void save(const ColorSpinor<Half2, 3, 4>& v, int i) const {
+    Half2Words* p = d + site_complex * i;
+    LATKE_UNROLL for (int s = 0; s < 4; ++s) LATKE_UNROLL for (int c = 0; c < 3; ++c) p[3 * s + c] =
+        Half2Words{v.d[s][c].re.bits(), v.d[s][c].im.bits()};
   }
 };
 
@@ -100,32 +130,31 @@ int block_team_size(int vcb) {
   return size;
 }
 
-template <typename Store, Reconstruct R, bool Symmetric>
-struct BlockMRKernel {
-  using T = typename compute_type<Store>::type;
-  using Gauge = GaugeAccessor<Store, R>;
-  Gauge gauge;
-  BlockGrid grid;
-  CloverAccessor<Store> site_p;  ///< A_pp^-1 (symmetric) or A_pp (asymmetric)
-  CloverAccessor<Store> inv_q;   ///< A_qq^-1
-  SpinorAccessor<Store, 3, 4> b, x;
-  int p = 0;
-  int colour = -1;
-  int steps = 1;
-  T a = 0;            ///< -hop^2
-  T sign = -1;        ///< forward projector 1 + sign gamma
+/// How a kernel argument of compute type T travels from the host: as itself, or for Half2 as a
+/// float (the host's Half2 holds two floats, the device's two halves: a functor with a Half2
+/// member would not have the same layout on both sides).
+template <typename T>
+using ArgType = std::conditional_t<std::is_same_v<T, Half2>, float, T>;
+
+/// The hopping sum within a block, for the team kernels: wilson::hop_sum's hops, those that
+/// leave the block in a cut dimension dropped. Not hop_sum itself: called with the block as its
+/// geometry it took 7% longer (its block masks divide c_mu by the block extent; the parity is a
+/// field of its argument). T: the compute type (Half2 for two blocks in the lanes).
+template <typename T>
+struct BlockHops {
+  using P = ArgType<T>;
+  P sign = -1;        ///< forward projector 1 + sign gamma
   int cut_mask = 15;  ///< bit mu: hops leaving the block in mu are dropped; else the block is the
                       ///< whole lattice in mu and they wrap, with the boundary phase
   int phase_mask = 0;
-  Complex<T> phase[4];
+  Complex<P> phase[4];
 
-  /// The hopping sum at site i (parity par, packed block coordinates pc) from the block's
-  /// spinors `in`: wilson::hop_sum's hops, those that leave the block in a cut dimension
-  /// dropped. Not hop_sum itself: called here with the block as its geometry it took 7% longer
-  /// (its block masks divide c_mu by the block extent; the parity is a field of its argument).
-  LATKE_HOST_DEVICE LATKE_INLINE ColorSpinor<T, 3, 4> hops(const BlockLinks<Gauge>& links, const SharedSpinors<T>& in,
-                                                           int i, int par, int pc) const {
-    const int* L = grid.blk.L;
+  /// At site i (parity par, packed block coordinates pc) of a block of extents L, from the
+  /// block's spinors `in`; links.load(mu, i, parity) gives the block's links.
+  template <typename Links>
+  LATKE_HOST_DEVICE LATKE_INLINE ColorSpinor<T, 3, 4> operator()(const int (&L)[4], const Links& links,
+                                                                 const SharedSpinors<T>& in, int i, int par,
+                                                                 int pc) const {
     const int pl = L[0] | L[1] << 8 | L[2] << 16 | L[3] << 24, full = 2 * i + (pc & 1);
     ColorSpinor<T, 3, 4> acc;
     acc.zero();
@@ -139,14 +168,17 @@ struct BlockMRKernel {
         if (!(edge && ((cut_mask >> mu) & 1))) {
           const int step = fwd ? stride : -stride;
           const int nb = edge ? full - (lm - 1) * step : full + step;
-          const T s = fwd ? sign : -sign;
+          const T s(fwd ? sign : -sign);
           ColorSpinor<T, 3, 2> h = wilson::project<mu>(in.load(nb >> 1), s);
           const ColorMatrix<T, 3> u = links.load(mu, fwd ? i : nb >> 1, fwd ? par : 1 - par);
           if constexpr (fwd)
             h = u * h;
           else
             h = adj_mul(u, h);
-          if (edge && ((phase_mask >> mu) & 1)) h = wilson::scale_phase(h, fwd ? phase[mu] : conj(phase[mu]));
+          if (edge && ((phase_mask >> mu) & 1)) {
+            const Complex<P> z = fwd ? phase[mu] : conj(phase[mu]);
+            h = wilson::scale_phase(h, Complex<T>(T(z.re), T(z.im)));
+          }
           wilson::accumulate<mu>(acc, h, s);
         }
       });
@@ -154,6 +186,32 @@ struct BlockMRKernel {
     });
     return acc;
   }
+
+  /// From the Dirac operator's hopping argument (sign, cut and phase masks, phases).
+  template <typename Arg>
+  void set(const Arg& arg) {
+    sign = static_cast<P>(arg.sign);
+    cut_mask = arg.cut_mask;
+    phase_mask = arg.phase_mask;
+    for (int mu = 0; mu < 4; ++mu)
+      phase[mu] = Complex<P>(static_cast<P>(arg.phase[mu].re), static_cast<P>(arg.phase[mu].im));
+  }
+};
+
+template <typename Store, Reconstruct R, bool Symmetric>
+struct BlockMRKernel {
+  using T = typename compute_type<Store>::type;
+  using Gauge = GaugeAccessor<Store, R>;
+  Gauge gauge;
+  BlockGrid grid;
+  CloverAccessor<Store> site_p;  ///< A_pp^-1 (symmetric) or A_pp (asymmetric)
+  CloverAccessor<Store> inv_q;   ///< A_qq^-1
+  SpinorAccessor<Store, 3, 4> b, x;
+  int p = 0;
+  int colour = -1;
+  int steps = 1;
+  T a = 0;  ///< -hop^2
+  BlockHops<T> hop;
 
   LATKE_HOST_DEVICE void operator()(const Team& t) const {
     const LocalGeometry& blk = grid.blk;
@@ -197,7 +255,7 @@ struct BlockMRKernel {
         const CloverAccessor<Store> clover = pass ? site_p : inv_q;
         const int* coords_par = coords + par * n;
         t.for_each(n, [&](int i) {
-          const ColorSpinor<T, 3, 4> h = hops(links, in, i, par, coords_par[i]);
+          const ColorSpinor<T, 3, 4> h = hop(blk.L, links, in, i, par, coords_par[i]);
           ColorSpinor<T, 3, 4> v = zero;
           if (pass) v = r.load(i);
           // One clover product: of the hops (pass 0; pass 1 symmetric) or of r (asymmetric).
@@ -242,6 +300,275 @@ struct BlockMRKernel {
   }
 };
 
+/// A site array of two blocks' values in the lanes of Half2 (IEEE halves, Half2::bits; not the
+/// fields' fixed-point half), site pair k's NReal values in 16-byte groups g at data[g stride + k],
+/// so that a thread loads a site pair in NReal / 4 wide loads and a team's loads are contiguous.
+template <int NReal>
+struct PairArray {
+  static constexpr int groups = (NReal + 3) / 4;
+  Half2x4* data = nullptr;
+  long stride = 0;  ///< site pairs
+  /// Reals [first, first + count) of site pair k (first a multiple of 4).
+  template <int First = 0, int Count = NReal>
+  LATKE_HOST_DEVICE LATKE_INLINE void load(Half2 (&r)[Count], long k) const {
+    static_assert(First % 4 == 0, "pair arrays load whole groups");
+    LATKE_UNROLL for (int g = 0; g < (Count + 3) / 4; ++g) {
+      const Half2x4 q = data[(First / 4 + g) * stride + k];
+      LATKE_UNROLL for (int j = 0; j < 4; ++j) if (4 * g + j < Count) r[4 * g + j] = Half2::from_bits(q.w[j]);
+    }
+  }
+  LATKE_HOST_DEVICE LATKE_INLINE void save(const Half2 (&r)[NReal], long k) const {
+    LATKE_UNROLL for (int g = 0; g < groups; ++g) {
+      Half2x4 q{};
+      LATKE_UNROLL for (int j = 0; j < 4; ++j) if (4 * g + j < NReal) q.w[j] = r[4 * g + j].bits();
+      data[g * stride + k] = q;
+    }
+  }
+};
+
+/// The links of a pair of blocks (PairArray per direction and parity), for BlockHops.
+template <Reconstruct R>
+struct PairLinks {
+  static constexpr int n_real = static_cast<int>(R);
+  using Array = PairArray<n_real>;
+  Half2x4* data = nullptr;
+  long stride = 0;  ///< site pairs per parity
+  long first = 0;   ///< the pair's first site pair
+  LATKE_HOST_DEVICE LATKE_INLINE Array array(int mu, int parity) const {
+    return Array{data + (mu * 2 + parity) * Array::groups * stride, stride};
+  }
+  LATKE_HOST_DEVICE LATKE_INLINE ColorMatrix<Half2, 3> load(int mu, int i, int parity) const {
+    Half2 r[n_real];
+    array(mu, parity).load(r, first + i);
+    ColorMatrix<Half2, 3> u;
+    LATKE_UNROLL for (int a = 0; a < n_real / 6; ++a) LATKE_UNROLL for (int c = 0; c < 3; ++c) u.e[a][c] =
+        Complex<Half2>(r[2 * (3 * a + c)], r[2 * (3 * a + c) + 1]);
+    if constexpr (R == Reconstruct::r12) GaugeAccessor<short, R, Half2>::third_row(u);
+    return u;
+  }
+};
+
+/// The clover term (or its inverse) of one parity of a pair of blocks: per site pair 72 reals,
+/// as CloverAccessor's (chiral block k at [36 k, 36 k + 36): 6 diagonal, 15 lower complex).
+struct PairClover {
+  PairArray<72> a;
+  LATKE_HOST_DEVICE LATKE_INLINE ColorSpinor<Half2, 3, 4> apply(const ColorSpinor<Half2, 3, 4>& v, long k) const {
+    ColorSpinor<Half2, 3, 4> out;
+    static_for<2>([&](auto kk_) {  // one chiral block's 36 values at a time
+      constexpr int kk = decltype(kk_)::value;
+      Half2 r[36];
+      a.template load<36 * kk, 36>(r, k);
+      CloverBlock<Half2> b;
+      LATKE_UNROLL for (int i = 0; i < 6; ++i) b.diag[i] = r[i];
+      LATKE_UNROLL for (int i = 0; i < 15; ++i) b.off[i] = Complex<Half2>(r[6 + 2 * i], r[7 + 2 * i]);
+      Complex<Half2> in[6], w[6];
+      LATKE_UNROLL for (int i = 0; i < 6; ++i) in[i] = v.d[2 * kk + i / 3][i % 3];
+      apply_block(b, in, w);
+      LATKE_UNROLL for (int i = 0; i < 6; ++i) out.d[2 * kk + i / 3][i % 3] = w[i];
+    });
+    return out;
+  }
+};
+
+/// Copies one parity of a site array into a pair array: site pair P n + i holds site i of
+/// blocks[2 P] (low lane) and blocks[2 P + 1] (high lane).
+template <int NReal, int NGroup>
+struct PairGather {
+  PairArray<NReal> dst;
+  SiteArray<short, NReal, NGroup> src;
+  BlockGrid grid;
+  const int* blocks = nullptr;
+  int parity = 0;
+  LATKE_HOST_DEVICE void operator()(int k, int) const {
+    const int n = grid.blk.volume_cb, pair = k / n, i = k - pair * n;
+    int o0[4], o1[4];
+    grid.origin(blocks[2 * pair], o0);
+    grid.origin(blocks[2 * pair + 1], o1);
+    float v0[NReal], v1[NReal];
+    src.load(v0, grid.rank_cb(o0, i, parity));
+    src.load(v1, grid.rank_cb(o1, i, parity));
+    Half2 h[NReal];
+    LATKE_UNROLL for (int j = 0; j < NReal; ++j) h[j] = Half2::pair(v0[j], v1[j]);
+    dst.save(h, k);
+  }
+};
+
+/// Per-lane sums of a pair of blocks, reduced over a team.
+template <typename S>
+struct LaneSums {
+  S lane[2];
+  LATKE_HOST_DEVICE LaneSums& operator+=(const LaneSums& o) {
+    lane[0] += o.lane[0], lane[1] += o.lane[1];
+    return *this;
+  }
+};
+
+/// Shared memory of BlockMRPairKernel's team for blocks of vcb sites per parity and links of
+/// link_reals: its four sets of SharedSpinors, the pair's links, and per site the two blocks'
+/// rank indices and both parities' packed coordinates.
+std::size_t pair_solver_bytes(int vcb, int link_reals) {
+  const std::size_t link_bytes = 8 * static_cast<std::size_t>((link_reals + 3) / 4) * sizeof(Half2x4);
+  return static_cast<std::size_t>(vcb) *
+         (4 * SharedSpinors<Half2>::site_complex * sizeof(Half2Words) + link_bytes + 4 * sizeof(int));
+}
+
+/// BlockMRKernel in FP16 pair arithmetic (half storage): a team solves two blocks of one colour
+/// at once, site i of each in the two lanes of every Half2, so every multiply-add serves both
+/// and no lane diverges from the other (the blocks have the same shape). Links and clover come
+/// from pair copies in IEEE half (no conversion); the team first copies its pair's links into
+/// shared memory, the clover it reads from L2 at each use. Each block's right-hand side is divided on load
+/// by the RMS of its sites' largest components (half's range: it has 11 significant bits, smallest
+/// normal 6e-5) and the solution multiplied back; MR is invariant under that scale. The MR sums
+/// are accumulated per lane in FP32 from the Half2 values. The result is good to about 1e-3 of
+/// the block's norm: a preconditioner's, not a residual's.
+template <Reconstruct R, bool Symmetric>
+struct BlockMRPairKernel {
+  using T = Half2;
+  PairLinks<R> links;
+  BlockGrid grid;
+  PairClover site_p;  ///< A_pp^-1 (symmetric) or A_pp (asymmetric)
+  PairClover inv_q;   ///< A_qq^-1
+  SpinorAccessor<short, 3, 4> b, x;
+  const int* blocks = nullptr;  ///< team P solves blocks[2 P] and blocks[2 P + 1] (equal: one block)
+  int p = 0;
+  int colour = -1;
+  int steps = 1;
+  float a = 0;  ///< -hop^2 (ArgType)
+  BlockHops<T> hop;
+
+  LATKE_HOST_DEVICE void operator()(const Team& t) const {
+    const LocalGeometry& blk = grid.blk;
+    const int n = blk.volume_cb, q = 1 - p;
+    const int b0 = blocks[2 * t.index], b1 = blocks[2 * t.index + 1];
+    const T ah(a);
+    int o0[4], o1[4];
+    const int block_colour = grid.origin(b0, o0);
+    grid.origin(b1, o1);
+    Half2Words* base = reinterpret_cast<Half2Words*>(t.shared());
+    const int set = SharedSpinors<T>::site_complex * n;
+    const SharedSpinors<T> r{base}, ar{base + set}, xs{base + 2 * set}, tq{base + 3 * set};
+    constexpr int link_groups = PairArray<static_cast<int>(R)>::groups;
+    Half2x4* link_words = reinterpret_cast<Half2x4*>(base + 4 * set);      // the pair's links
+    int* map0 = reinterpret_cast<int*>(link_words + 8 * link_groups * n);  // the blocks' p sites on the rank
+    int* map1 = map0 + n;
+    int* coords = map1 + n;  // both parities' packed block coordinates
+    t.for_each(2 * n, [&](int k) {
+      const int par = k >= n ? 1 : 0, i = k - par * n;
+      int c[4];
+      blk.coords(i, par, c);
+      coords[k] = pack_coords(c);
+      if (par == p) map0[i] = grid.rank_cb(o0, i, par), map1[i] = grid.rank_cb(o1, i, par);
+    });
+    t.sync();
+    const bool one = b1 == b0;
+    if (colour >= 0 && block_colour != colour) {  // blocks of the other colour: no correction
+      ColorSpinor<float, 3, 4> zero;
+      zero.zero();
+      t.for_each(n, [&](int i) {
+        x.save(zero, map0[i]);
+        if (!one) x.save(zero, map1[i]);
+      });
+      return;
+    }
+    LaneSums<double> mine_norms{};
+    t.for_each(n, [&](int i) {
+      const double n0 = b.a.norm[map0[i]], n1 = b.a.norm[map1[i]];
+      mine_norms.lane[0] += n0 * n0, mine_norms.lane[1] += n1 * n1;
+    });
+    const LaneSums<double> norms = t.reduce(mine_norms);
+    const float s0 = static_cast<float>(sqrt(norms.lane[0] / n)), s1 = static_cast<float>(sqrt(norms.lane[1] / n));
+    const float inv0 = s0 > 0 ? 1 / s0 : 0.0f, inv1 = s1 > 0 ? 1 / s1 : 0.0f;
+    ColorSpinor<T, 3, 4> zero;
+    zero.zero();
+    t.for_each(n, [&](int i) {
+      const ColorSpinor<float, 3, 4> v0 = b.load(map0[i]), v1 = b.load(map1[i]);
+      ColorSpinor<T, 3, 4> v;
+      LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) v.d[sp][cc] =
+          Complex<T>(Half2::pair(v0.d[sp][cc].re * inv0, v1.d[sp][cc].re * inv1),
+                     Half2::pair(v0.d[sp][cc].im * inv0, v1.d[sp][cc].im * inv1));
+      r.save(v, i);
+      xs.save(zero, i);
+    });
+    t.sync();
+    // The pair's links into shared memory, word group a of site i at a n + i (the pair copies
+    // have it at a stride + first + i): every step reads them twice, and from L2 two blocks'
+    // links and clover per team did not stay in L2 at full occupancy.
+    const long first = static_cast<long>(t.index) * n;  // the pair's sites in the pair copies
+    t.for_each(8 * link_groups * n, [&](int k) {
+      const int g = k / n, i = k - g * n;
+      link_words[k] = links.data[g * links.stride + first + i];
+    });
+    const PairLinks<R> lk{link_words, n, 0};
+    t.sync();
+    for (int step = 0; step < steps; ++step) {
+      // The passes of BlockMRKernel, the sums per lane.
+      LaneSums<MrSums> mine{};
+      LATKE_NO_UNROLL for (int pass = 0; pass < 2; ++pass) {
+        const int par = pass ? p : q;
+        const SharedSpinors<T> in = pass ? tq : r;
+        const PairClover clover = pass ? site_p : inv_q;
+        const int* coords_par = coords + par * n;
+        t.for_each(n, [&](int i) {
+          const ColorSpinor<T, 3, 4> h = hop(blk.L, lk, in, i, par, coords_par[i]);
+          ColorSpinor<T, 3, 4> v = zero;
+          if (pass) v = r.load(i);
+          const bool of_h = !pass || Symmetric;
+          ColorSpinor<T, 3, 4> cin;
+          LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) cin.d[sp][cc] =
+              of_h ? h.d[sp][cc] : v.d[sp][cc];
+          const ColorSpinor<T, 3, 4> ch = clover.apply(cin, first + i);
+          if (!pass) {
+            tq.save(ch, i);
+            return;
+          }
+          const ColorSpinor<T, 3, 4> w = Symmetric ? axpy(ah, ch, v) : axpy(ah, h, ch);
+          ar.save(w, i);
+          float re0 = 0, im0 = 0, nn0 = 0, re1 = 0, im1 = 0, nn1 = 0;
+          LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) {
+            const Complex<T> u = w.d[sp][cc], z = v.d[sp][cc];
+            const float ur0 = u.re.lo(), ui0 = u.im.lo(), zr0 = z.re.lo(), zi0 = z.im.lo();
+            const float ur1 = u.re.hi(), ui1 = u.im.hi(), zr1 = z.re.hi(), zi1 = z.im.hi();
+            re0 += ur0 * zr0 + ui0 * zi0, im0 += ur0 * zi0 - ui0 * zr0, nn0 += ur0 * ur0 + ui0 * ui0;
+            re1 += ur1 * zr1 + ui1 * zi1, im1 += ur1 * zi1 - ui1 * zr1, nn1 += ur1 * ur1 + ui1 * ui1;
+          }
+          mine.lane[0].re += re0, mine.lane[0].im += im0, mine.lane[0].nn += nn0;
+          mine.lane[1].re += re1, mine.lane[1].im += im1, mine.lane[1].nn += nn1;
+        });
+        if (!pass) t.sync();
+      }
+      const LaneSums<MrSums> s = t.reduce(mine);
+      if (!(s.lane[0].nn > 0) && !(s.lane[1].nn > 0)) break;  // the same for the whole team
+      float ar0 = 0, ai0 = 0, ar1 = 0, ai1 = 0;               // a lane whose r is zero stays
+      if (s.lane[0].nn > 0)
+        ar0 = static_cast<float>(s.lane[0].re / s.lane[0].nn), ai0 = static_cast<float>(s.lane[0].im / s.lane[0].nn);
+      if (s.lane[1].nn > 0)
+        ar1 = static_cast<float>(s.lane[1].re / s.lane[1].nn), ai1 = static_cast<float>(s.lane[1].im / s.lane[1].nn);
+      const Complex<T> alpha(Half2::pair(ar0, ar1), Half2::pair(ai0, ai1));
+      t.for_each(n, [&](int i) {  // x += alpha r, r -= alpha ar (each thread its own sites)
+        ColorSpinor<T, 3, 4> xv = xs.load(i), rv = r.load(i);
+        const ColorSpinor<T, 3, 4> av = ar.load(i);
+        LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) {
+          xv.d[sp][cc] = mac(xv.d[sp][cc], alpha, rv.d[sp][cc]);
+          rv.d[sp][cc] = mac(rv.d[sp][cc], -alpha, av.d[sp][cc]);
+        }
+        xs.save(xv, i);
+        r.save(rv, i);
+      });
+      t.sync();
+    }
+    t.for_each(n, [&](int i) {
+      const ColorSpinor<T, 3, 4> v = xs.load(i);
+      ColorSpinor<float, 3, 4> v0, v1;
+      LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) {
+        v0.d[sp][cc] = Complex<float>(v.d[sp][cc].re.lo() * s0, v.d[sp][cc].im.lo() * s0);
+        v1.d[sp][cc] = Complex<float>(v.d[sp][cc].re.hi() * s1, v.d[sp][cc].im.hi() * s1);
+      }
+      x.save(v0, map0[i]);
+      if (!one) x.save(v1, map1[i]);
+    });
+  }
+};
+
 template <typename Store, int NReal, int NGroup>
 void gather_block_major(Backend b, const SiteArray<Store, NReal, NGroup>& dst,
                         const SiteArray<Store, NReal, NGroup>& src, const BlockGrid& grid, int parity, int sites) {
@@ -258,6 +585,13 @@ bool WilsonCloverOperator::solves_blocks() const {
     return block_solver_bytes<T>(vcb) + team_scratch_bytes(block_team_size(vcb), sizeof(MrSums));
   });
   return bytes <= team_shared_limit(param_.backend);
+}
+
+bool WilsonCloverOperator::solves_block_pairs() const {
+  if (!solves_blocks() || param_.precision != Precision::half) return false;
+  const int n = BlockGrid::of(*lattice_, param_.block).blk.volume_cb, size = block_team_size(n);
+  const std::size_t bytes = pair_solver_bytes(n, static_cast<int>(gauge_.reconstruct()));
+  return bytes + team_scratch_bytes(size, sizeof(LaneSums<MrSums>)) <= team_shared_limit(param_.backend);
 }
 
 void WilsonCloverOperator::make_block_major_fields(const BlockGrid& grid) {
@@ -291,8 +625,54 @@ void WilsonCloverOperator::make_block_major_fields(const BlockGrid& grid) {
   });
 }
 
+void WilsonCloverOperator::make_block_pair_fields(const BlockGrid& grid) {
+  const int n = grid.blk.volume_cb;
+  std::vector<int> table;  // each colour's blocks in pairs, an odd one out paired with itself
+  for (int c = 0; c < 2; ++c) {
+    const std::size_t begin = table.size();
+    int o[4];
+    for (int blk = 0; blk < grid.count(); ++blk)
+      if (grid.origin(blk, o) == c) table.push_back(blk);
+    if ((table.size() - begin) % 2) table.push_back(table.back());
+  }
+  pair_count_ = static_cast<int>(table.size() / 2);
+  const Backend be = param_.backend;
+  const MemoryKind kind = memory_for(be);
+  pair_table_ = Buffer(kind, table.size() * sizeof(int));
+  copy_bytes(pair_table_.data(), table.data(), table.size() * sizeof(int));
+  const long stride = static_cast<long>(pair_count_) * n;  // site pairs per parity
+  const int* blocks = static_cast<const int*>(pair_table_.data());
+  auto links = [&](auto r_) {
+    constexpr Reconstruct R = decltype(r_)::value;
+    using Links = PairLinks<R>;
+    pair_links_ = Buffer(kind, 8 * Links::Array::groups * stride * sizeof(Half2x4));
+    Links dst{static_cast<Half2x4*>(pair_links_.data()), stride, 0};
+    const auto src = gauge_.template accessor<short, R>();
+    for (int mu = 0; mu < 4; ++mu)
+      for (int par = 0; par < 2; ++par)
+        launch(be, PairGather<Links::n_real, 0>{dst.array(mu, par), src.block(mu, par), grid, blocks, par},
+               {static_cast<int>(stride)}, compute_stream(), false);
+  };
+  if (gauge_.reconstruct() == Reconstruct::r12)
+    links(std::integral_constant<Reconstruct, Reconstruct::r12>{});
+  else
+    links(std::integral_constant<Reconstruct, Reconstruct::r18>{});
+  const std::size_t clover_bytes = PairArray<72>::groups * stride * sizeof(Half2x4);
+  for (int inv = 0; inv < 2; ++inv) {
+    Buffer& dst = inv ? pair_clover_inv_ : pair_clover_;
+    const CloverField& src = inv ? clover_inv_ : clover_;
+    dst = Buffer(kind, 2 * clover_bytes);
+    for (int par = 0; par < 2; ++par) {
+      const PairArray<72> d{static_cast<Half2x4*>(dst.data()) + par * PairArray<72>::groups * stride, stride};
+      launch(be, PairGather<72, 2>{d, src.template accessor<short>(par).a, grid, blocks, par},
+             {static_cast<int>(stride)}, compute_stream(), false);
+    }
+  }
+}
+
 void WilsonCloverOperator::solve_blocks(ColorSpinorField& x, const ColorSpinorField& b, SchurType type, int steps,
-                                        int colour) {
+                                        int colour, bool half_pairs) {
+  if (half_pairs) return solve_block_pairs(x, b, type, steps, colour);
   require(solves_blocks(), "Wilson-clover block solver: ",
           domain_local() ? "the blocks' spinors do not fit in shared memory" : "not a domain-local operator");
   require_field(x, "block solution");
@@ -314,10 +694,7 @@ void WilsonCloverOperator::solve_blocks(ColorSpinorField& x, const ColorSpinorFi
       wilson::DslashRequest rq{{&x, &b, nullptr, nullptr}, &gauge_, nullptr, &param_, Epilogue::plain, 1.0, false};
       const wilson::DslashArg<Store, R> arg = wilson::make_arg<Store, R>(rq);
       k.gauge = block_gauge_->template accessor<Store, R>();
-      k.sign = arg.sign;
-      k.cut_mask = arg.cut_mask;
-      k.phase_mask = arg.phase_mask;
-      for (int mu = 0; mu < 4; ++mu) k.phase[mu] = arg.phase[mu];
+      k.hop.set(arg);
       k.grid = grid;
       k.site_p = (type == SchurType::symmetric ? *block_clover_inv_ : *block_clover_).template accessor<Store>(p);
       k.inv_q = block_clover_inv_->template accessor<Store>(q);
@@ -342,6 +719,67 @@ void WilsonCloverOperator::solve_blocks(ColorSpinorField& x, const ColorSpinorFi
     else
       run(R18{}, std::false_type{});
   });
+}
+
+void WilsonCloverOperator::solve_block_pairs(ColorSpinorField& x, const ColorSpinorField& b, SchurType type, int steps,
+                                             int colour) {
+  require(solves_block_pairs(), "Wilson-clover block solver in FP16 pairs: ",
+          !domain_local()                       ? "not a domain-local operator"
+          : param_.precision != Precision::half ? "the block operator is not in half precision"
+                                                : "two blocks' spinors and links do not fit a team's shared memory");
+  require_field(x, "block solution");
+  require_field(b, "block right-hand side");
+  require(x.n_parity() == 1 && b.n_parity() == 1 && x.block_parity(0) == b.block_parity(0),
+          "Wilson-clover block solver: takes two fields of the same parity");
+  const Lattice& lat = *lattice_;
+  const BlockGrid grid = BlockGrid::of(lat, param_.block);
+  const int n = grid.blk.volume_cb, size = block_team_size(n);
+  const Backend be = param_.backend;
+  const std::size_t bytes = pair_solver_bytes(n, static_cast<int>(gauge_.reconstruct()));
+  const std::size_t sums = sizeof(LaneSums<MrSums>);
+  const int p = b.block_parity(0), q = 1 - p;
+  const double site_flops = 2 * (1320.0 + 504.0) + 48.0 + 4 * 24 + 2 * 48;
+  if (pair_table_.bytes() == 0) make_block_pair_fields(grid);
+  const long stride = static_cast<long>(pair_count_) * n;
+  const LogScope log(LogEvent::schwarz_blocks, site_flops * lat.volume_cb() * steps * (colour < 0 ? 1.0 : 0.5));
+  const PairArray<72> none{};
+  auto clover = [&](const Buffer& buf, int par) {
+    PairClover c{none};
+    c.a.data = static_cast<Half2x4*>(buf.data()) + par * PairArray<72>::groups * stride;
+    c.a.stride = stride;
+    return c;
+  };
+  auto run = [&](auto r_, auto sym_) {
+    constexpr Reconstruct R = decltype(r_)::value;
+    constexpr bool Sym = decltype(sym_)::value;
+    BlockMRPairKernel<R, Sym> k;
+    wilson::DslashRequest rq{{&x, &b, nullptr, nullptr}, &gauge_, nullptr, &param_, Epilogue::plain, 1.0, false};
+    const wilson::DslashArg<short, R> arg = wilson::make_arg<short, R>(rq);
+    k.hop.set(arg);
+    k.links = PairLinks<R>{static_cast<Half2x4*>(pair_links_.data()), stride, 0};
+    k.grid = grid;
+    k.site_p = clover(Sym ? pair_clover_inv_ : pair_clover_, p);
+    k.inv_q = clover(pair_clover_inv_, q);
+    k.b = b.accessor<short, 3, 4>();
+    k.x = x.accessor<short, 3, 4>();
+    k.blocks = static_cast<const int*>(pair_table_.data());
+    k.p = p;
+    k.colour = colour;
+    k.steps = steps;
+    k.a = static_cast<float>(-hop() * hop());
+    launch_teams(be, k, pair_count_, size, bytes, sums);
+  };
+  using R12 = std::integral_constant<Reconstruct, Reconstruct::r12>;
+  using R18 = std::integral_constant<Reconstruct, Reconstruct::r18>;
+  const bool r12 = gauge_.reconstruct() == Reconstruct::r12, sym = type == SchurType::symmetric;
+  if (r12 && sym)
+    run(R12{}, std::true_type{});
+  else if (r12)
+    run(R12{}, std::false_type{});
+  else if (sym)
+    run(R18{}, std::true_type{});
+  else
+    run(R18{}, std::false_type{});
 }
 
 }  // namespace latke

@@ -63,9 +63,10 @@ class WilsonCloverLinear final : public SchurOperator {
     op_->apply_split(site, faces, in, block);
   }
   bool solves_blocks() const override { return even_odd_ && op_->solves_blocks(); }
-  void solve_blocks(ColorSpinorField& x, const ColorSpinorField& b, int steps, int colour) override {
+  bool solves_block_pairs() const override { return even_odd_ && op_->solves_block_pairs(); }
+  void solve_blocks(ColorSpinorField& x, const ColorSpinorField& b, int steps, int colour, bool half_pairs) override {
     require(solves_blocks(), "solve_blocks: ", describe(), " does not solve its blocks on chip");
-    op_->solve_blocks(x, b, schur_, steps, colour);
+    op_->solve_blocks(x, b, schur_, steps, colour, half_pairs);
   }
   WilsonCloverOperator& op() { return *op_; }
 

@@ -168,6 +168,21 @@ SchwarzPreconditioner::SchwarzPreconditioner(std::shared_ptr<LinearOperator> loc
           to_string(local_->field_param().precision), " precision, the preconditioner in ", to_string(param.precision));
   n_blocks_ = BlockGrid::of(*local_->lattice(), param.block).count();
   on_chip_ = param.on_chip && local_->solves_blocks();
+  // By default on CUDA only: the CPU backend emulates FP16 arithmetic, more slowly than FP32.
+  const bool want =
+      param.half_pairs == SchwarzParam::HalfPairs::on ||
+      (param.half_pairs == SchwarzParam::HalfPairs::where_possible && local_->field_param().backend == Backend::cuda);
+  half_pairs_ = on_chip_ && want && local_->solves_block_pairs();
+  if (param.half_pairs == SchwarzParam::HalfPairs::on && !half_pairs_) {
+    require(param.precision == Precision::half,
+            "Schwarz block solves in FP16 pairs (half_pairs) need half precision; the blocks are in ",
+            to_string(param.precision));
+    require(on_chip_,
+            "Schwarz block solves in FP16 pairs (half_pairs) need the blocks solved on chip; these are "
+            "streamed (on chip off, or blocks too large for a team's shared memory)");
+    fail("Schwarz block solves in FP16 pairs (half_pairs): two blocks' spinors and links of ", param.block[0], "x",
+         param.block[1], "x", param.block[2], "x", param.block[3], " do not fit a team's shared memory");
+  }
   if (!on_chip_) sums_ = Buffer(memory_for(local_->field_param().backend), sizeof(MrSums) * n_blocks_);
 }
 
@@ -179,7 +194,7 @@ SchwarzPreconditioner::~SchwarzPreconditioner() = default;
 
 void SchwarzPreconditioner::block_mr(int colour) {
   if (on_chip_) {
-    local_->solve_blocks(x_, r_, param_.iterations, colour);
+    local_->solve_blocks(x_, r_, param_.iterations, colour, half_pairs_);
     local_applications_ += param_.iterations;
     return;
   }
@@ -254,8 +269,9 @@ std::string SchwarzPreconditioner::describe() const {
   s << to_string(param_.type) << " Schwarz, blocks " << param_.block[0] << "x" << param_.block[1] << "x"
     << param_.block[2] << "x" << param_.block[3] << " (" << n_blocks_ << " per rank), " << param_.cycles
     << (param_.cycles == 1 ? " cycle, " : " cycles, ") << param_.iterations << " MR steps "
-    << (on_chip_ ? "on chip" : "streamed") << ", "
-    << to_string(param_.precision) << " precision, omega " << param_.omega << "; block operator: " << local_->describe();
+    << (on_chip_ ? "on chip" : "streamed") << (half_pairs_ ? " in FP16 pairs" : "") << ", "
+    << to_string(param_.precision) << " precision, omega " << param_.omega
+    << "; block operator: " << local_->describe();
   return s.str();
 }
 

@@ -51,6 +51,12 @@ struct SchwarzParam {
   int cycles = 5;      ///< Schwarz cycles per application
   bool on_chip = true; ///< block solves in one kernel, blocks in shared memory, where the operator can
   bool adapt_block = true;  ///< block is a default: schwarz_block_for fits it to the local volume
+  /// The block solves in FP16 pair arithmetic, two blocks per team (WilsonCloverOperator::
+  /// solve_blocks; good to about 1e-3 of each block's norm): on CUDA where the blocks can (half
+  /// precision, on chip, the pair's spinors and links fit a team's shared memory), never, or
+  /// always (an error where they cannot; on the CPU FP16 is emulated, for tests).
+  enum class HalfPairs { where_possible, off, on };
+  HalfPairs half_pairs = HalfPairs::where_possible;
 };
 
 /// @brief The multigrid's fine-level smoother by default: one additive cycle on 4^4 blocks
@@ -99,6 +105,8 @@ class SchwarzPreconditioner final : public Preconditioner {
   long local_applications() const { return local_applications_; }
   /// Whether the block solves run on chip (one kernel per application and colour).
   bool on_chip() const { return on_chip_; }
+  /// Whether they run in FP16 pairs (param().half_pairs where the blocks can).
+  bool half_pairs() const { return half_pairs_; }
 
  private:
   /// MR steps on all blocks of colour `colour` (-1: all), from x = 0, with r holding the
@@ -109,6 +117,7 @@ class SchwarzPreconditioner final : public Preconditioner {
   SchwarzParam param_;
   int n_blocks_ = 0;
   bool on_chip_ = false;
+  bool half_pairs_ = false;
   ColorSpinorField x_, r_, ar_, acc_;
   Buffer sums_;
   long local_applications_ = 0;

@@ -49,6 +49,8 @@ bicgstab_single -latke_solver bicgstab -latke_solver_sloppy single
 bicgstab_half -latke_solver bicgstab -latke_solver_sloppy half
 gcr_default -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz
 gcr_dd4_8 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 4,4,4,4 -pc_latke_schwarz_iterations 8 -pc_latke_schwarz_type additive -pc_latke_schwarz_cycles 1
+gcr_default_lane -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_half_pairs 0
+gcr_dd4_8_lane -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 4,4,4,4 -pc_latke_schwarz_iterations 8 -pc_latke_schwarz_type additive -pc_latke_schwarz_cycles 1 -pc_latke_schwarz_half_pairs 0
 gcr_dd4_8_streamed -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 4,4,4,4 -pc_latke_schwarz_iterations 8 -pc_latke_schwarz_on_chip 0 -pc_latke_schwarz_type additive -pc_latke_schwarz_cycles 1
 gcr_dd8x4_8 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 8,4,4,4 -pc_latke_schwarz_iterations 8 -pc_latke_schwarz_type additive -pc_latke_schwarz_cycles 1
 gcr_sap4_8 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 4,4,4,4 -pc_latke_schwarz_iterations 8 -pc_latke_schwarz_type multiplicative -pc_latke_schwarz_cycles 1

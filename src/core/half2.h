@@ -50,6 +50,38 @@ inline float round_to_half(float x) {
   return r;
 }
 
+/// The IEEE half bits of x, which must already be a half value (round_to_half's result).
+inline std::uint16_t half_bits(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  const std::uint32_t sign = (u >> 16) & 0x8000u, mag = u & 0x7fffffffu;
+  if (mag >= 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7c00u | (mag > 0x7f800000u ? 0x200u : 0u));
+  if (mag < 0x38800000u) {  // subnormal: a multiple of 2^-24
+    float a;
+    std::memcpy(&a, &mag, sizeof a);
+    return static_cast<std::uint16_t>(sign | static_cast<std::uint32_t>(a * 16777216.0f));
+  }
+  return static_cast<std::uint16_t>(sign | (((mag >> 23) - 112u) << 10) | ((mag >> 13) & 0x3ffu));
+}
+
+/// The value of the IEEE half with bits h.
+inline float half_value(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  std::uint32_t u;
+  if (e == 0) {
+    const float v = static_cast<float>(m) * (1.0f / 16777216.0f);
+    std::memcpy(&u, &v, sizeof u);
+    u |= sign;
+  } else if (e == 31) {
+    u = sign | 0x7f800000u | (m << 13);
+  } else {
+    u = sign | ((e + 112u) << 23) | (m << 13);
+  }
+  float r;
+  std::memcpy(&r, &u, sizeof r);
+  return r;
+}
+
 struct Half2 {
 #if defined(__CUDA_ARCH__)
   __half2 v;
@@ -64,6 +96,17 @@ struct Half2 {
   LATKE_HOST_DEVICE LATKE_INLINE static Half2 pair(float a, float b) { return raw(__floats2half2_rn(a, b)); }
   LATKE_HOST_DEVICE LATKE_INLINE float lo() const { return __low2float(v); }
   LATKE_HOST_DEVICE LATKE_INLINE float hi() const { return __high2float(v); }
+  /// From its storage: the low lane's IEEE bits in the low 16 bits of w, the high lane's above.
+  LATKE_HOST_DEVICE LATKE_INLINE static Half2 from_bits(std::uint32_t w) {
+    __half2 h;
+    memcpy(&h, &w, sizeof h);
+    return raw(h);
+  }
+  LATKE_HOST_DEVICE LATKE_INLINE std::uint32_t bits() const {
+    std::uint32_t w;
+    memcpy(&w, &v, sizeof w);
+    return w;
+  }
 #else
   float l = 0, h = 0;
   LATKE_HOST_DEVICE LATKE_INLINE Half2() = default;
@@ -76,6 +119,13 @@ struct Half2 {
   }
   LATKE_HOST_DEVICE LATKE_INLINE float lo() const { return l; }
   LATKE_HOST_DEVICE LATKE_INLINE float hi() const { return h; }
+  static Half2 from_bits(std::uint32_t w) {
+    Half2 r;
+    r.l = half_value(static_cast<std::uint16_t>(w & 0xffffu));
+    r.h = half_value(static_cast<std::uint16_t>(w >> 16));
+    return r;
+  }
+  std::uint32_t bits() const { return half_bits(l) | static_cast<std::uint32_t>(half_bits(h)) << 16; }
 #endif
   LATKE_HOST_DEVICE LATKE_INLINE Half2& operator+=(Half2 o);
   LATKE_HOST_DEVICE LATKE_INLINE Half2& operator-=(Half2 o);
@@ -97,6 +147,11 @@ inline Half2 operator-(Half2 a) { return Half2::pair(-a.l, -a.h); }
 /// a b + c, rounded once (the product of two halves is exact in float)
 inline Half2 fma(Half2 a, Half2 b, Half2 c) { return Half2::pair(a.l * b.l + c.l, a.h * b.h + c.h); }
 #endif
+
+/// Four Half2 as stored (Half2::bits), one 16-byte load.
+struct alignas(16) Half2x4 {
+  std::uint32_t w[4];
+};
 
 LATKE_HOST_DEVICE LATKE_INLINE Half2& Half2::operator+=(Half2 o) { return *this = *this + o; }
 LATKE_HOST_DEVICE LATKE_INLINE Half2& Half2::operator-=(Half2 o) { return *this = *this - o; }

@@ -177,6 +177,7 @@ TEST(Schwarz, OnChipBlockSolvesEqualStreamedOnes) {
             sp.type = type;
             sp.cycles = 1;
             sp.on_chip = on_chip;
+            sp.half_pairs = SchwarzParam::HalfPairs::off;  // the one-lane kernel (pairs: below)
             SchwarzPreconditioner k(std::make_shared<WilsonCloverLinear>(local, true, schur, 1),
                                     std::make_shared<WilsonCloverLinear>(full, true, schur, 1), sp);
             ASSERT_EQ(k.on_chip(), on_chip);
@@ -198,6 +199,105 @@ TEST(Schwarz, OnChipBlockSolvesEqualStreamedOnes) {
           EXPECT_LT(e_chip, 1.5 * e_streamed + 1e-6) << what << ", " << to_string(prec);
         }
       }
+}
+
+// The block solver in FP16 pairs (two blocks of a colour per team, in the lanes of Half2) gives
+// the single-lane on-chip solves' result to half arithmetic's rounding, block by block: on a
+// lattice whose colours have an odd number of blocks each (a block paired with itself), both
+// Schur forms, both link storages, additive and red-black. Each block's right-hand side is scaled
+// into half's range: a right-hand side 1e-7 times as large (below half's smallest normal, 6e-5)
+// gives a solution 1e-7 times as large, to the same rounding.
+TEST(Schwarz, HalfPairBlockSolvesEqualSingleLaneOnes) {
+  if (world_size() > 1) GTEST_SKIP() << "a one-rank case (each rank would repeat it)";
+  const Coords dims{12, 4, 8, 4}, block{4, 4, 4, 4};  // 3 x 1 x 2 x 1 blocks: 3 of each colour
+  auto lat = std::make_shared<const Lattice>(PETSC_COMM_SELF, dims);
+  const cvec links = random_gauge(*lat, 31), rhs = random_spinor(*lat, 32);
+  for (Reconstruct recon : {Reconstruct::r12, Reconstruct::r18})
+    for (SchurType schur : {SchurType::symmetric, SchurType::asymmetric})
+      for (SchwarzType type : {SchwarzType::additive, SchwarzType::multiplicative}) {
+        WilsonCloverParam w = wilson(Precision::half, block);
+        w.reconstruct = recon;
+        auto local = std::make_shared<WilsonCloverOperator>(lat, links, w);
+        w.block = {0, 0, 0, 0};
+        auto full = std::make_shared<WilsonCloverOperator>(lat, links, w);
+        std::map<int, cvec> out;  // [pairs][tiny]
+        for (bool pairs : {false, true})
+          for (bool tiny : {false, true}) {
+            SchwarzParam sp;
+            sp.block = block;
+            sp.iterations = 5;
+            sp.precision = Precision::half;
+            sp.type = type;
+            sp.cycles = 1;
+            sp.half_pairs = pairs ? SchwarzParam::HalfPairs::on : SchwarzParam::HalfPairs::off;
+            SchwarzPreconditioner k(std::make_shared<WilsonCloverLinear>(local, true, schur, 1),
+                                    std::make_shared<WilsonCloverLinear>(full, true, schur, 1), sp);
+            ASSERT_TRUE(k.on_chip());
+            ASSERT_EQ(k.half_pairs(), pairs);
+            SpinorParam dp{4, 3, Precision::double_, Subset::odd, w.backend};
+            ColorSpinorField b(lat, dp), x(lat, dp);
+            cvec src = rhs;
+            if (tiny)
+              for (auto& z : src) z = z * 1e-7;
+            b.from_lexicographic(src);
+            k.apply(x, b);
+            cvec& o = out[2 * pairs + tiny];
+            x.to_lexicographic(o);
+            if (tiny)
+              for (auto& z : o) z = z * 1e7;
+          }
+        const std::string what = std::string(to_string(schur)) + " " + to_string(type) +
+                                 (recon == Reconstruct::r12 ? ", 12 reals" : ", 18 reals");
+        const double e = rel(out[2], out[0]), e_tiny = rel(out[3], out[0]);
+        std::printf("%s: pairs against one lane %.2e, scaled 1e-7 %.2e; one lane scaled %.2e\n", what.c_str(), e,
+                    e_tiny, rel(out[1], out[0]));
+        EXPECT_LT(e, 4e-3) << what;
+        EXPECT_LT(e_tiny, 4e-3) << what;
+        // blocks of both colours and the lone ones were solved: every site of the solved parity
+        // has a correction (the other parity's half of the lexicographic field is zero)
+        long zero = 0;
+        for (const auto& z : out[2]) zero += norm2(z) == 0;
+        EXPECT_EQ(zero, static_cast<long>(out[2].size() / 2)) << what;
+      }
+}
+
+// A Schwarz preconditioner asked for FP16 pairs needs half precision and blocks on chip; else it
+// says so. By default it takes them on CUDA where the blocks can, and nowhere else.
+TEST(Schwarz, HalfPairsNeedHalfBlocksOnChip) {
+  if (world_size() > 1) GTEST_SKIP() << "a one-rank case";
+  const Coords dims{8, 4, 4, 4}, block{4, 4, 4, 4};
+  auto lat = std::make_shared<const Lattice>(PETSC_COMM_SELF, dims);
+  const cvec links = random_gauge(*lat, 33);
+  for (Precision prec : {Precision::single, Precision::half}) {
+    WilsonCloverParam w = wilson(prec, block);
+    w.reconstruct = Reconstruct::r12;
+    auto local = std::make_shared<WilsonCloverLinear>(std::make_shared<WilsonCloverOperator>(lat, links, w), true,
+                                                      SchurType::symmetric, 1);
+    SchwarzParam sp;
+    sp.block = block;
+    sp.precision = prec;
+    sp.type = SchwarzType::additive;
+    sp.cycles = 1;
+    sp.half_pairs = SchwarzParam::HalfPairs::on;
+    sp.on_chip = prec == Precision::single;  // single: on chip but not half; half: streamed
+    try {
+      SchwarzPreconditioner k(local, nullptr, sp);
+      ADD_FAILURE() << "FP16 pairs accepted in " << to_string(prec) << (sp.on_chip ? " on chip" : " streamed");
+    } catch (const std::exception& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("FP16 pairs"), std::string::npos) << m;
+      EXPECT_NE(m.find(prec == Precision::single ? "need half precision; the blocks are in single" : "streamed"),
+                std::string::npos)
+          << m;
+    }
+    sp.half_pairs = SchwarzParam::HalfPairs::where_possible;
+    for (bool on_chip : {true, false}) {
+      sp.on_chip = on_chip;
+      const SchwarzPreconditioner k(local, nullptr, sp);
+      EXPECT_EQ(k.half_pairs(), prec == Precision::half && on_chip && w.backend == Backend::cuda)
+          << to_string(prec) << " on chip " << on_chip;
+    }
+  }
 }
 
 // GCR stops, unconverged and saying why, once its true residual stops falling: here its

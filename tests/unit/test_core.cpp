@@ -92,6 +92,30 @@ TEST(Half2, HostRoundsAsIeeeHalf) {
   EXPECT_EQ((-a).hi(), -2048.0f);
 }
 
+// Half2's storage is the IEEE binary16 bits of each lane (the device's __half2 in memory):
+// known patterns, subnormals, infinity, and every value of a range through bits and back.
+TEST(Half2, StoresIeeeBits) {
+  EXPECT_EQ(half_bits(1.0f), 0x3c00u);
+  EXPECT_EQ(half_bits(-2.0f), 0xc000u);
+  EXPECT_EQ(half_bits(65504.0f), 0x7bffu);
+  EXPECT_EQ(half_bits(std::ldexp(1.0f, -14)), 0x0400u);  // smallest normal
+  EXPECT_EQ(half_bits(std::ldexp(1.0f, -24)), 0x0001u);  // smallest subnormal
+  EXPECT_EQ(half_bits(round_to_half(1.0f / 3)), 0x3555u);
+  EXPECT_EQ(half_bits(-0.0f), 0x8000u);
+  EXPECT_TRUE(std::isinf(half_value(0x7c00u)));
+  for (std::uint32_t h = 0; h < 0x7c00u; h += 7) {
+    const float v = half_value(static_cast<std::uint16_t>(h));
+    ASSERT_EQ(round_to_half(v), v) << h;
+    ASSERT_EQ(half_bits(v), h) << h;
+    ASSERT_EQ(half_bits(-v), h | 0x8000u) << h;
+  }
+  const Half2 p = Half2::pair(0.5f, -3.0f);
+  EXPECT_EQ(p.bits(), 0x3800u | 0xc200u << 16);
+  const Half2 q = Half2::from_bits(p.bits());
+  EXPECT_EQ(q.lo(), 0.5f);
+  EXPECT_EQ(q.hi(), -3.0f);
+}
+
 // The per-user cache directory: $LATKE_CACHE_DIR (empty: none), else the XDG cache home,
 // else ~/.cache; nothing where none is set.
 // memory_use counts the bytes Latke's own buffers hold, per kind, now and at their peak; a
