@@ -122,6 +122,13 @@ std::size_t block_solver_bytes(int vcb) {
 /// Block coordinates (each below 256) packed in one int, c_mu in bits [8 mu, 8 mu + 8).
 LATKE_HOST_DEVICE LATKE_INLINE int pack_coords(const int (&c)[4]) { return c[0] | c[1] << 8 | c[2] << 16 | c[3] << 24; }
 LATKE_HOST_DEVICE LATKE_INLINE int coord(int packed, int mu) { return (packed >> (8 * mu)) & 0xff; }
+/// Block coordinates below 16 in 16 bits, c_mu in bits [4 mu, 4 mu + 4); pack_coords' form again.
+LATKE_HOST_DEVICE LATKE_INLINE unsigned short pack_coords16(const int (&c)[4]) {
+  return static_cast<unsigned short>(c[0] | c[1] << 4 | c[2] << 8 | c[3] << 12);
+}
+LATKE_HOST_DEVICE LATKE_INLINE int unpack_coords16(unsigned p) {
+  return (p & 0xfu) | (p & 0xf0u) << 4 | (p & 0xf00u) << 8 | (p & 0xf000u) << 12;
+}
 
 /// Threads of a team for blocks of vcb sites per parity: one per site, at most 256.
 int block_team_size(int vcb) {
@@ -403,13 +410,14 @@ struct LaneSums {
   }
 };
 
-/// Shared memory of BlockMRPairKernel's team for blocks of vcb sites per parity and links of
-/// link_reals: its four sets of SharedSpinors, the pair's links, and per site the two blocks'
-/// rank indices and both parities' packed coordinates.
-std::size_t pair_solver_bytes(int vcb, int link_reals) {
+/// Shared memory of BlockMRPairKernel's team on backend b for blocks of vcb sites per parity
+/// and links of link_reals: its sets of SharedSpinors (two on CUDA, four on the CPU), the pair's
+/// links, and both parities' packed coordinates.
+std::size_t pair_solver_bytes(int vcb, int link_reals, Backend b) {
   const std::size_t link_bytes = 8 * static_cast<std::size_t>((link_reals + 3) / 4) * sizeof(Half2x4);
+  const std::size_t sets = b == Backend::cuda ? 2 : 4;
   return static_cast<std::size_t>(vcb) *
-         (4 * SharedSpinors<Half2>::site_complex * sizeof(Half2Words) + link_bytes + 4 * sizeof(int));
+         (sets * SharedSpinors<Half2>::site_complex * sizeof(Half2Words) + link_bytes + 2 * sizeof(unsigned short));
 }
 
 /// BlockMRKernel in FP16 pair arithmetic (half storage): a team solves two blocks of one colour
@@ -421,9 +429,12 @@ std::size_t pair_solver_bytes(int vcb, int link_reals) {
 /// normal 6e-5) and the solution multiplied back; MR is invariant under that scale. The MR sums
 /// are accumulated per lane in FP32 from the Half2 values. The result is good to about 1e-3 of
 /// the block's norm: a preconditioner's, not a residual's.
-template <Reconstruct R, bool Symmetric>
+template <Reconstruct R, bool Symmetric, int Threads>
 struct BlockMRPairKernel {
   using T = Half2;
+  /// Teams of at most Threads; three of 128 on an SM (4^4: the shared memory of three fits), the
+  /// registers capped to fit them (TeamBounds).
+  static constexpr int team_threads = Threads, teams_per_sm = Threads <= 128 ? 3 : 1;
   PairLinks<R> links;
   BlockGrid grid;
   PairClover site_p;  ///< A_pp^-1 (symmetric) or A_pp (asymmetric)
@@ -444,20 +455,51 @@ struct BlockMRPairKernel {
     int o0[4], o1[4];
     const int block_colour = grid.origin(b0, o0);
     grid.origin(b1, o1);
+    // Shared memory: r and tq (read at neighbours), on the CPU also x and Mhat r, then the
+    // pair's links and both parities' packed coordinates. On CUDA a thread owns one site (team
+    // size >= n), so x and Mhat r, which only their own thread touches, stay in its registers:
+    // the shared memory that leaves is what lets three teams share an SM at 4^4.
+#ifdef __CUDA_ARCH__
+    constexpr bool own_in_registers = true;
+#else
+    constexpr bool own_in_registers = false;
+#endif
     Half2Words* base = reinterpret_cast<Half2Words*>(t.shared());
-    const int set = SharedSpinors<T>::site_complex * n;
-    const SharedSpinors<T> r{base}, ar{base + set}, xs{base + 2 * set}, tq{base + 3 * set};
+    const int set = SharedSpinors<T>::site_complex * n, sets = own_in_registers ? 2 : 4;
+    const SharedSpinors<T> r{base}, tq{base + set}, xs{base + 2 * set}, ar{base + 3 * set};
     constexpr int link_groups = PairArray<static_cast<int>(R)>::groups;
-    Half2x4* link_words = reinterpret_cast<Half2x4*>(base + 4 * set);      // the pair's links
-    int* map0 = reinterpret_cast<int*>(link_words + 8 * link_groups * n);  // the blocks' p sites on the rank
-    int* map1 = map0 + n;
-    int* coords = map1 + n;  // both parities' packed block coordinates
+    Half2x4* link_words = reinterpret_cast<Half2x4*>(base + sets * set);  // the pair's links
+    unsigned short* coords = reinterpret_cast<unsigned short*>(link_words + 8 * link_groups * n);
+    ColorSpinor<T, 3, 4> x_own, ar_own;  // CUDA: x and Mhat r at this thread's site
+    auto x_load = [&](int i) {
+      if constexpr (own_in_registers)
+        return x_own;
+      else
+        return xs.load(i);
+    };
+    auto x_save = [&](const ColorSpinor<T, 3, 4>& v, int i) {
+      if constexpr (own_in_registers)
+        x_own = v;
+      else
+        xs.save(v, i);
+    };
+    auto ar_load = [&](int i) {
+      if constexpr (own_in_registers)
+        return ar_own;
+      else
+        return ar.load(i);
+    };
+    auto ar_save = [&](const ColorSpinor<T, 3, 4>& v, int i) {
+      if constexpr (own_in_registers)
+        ar_own = v;
+      else
+        ar.save(v, i);
+    };
     t.for_each(2 * n, [&](int k) {
       const int par = k >= n ? 1 : 0, i = k - par * n;
       int c[4];
       blk.coords(i, par, c);
-      coords[k] = pack_coords(c);
-      if (par == p) map0[i] = grid.rank_cb(o0, i, par), map1[i] = grid.rank_cb(o1, i, par);
+      coords[k] = pack_coords16(c);
     });
     t.sync();
     const bool one = b1 == b0;
@@ -465,14 +507,14 @@ struct BlockMRPairKernel {
       ColorSpinor<float, 3, 4> zero;
       zero.zero();
       t.for_each(n, [&](int i) {
-        x.save(zero, map0[i]);
-        if (!one) x.save(zero, map1[i]);
+        x.save(zero, grid.rank_cb(o0, i, p));
+        if (!one) x.save(zero, grid.rank_cb(o1, i, p));
       });
       return;
     }
     LaneSums<double> mine_norms{};
     t.for_each(n, [&](int i) {
-      const double n0 = b.a.norm[map0[i]], n1 = b.a.norm[map1[i]];
+      const double n0 = b.a.norm[grid.rank_cb(o0, i, p)], n1 = b.a.norm[grid.rank_cb(o1, i, p)];
       mine_norms.lane[0] += n0 * n0, mine_norms.lane[1] += n1 * n1;
     });
     const LaneSums<double> norms = t.reduce(mine_norms);
@@ -481,18 +523,15 @@ struct BlockMRPairKernel {
     ColorSpinor<T, 3, 4> zero;
     zero.zero();
     t.for_each(n, [&](int i) {
-      const ColorSpinor<float, 3, 4> v0 = b.load(map0[i]), v1 = b.load(map1[i]);
+      const ColorSpinor<float, 3, 4> v0 = b.load(grid.rank_cb(o0, i, p)), v1 = b.load(grid.rank_cb(o1, i, p));
       ColorSpinor<T, 3, 4> v;
       LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) v.d[sp][cc] =
           Complex<T>(Half2::pair(v0.d[sp][cc].re * inv0, v1.d[sp][cc].re * inv1),
                      Half2::pair(v0.d[sp][cc].im * inv0, v1.d[sp][cc].im * inv1));
       r.save(v, i);
-      xs.save(zero, i);
+      x_save(zero, i);
     });
     t.sync();
-    // The pair's links into shared memory, word group a of site i at a n + i (the pair copies
-    // have it at a stride + first + i): every step reads them twice, and from L2 two blocks'
-    // links and clover per team did not stay in L2 at full occupancy.
     const long first = static_cast<long>(t.index) * n;  // the pair's sites in the pair copies
     t.for_each(8 * link_groups * n, [&](int k) {
       const int g = k / n, i = k - g * n;
@@ -507,9 +546,9 @@ struct BlockMRPairKernel {
         const int par = pass ? p : q;
         const SharedSpinors<T> in = pass ? tq : r;
         const PairClover clover = pass ? site_p : inv_q;
-        const int* coords_par = coords + par * n;
+        const unsigned short* coords_par = coords + par * n;
         t.for_each(n, [&](int i) {
-          const ColorSpinor<T, 3, 4> h = hop(blk.L, lk, in, i, par, coords_par[i]);
+          const ColorSpinor<T, 3, 4> h = hop(blk.L, lk, in, i, par, unpack_coords16(coords_par[i]));
           ColorSpinor<T, 3, 4> v = zero;
           if (pass) v = r.load(i);
           const bool of_h = !pass || Symmetric;
@@ -522,7 +561,7 @@ struct BlockMRPairKernel {
             return;
           }
           const ColorSpinor<T, 3, 4> w = Symmetric ? axpy(ah, ch, v) : axpy(ah, h, ch);
-          ar.save(w, i);
+          ar_save(w, i);
           float re0 = 0, im0 = 0, nn0 = 0, re1 = 0, im1 = 0, nn1 = 0;
           LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) {
             const Complex<T> u = w.d[sp][cc], z = v.d[sp][cc];
@@ -545,26 +584,26 @@ struct BlockMRPairKernel {
         ar1 = static_cast<float>(s.lane[1].re / s.lane[1].nn), ai1 = static_cast<float>(s.lane[1].im / s.lane[1].nn);
       const Complex<T> alpha(Half2::pair(ar0, ar1), Half2::pair(ai0, ai1));
       t.for_each(n, [&](int i) {  // x += alpha r, r -= alpha ar (each thread its own sites)
-        ColorSpinor<T, 3, 4> xv = xs.load(i), rv = r.load(i);
-        const ColorSpinor<T, 3, 4> av = ar.load(i);
+        ColorSpinor<T, 3, 4> xv = x_load(i), rv = r.load(i);
+        const ColorSpinor<T, 3, 4> av = ar_load(i);
         LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) {
           xv.d[sp][cc] = mac(xv.d[sp][cc], alpha, rv.d[sp][cc]);
           rv.d[sp][cc] = mac(rv.d[sp][cc], -alpha, av.d[sp][cc]);
         }
-        xs.save(xv, i);
+        x_save(xv, i);
         r.save(rv, i);
       });
       t.sync();
     }
     t.for_each(n, [&](int i) {
-      const ColorSpinor<T, 3, 4> v = xs.load(i);
+      const ColorSpinor<T, 3, 4> v = x_load(i);
       ColorSpinor<float, 3, 4> v0, v1;
       LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) {
         v0.d[sp][cc] = Complex<float>(v.d[sp][cc].re.lo() * s0, v.d[sp][cc].im.lo() * s0);
         v1.d[sp][cc] = Complex<float>(v.d[sp][cc].re.hi() * s1, v.d[sp][cc].im.hi() * s1);
       }
-      x.save(v0, map0[i]);
-      if (!one) x.save(v1, map1[i]);
+      x.save(v0, grid.rank_cb(o0, i, p));
+      if (!one) x.save(v1, grid.rank_cb(o1, i, p));
     });
   }
 };
@@ -589,9 +628,17 @@ bool WilsonCloverOperator::solves_blocks() const {
 
 bool WilsonCloverOperator::solves_block_pairs() const {
   if (!solves_blocks() || param_.precision != Precision::half) return false;
+  for (int mu = 0; mu < 4; ++mu)
+    if (param_.block[mu] > 16) return false;  // pack_coords16
   const int n = BlockGrid::of(*lattice_, param_.block).blk.volume_cb, size = block_team_size(n);
-  const std::size_t bytes = pair_solver_bytes(n, static_cast<int>(gauge_.reconstruct()));
-  return bytes + team_scratch_bytes(size, sizeof(LaneSums<MrSums>)) <= team_shared_limit(param_.backend);
+  if (size < n) return false;  // on CUDA a thread owns one site
+  const int reals = static_cast<int>(gauge_.reconstruct());
+  const std::size_t scratch = team_scratch_bytes(size, sizeof(LaneSums<MrSums>));
+  // The GPU's layout decides (the CPU's limit is an H100's, so that it tests the GPU's choice);
+  // on the CPU its own, larger layout must fit too.
+  const std::size_t limit = team_shared_limit(param_.backend);
+  return pair_solver_bytes(n, reals, Backend::cuda) + scratch <= limit &&
+         pair_solver_bytes(n, reals, param_.backend) + scratch <= limit;
 }
 
 void WilsonCloverOperator::make_block_major_fields(const BlockGrid& grid) {
@@ -735,7 +782,7 @@ void WilsonCloverOperator::solve_block_pairs(ColorSpinorField& x, const ColorSpi
   const BlockGrid grid = BlockGrid::of(lat, param_.block);
   const int n = grid.blk.volume_cb, size = block_team_size(n);
   const Backend be = param_.backend;
-  const std::size_t bytes = pair_solver_bytes(n, static_cast<int>(gauge_.reconstruct()));
+  const std::size_t bytes = pair_solver_bytes(n, static_cast<int>(gauge_.reconstruct()), be);
   const std::size_t sums = sizeof(LaneSums<MrSums>);
   const int p = b.block_parity(0), q = 1 - p;
   const double site_flops = 2 * (1320.0 + 504.0) + 48.0 + 4 * 24 + 2 * 48;
@@ -749,10 +796,11 @@ void WilsonCloverOperator::solve_block_pairs(ColorSpinorField& x, const ColorSpi
     c.a.stride = stride;
     return c;
   };
-  auto run = [&](auto r_, auto sym_) {
+  auto go = [&](auto r_, auto sym_, auto threads_) {
     constexpr Reconstruct R = decltype(r_)::value;
     constexpr bool Sym = decltype(sym_)::value;
-    BlockMRPairKernel<R, Sym> k;
+    constexpr int Threads = decltype(threads_)::value;
+    BlockMRPairKernel<R, Sym, Threads> k;
     wilson::DslashRequest rq{{&x, &b, nullptr, nullptr}, &gauge_, nullptr, &param_, Epilogue::plain, 1.0, false};
     const wilson::DslashArg<short, R> arg = wilson::make_arg<short, R>(rq);
     k.hop.set(arg);
@@ -768,6 +816,12 @@ void WilsonCloverOperator::solve_block_pairs(ColorSpinorField& x, const ColorSpi
     k.steps = steps;
     k.a = static_cast<float>(-hop() * hop());
     launch_teams(be, k, pair_count_, size, bytes, sums);
+  };
+  auto run = [&](auto r_, auto sym_) {
+    if (size <= 128)
+      go(r_, sym_, std::integral_constant<int, 128>{});
+    else
+      go(r_, sym_, std::integral_constant<int, 256>{});
   };
   using R12 = std::integral_constant<Reconstruct, Reconstruct::r12>;
   using R18 = std::integral_constant<Reconstruct, Reconstruct::r18>;

@@ -95,9 +95,27 @@ inline std::size_t team_scratch_bytes(int size, std::size_t sum_bytes) {
   return sum_bytes * static_cast<std::size_t>(size > 32 ? size / 32 : 1);
 }
 
+/// A functor may declare `static constexpr int team_threads, teams_per_sm;`: its kernel is then
+/// compiled for teams of at most team_threads threads, teams_per_sm of them on an SM
+/// (__launch_bounds__: the registers per thread are capped to fit).
+template <typename F, typename = void>
+struct TeamBounds {
+  static constexpr bool given = false;
+};
+template <typename F>
+struct TeamBounds<F, std::void_t<decltype(F::team_threads), decltype(F::teams_per_sm)>> {
+  static constexpr bool given = true;
+};
+
 #ifdef __CUDACC__
 template <typename F>
 __global__ void team_kernel(const F f, std::size_t bytes) {
+  extern __shared__ __align__(16) unsigned char team_smem[];
+  f(Team{static_cast<int>(blockIdx.x), static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), team_smem,
+         team_smem + bytes});
+}
+template <typename F>
+__global__ void __launch_bounds__(F::team_threads, F::teams_per_sm) team_kernel_bounded(const F f, std::size_t bytes) {
   extern __shared__ __align__(16) unsigned char team_smem[];
   f(Team{static_cast<int>(blockIdx.x), static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), team_smem,
          team_smem + bytes});
@@ -133,12 +151,20 @@ void launch_teams(Backend b, const F& f, int n_teams, int size, std::size_t byte
   }
 #ifdef __CUDACC__
   static std::size_t raised = 48 * 1024;  // per functor type: the dynamic shared memory allowed so far
+  auto kernel = [] {
+    if constexpr (TeamBounds<F>::given)
+      return team_kernel_bounded<F>;
+    else
+      return team_kernel<F>;
+  }();
+  if constexpr (TeamBounds<F>::given)
+    require(size <= F::team_threads, "team kernel ", typeid(F).name(), ": teams of ", size, " threads; compiled for ",
+            F::team_threads);
   if (total > raised) {
-    LATKE_CUDA_CALL(
-        cudaFuncSetAttribute(team_kernel<F>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(total)));
+    LATKE_CUDA_CALL(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(total)));
     raised = total;
   }
-  team_kernel<F><<<n_teams, size, total, static_cast<cudaStream_t>(s.handle)>>>(f, bytes);
+  kernel<<<n_teams, size, total, static_cast<cudaStream_t>(s.handle)>>>(f, bytes);
   LATKE_CUDA_CALL(cudaGetLastError());
 #else
   (void)s;
