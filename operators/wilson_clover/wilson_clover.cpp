@@ -111,6 +111,7 @@ WilsonCloverOperator::~WilsonCloverOperator() = default;
 std::size_t WilsonCloverOperator::bytes() const {
   std::size_t b = gauge_.bytes() + clover_.bytes() + clover_inv_.bytes();
   if (block_gauge_) b += block_gauge_->bytes() + block_clover_->bytes() + block_clover_inv_->bytes();
+  b += pair_table_.bytes() + pair_links_.bytes() + pair_clover_.bytes() + pair_clover_inv_.bytes();
   return b;
 }
 

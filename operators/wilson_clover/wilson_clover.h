@@ -179,7 +179,7 @@ class WilsonCloverOperator {
   /// Whether this is the domain-local (blocked, Dirichlet, no communication) form.
   bool domain_local() const { return param_.block[0] > 0; }
 
-  /// Bytes of links, clover and inverse held on the backend.
+  /// Bytes of links, clover and inverse held on the backend (with the block solvers' copies).
   std::size_t bytes() const;
   /// How halos move (peer-to-peer, CUDA-aware MPI, staged through host, or none) and how
   /// many bytes this rank sends per hopping-term application.
