@@ -479,7 +479,9 @@ class MatMultigrid final : public Preconditioner {
       f.smoother = std::dynamic_pointer_cast<SchurOperator>(op->linear_operator(LATKE_OPERATOR_EVEN_ODD, smp, none));
     if (stp != Precision::single)
       f.setup = op->linear_operator(param.setup_even_odd ? LATKE_OPERATOR_EVEN_ODD : LATKE_OPERATOR_FULL, stp, none);
-    f.local = [op](const Coords& block, Precision p) { return op->linear_operator(LATKE_OPERATOR_FULL, p, block); };
+    f.local = [op](const Coords& block, Precision p, bool even_odd) {
+      return op->linear_operator(even_odd ? LATKE_OPERATOR_EVEN_ODD : LATKE_OPERATOR_FULL, p, block);
+    };
     return f;
   }
   /// The even-odd form's r_p and f_p in single, on the operator's lattice.
@@ -643,9 +645,11 @@ PetscErrorCode view(MGContext& c, PetscViewer viewer) {
           to_string(q.transfer_precision)));
       if (q.smoother == mg::SmootherType::schwarz)
         PetscCall(PetscViewerASCIIPrintf(
-            viewer, "smoother: Schwarz (%s, blocks %dx%dx%dx%d, %d MR steps, %s), %d pre, %d post; %ld applications\n",
+            viewer,
+            "smoother: Schwarz (%s, blocks %dx%dx%dx%d, %d MR steps, %s; %s), %d pre, %d post; %ld applications\n",
             to_string(q.schwarz.type), q.schwarz.block[0], q.schwarz.block[1], q.schwarz.block[2], q.schwarz.block[3],
-            q.schwarz.iterations, to_string(q.schwarz.precision), q.pre_smooth, q.post_smooth, w[0]));
+            q.schwarz.iterations, to_string(q.schwarz.precision), i.schwarz.c_str(), q.pre_smooth, q.post_smooth,
+            w[0]));
       else
         PetscCall(PetscViewerASCIIPrintf(
             viewer, "smoother: MR on the %s system in %s, omega %g, %d pre, %d post steps; %ld steps so far\n",

@@ -85,6 +85,11 @@ LevelInfo Multigrid::info(int l) const {
   i.direct = L.direct != nullptr;
   i.direct_ranks = L.direct ? L.direct->ranks() : 0;
   i.condition = L.direct ? L.direct->condition() : 0.0;
+  if (L.schwarz)
+    i.schwarz = std::string(L.schwarz_even_odd ? "on the even-odd system" : "on the full system") + ", blocks " +
+                (L.schwarz->half_pairs() ? "on chip in FP16 pairs"
+                 : L.schwarz->on_chip()  ? "on chip"
+                                         : "streamed");
   return i;
 }
 

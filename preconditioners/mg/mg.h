@@ -177,6 +177,7 @@ struct LevelInfo {
   bool direct = false;          ///< (coarsest) solved directly, by its dense inverse
   int direct_ranks = 0;         ///< (direct) ranks that each hold the whole inverse
   double condition = 0;         ///< (direct) 1-norm condition number of the inverted system
+  std::string schwarz;          ///< (Schwarz smoother) where it works and how it solves its blocks
 };
 
 /// What the cycles did on one level since profiling started (Multigrid::set_profiling), the
@@ -203,10 +204,12 @@ struct VerifyReport {
 
 class Multigrid {
  public:
-  /// Makes the domain-local (Dirichlet blocks) fine operator for the Schwarz smoother, on full
-  /// fields in the given precision; block {0,0,0,0}: the same operator with communication (SAP's
-  /// residual updates).
-  using LocalFactory = std::function<std::shared_ptr<LinearOperator>(const Coords& block, Precision precision)>;
+  /// Makes the domain-local (Dirichlet blocks) fine operator for the Schwarz smoother, in the
+  /// given precision, on full fields or (even_odd) in the even-odd form of fine_schur (its Schur
+  /// type and parity); block {0,0,0,0}: the same operator with communication (SAP's residual
+  /// updates).
+  using LocalFactory =
+      std::function<std::shared_ptr<LinearOperator>(const Coords& block, Precision precision, bool even_odd)>;
 
   /// @param fine the full fine operator on single-precision fields (the cycle precision).
   /// @param fine_schur its even-odd form (single precision), for smoothing on the even-odd

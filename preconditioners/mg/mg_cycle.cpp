@@ -114,19 +114,25 @@ void Multigrid::smooth(int l, ColorSpinorField& x, const ColorSpinorField& r, in
   Level& L = *levels_[l];
   const LevelParam& q = param_.level[l];
   const LogScope log(static_cast<LogEvent>(static_cast<int>(LogEvent::mg_smooth0) + std::min(l, 3)), 0, true);
-  if (L.schwarz) {  // x = sum of Schwarz corrections: x += K (r - M x)
+  if (L.schwarz) {  // x = sum of Schwarz corrections: x += K (r - M x), on the even-odd system where it smooths there
+    const bool eo = L.schwarz_even_odd;
+    if (eo) L.schur->prepare(*L.hr, r);
+    ColorSpinorField& xs = eo ? *L.wx : x;
+    const ColorSpinorField& rs = eo ? *L.hr : r;
+    ColorSpinorField &sa = eo ? *L.wa : *L.sa, &sr = eo ? *L.wr : *L.sr;
     for (int s = 0; s < steps; ++s) {
       if (s == 0) {
-        L.schwarz->apply(x, r);
+        L.schwarz->apply(xs, rs);
       } else {
-        L.op->apply(*L.sa, x);
-        L.sr->copy_from(r);
-        blas::caxpby(Cplx(-1), *L.sa, Cplx(1), *L.sr);
-        L.schwarz->apply(*L.sa, *L.sr);
-        blas::caxpby(Cplx(1), *L.sa, Cplx(1), x);
+        L.system(eo).apply(sa, xs);
+        sr.copy_from(rs);
+        blas::caxpby(Cplx(-1), sa, Cplx(1), sr);
+        L.schwarz->apply(sa, sr);
+        blas::caxpby(Cplx(1), sa, Cplx(1), xs);
       }
       ++L.smooth_steps;
     }
+    if (eo) L.schur->reconstruct(x, xs, r);
     return;
   }
   // MR steps from zero, on the even-odd system when the level smooths there (x_p from

@@ -46,6 +46,10 @@ struct Multigrid::Level {
   std::unique_ptr<ColorSpinorField> lx, lr, la;      ///< its MR x, r, M r
   std::unique_ptr<Transfer> transfer;                ///< to level l + 1
   std::unique_ptr<SchwarzPreconditioner> schwarz;
+  /// The Schwarz smoother works on the even-odd system (the level smooths there): its blocks are
+  /// Mhat's, solved on chip where they fit; wx, wr, wa: its x_p, residual and Mhat x_p.
+  bool schwarz_even_odd = false;
+  std::unique_ptr<ColorSpinorField> wx, wr, wa;
   std::unique_ptr<DenseInverse> direct;                     ///< coarsest level solved directly
   /// An agglomerated level: gathered from its parts on the ranks of the level above (whose
   /// transfer restricts into part_b and prolongates from part_x, fields of the part lattice).

@@ -469,8 +469,12 @@ void Multigrid::prepare_fine_level() {
   if (param_.level[0].smoother == SmootherType::schwarz) {
     SchwarzParam sp = param_.level[0].schwarz;
     sp.block = schwarz_block_for(*F.op->lattice(), sp);
-    F.schwarz =
-        std::make_unique<SchwarzPreconditioner>([&](const Coords& block) { return local_(block, sp.precision); }, sp);
+    const bool eo = param_.level[0].smooth_even_odd && F.schur;
+    F.schwarz = std::make_unique<SchwarzPreconditioner>(
+        [&](const Coords& block) { return local_(block, sp.precision, eo); }, sp);
+    F.schwarz_even_odd = eo;
+    if (eo)
+      for (auto* f : {&F.wx, &F.wr, &F.wa}) f->reset(new ColorSpinorField(F.op->lattice(), F.schur->field_param()));
   }
 }
 

@@ -55,13 +55,13 @@ struct Problem {
   std::shared_ptr<LinearOperator> full() {
     return std::make_shared<WilsonCloverLinear>(op, false, SchurType::symmetric, 0);
   }
-  /// The full operator restricted to Dirichlet blocks of `block`, in precision q (what the
-  /// Schwarz smoother's factory makes).
-  std::shared_ptr<LinearOperator> local(const Coords& block, Precision q) const {
+  /// The operator restricted to Dirichlet blocks of `block`, in precision q, full or even-odd
+  /// (symmetric, parity 0, as LightProblem's hierarchy): what the Schwarz smoother's factory makes.
+  std::shared_ptr<LinearOperator> local(const Coords& block, Precision q, bool even_odd = false) const {
     WilsonCloverParam w = param;
     w.block = block;
     w.precision = q;
-    return std::make_shared<WilsonCloverLinear>(std::make_shared<WilsonCloverOperator>(lat, links, w), false,
+    return std::make_shared<WilsonCloverLinear>(std::make_shared<WilsonCloverOperator>(lat, links, w), even_odd,
                                                 SchurType::symmetric, 0);
   }
 };
