@@ -65,6 +65,8 @@ class LinearOperator {
   virtual bool solves_blocks() const { return false; }
   /// Whether solve_blocks works with half_pairs.
   virtual bool solves_block_pairs() const { return false; }
+  /// Why it does not (empty when it does).
+  virtual std::string why_no_block_pairs() const { return describe() + " has no block solver in FP16 pairs"; }
   /// @brief x = `steps` minimal-residual steps from zero on each block's system A_B x = b, on
   /// the blocks of colour `colour` (0 or 1, red-black over the global block grid; x zero on the
   /// others) or on all (-1). Only when solves_blocks(). half_pairs: in FP16 pair arithmetic

@@ -164,6 +164,8 @@ class WilsonCloverOperator {
   /// Whether solve_blocks runs with half_pairs: solves_blocks() in half precision, with a pair of
   /// blocks' spinors and links fitting one team's shared memory.
   bool solves_block_pairs() const;
+  /// Why solve_blocks cannot run with half_pairs, with the numbers (empty when it can).
+  std::string why_no_block_pairs() const;
   /// @brief x_p = `steps` minimal-residual steps from x = 0 on Mhat_B x = b on every block B
   /// (Mhat_B: the block's Schur complement of `type`, Dirichlet boundaries), each block kept on
   /// chip by one team for all its steps (wilson_clover_blocks.cpp). colour 0 or 1: only the

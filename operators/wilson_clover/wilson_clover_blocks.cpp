@@ -626,19 +626,42 @@ bool WilsonCloverOperator::solves_blocks() const {
   return bytes <= team_shared_limit(param_.backend);
 }
 
-bool WilsonCloverOperator::solves_block_pairs() const {
-  if (!solves_blocks() || param_.precision != Precision::half) return false;
+bool WilsonCloverOperator::solves_block_pairs() const { return why_no_block_pairs().empty(); }
+
+std::string WilsonCloverOperator::why_no_block_pairs() const {
+  if (!domain_local()) return "not a domain-local operator";
+  if (param_.precision != Precision::half)
+    return std::string("the blocks are in ") + to_string(param_.precision) + " precision; pairs need half";
+  std::ostringstream s;
+  const Coords& blk = param_.block;
+  s << "blocks of " << blk[0] << "x" << blk[1] << "x" << blk[2] << "x" << blk[3];
   for (int mu = 0; mu < 4; ++mu)
-    if (param_.block[mu] > 16) return false;  // pack_coords16
+    if (blk[mu] > 16) {  // pack_coords16
+      s << ": extent " << blk[mu] << " in dimension " << mu << "; pairs take extents up to 16";
+      return s.str();
+    }
   const int n = BlockGrid::of(*lattice_, param_.block).blk.volume_cb, size = block_team_size(n);
-  if (size < n) return false;  // on CUDA a thread owns one site
+  if (size < n) {  // on CUDA a thread owns one site
+    s << ": " << n << " sites per parity; pairs take up to " << size << ", one per thread of a team";
+    return s.str();
+  }
   const int reals = static_cast<int>(gauge_.reconstruct());
   const std::size_t scratch = team_scratch_bytes(size, sizeof(LaneSums<MrSums>));
   // The GPU's layout decides (the CPU's limit is an H100's, so that it tests the GPU's choice);
   // on the CPU its own, larger layout must fit too.
   const std::size_t limit = team_shared_limit(param_.backend);
-  return pair_solver_bytes(n, reals, Backend::cuda) + scratch <= limit &&
-         pair_solver_bytes(n, reals, param_.backend) + scratch <= limit;
+  const std::size_t need =
+      std::max(pair_solver_bytes(n, reals, Backend::cuda), pair_solver_bytes(n, reals, param_.backend)) + scratch;
+  if (need > limit) {
+    s << " with links of " << reals << " reals: a pair's spinors and links need " << need
+      << " bytes of shared memory per team; the limit is " << limit;
+    return s.str();
+  }
+  if (!solves_blocks()) {
+    s << ": the one-lane block solver does not fit a team either";
+    return s.str();
+  }
+  return "";
 }
 
 void WilsonCloverOperator::make_block_major_fields(const BlockGrid& grid) {
@@ -770,10 +793,8 @@ void WilsonCloverOperator::solve_blocks(ColorSpinorField& x, const ColorSpinorFi
 
 void WilsonCloverOperator::solve_block_pairs(ColorSpinorField& x, const ColorSpinorField& b, SchurType type, int steps,
                                              int colour) {
-  require(solves_block_pairs(), "Wilson-clover block solver in FP16 pairs: ",
-          !domain_local()                       ? "not a domain-local operator"
-          : param_.precision != Precision::half ? "the block operator is not in half precision"
-                                                : "two blocks' spinors and links do not fit a team's shared memory");
+  const std::string why = why_no_block_pairs();
+  require(why.empty(), "Wilson-clover block solver in FP16 pairs: ", why);
   require_field(x, "block solution");
   require_field(b, "block right-hand side");
   require(x.n_parity() == 1 && b.n_parity() == 1 && x.block_parity(0) == b.block_parity(0),

@@ -64,6 +64,9 @@ class WilsonCloverLinear final : public SchurOperator {
   }
   bool solves_blocks() const override { return even_odd_ && op_->solves_blocks(); }
   bool solves_block_pairs() const override { return even_odd_ && op_->solves_block_pairs(); }
+  std::string why_no_block_pairs() const override {
+    return even_odd_ ? op_->why_no_block_pairs() : "the full operator's blocks are not solved on chip (even-odd only)";
+  }
   void solve_blocks(ColorSpinorField& x, const ColorSpinorField& b, int steps, int colour, bool half_pairs) override {
     require(solves_blocks(), "solve_blocks: ", describe(), " does not solve its blocks on chip");
     op_->solve_blocks(x, b, schur_, steps, colour, half_pairs);

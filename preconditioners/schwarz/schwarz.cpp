@@ -174,14 +174,11 @@ SchwarzPreconditioner::SchwarzPreconditioner(std::shared_ptr<LinearOperator> loc
       (param.half_pairs == SchwarzParam::HalfPairs::where_possible && local_->field_param().backend == Backend::cuda);
   half_pairs_ = on_chip_ && want && local_->solves_block_pairs();
   if (param.half_pairs == SchwarzParam::HalfPairs::on && !half_pairs_) {
-    require(param.precision == Precision::half,
-            "Schwarz block solves in FP16 pairs (half_pairs) need half precision; the blocks are in ",
-            to_string(param.precision));
-    require(on_chip_,
-            "Schwarz block solves in FP16 pairs (half_pairs) need the blocks solved on chip; these are "
-            "streamed (on chip off, or blocks too large for a team's shared memory)");
-    fail("Schwarz block solves in FP16 pairs (half_pairs): two blocks' spinors and links of ", param.block[0], "x",
-         param.block[1], "x", param.block[2], "x", param.block[3], " do not fit a team's shared memory");
+    const std::string why = local_->why_no_block_pairs();
+    fail("Schwarz block solves in FP16 pairs (-pc_latke_schwarz_half_pairs): ",
+         !why.empty()     ? why
+         : !param.on_chip ? "the blocks are streamed (-pc_latke_schwarz_on_chip is off)"
+                          : "the blocks are streamed");
   }
   if (!on_chip_) sums_ = Buffer(memory_for(local_->field_param().backend), sizeof(MrSums) * n_blocks_);
 }

@@ -261,8 +261,9 @@ TEST(Schwarz, HalfPairBlockSolvesEqualSingleLaneOnes) {
       }
 }
 
-// A Schwarz preconditioner asked for FP16 pairs needs half precision and blocks on chip; else it
-// says so. By default it takes them on CUDA where the blocks can, and nowhere else.
+// A Schwarz preconditioner asked for FP16 pairs needs half precision, blocks on chip and a pair
+// that fits a team; else it says which, with the numbers. By default it takes them on CUDA where
+// the blocks can, and nowhere else (not where only the one-lane solver fits).
 TEST(Schwarz, HalfPairsNeedHalfBlocksOnChip) {
   if (world_size() > 1) GTEST_SKIP() << "a one-rank case";
   const Coords dims{8, 4, 4, 4}, block{4, 4, 4, 4};
@@ -286,7 +287,8 @@ TEST(Schwarz, HalfPairsNeedHalfBlocksOnChip) {
     } catch (const std::exception& e) {
       const std::string m = e.what();
       EXPECT_NE(m.find("FP16 pairs"), std::string::npos) << m;
-      EXPECT_NE(m.find(prec == Precision::single ? "need half precision; the blocks are in single" : "streamed"),
+      EXPECT_NE(m.find(prec == Precision::single ? "the blocks are in single precision; pairs need half"
+                                                 : "-pc_latke_schwarz_on_chip is off"),
                 std::string::npos)
           << m;
     }
@@ -297,6 +299,29 @@ TEST(Schwarz, HalfPairsNeedHalfBlocksOnChip) {
       EXPECT_EQ(k.half_pairs(), prec == Precision::half && on_chip && w.backend == Backend::cuda)
           << to_string(prec) << " on chip " << on_chip;
     }
+  }
+  // 8x8x4x4 in half: the one-lane solver fits a team (two sites a thread), a pair does not
+  auto big = std::make_shared<const Lattice>(PETSC_COMM_SELF, Coords{8, 8, 4, 4});
+  WilsonCloverParam w = wilson(Precision::half, {8, 8, 4, 4});
+  w.reconstruct = Reconstruct::r12;
+  auto local = std::make_shared<WilsonCloverLinear>(
+      std::make_shared<WilsonCloverOperator>(big, random_gauge(*big, 34), w), true, SchurType::symmetric, 1);
+  ASSERT_TRUE(local->solves_blocks());
+  EXPECT_EQ(local->why_no_block_pairs(),
+            "blocks of 8x8x4x4: 512 sites per parity; pairs take up to 256, one per thread of a team");
+  SchwarzParam sp;
+  sp.block = {8, 8, 4, 4};
+  sp.type = SchwarzType::additive;
+  sp.cycles = 1;
+  EXPECT_FALSE(SchwarzPreconditioner(local, nullptr, sp).half_pairs());
+  sp.half_pairs = SchwarzParam::HalfPairs::on;
+  try {
+    SchwarzPreconditioner k(local, nullptr, sp);
+    ADD_FAILURE() << "FP16 pairs accepted for 8x8x4x4 blocks";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("-pc_latke_schwarz_half_pairs): blocks of 8x8x4x4: 512 sites"),
+              std::string::npos)
+        << e.what();
   }
 }
 
