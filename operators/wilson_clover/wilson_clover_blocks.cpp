@@ -333,20 +333,20 @@ struct PairArray {
   }
 };
 
-/// The links of a pair of blocks (PairArray per direction and parity), for BlockHops.
+/// Links in the pair layout (a PairArray per direction and parity): the pair copies (site pair
+/// P n + i) or a team's copy of its pair's in shared memory (site i), for BlockHops.
 template <Reconstruct R>
 struct PairLinks {
   static constexpr int n_real = static_cast<int>(R);
   using Array = PairArray<n_real>;
   Half2x4* data = nullptr;
   long stride = 0;  ///< site pairs per parity
-  long first = 0;   ///< the pair's first site pair
   LATKE_HOST_DEVICE LATKE_INLINE Array array(int mu, int parity) const {
     return Array{data + (mu * 2 + parity) * Array::groups * stride, stride};
   }
   LATKE_HOST_DEVICE LATKE_INLINE ColorMatrix<Half2, 3> load(int mu, int i, int parity) const {
     Half2 r[n_real];
-    array(mu, parity).load(r, first + i);
+    array(mu, parity).load(r, i);
     ColorMatrix<Half2, 3> u;
     LATKE_UNROLL for (int a = 0; a < n_real / 6; ++a) LATKE_UNROLL for (int c = 0; c < 3; ++c) u.e[a][c] =
         Complex<Half2>(r[2 * (3 * a + c)], r[2 * (3 * a + c) + 1]);
@@ -537,7 +537,7 @@ struct BlockMRPairKernel {
       const int g = k / n, i = k - g * n;
       link_words[k] = links.data[g * links.stride + first + i];
     });
-    const PairLinks<R> lk{link_words, n, 0};
+    const PairLinks<R> lk{link_words, n};
     t.sync();
     for (int step = 0; step < steps; ++step) {
       // The passes of BlockMRKernel, the sums per lane.
@@ -632,16 +632,22 @@ std::string WilsonCloverOperator::why_no_block_pairs() const {
   if (!domain_local()) return "not a domain-local operator";
   if (param_.precision != Precision::half)
     return std::string("the blocks are in ") + to_string(param_.precision) + " precision; pairs need half";
-  std::ostringstream s;
+  // solve_block_pairs asks at every call: the message is only formatted where pairs cannot run.
   const Coords& blk = param_.block;
-  s << "blocks of " << blk[0] << "x" << blk[1] << "x" << blk[2] << "x" << blk[3];
+  auto blocks = [&] {
+    std::ostringstream s;
+    s << "blocks of " << blk[0] << "x" << blk[1] << "x" << blk[2] << "x" << blk[3];
+    return s;
+  };
   for (int mu = 0; mu < 4; ++mu)
     if (blk[mu] > 16) {  // pack_coords16
+      std::ostringstream s = blocks();
       s << ": extent " << blk[mu] << " in dimension " << mu << "; pairs take extents up to 16";
       return s.str();
     }
   const int n = BlockGrid::of(*lattice_, param_.block).blk.volume_cb, size = block_team_size(n);
   if (size < n) {  // on CUDA a thread owns one site
+    std::ostringstream s = blocks();
     s << ": " << n << " sites per parity; pairs take up to " << size << ", one per thread of a team";
     return s.str();
   }
@@ -653,11 +659,13 @@ std::string WilsonCloverOperator::why_no_block_pairs() const {
   const std::size_t need =
       std::max(pair_solver_bytes(n, reals, Backend::cuda), pair_solver_bytes(n, reals, param_.backend)) + scratch;
   if (need > limit) {
+    std::ostringstream s = blocks();
     s << " with links of " << reals << " reals: a pair's spinors and links need " << need
       << " bytes of shared memory per team; the limit is " << limit;
     return s.str();
   }
   if (!solves_blocks()) {
+    std::ostringstream s = blocks();
     s << ": the one-lane block solver does not fit a team either";
     return s.str();
   }
@@ -716,7 +724,7 @@ void WilsonCloverOperator::make_block_pair_fields(const BlockGrid& grid) {
     constexpr Reconstruct R = decltype(r_)::value;
     using Links = PairLinks<R>;
     pair_links_ = Buffer(kind, 8 * Links::Array::groups * stride * sizeof(Half2x4));
-    Links dst{static_cast<Half2x4*>(pair_links_.data()), stride, 0};
+    Links dst{static_cast<Half2x4*>(pair_links_.data()), stride};
     const auto src = gauge_.template accessor<short, R>();
     for (int mu = 0; mu < 4; ++mu)
       for (int par = 0; par < 2; ++par)
@@ -825,7 +833,7 @@ void WilsonCloverOperator::solve_block_pairs(ColorSpinorField& x, const ColorSpi
     wilson::DslashRequest rq{{&x, &b, nullptr, nullptr}, &gauge_, nullptr, &param_, Epilogue::plain, 1.0, false};
     const wilson::DslashArg<short, R> arg = wilson::make_arg<short, R>(rq);
     k.hop.set(arg);
-    k.links = PairLinks<R>{static_cast<Half2x4*>(pair_links_.data()), stride, 0};
+    k.links = PairLinks<R>{static_cast<Half2x4*>(pair_links_.data()), stride};
     k.grid = grid;
     k.site_p = clover(Sym ? pair_clover_inv_ : pair_clover_, p);
     k.inv_q = clover(pair_clover_inv_, q);
