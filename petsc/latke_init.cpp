@@ -46,6 +46,10 @@ PetscErrorCode LatkeInitialize(void) {
   }));
   PetscCall(PCRegister(PCLATKESCHWARZ, PCCreate_LatkeSchwarz));
   PetscCall(PCRegister(PCLATKEMG, PCCreate_LatkeMG));
+  // PetscFinalize finalizes Latke too, so that a program that never calls LatkeFinalize still
+  // keeps what the autotuner chose (LATKE_RESOURCE_PATH); after an explicit LatkeFinalize this
+  // second call has nothing left to do.
+  PetscCall(PetscRegisterFinalize(LatkeFinalize));
   PetscFunctionReturn(0);
 }
 
@@ -55,9 +59,7 @@ PetscErrorCode LatkeInitialize(void) {
 // program that never calls Latke can still take -pc_type latke_mg.
 PetscErrorCode PetscDLLibraryRegister_latke(void) {
   PetscFunctionBeginUser;
-  const bool was = state().initialized;
   PetscCall(LatkeInitialize());
-  if (!was) PetscCall(PetscRegisterFinalize(LatkeFinalize));
   PetscFunctionReturn(0);
 }
 

@@ -48,8 +48,9 @@ PetscErrorCode LatkeInitialize(void);
 PetscErrorCode LatkeGetVersion(int *major, int *minor, int *patch);
 /* The backend in use: "cpu" or "cuda". */
 PetscErrorCode LatkeGetBackend(const char **name);
-/* Release what LatkeInitialize set up; call before PetscFinalize, after destroying Latke's
- * objects. */
+/* Release what LatkeInitialize set up and keep the autotuner's choices (LATKE_RESOURCE_PATH);
+ * call before PetscFinalize, after destroying Latke's objects. PetscFinalize calls it for a
+ * program that does not. */
 PetscErrorCode LatkeFinalize(void);
 /* Called by PETSc when a program loads the library (-dll_append /path/liblatke.so): runs
  * LatkeInitialize, and LatkeFinalize at PetscFinalize, so that a PETSc program that never
