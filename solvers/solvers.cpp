@@ -342,38 +342,30 @@ GcrCycle::GcrCycle(std::vector<ColorSpinorField>& z, std::vector<ColorSpinorFiel
   }
 }
 
-double GcrCycle::add(ColorSpinorField& r, double r2, const char* what) {
-  const LogScope log(LogEvent::gcr_ortho);
-  require(n_ < restart_, what, ": more than ", restart_, " directions in one GCR cycle");
-  const int j = n_;
-  ColorSpinorField& w = az_[j];
-  // One global sum: the products of every earlier A z_i and of w = A z_j itself with w and
-  // with r. As the A z_i are orthogonal (n2_i their norms), the orthogonalized w' = w -
+bool GcrCycle::orthogonalize(double& w2, Cplx& wr) {
+  // The products of every earlier A z_i and of w = A z_j itself with w and with r are in gw_
+  // and gr_. As the A z_i are orthogonal (n2_i their norms), the orthogonalized w' = w -
   // sum_i beta_i A z_i has |w'|^2 = |w|^2 - sum_i |<A z_i, w>|^2 / n2_i and <w', r> = <w, r> -
   // sum_i conj(beta_i) <A z_i, r>; and |r - alpha w'|^2 = |r|^2 - |<w', r>|^2 / |w'|^2.
-  const std::size_t m = static_cast<std::size_t>(j) + 1;
-  if (gw_.size() < m) gw_.resize(m), gr_.resize(m);
-  blas::cdot_multi_pair(azp_.data(), j + 1, w, r, gw_.data(), gr_.data());
-  double w2 = gw_[j].re;
-  Cplx wr = gr_[j];
-  if (j > 0) {  // classical Gram-Schmidt of w against the earlier A z_i
-    Cplx* beta = &beta_[static_cast<std::size_t>(j) * restart_];
-    for (int i = 0; i < j; ++i) {
-      beta[i] = Cplx(gw_[i].re / n2_[i], gw_[i].im / n2_[i]);
-      minus_[i] = Cplx(-beta[i].re, -beta[i].im);
-      w2 -= (gw_[i].re * gw_[i].re + gw_[i].im * gw_[i].im) / n2_[i];
-      wr -= Cplx(beta[i].re, -beta[i].im) * gr_[i];
-    }
-    blas::caxpy_multi(minus_.data(), azp_.data(), j, w);
-    // Where w lay nearly in the span of the earlier directions, the difference lost its digits:
-    // its norm and overlap measured on w' itself (one more global sum).
-    if (!(w2 > cancellation * gw_[j].re)) {
-      const blas::DotNorms d = blas::cdot_norms(w, r);
-      w2 = d.xx;
-      wr = d.dot;
-    }
+  const int j = n_;
+  w2 = gw_[j].re;
+  wr = gr_[j];
+  if (j == 0) return false;
+  Cplx* beta = &beta_[static_cast<std::size_t>(j) * restart_];  // classical Gram-Schmidt
+  for (int i = 0; i < j; ++i) {
+    beta[i] = Cplx(gw_[i].re / n2_[i], gw_[i].im / n2_[i]);
+    minus_[i] = Cplx(-beta[i].re, -beta[i].im);
+    w2 -= (gw_[i].re * gw_[i].re + gw_[i].im * gw_[i].im) / n2_[i];
+    wr -= Cplx(beta[i].re, -beta[i].im) * gr_[i];
   }
+  // Where w lay nearly in the span of the earlier directions, the difference lost its digits:
+  // its norm and overlap are then measured on w' itself (one more global sum).
+  return !(w2 > cancellation * gw_[j].re);
+}
+
+double GcrCycle::take(double w2, Cplx wr, double r2, const char* what, bool& measure) {
   require(w2 > 0, what, ": the operator maps a search direction to zero");
+  const int j = n_;
   n2_[j] = w2;
   alpha_[j] = Cplx(wr.re / w2, wr.im / w2);
   ++n_;
@@ -382,12 +374,112 @@ double GcrCycle::add(ColorSpinorField& r, double r2, const char* what) {
   // The differences carry an error of about the fields' rounding times the last measured |r|^2:
   // once the residual has fallen by 1/cancellation since, its norm is measured again (one more
   // global sum; with a multigrid's steps about one iteration in three).
-  if (!(next > cancellation * measured_r2_)) {
-    measured_r2_ = blas::caxpby_norm(Cplx(-alpha_[j].re, -alpha_[j].im), w, Cplx(1), r);
+  measure = !(next > cancellation * measured_r2_);
+  return next;
+}
+
+double GcrCycle::add(ColorSpinorField& r, double r2, const char* what) {
+  const LogScope log(LogEvent::gcr_ortho);
+  require(n_ < restart_, what, ": more than ", restart_, " directions in one GCR cycle");
+  const int j = n_;
+  ColorSpinorField& w = az_[j];
+  const std::size_t m = static_cast<std::size_t>(j) + 1;
+  if (gw_.size() < m) gw_.resize(m), gr_.resize(m);
+  blas::cdot_multi_pair(azp_.data(), j + 1, w, r, gw_.data(), gr_.data());  // one global sum
+  double w2 = 0;
+  Cplx wr;
+  const bool lost = orthogonalize(w2, wr);
+  if (j > 0) blas::caxpy_multi(minus_.data(), azp_.data(), j, w);
+  if (lost) {
+    const blas::DotNorms d = blas::cdot_norms(w, r);
+    w2 = d.xx;
+    wr = d.dot;
+  }
+  bool measure = false;
+  const double next = take(w2, wr, r2, what, measure);
+  const Cplx minus_alpha(-alpha_[j].re, -alpha_[j].im);
+  if (measure) {
+    measured_r2_ = blas::caxpby_norm(minus_alpha, w, Cplx(1), r);
     return measured_r2_;
   }
-  blas::caxpby(Cplx(-alpha_[j].re, -alpha_[j].im), w, Cplx(1), r);
+  blas::caxpby(minus_alpha, w, Cplx(1), r);
   return next;
+}
+
+void GcrCycle::add_set(const std::vector<GcrCycle*>& cycles, std::vector<std::vector<ColorSpinorField>>& az,
+                       std::vector<ColorSpinorField>& r, std::vector<double>& r2, const char* what) {
+  const int count = static_cast<int>(r.size());
+  require(static_cast<int>(cycles.size()) == count && static_cast<int>(r2.size()) == count && count <= blas::set_max,
+          what, ": ", cycles.size(), " cycles, ", count, " residuals and ", r2.size(),
+          " norms; expected one of each per system, at most ", blas::set_max);
+  unsigned active = 0;
+  int j = -1;
+  for (int k = 0; k < count; ++k) {
+    const GcrCycle* c = cycles[k];
+    if (!c) continue;
+    require(c->n_ < c->restart_, what, ": more than ", c->restart_, " directions in one GCR cycle");
+    if (j < 0) j = c->n_;
+    require(c->n_ == j, what, ": the systems of a set add their directions together (", c->n_, " and ", j, ")");
+    active |= 1u << k;
+  }
+  if (!active) return;
+  require(static_cast<int>(az.size()) > j, what, ": direction ", j, " of ", az.size());
+  if (!blas::multi_set_forms(r[0])) {  // half: system by system
+    for (int k = 0; k < count; ++k)
+      if (cycles[k]) r2[k] = cycles[k]->add(r[k], r2[k], what);
+    return;
+  }
+  const LogScope log(LogEvent::gcr_ortho);
+  // Every system's products in one pass over the set (one global sum), its coefficients on the
+  // host, then every system's w' and r updated in one pass each.
+  const int m = j + 1;
+  std::vector<const std::vector<ColorSpinorField>*> dirs(m);
+  for (int i = 0; i < m; ++i) dirs[i] = &az[i];
+  std::vector<Cplx> gw(static_cast<std::size_t>(count) * m), gr(gw.size()), minus(static_cast<std::size_t>(count) * m);
+  blas::cdot_multi_pair_set(dirs.data(), m, az[j], r, active, gw.data(), gr.data());
+  std::vector<double> w2(count);
+  std::vector<Cplx> wr(count);
+  std::vector<char> lost(count, 0);
+  bool any_lost = false;
+  for (int k = 0; k < count; ++k) {
+    GcrCycle* c = cycles[k];
+    if (!c) continue;
+    c->gw_.assign(gw.begin() + static_cast<long>(k) * m, gw.begin() + static_cast<long>(k + 1) * m);
+    c->gr_.assign(gr.begin() + static_cast<long>(k) * m, gr.begin() + static_cast<long>(k + 1) * m);
+    lost[k] = c->orthogonalize(w2[k], wr[k]);
+    any_lost = any_lost || lost[k];
+    for (int i = 0; i < j; ++i) minus[static_cast<std::size_t>(k) * j + i] = c->minus_[i];
+  }
+  if (j > 0) blas::caxpy_multi_set(minus.data(), dirs.data(), j, az[j], active);
+  if (any_lost) {
+    std::vector<blas::DotNorms> d(count);
+    blas::cdot_norms_set(az[j], r, d.data());
+    for (int k = 0; k < count; ++k)
+      if (lost[k]) {
+        w2[k] = d[k].xx;
+        wr[k] = d[k].dot;
+      }
+  }
+  std::vector<Cplx> minus_alpha(count, Cplx(0)), one(count, Cplx(1));
+  std::vector<double> next(count), norms(count);
+  std::vector<char> measure(count, 0);
+  bool any_measure = false;
+  for (int k = 0; k < count; ++k) {
+    GcrCycle* c = cycles[k];
+    if (!c) continue;
+    bool mk = false;
+    next[k] = c->take(w2[k], wr[k], r2[k], what, mk);
+    measure[k] = mk;
+    any_measure = any_measure || mk;
+    minus_alpha[k] = Cplx(-c->alpha_[j].re, -c->alpha_[j].im);
+  }
+  // r_k -= alpha_k w'_k (a system outside the set's step keeps its r: coefficients 0 and 1)
+  blas::caxpbypcz_set(minus_alpha.data(), az[j], nullptr, nullptr, one.data(), r, any_measure ? norms.data() : nullptr);
+  for (int k = 0; k < count; ++k) {
+    if (!cycles[k]) continue;
+    if (measure[k]) cycles[k]->measured_r2_ = norms[k];
+    r2[k] = measure[k] ? norms[k] : next[k];
+  }
 }
 
 void GcrCycle::update(ColorSpinorField& x) const {
@@ -679,10 +771,13 @@ std::vector<SolverStats> gcr_set(LinearOperator& A, LinearOperator* sloppy, Prec
       S.apply_set(az[j], z[j]);
       count_sloppy_set();
       ++iterations;
+      std::vector<GcrCycle*> adding(n, nullptr);
+      for (int k = 0; k < n; ++k)
+        if (in_cycle[k]) adding[k] = cycle[k].get();
+      GcrCycle::add_set(adding, az, rs, r2, "GCR (a set)");  // every system's step at once
       double worst = 0;
       for (int k = 0; k < n; ++k) {
         if (!in_cycle[k]) continue;
-        r2[k] = cycle[k]->add(rs[k], r2[k], "GCR (a set)");
         ++st[k].iterations;
         worst = std::max(worst, r2[k] / b2[k]);
         if (r2[k] <= cycle_target[k]) {

@@ -136,10 +136,26 @@ class GcrCycle {
   /// lose most of its digits (`cancellation`). Fails when A z is zero (the operator or
   /// preconditioner broke down), naming `what`.
   double add(ColorSpinorField& r, double r2, const char* what);
+  /// @brief add() for the systems of a set at once (gcr_set): system k with cycles[k] (null: it
+  /// takes no step) adds its direction j = size(), whose A z is field k of the set az[j]
+  /// (az[i]: make_set sets, the same fields as the cycles' own), against its residual r[k], and
+  /// r2[k] becomes its new |r|^2. The systems must be at the same j. In single and double, every
+  /// system's Gram-Schmidt products are one pass over the set and one global sum, and its
+  /// updates of A z and r one pass each; in half, system by system.
+  static void add_set(const std::vector<GcrCycle*>& cycles, std::vector<std::vector<ColorSpinorField>>& az,
+                      std::vector<ColorSpinorField>& r, std::vector<double>& r2, const char* what);
   /// @brief x += the cycle's correction sum_j gamma_j z_j (x may be stored more precisely than z).
   void update(ColorSpinorField& x) const;
 
  private:
+  /// add()'s arithmetic once gw_ and gr_ hold direction j = n_'s products: the Gram-Schmidt
+  /// coefficients (minus_: their negatives) and |w'|^2, <w', r> of the orthogonalized w' from
+  /// them; returns whether those lost their digits (to be measured on w' itself).
+  bool orthogonalize(double& w2, blas::Cplx& wr);
+  /// Takes direction n_ with |w'|^2 and <w', r>: its alpha and norm; returns the iterated
+  /// |r - alpha w'|^2 and sets `measure` where that must be measured instead.
+  double take(double w2, blas::Cplx wr, double r2, const char* what, bool& measure);
+
   std::vector<ColorSpinorField>& z_;
   std::vector<ColorSpinorField>& az_;
   std::vector<const ColorSpinorField*> zp_, azp_;

@@ -622,6 +622,66 @@ struct SetSiteDotNormTerm {
   }
 };
 
+/// Gram-Schmidt products over a set of systems (cdot_multi_pair_set): <x_j[k], y[k]> and
+/// <x_j[k], z[k]> for the first n of multi_chunk / 2 direction sets x_j at word i of field k
+/// (entries 4 j to 4 j + 3 of the sum); a field outside `active` adds nothing and reads nothing.
+template <typename S>
+struct SetMultiDotPairTerm {
+  static constexpr int V = FlatSet<S>::V, K = multi_chunk / 2;
+  FlatSet<S> x[K], y, z;
+  int n = 0;
+  unsigned active = 0;
+  LATKE_HOST_DEVICE MultiSum<multi_chunk> operator()(int k, int i) const {
+    MultiSum<multi_chunk> s;
+    if (!((active >> k) & 1u)) return s;
+    const Vector<S, V> v = y.word(k, i), w = z.word(k, i);
+    for (int j = 0; j < n; ++j) {
+      const Vector<S, V> u = x[j].word(k, i);
+      double re = 0, im = 0, re2 = 0, im2 = 0;
+      LATKE_UNROLL for (int c = 0; c < V; c += 2) {
+        const double a = u.v[c], b = u.v[c + 1];
+        re += a * v.v[c] + b * v.v[c + 1];
+        im += a * v.v[c + 1] - b * v.v[c];
+        re2 += a * w.v[c] + b * w.v[c + 1];
+        im2 += a * w.v[c + 1] - b * w.v[c];
+      }
+      s.v[4 * j] = re;
+      s.v[4 * j + 1] = im;
+      s.v[4 * j + 2] = re2;
+      s.v[4 * j + 3] = im2;
+    }
+    return s;
+  }
+};
+
+/// y[k] += sum_j a[k][j] x_j[k] for the first n of multi_chunk direction sets, at word i of
+/// field k (caxpy_multi_set); a field outside `active` is left alone.
+template <typename S>
+struct SetMultiAxpyTerm {
+  using T = compute_t<S>;
+  static constexpr int V = FlatSet<S>::V;
+  FlatSet<S> x[multi_chunk], y;
+  Complex<T> a[set_max][multi_chunk];
+  int n = 0;
+  unsigned active = 0;
+  LATKE_HOST_DEVICE double operator()(int k, int i) const {
+    if (!((active >> k) & 1u)) return 0;
+    Vector<S, V>& yw = y.word(k, i);
+    Vector<S, V> v = yw;
+    for (int j = 0; j < n; ++j) {
+      const Vector<S, V> u = x[j].word(k, i);
+      const Complex<T> c = a[k][j];
+      LATKE_UNROLL for (int q = 0; q < V; q += 2) {
+        const T ur = u.v[q], ui = u.v[q + 1];
+        v.v[q] += c.re * ur - c.im * ui;
+        v.v[q + 1] += c.re * ui + c.im * ur;
+      }
+    }
+    yw = v;
+    return 0;
+  }
+};
+
 /// Two sets' sizes checked, and that `set` is laid out as make_set lays it out (`like` may be in
 /// another precision: an accumulator).
 void require_sets(const std::vector<ColorSpinorField>& set, const std::vector<ColorSpinorField>& like,
@@ -762,6 +822,71 @@ void caxpy_multi(const Cplx* a, const ColorSpinorField* const* x, int n, ColorSp
       if constexpr (std::is_same_v<SY, S> || ((NR == 24 || NR == 6) && precision_rank<SY>() > precision_rank<S>()))
         run(sy);
     });
+  });
+}
+
+bool multi_set_forms(const ColorSpinorField& f) {
+  return f.precision() == Precision::double_ || f.precision() == Precision::single;
+}
+
+void cdot_multi_pair_set(const std::vector<ColorSpinorField>* const* x, int n, const std::vector<ColorSpinorField>& y,
+                         const std::vector<ColorSpinorField>& z, unsigned active, Cplx* xy, Cplx* xz) {
+  constexpr const char* what = "cdot_multi_pair_set";
+  const int count = static_cast<int>(y.size());
+  require_sets(z, y, what);
+  require(multi_set_forms(y[0]), what, ": sets in ", to_string(y[0].precision()), "; expected single or double");
+  for (int j = 0; j < n; ++j) require_alike((*x[j])[0], y[0], what);
+  constexpr int K = multi_chunk / 2;
+  std::vector<double> sums(4 * static_cast<std::size_t>(count) * n, 0.0);  // [k][i][4]
+  std::vector<MultiSum<multi_chunk>> part(count);
+  dispatch_set(y[0], [&](auto s) {
+    using S = decltype(s);
+    for (int j0 = 0; j0 < n; j0 += K) {
+      SetMultiDotPairTerm<S> t;
+      t.n = std::min(K, n - j0);
+      for (int j = 0; j < t.n; ++j) t.x[j] = flat<S>(*x[j0 + j], y, what);
+      t.y = flat<S>(y, y, what);
+      t.z = flat<S>(z, y, what);
+      t.active = active;
+      launch_segmented_reduce_host<MultiSum<multi_chunk>>(y[0].backend(), t, count, t.y.n_words, part.data());
+      for (int k = 0; k < count; ++k)
+        for (int q = 0; q < 4 * t.n; ++q) sums[(static_cast<std::size_t>(k) * n + j0) * 4 + q] = part[k].v[q];
+    }
+  });
+  global_sum(sums.data(), static_cast<int>(sums.size()), y[0].lattice().comm());
+  for (int k = 0; k < count; ++k)
+    for (int i = 0; i < n; ++i) {
+      const double* v = &sums[(static_cast<std::size_t>(k) * n + i) * 4];
+      xy[k * n + i] = Cplx(v[0], v[1]);
+      xz[k * n + i] = Cplx(v[2], v[3]);
+    }
+}
+
+void caxpy_multi_set(const Cplx* a, const std::vector<ColorSpinorField>* const* x, int n,
+                     std::vector<ColorSpinorField>& y, unsigned active) {
+  constexpr const char* what = "caxpy_multi_set";
+  if (n == 0) return;
+  const int count = static_cast<int>(y.size());
+  require(count <= set_max, what, ": ", count, " fields; at most ", set_max);
+  require(multi_set_forms(y[0]), what, ": sets in ", to_string(y[0].precision()), "; expected single or double");
+  for (int j = 0; j < n; ++j) require_alike((*x[j])[0], y[0], what);
+  dispatch_set(y[0], [&](auto s) {
+    using S = decltype(s);
+    using T = compute_t<S>;
+    for (int j0 = 0; j0 < n; j0 += multi_chunk) {
+      SetMultiAxpyTerm<S> t;
+      t.n = std::min(multi_chunk, n - j0);
+      for (int j = 0; j < t.n; ++j) t.x[j] = flat<S>(*x[j0 + j], y, what);
+      t.y = flat<S>(y, y, what);
+      t.active = active;
+      for (int k = 0; k < count; ++k)
+        for (int j = 0; j < t.n; ++j) {
+          const Cplx c = a[k * n + j0 + j];
+          t.a[k][j] = Complex<T>(static_cast<T>(c.re), static_cast<T>(c.im));
+        }
+      launch(y[0].backend(), SetAsKernel<SetMultiAxpyTerm<S>>{t, t.y.n_words}, {count * t.y.n_words}, compute_stream(),
+             false);
+    }
   });
 }
 

@@ -105,6 +105,21 @@ void cdot_norms_set_to(const std::vector<ColorSpinorField>& x, const std::vector
 void mr_update_set_from(double omega, const DotNormSum* sums, std::vector<ColorSpinorField>& r,
                         const std::vector<ColorSpinorField>& s, std::vector<ColorSpinorField>& x, bool update_r);
 
+/// @brief cdot_multi_pair for a set of systems (GCR over a set): x[i] are n sets of directions
+/// laid out as y and z (make_set; single or double, one precision); for every field k whose bit
+/// is set in `active`, xy[k n + i] = <x[i][k], y[k]> and xz[k n + i] = <x[i][k], z[k]>, summed
+/// over all ranks. One pass over the active fields and one host synchronisation per
+/// multi_chunk / 2 directions for the whole set, and one global sum; the other fields are not read.
+void cdot_multi_pair_set(const std::vector<ColorSpinorField>* const* x, int n, const std::vector<ColorSpinorField>& y,
+                         const std::vector<ColorSpinorField>& z, unsigned active, Cplx* xy, Cplx* xz);
+/// @brief caxpy_multi for a set of systems: y[k] += sum_i a[k n + i] x[i][k] for i < n and every
+/// field k whose bit is set in `active` (x[i] sets laid out as y, one precision, single or
+/// double), one pass per multi_chunk directions; the other fields are left alone.
+void caxpy_multi_set(const Cplx* a, const std::vector<ColorSpinorField>* const* x, int n,
+                     std::vector<ColorSpinorField>& y, unsigned active);
+/// Whether the two forms above take sets of these fields (single or double).
+bool multi_set_forms(const ColorSpinorField& f);
+
 /// Shifts one multishift_update kernel handles; more are done in several passes.
 inline constexpr int multishift_max = 8;
 /// @brief The multi-shift CG update of every shift k in one pass over r (r read once):
