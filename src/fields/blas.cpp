@@ -635,7 +635,9 @@ struct SetMultiDotPairTerm {
     MultiSum<multi_chunk> s;
     if (!((active >> k) & 1u)) return s;
     const Vector<S, V> v = y.word(k, i), w = z.word(k, i);
-    for (int j = 0; j < n; ++j) {
+    // Unrolled to the bound, so that the sums stay in registers (not local memory).
+    LATKE_UNROLL for (int j = 0; j < K; ++j) {
+      if (j >= n) break;
       const Vector<S, V> u = x[j].word(k, i);
       double re = 0, im = 0, re2 = 0, im2 = 0;
       LATKE_UNROLL for (int c = 0; c < V; c += 2) {
@@ -668,7 +670,8 @@ struct SetMultiAxpyTerm {
     if (!((active >> k) & 1u)) return 0;
     Vector<S, V>& yw = y.word(k, i);
     Vector<S, V> v = yw;
-    for (int j = 0; j < n; ++j) {
+    LATKE_UNROLL for (int j = 0; j < multi_chunk; ++j) {
+      if (j >= n) break;
       const Vector<S, V> u = x[j].word(k, i);
       const Complex<T> c = a[k][j];
       LATKE_UNROLL for (int q = 0; q < V; q += 2) {
