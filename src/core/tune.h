@@ -2,8 +2,8 @@
 // the first launch of a tunable kernel times each candidate block size and remembers the
 // fastest for the rest of the process. With LATKE_RESOURCE_PATH set to a directory the
 // choices are also kept there (latke_tunecache.tsv, for the device it names) across runs:
-// loaded at the first launch, written by LatkeFinalize (rank 0) when this run tuned more,
-// as QUDA's tunecache in QUDA_RESOURCE_PATH.
+// loaded at the first launch, written by LatkeFinalize (rank 0; PetscFinalize calls it where a
+// program did not) when this run tuned more, as QUDA's tunecache in QUDA_RESOURCE_PATH.
 #pragma once
 
 #include <string>
