@@ -98,9 +98,7 @@ PetscErrorCode view(SchwarzContext& c, PetscViewer viewer) {
     PetscCall(PetscViewerASCIIPrintf(
         viewer, "  %d blocks per rank, solved %s; block operator: %s; set up in %.3f s; %ld applications\n",
         c.k->block_count(),
-        c.k->half_pairs() ? "on chip in FP16 pairs (one kernel per colour)"
-        : c.k->on_chip()  ? "on chip (one kernel per colour)"
-                          : "streamed over the rank",
+        (std::string(c.k->block_solves()) + (c.k->on_chip() ? " (one kernel per colour)" : " over the rank")).c_str(),
         c.k->block_operator().c_str(), c.setup_seconds, c.applies));
   PetscFunctionReturn(0);
 }

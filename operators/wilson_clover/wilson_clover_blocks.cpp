@@ -360,20 +360,14 @@ struct PairLinks {
 struct PairClover {
   PairArray<72> a;
   LATKE_HOST_DEVICE LATKE_INLINE ColorSpinor<Half2, 3, 4> apply(const ColorSpinor<Half2, 3, 4>& v, long k) const {
-    ColorSpinor<Half2, 3, 4> out;
-    static_for<2>([&](auto kk_) {  // one chiral block's 36 values at a time
-      constexpr int kk = decltype(kk_)::value;
+    return apply_chiral_blocks(v, [&](auto kk_) {  // one chiral block's 36 values at a time
       Half2 r[36];
-      a.template load<36 * kk, 36>(r, k);
+      a.template load<36 * decltype(kk_)::value, 36>(r, k);
       CloverBlock<Half2> b;
       LATKE_UNROLL for (int i = 0; i < 6; ++i) b.diag[i] = r[i];
       LATKE_UNROLL for (int i = 0; i < 15; ++i) b.off[i] = Complex<Half2>(r[6 + 2 * i], r[7 + 2 * i]);
-      Complex<Half2> in[6], w[6];
-      LATKE_UNROLL for (int i = 0; i < 6; ++i) in[i] = v.d[2 * kk + i / 3][i % 3];
-      apply_block(b, in, w);
-      LATKE_UNROLL for (int i = 0; i < 6; ++i) out.d[2 * kk + i / 3][i % 3] = w[i];
+      return b;
     });
-    return out;
   }
 };
 
@@ -818,12 +812,8 @@ void WilsonCloverOperator::solve_block_pairs(ColorSpinorField& x, const ColorSpi
   if (pair_table_.bytes() == 0) make_block_pair_fields(grid);
   const long stride = static_cast<long>(pair_count_) * n;
   const LogScope log(LogEvent::schwarz_blocks, site_flops * lat.volume_cb() * steps * (colour < 0 ? 1.0 : 0.5));
-  const PairArray<72> none{};
   auto clover = [&](const Buffer& buf, int par) {
-    PairClover c{none};
-    c.a.data = static_cast<Half2x4*>(buf.data()) + par * PairArray<72>::groups * stride;
-    c.a.stride = stride;
-    return c;
+    return PairClover{{static_cast<Half2x4*>(buf.data()) + par * PairArray<72>::groups * stride, stride}};
   };
   auto go = [&](auto r_, auto sym_, auto threads_) {
     constexpr Reconstruct R = decltype(r_)::value;

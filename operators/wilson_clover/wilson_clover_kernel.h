@@ -447,18 +447,14 @@ struct DslashSetHalfPairKernel {
     CloverBlock<float> raw[2];
     float scale[2];
     a.load_raw(raw, scale, x_cb);
-    ColorSpinor<Half2, 3, 4> out;
-    LATKE_UNROLL for (int k = 0; k < 2; ++k) {
+    return apply_chiral_blocks(v, [&](auto k_) {
+      constexpr int k = decltype(k_)::value;
       CloverBlock<Half2> b;
       LATKE_UNROLL for (int i = 0; i < 6; ++i) b.diag[i] = Half2(raw[k].diag[i] * scale[k]);
       LATKE_UNROLL for (int i = 0; i < 15; ++i)
         b.off[i] = Complex<Half2>(Half2(raw[k].off[i].re * scale[k]), Half2(raw[k].off[i].im * scale[k]));
-      Complex<Half2> in[6], w[6];
-      LATKE_UNROLL for (int i = 0; i < 6; ++i) in[i] = v.d[2 * k + i / 3][i % 3];
-      apply_block(b, in, w);
-      LATKE_UNROLL for (int i = 0; i < 6; ++i) out.d[2 * k + i / 3][i % 3] = w[i];
-    }
-    return out;
+      return b;
+    });
   }
 };
 

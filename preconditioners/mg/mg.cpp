@@ -87,9 +87,7 @@ LevelInfo Multigrid::info(int l) const {
   i.condition = L.direct ? L.direct->condition() : 0.0;
   if (L.schwarz)
     i.schwarz = std::string(L.schwarz_even_odd ? "on the even-odd system" : "on the full system") + ", blocks " +
-                (L.schwarz->half_pairs() ? "on chip in FP16 pairs"
-                 : L.schwarz->on_chip()  ? "on chip"
-                                         : "streamed");
+                L.schwarz->block_solves();
   return i;
 }
 

@@ -173,13 +173,9 @@ SchwarzPreconditioner::SchwarzPreconditioner(std::shared_ptr<LinearOperator> loc
       param.half_pairs == SchwarzParam::HalfPairs::on ||
       (param.half_pairs == SchwarzParam::HalfPairs::where_possible && local_->field_param().backend == Backend::cuda);
   half_pairs_ = on_chip_ && want && local_->solves_block_pairs();
-  if (param.half_pairs == SchwarzParam::HalfPairs::on && !half_pairs_) {
-    const std::string why = local_->why_no_block_pairs();
+  if (param.half_pairs == SchwarzParam::HalfPairs::on && !half_pairs_)
     fail("Schwarz block solves in FP16 pairs (-pc_latke_schwarz_half_pairs): ",
-         !why.empty()     ? why
-         : !param.on_chip ? "the blocks are streamed (-pc_latke_schwarz_on_chip is off)"
-                          : "the blocks are streamed");
-  }
+         param.on_chip ? local_->why_no_block_pairs() : "the blocks are streamed (-pc_latke_schwarz_on_chip is off)");
   if (!on_chip_) sums_ = Buffer(memory_for(local_->field_param().backend), sizeof(MrSums) * n_blocks_);
 }
 
@@ -265,8 +261,7 @@ std::string SchwarzPreconditioner::describe() const {
   std::ostringstream s;
   s << to_string(param_.type) << " Schwarz, blocks " << param_.block[0] << "x" << param_.block[1] << "x"
     << param_.block[2] << "x" << param_.block[3] << " (" << n_blocks_ << " per rank), " << param_.cycles
-    << (param_.cycles == 1 ? " cycle, " : " cycles, ") << param_.iterations << " MR steps "
-    << (on_chip_ ? "on chip" : "streamed") << (half_pairs_ ? " in FP16 pairs" : "") << ", "
+    << (param_.cycles == 1 ? " cycle, " : " cycles, ") << param_.iterations << " MR steps " << block_solves() << ", "
     << to_string(param_.precision) << " precision, omega " << param_.omega
     << "; block operator: " << local_->describe();
   return s.str();

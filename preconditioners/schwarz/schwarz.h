@@ -107,6 +107,8 @@ class SchwarzPreconditioner final : public Preconditioner {
   bool on_chip() const { return on_chip_; }
   /// Whether they run in FP16 pairs (param().half_pairs where the blocks can).
   bool half_pairs() const { return half_pairs_; }
+  /// How the blocks are solved, for views: "on chip in FP16 pairs", "on chip" or "streamed".
+  const char* block_solves() const { return half_pairs_ ? "on chip in FP16 pairs" : on_chip_ ? "on chip" : "streamed"; }
 
  private:
   /// MR steps on all blocks of colour `colour` (-1: all), from x = 0, with r holding the

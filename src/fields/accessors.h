@@ -125,6 +125,23 @@ LATKE_HOST_DEVICE LATKE_INLINE void apply_block(const CloverBlock<T>& h, const C
   }
 }
 
+/// out = A in chiral block by chiral block: spins 2k and 2k + 1 of in times block_of(k), for k
+/// a std::integral_constant (0, 1), so that a caller may load its block at a constant offset.
+template <typename T, typename BlockOf>
+LATKE_HOST_DEVICE LATKE_INLINE ColorSpinor<T, 3, 4> apply_chiral_blocks(const ColorSpinor<T, 3, 4>& in,
+                                                                        const BlockOf& block_of) {
+  ColorSpinor<T, 3, 4> out;
+  static_for<2>([&](auto k_) {
+    constexpr int k = decltype(k_)::value;
+    const CloverBlock<T> b = block_of(k_);
+    Complex<T> v[6], w[6];
+    LATKE_UNROLL for (int i = 0; i < 6; ++i) v[i] = in.d[2 * k + i / 3][i % 3];
+    apply_block(b, v, w);
+    LATKE_UNROLL for (int i = 0; i < 6; ++i) out.d[2 * k + i / 3][i % 3] = w[i];
+  });
+  return out;
+}
+
 /// Clover field (or its inverse): 72 reals per site, chiral block b at reals [36b, 36b+36):
 /// 6 diagonal reals, then the 15 lower-triangle complex entries. Half: one norm per block.
 template <typename Store, typename Compute = typename compute_type<Store>::type>
