@@ -485,6 +485,17 @@ int bench_dslash() {
           vector_kernel("copy to single, field by field", fb + xb, [&] {
             for (int k = 0; k < static_cast<int>(set_count); ++k) xs[k].copy_from(rs[k]);
           });
+          // The smoother's ends fused with the passes around them (MrSetEnds, caxpby_set_to).
+          std::vector<ColorSpinorField> ws = ColorSpinorField::make_set(lat, xp, static_cast<int>(set_count));
+          for (int k = 0; k < static_cast<int>(set_count); ++k) ws[k].copy_from(xs[k]);
+          vector_kernel("mr_update_set first (2 r, 2 w)", 4 * fb, [&] {
+            blas::mr_update_set(a.data(), rs, as, ys, {true, nullptr});
+          });
+          vector_kernel("mr_update_set last, into single", 2 * fb + 2 * xb, [&] {
+            blas::mr_update_set(a.data(), rs, as, ys, {false, &xs});
+          });
+          vector_kernel("caxpby_set_to from single", 2 * xb + fb,
+                        [&] { blas::caxpby_set_to(one.data(), xs, a.data(), ws, rs); });
         }
       }
   }

@@ -376,7 +376,8 @@ class Multigrid {
   void cycle_set(int l, std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& b);
   void coarse_correction_set(int l);
   void correct_on_parity_set(int l, std::vector<ColorSpinorField>& xp, const std::vector<ColorSpinorField>& bhat);
-  void mr_steps_set(int l, int steps);
+  /// x_p += `steps` MR steps on Mhat e = bhat - Mhat x_p from e = 0, on level l's Sets.
+  void mr_steps_set(int l, int steps, std::vector<ColorSpinorField>& xp, const std::vector<ColorSpinorField>& bhat);
   void coarse_solve_set(int l, std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& b);
   /// While profiling: the work since the last change of level (device synchronized) goes to the
   /// level it was on, and from now on to level l (-1: outside the multigrid). Returns the level

@@ -486,67 +486,68 @@ void Multigrid::prolongate_up_set(int l, std::vector<ColorSpinorField>& f, const
   levels_[l]->transfer->prolongate_set(f, C.sets.part_x);
 }
 
-void Multigrid::mr_steps_set(int l, int steps) {
+void Multigrid::mr_steps_set(int l, int steps, std::vector<ColorSpinorField>& xp,
+                             const std::vector<ColorSpinorField>& bhat) {
   Level& L = *levels_[l];
   Level::Sets& S = L.sets;
   const int n = S.n;
   const double omega = param_.level[l].omega;
-  // As mr_steps on the even-odd system: the right-hand sides in S.hr, the results left in S.hx.
-  // On a coarse level a set takes the level's own blocks, not their half copy: over a set the
-  // stencil is bound by issue, not bytes, and half blocks only add their decoding (on tensor
-  // cores, where the single blocks go, the half copy was the slower).
+  // As mr_steps on the even-odd system, x_p += the steps' x for rhat = bhat - Mhat x_p, with the
+  // passes between the steps fused: rhat formed in the smoother's precision in one pass, the
+  // first step writing x (no zeroing), the last adding its x to x_p (no copy out of the
+  // smoother's precision, no separate sum). On a coarse level a set takes the level's own
+  // blocks, not their half copy: over a set the stencil is bound by issue, not bytes, and half
+  // blocks only add their decoding (on tensor cores, where the single blocks go, the half copy
+  // was the slower).
   const bool low = L.schur_low != nullptr && (l == 0 || !L.schur->applies_sets()), low_fields = low && L.lx;
   LinearOperator& A = low ? static_cast<LinearOperator&>(*L.schur_low) : *L.schur;
   std::vector<ColorSpinorField>& xs = low_fields ? S.lx : S.hx;
   std::vector<ColorSpinorField>& rs = low_fields ? S.lr : S.hr;
   std::vector<ColorSpinorField>& as = low_fields ? S.la : S.ha;
-  for (int k = 0; k < n; ++k) {
-    if (low_fields) rs[k].copy_from(S.hr[k]);
-    xs[k].zero();
+  std::vector<Cplx> one(n, Cplx(1)), minus_one(n, Cplx(-1));
+  L.schur->apply_set(S.hr, xp);
+  const int reals = S.hr[0].site_reals();
+  if (low_fields && (reals == 24 || reals == 6)) {
+    blas::caxpby_set_to(one.data(), bhat, minus_one.data(), S.hr, rs);  // rhat = bhat - Mhat x_p, stored low
+  } else {
+    blas::caxpbypcz_set(one.data(), bhat, nullptr, nullptr, minus_one.data(), S.hr);
+    if (low_fields)
+      for (int k = 0; k < n; ++k) rs[k].copy_from(S.hr[k]);
   }
   // x_k += omega alpha_k r_k, r_k -= omega alpha_k A r_k (not after the last step), the scalars
   // on the device on one rank, else summed on the host.
   blas::DotNormSum* sums = sums_on_device(rs[0]) ? L.mr_sums_on(rs[0].backend()) : nullptr;
   std::vector<blas::DotNorms> d(sums ? 0 : n);
-  std::vector<Cplx> a(n), one(n, Cplx(1));
+  std::vector<Cplx> a(n);
   for (int s = 0; s < steps; ++s) {
     const bool last = s + 1 == steps;
+    const blas::MrSetEnds ends{s == 0, last ? &xp : nullptr};
     A.apply_set(as, rs);
     if (sums) {
       blas::cdot_norms_set_to(as, rs, sums);
-      blas::mr_update_set_from(omega, sums, rs, as, xs, !last);
+      blas::mr_update_set_from(omega, sums, rs, as, xs, !last, ends);
     } else {
       blas::cdot_norms_set(as, rs, d.data());
       for (int k = 0; k < n; ++k) {
         // A field whose residual vanished (or a zero right-hand side) takes no step.
         a[k] = d[k].xx > 0 ? Cplx(omega * d[k].dot.re / d[k].xx, omega * d[k].dot.im / d[k].xx) : Cplx(0);
       }
-      if (last)
-        blas::caxpbypcz_set(a.data(), rs, nullptr, nullptr, one.data(), xs);
-      else
-        blas::mr_update_set(a.data(), rs, as, xs);  // x += a r and r -= a A r in one pass
+      blas::mr_update_set(a.data(), rs, as, xs, ends);  // x += a r and r -= a A r in one pass
     }
     L.smooth_steps += n;
   }
-  if (low_fields)
-    for (int k = 0; k < n; ++k) S.hx[k].copy_from(xs[k]);
 }
 
 void Multigrid::correct_on_parity_set(int l, std::vector<ColorSpinorField>& xp,
                                       const std::vector<ColorSpinorField>& bhat) {
-  Level& L = *levels_[l];
-  Level::Sets& S = L.sets;
-  const int n = S.n;
   {
     const LogScope log(LogEvent::mg_transfer, 0, true);
     prolongate_up_set(l, xp, levels_[l + 1]->sets.x);
   }
+  const int steps = param_.level[l].post_smooth;
+  if (steps == 0) return;
   const LogScope log(static_cast<LogEvent>(static_cast<int>(LogEvent::mg_smooth0) + std::min(l, 3)), 0, true);
-  std::vector<Cplx> one(n, Cplx(1)), minus_one(n, Cplx(-1));
-  L.schur->apply_set(S.hr, xp);
-  blas::caxpbypcz_set(one.data(), bhat, nullptr, nullptr, minus_one.data(), S.hr);  // rhat = bhat - Mhat x_p
-  mr_steps_set(l, param_.level[l].post_smooth);
-  blas::caxpbypcz_set(one.data(), S.hx, nullptr, nullptr, one.data(), xp);
+  mr_steps_set(l, steps, xp, bhat);
 }
 
 void Multigrid::coarse_solve_set(int l, std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& b) {

@@ -561,17 +561,22 @@ struct SetSiteAxpbyzTerm {
 };
 
 /// One MR step at index i of field k with coefficient a(k): x_k += a r_k, and r_k -= a s_k
-/// where UpdateR (flat words).
-template <typename S, typename Coef, bool UpdateR>
+/// where UpdateR (flat words); XZero: x starts at zero and is not read; Into: into_k += the new
+/// x_k, and x_k is not written (MrSetEnds).
+template <typename S, typename Coef, bool UpdateR, bool XZero = false, bool Into = false>
 struct SetMrTerm {
   using T = compute_t<S>;
   static constexpr int V = FlatSet<S>::V;
-  FlatSet<S> r, s, x;
+  FlatSet<S> r, s, x, into;
   Coef a;
   LATKE_HOST_DEVICE double operator()(int k, int i) const {
     Vector<S, V>& rw = r.word(k, i);
-    Vector<S, V>& xw = x.word(k, i);
-    Vector<S, V> ru = rw, xu = xw;
+    Vector<S, V> ru = rw, xu;
+    if constexpr (XZero) {
+      LATKE_UNROLL for (int q = 0; q < V; ++q) xu.v[q] = S(0);
+    } else {
+      xu = x.word(k, i);
+    }
     if constexpr (UpdateR) {
       const Vector<S, V> su = s.word(k, i);
       mr_step<T>(a(k), ru.v, su.v, xu.v);
@@ -579,23 +584,36 @@ struct SetMrTerm {
     } else {
       mr_last_step<T>(a(k), ru.v, xu.v);
     }
-    xw = xu;
+    if constexpr (Into) {
+      Vector<S, V>& iw = into.word(k, i);
+      Vector<S, V> iu = iw;
+      LATKE_UNROLL for (int q = 0; q < V; ++q) iu.v[q] += xu.v[q];
+      iw = iu;
+    } else {
+      x.word(k, i) = xu;
+    }
     return 0;
   }
 };
 
-/// The same site by site (half precision: a norm per site).
-template <typename S, int NR, typename Coef, bool UpdateR>
+/// The same site by site (half precision: a norm per site; or an `into` stored more precisely
+/// than x, in SI).
+template <typename S, int NR, typename Coef, bool UpdateR, bool XZero = false, bool Into = false, typename SI = S>
 struct SetSiteMrTerm {
   using T = compute_t<S>;
   SiteSet<S, NR> r, s, x;
+  SiteSet<SI, NR> into;
   Coef a;
   LATKE_HOST_DEVICE double operator()(int k, int i) const {
     const int blk = i / r.vcb, site = i - blk * r.vcb;
     T rv[NR], xv[NR];
     const SiteArray<S, NR, 1> rk = r.at(k, blk), xk = x.at(k, blk);
     rk.load(rv, site);
-    xk.load(xv, site);
+    if constexpr (XZero) {
+      LATKE_UNROLL for (int j = 0; j < NR; ++j) xv[j] = T(0);
+    } else {
+      xk.load(xv, site);
+    }
     if constexpr (UpdateR) {
       T sv[NR];
       s.at(k, blk).load(sv, site);
@@ -604,7 +622,39 @@ struct SetSiteMrTerm {
     } else {
       mr_last_step(a(k), rv, xv);
     }
-    xk.save(xv, site);
+    if constexpr (Into) {
+      using TI = compute_t<SI>;
+      const SiteArray<SI, NR, 1> ik = into.at(k, blk);
+      TI iv[NR];
+      ik.load(iv, site);
+      LATKE_UNROLL for (int j = 0; j < NR; ++j) iv[j] += static_cast<TI>(xv[j]);
+      ik.save(iv, site);
+    } else {
+      xk.save(xv, site);
+    }
+    return 0;
+  }
+};
+
+/// w_k = a_k x_k + b_k y_k at index i of field k (caxpby_set_to): x and y stored in SX, w in
+/// SW; arithmetic in the compute type of the more precise.
+template <typename SX, typename SW, int NR>
+struct SetSiteAxpbyToTerm {
+  using T = std::conditional_t<(precision_rank<SW>() > precision_rank<SX>()), compute_t<SW>, compute_t<SX>>;
+  SiteSet<SX, NR> x, y;
+  SiteSet<SW, NR> w;
+  Complex<T> a[set_max], b[set_max];
+  LATKE_HOST_DEVICE double operator()(int k, int i) const {
+    const int blk = i / w.vcb, site = i - blk * w.vcb;
+    T u[NR], v[NR];
+    x.at(k, blk).load(u, site);
+    y.at(k, blk).load(v, site);
+    LATKE_UNROLL for (int j = 0; j < NR; j += 2) {
+      const Complex<T> o = a[k] * Complex<T>(u[j], u[j + 1]) + b[k] * Complex<T>(v[j], v[j + 1]);
+      u[j] = o.re;
+      u[j + 1] = o.im;
+    }
+    w.at(k, blk).save(u, site);
     return 0;
   }
 };
@@ -1144,49 +1194,92 @@ void caxpbypcz_set(const Cplx* a, const std::vector<ColorSpinorField>& x, const 
 namespace {
 
 /// The MR update of a set, with the coefficient source coef(T{}) (GivenCoefficients or
-/// SummedCoefficients).
-template <bool UpdateR, typename MakeCoef>
+/// SummedCoefficients), placed among the steps by `ends`.
+template <typename MakeCoef>
 void mr_update_set_with(std::vector<ColorSpinorField>& r, const std::vector<ColorSpinorField>& s,
-                        std::vector<ColorSpinorField>& x, MakeCoef coef, const char* what) {
+                        std::vector<ColorSpinorField>& x, bool update_r, const MrSetEnds& ends, MakeCoef coef,
+                        const char* what) {
   const int n = static_cast<int>(x.size());
   require_sets(r, x, what);  // before r[0], s[0] and x[0] are read
   require_sets(s, x, what);
   require_alike(r[0], x[0], what);
   require_alike(s[0], x[0], what);
+  const std::vector<ColorSpinorField>* into = ends.into;
+  require(!(into && update_r), what, ": an update into other fields is the last; it does not update r");
+  if (into) {
+    require_sets(*into, x, what);
+    require_accumulator(x[0], (*into)[0], what);
+  }
   auto go = [&](auto& t, int n_index) {
     launch(x[0].backend(), SetAsKernel<std::remove_reference_t<decltype(t)>>{t, n_index}, {n * n_index},
            compute_stream(), false);
   };
-  if (site_path(x[0], x[0], what)) {
-    dispatch_site_reals(x[0], [&](auto nr) {
-      constexpr int NR = decltype(nr)::value;
-      SetSiteMrTerm<short, NR, decltype(coef(float{})), UpdateR> t;
-      t.r = site_set<short, NR>(r, x, what);
-      t.s = site_set<short, NR>(s, x, what);
-      t.x = site_set<short, NR>(x, x, what);
-      t.a = coef(float{});
-      go(t, x[0].n_parity() * x[0].lattice().volume_cb());
+  // The step's variant: (UpdateR, XZero, Into) as compile-time flags.
+  auto variants = [&](auto run) {
+    using F = std::false_type;
+    using Tr = std::true_type;
+    if (into)
+      ends.x_zero ? run(F{}, Tr{}, Tr{}) : run(F{}, F{}, Tr{});
+    else if (update_r)
+      ends.x_zero ? run(Tr{}, Tr{}, F{}) : run(Tr{}, F{}, F{});
+    else
+      ends.x_zero ? run(F{}, Tr{}, F{}) : run(F{}, F{}, F{});
+  };
+  const ColorSpinorField& i0 = into ? (*into)[0] : x[0];
+  if (x[0].precision() == Precision::half || i0.precision() != x[0].precision()) {
+    require(x[0].site_reals() == 24 || x[0].site_reals() == 6, what,
+            ": a set in half precision or with an "
+            "accumulator of ",
+            x[0].site_reals(), " reals per site: expected Wilson (24) or staggered (6) fields");
+    dispatch_precision(x[0].precision(), [&](auto sx) {
+      dispatch_precision(i0.precision(), [&](auto si) {
+        using S = std::decay_t<decltype(sx)>;
+        using SI = std::decay_t<decltype(si)>;
+        if constexpr (precision_rank<SI>() >= precision_rank<S>()) {
+          dispatch_site_reals(x[0], [&](auto nr) {
+            constexpr int NR = decltype(nr)::value;
+            variants([&](auto u, auto z, auto in) {
+              constexpr bool Into = decltype(in)::value;
+              // Without `into` only half sets come here: one instance of the rest.
+              if constexpr (Into || (std::is_same_v<S, short> && std::is_same_v<SI, short>)) {
+                SetSiteMrTerm<S, NR, decltype(coef(compute_t<S>{})), decltype(u)::value, decltype(z)::value, Into, SI>
+                    t;
+                t.r = site_set<S, NR>(r, x, what);
+                t.s = site_set<S, NR>(s, x, what);
+                t.x = site_set<S, NR>(x, x, what);
+                if constexpr (Into) t.into = site_set<SI, NR>(*into, x, what);
+                t.a = coef(compute_t<S>{});
+                go(t, x[0].n_parity() * x[0].lattice().volume_cb());
+              }
+            });
+          });
+        }
+      });
     });
     return;
   }
   dispatch_set(x[0], [&](auto sp) {
     using S = decltype(sp);
-    SetMrTerm<S, decltype(coef(compute_t<S>{})), UpdateR> t;
-    t.r = flat<S>(r, x, what);
-    t.s = flat<S>(s, x, what);
-    t.x = flat<S>(x, x, what);
-    t.a = coef(compute_t<S>{});
-    go(t, t.x.n_words);
+    variants([&](auto u, auto z, auto in) {
+      constexpr bool Into = decltype(in)::value;
+      SetMrTerm<S, decltype(coef(compute_t<S>{})), decltype(u)::value, decltype(z)::value, Into> t;
+      t.r = flat<S>(r, x, what);
+      t.s = flat<S>(s, x, what);
+      t.x = flat<S>(x, x, what);
+      if constexpr (Into) t.into = flat<S>(*into, x, what);
+      t.a = coef(compute_t<S>{});
+      go(t, t.x.n_words);
+    });
   });
 }
 
 }  // namespace
 
 void mr_update_set(const Cplx* a, std::vector<ColorSpinorField>& r, const std::vector<ColorSpinorField>& s,
-                   std::vector<ColorSpinorField>& x) {
+                   std::vector<ColorSpinorField>& x, MrSetEnds ends) {
   const int n = static_cast<int>(x.size());
-  mr_update_set_with<true>(
-      r, s, x,
+  mr_update_set_with(
+      r, s, x, ends.into == nullptr, ends,
       [&](auto t) {
         using T = decltype(t);
         GivenCoefficients<T, set_max> c{};
@@ -1198,14 +1291,51 @@ void mr_update_set(const Cplx* a, std::vector<ColorSpinorField>& r, const std::v
 }
 
 void mr_update_set_from(double omega, const DotNormSum* sums, std::vector<ColorSpinorField>& r,
-                        const std::vector<ColorSpinorField>& s, std::vector<ColorSpinorField>& x, bool update_r) {
+                        const std::vector<ColorSpinorField>& s, std::vector<ColorSpinorField>& x, bool update_r,
+                        MrSetEnds ends) {
   require(!x.empty(), "mr_update_set_from: an empty set");
   require_one_rank(x[0], "mr_update_set_from");
-  const auto coef = [&](auto t) { return SummedCoefficients<decltype(t)>{sums, omega}; };
-  if (update_r)
-    mr_update_set_with<true>(r, s, x, coef, "mr_update_set_from");
-  else
-    mr_update_set_with<false>(r, s, x, coef, "mr_update_set_from");
+  mr_update_set_with(
+      r, s, x, update_r, ends,
+      [&](auto t) {
+        return SummedCoefficients<decltype(t)>{sums, omega};
+      },
+      "mr_update_set_from");
+}
+
+void caxpby_set_to(const Cplx* a, const std::vector<ColorSpinorField>& x, const Cplx* b,
+                   const std::vector<ColorSpinorField>& y, std::vector<ColorSpinorField>& w) {
+  const char* what = "caxpby_set_to";
+  const int n = static_cast<int>(w.size());
+  require_sets(x, w, what);  // before x[0], y[0] and w[0] are read
+  require_sets(y, w, what);
+  require_alike(y[0], x[0], what);
+  require(x[0].site_reals() == w[0].site_reals() && x[0].n_parity() == w[0].n_parity() &&
+              x[0].backend() == w[0].backend() && x[0].lattice().volume_cb() == w[0].lattice().volume_cb(),
+          what, ": fields differ in shape, subset or backend");
+  require(x[0].site_reals() == 24 || x[0].site_reals() == 6, what, ": fields with ", x[0].site_reals(),
+          " reals per site: expected Wilson (24) or staggered (6) sites");
+  dispatch_precision(x[0].precision(), [&](auto sx) {
+    dispatch_precision(w[0].precision(), [&](auto sw) {
+      using SX = std::decay_t<decltype(sx)>;
+      using SW = std::decay_t<decltype(sw)>;
+      dispatch_site_reals(x[0], [&](auto nr) {
+        constexpr int NR = decltype(nr)::value;
+        SetSiteAxpbyToTerm<SX, SW, NR> t;
+        using T = typename SetSiteAxpbyToTerm<SX, SW, NR>::T;
+        for (int k = 0; k < n; ++k) {
+          t.a[k] = Complex<T>(static_cast<T>(a[k].re), static_cast<T>(a[k].im));
+          t.b[k] = Complex<T>(static_cast<T>(b[k].re), static_cast<T>(b[k].im));
+        }
+        t.x = site_set<SX, NR>(x, w, what);
+        t.y = site_set<SX, NR>(y, w, what);
+        t.w = site_set<SW, NR>(w, w, what);
+        const int n_index = w[0].n_parity() * w[0].lattice().volume_cb();
+        launch(w[0].backend(), SetAsKernel<SetSiteAxpbyToTerm<SX, SW, NR>>{t, n_index}, {n * n_index}, compute_stream(),
+               false);
+      });
+    });
+  });
 }
 
 namespace {

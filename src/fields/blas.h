@@ -90,11 +90,26 @@ void caxpbypcz_set(const Cplx* a, const std::vector<ColorSpinorField>& x, const 
 /// @brief One minimal-residual step's two updates in one pass: x += a r and r -= a s (s = A r),
 /// fields of one shape and precision.
 void mr_update(Cplx a, ColorSpinorField& r, const ColorSpinorField& s, ColorSpinorField& x);
+/// @brief w_k = a[k] x_k + b[k] y_k over sets of Wilson or staggered fields, x and y of one
+/// precision and w of any (a smoother's residual formed in single and stored in half, in one
+/// pass). w is written, not read.
+void caxpby_set_to(const Cplx* a, const std::vector<ColorSpinorField>& x, const Cplx* b,
+                   const std::vector<ColorSpinorField>& y, std::vector<ColorSpinorField>& w);
+/// Where a set's minimal-residual update stands among a smoother's steps, so that the first and
+/// the last fuse with the passes around them. x_zero: x is zero before the update, so it is
+/// written, not read (no zeroing pass). into (the last update: r is not updated): the update's x
+/// is added to these fields, into_k += x_k + a[k] r_k, and x is not written (no copy out of the
+/// smoother's precision, no separate sum); a set laid out as x, as precise or more (Wilson or
+/// staggered fields where more).
+struct MrSetEnds {
+  bool x_zero = false;
+  std::vector<ColorSpinorField>* into = nullptr;
+};
 /// @brief One minimal-residual step's two updates over sets of one shape and precision, in one
-/// pass: x_k += a[k] r_k and r_k -= a[k] s_k (s_k = A r_k). Half-precision sets: Wilson or
-/// staggered fields only.
+/// pass: x_k += a[k] r_k and r_k -= a[k] s_k (s_k = A r_k); with ends.into, the last update as
+/// MrSetEnds says. Half-precision sets: Wilson or staggered fields only.
 void mr_update_set(const Cplx* a, std::vector<ColorSpinorField>& r, const std::vector<ColorSpinorField>& s,
-                   std::vector<ColorSpinorField>& x);
+                   std::vector<ColorSpinorField>& x, MrSetEnds ends = {});
 /// @brief out[k] = <x_k, y_k>, |x_k|^2, |y_k|^2 for the fields of two sets of one precision (as
 /// caxpbypcz_set), summed over all ranks: one pass and one host synchronisation for the whole set.
 void cdot_norms_set(const std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& y, DotNorms* out);
@@ -103,7 +118,8 @@ void cdot_norms_set(const std::vector<ColorSpinorField>& x, const std::vector<Co
 void cdot_norms_set_to(const std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& y,
                        DotNormSum* sums);
 void mr_update_set_from(double omega, const DotNormSum* sums, std::vector<ColorSpinorField>& r,
-                        const std::vector<ColorSpinorField>& s, std::vector<ColorSpinorField>& x, bool update_r);
+                        const std::vector<ColorSpinorField>& s, std::vector<ColorSpinorField>& x, bool update_r,
+                        MrSetEnds ends = {});
 
 /// @brief cdot_multi_pair for a set of systems (GCR over a set): x[i] are n sets of directions
 /// laid out as y and z (make_set; single or double, one precision); for every field k whose bit

@@ -271,6 +271,99 @@ TEST_P(MgBackend, MrUpdateOfASetEqualsItsTwoUpdates) {
   expect_error([&] { blas::mr_update_set(a.data(), h, h, f); }, "differ in precision", "a half r with a single x");
 }
 
+// The first and last MR updates of a set smoother, fused with the passes around them
+// (MrSetEnds), equal those passes done apart, in double, single and half, into sets as precise
+// or more: x_zero ignores what x holds (as if zeroed first); `into` adds the step's x to its
+// fields and writes neither x nor r; both at once are a smoother of one step. caxpby_set_to
+// forms a residual in any precision as caxpbypcz_set and a copy do. Bad combinations are refused.
+TEST_P(MgBackend, MrUpdateEndsOfASetEqualTheirSeparatePasses) {
+  Problem pr(GetParam(), Precision::double_, {4, 4, 4, 8}, 0.02);
+  const int count = 3;
+  auto tol_of = [](Precision p) { return p == Precision::half ? 2e-3 : p == Precision::single ? 1e-6 : 1e-14; };
+  auto rank = [](Precision p) { return p == Precision::double_ ? 2 : p == Precision::single ? 1 : 0; };
+  auto set_of = [&](Precision p) {
+    return ColorSpinorField::make_set(pr.lat, {4, 3, p, Subset::even, pr.backend}, count);
+  };
+  for (Precision p : {Precision::double_, Precision::single, Precision::half}) {
+    for (Precision q : {Precision::double_, Precision::single, Precision::half}) {
+      if (rank(q) < rank(p)) continue;  // into is as precise as x or more
+      SCOPED_TRACE(::testing::Message() << "x in " << to_string(p) << ", into " << to_string(q));
+      std::vector<ColorSpinorField> r = set_of(p), s = set_of(p), x = set_of(p), r0 = set_of(p), x0 = set_of(p),
+                                    into = set_of(q), expect = set_of(q), xe = set_of(p), re = set_of(p),
+                                    zero = set_of(p);
+      std::vector<Cplx> a, one(count, Cplx(1));
+      for (int k = 0; k < count; ++k) {
+        fill_gaussian(r[k], 10 + k);
+        fill_gaussian(s[k], 20 + k);
+        fill_gaussian(x[k], 30 + k);
+        fill_gaussian(into[k], 40 + k);
+        r0[k].copy_from(r[k]);
+        x0[k].copy_from(x[k]);
+        zero[k].zero();
+        a.push_back(Cplx(0.3 + 0.2 * k, k % 2 ? -0.4 : 0.1));
+      }
+      const double tol = tol_of(p);
+      // The first of several steps: x = a r, r -= a s, whatever x held.
+      for (int k = 0; k < count; ++k) re[k].copy_from(r0[k]);
+      blas::mr_update_set(a.data(), re, s, zero);
+      blas::mr_update_set(a.data(), r, s, x, {true, nullptr});
+      for (int k = 0; k < count; ++k) {
+        EXPECT_LT(rel_diff(zero[k], x[k]), tol) << "first step's x of field " << k;
+        EXPECT_LT(rel_diff(re[k], r[k]), tol) << "first step's r of field " << k;
+      }
+      // The last step into other fields: into += x + a r; x and r are not written.
+      for (int k = 0; k < count; ++k) {
+        r[k].copy_from(r0[k]);
+        x[k].copy_from(x0[k]);
+        xe[k].copy_from(x0[k]);
+        expect[k].copy_from(into[k]);
+      }
+      blas::caxpbypcz_set(a.data(), r0, nullptr, nullptr, one.data(), xe);
+      blas::caxpbypcz_set(one.data(), xe, nullptr, nullptr, one.data(), expect);
+      blas::mr_update_set(a.data(), r, s, x, {false, &into});
+      for (int k = 0; k < count; ++k) {
+        EXPECT_LT(rel_diff(expect[k], into[k]), tol) << "last step's sum of field " << k;
+        EXPECT_EQ(rel_diff(r0[k], r[k]), 0.0) << "r of field " << k << " was written";
+        EXPECT_EQ(rel_diff(x0[k], x[k]), 0.0) << "x of field " << k << " was written";
+      }
+      // One step, first and last: into += a r, the coefficients from sums on the backend.
+      for (int k = 0; k < count; ++k) expect[k].copy_from(into[k]);
+      std::vector<blas::DotNorms> d(count);
+      blas::cdot_norms_set(s, r, d.data());
+      std::vector<Cplx> c(count);
+      for (int k = 0; k < count; ++k) c[k] = Cplx(0.8 * d[k].dot.re / d[k].xx, 0.8 * d[k].dot.im / d[k].xx);
+      blas::caxpbypcz_set(c.data(), r0, nullptr, nullptr, one.data(), expect);
+      Buffer buffer(memory_for(pr.backend), blas::set_max * sizeof(blas::DotNormSum));
+      auto* sums = static_cast<blas::DotNormSum*>(buffer.data());
+      blas::cdot_norms_set_to(s, r, sums);
+      blas::mr_update_set_from(0.8, sums, r, s, x, false, {true, &into});
+      for (int k = 0; k < count; ++k) EXPECT_LT(rel_diff(expect[k], into[k]), tol) << "one step's sum of field " << k;
+      // A residual formed in x's precision and stored in q's.
+      std::vector<Cplx> minus(count, Cplx(-1));
+      std::vector<ColorSpinorField> w = set_of(q), we = set_of(p);
+      for (int k = 0; k < count; ++k) we[k].copy_from(s[k]);
+      blas::caxpbypcz_set(one.data(), r0, nullptr, nullptr, minus.data(), we);
+      for (int k = 0; k < count; ++k) expect[k].copy_from(we[k]);
+      blas::caxpby_set_to(one.data(), r0, minus.data(), s, w);
+      for (int k = 0; k < count; ++k)
+        EXPECT_LT(rel_diff(expect[k], w[k]), std::max(tol, tol_of(q))) << "residual of field " << k;
+    }
+  }
+  std::vector<ColorSpinorField> h = set_of(Precision::half), f = set_of(Precision::single);
+  std::vector<Cplx> a(count, Cplx(0.5));
+  expect_error(
+      [&] {
+        blas::mr_update_set(a.data(), f, f, f, {false, &h});
+      },
+      "below its update", "into less precise than x");
+  Buffer buffer(memory_for(pr.backend), blas::set_max * sizeof(blas::DotNormSum));
+  expect_error(
+      [&] {
+        blas::mr_update_set_from(1.0, static_cast<blas::DotNormSum*>(buffer.data()), f, f, f, true, {false, &f});
+      },
+      "does not update r", "an update into other fields that updates r");
+}
+
 // GCR's Gram-Schmidt over a set of systems (cdot_multi_pair_set, caxpy_multi_set: every
 // system's products and updates in one pass each) equals the one-field forms system by system,
 // in double and single, with more directions than one pass takes (6 products, 9 updates); a
