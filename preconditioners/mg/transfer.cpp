@@ -594,7 +594,9 @@ struct RestrictTeamSetKernel {
 
 /// P for a set of Wilson fine fields (Transfer::prolongate_set): ProlongSiteKernel's thread per
 /// fine site, for a group of MB fields, so that each basis vector's site is loaded once per
-/// group rather than once per field. Fields of a set: `fine_stride` / `coarse_stride` reals apart.
+/// group rather than once per field. The warps of a window of 32 sites follow one another, one
+/// per group, so that the groups after the first find the window's basis in cache rather than
+/// in DRAM. Fields of a set: `fine_stride` / `coarse_stride` reals apart.
 template <typename SV, typename SC, typename SF, int MB>
 struct ProlongSiteSetKernel {
   AggregateMap map;
@@ -602,10 +604,12 @@ struct ProlongSiteSetKernel {
   RealArray<SC> coarse[2];    ///< field 0's, by parity
   SiteArray<SF, 24, 1> fine;  ///< field 0's parity block being written
   long fine_stride, coarse_stride;
-  int nvec, parity, count;
+  int nvec, parity, count, groups;
+  static constexpr int window = 32;
   LATKE_HOST_DEVICE void operator()(int idx, int) const {
     using T = typename compute_type<SV>::type;
-    const int vcb = map.fine.volume_cb, x_cb = idx % vcb, m0 = (idx / vcb) * MB;
+    const int w = idx / window, x_cb = (w / groups) * window + idx % window, m0 = (w % groups) * MB;
+    if (x_cb >= map.fine.volume_cb) return;
     const int mn = count - m0 < MB ? count - m0 : MB;
     int fc[4];
     map.fine.coords(x_cb, parity, fc);
@@ -974,8 +978,11 @@ void Transfer::prolongate_set(std::vector<ColorSpinorField>& fine, const std::ve
                                                             coarse_stride,
                                                             nvec_,
                                                             f0.block_parity(b),
-                                                            n};
-          launch(f0.backend(), k, {groups * fine_->volume_cb()});
+                                                            n,
+                                                            groups};
+          using K = decltype(k);
+          const int windows = (fine_->volume_cb() + K::window - 1) / K::window;
+          launch(f0.backend(), k, {groups * windows * K::window});
         }
       });
     });
