@@ -491,10 +491,10 @@ int bench_dslash() {
           vector_kernel("mr_update_set first (2 r, 2 w)", 4 * fb, [&] {
             blas::mr_update_set(a.data(), rs, as, ys, {true, nullptr});
           });
-          vector_kernel("mr_update_set last, into single", 2 * fb + 2 * xb, [&] {
+          vector_kernel("mr_update_set last, into solution", 2 * fb + 2 * xb, [&] {
             blas::mr_update_set(a.data(), rs, as, ys, {false, &xs});
           });
-          vector_kernel("caxpby_set_to from single", 2 * xb + fb,
+          vector_kernel("caxpby_set_to from solution", 2 * xb + fb,
                         [&] { blas::caxpby_set_to(one.data(), xs, a.data(), ws, rs); });
         }
       }
