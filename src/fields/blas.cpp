@@ -1226,11 +1226,7 @@ void mr_update_set_with(std::vector<ColorSpinorField>& r, const std::vector<Colo
       ends.x_zero ? run(F{}, Tr{}, F{}) : run(F{}, F{}, F{});
   };
   const ColorSpinorField& i0 = into ? (*into)[0] : x[0];
-  if (x[0].precision() == Precision::half || i0.precision() != x[0].precision()) {
-    require(x[0].site_reals() == 24 || x[0].site_reals() == 6, what,
-            ": a set in half precision or with an "
-            "accumulator of ",
-            x[0].site_reals(), " reals per site: expected Wilson (24) or staggered (6) fields");
+  if (site_path(x[0], i0, what)) {
     dispatch_precision(x[0].precision(), [&](auto sx) {
       dispatch_precision(i0.precision(), [&](auto si) {
         using S = std::decay_t<decltype(sx)>;
