@@ -275,7 +275,9 @@ TEST_P(MgBackend, MrUpdateOfASetEqualsItsTwoUpdates) {
 // (MrSetEnds), equal those passes done apart, in double, single and half, into sets as precise
 // or more: x_zero ignores what x holds (as if zeroed first); `into` adds the step's x to its
 // fields and writes neither x nor r; both at once are a smoother of one step. caxpby_set_to
-// forms a residual in any precision as caxpbypcz_set and a copy do. Bad combinations are refused.
+// forms a residual in any precision as caxpbypcz_set and a copy do. Bad combinations (into less
+// precise than x, an update into other fields that updates r, a residual onto another subset)
+// are refused.
 TEST_P(MgBackend, MrUpdateEndsOfASetEqualTheirSeparatePasses) {
   Problem pr(GetParam(), Precision::double_, {4, 4, 4, 8}, 0.02);
   const int count = 3;
@@ -356,6 +358,10 @@ TEST_P(MgBackend, MrUpdateEndsOfASetEqualTheirSeparatePasses) {
         blas::mr_update_set(a.data(), f, f, f, {false, &h});
       },
       "below its update", "into less precise than x");
+  std::vector<ColorSpinorField> both =
+      ColorSpinorField::make_set(pr.lat, {4, 3, Precision::half, Subset::full, pr.backend}, count);
+  expect_error([&] { blas::caxpby_set_to(a.data(), f, a.data(), f, both); }, "differ in shape, subset",
+               "a residual of one parity into fields of both");
   Buffer buffer(memory_for(pr.backend), blas::set_max * sizeof(blas::DotNormSum));
   expect_error(
       [&] {
