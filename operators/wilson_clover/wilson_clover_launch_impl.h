@@ -268,26 +268,22 @@ void run_dslash(const DslashRequest& rq) {
       for (int c : candidates) v.emplace_back(all[c]);
       return v;
     }();
-    // After the first call one map lookup: the arguments of get (two std::function, which may
-    // allocate) are built only where a choice is made.
-    int c = policy.known(lat);
-    if (c < 0)
-      c = policy.get(
-          lat,
-          [&] {
-            std::ostringstream key;
-            key << "wilson_dslash_exterior " << sizeof(Store) << "B r" << static_cast<int>(R) << " e"
-                << static_cast<int>(E)
-                << (interior < 0 ? ""
-                    : interior   ? " lean"
-                                 : " halo");
-            return key.str();
-          },
-          names,
-          [&](int i) {
-            for (int k = 0; k < 2; ++k) run(candidates[i]);  // warm-up (with time_per_call's): kernels tune here
-            return time_per_call(b, 10, [&] { run(candidates[i]); });
-          });
+    const int c = policy.get(
+        lat,
+        [&] {
+          std::ostringstream key;
+          key << "wilson_dslash_exterior " << sizeof(Store) << "B r" << static_cast<int>(R) << " e"
+              << static_cast<int>(E)
+              << (interior < 0 ? ""
+                  : interior   ? " lean"
+                               : " halo");
+          return key.str();
+        },
+        names,
+        [&](int i) {
+          for (int k = 0; k < 2; ++k) run(candidates[i]);  // warm-up (with time_per_call's): kernels tune here
+          return time_per_call(b, 10, [&] { run(candidates[i]); });
+        });
     choice = candidates[c];
   }
   run(choice);

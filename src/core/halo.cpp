@@ -106,17 +106,15 @@ int PolicyChoice::known(const Lattice& lat) const {
   return it == chosen_.end() ? -1 : it->second;
 }
 
-int PolicyChoice::get(const Lattice& lat, const std::function<std::string()>& key,
-                      const std::vector<std::string>& names, const std::function<double(int)>& time) {
+int PolicyChoice::choose(const Lattice& lat, const std::function<std::string()>& key,
+                         const std::vector<std::string>& names, const std::function<double(int)>& time) {
   const std::array<int, 8> where = PolicyChoice::where(lat);
-  auto it = chosen_.find(where);
-  if (it == chosen_.end()) {
-    std::ostringstream k;
-    k << key() << " local " << where[0] << "x" << where[1] << "x" << where[2] << "x" << where[3] << " grid "
-      << where[4] << "x" << where[5] << "x" << where[6] << "x" << where[7];
-    it = chosen_.emplace(where, choose_policy(lat, k.str(), names, time)).first;
-  }
-  return it->second;
+  std::ostringstream k;
+  k << key() << " local " << where[0] << "x" << where[1] << "x" << where[2] << "x" << where[3] << " grid " << where[4]
+    << "x" << where[5] << "x" << where[6] << "x" << where[7];
+  const int c = choose_policy(lat, k.str(), names, time);
+  chosen_[where] = c;
+  return c;
 }
 
 void* HaloExchange::scratch(std::size_t bytes) {

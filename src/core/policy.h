@@ -19,13 +19,20 @@ class PolicyChoice {
  public:
   /// @param key the kernel's part of the tune-cache key (" local ... grid ..." is appended);
   ///        called only when a choice is made.
-  int get(const Lattice& lat, const std::function<std::string()>& key, const std::vector<std::string>& names,
-          const std::function<double(int)>& time);
-  /// The choice already made for lat's local lattice and process grid, or -1: a call site's
-  /// hot path asks this first, so that it builds get's arguments only when a choice is made.
+  /// @param time seconds per call of candidate i, called only when a choice is made.
+  /// After the first call on a lattice one map lookup: key and time are wrapped (std::function,
+  /// which may allocate) only where a choice is made.
+  template <typename Key, typename Time>
+  int get(const Lattice& lat, const Key& key, const std::vector<std::string>& names, const Time& time) {
+    const int c = known(lat);
+    return c >= 0 ? c : choose(lat, key, names, time);
+  }
+  /// The choice already made for lat's local lattice and process grid, or -1.
   int known(const Lattice& lat) const;
 
  private:
+  int choose(const Lattice& lat, const std::function<std::string()>& key, const std::vector<std::string>& names,
+             const std::function<double(int)>& time);
   static std::array<int, 8> where(const Lattice& lat);
   std::map<std::array<int, 8>, int> chosen_;
 };
