@@ -506,8 +506,7 @@ void Multigrid::mr_steps_set(int l, int steps, std::vector<ColorSpinorField>& xp
   std::vector<ColorSpinorField>& as = low_fields ? S.la : S.ha;
   std::vector<Cplx> one(n, Cplx(1)), minus_one(n, Cplx(-1));
   L.schur->apply_set(S.hr, xp);
-  const int reals = S.hr[0].site_reals();
-  if (low_fields && (reals == 24 || reals == 6)) {
+  if (low_fields && blas::mixed_precision_sets(S.hr[0])) {
     blas::caxpby_set_to(one.data(), bhat, minus_one.data(), S.hr, rs);  // rhat = bhat - Mhat x_p, stored low
   } else {
     blas::caxpbypcz_set(one.data(), bhat, nullptr, nullptr, minus_one.data(), S.hr);

@@ -14,6 +14,8 @@
 
 namespace latke::blas {
 
+bool mixed_precision_sets(const ColorSpinorField& f) { return f.site_reals() == 24 || f.site_reals() == 6; }
+
 namespace {
 
 /// f(S{}, NR, n): kernels over n "sites" of NR reals each. Wilson and staggered fields run
@@ -300,7 +302,7 @@ void require_accumulator(const ColorSpinorField& x, const ColorSpinorField& z, c
           what, ": fields differ in shape, subset or backend");
   require(precision_rank(z.precision()) >= precision_rank(x.precision()), what, ": the accumulator is in ",
           to_string(z.precision()), ", below its update's ", to_string(x.precision()));
-  require(x.site_reals() == 24 || x.site_reals() == 6, what, ": fields with ", x.site_reals(),
+  require(mixed_precision_sets(x), what, ": fields with ", x.site_reals(),
           " reals per site in two precisions: expected Wilson (24) or staggered (6) sites");
 }
 
@@ -761,8 +763,8 @@ SiteSet<S, NR> site_set(const std::vector<ColorSpinorField>& set, const std::vec
 /// more precisely than x. Only Wilson (24 reals per site) and staggered (6) sets.
 bool site_path(const ColorSpinorField& x, const ColorSpinorField& z, const char* what) {
   if (x.precision() != Precision::half && z.precision() == x.precision()) return false;
-  require(x.site_reals() == 24 || x.site_reals() == 6, what, ": a set in half precision or with an accumulator of ",
-          x.site_reals(), " reals per site: expected Wilson (24) or staggered (6) fields");
+  require(mixed_precision_sets(x), what, ": a set in half precision or with an accumulator of ", x.site_reals(),
+          " reals per site: expected Wilson (24) or staggered (6) fields");
   return true;
 }
 
@@ -1309,7 +1311,7 @@ void caxpby_set_to(const Cplx* a, const std::vector<ColorSpinorField>& x, const 
   require(x[0].site_reals() == w[0].site_reals() && x[0].n_parity() == w[0].n_parity() &&
               x[0].backend() == w[0].backend() && x[0].lattice().volume_cb() == w[0].lattice().volume_cb(),
           what, ": fields differ in shape, subset or backend");
-  require(x[0].site_reals() == 24 || x[0].site_reals() == 6, what, ": fields with ", x[0].site_reals(),
+  require(mixed_precision_sets(x[0]), what, ": fields with ", x[0].site_reals(),
           " reals per site: expected Wilson (24) or staggered (6) sites");
   dispatch_precision(x[0].precision(), [&](auto sx) {
     dispatch_precision(w[0].precision(), [&](auto sw) {

@@ -90,6 +90,9 @@ void caxpbypcz_set(const Cplx* a, const std::vector<ColorSpinorField>& x, const 
 /// @brief One minimal-residual step's two updates in one pass: x += a r and r -= a s (s = A r),
 /// fields of one shape and precision.
 void mr_update(Cplx a, ColorSpinorField& r, const ColorSpinorField& s, ColorSpinorField& x);
+/// Whether fields like f may meet fields of another precision in the set forms (caxpby_set_to's
+/// w, MrSetEnds::into, caxpbypcz_set's accumulator; half sets): Wilson and staggered sites.
+bool mixed_precision_sets(const ColorSpinorField& f);
 /// @brief w_k = a[k] x_k + b[k] y_k over sets of Wilson or staggered fields, x and y of one
 /// precision and w of any (a smoother's residual formed in single and stored in half, in one
 /// pass). w is written, not read.
