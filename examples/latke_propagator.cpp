@@ -435,6 +435,7 @@ PetscErrorCode solve_columns(LatkeGauge gauge, const Options& o, double kappa, d
   LatkeSolverParams sp;
   PetscCall(LatkeSolverParamsDefault(&sp));
   sp.tol = o.tol;
+  sp.initial_guess_nonzero = PETSC_FALSE;  // the columns start from zero: no guess to copy in
   const PetscInt site[4] = {static_cast<PetscInt>(o.site[0]), static_cast<PetscInt>(o.site[1]),
                             static_cast<PetscInt>(o.site[2]), static_cast<PetscInt>(o.site[3])};
   m.kappa = kappa;
@@ -471,7 +472,6 @@ PetscErrorCode solve_columns(LatkeGauge gauge, const Options& o, double kappa, d
     PetscCall(MatCreateVecs(A, &xhat[j], &bhat[j]));
     PetscCall(set_source(j));
     PetscCall(MatLatkePrepareSource(A, b, bhat[j]));
-    PetscCall(VecSet(xhat[j], 0.0));
   }
   std::vector<LatkeSolverStats> st(12);
   PetscCall(PetscTime(&t0));
@@ -488,6 +488,7 @@ PetscErrorCode solve_columns(LatkeGauge gauge, const Options& o, double kappa, d
     const auto residual = [&](double* res) { return latke::petsc::full_residual(A, M, xhat[j], b, cols[j], r, res); };
     PetscCall(residual(&c.residual));
     LatkeSolverParams pass = sp;
+    pass.initial_guess_nonzero = PETSC_TRUE;  // a further pass goes on from the solution
     const auto solve = [&](double step, bool* converged, long* iterations) -> PetscErrorCode {
       LatkeSolverStats more;
       pass.tol = step;

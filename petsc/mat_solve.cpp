@@ -77,6 +77,7 @@ struct NativeOptions {
   Precision sloppy = Precision::single;
   std::string pc;
   bool monitor = false;
+  bool zero_guess = false;  ///< start from zero, never reading x (initial_guess_nonzero false)
 };
 
 NativeOptions native_options(MPI_Comm comm, const char* prefix, const LatkeSolverParams& in) {
@@ -106,6 +107,8 @@ NativeOptions native_options(MPI_Comm comm, const char* prefix, const LatkeSolve
     o.monitor = g.flag("-latke_solver_monitor", false, "Print the iterated relative residual at every iteration");
     stall = g.integer("-latke_solver_stall_it", p.stall_iterations,
                       "GCR: stop once the true residual has not fallen by 10% in this many iterations (0: never)");
+    o.zero_guess = !g.flag("-latke_solver_initial_guess_nonzero", in.initial_guess_nonzero == PETSC_TRUE,
+                           "Start from x (else from zero, never reading x)");
   });
   require(stall >= 0, "-", prefix ? prefix : "", "latke_solver_stall_it ", stall, ": expected 0 or more");
   p.stall_iterations = static_cast<int>(stall);
@@ -238,6 +241,7 @@ PetscErrorCode LatkeSolverParamsDefault(LatkeSolverParams* p) {
   p->delta = 0.1;
   p->restart = 16;
   p->restart_drop = 1e-4;
+  p->initial_guess_nonzero = PETSC_TRUE;
   PetscFunctionReturn(0);
 }
 
@@ -255,7 +259,8 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams* param
     MatContext& c = context_of(A);
     NativeSetup n = native_setup(A, c, comm, prefix, in);
     VecField fb(*c.op, b, Access::read, 0);
-    VecField fx(*c.op, x, Access::read_write, 1);
+    VecField fx(*c.op, x, n.o.zero_guess ? Access::write : Access::read_write, 1);
+    if (n.o.zero_guess) fx.field().zero();
     const SolverStats st = solve(*n.outer, n.low.get(), n.k.get(), fx.field(), fb.field(), n.o.p, n.fallback.get());
     fx.release();
     fb.release();
@@ -289,7 +294,8 @@ PetscErrorCode MatLatkeSolveMany(Mat A, PetscInt n, Vec b[], Vec x[], const Latk
       std::vector<SolverStats> st;
       if (m == 1) {
         VecField fb(*c.op, b[i0], Access::read, 0);
-        VecField fx(*c.op, x[i0], Access::read_write, 1);
+        VecField fx(*c.op, x[i0], s.o.zero_guess ? Access::write : Access::read_write, 1);
+        if (s.o.zero_guess) fx.field().zero();
         st.push_back(solve(*s.outer, s.low.get(), s.k.get(), fx.field(), fb.field(), s.o.p, s.fallback.get()));
         fx.release();
         fb.release();
@@ -300,10 +306,14 @@ PetscErrorCode MatLatkeSolveMany(Mat A, PetscInt n, Vec b[], Vec x[], const Latk
           fx.push_back(s.outer->make_field());
           fb.push_back(s.outer->make_field());
           VecField vb(*c.op, b[i0 + k], Access::read, 0);
-          VecField vx(*c.op, x[i0 + k], Access::read, 1);
           fb.back().copy_from(vb.field());
-          fx.back().copy_from(vx.field());
           vb.release();
+          if (s.o.zero_guess) {
+            fx.back().zero();
+            continue;
+          }
+          VecField vx(*c.op, x[i0 + k], Access::read, 1);
+          fx.back().copy_from(vx.field());
           vx.release();
         }
         st = gcr_set(*s.outer, s.low.get(), s.k.get(), fx, fb, s.o.p);

@@ -282,6 +282,10 @@ typedef struct {
   PetscInt        restart;
   /* GCR in a sloppy precision: a cycle also ends once its residual fell by this factor */
   PetscReal restart_drop;
+  /* PETSC_TRUE (the default): x holds the initial guess; PETSC_FALSE: the solve starts from
+   * zero and never reads x (as KSPSetInitialGuessNonzero(ksp, PETSC_FALSE)), so a host x is
+   * not copied to the device first */
+  PetscBool initial_guess_nonzero;
 } LatkeSolverParams;
 
 typedef struct {
@@ -299,7 +303,8 @@ typedef struct {
 } LatkeSolverStats;
 
 PetscErrorCode LatkeSolverParamsDefault(LatkeSolverParams *params);
-/* Solve A x = b with a native solver; x holds the initial guess. stats may be NULL. A solve
+/* Solve A x = b with a native solver; x holds the initial guess (unless
+ * params->initial_guess_nonzero is PETSC_FALSE). stats may be NULL. A solve
  * that does not converge is not an error: stats->converged says so. The multigrid
  * preconditioner (-latke_solver_pc mg) is built at the first call on A with a prefix and kept
  * with A (until MatDestroy) for the next calls with that prefix, as a KSP keeps its PC; it is
@@ -312,7 +317,8 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams *param
  * -latke_solver_set_size (12; at most 32): each column keeps its own Krylov space, but every
  * iteration applies the operator and the preconditioner once for the whole set, so the
  * multigrid (-latke_solver_pc mg) reads links, clover, transfers and coarse blocks once per
- * set. Other solvers solve the columns one after another. x[i] hold the initial guesses.
+ * set. Other solvers solve the columns one after another. x[i] hold the initial guesses
+ * (unless params->initial_guess_nonzero is PETSC_FALSE).
  * stats (may be NULL) receives n entries; a column's seconds are its set's, and the
  * preconditioner's setup in this call is in stats[0].pc_setup_seconds alone. */
 PetscErrorCode MatLatkeSolveMany(Mat A, PetscInt n, Vec b[], Vec x[], const LatkeSolverParams *params,

@@ -54,7 +54,7 @@ class _StaggeredParams(ctypes.Structure):
 
 class _SolverParams(ctypes.Structure):
     _fields_ = [("type", ctypes.c_int), ("tol", _Real), ("max_it", _Int), ("sloppy", ctypes.c_int),
-                ("delta", _Real), ("restart", _Int), ("restart_drop", _Real)]
+                ("delta", _Real), ("restart", _Int), ("restart_drop", _Real), ("initial_guess_nonzero", ctypes.c_int)]
 
 
 class _SolverStats(ctypes.Structure):
@@ -479,11 +479,13 @@ def _global_t(A):
     return _info(A)[0][3]
 
 
-def solve(A, b, x, solver="gcr", tol=1e-10, max_it=10000, sloppy="single", prefix=None):
-    """Latke's native solver on A x = b (MatLatkeSolve; x holds the initial guess; the multigrid
-    with -latke_solver_pc mg in the options). Returns a dict of the solver's statistics."""
+def solve(A, b, x, solver="gcr", tol=1e-10, max_it=10000, sloppy="single", prefix=None, initial_guess_nonzero=True):
+    """Latke's native solver on A x = b (MatLatkeSolve; x holds the initial guess, or is only
+    written with initial_guess_nonzero=False; the multigrid with -latke_solver_pc mg in the
+    options). Returns a dict of the solver's statistics."""
     p = _SolverParams()
     _call("LatkeSolverParamsDefault", ctypes.byref(p))
+    p.initial_guess_nonzero = 1 if initial_guess_nonzero else 0
     p.type = _choice(_SOLVERS, solver, "solver")
     p.tol = float(tol)
     p.max_it = int(max_it)

@@ -11,6 +11,7 @@
 #include <complex>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <string>
@@ -887,7 +888,8 @@ TEST(NativeSolvers, MultigridIsKeptWithTheMatrixUntilItsOptionsChange) {
 // MatLatkeSolveMany: columns solved together (native GCR + multigrid, sets of 3 of 5 columns:
 // a full set and a partial one) reach MatLatkeSolve's solutions column by column, in about as
 // many iterations, with the setup counted once; with BiCGstab (one column at a time) the
-// same solutions; bad input is refused (one rank). On 1 and 4 ranks.
+// same solutions; with initial_guess_nonzero false, the same from x never read; bad input is
+// refused (one rank). On 1 and 4 ranks.
 TEST(NativeSolvers, ManyRightHandSidesSolvedTogether) {
   Problem pr(PETSC_COMM_WORLD, nullptr, 7, 0.2);
   const int n = 5;
@@ -921,6 +923,28 @@ TEST(NativeSolvers, ManyRightHandSidesSolvedTogether) {
       EXPECT_LE(std::abs(many[k].iterations - one[k].iterations), type == LATKE_SOLVER_GCR ? 1 : 0);
       EXPECT_LT(rel_world(pr.lex(x1[k]), pr.lex(x[k])), 1e-7);
       EXPECT_EQ(many[k].pc_setup_seconds, 0.0) << "the multigrid MatLatkeSolve built was not kept";
+    }
+    // initial_guess_nonzero false: x is never read (NaN there), the solves start from zero.
+    LatkeSolverParams z = p;
+    z.initial_guess_nonzero = PETSC_FALSE;
+    std::vector<Vec> xz(n);
+    std::vector<LatkeSolverStats> zs(n);
+    for (int k = 0; k < n; ++k) {
+      VecDuplicate(x[k], &xz[k]);
+      PetscScalar* a;
+      PetscInt m;
+      VecGetLocalSize(xz[k], &m);
+      VecGetArray(xz[k], &a);
+      std::fill(a, a + m, PetscScalar(std::numeric_limits<double>::quiet_NaN()));
+      VecRestoreArray(xz[k], &a);
+    }
+    ASSERT_EQ(MatLatkeSolveMany(pr.A, n, b.data(), xz.data(), &z, prefix, zs.data()), 0);
+    for (int k = 0; k < n; ++k) {
+      SCOPED_TRACE(::testing::Message() << "column " << k << " from a zero guess");
+      EXPECT_TRUE(zs[k].converged);
+      EXPECT_EQ(zs[k].iterations, many[k].iterations);
+      EXPECT_LT(rel_world(pr.lex(x[k]), pr.lex(xz[k])), 1e-12);
+      VecDestroy(&xz[k]);
     }
   }
   // Bad input (on one rank: PETSc's error handler ends the other ranks of a failing collective call).

@@ -118,6 +118,16 @@ class Package(unittest.TestCase):
         same = latke.meson_correlators_at(self.A, cols, (0, 0, 0, 5), [(0, 0, 0)], channels=("pion",), antiquark=cols)
         np.testing.assert_array_equal(same["pion"][0], c["pion"])  # one propagator twice: the degenerate pion
 
+    def test_a_zero_initial_guess_never_reads_x(self):
+        bhat, xhat, x0 = self.A.createVecRight(), self.A.createVecLeft(), self.A.createVecLeft()
+        bhat.setRandom()
+        want = latke.solve(self.A, bhat, x0, solver="bicgstab", tol=1e-10)  # from the zero vector
+        xhat.getArray()[:] = np.nan  # written in place (VecSet refuses NaN)
+        got = latke.solve(self.A, bhat, xhat, solver="bicgstab", tol=1e-10, initial_guess_nonzero=False)
+        self.assertTrue(got["converged"], got)
+        self.assertEqual(got["iterations"], want["iterations"])
+        self.assertTrue(np.array_equal(xhat.getArray(), x0.getArray()))  # bit for bit
+
     def test_the_free_nucleon_is_positive_forward_and_its_partner_backward(self):
         unit = latke.Gauge.random(LATTICE, seed=1, spread=0.0, grid=GRID)
         A = latke.WilsonClover(unit, kappa=0.115)
