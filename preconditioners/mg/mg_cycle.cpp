@@ -325,10 +325,13 @@ void Multigrid::correct_on_parity(int l, ColorSpinorField& xp, const ColorSpinor
   }
   if (steps == 0) return;
   const LogScope log(static_cast<LogEvent>(static_cast<int>(LogEvent::mg_smooth0) + std::min(l, 3)), 0, true);
-  L.schur->apply(*L.hr, xp);
-  blas::caxpby(Cplx(1), bhat, Cplx(-1), *L.hr);  // rhat = bhat - Mhat x_p (bhat read before the steps)
-  mr_steps(l, xp, true, steps);
-  blas::caxpby(Cplx(1), *L.hx, Cplx(1), xp);
+  // The fused steps of a set, on a set of one (bhat read before the steps, so it may be L.hx).
+  const bool low = L.schur_low != nullptr, low_fields = low && L.lx;
+  LinearOperator& A = low ? static_cast<LinearOperator&>(*L.schur_low) : *L.schur;
+  std::vector<ColorSpinorField> x{xp}, mx{*L.hr}, xs{low_fields ? *L.lx : *L.hx}, rs{low_fields ? *L.lr : *L.hr},
+      as{low_fields ? *L.la : *L.ha};
+  const std::vector<ColorSpinorField> b{bhat};
+  mr_steps_fused(l, steps, A, x, b, MrFields{mx, xs, rs, as});
 }
 
 void Multigrid::restrict_down(int l, ColorSpinorField& c, const ColorSpinorField& f) {
@@ -490,28 +493,42 @@ void Multigrid::mr_steps_set(int l, int steps, std::vector<ColorSpinorField>& xp
                              const std::vector<ColorSpinorField>& bhat) {
   Level& L = *levels_[l];
   Level::Sets& S = L.sets;
-  const int n = S.n;
+  // On a coarse level a set takes the level's own blocks, not their half copy: over a set the
+  // stencil is bound by issue, not bytes, and half blocks only add their decoding (on tensor
+  // cores, where the single blocks go, the half copy was the slower).
+  const bool low = L.schur_low != nullptr && (l == 0 || !L.schur->applies_sets()), low_fields = low && L.lx;
+  LinearOperator& A = low ? static_cast<LinearOperator&>(*L.schur_low) : *L.schur;
+  mr_steps_fused(l, steps, A, xp, bhat,
+                 MrFields{S.hr, low_fields ? S.lx : S.hx, low_fields ? S.lr : S.hr, low_fields ? S.la : S.ha});
+}
+
+void Multigrid::mr_steps_fused(int l, int steps, LinearOperator& A, std::vector<ColorSpinorField>& xp,
+                               const std::vector<ColorSpinorField>& bhat, const MrFields& f) {
+  Level& L = *levels_[l];
+  const int n = static_cast<int>(xp.size());
   const double omega = param_.level[l].omega;
   // As mr_steps on the even-odd system, x_p += the steps' x for rhat = bhat - Mhat x_p, with the
   // passes between the steps fused: rhat formed in the smoother's precision in one pass, the
   // first step writing x (no zeroing), the last adding its x to x_p (no copy out of the
-  // smoother's precision, no separate sum). On a coarse level a set takes the level's own
-  // blocks, not their half copy: over a set the stencil is bound by issue, not bytes, and half
-  // blocks only add their decoding (on tensor cores, where the single blocks go, the half copy
-  // was the slower).
-  const bool low = L.schur_low != nullptr && (l == 0 || !L.schur->applies_sets()), low_fields = low && L.lx;
-  LinearOperator& A = low ? static_cast<LinearOperator&>(*L.schur_low) : *L.schur;
-  std::vector<ColorSpinorField>& xs = low_fields ? S.lx : S.hx;
-  std::vector<ColorSpinorField>& rs = low_fields ? S.lr : S.hr;
-  std::vector<ColorSpinorField>& as = low_fields ? S.la : S.ha;
+  // smoother's precision, no separate sum).
+  std::vector<ColorSpinorField>&xs = f.x, &rs = f.r, &as = f.a;
+  const bool low_fields = rs[0].precision() != f.mx[0].precision();
   std::vector<Cplx> one(n, Cplx(1)), minus_one(n, Cplx(-1));
-  L.schur->apply_set(S.hr, xp);
-  if (low_fields && blas::mixed_precision_sets(S.hr[0])) {
-    blas::caxpby_set_to(one.data(), bhat, minus_one.data(), S.hr, rs);  // rhat = bhat - Mhat x_p, stored low
+  // One field: the operators' own one-field stencils (a coarse set stencil over one field
+  // would leave most of its lanes idle).
+  auto apply = [n](LinearOperator& M, std::vector<ColorSpinorField>& out, const std::vector<ColorSpinorField>& in) {
+    if (n == 1)
+      M.apply(out[0], in[0]);
+    else
+      M.apply_set(out, in);
+  };
+  apply(*L.schur, f.mx, xp);
+  if (low_fields && blas::mixed_precision_sets(f.mx[0])) {
+    blas::caxpby_set_to(one.data(), bhat, minus_one.data(), f.mx, rs);  // rhat = bhat - Mhat x_p, stored low
   } else {
-    blas::caxpbypcz_set(one.data(), bhat, nullptr, nullptr, minus_one.data(), S.hr);
+    blas::caxpbypcz_set(one.data(), bhat, nullptr, nullptr, minus_one.data(), f.mx);
     if (low_fields)
-      for (int k = 0; k < n; ++k) rs[k].copy_from(S.hr[k]);
+      for (int k = 0; k < n; ++k) rs[k].copy_from(f.mx[k]);
   }
   // x_k += omega alpha_k r_k, r_k -= omega alpha_k A r_k (not after the last step), the scalars
   // on the device on one rank, else summed on the host.
@@ -521,7 +538,7 @@ void Multigrid::mr_steps_set(int l, int steps, std::vector<ColorSpinorField>& xp
   for (int s = 0; s < steps; ++s) {
     const bool last = s + 1 == steps;
     const blas::MrSetEnds ends{s == 0, last ? &xp : nullptr};
-    A.apply_set(as, rs);
+    apply(A, as, rs);
     if (sums) {
       blas::cdot_norms_set_to(as, rs, sums);
       blas::mr_update_set_from(omega, sums, rs, as, xs, !last, ends);
