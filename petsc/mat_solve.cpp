@@ -213,6 +213,18 @@ void fill_stats(const SolverStats& st, double pc_setup, LatkeSolverStats& out) {
   out.pc_setup_seconds = pc_setup;
 }
 
+/// One column's solve (MatLatkeSolve, and MatLatkeSolveMany one column at a time): b and x
+/// seen as Latke fields (staged where they are host vectors), x read only as a nonzero guess.
+SolverStats solve_column(const NativeSetup& s, MatContext& c, Vec b, Vec x) {
+  VecField fb(*c.op, b, Access::read, 0);
+  VecField fx(*c.op, x, s.o.zero_guess ? Access::write : Access::read_write, 1);
+  if (s.o.zero_guess) fx.field().zero();
+  const SolverStats st = solve(*s.outer, s.low.get(), s.k.get(), fx.field(), fb.field(), s.o.p, s.fallback.get());
+  fx.release();
+  fb.release();
+  return st;
+}
+
 }  // namespace
 
 void native_solver_options_help(MPI_Comm comm, const char* prefix) {
@@ -258,12 +270,7 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams* param
   PetscCall(guarded(comm, [&] {
     MatContext& c = context_of(A);
     NativeSetup n = native_setup(A, c, comm, prefix, in);
-    VecField fb(*c.op, b, Access::read, 0);
-    VecField fx(*c.op, x, n.o.zero_guess ? Access::write : Access::read_write, 1);
-    if (n.o.zero_guess) fx.field().zero();
-    const SolverStats st = solve(*n.outer, n.low.get(), n.k.get(), fx.field(), fb.field(), n.o.p, n.fallback.get());
-    fx.release();
-    fb.release();
+    const SolverStats st = solve_column(n, c, b, x);
     report_stop(comm, n.o.p, st, "", prefix);
     if (stats) fill_stats(st, n.pc_setup, *stats);
   }));
@@ -293,12 +300,7 @@ PetscErrorCode MatLatkeSolveMany(Mat A, PetscInt n, Vec b[], Vec x[], const Latk
       const int m = static_cast<int>(std::min<PetscInt>(set_size, n - i0));
       std::vector<SolverStats> st;
       if (m == 1) {
-        VecField fb(*c.op, b[i0], Access::read, 0);
-        VecField fx(*c.op, x[i0], s.o.zero_guess ? Access::write : Access::read_write, 1);
-        if (s.o.zero_guess) fx.field().zero();
-        st.push_back(solve(*s.outer, s.low.get(), s.k.get(), fx.field(), fb.field(), s.o.p, s.fallback.get()));
-        fx.release();
-        fb.release();
+        st.push_back(solve_column(s, c, b[i0], x[i0]));
       } else {
         // The columns in Latke's double fields (the vectors may be host vectors, staged).
         std::vector<ColorSpinorField> fx, fb;

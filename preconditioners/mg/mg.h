@@ -376,18 +376,17 @@ class Multigrid {
   void cycle_set(int l, std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& b);
   void coarse_correction_set(int l);
   void correct_on_parity_set(int l, std::vector<ColorSpinorField>& xp, const std::vector<ColorSpinorField>& bhat);
-  /// x_p += `steps` MR steps on Mhat e = bhat - Mhat x_p from e = 0, on level l's Sets.
-  void mr_steps_set(int l, int steps, std::vector<ColorSpinorField>& xp, const std::vector<ColorSpinorField>& bhat);
-  /// The fields of mr_steps_fused: mx receives Mhat x_p (the level's even-odd precision); the
-  /// steps' x, r and A r in the smoother's precision (r may be mx when that is the same).
+  /// A level's even-odd smoothing fields as mr_steps_fused takes them: its Sets, or one field
+  /// each (an absent field: an empty vector). hr receives Mhat x_p and, in the level's
+  /// precision, the residual; lx, lr, la exist where the smoother's precision is lower.
   struct MrFields {
-    std::vector<ColorSpinorField>&mx, &x, &r, &a;
+    std::vector<ColorSpinorField>&hr, &hx, &ha, &lx, &lr, &la;
   };
-  /// mr_steps_set's steps by the operator A (Mhat or its lower-precision copy) on the fields f,
-  /// for a set of any size (correct_on_parity's one field too): the residual formed in one pass,
-  /// the first step writing x, the last adding x + alpha r to x_p.
-  void mr_steps_fused(int l, int steps, LinearOperator& A, std::vector<ColorSpinorField>& xp,
-                      const std::vector<ColorSpinorField>& bhat, const MrFields& f);
+  /// x_p += `steps` MR steps on Mhat e = bhat - Mhat x_p from e = 0, for a set of any size (a
+  /// single right-hand side's cycle: a set of one): the residual formed in one pass, the first
+  /// step writing x, the last adding x + alpha r to x_p.
+  void mr_steps_fused(int l, int steps, std::vector<ColorSpinorField>& xp, const std::vector<ColorSpinorField>& bhat,
+                      const MrFields& f);
   void coarse_solve_set(int l, std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& b);
   /// While profiling: the work since the last change of level (device synchronized) goes to the
   /// level it was on, and from now on to level l (-1: outside the multigrid). Returns the level

@@ -326,12 +326,12 @@ void Multigrid::correct_on_parity(int l, ColorSpinorField& xp, const ColorSpinor
   if (steps == 0) return;
   const LogScope log(static_cast<LogEvent>(static_cast<int>(LogEvent::mg_smooth0) + std::min(l, 3)), 0, true);
   // The fused steps of a set, on a set of one (bhat read before the steps, so it may be L.hx).
-  const bool low = L.schur_low != nullptr, low_fields = low && L.lx;
-  LinearOperator& A = low ? static_cast<LinearOperator&>(*L.schur_low) : *L.schur;
-  std::vector<ColorSpinorField> x{xp}, mx{*L.hr}, xs{low_fields ? *L.lx : *L.hx}, rs{low_fields ? *L.lr : *L.hr},
-      as{low_fields ? *L.la : *L.ha};
-  const std::vector<ColorSpinorField> b{bhat};
-  mr_steps_fused(l, steps, A, x, b, MrFields{mx, xs, rs, as});
+  auto one = [](const std::unique_ptr<ColorSpinorField>& f) {
+    return f ? std::vector<ColorSpinorField>{*f} : std::vector<ColorSpinorField>{};
+  };
+  std::vector<ColorSpinorField> x{xp}, hr = one(L.hr), hx = one(L.hx), ha = one(L.ha), lx = one(L.lx), lr = one(L.lr),
+                                       la = one(L.la);
+  mr_steps_fused(l, steps, x, {bhat}, MrFields{hr, hx, ha, lx, lr, la});
 }
 
 void Multigrid::restrict_down(int l, ColorSpinorField& c, const ColorSpinorField& f) {
@@ -489,20 +489,7 @@ void Multigrid::prolongate_up_set(int l, std::vector<ColorSpinorField>& f, const
   levels_[l]->transfer->prolongate_set(f, C.sets.part_x);
 }
 
-void Multigrid::mr_steps_set(int l, int steps, std::vector<ColorSpinorField>& xp,
-                             const std::vector<ColorSpinorField>& bhat) {
-  Level& L = *levels_[l];
-  Level::Sets& S = L.sets;
-  // On a coarse level a set takes the level's own blocks, not their half copy: over a set the
-  // stencil is bound by issue, not bytes, and half blocks only add their decoding (on tensor
-  // cores, where the single blocks go, the half copy was the slower).
-  const bool low = L.schur_low != nullptr && (l == 0 || !L.schur->applies_sets()), low_fields = low && L.lx;
-  LinearOperator& A = low ? static_cast<LinearOperator&>(*L.schur_low) : *L.schur;
-  mr_steps_fused(l, steps, A, xp, bhat,
-                 MrFields{S.hr, low_fields ? S.lx : S.hx, low_fields ? S.lr : S.hr, low_fields ? S.la : S.ha});
-}
-
-void Multigrid::mr_steps_fused(int l, int steps, LinearOperator& A, std::vector<ColorSpinorField>& xp,
+void Multigrid::mr_steps_fused(int l, int steps, std::vector<ColorSpinorField>& xp,
                                const std::vector<ColorSpinorField>& bhat, const MrFields& f) {
   Level& L = *levels_[l];
   const int n = static_cast<int>(xp.size());
@@ -510,9 +497,15 @@ void Multigrid::mr_steps_fused(int l, int steps, LinearOperator& A, std::vector<
   // As mr_steps on the even-odd system, x_p += the steps' x for rhat = bhat - Mhat x_p, with the
   // passes between the steps fused: rhat formed in the smoother's precision in one pass, the
   // first step writing x (no zeroing), the last adding its x to x_p (no copy out of the
-  // smoother's precision, no separate sum).
-  std::vector<ColorSpinorField>&xs = f.x, &rs = f.r, &as = f.a;
-  const bool low_fields = rs[0].precision() != f.mx[0].precision();
+  // smoother's precision, no separate sum). A coarse level's set takes the level's own blocks,
+  // not their half copy: over a set the stencil is bound by issue, not bytes, and half blocks
+  // only add their decoding (on tensor cores, where the single blocks go, the half copy was the
+  // slower); one field takes the half copy.
+  const bool low = L.schur_low != nullptr && (n == 1 || l == 0 || !L.schur->applies_sets());
+  const bool low_fields = low && !f.lx.empty();
+  LinearOperator& A = low ? static_cast<LinearOperator&>(*L.schur_low) : *L.schur;
+  std::vector<ColorSpinorField>&xs = low_fields ? f.lx : f.hx, &rs = low_fields ? f.lr : f.hr,
+                               &as = low_fields ? f.la : f.ha;
   std::vector<Cplx> one(n, Cplx(1)), minus_one(n, Cplx(-1));
   // One field: the operators' own one-field stencils (a coarse set stencil over one field
   // would leave most of its lanes idle).
@@ -522,13 +515,13 @@ void Multigrid::mr_steps_fused(int l, int steps, LinearOperator& A, std::vector<
     else
       M.apply_set(out, in);
   };
-  apply(*L.schur, f.mx, xp);
-  if (low_fields && blas::mixed_precision_sets(f.mx[0])) {
-    blas::caxpby_set_to(one.data(), bhat, minus_one.data(), f.mx, rs);  // rhat = bhat - Mhat x_p, stored low
+  apply(*L.schur, f.hr, xp);
+  if (low_fields && blas::mixed_precision_sets(f.hr[0])) {
+    blas::caxpby_set_to(one.data(), bhat, minus_one.data(), f.hr, rs);  // rhat = bhat - Mhat x_p, stored low
   } else {
-    blas::caxpbypcz_set(one.data(), bhat, nullptr, nullptr, minus_one.data(), f.mx);
+    blas::caxpbypcz_set(one.data(), bhat, nullptr, nullptr, minus_one.data(), f.hr);
     if (low_fields)
-      for (int k = 0; k < n; ++k) rs[k].copy_from(f.mx[k]);
+      for (int k = 0; k < n; ++k) rs[k].copy_from(f.hr[k]);
   }
   // x_k += omega alpha_k r_k, r_k -= omega alpha_k A r_k (not after the last step), the scalars
   // on the device on one rank, else summed on the host.
@@ -563,7 +556,8 @@ void Multigrid::correct_on_parity_set(int l, std::vector<ColorSpinorField>& xp,
   const int steps = param_.level[l].post_smooth;
   if (steps == 0) return;
   const LogScope log(static_cast<LogEvent>(static_cast<int>(LogEvent::mg_smooth0) + std::min(l, 3)), 0, true);
-  mr_steps_set(l, steps, xp, bhat);
+  Level::Sets& S = levels_[l]->sets;
+  mr_steps_fused(l, steps, xp, bhat, MrFields{S.hr, S.hx, S.ha, S.lx, S.lr, S.la});
 }
 
 void Multigrid::coarse_solve_set(int l, std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& b) {
