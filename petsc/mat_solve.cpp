@@ -302,20 +302,20 @@ PetscErrorCode MatLatkeSolveMany(Mat A, PetscInt n, Vec b[], Vec x[], const Latk
       if (m == 1) {
         st.push_back(solve_column(s, c, b[i0], x[i0]));
       } else {
-        // The columns in Latke's double fields (the vectors may be host vectors, staged).
-        std::vector<ColorSpinorField> fx, fb;
+        // The columns in Latke's double fields (the vectors may be host vectors, staged), as
+        // sets: the restarts' true residuals then read the operator once for the set.
+        std::vector<ColorSpinorField> fx = ColorSpinorField::make_set(s.outer->lattice(), s.outer->field_param(), m),
+                                      fb = ColorSpinorField::make_set(s.outer->lattice(), s.outer->field_param(), m);
         for (int k = 0; k < m; ++k) {
-          fx.push_back(s.outer->make_field());
-          fb.push_back(s.outer->make_field());
           VecField vb(*c.op, b[i0 + k], Access::read, 0);
-          fb.back().copy_from(vb.field());
+          fb[k].copy_from(vb.field());
           vb.release();
           if (s.o.zero_guess) {
-            fx.back().zero();
+            fx[k].zero();
             continue;
           }
           VecField vx(*c.op, x[i0 + k], Access::read, 1);
-          fx.back().copy_from(vx.field());
+          fx[k].copy_from(vx.field());
           vx.release();
         }
         st = gcr_set(*s.outer, s.low.get(), s.k.get(), fx, fb, s.o.p);

@@ -730,14 +730,29 @@ std::vector<SolverStats> gcr_set(LinearOperator& A, LinearOperator* sloppy, Prec
     ++st[k].outer_applications;
     return blas::caxpby_norm(Cplx(1), b[k], Cplx(-1), r[k]);
   };
+  // r2[k] = |r_k|^2 of r_k = b_k - A x_k for the systems in `which`: where that is all of them
+  // and x and b are sets, the operator reads its coefficients once for the set and the norms take
+  // one pass and one global sum; else system by system.
+  const bool whole_sets = n > 1 && is_set(x) && is_set(b);
+  std::vector<Cplx> one(n, Cplx(1)), minus_one(n, Cplx(-1));
+  auto true_residuals = [&](const std::vector<bool>& which, std::vector<double>& out) {
+    if (whole_sets && std::find(which.begin(), which.end(), false) == which.end()) {
+      A.apply_set(r, x);
+      for (int k = 0; k < n; ++k) ++st[k].outer_applications;
+      blas::caxpbypcz_set(one.data(), b, nullptr, nullptr, minus_one.data(), r, out.data());
+      return;
+    }
+    for (int k = 0; k < n; ++k)
+      if (which[k]) out[k] = true_residual(k);
+  };
   auto count_sloppy_set = [&] {
     for (int k = 0; k < n; ++k) ++(mixed ? st[k].sloppy_applications : st[k].outer_applications);
   };
+  true_residuals(std::vector<bool>(n, true), r2);
   for (int k = 0; k < n; ++k) {
     b2[k] = blas::cdot_norms(b[k], b[k]).xx;
     require(b2[k] > 0, "gcr_set: source ", k, " is zero");
     target[k] = p.tol * p.tol * b2[k];
-    r2[k] = true_residual(k);
     st[k].initial_residual = std::sqrt(r2[k] / b2[k]);
     best[k] = r2[k];
     active[k] = r2[k] > target[k];
@@ -791,7 +806,10 @@ std::vector<SolverStats> gcr_set(LinearOperator& A, LinearOperator* sloppy, Prec
       if (!active[k]) continue;
       cycle[k]->update(xs[k]);
       if (mixed) fold(x[k], xs[k], *tmp);
-      r2[k] = true_residual(k);  // restart from the true residual
+    }
+    true_residuals(active, r2);  // restart from the true residuals
+    for (int k = 0; k < n; ++k) {
+      if (!active[k]) continue;
       ++st[k].reliable_updates;
       if (r2[k] < 0.81 * best[k]) {
         best[k] = r2[k];
@@ -802,8 +820,10 @@ std::vector<SolverStats> gcr_set(LinearOperator& A, LinearOperator* sloppy, Prec
   }
   synchronize(A.field_param().backend);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  for (int k = 0; k < n; ++k) {  // the verdict, in double with the operator itself
-    const double rk = true_residual(k);
+  std::vector<double> final_r2(n);
+  true_residuals(std::vector<bool>(n, true), final_r2);  // the verdict, in double with the operator itself
+  for (int k = 0; k < n; ++k) {
+    const double rk = final_r2[k];
     st[k].true_residual = std::sqrt(rk / b2[k]);
     st[k].converged = st[k].true_residual <= p.tol * (1 + 1e-6);
     st[k].seconds = seconds;

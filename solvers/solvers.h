@@ -199,9 +199,11 @@ std::vector<SolverStats> bicgstab_set(const SetOperator& A, std::vector<ColorSpi
 /// and restarts, but every iteration applies the preconditioner (K->apply_set) and the sloppy
 /// operator (apply_set) once for the whole set, so that a multigrid or an operator that reads
 /// its coefficients once per set does so. x[k] (initial guesses; receive the solutions) and
-/// b[k]: double fields of A's shape, any fields (they need not be a set). A system that meets
-/// its tolerance stops taking directions (its residual is zeroed for the rest of the set's
-/// cycle); the set ends when every system has converged, stalled or reached max_iter. Returns
+/// b[k]: double fields of A's shape, any fields; where both are sets (make_set), the true
+/// residuals at the start, at the end and at each restart where every system still iterates take
+/// the operator's set form. A system that meets its tolerance stops taking directions (its
+/// residual is zeroed for the rest of the set's cycle); the set ends when every system has
+/// converged, stalled or reached max_iter. Returns
 /// per system what solve() returns, its applications counting those made for the whole set.
 /// Needs p.type gcr.
 std::vector<SolverStats> gcr_set(LinearOperator& A, LinearOperator* sloppy, Preconditioner* K,
