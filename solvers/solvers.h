@@ -203,9 +203,8 @@ std::vector<SolverStats> bicgstab_set(const SetOperator& A, std::vector<ColorSpi
 /// residuals at the start, at the end and at each restart where every system still iterates take
 /// the operator's set form. A system that meets its tolerance stops taking directions (its
 /// residual is zeroed for the rest of the set's cycle); the set ends when every system has
-/// converged, stalled or reached max_iter. Returns
-/// per system what solve() returns, its applications counting those made for the whole set.
-/// Needs p.type gcr.
+/// converged, stalled or reached max_iter. Returns per system what solve() returns, its
+/// applications counting those made for the whole set. Needs p.type gcr.
 std::vector<SolverStats> gcr_set(LinearOperator& A, LinearOperator* sloppy, Preconditioner* K,
                                  std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& b,
                                  const SolverParam& p);
