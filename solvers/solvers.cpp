@@ -830,6 +830,9 @@ std::vector<SolverStats> gcr_set(LinearOperator& A, LinearOperator* sloppy, Prec
     double local = st[k].outer_applications * A.flops() + st[k].sloppy_applications * (mixed ? S.flops() : 0.0);
     MPI_Allreduce(&local, &st[k].flops, 1, MPI_DOUBLE, MPI_SUM, A.lattice()->comm());
   }
+  // The double operator's set scratch (a set of the other parity, as large as x) is not kept
+  // between solves: a further set solve makes it again, once.
+  if (whole_sets) A.release_set_scratch();
   return st;
 }
 
