@@ -748,11 +748,13 @@ std::vector<SolverStats> gcr_set(LinearOperator& A, LinearOperator* sloppy, Prec
   auto count_sloppy_set = [&] {
     for (int k = 0; k < n; ++k) ++(mixed ? st[k].sloppy_applications : st[k].outer_applications);
   };
-  true_residuals(std::vector<bool>(n, true), r2);
   for (int k = 0; k < n; ++k) {
     b2[k] = blas::cdot_norms(b[k], b[k]).xx;
     require(b2[k] > 0, "gcr_set: source ", k, " is zero");
     target[k] = p.tol * p.tol * b2[k];
+  }
+  true_residuals(std::vector<bool>(n, true), r2);
+  for (int k = 0; k < n; ++k) {
     st[k].initial_residual = std::sqrt(r2[k] / b2[k]);
     best[k] = r2[k];
     active[k] = r2[k] > target[k];
@@ -820,11 +822,9 @@ std::vector<SolverStats> gcr_set(LinearOperator& A, LinearOperator* sloppy, Prec
   }
   synchronize(A.field_param().backend);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::vector<double> final_r2(n);
-  true_residuals(std::vector<bool>(n, true), final_r2);  // the verdict, in double with the operator itself
+  true_residuals(std::vector<bool>(n, true), r2);  // the verdict, in double with the operator itself
   for (int k = 0; k < n; ++k) {
-    const double rk = final_r2[k];
-    st[k].true_residual = std::sqrt(rk / b2[k]);
+    st[k].true_residual = std::sqrt(r2[k] / b2[k]);
     st[k].converged = st[k].true_residual <= p.tol * (1 + 1e-6);
     st[k].seconds = seconds;
     double local = st[k].outer_applications * A.flops() + st[k].sloppy_applications * (mixed ? S.flops() : 0.0);
