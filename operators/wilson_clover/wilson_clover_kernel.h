@@ -76,6 +76,31 @@ LATKE_HOST_DEVICE LATKE_INLINE void accumulate(ColorSpinor<T, 3, 4>& acc, const 
   });
 }
 
+/// acc += w (1 + s gamma_mu) through h: accumulate's sums with every term scaled by w, in
+/// multiply-adds (what a hop in raw half-precision units adds, w its units' worth).
+template <int MU, typename T>
+LATKE_HOST_DEVICE LATKE_INLINE void accumulate(ColorSpinor<T, 3, 4>& acc, const ColorSpinor<T, 3, 2>& h, T s, T w) {
+  const T sw = s * w;
+  static_for<2>([&](auto r_) {
+    constexpr int r = decltype(r_)::value;
+    LATKE_UNROLL for (int c = 0; c < 3; ++c) {
+      acc.d[r][c].re += w * h.d[r][c].re;
+      acc.d[r][c].im += w * h.d[r][c].im;
+    }
+    static_for<2>([&](auto k_) {
+      constexpr int k = decltype(k_)::value;
+      constexpr UnitComplex b = gamma_block(MU, k, r);
+      if constexpr (b.re != 0 || b.im != 0) {
+        LATKE_UNROLL for (int c = 0; c < 3; ++c) {
+          const Complex<T> t = mul_unit<b.re, -b.im>(h.d[k][c]);
+          acc.d[2 + r][c].re += sw * t.re;
+          acc.d[2 + r][c].im += sw * t.im;
+        }
+      }
+    });
+  });
+}
+
 template <typename T>
 LATKE_HOST_DEVICE LATKE_INLINE ColorSpinor<T, 3, 2> scale_phase(const ColorSpinor<T, 3, 2>& h, const Complex<T>& z) {
   ColorSpinor<T, 3, 2> r;
@@ -123,17 +148,39 @@ struct DslashArg {
   int slots = 0;
 };
 
+/// A half-precision spinor's stored integers at x (SiteArray::load_raw) and, in w, what one is
+/// worth: its site's norm / 32767.
+LATKE_HOST_DEVICE LATKE_INLINE ColorSpinor<float, 3, 4> load_raw(const SpinorAccessor<short, 3, 4>& a, int x,
+                                                                 float& w) {
+  float r[24];
+  a.a.load_raw(r, x);
+  w = a.a.norm[x] * (1.0f / fixed_max);
+  return from_reals<float, 4>(r);
+}
+
 /// The hopping sum D_hop in (x) at one site with no faces (nothing split), for the local and
 /// the set kernels; links through `gauge`, the input through `in` (a field, or one field of a
 /// set), both indexed by arg's geometry. The same hops as DslashKernel's, which keeps its own
 /// loop (with the halo's faces): sharing this one cost it 8 registers in half precision
 /// (ptxas). The on-chip Schwarz solver keeps its own copy too (wilson_clover_blocks.cpp).
+///
+/// Half-precision spinors and links (SpinorAccessor and GaugeAccessor of short) enter in their
+/// raw units: each hop's projection and colour product run on the stored integers (the link's
+/// third row rebuilt in those units, GaugeAccessor::load_raw), and what the product is worth
+/// (the neighbour's norm times the links' unit) scales it inside accumulate's multiply-adds: the
+/// 24 + 12 multiplies per hop that scaled each decoded value become seven (the third row's six
+/// and the hop's one).
 template <typename Store, Reconstruct R, typename Gauge, typename In, typename T = typename compute_type<Store>::type>
 LATKE_HOST_DEVICE LATKE_INLINE ColorSpinor<T, 3, 4> hop_sum(const DslashArg<Store, R>& arg, const Gauge& gauge,
                                                             const In& in, int x_cb, int full, const int (&c)[4]) {
   const int parity = arg.parity;
   const int* L = arg.faces.geom.L;
   const T s = arg.sign;
+  constexpr bool raw =
+      std::is_same_v<In, SpinorAccessor<short, 3, 4>> && std::is_same_v<Gauge, GaugeAccessor<short, R>>;
+  // raw: a raw spinor value times a raw link value is worth w (load_raw) times the links' unit
+  [[maybe_unused]] T unit = T(0);
+  if constexpr (raw) unit = gauge.unit();
   ColorSpinor<T, 3, 4> acc;
   acc.zero();
   int stride = 1;
@@ -148,16 +195,34 @@ LATKE_HOST_DEVICE LATKE_INLINE ColorSpinor<T, 3, 4> hop_sum(const DslashArg<Stor
     }
     if (forward) {  // forward: (1 + s gamma_mu) U_mu(x) psi(x + mu)
       const int nb = c[mu] == L[mu] - 1 ? full - (L[mu] - 1) * stride : full + stride;
-      ColorSpinor<T, 3, 2> uh = gauge.load(mu, x_cb, parity) * project<mu>(in.load(nb >> 1), s);
-      if (((arg.phase_mask >> mu) & 1) && c[mu] == arg.last_slice[mu]) uh = scale_phase(uh, Complex<T>(arg.phase[mu]));
-      accumulate<mu>(acc, uh, s);
+      if constexpr (raw) {
+        T w;
+        ColorSpinor<T, 3, 2> uh = gauge.load_raw(mu, x_cb, parity) * project<mu>(load_raw(in, nb >> 1, w), s);
+        if (((arg.phase_mask >> mu) & 1) && c[mu] == arg.last_slice[mu])
+          uh = scale_phase(uh, Complex<T>(arg.phase[mu]));
+        accumulate<mu>(acc, uh, s, w * unit);
+      } else {
+        ColorSpinor<T, 3, 2> uh = gauge.load(mu, x_cb, parity) * project<mu>(in.load(nb >> 1), s);
+        if (((arg.phase_mask >> mu) & 1) && c[mu] == arg.last_slice[mu])
+          uh = scale_phase(uh, Complex<T>(arg.phase[mu]));
+        accumulate<mu>(acc, uh, s);
+      }
     }
     if (backward) {  // backward: (1 - s gamma_mu) U_mu(x - mu)^dag psi(x - mu)
       const int nb = c[mu] == 0 ? full + (L[mu] - 1) * stride : full - stride;
-      ColorSpinor<T, 3, 2> uh = adj_mul(gauge.load(mu, nb >> 1, 1 - parity), project<mu>(in.load(nb >> 1), -s));
-      if (((arg.phase_mask >> mu) & 1) && c[mu] == arg.first_slice[mu])
-        uh = scale_phase(uh, Complex<T>(conj(arg.phase[mu])));
-      accumulate<mu>(acc, uh, -s);
+      if constexpr (raw) {
+        T w;
+        ColorSpinor<T, 3, 2> uh =
+            adj_mul(gauge.load_raw(mu, nb >> 1, 1 - parity), project<mu>(load_raw(in, nb >> 1, w), -s));
+        if (((arg.phase_mask >> mu) & 1) && c[mu] == arg.first_slice[mu])
+          uh = scale_phase(uh, Complex<T>(conj(arg.phase[mu])));
+        accumulate<mu>(acc, uh, -s, w * unit);
+      } else {
+        ColorSpinor<T, 3, 2> uh = adj_mul(gauge.load(mu, nb >> 1, 1 - parity), project<mu>(in.load(nb >> 1), -s));
+        if (((arg.phase_mask >> mu) & 1) && c[mu] == arg.first_slice[mu])
+          uh = scale_phase(uh, Complex<T>(conj(arg.phase[mu])));
+        accumulate<mu>(acc, uh, -s);
+      }
     }
     stride *= L[mu];
   });

@@ -23,6 +23,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "src/core/algebra.h"
 #include "src/core/macros.h"
@@ -79,6 +80,18 @@ LATKE_HOST_DEVICE LATKE_INLINE short to_fixed(float x) {
   const int q = static_cast<int>(std::lrint(x));
 #endif
   return static_cast<short>(static_cast<unsigned short>(q + 32768));
+}
+
+/// to_fixed(x * inv) with one rounding, for x * inv in [-32767, 32767]: on the device the
+/// fused multiply-add 2^23 + 32768 + x inv lies in [2^23, 2^24), where the floats are the
+/// integers, so its low 16 bits are the offset-binary word (one instruction where a multiply, a
+/// conversion and an add were three). Elsewhere the product is rounded, then the integer.
+LATKE_HOST_DEVICE LATKE_INLINE short to_fixed(float x, float inv) {
+#if defined(__CUDA_ARCH__)
+  return static_cast<short>(__float_as_uint(__fmaf_rn(x, inv, 8421376.0f)) & 0xFFFFu);  // 2^23 + 32768
+#else
+  return to_fixed(x * inv);
+#endif
 }
 
 /// Decode an offset-binary 16-bit word to its integer value (as a float, exactly).
@@ -188,7 +201,11 @@ struct SiteArray {
         Vector<Store, W> w;
         LATKE_UNROLL for (int i = 0; i < W; ++i) {
           const int k = r0 + i;
-          w.v[i] = to_fixed(static_cast<float>(r[k] * inv[NGroup > 0 ? k / group : 0]));
+          const C f = inv[NGroup > 0 ? k / group : 0];
+          if constexpr (std::is_same_v<C, float>)
+            w.v[i] = to_fixed(r[k], f);
+          else
+            w.v[i] = to_fixed(static_cast<float>(r[k] * f));
         }
         *word<J>(x) = w;
       });
