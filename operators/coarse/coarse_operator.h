@@ -23,11 +23,13 @@
 // single. The stencil runs in two passes: one thread per (site, block, R rows; R = 4 when 4
 // divides N, else 2; on small levels also per segment of the block's columns, as many as the
 // autotuner chooses) for the block products, then one per (site, row) summing them (coarse
-// lattices are small). Over a set of fields (apply_set) it runs in one pass instead: one
-// thread per (site, R rows, 1 or 2 fields) through all nine blocks, so that a block is read about
-// once for the whole set (the multigrid setup's null vectors, solved together); with single
-// blocks, N a multiple of 16 and a lattice large enough, on tensor cores by default (SetMath), one
-// warp per (site, 16 rows, 32 fields).
+// lattices are small). Over a set of fields (apply_set) it runs in one pass instead, so that a
+// block is read about once for the whole set: up to 16 single-precision fields (a propagator's
+// columns in the cycles) by one team of threads per site, which streams the site's blocks through
+// shared memory while it multiplies; larger sets (the multigrid setup's null vectors, solved
+// together) by one thread per (site, R rows, 1 or 2 fields) through all nine blocks, or, with
+// single blocks, N a multiple of 16 and a lattice large enough, on tensor cores by default
+// (SetMath), one warp per (site, 16 rows, 32 fields).
 //
 // Flops (for reports): 8 N^2 per site for each block applied.
 #pragma once
@@ -44,8 +46,9 @@
 
 namespace latke::mg {
 
-/// How apply_set multiplies single-precision blocks by a set's vectors when N is a multiple of
-/// 16 (otherwise, and for double or half blocks, always fp32): on the CUDA cores in FP32, or on
+/// How apply_set multiplies single-precision blocks by a set of more than 16 vectors when N is a
+/// multiple of 16 (otherwise, and for double or half blocks, always fp32; sets of at most 16
+/// single-precision vectors take the team kernel, in FP32): on the CUDA cores in FP32, or on
 /// tensor cores as TF32 products of split operands (tf32x3: three products each, nearly FP32's
 /// accuracy). automatic: tf32x3 on CUDA where the lattice gives a set of 32 at least 1024 warps,
 /// else fp32 (on the CPU the tensor-core kernel is emulated lane by lane, for tests).

@@ -1,21 +1,22 @@
 // The coarse operator's stencil (coarse_operator.h): the kernels of one field and of a set
 // (FP32 and tensor-core tf32x3), their halo exchange, and apply, apply_split, apply_set and the
 // even-odd maps built on them. Compiled by nvcc in CUDA builds.
-#include "operators/coarse/coarse_operator.h"
-
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <sstream>
 #include <type_traits>
 #include <vector>
 
 #include "operators/coarse/coarse_blocks.h"
+#include "operators/coarse/coarse_operator.h"
 #include "operators/coarse/probe_classes.h"
 #include "src/core/error.h"
 #include "src/core/faces.h"
 #include "src/core/indexing.h"
 #include "src/core/launch.h"
+#include "src/core/launch_team.h"
 #include "src/core/log.h"
 #include "src/core/mma.h"
 #include "src/core/policy.h"
@@ -214,6 +215,199 @@ LATKE_HOST_DEVICE LATKE_INLINE void for_each_set_hop(const FaceGeometry& faces, 
     }
   }
 }
+
+/// 16 bytes from global to shared memory without passing through registers (cp.async on the
+/// device: the copy runs while the thread goes on; async_wait makes it visible), a plain copy
+/// on the host.
+LATKE_HOST_DEVICE LATKE_INLINE void async_copy16(void* dst, const void* src) {
+#ifdef __CUDA_ARCH__
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src));
+#else
+  memcpy(dst, src, 16);
+#endif
+}
+/// Closes this thread's group of async_copy16 calls.
+LATKE_HOST_DEVICE LATKE_INLINE void async_commit() {
+#ifdef __CUDA_ARCH__
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+/// Waits until at most `pending` of this thread's latest groups are still in flight.
+template <int pending>
+LATKE_HOST_DEVICE LATKE_INLINE void async_wait() {
+#ifdef __CUDA_ARCH__
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(pending));
+#endif
+}
+
+/// The set stencil (SetStencilKernel's sums) for single-precision vectors by one team per
+/// output site. The team copies each of the site's blocks (as stored: FP32 or half) and that
+/// hop's input columns of every field into shared memory with asynchronous copies, the next
+/// block's while it multiplies the current one (two buffers), and each thread multiplies its
+/// R = 2 rows of F fields from shared memory, each word it reads feeding R or F products; the
+/// sums stay in shared memory between blocks. So each block is read once for the set, streamed
+/// while the arithmetic runs, where a thread of SetStencilKernel or MmaSetStencilKernel waits
+/// on a chain of its own loads. Items (row pair, F fields) are fields fastest, so a warp reads
+/// few distinct block words. Input words: RealArray words of 4 reals (lv 2).
+template <typename SL, int F>
+struct TeamSetStencilKernel {
+  static constexpr int team = 128, R = 2;  ///< threads; rows per item
+  using C = Complex<float>;
+  using F4 = Vector<float, 4>;
+  BlockView<SL> links;
+  RealArray<float> in_q, in_p, z, out;  ///< field 0 of each set, at the block of its parity
+  long stride, out_stride;              ///< of the inputs' sets and of out's (SetStencilKernel)
+  const float* ghost[4][2];
+  FaceGeometry faces;
+  int parity, n, count;
+  bool hop, site, xpay;
+  float a, c;
+
+  LATKE_HOST_DEVICE static int padded(int count) { return (count + F - 1) / F * F; }
+  LATKE_HOST_DEVICE static int items(int n, int count) { return n / R * (padded(count) / F); }
+  /// Bytes of one block as stored, and of one buffer: the block and its input columns (16-byte
+  /// words [j][field]: columns 2j and 2j + 1).
+  LATKE_HOST_DEVICE static std::size_t block_bytes(int n) { return 2 * sizeof(SL) * static_cast<std::size_t>(n) * n; }
+  LATKE_HOST_DEVICE static std::size_t buffer_bytes(int n, int count) {
+    return block_bytes(n) + sizeof(C) * static_cast<std::size_t>(n) * padded(count);
+  }
+  /// Shared bytes: two buffers and the sums ([row][field]).
+  static std::size_t bytes(int n, int count) {
+    return 2 * buffer_bytes(n, count) + sizeof(C) * static_cast<std::size_t>(n) * padded(count);
+  }
+
+  LATKE_HOST_DEVICE void operator()(const Team& t) const {
+    const int x = t.index, cp = padded(count), groups = cp / F, n_items = items(n, count), words = n / 2;
+    const std::size_t bb = block_bytes(n), buf = buffer_bytes(n, count);
+    unsigned char* base = t.shared();
+    C* acc = reinterpret_cast<C*>(base + 2 * buf);  // [row][field]
+    // Each thread touches the sums of its own items only (the same mapping throughout); the
+    // padded fields' inputs are zero in both buffers (never copied into).
+    t.for_each(n_items, [&](int it) {
+      const int k0 = (it % groups) * F, r0 = (it / groups) * R;
+      LATKE_UNROLL for (int r = 0; r < R; ++r) {
+        LATKE_UNROLL for (int f = 0; f < F; ++f) acc[(r0 + r) * cp + k0 + f] = C(0, 0);
+      }
+    });
+    t.for_each(2 * words * (cp - count), [&](int i) {
+      const int b = i / (words * (cp - count)), rest = i % (words * (cp - count));
+      F4* xs = reinterpret_cast<F4*>(base + b * buf + bb);
+      xs[(rest / (cp - count)) * cp + count + rest % (cp - count)] = F4{{0.f, 0.f, 0.f, 0.f}};
+    });
+    // The site's blocks in order, the 8 hops (when hop) and the site term (when site), each
+    // with its input (a neighbour site of in_q, a face site, or x of in_p) and weight, worked
+    // out per step (an array of them went to local memory).
+    int cc[4];
+    faces.geom.coords(x, parity, cc);
+    const int first = hop ? 0 : 8, ns = (hop ? 8 : 0) + (site ? 1 : 0);
+    struct Step {
+      long blk;
+      const float* in;  ///< field 0's word of columns 0, 1 at the input site (a face site's first field)
+      long k_step;      ///< reals from field k to k + 1 there
+      long word;        ///< reals from one word (2 columns) to the next: 4 on a face site, a word plane in a field
+    };
+    auto step = [&](int s) {
+      const int d = first + s;
+      Step st{links.block(parity, x, d), nullptr, stride, 0};
+      if (d == 8) {
+        st.in = in_p.data + in_p.offset(0, x);
+        st.word = 4L * in_p.stride;
+        return st;
+      }
+      const int* L = faces.geom.L;
+      const int mu = d >> 1, back = d & 1;
+      const bool edge = back ? cc[mu] == 0 : cc[mu] == L[mu] - 1;
+      if (((faces.comm_mask >> mu) & 1) && edge) {  // as for_each_set_hop
+        st.in = ghost[mu][back ? 0 : 1] + static_cast<long>(face_position(faces.geom, mu, cc)) * count * 2 * n;
+        st.k_step = 2 * n;
+        st.word = 4;
+      } else {
+        int y[4] = {cc[0], cc[1], cc[2], cc[3]};
+        y[mu] = back ? (cc[mu] == 0 ? L[mu] - 1 : cc[mu] - 1) : (cc[mu] == L[mu] - 1 ? 0 : cc[mu] + 1);
+        st.in = in_q.data + in_q.offset(0, faces.geom.full_index(y) >> 1);
+        st.word = 4L * in_q.stride;
+      }
+      return st;
+    };
+    // Starts the copies of step s into buffer s % 2.
+    auto issue = [&](int s) {
+      const Step st = step(s);
+      unsigned char* bp = base + (s & 1) * buf;
+      const unsigned char* src = reinterpret_cast<const unsigned char*>(links.data + 2 * st.blk * n * n);
+      t.for_each(static_cast<int>(bb / 16), [&](int i) { async_copy16(bp + 16 * i, src + 16 * i); });
+      F4* xs = reinterpret_cast<F4*>(bp + bb);
+      t.for_each(count * words, [&](int i) {  // word j: columns 2j and 2j + 1 of field k
+        const int k = i % count, j = i / count;
+        async_copy16(xs + j * cp + k, st.in + k * st.k_step + j * st.word);
+      });
+      async_commit();
+    };
+    if (ns > 0) issue(0);
+    for (int s = 0; s < ns; ++s) {
+      if (s + 1 < ns) {
+        issue(s + 1);
+        async_wait<1>();
+      } else {
+        async_wait<0>();
+      }
+      t.sync();  // step s's buffer is in for every thread
+      const unsigned char* bp = base + (s & 1) * buf;
+      const F4* xs = reinterpret_cast<const F4*>(bp + bb);
+      float scale = first + s < 8 ? a : 1.0f;
+      if constexpr (sizeof(SL) == 2) scale *= links.scale[links.block(parity, x, first + s)] * (1.0f / fixed_max);
+      t.for_each(n_items, [&](int it) {
+        const int k0 = (it % groups) * F, r0 = (it / groups) * R;
+        C sum[R][F];
+        LATKE_UNROLL for (int r = 0; r < R; ++r) LATKE_UNROLL for (int f = 0; f < F; ++f) sum[r][f] = C(0, 0);
+        for (int j = 0; j < words; ++j) {
+          C b[2][R];  // rows r0, r0 + 1 of columns 2j, 2j + 1
+          LATKE_UNROLL for (int h = 0; h < 2; ++h) {
+            if constexpr (sizeof(SL) == 2) {
+              const Vector<unsigned, 2> q = *reinterpret_cast<const Vector<unsigned, 2>*>(
+                  reinterpret_cast<const SL*>(bp) + 2 * ((2 * j + h) * n + r0));
+              LATKE_UNROLL for (int r = 0; r < R; ++r) from_fixed2(q.v[r], b[h][r].re, b[h][r].im);
+            } else {
+              const F4 v =
+                  *reinterpret_cast<const F4*>(reinterpret_cast<const float*>(bp) + 2 * ((2 * j + h) * n + r0));
+              b[h][0] = C(v.v[0], v.v[1]);
+              b[h][1] = C(v.v[2], v.v[3]);
+            }
+          }
+          LATKE_UNROLL for (int f = 0; f < F; ++f) {
+            const F4 v = xs[j * cp + k0 + f];
+            const C u[2] = {C(v.v[0], v.v[1]), C(v.v[2], v.v[3])};
+            LATKE_UNROLL for (int h = 0; h < 2; ++h) LATKE_UNROLL for (int r = 0; r < R; ++r) {
+              C& o = sum[r][f];
+              o.re += b[h][r].re * u[h].re;  // one product per statement: fused multiply-adds
+              o.re -= b[h][r].im * u[h].im;
+              o.im += b[h][r].re * u[h].im;
+              o.im += b[h][r].im * u[h].re;
+            }
+          }
+        }
+        LATKE_UNROLL for (int r = 0; r < R; ++r) {
+          LATKE_UNROLL for (int f = 0; f < F; ++f) acc[(r0 + r) * cp + k0 + f] += scale * sum[r][f];
+        }
+      });
+      t.sync();  // every thread is done with buffer s % 2 before step s + 2's copies
+    }
+    t.for_each(n_items, [&](int it) {
+      const int k0 = (it % groups) * F, r0 = (it / groups) * R;
+      LATKE_UNROLL for (int f = 0; f < F; ++f) {
+        const int k = k0 + f;
+        if (k >= count) break;
+        const C v0 = acc[r0 * cp + k], v1 = acc[(r0 + 1) * cp + k];
+        F4 v{{v0.re, v0.im, v1.re, v1.im}};  // rows r0, r0 + 1: one word
+        if (xpay) {
+          const F4 w = *reinterpret_cast<const F4*>(z.data + k * stride + z.offset(2 * r0, x));
+          LATKE_UNROLL for (int i = 0; i < 4; ++i) v.v[i] += c * w.v[i];
+        }
+        *reinterpret_cast<F4*>(out.data + k * out_stride + out.offset(2 * r0, x)) = v;
+      }
+    });
+  }
+};
 
 /// The stencil over a set of fields (CoarseOperator::apply_set): out_k(x) = a sum_{d<8}
 /// L_d(x) in_q,k(x + hop_d) + L_8(x) in_p,k(x) + c z_k(x) for the fields k of a set, in one
@@ -712,6 +906,50 @@ void run_set_stencil(const Lattice& lat, Backend be, HaloExchange* halo, BlockVi
     launch(be, k, {threads}, compute_stream(), false);
     if (exchange) halo->end();
   };
+  // Sets of at most 16 single-precision fields (a propagator's columns in the cycles) by the
+  // team kernel, single or half blocks, whatever `math` says: it streams the blocks where the
+  // kernels below wait on their loads (docs/multigrid.md). Larger sets (the setup's 32) below.
+  if constexpr (std::is_same_v<SV, float> && !std::is_same_v<SL, double>) {
+    if (count <= 16 && out.lv == 2 && n % 2 == 0) {
+      auto with_f = [&](auto fc) {
+        constexpr int Fk = decltype(fc)::value;
+        using K = TeamSetStencilKernel<SL, Fk>;
+        const std::size_t bytes = K::bytes(n, count);
+        if (K::items(n, count) > K::team || bytes > team_shared_limit(be)) return false;
+        K k;
+        k.links = links;
+        k.out = out;
+        if (in_q) k.in_q = *in_q;
+        if (in_p) k.in_p = *in_p;
+        if (z) k.z = *z;
+        k.stride = stride;
+        k.out_stride = out_stride > 0 ? out_stride : stride;
+        k.faces = face_geometry(lat);
+        k.parity = parity;
+        k.n = n;
+        k.count = count;
+        k.hop = in_q != nullptr;
+        k.site = in_p != nullptr;
+        k.xpay = z != nullptr;
+        k.a = static_cast<float>(a);
+        k.c = static_cast<float>(c);
+        const bool exchange = begin_exchange(lat, be, halo, k.faces, in_q, stride, count, parity, n, k.ghost);
+        launch_teams(be, k, lat.volume_cb(), K::team, bytes, 0);
+        if (exchange) halo->end();
+        return true;
+      };
+      // The fewest fields per thread that leave no item without a thread (N at most 64).
+      const int pairs = n / 2;
+      bool done;
+      if (pairs * ((count + 1) / 2) <= 128)
+        done = with_f(std::integral_constant<int, 2>{});
+      else if (pairs * ((count + 2) / 3) <= 128)
+        done = with_f(std::integral_constant<int, 3>{});
+      else
+        done = with_f(std::integral_constant<int, 4>{});
+      if (done) return;
+    }
+  }
   if constexpr (std::is_same_v<SL, float> && std::is_same_v<SV, float>) {
     if (math == SetMath::tf32x3 && fits_tensor_cores(n)) {
       MmaSetStencilKernel k;

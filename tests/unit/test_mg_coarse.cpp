@@ -226,10 +226,43 @@ TEST_P(MgBackend, EvenOddSourceAndSolutionOfASet) {
                "prepare_source_set into full fields");
 }
 
+// The set stencil of a level-1-like operator (Nvec 24: blocks of N = 48) over sets of 12 and 16
+// fields (the team kernel's 3 and 4 fields per thread) and 32 (SetStencilKernel), blocks in
+// single and half, full and even-odd, equals the operator applied field by field.
+TEST_P(MgBackend, SetStencilOfWideBlocks) {
+  Problem pr(GetParam(), Precision::double_, {4, 4, 8, 8});
+  Transfer T(pr.lat, SpinorParam{4, 3, Precision::double_, Subset::full, pr.backend}, {2, 2, 2, 2}, 24, 1,
+             Precision::double_);
+  random_basis(T, 37);
+  for (Precision bp : {Precision::single, Precision::half}) {
+    SCOPED_TRACE(std::string("blocks in ") + to_string(bp));
+    auto dc = galerkin(*pr.full(), T, bp, true);
+    for (int count : {12, 16, 32}) {
+      for (bool full : {true, false}) {
+        SCOPED_TRACE(std::to_string(count) + (full ? " fields, full operator" : " fields, even-odd operator"));
+        const SpinorParam fp = dc->field_param(Precision::single, full ? Subset::full : Subset::even);
+        std::vector<ColorSpinorField> in = ColorSpinorField::make_set(T.coarse_lattice(), fp, count),
+                                      out = ColorSpinorField::make_set(T.coarse_lattice(), fp, count);
+        for (int k = 0; k < count; ++k) fill_gaussian(in[k], 150 + k);
+        dc->apply_set(out, in);
+        ColorSpinorField one(T.coarse_lattice(), fp);
+        for (int k = 0; k < count; ++k) {
+          if (full)
+            dc->apply(one, in[k]);
+          else
+            dc->apply_schur(one, in[k]);
+          EXPECT_LT(rel_diff(one, out[k]), 2e-6) << "field " << k;
+          EXPECT_GT(rel_diff(one, in[k]), 1e-3) << "field " << k << ": the operator left it as it was";
+        }
+      }
+    }
+  }
+}
+
 // The set stencil on tensor cores (SetMath tf32x3; on the CPU the kernel's lane-by-lane
-// emulation) equals the FP32 one: full and even-odd, N = 16, 13 fields (a last tile of 5) and
-// 40 (a second warp's 32-field chunk). It keeps single's accuracy; the TF32 product alone (the
-// split's hi parts, mma::to_tf32 on the inputs) is several times less accurate, so the test
+// emulation) equals the FP32 one: full and even-odd, N = 16, 21 fields (a last tile of 5) and
+// 40 (a second warp's 32-field chunk); sets of at most 16 take the team kernel either way. It keeps single's accuracy;
+// the TF32 product alone (the split's hi parts, mma::to_tf32 on the inputs) is several times less accurate, so the test
 // sees the split. Half blocks, N = 8 and a small lattice (automatic) take fp32.
 TEST_P(MgBackend, SetStencilOnTensorCores) {
   Problem pr(GetParam(), Precision::double_, {4, 4, 8, 8});
@@ -238,7 +271,7 @@ TEST_P(MgBackend, SetStencilOnTensorCores) {
   random_basis(T, 41);
   auto dc = galerkin(*pr.full(), T, Precision::single, true);
   EXPECT_EQ(dc->set_math(), mg::SetMath::fp32) << "automatic on a lattice of 32 sites per parity";
-  for (int count : {13, 40}) {
+  for (int count : {21, 40}) {
     for (bool full : {true, false}) {
       SCOPED_TRACE(std::to_string(count) + (full ? " fields, full operator" : " fields, even-odd operator"));
       const SpinorParam fp = dc->field_param(Precision::single, full ? Subset::full : Subset::odd);
