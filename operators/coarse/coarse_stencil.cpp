@@ -885,8 +885,8 @@ template <typename SL, typename SV>
 void run_set_stencil(const Lattice& lat, Backend be, HaloExchange* halo, BlockView<SL> links, const RealArray<SV>& out,
                      const RealArray<SV>* in_q, const RealArray<SV>* in_p, const RealArray<SV>* z, long stride,
                      int count, int parity, int n, double a, double c, SetMath math, long out_stride = 0) {
-  // The arguments both kernels take; then the launch, after the exchange of in_q's faces.
-  auto run = [&](auto k, int threads) {
+  // The arguments every set kernel takes.
+  auto fill = [&](auto& k) {
     k.links = links;
     k.out = out;
     if (in_q) k.in_q = *in_q;
@@ -902,9 +902,16 @@ void run_set_stencil(const Lattice& lat, Backend be, HaloExchange* halo, BlockVi
     k.xpay = z != nullptr;
     k.a = static_cast<decltype(k.a)>(a);
     k.c = static_cast<decltype(k.c)>(c);
+  };
+  // go() launches k, after the exchange of in_q's faces into k's ghosts.
+  auto exchanged = [&](auto& k, auto&& go) {
     const bool exchange = begin_exchange(lat, be, halo, k.faces, in_q, stride, count, parity, n, k.ghost);
-    launch(be, k, {threads}, compute_stream(), false);
+    go();
     if (exchange) halo->end();
+  };
+  auto run = [&](auto k, int threads) {
+    fill(k);
+    exchanged(k, [&] { launch(be, k, {threads}, compute_stream(), false); });
   };
   // Sets of at most 16 single-precision fields (a propagator's columns in the cycles) by the
   // team kernel, single or half blocks, whatever `math` says: it streams the blocks where the
@@ -917,25 +924,9 @@ void run_set_stencil(const Lattice& lat, Backend be, HaloExchange* halo, BlockVi
         const std::size_t bytes = K::bytes(n, count);
         if (K::items(n, count) > K::team || bytes > team_shared_limit(be)) return false;
         K k;
-        k.links = links;
-        k.out = out;
-        if (in_q) k.in_q = *in_q;
-        if (in_p) k.in_p = *in_p;
-        if (z) k.z = *z;
-        k.stride = stride;
-        k.out_stride = out_stride > 0 ? out_stride : stride;
-        k.faces = face_geometry(lat);
-        k.parity = parity;
         k.n = n;
-        k.count = count;
-        k.hop = in_q != nullptr;
-        k.site = in_p != nullptr;
-        k.xpay = z != nullptr;
-        k.a = static_cast<float>(a);
-        k.c = static_cast<float>(c);
-        const bool exchange = begin_exchange(lat, be, halo, k.faces, in_q, stride, count, parity, n, k.ghost);
-        launch_teams(be, k, lat.volume_cb(), K::team, bytes, 0);
-        if (exchange) halo->end();
+        fill(k);
+        exchanged(k, [&] { launch_teams(be, k, lat.volume_cb(), K::team, bytes, 0); });
         return true;
       };
       // The fewest fields per thread that leave no item without a thread (N at most 64).

@@ -92,6 +92,25 @@ TEST_P(MgBackend, CoarseAdjointAndEvenOdd) {
   EXPECT_LT(rel_diff(xs, rec), 1e-12);
 }
 
+// apply_set over a set of `count` Gaussian fields (seeds from `seed`) equals apply (full) or
+// apply_schur (even-odd) of each field, and changes it.
+void expect_set_equals_fields(CoarseOperator& dc, const Transfer& T, int count, bool full, int seed) {
+  const SpinorParam fp = dc.field_param(Precision::single, full ? Subset::full : Subset::even);
+  std::vector<ColorSpinorField> in = ColorSpinorField::make_set(T.coarse_lattice(), fp, count),
+                                out = ColorSpinorField::make_set(T.coarse_lattice(), fp, count);
+  for (int k = 0; k < count; ++k) fill_gaussian(in[k], seed + k);
+  dc.apply_set(out, in);
+  ColorSpinorField one(T.coarse_lattice(), fp);
+  for (int k = 0; k < count; ++k) {
+    if (full)
+      dc.apply(one, in[k]);
+    else
+      dc.apply_schur(one, in[k]);
+    EXPECT_LT(rel_diff(one, out[k]), 2e-6) << "field " << k;
+    EXPECT_GT(rel_diff(one, in[k]), 1e-3) << "field " << k << ": the operator left it as it was";
+  }
+}
+
 // The coarse operator over a set of fields (apply_set, which the setup's BiCGstab over a set
 // uses) equals the operator applied field by field: full and even-odd, blocks in double,
 // single and half, 6 fields (not a multiple of the 4 a thread handles). The set BLAS equal
@@ -107,20 +126,7 @@ TEST_P(MgBackend, CoarseOperatorOnASet) {
     auto dc = galerkin(*pr.full(), T, bp, true);
     for (bool full : {true, false}) {
       SCOPED_TRACE(full ? "full operator" : "even-odd operator");
-      const SpinorParam fp = dc->field_param(Precision::single, full ? Subset::full : Subset::even);
-      std::vector<ColorSpinorField> in = ColorSpinorField::make_set(T.coarse_lattice(), fp, count),
-                                    out = ColorSpinorField::make_set(T.coarse_lattice(), fp, count);
-      for (int k = 0; k < count; ++k) fill_gaussian(in[k], 50 + k);
-      dc->apply_set(out, in);
-      ColorSpinorField one(T.coarse_lattice(), fp);
-      for (int k = 0; k < count; ++k) {
-        if (full)
-          dc->apply(one, in[k]);
-        else
-          dc->apply_schur(one, in[k]);
-        EXPECT_LT(rel_diff(one, out[k]), 2e-6) << "field " << k;
-        EXPECT_GT(rel_diff(one, in[k]), 1e-3) << "field " << k << ": the operator left it as it was";
-      }
+      expect_set_equals_fields(*dc, T, count, full, 50);
     }
   }
   // The set BLAS against field-by-field BLAS.
@@ -240,20 +246,7 @@ TEST_P(MgBackend, SetStencilOfWideBlocks) {
     for (int count : {12, 16, 32}) {
       for (bool full : {true, false}) {
         SCOPED_TRACE(std::to_string(count) + (full ? " fields, full operator" : " fields, even-odd operator"));
-        const SpinorParam fp = dc->field_param(Precision::single, full ? Subset::full : Subset::even);
-        std::vector<ColorSpinorField> in = ColorSpinorField::make_set(T.coarse_lattice(), fp, count),
-                                      out = ColorSpinorField::make_set(T.coarse_lattice(), fp, count);
-        for (int k = 0; k < count; ++k) fill_gaussian(in[k], 150 + k);
-        dc->apply_set(out, in);
-        ColorSpinorField one(T.coarse_lattice(), fp);
-        for (int k = 0; k < count; ++k) {
-          if (full)
-            dc->apply(one, in[k]);
-          else
-            dc->apply_schur(one, in[k]);
-          EXPECT_LT(rel_diff(one, out[k]), 2e-6) << "field " << k;
-          EXPECT_GT(rel_diff(one, in[k]), 1e-3) << "field " << k << ": the operator left it as it was";
-        }
+        expect_set_equals_fields(*dc, T, count, full, 150);
       }
     }
   }
