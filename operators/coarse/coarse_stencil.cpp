@@ -1,6 +1,7 @@
 // The coarse operator's stencil (coarse_operator.h): the kernels of one field and of a set
-// (FP32 and tensor-core tf32x3), their halo exchange, and apply, apply_split, apply_set and the
-// even-odd maps built on them. Compiled by nvcc in CUDA builds.
+// (a team per site streaming the blocks for sets of at most 16; FP32 and tensor-core tf32x3 for
+// larger ones), their halo exchange, and apply, apply_split, apply_set and the even-odd maps built
+// on them. Compiled by nvcc in CUDA builds.
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -216,11 +217,14 @@ LATKE_HOST_DEVICE LATKE_INLINE void for_each_set_hop(const FaceGeometry& faces, 
   }
 }
 
-/// 16 bytes from global to shared memory without passing through registers (cp.async on the
-/// device: the copy runs while the thread goes on; async_wait makes it visible), a plain copy
-/// on the host.
+/// 16 bytes from global to shared memory without passing through registers (cp.async, from
+/// compute capability 8.0: the copy runs while the thread goes on; async_wait makes it
+/// visible), a plain copy on the host and on older devices.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define LATKE_CP_ASYNC 1
+#endif
 LATKE_HOST_DEVICE LATKE_INLINE void async_copy16(void* dst, const void* src) {
-#ifdef __CUDA_ARCH__
+#ifdef LATKE_CP_ASYNC
   const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src));
 #else
@@ -229,14 +233,14 @@ LATKE_HOST_DEVICE LATKE_INLINE void async_copy16(void* dst, const void* src) {
 }
 /// Closes this thread's group of async_copy16 calls.
 LATKE_HOST_DEVICE LATKE_INLINE void async_commit() {
-#ifdef __CUDA_ARCH__
+#ifdef LATKE_CP_ASYNC
   asm volatile("cp.async.commit_group;\n" ::);
 #endif
 }
 /// Waits until at most `pending` of this thread's latest groups are still in flight.
 template <int pending>
 LATKE_HOST_DEVICE LATKE_INLINE void async_wait() {
-#ifdef __CUDA_ARCH__
+#ifdef LATKE_CP_ASYNC
   asm volatile("cp.async.wait_group %0;\n" ::"n"(pending));
 #endif
 }
