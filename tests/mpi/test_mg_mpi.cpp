@@ -176,14 +176,16 @@ TEST(MgMpi, CoarseOperatorAndTransfersEqualOneRank) {
       }
     };
     sets_agree(tw, *dw, tp, *dp, Subset::even, 3, 60, "operator on a set");
-    // The set on tensor cores (SetMath::tf32x3, forced on this small lattice) reads the faces
-    // from the halo as the FP32 set does: single blocks, N = 16, 19 fields (sets of at most 16
-    // go through the team kernel, as the 3 above do); against the whole lattice's FP32 set.
+    // Single blocks, N = 16, over the halo against the whole lattice: a set of 11 (the team
+    // kernel, which takes sets of at most 16) and one of 19 on tensor cores (SetMath::tf32x3,
+    // forced on this small lattice; the whole lattice's in FP32). The 3 above have double
+    // blocks: the FP32 thread kernel.
     {
       const TransferPair t8 = transfers(s, fp, 8, Precision::double_, 80);
       Transfer &tw8 = *t8.whole, &tp8 = *t8.part;
       auto dw8 = galerkin(*s.full(false), tw8, Precision::single, true);
       auto dp8 = galerkin(*s.full(true), tp8, Precision::single, true);
+      sets_agree(tw8, *dw8, tp8, *dp8, Subset::odd, 11, 75, "set by the team kernel");
       dw8->set_math(SetMath::fp32);
       dp8->set_math(SetMath::tf32x3);
       sets_agree(tw8, *dw8, tp8, *dp8, Subset::odd, 19, 70, "set on tensor cores");
