@@ -934,15 +934,9 @@ void run_set_stencil(const Lattice& lat, Backend be, HaloExchange* halo, BlockVi
         return true;
       };
       // The fewest fields per thread that leave no item without a thread (N at most 64).
-      const int pairs = n / 2;
-      bool done;
-      if (pairs * ((count + 1) / 2) <= 128)
-        done = with_f(std::integral_constant<int, 2>{});
-      else if (pairs * ((count + 2) / 3) <= 128)
-        done = with_f(std::integral_constant<int, 3>{});
-      else
-        done = with_f(std::integral_constant<int, 4>{});
-      if (done) return;
+      if (with_f(std::integral_constant<int, 2>{}) || with_f(std::integral_constant<int, 3>{}) ||
+          with_f(std::integral_constant<int, 4>{}))
+        return;
     }
   }
   if constexpr (std::is_same_v<SL, float> && std::is_same_v<SV, float>) {

@@ -181,6 +181,22 @@ LATKE_HOST_DEVICE LATKE_INLINE ColorSpinor<T, 3, 4> hop_sum(const DslashArg<Stor
   // raw: a raw spinor value times a raw link value is worth w (load_raw) times the links' unit
   [[maybe_unused]] T unit = T(0);
   if constexpr (raw) unit = gauge.unit();
+  auto link = [&](int m, int y, int par) {
+    if constexpr (raw)
+      return gauge.load_raw(m, y, par);
+    else
+      return gauge.load(m, y, par);
+  };
+  // The neighbour's spinor at y; raw: in stored units, and w what its product with a raw link is worth.
+  auto input = [&](int y, [[maybe_unused]] T& w) {
+    if constexpr (raw) {
+      const ColorSpinor<T, 3, 4> psi = load_raw(in, y, w);
+      w *= unit;
+      return psi;
+    } else {
+      return in.load(y);
+    }
+  };
   ColorSpinor<T, 3, 4> acc;
   acc.zero();
   int stride = 1;
@@ -193,36 +209,26 @@ LATKE_HOST_DEVICE LATKE_INLINE ColorSpinor<T, 3, 4> hop_sum(const DslashArg<Stor
       forward = w == arg.block[mu] - 1 ? !cut : !inner;
       backward = w == 0 ? !cut : !inner;
     }
+    auto add = [&](const ColorSpinor<T, 3, 2>& uh, T sign, [[maybe_unused]] T w) {
+      if constexpr (raw)
+        accumulate<mu>(acc, uh, sign, w);
+      else
+        accumulate<mu>(acc, uh, sign);
+    };
     if (forward) {  // forward: (1 + s gamma_mu) U_mu(x) psi(x + mu)
       const int nb = c[mu] == L[mu] - 1 ? full - (L[mu] - 1) * stride : full + stride;
-      if constexpr (raw) {
-        T w;
-        ColorSpinor<T, 3, 2> uh = gauge.load_raw(mu, x_cb, parity) * project<mu>(load_raw(in, nb >> 1, w), s);
-        if (((arg.phase_mask >> mu) & 1) && c[mu] == arg.last_slice[mu])
-          uh = scale_phase(uh, Complex<T>(arg.phase[mu]));
-        accumulate<mu>(acc, uh, s, w * unit);
-      } else {
-        ColorSpinor<T, 3, 2> uh = gauge.load(mu, x_cb, parity) * project<mu>(in.load(nb >> 1), s);
-        if (((arg.phase_mask >> mu) & 1) && c[mu] == arg.last_slice[mu])
-          uh = scale_phase(uh, Complex<T>(arg.phase[mu]));
-        accumulate<mu>(acc, uh, s);
-      }
+      T w{};
+      ColorSpinor<T, 3, 2> uh = link(mu, x_cb, parity) * project<mu>(input(nb >> 1, w), s);
+      if (((arg.phase_mask >> mu) & 1) && c[mu] == arg.last_slice[mu]) uh = scale_phase(uh, Complex<T>(arg.phase[mu]));
+      add(uh, s, w);
     }
     if (backward) {  // backward: (1 - s gamma_mu) U_mu(x - mu)^dag psi(x - mu)
       const int nb = c[mu] == 0 ? full + (L[mu] - 1) * stride : full - stride;
-      if constexpr (raw) {
-        T w;
-        ColorSpinor<T, 3, 2> uh =
-            adj_mul(gauge.load_raw(mu, nb >> 1, 1 - parity), project<mu>(load_raw(in, nb >> 1, w), -s));
-        if (((arg.phase_mask >> mu) & 1) && c[mu] == arg.first_slice[mu])
-          uh = scale_phase(uh, Complex<T>(conj(arg.phase[mu])));
-        accumulate<mu>(acc, uh, -s, w * unit);
-      } else {
-        ColorSpinor<T, 3, 2> uh = adj_mul(gauge.load(mu, nb >> 1, 1 - parity), project<mu>(in.load(nb >> 1), -s));
-        if (((arg.phase_mask >> mu) & 1) && c[mu] == arg.first_slice[mu])
-          uh = scale_phase(uh, Complex<T>(conj(arg.phase[mu])));
-        accumulate<mu>(acc, uh, -s);
-      }
+      T w{};
+      ColorSpinor<T, 3, 2> uh = adj_mul(link(mu, nb >> 1, 1 - parity), project<mu>(input(nb >> 1, w), -s));
+      if (((arg.phase_mask >> mu) & 1) && c[mu] == arg.first_slice[mu])
+        uh = scale_phase(uh, Complex<T>(conj(arg.phase[mu])));
+      add(uh, -s, w);
     }
     stride *= L[mu];
   });
