@@ -142,9 +142,10 @@ TEST_P(MgBackend, TransferOfASet) {
 
 // orthonormalize() is Gram-Schmidt within every (aggregate, chirality): against modified
 // Gram-Schmidt (twice, in double) on the host, for a Wilson fine level and a coarse-shaped one
-// (2 spins, 5 colors), with more vectors than one tile and one output chunk of the kernels,
-// and a single-precision basis. A basis that is not of full rank on its aggregates (a vector
-// that vanishes, or repeats another) is refused, naming how many (aggregate, chirality) pairs.
+// (2 spins, 5 colors), with more vectors than one Gram block of the kernel and aggregates of
+// more sites than one of its tiles, a single-precision basis, and the fine level's 24 vectors.
+// A basis that is not of full rank on its aggregates (a vector that vanishes, or repeats
+// another) is refused, naming how many (aggregate, chirality) pairs.
 TEST_P(MgBackend, OrthonormalizeIsGramSchmidt) {
   Problem pr(GetParam(), Precision::double_, {4, 4, 4, 8});
   const Coords block{2, 2, 2, 4};
@@ -154,7 +155,7 @@ TEST_P(MgBackend, OrthonormalizeIsGramSchmidt) {
     double tol;
   };
   for (const Case& cs : {Case{4, 3, 10, Precision::double_, 1e-12}, Case{2, 5, 9, Precision::double_, 1e-12},
-                         Case{4, 3, 10, Precision::single, 2e-5}}) {
+                         Case{4, 3, 10, Precision::single, 2e-5}, Case{4, 3, 24, Precision::double_, 1e-12}}) {
     SCOPED_TRACE(::testing::Message() << cs.nspin << " spins, " << cs.ncolor << " colors, " << cs.nvec << " vectors in "
                                       << to_string(cs.p));
     Transfer T(pr.lat, SpinorParam{cs.nspin, cs.ncolor, cs.p, Subset::full, pr.backend}, block, cs.nvec, 1, cs.p);
