@@ -2,29 +2,46 @@
 // by probing.
 #include "preconditioners/mg/galerkin.h"
 
+#include <algorithm>
 #include <vector>
 
-#include "src/core/error.h"
 #include "operators/coarse/probe_classes.h"
+#include "src/core/error.h"
 
 namespace latke::mg {
 
 namespace {
 
-/// The blocks from 2 Nvec split applications (the operator splits its stencil).
+/// The blocks from 2 Nvec split applications (the operator splits its stencil). A Wilson fine
+/// level's columns go in batches of up to 8 (as many as a quarter of the free memory holds, five
+/// fine fields each): each column's split application alone, then R of the batch's outputs in
+/// one pass over the basis (Transfer::restrict_split_set), which otherwise each column reads
+/// whole.
 void assemble_split(LinearOperator& fine, const Transfer& T, CoarseOperator& op) {
   const SpinorParam fp = fine.field_param();
-  ColorSpinorField f = fine.make_field(), g = fine.make_field();
-  std::vector<ColorSpinorField> face = ColorSpinorField::make_set(fine.lattice(), fp, 4);
-  ColorSpinorField* const faces[4] = {&face[0], &face[1], &face[2], &face[3]};
+  ColorSpinorField f = fine.make_field();
+  int batch = 1;
+  if (fp.nspin * fp.ncolor * 2 == 24 && fp.precision != Precision::half) {
+    const std::size_t field = f.bytes(), spare = free_memory(fp.backend) / 4;
+    batch = static_cast<int>(std::clamp<std::size_t>(spare / (5 * field), 1, std::min(8, op.n())));
+  }
+  std::vector<ColorSpinorField> site = ColorSpinorField::make_set(fine.lattice(), fp, batch),
+                                face = ColorSpinorField::make_set(fine.lattice(), fp, 4 * batch);
   // The nine blocks' columns: the hops (2 mu: forward, 2 mu + 1: backward) and the site block (8).
   std::vector<ColorSpinorField> blocks =
-      ColorSpinorField::make_set(T.coarse_lattice(), T.coarse_param(fp.precision), 9);
-  for (int col = 0; col < op.n(); ++col) {
-    T.prolongate_unit(f, col, probe_all);
-    fine.apply_split(g, faces, f, T.block());
-    T.restrict_split(blocks, g, face);  // one pass over the basis for the five outputs
-    for (int b = 0; b < 9; ++b) op.set_column(b, col, blocks[b], probe_all);
+      ColorSpinorField::make_set(T.coarse_lattice(), T.coarse_param(fp.precision), 9 * batch);
+  for (int c0 = 0; c0 < op.n(); c0 += batch) {
+    const int m = std::min(batch, op.n() - c0);
+    for (int c = 0; c < m; ++c) {
+      ColorSpinorField* const faces[4] = {&face[4 * c], &face[4 * c + 1], &face[4 * c + 2], &face[4 * c + 3]};
+      T.prolongate_unit(f, c0 + c, probe_all);
+      fine.apply_split(site[c], faces, f, T.block());
+    }
+    std::vector<ColorSpinorField> s(site.begin(), site.begin() + m), fc(face.begin(), face.begin() + 4 * m),
+        out(blocks.begin(), blocks.begin() + 9 * m);
+    T.restrict_split_set(out, s, fc);  // one pass over the basis for the batch's outputs
+    for (int c = 0; c < m; ++c)
+      for (int b = 0; b < 9; ++b) op.set_column(b, c0 + c, out[9 * c + b], probe_all);
   }
 }
 

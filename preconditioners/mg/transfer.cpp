@@ -344,6 +344,143 @@ struct RestrictSplitKernel {
   }
 };
 
+/// RestrictSplitKernel for a set of columns of the Galerkin product (Transfer::restrict_split_set)
+/// of a Wilson fine level: one team per aggregate, so that each basis record is read from
+/// memory once for the set rather than once per column. The team stages a tile of the
+/// aggregate's sites in shared memory, in T: every basis record, each column's site term, and
+/// its face in mu on the sites of the aggregate's two slices in mu (the only ones R reads).
+/// Then each thread sums, over the tile's sites of one group, the products of one chirality for
+/// KB vectors with CB columns (each value loaded serves CB or KB products): the groups are the
+/// eight faces' outputs (one slice each) and the site term's output in `slices` parts (sites j
+/// = s mod slices), so that the groups hold about as many sites each, and they go by whole warps
+/// where their threads fill them, so that a group's sites outside its slice cost nothing. The
+/// tile's sums go, in double, into the aggregate's sums in shared memory, and those into the
+/// coarse fields at the end.
+template <typename SV, typename SF, typename SC>
+struct RestrictSplitSetKernel {
+  using T = std::conditional_t<sizeof(SV) == 8 || sizeof(SF) == 8, double, float>;
+  static constexpr int KB = 6, CB = 2, slices = 4, groups = 8 + slices, team = 256;
+  static constexpr int RS = 25;  ///< T per staged record: a site's 24 reals and one of padding (banks)
+  AggregateMap map;
+  PackedBasis<SV> basis;
+  SiteArray<SF, 24, 1> site[2], face[2];  ///< column 0's site term and face 0, by parity
+  RealArray<SC> coarse;                   ///< column 0's block 0, coarse parity `parity`
+  long fine_stride, coarse_stride;        ///< reals from one field of a set to the next
+  int nvec, count, parity, tile;
+
+  /// Threads per group: (chirality, vector block, column block).
+  LATKE_HOST_DEVICE static int tasks(int nvec, int count) {
+    return 2 * ((nvec + KB - 1) / KB) * ((count + CB - 1) / CB);
+  }
+  /// Shared bytes: the groups' sums (double), the tile's records and fields (T), its sites.
+  LATKE_HOST_DEVICE static std::size_t bytes(int nvec, int count, int tile) {
+    return sizeof(Complex<double>) * 2L * groups * count * nvec +
+           sizeof(T) * static_cast<long>(RS) * tile * (nvec + 5 * count) + 3 * sizeof(int) * tile;
+  }
+
+  LATKE_HOST_DEVICE void operator()(const Team& t) const {
+    const int cx = t.index, sites = map.block_volume, fields = 5 * count, nt = tasks(nvec, count),
+              nkb = (nvec + KB - 1) / KB, ncb = (count + CB - 1) / CB;
+    Complex<double>* sums = reinterpret_cast<Complex<double>*>(t.shared());        // [column][group][k][chirality]
+    T* bv = reinterpret_cast<T*>(sums + 2L * groups * count * nvec);               // [site][k][RS]
+    T* fv = bv + static_cast<long>(RS) * tile * nvec;                              // [site][column][input][RS]
+    int* sp = reinterpret_cast<int*>(fv + static_cast<long>(RS) * tile * fields);  // the tile's sites: parity,
+    int* sx = sp + tile;                                                           // x_cb,
+    int* sm = sx + tile;                                                           // and groups (bit g: group g)
+    int cc[4];
+    map.coarse.coords(cx, parity, cc);
+    t.for_each(2 * groups * count * nvec, [&](int i) { sums[i] = Complex<double>(0); });
+    for (int j0 = 0; j0 < sites; j0 += tile) {
+      const int cnt = sites - j0 < tile ? sites - j0 : tile;
+      t.sync();  // the previous tile's products are done
+      t.for_each(cnt, [&](int j) {
+        int fc[4];
+        BlockWalk(map, j0 + j).fine(map, cc, fc);
+        sp[j] = (fc[0] + fc[1] + fc[2] + fc[3]) & 1;
+        sx[j] = map.fine.full_index(fc) >> 1;
+        int mask = 1 << (8 + (j0 + j) % slices);
+        LATKE_UNROLL for (int mu = 0; mu < 4; ++mu) {
+          const int w = fc[mu] - cc[mu] * map.block[mu];
+          if (w == map.block[mu] - 1) mask |= 1 << (2 * mu);
+          if (w == 0) mask |= 1 << (2 * mu + 1);
+        }
+        sm[j] = mask;
+      });
+      t.sync();
+      t.for_each(cnt * nvec, [&](int i) {  // vectors fastest: a site's records are contiguous
+        constexpr int W = PackedBasis<SV>::W;
+        const int k = i % nvec, j = i / nvec;
+        const long rec = basis.record(sp[j], sx[j], k);
+        const T u = static_cast<T>(basis.unit(rec));
+        T* d = bv + (static_cast<long>(j) * nvec + k) * RS;
+        LATKE_UNROLL for (int q = 0; q < 24 / W; ++q) {
+          T word[W];
+          basis.load_word(rec, q, word);
+          LATKE_UNROLL for (int r = 0; r < W; ++r) d[q * W + r] = word[r] * u;
+        }
+      });
+      t.for_each(cnt * fields, [&](int i) {  // a face only on its aggregate's two slices
+        const int j = i % cnt, f = i / cnt, c = f / 5, in = f % 5;
+        if (in > 0 && !((sm[j] >> (2 * (in - 1))) & 3)) return;
+        SiteArray<SF, 24, 1> a = in == 0 ? site[sp[j]] : face[sp[j]];
+        a.data += (in == 0 ? c : 4L * c + in - 1) * fine_stride;
+        T v[24];
+        a.load(v, sx[j]);
+        T* d = fv + (static_cast<long>(j) * fields + f) * RS;
+        LATKE_UNROLL for (int r = 0; r < 24; ++r) d[r] = v[r];
+      });
+      t.sync();
+      t.for_each(groups * nt, [&](int w) {
+        const int g = w / nt, task = w - g * nt;  // group g: the same across a warp where nt fills warps
+        const int cb = task % ncb, kb = (task / ncb) % nkb, chi = task / (ncb * nkb), k0 = kb * KB, c0 = cb * CB;
+        const int in = g < 8 ? 1 + g / 2 : 0;
+        T acc[KB][CB][2] = {};
+        for (int j = 0; j < cnt; ++j) {
+          if (!((sm[j] >> g) & 1)) continue;
+          const T* v0 = bv + static_cast<long>(j) * nvec * RS + 12 * chi;
+          const T* f[CB];
+          LATKE_UNROLL for (int b = 0; b < CB; ++b) {  // past the last column: a copy, not kept
+            f[b] =
+                fv + (static_cast<long>(j) * fields + 5 * (c0 + b < count ? c0 + b : count - 1) + in) * RS + 12 * chi;
+          }
+          LATKE_UNROLL for (int r = 0; r < 12; r += 2) {
+            T fr[CB], fi[CB];
+            LATKE_UNROLL for (int b = 0; b < CB; ++b) {
+              fr[b] = f[b][r];
+              fi[b] = f[b][r + 1];
+            }
+            LATKE_UNROLL for (int u = 0; u < KB; ++u) {
+              const T* v = v0 + (k0 + u < nvec ? k0 + u : nvec - 1) * RS;  // past the last vector: not kept
+              const T vr = v[r], vi = v[r + 1];
+              LATKE_UNROLL for (int b = 0; b < CB; ++b) {
+                acc[u][b][0] += vr * fr[b];  // one product per statement: fused multiply-adds
+                acc[u][b][0] += vi * fi[b];
+                acc[u][b][1] += vr * fi[b];
+                acc[u][b][1] -= vi * fr[b];
+              }
+            }
+          }
+        }
+        LATKE_UNROLL for (int u = 0; u < KB; ++u) LATKE_UNROLL for (int b = 0; b < CB; ++b) {
+          if (k0 + u >= nvec || c0 + b >= count) continue;
+          sums[((static_cast<long>(c0 + b) * groups + g) * nvec + k0 + u) * 2 + chi] +=
+              Complex<double>(acc[u][b][0], acc[u][b][1]);
+        }
+      });
+    }
+    t.sync();
+    t.for_each(36 * count * nvec, [&](int i) {  // (column, output, k, chirality, re or im)
+      const int q = i & 3, k = (i >> 2) % nvec, cb = (i >> 2) / nvec, c = cb / 9, b = cb % 9;
+      Complex<double> v(0);
+      for (int g = b; g < (b == 8 ? groups : b + 1); ++g)
+        v += sums[((static_cast<long>(c) * groups + g) * nvec + k) * 2 + (q >> 1)];
+      RealArray<SC> out = coarse;
+      out.data += cb * coarse_stride;
+      out.set(2 * ((q >> 1) * nvec + k) + (q & 1), cx, (q & 1) ? v.im : v.re);
+    });
+  }
+};
+
 /// The chunks of RestrictPartsKernel or RestrictSplitKernel added into the coarse fields'
 /// parity `parity`: output b of `outs` from complex values 2 b, 2 b + 1 (the chiralities) of
 /// each record of `width` complex values.
@@ -1115,6 +1252,67 @@ void Transfer::restrict_split(std::vector<ColorSpinorField>& coarse, const Color
           else
             run(std::integral_constant<int, 0>{}, parity);
           combine_parts<SC>(site.backend(), out, 9, parity, parts, nvec_, vcb, chunks, 18);
+        }
+      });
+    });
+  });
+}
+
+void Transfer::restrict_split_set(std::vector<ColorSpinorField>& coarse, const std::vector<ColorSpinorField>& site,
+                                  const std::vector<ColorSpinorField>& face) const {
+  const int n = static_cast<int>(site.size());
+  require(n >= 1 && face.size() == 4 * site.size() && coarse.size() == 9 * site.size(), "restrict_split_set: ", n,
+          " site terms, ", face.size(), " faces and ", coarse.size(), " coarse fields; expected n, 4 n and 9 n");
+  bool words = false;
+  if (packed_.data()) with_packed([&](auto basis) { words = basis.words; });
+  const ColorSpinorField& f0 = site[0];
+  const bool together = n > 1 && words && is_set(site) && is_set(face) && is_set(coarse) && f0.site_reals() == 24 &&
+                        f0.n_parity() == 2 && f0.precision() != Precision::half &&
+                        face[0].precision() == f0.precision() && coarse[0].precision() != Precision::half;
+  if (!together) {
+    for (int c = 0; c < n; ++c) {
+      std::vector<ColorSpinorField> out(coarse.begin() + 9 * c, coarse.begin() + 9 * c + 9),
+          faces(face.begin() + 4 * c, face.begin() + 4 * c + 4);
+      restrict_split(out, site[c], faces);
+    }
+    return;
+  }
+  const ColorSpinorField* const out[1] = {&coarse[0]};
+  require_restrict_fields(f0, out, 1, fine_param_, nvec_, *coarse_);
+  require_restrict_fields(face[0], out, 0, fine_param_, nvec_, *coarse_);
+  const AggregateMap map = aggregate_map(*fine_, *coarse_, block_);
+  const int vcb = coarse_->volume_cb();
+  const long fine_stride = 2L * f0.site_reals() * f0.lattice().volume_cb();
+  const long coarse_stride = 2L * coarse[0].site_reals() * vcb;
+  with_packed([&](auto basis) {
+    using SV = std::remove_pointer_t<decltype(basis.data)>;
+    dispatch_full(f0.precision(), "restrict_split_set (fine fields)", [&](auto sf) {
+      dispatch_full(coarse[0].precision(), "restrict_split_set (coarse fields)", [&](auto sc) {
+        using SF = decltype(sf);
+        using SC = decltype(sc);
+        using K = RestrictSplitSetKernel<SV, SF, SC>;
+        // Sites per tile: at most 8, within about half an SM's shared memory (two teams on an
+        // SM), at least one.
+        int tile = 8;
+        while (tile > 1 && K::bytes(nvec_, n, tile) > 112 * 1024) --tile;
+        SiteArray<SF, 24, 1> sa[2], fa[2];
+        for (int b = 0; b < 2; ++b) {
+          sa[f0.block_parity(b)] = f0.accessor<SF, 3, 4>(b).a;
+          fa[face[0].block_parity(b)] = face[0].accessor<SF, 3, 4>(b).a;
+        }
+        for (int parity = 0; parity < 2; ++parity) {
+          K k{map,
+              basis,
+              {sa[0], sa[1]},
+              {fa[0], fa[1]},
+              real_array<SC>(coarse[0], parity),
+              fine_stride,
+              coarse_stride,
+              nvec_,
+              n,
+              parity,
+              tile};
+          launch_teams(f0.backend(), k, vcb, K::team, K::bytes(nvec_, n, tile), 0);
         }
       });
     });

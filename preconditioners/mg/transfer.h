@@ -93,6 +93,12 @@ class Transfer {
   /// the level's shape.
   void restrict_split(std::vector<ColorSpinorField>& coarse, const ColorSpinorField& site,
                       const std::vector<ColorSpinorField>& face) const;
+  /// @brief restrict_split for n columns at once, n = site.size(): column c's faces are face[4 c
+  /// + mu], its nine outputs coarse[9 c + b]. Where the fields are sets (ColorSpinorField::
+  /// make_set) of a Wilson fine level's full fields in double or single, one pass over the basis
+  /// for all n (the Galerkin product's columns in batches); otherwise column by column.
+  void restrict_split_set(std::vector<ColorSpinorField>& coarse, const std::vector<ColorSpinorField>& site,
+                          const std::vector<ColorSpinorField>& face) const;
 
   /// Bytes of the basis on the backend.
   std::size_t bytes() const;

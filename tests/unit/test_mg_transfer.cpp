@@ -140,6 +140,44 @@ TEST_P(MgBackend, TransferOfASet) {
   }
 }
 
+// The Galerkin product's R over a batch of columns (restrict_split_set) against restrict_split
+// column by column: for a Wilson fine level (one pass over the basis for the batch) with a half
+// and a single basis, fields in single and double, more vectors than one block of the kernel's
+// threads and not a multiple of it; and for a coarse-shaped level (column by column). The faces
+// are random on every site: R reads each only on its aggregate's two slices.
+TEST_P(MgBackend, RestrictSplitOfASet) {
+  struct Case {
+    int nspin, ncolor, nvec;
+    Precision packed, fields;
+  };
+  const int n = 3;
+  for (const Case& cs :
+       {Case{4, 3, 7, Precision::single, Precision::single}, Case{4, 3, 6, Precision::half, Precision::single},
+        Case{4, 3, 5, Precision::single, Precision::double_}, Case{2, 4, 3, Precision::single, Precision::single}}) {
+    SCOPED_TRACE(::testing::Message() << cs.nspin << " spins, " << cs.nvec << " vectors, basis " << to_string(cs.packed)
+                                      << ", fields " << to_string(cs.fields));
+    Problem pr(GetParam(), Precision::single, {4, 4, 8, 8});
+    Transfer T(pr.lat, SpinorParam{cs.nspin, cs.ncolor, Precision::single, Subset::full, pr.backend}, {2, 2, 4, 2},
+               cs.nvec, 1, cs.packed);
+    random_basis(T, 7);
+    const SpinorParam fp = T.fine_param(cs.fields), cp = T.coarse_param(cs.fields);
+    std::vector<ColorSpinorField> site = ColorSpinorField::make_set(pr.lat, fp, n),
+                                  face = ColorSpinorField::make_set(pr.lat, fp, 4 * n),
+                                  got = ColorSpinorField::make_set(T.coarse_lattice(), cp, 9 * n);
+    for (int c = 0; c < n; ++c) fill_gaussian(site[c], 90 + c);
+    for (int i = 0; i < 4 * n; ++i) fill_gaussian(face[i], 100 + i);
+    T.restrict_split_set(got, site, face);
+    const double tol = cs.fields == Precision::double_ && cs.packed != Precision::half ? 1e-12 : 1e-6;
+    for (int c = 0; c < n; ++c) {
+      std::vector<ColorSpinorField> want = ColorSpinorField::make_set(T.coarse_lattice(), cp, 9),
+                                    faces(face.begin() + 4 * c, face.begin() + 4 * c + 4);
+      T.restrict_split(want, site[c], faces);
+      for (int b = 0; b < 9; ++b)
+        EXPECT_LT(rel_diff(want[b], got[9 * c + b]), tol) << "column " << c << ", block " << b;
+    }
+  }
+}
+
 // orthonormalize() is Gram-Schmidt within every (aggregate, chirality): against modified
 // Gram-Schmidt (twice, in double) on the host, for a Wilson fine level and a coarse-shaped one
 // (2 spins, 5 colors), with more vectors than one Gram block of the kernel and aggregates of
