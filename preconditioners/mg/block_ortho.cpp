@@ -50,14 +50,6 @@ struct OrthoGeometry {
     const Vector<SV, 2> w = *reinterpret_cast<const Vector<SV, 2>*>(v.data + v.offset(r, x));
     return Complex<double>(w.v[0], w.v[1]);
   }
-  /// Stores z as that complex value, in one store.
-  LATKE_HOST_DEVICE LATKE_INLINE void store(int k, int fp, int r, int x, Complex<double> z) const {
-    const RealArray<SV> v = basis.at(k, fp);
-    Vector<SV, 2> w;
-    w.v[0] = static_cast<SV>(z.re);
-    w.v[1] = static_cast<SV>(z.im);
-    *reinterpret_cast<Vector<SV, 2>*>(v.data + v.offset(r, x)) = w;
-  }
   /// The aggregate (as above) of fine site x_cb of parity fp.
   LATKE_HOST_DEVICE LATKE_INLINE int aggregate(int x_cb, int fp) const {
     int fc[4], cp;
@@ -93,17 +85,14 @@ struct OrthoTeamKernel {
     const int nt = (nvec + TB - 1) / TB;
     return nt * (nt + 1);
   }
-  /// Complex values per row of the staged tile: odd, and row k starts k / TB values further on
-  /// (vrow(k)), so that the rows a warp's Gram blocks read at once (TB apart) fall in different
-  /// banks.
+  /// Complex values per row of the staged tile (odd, so that rows start in different banks).
   LATKE_HOST_DEVICE static int row_length(int tile, int cpx) { return (tile * 2 * cpx) | 1; }
-  LATKE_HOST_DEVICE static long vrow(int k, int P) { return static_cast<long>(k) * P + k / TB; }
   /// Shared bytes: the slices' Gram sums, a row of W per chirality, the tile (nvec rows), and
   /// the tile's sites and the chiralities' flags.
   LATKE_HOST_DEVICE static std::size_t bytes(int nvec, int cpx, int tile, int slices) {
     const std::size_t nn = static_cast<std::size_t>(nvec) * nvec;
     return sizeof(C) * (slices * 2 * nn + 2 * static_cast<std::size_t>(nvec) +
-                        static_cast<std::size_t>(nvec) * row_length(tile, cpx) + nvec / TB + 1) +
+                        static_cast<std::size_t>(nvec) * row_length(tile, cpx)) +
            sizeof(int) * (2 * static_cast<std::size_t>(tile) + 2);
   }
 
@@ -113,7 +102,7 @@ struct OrthoTeamKernel {
     C* parts = reinterpret_cast<C*>(t.shared());             // [slice][chirality][j][k]; slice 0: G, then L, then W
     C* row = parts + slices * 2 * nn;                        // [chirality][k]: a row of W before it is stored
     C* vt = row + 2 * n;                                     // [vector][element of the tile], P per vector
-    int* sfp = reinterpret_cast<int*>(vt + vrow(n, P) + 1);  // the tile's sites: parity
+    int* sfp = reinterpret_cast<int*>(vt + static_cast<long>(n) * P);  // the tile's sites: parity
     int* sx = sfp + tile;                                    // and x_cb
     int* flag = sx + tile;                                   // per chirality
     int cc[4];
@@ -137,7 +126,7 @@ struct OrthoTeamKernel {
         }
         LATKE_UNROLL for (int u = 0; u < U; ++u) {
           const int w = i0 + u;
-          if (w < items) vt[vrow(w / (cnt * ne), P) + w % (cnt * ne)] = v[u];
+          if (w < items) vt[static_cast<long>(w / (cnt * ne)) * P + w % (cnt * ne)] = v[u];
         }
       }
       t.sync();
@@ -159,8 +148,8 @@ struct OrthoTeamKernel {
             const int e = (q / cpx) * ne + chi * cpx + q % cpx;
             C a[TB], b[TB];
             for (int u = 0; u < TB; ++u) {
-              a[u] = j0 + u < n ? vt[vrow(j0 + u, P) + e] : C(0);
-              b[u] = k0 + u < n ? vt[vrow(k0 + u, P) + e] : C(0);
+              a[u] = j0 + u < n ? vt[static_cast<long>(j0 + u) * P + e] : C(0);
+              b[u] = k0 + u < n ? vt[static_cast<long>(k0 + u) * P + e] : C(0);
             }
             for (int u = 0; u < TB; ++u)
               for (int v = 0; v < TB; ++v) acc[u][v] += conj_mul(a[u], b[v]);
@@ -230,11 +219,15 @@ struct OrthoTeamKernel {
           for (int u = 0; u < TB; ++u) out[u] = C(0);
           const int kmax = k0 + TB < n ? k0 + TB : n;
           for (int m = 0; m < kmax; ++m) {
-            const C v = vt[vrow(m, P) + e];
+            const C v = vt[static_cast<long>(m) * P + e];
             for (int u = 0; u < TB; ++u)
               if (m <= k0 + u && k0 + u < n) out[u] += conj_mul(W[(k0 + u) * n + m], v);
           }
-          for (int u = 0; u < TB && k0 + u < n; ++u) g.store(k0 + u, sfp[j], r, sx[j], out[u]);
+          for (int u = 0; u < TB && k0 + u < n; ++u) {
+            const RealArray<SV> vk = g.basis.at(k0 + u, sfp[j]);
+            vk.set(r, sx[j], out[u].re);
+            vk.set(r + 1, sx[j], out[u].im);
+          }
         });
       }
       t.sync();  // W is read until here
@@ -272,9 +265,7 @@ void Transfer::orthonormalize() {
     if (tile < 1) fit(limit);
     require(tile >= 1, "multigrid: the block orthonormalization of ", nvec_, " vectors of ", 2 * cpx,
             " complex components per site needs ", K::bytes(nvec_, cpx, 1, 1),
-            " bytes of shared memory per team; the "
-            "limit is ",
-            limit, " (fewer null vectors)");
+            " bytes of shared memory per team; the limit is ", limit, " (fewer null vectors)");
     launch_teams(be, K{{map, basis_view<S>(v_), n_agg, cpx}, static_cast<int*>(bad.data()), nvec_, tile, slices, 2},
                  n_agg, K::team, K::bytes(nvec_, cpx, tile, slices), 0);
   });
