@@ -658,12 +658,13 @@ PetscErrorCode run(int& status) {
   if (!has) PetscCall(PetscOptionsSetValue(nullptr, "-latke_solver", "gcr"));
   PetscCall(PetscOptionsHasName(nullptr, nullptr, "-latke_solver_pc", &has));
   if (!has) PetscCall(PetscOptionsSetValue(nullptr, "-latke_solver_pc", "mg"));
-  // Its multigrid is tuned for sets of columns: a cheaper setup (half the null vectors' steps)
-  // and more smoothing on the coarse levels, which a set makes cheap (docs/latke-propagator.md).
+  // Its multigrid is tuned for sets of columns: a cheaper setup (half the fine null vectors'
+  // steps, 30 on the coarse levels) and more smoothing on the coarse levels, which a set makes
+  // cheap (docs/latke-propagator.md).
   char pc[16] = "";
   PetscCall(PetscOptionsGetString(nullptr, nullptr, "-latke_solver_pc", pc, sizeof pc, nullptr));
   if (std::string(pc) == "mg")
-    for (const auto& [name, value] : {std::pair<const char*, const char*>{"-pc_latke_mg_setup_iterations", "50"},
+    for (const auto& [name, value] : {std::pair<const char*, const char*>{"-pc_latke_mg_setup_iterations", "50,30"},
                                       {"-pc_latke_mg_coarse_post_smooth", "8"}}) {
       PetscCall(PetscOptionsHasName(nullptr, nullptr, name, &has));
       if (!has) PetscCall(PetscOptionsSetValue(nullptr, name, value));
