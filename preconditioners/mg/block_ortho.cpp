@@ -23,7 +23,9 @@ namespace {
 /// reads the basis twice, where Gram-Schmidt vector by vector reads it O(nvec) times. Two
 /// passes (the second sees G_s close to 1) make the basis as orthonormal as its storage
 /// allows for any condition number up to about 1e7. One team per aggregate runs both passes
-/// (OrthoTeamKernel).
+/// (OrthoTeamKernel); where its Gram matrices do not fit a team's shared memory (many vectors),
+/// three kernels over the whole lattice run each pass (OrthoGramKernel, OrthoCholeskyKernel,
+/// OrthoApplyKernel).
 template <typename SV>
 struct OrthoGeometry {
   AggregateMap map;
@@ -56,6 +58,128 @@ struct OrthoGeometry {
     map.fine.coords(x_cb, fp, fc);
     const int cx = map.coarse_site(fc, cp);
     return cp * map.coarse.volume_cb + cx;
+  }
+};
+
+/// Side of the square tiles of G that one thread of OrthoGramKernel sums.
+inline constexpr int ortho_tile = 4;
+
+/// gram[(j nvec + k) n_seg + seg] = <V_j, V_k> on segment seg for j >= k: one thread per
+/// (segment, tile of the lower triangle), tiles fastest, so that the threads of a warp read
+/// the same element of the segment's vectors (with segments fastest, each thread read its own
+/// cache lines, and the kernel was slower); a thread loads 2 x 4
+/// complex values per element, each as one word, for 16 products.
+template <typename SV>
+struct OrthoGramKernel {
+  OrthoGeometry<SV> g;
+  Complex<double>* gram;
+  int nvec, n_tiles;  ///< n_tiles: tiles of the lower triangle
+  LATKE_HOST_DEVICE void operator()(int idx, int) const {
+    constexpr int T = ortho_tile;
+    const int n_seg = 2 * g.n_agg, seg = idx / n_tiles, chi = seg & 1;
+    int t = idx % n_tiles, tj = 0;
+    while (t > tj) t -= ++tj;  // tile (tj, tk = t) of the lower triangle, tk <= tj
+    const int j0 = T * tj, k0 = T * t;
+    int cc[4];
+    g.aggregate_coords(seg >> 1, cc);
+    Complex<double> acc[T][T];
+    for (int u = 0; u < T; ++u)
+      for (int v = 0; v < T; ++v) acc[u][v] = Complex<double>(0);
+    for (int i = 0; i < g.map.block_volume; ++i) {
+      int fp, x;
+      g.site(cc, i, fp, x);
+      for (int c = 0; c < g.cpx; ++c) {
+        const int r = 2 * (chi * g.cpx + c);
+        Complex<double> a[T], b[T];
+        for (int u = 0; u < T; ++u) {
+          a[u] = b[u] = Complex<double>(0);
+          if (j0 + u < nvec) a[u] = g.value(j0 + u, fp, r, x);
+          if (k0 + u < nvec) b[u] = g.value(k0 + u, fp, r, x);
+        }
+        for (int u = 0; u < T; ++u)
+          for (int v = 0; v < T; ++v) acc[u][v] += conj_mul(a[u], b[v]);
+      }
+    }
+    for (int u = 0; u < T; ++u)
+      for (int v = 0; v < T; ++v)
+        if (j0 + u < nvec && k0 + v <= j0 + u)
+          gram[(static_cast<long>(j0 + u) * nvec + k0 + v) * n_seg + seg] = acc[u][v];
+  }
+};
+
+/// On each segment, in place: the lower triangle of G becomes its Cholesky factor L, then
+/// W = L^{-1} (column by column: W_ik needs L_ij for j > k, still in place, and W_jk for
+/// j < i, already written). A pivot not above 1e-12 of its diagonal element of G counts in
+/// bad[seg]: the vector vanishes on the segment, or lies in the span of the earlier ones to
+/// within 1e-6 of its norm there, the rounding of single-precision storage, so what is left of
+/// it is noise.
+struct OrthoCholeskyKernel {
+  Complex<double>* gram;
+  int* bad;
+  int nvec, n_seg;
+  LATKE_HOST_DEVICE Complex<double>& at(int seg, int j, int k) const {
+    return gram[(static_cast<long>(j) * nvec + k) * n_seg + seg];
+  }
+  LATKE_HOST_DEVICE void operator()(int seg, int) const {
+    bool ok = true;
+    for (int k = 0; k < nvec; ++k) {
+      const double g_kk = at(seg, k, k).re;
+      double d = g_kk;
+      for (int m = 0; m < k; ++m) d -= norm2(at(seg, k, m));
+      if (!(d > 1e-12 * g_kk)) {
+        ok = false;
+        d = 1;  // keeps the numbers finite; the basis is refused
+      }
+      const double l = sqrt(d), inv = 1.0 / l;
+      at(seg, k, k) = Complex<double>(l, 0.0);
+      for (int i = k + 1; i < nvec; ++i) {
+        Complex<double> s = at(seg, i, k);
+        for (int m = 0; m < k; ++m) s -= at(seg, i, m) * conj(at(seg, k, m));
+        at(seg, i, k) = s * inv;
+      }
+    }
+    for (int k = 0; k < nvec; ++k) {
+      const double w_kk = 1.0 / at(seg, k, k).re;
+      at(seg, k, k) = Complex<double>(w_kk, 0.0);
+      for (int i = k + 1; i < nvec; ++i) {
+        Complex<double> s = at(seg, i, k) * w_kk;
+        for (int j = k + 1; j < i; ++j) s += at(seg, i, j) * at(seg, j, k);
+        at(seg, i, k) = s * (-1.0 / at(seg, i, i).re);
+      }
+    }
+    if (!ok) bad[seg] += 1;
+  }
+};
+
+/// V_k <- sum_{j <= k} conj(W_kj) V_j on every segment: one thread per (fine site of parity
+/// fp, complex component), outputs in chunks of 8 from the last down, so that each chunk reads
+/// only vectors not yet overwritten.
+template <typename SV>
+struct OrthoApplyKernel {
+  OrthoGeometry<SV> g;
+  const Complex<double>* w;
+  int nvec, fp;
+  LATKE_HOST_DEVICE void operator()(int idx, int) const {
+    constexpr int C = 8;
+    const int x = idx / (2 * g.cpx), c = idx % (2 * g.cpx), r = 2 * c;
+    const int n_seg = 2 * g.n_agg, seg = g.aggregate(x, fp) * 2 + c / g.cpx;
+    for (int k1 = nvec; k1 > 0; k1 -= C) {
+      const int k0 = k1 > C ? k1 - C : 0;
+      Complex<double> out[C];
+      for (int u = 0; u < C; ++u) out[u] = Complex<double>(0);
+      for (int j = 0; j < k1; ++j) {
+        const Complex<double> v = g.value(j, fp, r, x);
+        for (int u = 0; u < C; ++u) {
+          const int k = k0 + u;
+          if (k < k1 && j <= k) out[u] += conj_mul(w[(static_cast<long>(k) * nvec + j) * n_seg + seg], v);
+        }
+      }
+      for (int u = 0; u < C && k0 + u < k1; ++u) {
+        const RealArray<SV> vk = g.basis.at(k0 + u, fp);
+        vk.set(r, x, out[u].re);
+        vk.set(r + 1, x, out[u].im);
+      }
+    }
   }
 };
 
@@ -251,6 +375,7 @@ void Transfer::orthonormalize() {
   dispatch_full(fine_param_.precision, "multigrid basis", [&](auto s) {
     using S = decltype(s);
     using K = OrthoTeamKernel<S>;
+    const OrthoGeometry<S> g{map, basis_view<S>(v_), n_agg, cpx};
     // As many slices of the Gram sums as the team has threads for (at most 4), and tiles of at
     // most 16 sites, within about half an SM's shared memory (two teams on an SM) where that
     // holds one site, else the whole limit; the same choice on both backends.
@@ -262,12 +387,24 @@ void Transfer::orthonormalize() {
       return false;
     };
     while (!fit(budget) && slices > 1) --slices;
-    if (tile < 1) fit(limit);
-    require(tile >= 1, "multigrid: the block orthonormalization of ", nvec_, " vectors of ", 2 * cpx,
-            " complex components per site needs ", K::bytes(nvec_, cpx, 1, 1),
-            " bytes of shared memory per team; the limit is ", limit, " (fewer null vectors)");
-    launch_teams(be, K{{map, basis_view<S>(v_), n_agg, cpx}, static_cast<int*>(bad.data()), nvec_, tile, slices, 2},
-                 n_agg, K::team, K::bytes(nvec_, cpx, tile, slices), 0);
+    if (tile >= 1 || fit(limit)) {
+      launch_teams(be, K{g, static_cast<int*>(bad.data()), nvec_, tile, slices, 2}, n_agg, K::team,
+                   K::bytes(nvec_, cpx, tile, slices), 0);
+      return;
+    }
+    // Too many vectors for a team's shared memory (the Gram matrices alone: 2 nvec^2 complex
+    // doubles): the Gram tiles, the factors and W^dag by three kernels over the whole lattice,
+    // G in global memory.
+    const int tiles = (nvec_ + ortho_tile - 1) / ortho_tile, n_tiles = tiles * (tiles + 1) / 2;
+    Buffer gram(mk, static_cast<std::size_t>(nvec_) * nvec_ * n_seg * sizeof(Complex<double>));
+    auto* gm = static_cast<Complex<double>*>(gram.data());
+    for (int pass = 0; pass < 2; ++pass) {
+      launch(be, OrthoGramKernel<S>{g, gm, nvec_, n_tiles}, {n_seg * n_tiles}, compute_stream(), false);
+      launch(be, OrthoCholeskyKernel{gm, static_cast<int*>(bad.data()), nvec_, n_seg}, {n_seg}, compute_stream(),
+             false);
+      for (int fp = 0; fp < 2; ++fp)
+        launch(be, OrthoApplyKernel<S>{g, gm, nvec_, fp}, {fine_->volume_cb() * 2 * cpx}, compute_stream(), false);
+    }
   });
   std::vector<int> host(n_seg);
   synchronize(be);

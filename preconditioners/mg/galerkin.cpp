@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "operators/coarse/probe_classes.h"
+#include "src/core/backend.h"
 #include "src/core/error.h"
 
 namespace latke::mg {

@@ -1269,7 +1269,22 @@ void Transfer::restrict_split_set(std::vector<ColorSpinorField>& coarse, const s
   const bool together = n > 1 && words && is_set(site) && is_set(face) && is_set(coarse) && f0.site_reals() == 24 &&
                         f0.n_parity() == 2 && f0.precision() != Precision::half &&
                         face[0].precision() == f0.precision() && coarse[0].precision() != Precision::half;
-  if (!together) {
+  // The most columns whose sums and one site's tile fit a team's shared memory (at most 8 with
+  // 24 vectors; fewer with many vectors): a larger set goes in parts of that many.
+  int fit = n;
+  while (together && fit > 1 &&
+         RestrictSplitSetKernel<double, double, double>::bytes(nvec_, fit, 1) > team_shared_limit(f0.backend()))
+    --fit;
+  if (together && fit < n && fit > 1) {
+    for (int c0 = 0; c0 < n; c0 += fit) {
+      const int m = std::min(fit, n - c0);
+      std::vector<ColorSpinorField> out(coarse.begin() + 9 * c0, coarse.begin() + 9 * (c0 + m)),
+          s(site.begin() + c0, site.begin() + c0 + m), faces(face.begin() + 4 * c0, face.begin() + 4 * (c0 + m));
+      restrict_split_set(out, s, faces);
+    }
+    return;
+  }
+  if (!together || fit < n) {
     for (int c = 0; c < n; ++c) {
       std::vector<ColorSpinorField> out(coarse.begin() + 9 * c, coarse.begin() + 9 * c + 9),
           faces(face.begin() + 4 * c, face.begin() + 4 * c + 4);

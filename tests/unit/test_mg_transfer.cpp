@@ -144,18 +144,21 @@ TEST_P(MgBackend, TransferOfASet) {
 // column by column: for a Wilson fine level (one pass over the basis for the batch) with a half
 // and a single basis, fields in single and double, more vectors than one block of the kernel's
 // threads and not a multiple of it; and for a coarse-shaped level (column by column). The faces
-// are random on every site: R reads each only on its aggregate's two slices.
+// are random on every site: R reads each only on its aggregate's two slices. With 96 vectors
+// a team's shared memory holds the sums of fewer than 8 columns: the set goes in parts.
 TEST_P(MgBackend, RestrictSplitOfASet) {
   struct Case {
     int nspin, ncolor, nvec;
     Precision packed, fields;
+    int n;
   };
-  const int n = 3;
   for (const Case& cs :
-       {Case{4, 3, 7, Precision::single, Precision::single}, Case{4, 3, 6, Precision::half, Precision::single},
-        Case{4, 3, 5, Precision::single, Precision::double_}, Case{2, 4, 3, Precision::single, Precision::single}}) {
+       {Case{4, 3, 7, Precision::single, Precision::single, 3}, Case{4, 3, 6, Precision::half, Precision::single, 3},
+        Case{4, 3, 5, Precision::single, Precision::double_, 3}, Case{2, 4, 3, Precision::single, Precision::single, 3},
+        Case{4, 3, 96, Precision::single, Precision::single, 8}}) {
+    const int n = cs.n;
     SCOPED_TRACE(::testing::Message() << cs.nspin << " spins, " << cs.nvec << " vectors, basis " << to_string(cs.packed)
-                                      << ", fields " << to_string(cs.fields));
+                                      << ", fields " << to_string(cs.fields) << ", " << n << " columns");
     Problem pr(GetParam(), Precision::single, {4, 4, 8, 8});
     Transfer T(pr.lat, SpinorParam{cs.nspin, cs.ncolor, Precision::single, Subset::full, pr.backend}, {2, 2, 4, 2},
                cs.nvec, 1, cs.packed);
@@ -181,9 +184,10 @@ TEST_P(MgBackend, RestrictSplitOfASet) {
 // orthonormalize() is Gram-Schmidt within every (aggregate, chirality): against modified
 // Gram-Schmidt (twice, in double) on the host, for a Wilson fine level and a coarse-shaped one
 // (2 spins, 5 colors), with more vectors than one Gram block of the kernel and aggregates of
-// more sites than one of its tiles, a single-precision basis, and the fine level's 24 vectors.
-// A basis that is not of full rank on its aggregates (a vector that vanishes, or repeats
-// another) is refused, naming how many (aggregate, chirality) pairs.
+// more sites than one of its tiles, a single-precision basis, the fine level's 24 vectors, and
+// 96, too many for a team's shared memory (the kernels over the whole lattice). A basis that is
+// not of full rank on its aggregates (a vector that vanishes, or repeats another) is refused,
+// naming how many (aggregate, chirality) pairs.
 TEST_P(MgBackend, OrthonormalizeIsGramSchmidt) {
   Problem pr(GetParam(), Precision::double_, {4, 4, 4, 8});
   const Coords block{2, 2, 2, 4};
@@ -193,7 +197,8 @@ TEST_P(MgBackend, OrthonormalizeIsGramSchmidt) {
     double tol;
   };
   for (const Case& cs : {Case{4, 3, 10, Precision::double_, 1e-12}, Case{2, 5, 9, Precision::double_, 1e-12},
-                         Case{4, 3, 10, Precision::single, 2e-5}, Case{4, 3, 24, Precision::double_, 1e-12}}) {
+                         Case{4, 3, 10, Precision::single, 2e-5}, Case{4, 3, 24, Precision::double_, 1e-12},
+                         Case{4, 3, 96, Precision::double_, 1e-11}}) {
     SCOPED_TRACE(::testing::Message() << cs.nspin << " spins, " << cs.ncolor << " colors, " << cs.nvec << " vectors in "
                                       << to_string(cs.p));
     Transfer T(pr.lat, SpinorParam{cs.nspin, cs.ncolor, cs.p, Subset::full, pr.backend}, block, cs.nvec, 1, cs.p);
