@@ -193,8 +193,9 @@ struct OrthoApplyKernel {
 /// - V_s <- V_s W_s^dag tile by tile, each thread one element of a site for TB vectors, written
 ///   back over the staged tile.
 /// So each pass reads the aggregate's basis twice and writes it once, and no product leaves
-/// the chip: one thread per Gram tile or basis element over the whole lattice (the earlier
-/// kernels) read each element from memory once per tile of vectors.
+/// the chip, where OrthoGramKernel and OrthoApplyKernel (one thread per Gram tile or basis
+/// element over the whole lattice, kept for more vectors than a team holds) read each element
+/// from memory once per tile of vectors and G from global memory.
 template <typename SV>
 struct OrthoTeamKernel {
   static constexpr int TB = 4;      ///< side of the Gram blocks one thread sums
