@@ -96,7 +96,8 @@ class Transfer {
   /// @brief restrict_split for n columns at once, n = site.size(): column c's faces are face[4 c
   /// + mu], its nine outputs coarse[9 c + b]. Where the fields are sets (ColorSpinorField::
   /// make_set) of a Wilson fine level's full fields in double or single, one pass over the basis
-  /// for all n (the Galerkin product's columns in batches); otherwise column by column.
+  /// for all n (the Galerkin product's columns in batches; with many vectors, in parts of as
+  /// many columns as a team's shared memory holds); otherwise column by column.
   void restrict_split_set(std::vector<ColorSpinorField>& coarse, const std::vector<ColorSpinorField>& site,
                           const std::vector<ColorSpinorField>& face) const;
 
