@@ -13,19 +13,16 @@ namespace latke::mg {
 
 namespace {
 
-/// The blocks from 2 Nvec split applications (the operator splits its stencil). A Wilson fine
-/// level's columns go in batches of up to 8 (as many as a quarter of the free memory holds, five
-/// fine fields each): each column's split application alone, then R of the batch's outputs in
-/// one pass over the basis (Transfer::restrict_split_set), which otherwise each column reads
-/// whole.
+/// The blocks from 2 Nvec split applications (the operator splits its stencil). The columns go
+/// in batches of up to 8 (as many as a quarter of the free memory holds, five fields of the
+/// level each): each column's split application alone, then R of the batch's outputs
+/// (Transfer::restrict_split_set: on a Wilson fine level one pass over the basis for the batch,
+/// which otherwise each column reads whole; elsewhere column by column).
 void assemble_split(LinearOperator& fine, const Transfer& T, CoarseOperator& op) {
   const SpinorParam fp = fine.field_param();
   ColorSpinorField f = fine.make_field();
-  int batch = 1;
-  if (fp.nspin * fp.ncolor * 2 == 24 && fp.precision != Precision::half) {
-    const std::size_t field = f.bytes(), spare = free_memory(fp.backend) / 4;
-    batch = static_cast<int>(std::clamp<std::size_t>(spare / (5 * field), 1, std::min(8, op.n())));
-  }
+  const std::size_t spare = free_memory(fp.backend) / 4;
+  const int batch = static_cast<int>(std::clamp<std::size_t>(spare / (5 * f.bytes()), 1, std::min(8, op.n())));
   std::vector<ColorSpinorField> site = ColorSpinorField::make_set(fine.lattice(), fp, batch),
                                 face = ColorSpinorField::make_set(fine.lattice(), fp, 4 * batch);
   // The nine blocks' columns: the hops (2 mu: forward, 2 mu + 1: backward) and the site block (8).

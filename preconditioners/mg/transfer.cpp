@@ -1275,7 +1275,7 @@ void Transfer::restrict_split_set(std::vector<ColorSpinorField>& coarse, const s
   while (together && fit > 1 &&
          RestrictSplitSetKernel<double, double, double>::bytes(nvec_, fit, 1) > team_shared_limit(f0.backend()))
     --fit;
-  if (together && fit < n && fit > 1) {
+  if (fit > 1 && fit < n) {
     for (int c0 = 0; c0 < n; c0 += fit) {
       const int m = std::min(fit, n - c0);
       std::vector<ColorSpinorField> out(coarse.begin() + 9 * c0, coarse.begin() + 9 * (c0 + m)),
@@ -1284,7 +1284,7 @@ void Transfer::restrict_split_set(std::vector<ColorSpinorField>& coarse, const s
     }
     return;
   }
-  if (!together || fit < n) {
+  if (!together || fit < 2) {
     for (int c = 0; c < n; ++c) {
       std::vector<ColorSpinorField> out(coarse.begin() + 9 * c, coarse.begin() + 9 * c + 9),
           faces(face.begin() + 4 * c, face.begin() + 4 * c + 4);

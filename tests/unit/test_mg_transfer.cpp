@@ -183,11 +183,10 @@ TEST_P(MgBackend, RestrictSplitOfASet) {
 
 // orthonormalize() is Gram-Schmidt within every (aggregate, chirality): against modified
 // Gram-Schmidt (twice, in double) on the host, for a Wilson fine level and a coarse-shaped one
-// (2 spins, 5 colors), with more vectors than one Gram block of the kernel and aggregates of
-// more sites than one of its tiles, a single-precision basis, the fine level's 24 vectors, and
-// 96, too many for a team's shared memory (the kernels over the whole lattice). A basis that is
-// not of full rank on its aggregates (a vector that vanishes, or repeats another) is refused,
-// naming how many (aggregate, chirality) pairs.
+// (2 spins, 5 colors), with more vectors than one tile and one output chunk of the kernels, a
+// single-precision basis, the fine level's 24 vectors and 96. A basis that is not of full rank
+// on its aggregates (a vector that vanishes, or repeats another) is refused, naming how many
+// (aggregate, chirality) pairs.
 TEST_P(MgBackend, OrthonormalizeIsGramSchmidt) {
   Problem pr(GetParam(), Precision::double_, {4, 4, 4, 8});
   const Coords block{2, 2, 2, 4};
