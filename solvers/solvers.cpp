@@ -675,9 +675,11 @@ SolverStats solve(LinearOperator& A, LinearOperator* sloppy, Preconditioner* K, 
 // coefficients once for the set. The Gram-Schmidt reductions stay per system; each is a pass
 // over the system's own fields, so fusing them across the set would save only host
 // synchronisations, a few per system and iteration.
-std::vector<SolverStats> gcr_set(LinearOperator& A, LinearOperator* sloppy, Preconditioner* K,
-                                 std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& b,
-                                 const SolverParam& p) {
+namespace {
+
+std::vector<SolverStats> gcr_set_run(LinearOperator& A, LinearOperator* sloppy, Preconditioner* K,
+                                     std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& b,
+                                     const SolverParam& p) {
   const auto t0 = std::chrono::steady_clock::now();
   const int n = static_cast<int>(b.size());
   require(p.type == SolverType::gcr, "gcr_set: the solver is ", to_string(p.type), "; expected gcr");
@@ -834,6 +836,33 @@ std::vector<SolverStats> gcr_set(LinearOperator& A, LinearOperator* sloppy, Prec
   // between solves: a further set solve makes it again, once.
   if (whole_sets) A.release_set_scratch();
   return st;
+}
+
+}  // namespace
+
+std::vector<SolverStats> gcr_set(LinearOperator& A, LinearOperator* sloppy, Preconditioner* K,
+                                 std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& b,
+                                 const SolverParam& p) {
+  try {
+    return gcr_set_run(A, sloppy, K, x, b, p);
+  } catch (const OutOfMemory& e) {
+    // The directions are the set's largest buffers, and whichever allocation fails after them (a
+    // preconditioner's set buffers, say) would not say so: the message names them and the way out.
+    const SpinorParam& sp = (sloppy ? *sloppy : A).field_param();
+    const double field =
+        static_cast<double>(A.lattice()->volume_cb()) * (sp.subset == Subset::full ? 2 : 1) *
+        (2.0 * sp.nspin * sp.ncolor * real_bytes(sp.precision) + (sp.precision == Precision::half ? sizeof(float) : 0));
+    const double gib = 2.0 * p.restart * static_cast<double>(b.size()) * field / (1024.0 * 1024.0 * 1024.0);
+    std::ostringstream m;
+    m.precision(3);
+    m << "GCR over a set of " << b.size() << " right-hand sides with restart " << p.restart
+      << " ran out of memory; its directions (2 x " << p.restart << " fields per right-hand side, "
+      << to_string(sp.precision) << ") take " << gib
+      << " GiB: a smaller restart (-latke_solver_restart) or fewer right-hand sides solved together "
+         "(-latke_solver_set_size) needs less. "
+      << e.what();
+    throw OutOfMemory(m.str());
+  }
 }
 
 }  // namespace latke

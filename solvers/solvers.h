@@ -204,7 +204,9 @@ std::vector<SolverStats> bicgstab_set(const SetOperator& A, std::vector<ColorSpi
 /// the operator's set form. A system that meets its tolerance stops taking directions (its
 /// residual is zeroed for the rest of the set's cycle); the set ends when every system has
 /// converged, stalled or reached max_iter. Returns per system what solve() returns, its
-/// applications counting those made for the whole set. Needs p.type gcr.
+/// applications counting those made for the whole set. Needs p.type gcr. Memory running out
+/// during the solve throws OutOfMemory naming the directions' share (2 restart fields per
+/// system) and the options that shrink it.
 std::vector<SolverStats> gcr_set(LinearOperator& A, LinearOperator* sloppy, Preconditioner* K,
                                  std::vector<ColorSpinorField>& x, const std::vector<ColorSpinorField>& b,
                                  const SolverParam& p);

@@ -318,7 +318,10 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams *param
  * iteration applies the operator and the preconditioner once for the whole set, so the
  * multigrid (-latke_solver_pc mg) reads links, clover, transfers and coarse blocks once per
  * set. Other solvers solve the columns one after another. x[i] hold the initial guesses
- * (unless params->initial_guess_nonzero is PETSC_FALSE).
+ * (unless params->initial_guess_nonzero is PETSC_FALSE). A set keeps 2 x restart direction
+ * fields per column (single precision by default): with the multigrid, 12 columns of 32^3x64
+ * need restart 8 (as latke-propagator sets) to fit on an 80 GB GPU; an error names the restart
+ * and the set where they do not fit.
  * stats (may be NULL) receives n entries; a column's seconds are its set's, and the
  * preconditioner's setup in this call is in stats[0].pc_setup_seconds alone. */
 PetscErrorCode MatLatkeSolveMany(Mat A, PetscInt n, Vec b[], Vec x[], const LatkeSolverParams *params,

@@ -99,7 +99,7 @@ Buffer::Buffer(MemoryKind kind, std::size_t bytes) : bytes_(bytes), kind_(kind) 
   switch (kind) {
     case MemoryKind::host:
       if (posix_memalign(&p, host_alignment, (n + host_alignment - 1) / host_alignment * host_alignment) != 0)
-        fail("out of host memory allocating ", bytes, " bytes (", memory_report(), ")");
+        throw OutOfMemory(detail::concat("out of host memory allocating ", bytes, " bytes (", memory_report(), ")"));
       break;
     case MemoryKind::pinned:
 #ifdef LATKE_HAVE_CUDA
@@ -109,7 +109,7 @@ Buffer::Buffer(MemoryKind kind, std::size_t bytes) : bytes_(bytes), kind_(kind) 
       }
 #endif
       if (posix_memalign(&p, host_alignment, (n + host_alignment - 1) / host_alignment * host_alignment) != 0)
-        fail("out of host memory allocating ", bytes, " bytes");
+        throw OutOfMemory(detail::concat("out of host memory allocating ", bytes, " bytes"));
       kind_ = MemoryKind::host;
       break;
     case MemoryKind::device:
@@ -118,8 +118,8 @@ Buffer::Buffer(MemoryKind kind, std::size_t bytes) : bytes_(bytes), kind_(kind) 
         cudaGetLastError();
         std::size_t free_b = 0, total_b = 0;
         cudaMemGetInfo(&free_b, &total_b);
-        fail("out of GPU memory: asked for ", bytes, " bytes, ", free_b, " of ", total_b,
-             " bytes free");
+        throw OutOfMemory(
+            detail::concat("out of GPU memory: asked for ", bytes, " bytes, ", free_b, " of ", total_b, " bytes free"));
       }
 #else
       fail("device memory asked for in a build without CUDA");

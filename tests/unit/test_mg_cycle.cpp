@@ -588,6 +588,25 @@ TEST_P(MgBackend, GcrSetSolvesEachColumnAsGcrDoes) {
   SolverParam bicg = sp;
   bicg.type = SolverType::bicgstab;
   expect_error([&] { gcr_set(A, schur.get(), &K, xs, b, bicg); }, "expected gcr", "BiCGstab");
+  // Memory running out inside the set's solve (here in the preconditioner, where the multigrid
+  // makes its set buffers): still an OutOfMemory, naming what the set's directions take and the
+  // options that fit it in less, with the failed allocation's own message.
+  struct Exhausted : Preconditioner {
+    void apply(ColorSpinorField&, const ColorSpinorField&) override {
+      throw OutOfMemory("out of GPU memory: asked for 48 bytes, 0 of 80 bytes free");
+    }
+    std::string describe() const override { return "out of memory"; }
+  } exhausted;
+  for (ColorSpinorField& f : xset) f.zero();
+  try {
+    gcr_set(A, schur.get(), &exhausted, xset, bs, sp);
+    ADD_FAILURE() << "a set solve whose preconditioner ran out of memory returned";
+  } catch (const OutOfMemory& e) {
+    const std::string m = e.what();
+    for (const char* part : {"set of 4 right-hand sides with restart 8", "2 x 8 fields per right-hand side",
+                             "-latke_solver_restart", "-latke_solver_set_size", "asked for 48 bytes"})
+      EXPECT_NE(m.find(part), std::string::npos) << "'" << part << "' missing from: " << m;
+  }
 }
 
 }  // namespace
