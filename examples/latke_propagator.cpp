@@ -669,14 +669,6 @@ PetscErrorCode run(int& status) {
       PetscCall(PetscOptionsHasName(nullptr, nullptr, name, &has));
       if (!has) PetscCall(PetscOptionsSetValue(nullptr, name, value));
     }
-  // GCR over a set orthogonalizes every column against each direction its cycle keeps, which a
-  // set's cheaper cycle makes a larger share: with the multigrid, cycles of at most 8
-  // directions solve a set faster than 16 in about as many iterations (docs/latke-propagator.md).
-  char solver[16] = "";
-  PetscCall(PetscOptionsGetString(nullptr, nullptr, "-latke_solver", solver, sizeof solver, nullptr));
-  PetscCall(PetscOptionsHasName(nullptr, nullptr, "-latke_solver_restart", &has));
-  if (!has && std::string(solver) == "gcr" && std::string(pc) == "mg")
-    PetscCall(PetscOptionsSetValue(nullptr, "-latke_solver_restart", "8"));
   PropagatorFile file;
   if (!o.save.empty()) PetscCall(file.open(o.save, o, global, csw));
   const PetscInt T = global[3];
