@@ -80,10 +80,11 @@ struct NativeOptions {
   bool zero_guess = false;  ///< start from zero, never reading x (initial_guess_nonzero false)
 };
 
-/// The native solver's options; `sets`: for MatLatkeSolveMany's sets of columns, where GCR with
-/// the multigrid keeps 8 directions unless told otherwise (each column keeps 2 restart fields,
-/// and over a set the Gram-Schmidt steps are a larger share of an iteration).
-NativeOptions native_options(MPI_Comm comm, const char* prefix, const LatkeSolverParams& in, bool sets = false) {
+/// The native solver's options; `many`: for MatLatkeSolveMany, where GCR with the multigrid keeps
+/// 8 directions unless told otherwise (over a set each column keeps 2 restart fields, and the
+/// Gram-Schmidt steps are a larger share of an iteration; with latke-propagator's multigrid 8
+/// also beat 16 one column at a time).
+NativeOptions native_options(MPI_Comm comm, const char* prefix, const LatkeSolverParams& in, bool many = false) {
   NativeOptions o;
   SolverParam& p = o.p;
   p.type = solver_of(in.type);
@@ -104,9 +105,9 @@ NativeOptions native_options(MPI_Comm comm, const char* prefix, const LatkeSolve
     sl = g.choice("-latke_solver_sloppy", to_string(precision_of(in.sloppy)), {"double", "single", "half"},
                   "Precision of the iteration");
     p.delta = g.real("-latke_solver_delta", p.delta, "Reliable update when the residual fell by this factor");
-    if (p.restart == PETSC_DEFAULT) p.restart = sets && o.pc == "mg" ? 8 : 16;
+    if (p.restart == PETSC_DEFAULT) p.restart = many && o.pc == "mg" ? 8 : 16;
     restart = g.integer("-latke_solver_restart", p.restart,
-                        "GCR: directions before a restart (default 16; 8 over sets with the multigrid)");
+                        "GCR: directions before a restart (default 16; 8 in MatLatkeSolveMany with the multigrid)");
     p.restart_drop = g.real("-latke_solver_restart_drop", p.restart_drop,
                             "GCR in a sloppy precision: end a cycle once its residual fell by this factor");
     o.monitor = g.flag("-latke_solver_monitor", false, "Print the iterated relative residual at every iteration");
@@ -149,9 +150,9 @@ struct NativeSetup {
 };
 
 NativeSetup native_setup(Mat A, MatContext& c, MPI_Comm comm, const char* prefix, const LatkeSolverParams& in,
-                         bool sets = false) {
+                         bool many = false) {
   NativeSetup n;
-  n.o = native_options(comm, prefix, in, sets);
+  n.o = native_options(comm, prefix, in, many);
   SolverParam& p = n.o.p;
   const Precision sloppy = n.o.sloppy;
   const std::string& pc = n.o.pc;
@@ -257,7 +258,7 @@ PetscErrorCode LatkeSolverParamsDefault(LatkeSolverParams* p) {
   p->max_it = 10000;
   p->sloppy = LATKE_PRECISION_SINGLE;
   p->delta = 0.1;
-  p->restart = PETSC_DEFAULT;  // 16, or 8 for MatLatkeSolveMany's sets with the multigrid
+  p->restart = PETSC_DEFAULT;  // 16, or 8 for MatLatkeSolveMany with the multigrid
   p->restart_drop = 1e-4;
   p->initial_guess_nonzero = PETSC_TRUE;
   PetscFunctionReturn(0);
@@ -300,7 +301,7 @@ PetscErrorCode MatLatkeSolveMany(Mat A, PetscInt n, Vec b[], Vec x[], const Latk
     for (PetscInt i = 0; i < n; ++i) require(b[i] && x[i], "MatLatkeSolveMany: b[", i, "] or x[", i, "] is NULL");
     MatContext& c = context_of(A);
     long set_size = solver_set_size(comm, prefix);
-    NativeSetup s = native_setup(A, c, comm, prefix, in, set_size > 1);
+    NativeSetup s = native_setup(A, c, comm, prefix, in, true);
     if (s.o.p.type != SolverType::gcr) set_size = 1;
     for (PetscInt i0 = 0; i0 < n; i0 += set_size) {
       const int m = static_cast<int>(std::min<PetscInt>(set_size, n - i0));

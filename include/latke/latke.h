@@ -252,8 +252,8 @@ PetscErrorCode MatIsLatke(Mat A, PetscBool *is_latke);
  *   -latke_solver cg|cgne|cgnr|bicgstab|gcr|mr   (bicgstab)
  *   -latke_solver_tol 1e-10, -latke_solver_max_it 10000,
  *   -latke_solver_sloppy double|single|half       (single)
- *   -latke_solver_delta 0.1 (reliable-update factor), -latke_solver_restart 16 (GCR; 8 for
- *                                   MatLatkeSolveMany's sets with the multigrid)
+ *   -latke_solver_delta 0.1 (reliable-update factor), -latke_solver_restart 16 (GCR; 8 in
+ *                                   MatLatkeSolveMany with the multigrid)
  *   -latke_solver_pc none|schwarz|mg GCR preconditioned by the Schwarz or the multigrid
  *                                   preconditioner below (their -pc_latke_schwarz_* and
  *                                   -pc_latke_mg_* options), all on the device
@@ -280,8 +280,8 @@ typedef struct {
   PetscInt        max_it;
   LatkePrecision  sloppy;
   PetscReal       delta;
-  /* GCR's directions per cycle; PETSC_DEFAULT (the default): 16, or 8 over MatLatkeSolveMany's
-   * sets with the multigrid */
+  /* GCR's directions per cycle; PETSC_DEFAULT (the default): 16, or 8 in MatLatkeSolveMany
+   * with the multigrid */
   PetscInt restart;
   /* GCR in a sloppy precision: a cycle also ends once its residual fell by this factor */
   PetscReal restart_drop;
@@ -323,8 +323,8 @@ PetscErrorCode MatLatkeSolve(Mat A, Vec b, Vec x, const LatkeSolverParams *param
  * set. Other solvers solve the columns one after another. x[i] hold the initial guesses
  * (unless params->initial_guess_nonzero is PETSC_FALSE). A set keeps 2 x restart direction
  * fields per column (single precision by default), so with the multigrid the restart is 8
- * unless given (12 columns of 32^3x64 with 16 do not fit beside it on an 80 GB GPU); an error
- * names the restart and the set where they do not fit.
+ * unless given, in sets and one by one (12 columns of 32^3x64 with 16 do not fit beside it on
+ * an 80 GB GPU); an error names the restart and the set where they do not fit.
  * stats (may be NULL) receives n entries; a column's seconds are its set's, and the
  * preconditioner's setup in this call is in stats[0].pc_setup_seconds alone. */
 PetscErrorCode MatLatkeSolveMany(Mat A, PetscInt n, Vec b[], Vec x[], const LatkeSolverParams *params,
