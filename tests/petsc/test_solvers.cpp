@@ -888,8 +888,9 @@ TEST(NativeSolvers, MultigridIsKeptWithTheMatrixUntilItsOptionsChange) {
 // MatLatkeSolveMany: columns solved together (native GCR + multigrid, sets of 3 of 5 columns:
 // a full set and a partial one) reach MatLatkeSolve's solutions column by column, in about as
 // many iterations, with the setup counted once; with BiCGstab (one column at a time) the
-// same solutions; with initial_guess_nonzero false, the same from x never read; bad input is
-// refused (one rank). On 1 and 4 ranks.
+// same solutions; with initial_guess_nonzero false, the same from x never read; GCR with the
+// multigrid keeps 8 directions unless told otherwise; bad input is refused (one rank). On 1 and
+// 4 ranks.
 TEST(NativeSolvers, ManyRightHandSidesSolvedTogether) {
   Problem pr(PETSC_COMM_WORLD, nullptr, 7, 0.2);
   const int n = 5;
