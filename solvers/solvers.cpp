@@ -849,9 +849,7 @@ std::vector<SolverStats> gcr_set(LinearOperator& A, LinearOperator* sloppy, Prec
     // The directions are the set's largest buffers, and whichever allocation fails after them (a
     // preconditioner's set buffers, say) would not say so: the message names them and the way out.
     const SpinorParam& sp = (sloppy ? *sloppy : A).field_param();
-    const double field =
-        static_cast<double>(A.lattice()->volume_cb()) * (sp.subset == Subset::full ? 2 : 1) *
-        (2.0 * sp.nspin * sp.ncolor * real_bytes(sp.precision) + (sp.precision == Precision::half ? sizeof(float) : 0));
+    const double field = static_cast<double>(ColorSpinorField::bytes_for(*A.lattice(), sp));
     const double gib = 2.0 * p.restart * static_cast<double>(b.size()) * field / (1024.0 * 1024.0 * 1024.0);
     std::ostringstream m;
     m.precision(3);

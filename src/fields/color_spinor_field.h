@@ -63,6 +63,8 @@ class ColorSpinorField {
   /// Bytes of one parity block's reals (without norms).
   std::size_t block_bytes() const;
   std::size_t bytes() const;
+  /// @brief What bytes() of a field of this shape would be, without making one.
+  static std::size_t bytes_for(const Lattice& lattice, const SpinorParam& param);
 
   /// @brief Accessor for block `block` (see block_parity).
   template <typename Store, int Nc, int Ns>
