@@ -15,6 +15,10 @@
 set -uo pipefail
 source "$(dirname "$0")/host-env.sh"
 what=${1:-all}
+case $what in
+  latke | quda | table | all) ;;
+  *) echo "peer-dslash.sh: step '$what': expected latke, quda, table or all" >&2; exit 2 ;;
+esac
 lattice=${LATKE_PEER_LATTICE:-32,32,32,64}
 precisions=${LATKE_PEER_PRECISIONS:-half single}
 nsrc=${LATKE_PEER_NSRC:-12}
