@@ -11,7 +11,10 @@
 # reconstruct 12 and QUDA_MAX_MULTI_RHS at least the largest N) and name it in QUDA_DSLASH_TEST.
 # Where the two cannot travel to the host together, run `latke` and `quda` in calls back to back
 # on the same warm machine, bring both logs into one folder and run `table` there.
-# LATKE_PEER_LATTICE (32,32,32,64), LATKE_PEER_PRECISIONS ("half single"), LATKE_PEER_NSRC (12).
+# LATKE_PEER_LATTICE (32,32,32,64), LATKE_PEER_PRECISIONS ("half single"), LATKE_PEER_NSRC (12),
+# LATKE_PEER_GPUS (1): with N > 1 both run under mpirun on N ranks, one GPU each, the lattice
+# split in t (Latke -latke_grid 1,1,1,N; QUDA --gridsize 1 1 1 N with its local --dim), which
+# needs a dslash_test built with MPI.
 set -uo pipefail
 source "$(dirname "$0")/host-env.sh"
 what=${1:-all}
@@ -23,15 +26,21 @@ lattice=${LATKE_PEER_LATTICE:-32,32,32,64}
 precisions=${LATKE_PEER_PRECISIONS:-half single}
 nsrc=${LATKE_PEER_NSRC:-12}
 rounds=${LATKE_PEER_ROUNDS:-2}
+gpus=${LATKE_PEER_GPUS:-1}
+[[ "$gpus" =~ ^[1-9][0-9]*$ ]] || { echo "LATKE_PEER_GPUS '$gpus': expected a positive integer" >&2; exit 2; }
+# On N ranks: mpirun, and the lattice split in t.
+on_ranks() { if [ "$gpus" -gt 1 ]; then OMP_NUM_THREADS=4 mpirun -np "$gpus" --bind-to none "$@"; else "$@"; fi; }
+device() { echo "$gpus x $(nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader | head -1)"; }
 status=0
 export LATKE_RESOURCE_PATH=${LATKE_RESOURCE_PATH:-/tmp/latke-resources} QUDA_RESOURCE_PATH=${QUDA_RESOURCE_PATH:-/tmp/quda-resources}
 mkdir -p "$LATKE_RESOURCE_PATH" "$QUDA_RESOURCE_PATH"
 
 if [ "$what" = latke ] || [ "$what" = all ]; then
-  nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader > "$out/peer_device_latke.txt"
+  device > "$out/peer_device_latke.txt"
   for ((r = 1; r <= rounds; ++r)); do
-    "$bin/latke-bench" dslash -latke_lattice "$lattice" -latke_precision "${precisions// /,}" -latke_reconstruct 12 \
-      -latke_form matpc -latke_set "$nsrc" -latke_json "$out/peer_latke_$r.json" > "$out/peer_latke_$r.log" 2>&1
+    on_ranks "$bin/latke-bench" dslash -latke_lattice "$lattice" -latke_grid "1,1,1,$gpus" \
+      -latke_precision "${precisions// /,}" -latke_reconstruct 12 -latke_form matpc -latke_set "$nsrc" \
+      -latke_json "$out/peer_latke_$r.json" > "$out/peer_latke_$r.log" 2>&1
     status=$((status | $?))
   done
 fi
@@ -41,13 +50,14 @@ if [ "$what" = quda ] || [ "$what" = all ]; then
     echo "QUDA_DSLASH_TEST '${QUDA_DSLASH_TEST:-}': expected QUDA's dslash_test (an executable); no QUDA runs"
     status=2
   else
-    nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader > "$out/peer_device_quda.txt"
+    device > "$out/peer_device_quda.txt"
     IFS=, read -r X Y Z T <<< "$lattice"
     for ((r = 1; r <= rounds; ++r)); do
       for p in $precisions; do
         for n in 1 $nsrc; do
-          timeout -k 5 300 "$QUDA_DSLASH_TEST" --dslash-type clover --test MatPC --matpc even-even --prec "$p" --recon 12 \
-            --dim "$X" "$Y" "$Z" "$T" --nsrc "$n" --niter 100 --verify false > "$out/peer_quda_${p}_n${n}_$r.log" 2>&1
+          on_ranks timeout -k 5 300 "$QUDA_DSLASH_TEST" --dslash-type clover --test MatPC --matpc even-even \
+            --prec "$p" --recon 12 --gridsize 1 1 1 "$gpus" --dim "$X" "$Y" "$Z" $((T / gpus)) --nsrc "$n" --niter 100 \
+            --verify false > "$out/peer_quda_${p}_n${n}_$r.log" 2>&1
           status=$((status | $?))
         done
       done
