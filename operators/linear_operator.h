@@ -78,7 +78,7 @@ class LinearOperator {
   /// Flops that a non-zero shift adds to one application on this rank (0 when it is fused).
   virtual double shift_flops() const {
     const SpinorParam p = field_param();
-    return 8.0 * p.nspin * p.ncolor * lattice()->volume_cb() * (p.subset == Subset::full ? 2 : 1);
+    return 4.0 * p.site_reals() * lattice()->volume_cb() * p.n_parity();
   }
 };
 

@@ -202,10 +202,12 @@ int Multigrid::setup_batch(int l) const {
     // updates b - A x and the single operator's scratch (one parity in single each). As many as
     // half the free memory holds.
     const SpinorParam fp = A->field_param();
-    const std::size_t vcb = A->lattice()->volume_cb(), reals = fp.nspin * fp.ncolor * 2;
-    const std::size_t single = vcb * reals * 4;  // one parity in single
-    const std::size_t own = vcb * (reals * real_bytes(fp.precision) + (fp.precision == Precision::half ? 4 : 0));
-    const std::size_t parity = fp.subset == Subset::full ? 2 : 1;
+    SpinorParam one = fp;  // one parity in the set's precision, and in single
+    one.subset = Subset::even;
+    const std::size_t own = ColorSpinorField::bytes_for(*A->lattice(), one);
+    one.precision = Precision::single;
+    const std::size_t single = ColorSpinorField::bytes_for(*A->lattice(), one);
+    const std::size_t parity = fp.n_parity();
     const std::size_t per = 4 * single + (parity == 1 ? 2 * single : 0) + 6 * parity * own +
                             (fp.precision != Precision::single ? own + 2 * single : 0);
     batch = std::min<long>(batch, std::max<long>(1, static_cast<long>(free_memory(fp.backend) / 2 / per)));

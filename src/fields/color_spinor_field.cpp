@@ -328,10 +328,8 @@ int ColorSpinorField::block_parity(int block) const {
 std::size_t ColorSpinorField::bytes() const { return bytes_for(*lattice_, param_); }
 
 std::size_t ColorSpinorField::bytes_for(const Lattice& lattice, const SpinorParam& param) {
-  const std::size_t parities = param.subset == Subset::full ? 2 : 1;
-  return parities * lattice.volume_cb() *
-         (2 * param.nspin * param.ncolor * real_bytes(param.precision) +
-          (param.precision == Precision::half ? sizeof(float) : 0));
+  return static_cast<std::size_t>(param.n_parity()) * lattice.volume_cb() *
+         (param.site_reals() * real_bytes(param.precision) + (param.precision == Precision::half ? sizeof(float) : 0));
 }
 
 void* ColorSpinorField::block_data(int block) const {

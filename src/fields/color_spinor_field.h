@@ -23,6 +23,10 @@ struct SpinorParam {
   Precision precision = Precision::double_;
   Subset subset = Subset::full;
   Backend backend = Backend::cpu;
+  /// Parity blocks of a field of this shape: 2 for a full field, 1 for one parity.
+  int n_parity() const { return subset == Subset::full ? 2 : 1; }
+  /// Reals per site.
+  int site_reals() const { return 2 * nspin * ncolor; }
 };
 
 class ColorSpinorField {
@@ -55,11 +59,11 @@ class ColorSpinorField {
   Backend backend() const { return param_.backend; }
   int nspin() const { return param_.nspin; }
   int ncolor() const { return param_.ncolor; }
-  int n_parity() const { return param_.subset == Subset::full ? 2 : 1; }
+  int n_parity() const { return param_.n_parity(); }
   /// The site parity held in block `block` (0 or 1 for a full field; the subset otherwise).
   int block_parity(int block) const;
   /// Reals per site.
-  int site_reals() const { return 2 * param_.nspin * param_.ncolor; }
+  int site_reals() const { return param_.site_reals(); }
   /// Bytes of one parity block's reals (without norms).
   std::size_t block_bytes() const;
   std::size_t bytes() const;
