@@ -94,7 +94,7 @@ NativeOptions native_options(MPI_Comm comm, const char* prefix, const LatkeSolve
   p.restart = static_cast<int>(in.restart);
   p.restart_drop = in.restart_drop;
   std::string type, sl;
-  long max_it = p.max_iter, restart = p.restart, stall = p.stall_iterations;
+  long max_it = p.max_iter, restart = p.restart, stall = p.stall_iterations, deflate = p.deflate;
   read_options(comm, prefix ? prefix : "", "Latke native solver options", [&](OptionGroup& g) {
     type = g.choice("-latke_solver", to_string(p.type), {"cg", "cgne", "cgnr", "bicgstab", "gcr", "mr"},
                     "Native solver");
@@ -110,6 +110,9 @@ NativeOptions native_options(MPI_Comm comm, const char* prefix, const LatkeSolve
                         "GCR: directions before a restart (default 16; 8 in MatLatkeSolveMany with the multigrid)");
     p.restart_drop = g.real("-latke_solver_restart_drop", p.restart_drop,
                             "GCR in a sloppy precision: end a cycle once its residual fell by this factor");
+    deflate = g.integer("-latke_solver_deflate", p.deflate,
+                        "GCR: directions kept over each restart, A's harmonic Ritz vectors nearest zero (0: plain "
+                        "restarts)");
     o.monitor = g.flag("-latke_solver_monitor", false, "Print the iterated relative residual at every iteration");
     stall = g.integer("-latke_solver_stall_it", p.stall_iterations,
                       "GCR: stop once the true residual has not fallen by 10% in this many iterations (0: never)");
@@ -121,6 +124,9 @@ NativeOptions native_options(MPI_Comm comm, const char* prefix, const LatkeSolve
   p.type = parse_solver_type(type);
   p.max_iter = static_cast<int>(max_it);
   p.restart = static_cast<int>(restart);
+  require(deflate >= 0 && deflate < restart, "-", prefix ? prefix : "", "latke_solver_deflate ", deflate,
+          ": expected 0 up to one less than the restart (", restart, ")");
+  p.deflate = static_cast<int>(deflate);
   o.sloppy = parse_precision(sl);
   return o;
 }
@@ -201,8 +207,9 @@ void report_stop(MPI_Comm comm, const SolverParam& p, const SolverStats& st, con
     const char* pre = prefix ? prefix : "";
     PetscPrintf(comm,
                 "  GCR(%d) discards its directions at each restart; where that stalls it on the low modes (near "
-                "the critical mass) a longer -%slatke_solver_restart or -%slatke_solver_pc mg converges\n",
-                p.restart, pre, pre);
+                "the critical mass) -%slatke_solver_deflate (directions kept over restarts), a longer "
+                "-%slatke_solver_restart or -%slatke_solver_pc mg converges\n",
+                p.restart, pre, pre, pre);
   }
 }
 
@@ -302,7 +309,8 @@ PetscErrorCode MatLatkeSolveMany(Mat A, PetscInt n, Vec b[], Vec x[], const Latk
     MatContext& c = context_of(A);
     long set_size = solver_set_size(comm, prefix);
     NativeSetup s = native_setup(A, c, comm, prefix, in, true);
-    if (s.o.p.type != SolverType::gcr) set_size = 1;
+    // Deflated restarts keep a space per system: such a GCR solves column by column.
+    if (s.o.p.type != SolverType::gcr || s.o.p.deflate > 0) set_size = 1;
     for (PetscInt i0 = 0; i0 < n; i0 += set_size) {
       const int m = static_cast<int>(std::min<PetscInt>(set_size, n - i0));
       std::vector<SolverStats> st;

@@ -12,6 +12,8 @@
 #include <sstream>
 #include <vector>
 
+#include <Eigen/Dense>
+
 #include "src/core/error.h"
 #include "src/core/log.h"
 #include "src/fields/blas.h"
@@ -496,11 +498,110 @@ void GcrCycle::update(ColorSpinorField& x) const {
   blas::caxpy_multi(gamma.data(), zp_.data(), n_, x);
 }
 
+int GcrCycle::deflate(int k, std::vector<ColorSpinorField>& spare_z, std::vector<ColorSpinorField>& spare_az,
+                      std::vector<double>* theta) {
+  using Mat = Eigen::MatrixXcd;
+  using Scalar = std::complex<double>;
+  const int n = n_;
+  k = std::min(k, n);
+  require(k >= 1 && static_cast<int>(spare_z.size()) >= k && static_cast<int>(spare_az.size()) >= k,
+          "GCR deflated restart: ", k, " directions kept with ", spare_z.size(), " and ", spare_az.size(),
+          " spare fields");
+  const LogScope log(LogEvent::gcr_deflate);
+  // The images are A Z = W' B, W' the orthogonalized A z (norms n2_), B unit upper triangular
+  // (B_ij = beta_ji); with W = W' D^-1/2 orthonormal, A Z = W T, T = D^1/2 B. The harmonic
+  // condition (A Z y - theta Z y) orthogonal to A Z reads T y = theta G y with G = W^H Z.
+  Mat t = Mat::Zero(n, n), g(n, n);
+  for (int i = 0; i < n; ++i) {
+    const double s = std::sqrt(n2_[i]);
+    t(i, i) = s;
+    for (int j = i + 1; j < n; ++j) {
+      const Cplx b = beta_[static_cast<std::size_t>(j) * restart_ + i];
+      t(i, j) = s * Scalar(b.re, b.im);
+    }
+  }
+  std::vector<Cplx> col(n);
+  for (int j = 0; j < n; ++j) {
+    blas::cdot_multi(azp_.data(), n, z_[j], col.data());  // one global sum per chunk of directions
+    for (int i = 0; i < n; ++i) g(i, j) = Scalar(col[i].re, col[i].im) / std::sqrt(n2_[i]);
+  }
+  // T^-1 G y = (1/theta) y: the largest moduli are the harmonic Ritz values nearest zero.
+  const Mat m = t.triangularView<Eigen::Upper>().solve(g);
+  const Eigen::ComplexEigenSolver<Mat> eig(m);
+  require(eig.info() == Eigen::Success, "GCR deflated restart: the harmonic Ritz problem of ", n,
+          " directions did not converge");
+  std::vector<int> order(n);
+  for (int i = 0; i < n; ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](int a, int b) { return std::abs(eig.eigenvalues()(a)) > std::abs(eig.eigenvalues()(b)); });
+  Mat y(n, k);
+  for (int l = 0; l < k; ++l) y.col(l) = eig.eigenvectors().col(order[l]);
+  // Images A Z y = W T y; orthonormalized as T y = Q R, the kept directions are U = Z y R^-1
+  // with A U = W Q. Vectors dependent to the fields' precision are dropped.
+  const Eigen::HouseholderQR<Mat> qr(t * y);
+  const Mat r = qr.matrixQR().topRows(k).triangularView<Eigen::Upper>();
+  const double floor = 1e-6 * std::abs(r(0, 0));
+  int kept = 0;
+  while (kept < k && std::abs(r(kept, kept)) > floor) ++kept;
+  require(kept >= 1, "GCR deflated restart: the harmonic Ritz vectors have no independent image");
+  const Mat q = qr.householderQ() * Mat::Identity(n, kept);
+  const Mat u = y.leftCols(kept) * r.topLeftCorner(kept, kept).triangularView<Eigen::Upper>().solve(
+                                       Mat::Identity(kept, kept));
+  std::vector<Cplx> a(n);
+  for (int l = 0; l < kept; ++l) {
+    spare_z[l].zero();
+    for (int i = 0; i < n; ++i) a[i] = Cplx(u(i, l).real(), u(i, l).imag());
+    blas::caxpy_multi(a.data(), zp_.data(), n, spare_z[l]);
+    spare_az[l].zero();
+    for (int i = 0; i < n; ++i) {
+      const Scalar c = q(i, l) / std::sqrt(n2_[i]);
+      a[i] = Cplx(c.real(), c.imag());
+    }
+    blas::caxpy_multi(a.data(), azp_.data(), n, spare_az[l]);
+  }
+  for (int l = 0; l < kept; ++l) {
+    std::swap(z_[l], spare_z[l]);
+    std::swap(az_[l], spare_az[l]);
+  }
+  if (theta) {
+    theta->clear();
+    for (int l = 0; l < kept; ++l) theta->push_back(1 / std::abs(eig.eigenvalues()(order[l])));
+  }
+  n_ = 0;
+  return kept;
+}
+
+double GcrCycle::seed(int k, ColorSpinorField& r, double r2) {
+  require(k >= 0 && k < restart_, "GCR cycle seeded with ", k, " directions of ", restart_);
+  n_ = 0;
+  if (k == 0) return r2;
+  const LogScope log(LogEvent::gcr_deflate);
+  // The kept images are orthonormal: their Gram-Schmidt coefficients among themselves are 0
+  // and their norms 1; the residual's overlaps with them are its alpha.
+  std::vector<Cplx> overlap(k), minus(k);
+  blas::cdot_multi(azp_.data(), k, r, overlap.data());
+  double removed = 0;
+  for (int l = 0; l < k; ++l) {
+    for (int i = 0; i < l; ++i) beta_[static_cast<std::size_t>(l) * restart_ + i] = Cplx(0);
+    n2_[l] = 1;
+    alpha_[l] = overlap[l];
+    minus[l] = -overlap[l];
+    removed += norm2(overlap[l]);
+  }
+  blas::caxpy_multi(minus.data(), azp_.data(), k, r);
+  n_ = k;
+  // Measured where the projection removed most of r (its rounding would weigh on the difference).
+  measured_r2_ = r2 - removed > cancellation * r2 ? r2 - removed : blas::cdot_norms(r, r).xx;
+  return measured_r2_;
+}
+
 namespace {
 
 void gcr(Work& w, Preconditioner* K, ColorSpinorField& x, const ColorSpinorField& b, const SolverParam& p,
          SolverStats& st) {
   require(p.restart >= 1, "GCR restart ", p.restart, ": expected at least 1");
+  require(p.deflate >= 0 && p.deflate < p.restart, "GCR deflated restart: ", p.deflate,
+          " directions kept of a restart of ", p.restart, ": expected 0 up to ", p.restart - 1);
   // Mixed: each cycle of `restart` directions runs in the sloppy precision from the true
   // residual; its partial solution is folded into x and the residual recomputed in double at
   // the end. Otherwise the cycle works on r and x themselves.
@@ -516,6 +617,13 @@ void gcr(Work& w, Preconditioner* K, ColorSpinorField& x, const ColorSpinorField
   std::vector<ColorSpinorField> z = ColorSpinorField::make_set(rs.lattice_ptr(), rs.param(), p.restart),
                                 az = ColorSpinorField::make_set(rs.lattice_ptr(), rs.param(), p.restart);
   GcrCycle cycle(z, az, p.restart);
+  // Deflated restarts: the directions kept over a restart, and as many spare fields to form them in.
+  std::vector<ColorSpinorField> spare_z, spare_az;
+  if (p.deflate > 0) {
+    spare_z = ColorSpinorField::make_set(rs.lattice_ptr(), rs.param(), p.deflate);
+    spare_az = ColorSpinorField::make_set(rs.lattice_ptr(), rs.param(), p.deflate);
+  }
+  int kept = 0;
   const double b2 = blas::cdot_norms(b, b).xx, target = p.tol * p.tol * b2;
   double r2 = w.true_residual(r, x, b);
   st.initial_residual = std::sqrt(r2 / b2);
@@ -535,8 +643,9 @@ void gcr(Work& w, Preconditioner* K, ColorSpinorField& x, const ColorSpinorField
     }
     if (w.mixed()) rs.copy_from(r);
     const double cycle_target = w.mixed() ? std::max(target, p.restart_drop * p.restart_drop * r2) : target;
-    cycle.begin();
-    for (int j = 0; j < p.restart && r2 > cycle_target && st.iterations < p.max_iter; ++j) {
+    r2 = cycle.seed(kept, rs, r2);  // r orthogonal to the kept directions' images
+    // Every cycle adds at least one direction, so that a restart never repeats the last.
+    for (int j = kept; j < p.restart && (j == kept || r2 > cycle_target) && st.iterations < p.max_iter; ++j) {
       if (K)
         K->apply(z[j], rs);
       else
@@ -554,6 +663,7 @@ void gcr(Work& w, Preconditioner* K, ColorSpinorField& x, const ColorSpinorField
       best = r2;
       best_at = st.iterations;
     }
+    if (p.deflate > 0 && r2 > target && st.iterations < p.max_iter) kept = cycle.deflate(p.deflate, spare_z, spare_az);
   }
 }
 
@@ -683,6 +793,8 @@ std::vector<SolverStats> gcr_set_run(LinearOperator& A, LinearOperator* sloppy, 
   const auto t0 = std::chrono::steady_clock::now();
   const int n = static_cast<int>(b.size());
   require(p.type == SolverType::gcr, "gcr_set: the solver is ", to_string(p.type), "; expected gcr");
+  require(p.deflate == 0, "gcr_set: deflated restarts (", p.deflate,
+          " directions kept) are for single solves; a set restarts plainly (deflate 0)");
   require(n >= 1 && n <= blas::set_max && static_cast<int>(x.size()) == n, "gcr_set: ", x.size(), " solutions and ", n,
           " right-hand sides; expected equal counts from 1 to ", blas::set_max);
   require(p.tol > 0 && p.tol < 1, "solver tolerance ", p.tol, ": expected a number in (0, 1)");

@@ -48,6 +48,13 @@ struct SolverParam {
   /// value for this many iterations (a preconditioner too weak for the system: near kappa_c an
   /// additive Schwarz whose blocks are not solved well enough); 0: only max_iter stops it.
   int stall_iterations = 500;
+  /// GCR: directions carried over each restart (deflated restarting, as GCRO-DR: Parks, de
+  /// Sturler et al. 2006). At a restart the cycle keeps the combinations of its directions
+  /// that are A's harmonic Ritz vectors of smallest modulus on their span, so that the low
+  /// modes which a plain restart would discard (and which stall a weak preconditioner near
+  /// kappa_c) stay in the space and the residual is kept orthogonal to their images. Each
+  /// cycle then adds restart - deflate new directions. 0: plain restarts.
+  int deflate = 0;
   /// Called with 0 and the initial |r|/|b|, then after every iteration with the iterated
   /// relative residual of the system the method iterates on (the true one after a reliable
   /// update; CGNR: of the normal equations). Null: none.
@@ -146,6 +153,20 @@ class GcrCycle {
                       std::vector<ColorSpinorField>& r, std::vector<double>& r2, const char* what);
   /// @brief x += the cycle's correction sum_j gamma_j z_j (x may be stored more precisely than z).
   void update(ColorSpinorField& x) const;
+  /// @brief Deflated restarting, after update(): makes the cycle's first k' = min(k, size())
+  /// directions z[l], az[l] = A z[l] those combinations of its directions whose images are
+  /// orthonormal and span A's k' harmonic Ritz vectors of smallest modulus on span(z) (the
+  /// solutions of A z y - theta z y orthogonal to A z). spare_z, spare_az: at least k fields
+  /// of the cycle's shape, swapped with the kept ones (so they hold the old directions after).
+  /// Returns k' (fewer where the chosen vectors are dependent to the precision of the fields)
+  /// and the moduli of the kept harmonic Ritz values in `theta` (smallest first). One global
+  /// sum per direction for <A z_i, z_j>, then 2 k' passes over the directions.
+  int deflate(int k, std::vector<ColorSpinorField>& spare_z, std::vector<ColorSpinorField>& spare_az,
+              std::vector<double>* theta = nullptr);
+  /// @brief Starts a cycle (as begin()) from the k directions deflate() kept, whose images az[l]
+  /// are orthonormal: r -= sum_l <az_l, r> az_l (one global sum); returns the new |r|^2 from
+  /// r2, its value before (measured).
+  double seed(int k, ColorSpinorField& r, double r2);
 
  private:
   /// add()'s arithmetic once gw_ and gr_ hold direction j = n_'s products: the Gram-Schmidt

@@ -254,6 +254,9 @@ PetscErrorCode MatIsLatke(Mat A, PetscBool *is_latke);
  *   -latke_solver_sloppy double|single|half       (single)
  *   -latke_solver_delta 0.1 (reliable-update factor), -latke_solver_restart 16 (GCR; 8 in
  *                                   MatLatkeSolveMany with the multigrid)
+ *   -latke_solver_deflate 0         GCR: directions kept over each restart, A's harmonic Ritz
+ *                                   vectors nearest zero (deflated restarting; fewer than the
+ *                                   restart; MatLatkeSolveMany then solves column by column)
  *   -latke_solver_pc none|schwarz|mg GCR preconditioned by the Schwarz or the multigrid
  *                                   preconditioner below (their -pc_latke_schwarz_* and
  *                                   -pc_latke_mg_* options), all on the device

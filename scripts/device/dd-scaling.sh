@@ -8,7 +8,8 @@
 # (options for every case, e.g. -latke_solves 2 for a tuned second solve), LATKE_DD_SEEDS (the Z2
 # sources' seeds, default 1; with several, each case also prints the median of its fastest
 # times, an unconverged solve counting as infinite). The mg_* cases
-# put the block solver in the multigrid as its fine smoother (additive or SAP).
+# put the block solver in the multigrid as its fine smoother (additive or SAP). The _rN_kM cases
+# restart GCR after N directions keeping M of them (-latke_solver_deflate).
 set -uo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${LATKE_GPU_BIN:-$here/.gpu/bin}
@@ -58,6 +59,10 @@ gcr_sap4_4x2 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schw
 gcr_sap4_4x5 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 4,4,4,4 -pc_latke_schwarz_iterations 4 -pc_latke_schwarz_type multiplicative -pc_latke_schwarz_cycles 5
 gcr_sap8x4_4x5 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 8,4,4,4 -pc_latke_schwarz_iterations 4 -pc_latke_schwarz_type multiplicative -pc_latke_schwarz_cycles 5
 gcr_sap8x4_8 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 8,4,4,4 -pc_latke_schwarz_iterations 8 -pc_latke_schwarz_type multiplicative -pc_latke_schwarz_cycles 1
+gcr_default_r32_k8 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -latke_solver_restart 32 -latke_solver_deflate 8
+gcr_default_r32_k16 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -latke_solver_restart 32 -latke_solver_deflate 16
+gcr_default_r64_k16 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -latke_solver_restart 64 -latke_solver_deflate 16
+gcr_default_r64_k32 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -latke_solver_restart 64 -latke_solver_deflate 32
 gcr_sap_w12 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_omega 1.2
 gcr_default_r64 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -latke_solver_restart 64
 gcr_default_r128 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -latke_solver_restart 128

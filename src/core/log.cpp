@@ -60,8 +60,8 @@ const char* const* event_names() {
       "LatkeMGSetup",    "LatkeMGApply",     "LatkeMGSmooth0",  "LatkeMGSmooth1",     "LatkeMGSmooth2",
       "LatkeMGSmooth3",  "LatkeMGTransfer",  "LatkeMGCoarseOp", "LatkeMGCoarseSolve", "LatkeMGNullVectors",
       "LatkeMGGalerkin", "LatkeMGGather",    "LatkeOpBuild",    "LatkeLinkUpload",    "LatkeSchwarzBlocks",
-      "LatkeGaugeIO",    "LatkeGaugeUpdate", "LatkeContract",   "LatkeGcrOrtho",      "LatkeSmear",
-      "LatkeGaugeFix"};
+      "LatkeGaugeIO",    "LatkeGaugeUpdate", "LatkeContract",   "LatkeGcrOrtho",      "LatkeGcrDeflate",
+      "LatkeSmear",      "LatkeGaugeFix"};
   static_assert(sizeof(names) / sizeof(names[0]) == static_cast<int>(LogEvent::count_), "a name per event");
   return names;
 }

@@ -40,6 +40,7 @@ enum class LogEvent {
   gauge_update,     ///< LatkeGaugeUpdate: heat-bath and over-relaxation sweeps of the generator
   contract,         ///< LatkeContract: meson and nucleon correlators from propagator columns
   gcr_ortho,        ///< LatkeGcrOrtho: GCR's Gram-Schmidt, residual update and solution update (GcrCycle)
+  gcr_deflate,      ///< LatkeGcrDeflate: GCR's deflated restarts (the kept directions and the projection on them)
   smear,            ///< LatkeSmear: link smearing and quark smearing steps
   gauge_fix,        ///< LatkeGaugeFix: gauge fixing sweeps, their measurements and the links' transformation
   count_
