@@ -105,14 +105,22 @@ NativeOptions native_options(MPI_Comm comm, const char* prefix, const LatkeSolve
     sl = g.choice("-latke_solver_sloppy", to_string(precision_of(in.sloppy)), {"double", "single", "half"},
                   "Precision of the iteration");
     p.delta = g.real("-latke_solver_delta", p.delta, "Reliable update when the residual fell by this factor");
-    if (p.restart == PETSC_DEFAULT) p.restart = many && o.pc == "mg" ? 8 : 16;
+    // With the Schwarz preconditioner, one right-hand side at a time, GCR keeps a quarter of 32
+    // directions over its restarts: near kappa_c a plain GCR(16) stalls on the low modes that
+    // the blocks cannot reach (docs/solvers.md, "Deflated restarts").
+    const bool dd = o.pc == "schwarz" && !many;
+    if (p.restart == PETSC_DEFAULT) p.restart = many && o.pc == "mg" ? 8 : dd ? 32 : 16;
     restart = g.integer("-latke_solver_restart", p.restart,
-                        "GCR: directions before a restart (default 16; 8 in MatLatkeSolveMany with the multigrid)");
+                        "GCR: directions before a restart (default 16; 32 with -latke_solver_pc schwarz; 8 in "
+                        "MatLatkeSolveMany with the multigrid)");
     p.restart_drop = g.real("-latke_solver_restart_drop", p.restart_drop,
                             "GCR in a sloppy precision: end a cycle once its residual fell by this factor");
-    deflate = g.integer("-latke_solver_deflate", p.deflate,
-                        "GCR: directions kept over each restart, A's harmonic Ritz vectors nearest zero (0: plain "
-                        "restarts)");
+    deflate = g.integer("-latke_solver_deflate", dd ? restart / 4 : p.deflate,
+                        "GCR: directions kept over each restart, harmonic Ritz vectors nearest zero (default 0; a "
+                        "quarter of the restart with -latke_solver_pc schwarz, one right-hand side at a time)");
+    p.deflate_exact = g.flag("-latke_solver_deflate_exact", p.deflate_exact,
+                             "GCR deflated restarts: A's harmonic Ritz vectors on the directions' span (n^2 "
+                             "products per restart), not those of the preconditioned map (free)");
     o.monitor = g.flag("-latke_solver_monitor", false, "Print the iterated relative residual at every iteration");
     stall = g.integer("-latke_solver_stall_it", p.stall_iterations,
                       "GCR: stop once the true residual has not fallen by 10% in this many iterations (0: never)");
@@ -203,7 +211,14 @@ void report_stop(MPI_Comm comm, const SolverParam& p, const SolverStats& st, con
   if (st.stop_reason.empty()) return;
   PetscPrintf(comm, "Latke %s%s: stopped after %d iterations, not converged: %s\n", to_string(p.type), which.c_str(),
               st.iterations, st.stop_reason.c_str());
-  if (st.stalled) {
+  if (st.stalled && p.deflate > 0) {
+    const char* pre = prefix ? prefix : "";
+    PetscPrintf(comm,
+                "  GCR(%d) kept %d directions over its restarts; where that still stalls on the low modes (near "
+                "the critical mass) a longer -%slatke_solver_restart, more -%slatke_solver_deflate or "
+                "-%slatke_solver_pc mg converges\n",
+                p.restart, p.deflate, pre, pre, pre);
+  } else if (st.stalled) {
     const char* pre = prefix ? prefix : "";
     PetscPrintf(comm,
                 "  GCR(%d) discards its directions at each restart; where that stalls it on the low modes (near "

@@ -402,9 +402,11 @@ double GcrCycle::add(ColorSpinorField& r, double r2, const char* what) {
   const Cplx minus_alpha(-alpha_[j].re, -alpha_[j].im);
   if (measure) {
     measured_r2_ = blas::caxpby_norm(minus_alpha, w, Cplx(1), r);
+    last_r2_ = measured_r2_;
     return measured_r2_;
   }
   blas::caxpby(minus_alpha, w, Cplx(1), r);
+  last_r2_ = next;
   return next;
 }
 
@@ -499,7 +501,7 @@ void GcrCycle::update(ColorSpinorField& x) const {
 }
 
 int GcrCycle::deflate(int k, std::vector<ColorSpinorField>& spare_z, std::vector<ColorSpinorField>& spare_az,
-                      std::vector<double>* theta) {
+                      bool exact, std::vector<double>* theta) {
   using Mat = Eigen::MatrixXcd;
   using Scalar = std::complex<double>;
   const int n = n_;
@@ -508,10 +510,9 @@ int GcrCycle::deflate(int k, std::vector<ColorSpinorField>& spare_z, std::vector
           "GCR deflated restart: ", k, " directions kept with ", spare_z.size(), " and ", spare_az.size(),
           " spare fields");
   const LogScope log(LogEvent::gcr_deflate);
-  // The images are A Z = W' B, W' the orthogonalized A z (norms n2_), B unit upper triangular
-  // (B_ij = beta_ji); with W = W' D^-1/2 orthonormal, A Z = W T, T = D^1/2 B. The harmonic
-  // condition (A Z y - theta Z y) orthogonal to A Z reads T y = theta G y with G = W^H Z.
-  Mat t = Mat::Zero(n, n), g(n, n);
+  // Images: A Z = W' B, W' the orthogonalized A z (norms n2_), B unit upper triangular (B_ij =
+  // beta_ji); with W = W' D^-1/2 orthonormal, A Z = W T, T = D^1/2 B.
+  Mat t = Mat::Zero(n, n);
   for (int i = 0; i < n; ++i) {
     const double s = std::sqrt(n2_[i]);
     t(i, i) = s;
@@ -520,24 +521,58 @@ int GcrCycle::deflate(int k, std::vector<ColorSpinorField>& spare_z, std::vector
       t(i, j) = s * Scalar(b.re, b.im);
     }
   }
-  std::vector<Cplx> col(n);
-  for (int j = 0; j < n; ++j) {
-    blas::cdot_multi(azp_.data(), n, z_[j], col.data());  // one global sum per chunk of directions
-    for (int i = 0; i < n; ++i) g(i, j) = Scalar(col[i].re, col[i].im) / std::sqrt(n2_[i]);
+  // Pre-images: direction j was made from the residual r_j (z_j = K r_j), a kept one from the
+  // combination of the earlier cycle's residuals recorded in pre_. In the orthonormal basis [W,
+  // r_n / |r_n|] of the residual space (GCR leaves r_n orthogonal to W), r_j = sum_{i >= j} a_i
+  // w_i + r_n with a_i = alpha_i |w'_i|, and the cycle's starting residual is sum_{l < kept}
+  // alpha_l w_l + r_kept. S: the pre-images' coordinates ((n + 1) x n).
+  const int k0 = pre_k_;
+  std::vector<Scalar> a(n);
+  for (int i = 0; i < n; ++i) a[i] = Scalar(alpha_[i].re, alpha_[i].im) * std::sqrt(n2_[i]);
+  const double rn = std::sqrt(std::max(last_r2_, 0.0)), r0 = std::sqrt(std::max(start_r2_, 0.0));
+  Mat sm = Mat::Zero(n + 1, n);
+  const auto pre = [&](int i, int l) {
+    const Cplx c = pre_[static_cast<std::size_t>(l) * (k0 + 1) + i];
+    return Scalar(c.re, c.im);
+  };
+  for (int l = 0; l < k0; ++l) {  // C xi_l + eta_l r_start / |r_start|
+    const Scalar e = r0 > 0 ? pre(k0, l) / r0 : Scalar(0);
+    for (int i = 0; i < n; ++i) sm(i, l) = (i < k0 ? pre(i, l) : Scalar(0)) + e * a[i];
+    sm(n, l) = e * rn;
   }
-  // T^-1 G y = (1/theta) y: the largest moduli are the harmonic Ritz values nearest zero.
-  const Mat m = t.triangularView<Eigen::Upper>().solve(g);
+  for (int j = k0; j < n; ++j) {
+    for (int i = j; i < n; ++i) sm(i, j) = a[i];
+    sm(n, j) = rn;
+  }
+  // Harmonic Ritz pairs of the map from pre-images to images (A K where the preconditioner K is
+  // linear), as FGMRES-DR takes them (Giraud, Gratton et al. 2010): the images' part orthogonal
+  // to themselves, T s = theta S_W s, S_W the first n rows of S. As T^-1 S_W s = (1/theta) s,
+  // the largest moduli are the values nearest zero. No global sum: the cycle's coefficients hold
+  // it all.
+  // Or, exactly on span(z) (`exact`): (A Z y - theta Z y) orthogonal to A Z, T y = theta G y
+  // with G = W^H Z, which takes n global sums of n products.
+  Mat g;
+  if (exact) {
+    g.resize(n, n);
+    std::vector<Cplx> col(n);
+    for (int j = 0; j < n; ++j) {
+      blas::cdot_multi(azp_.data(), n, z_[j], col.data());
+      for (int i = 0; i < n; ++i) g(i, j) = Scalar(col[i].re, col[i].im) / std::sqrt(n2_[i]);
+    }
+  }
+  const Mat m = t.triangularView<Eigen::Upper>().solve(exact ? g : Mat(sm.topRows(n)));
   const Eigen::ComplexEigenSolver<Mat> eig(m);
   require(eig.info() == Eigen::Success, "GCR deflated restart: the harmonic Ritz problem of ", n,
           " directions did not converge");
   std::vector<int> order(n);
   for (int i = 0; i < n; ++i) order[i] = i;
   std::sort(order.begin(), order.end(),
-            [&](int a, int b) { return std::abs(eig.eigenvalues()(a)) > std::abs(eig.eigenvalues()(b)); });
+            [&](int x, int y) { return std::abs(eig.eigenvalues()(x)) > std::abs(eig.eigenvalues()(y)); });
   Mat y(n, k);
   for (int l = 0; l < k; ++l) y.col(l) = eig.eigenvectors().col(order[l]);
   // Images A Z y = W T y; orthonormalized as T y = Q R, the kept directions are U = Z y R^-1
-  // with A U = W Q. Vectors dependent to the fields' precision are dropped.
+  // with A U = W Q, exactly (A is linear, whatever K is). Vectors dependent to the fields'
+  // precision are dropped.
   const Eigen::HouseholderQR<Mat> qr(t * y);
   const Mat r = qr.matrixQR().topRows(k).triangularView<Eigen::Upper>();
   const double floor = 1e-6 * std::abs(r(0, 0));
@@ -545,20 +580,31 @@ int GcrCycle::deflate(int k, std::vector<ColorSpinorField>& spare_z, std::vector
   while (kept < k && std::abs(r(kept, kept)) > floor) ++kept;
   require(kept >= 1, "GCR deflated restart: the harmonic Ritz vectors have no independent image");
   const Mat q = qr.householderQ() * Mat::Identity(n, kept);
-  const Mat u = y.leftCols(kept) * r.topLeftCorner(kept, kept).triangularView<Eigen::Upper>().solve(
-                                       Mat::Identity(kept, kept));
-  std::vector<Cplx> a(n);
+  const Mat u =
+      y.leftCols(kept) * r.topLeftCorner(kept, kept).triangularView<Eigen::Upper>().solve(Mat::Identity(kept, kept));
+  // The kept pre-images S u lie in span(W Q, r_n) (T y = theta S_W y): their coordinates there,
+  // for the next cycle's S.
+  const Mat x = sm * u;
+  Mat coords(kept + 1, kept);
+  coords.topRows(kept) = q.adjoint() * x.topRows(n);
+  coords.row(kept) = x.row(n);
+  pre_.resize(static_cast<std::size_t>(kept + 1) * kept);
+  for (int l = 0; l < kept; ++l)
+    for (int i = 0; i <= kept; ++i)
+      pre_[static_cast<std::size_t>(l) * (kept + 1) + i] = Cplx(coords(i, l).real(), coords(i, l).imag());
+  std::vector<Cplx> cu(static_cast<std::size_t>(n) * kept), cq(cu.size());
+  std::vector<ColorSpinorField*> to_z(kept), to_az(kept);
   for (int l = 0; l < kept; ++l) {
-    spare_z[l].zero();
-    for (int i = 0; i < n; ++i) a[i] = Cplx(u(i, l).real(), u(i, l).imag());
-    blas::caxpy_multi(a.data(), zp_.data(), n, spare_z[l]);
-    spare_az[l].zero();
     for (int i = 0; i < n; ++i) {
       const Scalar c = q(i, l) / std::sqrt(n2_[i]);
-      a[i] = Cplx(c.real(), c.imag());
+      cu[static_cast<std::size_t>(l) * n + i] = Cplx(u(i, l).real(), u(i, l).imag());
+      cq[static_cast<std::size_t>(l) * n + i] = Cplx(c.real(), c.imag());
     }
-    blas::caxpy_multi(a.data(), azp_.data(), n, spare_az[l]);
+    to_z[l] = &spare_z[l];
+    to_az[l] = &spare_az[l];
   }
+  blas::combine_multi(cu.data(), zp_.data(), n, to_z.data(), kept);
+  blas::combine_multi(cq.data(), azp_.data(), n, to_az.data(), kept);
   for (int l = 0; l < kept; ++l) {
     std::swap(z_[l], spare_z[l]);
     std::swap(az_[l], spare_az[l]);
@@ -568,12 +614,18 @@ int GcrCycle::deflate(int k, std::vector<ColorSpinorField>& spare_z, std::vector
     for (int l = 0; l < kept; ++l) theta->push_back(1 / std::abs(eig.eigenvalues()(order[l])));
   }
   n_ = 0;
+  pre_k_ = 0;
+  pre_pending_ = kept;
   return kept;
 }
 
 double GcrCycle::seed(int k, ColorSpinorField& r, double r2) {
-  require(k >= 0 && k < restart_, "GCR cycle seeded with ", k, " directions of ", restart_);
+  require(k >= 0 && k < restart_ && (k == 0 || k == pre_pending_), "GCR cycle seeded with ", k, " directions of ",
+          restart_, " (", pre_pending_, " kept)");
   n_ = 0;
+  pre_k_ = k;
+  start_r2_ = r2;
+  last_r2_ = r2;
   if (k == 0) return r2;
   const LogScope log(LogEvent::gcr_deflate);
   // The kept images are orthonormal: their Gram-Schmidt coefficients among themselves are 0
@@ -592,6 +644,7 @@ double GcrCycle::seed(int k, ColorSpinorField& r, double r2) {
   n_ = k;
   // Measured where the projection removed most of r (its rounding would weigh on the difference).
   measured_r2_ = r2 - removed > cancellation * r2 ? r2 - removed : blas::cdot_norms(r, r).xx;
+  last_r2_ = measured_r2_;
   return measured_r2_;
 }
 
@@ -663,7 +716,8 @@ void gcr(Work& w, Preconditioner* K, ColorSpinorField& x, const ColorSpinorField
       best = r2;
       best_at = st.iterations;
     }
-    if (p.deflate > 0 && r2 > target && st.iterations < p.max_iter) kept = cycle.deflate(p.deflate, spare_z, spare_az);
+    if (p.deflate > 0 && r2 > target && st.iterations < p.max_iter)
+      kept = cycle.deflate(p.deflate, spare_z, spare_az, p.deflate_exact);
   }
 }
 

@@ -55,6 +55,11 @@ struct SolverParam {
   /// kappa_c) stay in the space and the residual is kept orthogonal to their images. Each
   /// cycle then adds restart - deflate new directions. 0: plain restarts.
   int deflate = 0;
+  /// Deflated restarts: keep A's harmonic Ritz vectors on the span of the directions (n^2
+  /// products per restart) instead of those of the map from the directions' pre-images (the
+  /// residuals the preconditioner was applied to) to their images, which the cycle's
+  /// coefficients give (FGMRES-DR's choice). The same without a preconditioner.
+  bool deflate_exact = false;
   /// Called with 0 and the initial |r|/|b|, then after every iteration with the iterated
   /// relative residual of the system the method iterates on (the true one after a reliable
   /// update; CGNR: of the normal equations). Null: none.
@@ -130,7 +135,7 @@ class GcrCycle {
   /// when they are).
   GcrCycle(std::vector<ColorSpinorField>& z, std::vector<ColorSpinorField>& az, int restart);
   /// Starts a cycle (no directions).
-  void begin() { n_ = 0; }
+  void begin() { n_ = 0, pre_k_ = 0; }
   /// Directions added since begin().
   int size() const { return n_; }
   /// Directions a cycle holds at most (the restart length).
@@ -155,17 +160,23 @@ class GcrCycle {
   void update(ColorSpinorField& x) const;
   /// @brief Deflated restarting, after update(): makes the cycle's first k' = min(k, size())
   /// directions z[l], az[l] = A z[l] those combinations of its directions whose images are
-  /// orthonormal and span A's k' harmonic Ritz vectors of smallest modulus on span(z) (the
-  /// solutions of A z y - theta z y orthogonal to A z). spare_z, spare_az: at least k fields
-  /// of the cycle's shape, swapped with the kept ones (so they hold the old directions after).
-  /// Returns k' (fewer where the chosen vectors are dependent to the precision of the fields)
-  /// and the moduli of the kept harmonic Ritz values in `theta` (smallest first). One global
-  /// sum per direction for <A z_i, z_j>, then 2 k' passes over the directions.
+  /// orthonormal and belong to the k' harmonic Ritz values of smallest modulus of the map from
+  /// the directions' pre-images to their images (A K for a linear preconditioner K; A itself
+  /// without one), as FGMRES-DR chooses them. It takes direction j to be K applied to the
+  /// residual at its add() (z_j = K r_j, as GCR makes them) and a seeded one to be what the
+  /// last deflate() kept, and r to be the residual the cycle left. From the cycle's
+  /// coefficients alone (no global sum), then 2 k' passes over the directions. spare_z,
+  /// spare_az: at least k fields of the cycle's shape, swapped with the kept ones (so they hold
+  /// the old directions after). Returns k' (fewer where the chosen vectors are dependent to
+  /// the precision of the fields) and the moduli of the kept values in `theta` (smallest first).
+  /// exact: A's harmonic Ritz values on span(z) instead ((A z y - theta z y) orthogonal to A z),
+  /// which costs n global sums of n products <A z_i, z_j>.
   int deflate(int k, std::vector<ColorSpinorField>& spare_z, std::vector<ColorSpinorField>& spare_az,
-              std::vector<double>* theta = nullptr);
-  /// @brief Starts a cycle (as begin()) from the k directions deflate() kept, whose images az[l]
-  /// are orthonormal: r -= sum_l <az_l, r> az_l (one global sum); returns the new |r|^2 from
-  /// r2, its value before (measured).
+              bool exact = false, std::vector<double>* theta = nullptr);
+  /// @brief Starts a cycle (as begin()) from the k directions deflate() kept (all of them, or 0),
+  /// whose images az[l] are orthonormal: r -= sum_l <az_l, r> az_l (one global sum); returns
+  /// the new |r|^2 from r2, its value before (measured). r: the residual the last cycle left, or
+  /// the true one recomputed from its solution.
   double seed(int k, ColorSpinorField& r, double r2);
 
  private:
@@ -186,6 +197,13 @@ class GcrCycle {
   std::vector<double> n2_;         ///< |A z_j|^2 after orthogonalization
   std::vector<blas::Cplx> gw_, gr_;  ///< scratch: <A z_i, A z_j> and <A z_i, r>, i <= j
   double measured_r2_ = 0;           ///< |r|^2 last measured (at the cycle's start or since)
+  double last_r2_ = 0;               ///< |r|^2 after the last direction (add)
+  double start_r2_ = 0;              ///< |r|^2 at seed(), before the projection
+  /// Deflated restarts: the kept directions' pre-images (the residual combinations their
+  /// preconditioned forms came from) as coordinates on the kept images (rows 0..k-1) and on
+  /// the residual the next cycle starts from, over its norm (row k); pre_k_ of them seeded.
+  std::vector<blas::Cplx> pre_;  ///< column-major, pre_pending_ + 1 rows
+  int pre_k_ = 0, pre_pending_ = 0;
   int restart_, n_ = 0;
   /// A norm from a difference is measured instead where the difference fell below this
   /// fraction of its larger term (for |r|^2: of the last measured one): there the fields' own

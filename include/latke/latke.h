@@ -252,11 +252,14 @@ PetscErrorCode MatIsLatke(Mat A, PetscBool *is_latke);
  *   -latke_solver cg|cgne|cgnr|bicgstab|gcr|mr   (bicgstab)
  *   -latke_solver_tol 1e-10, -latke_solver_max_it 10000,
  *   -latke_solver_sloppy double|single|half       (single)
- *   -latke_solver_delta 0.1 (reliable-update factor), -latke_solver_restart 16 (GCR; 8 in
- *                                   MatLatkeSolveMany with the multigrid)
- *   -latke_solver_deflate 0         GCR: directions kept over each restart, A's harmonic Ritz
+ *   -latke_solver_delta 0.1 (reliable-update factor), -latke_solver_restart 16 (GCR; 32 with
+ *                                   the Schwarz preconditioner; 8 in MatLatkeSolveMany with the
+ *                                   multigrid)
+ *   -latke_solver_deflate 0         GCR: directions kept over each restart, harmonic Ritz
  *                                   vectors nearest zero (deflated restarting; fewer than the
- *                                   restart; MatLatkeSolveMany then solves column by column)
+ *                                   restart; a quarter of it by default with the Schwarz
+ *                                   preconditioner, one right-hand side at a time;
+ *                                   MatLatkeSolveMany then solves column by column)
  *   -latke_solver_pc none|schwarz|mg GCR preconditioned by the Schwarz or the multigrid
  *                                   preconditioner below (their -pc_latke_schwarz_* and
  *                                   -pc_latke_mg_* options), all on the device

@@ -8,8 +8,10 @@
 # (options for every case, e.g. -latke_solves 2 for a tuned second solve), LATKE_DD_SEEDS (the Z2
 # sources' seeds, default 1; with several, each case also prints the median of its fastest
 # times, an unconverged solve counting as infinite). The mg_* cases
-# put the block solver in the multigrid as its fine smoother (additive or SAP). The _rN_kM cases
-# restart GCR after N directions keeping M of them (-latke_solver_deflate).
+# put the block solver in the multigrid as its fine smoother (additive or SAP). GCR with the
+# Schwarz preconditioner restarts after 32 directions keeping 8 unless a case says otherwise
+# (gcr_r16: the plain GCR(16) it had before; _rN_kM: N directions keeping M, _x with
+# -latke_solver_deflate_exact; gcr_kc: over-relaxed blocks and 6 cycles, for kappa near kappa_c).
 set -uo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${LATKE_GPU_BIN:-$here/.gpu/bin}
@@ -59,13 +61,16 @@ gcr_sap4_4x2 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schw
 gcr_sap4_4x5 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 4,4,4,4 -pc_latke_schwarz_iterations 4 -pc_latke_schwarz_type multiplicative -pc_latke_schwarz_cycles 5
 gcr_sap8x4_4x5 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 8,4,4,4 -pc_latke_schwarz_iterations 4 -pc_latke_schwarz_type multiplicative -pc_latke_schwarz_cycles 5
 gcr_sap8x4_8 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 8,4,4,4 -pc_latke_schwarz_iterations 8 -pc_latke_schwarz_type multiplicative -pc_latke_schwarz_cycles 1
-gcr_default_r32_k8 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -latke_solver_restart 32 -latke_solver_deflate 8
+gcr_r16 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -latke_solver_restart 16 -latke_solver_deflate 0
+gcr_kc -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_omega 1.2 -pc_latke_schwarz_cycles 6
 gcr_default_r32_k16 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -latke_solver_restart 32 -latke_solver_deflate 16
 gcr_default_r64_k16 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -latke_solver_restart 64 -latke_solver_deflate 16
 gcr_default_r64_k32 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -latke_solver_restart 64 -latke_solver_deflate 32
+gcr_default_r32_k16x -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -latke_solver_restart 32 -latke_solver_deflate 16 -latke_solver_deflate_exact
+gcr_default_r64_k32x -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -latke_solver_restart 64 -latke_solver_deflate 32 -latke_solver_deflate_exact
 gcr_sap_w12 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_omega 1.2
-gcr_default_r64 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -latke_solver_restart 64
-gcr_default_r128 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -latke_solver_restart 128
+gcr_default_r64 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -latke_solver_restart 64 -latke_solver_deflate 0
+gcr_default_r128 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -latke_solver_restart 128 -latke_solver_deflate 0
 mg_mr -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc mg
 mg_schwarz_add4 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc mg -latke_mg_levels_0_smoother schwarz
 mg_sap4 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc mg -latke_mg_levels_0_smoother schwarz -latke_mg_levels_0_pc_latke_schwarz_type multiplicative

@@ -505,6 +505,38 @@ struct SetAsKernel {
   LATKE_HOST_DEVICE void operator()(int idx, int) const { (void)t(idx / n_words, idx % n_words); }
 };
 
+/// y_l = (first ? 0 : y_l) + sum_j a[j][l] x_j for j < n (<= multi_chunk) and l < m (<=
+/// combine_chunk) at word i (combine_multi): the x words stay in registers for every output.
+template <typename S>
+struct CombineTerm {
+  using T = compute_t<S>;
+  static constexpr int V = FlatSet<S>::V;
+  FlatSet<S> x[multi_chunk], y[combine_chunk];
+  Complex<T> a[multi_chunk][combine_chunk];
+  int n = 0, m = 0;
+  bool first = false;
+  LATKE_HOST_DEVICE void operator()(int i, int) const {
+    Vector<S, V> u[multi_chunk] = {};
+    LATKE_UNROLL for (int j = 0; j < multi_chunk; ++j) if (j < n) u[j] = x[j].word(0, i);
+    for (int l = 0; l < m; ++l) {
+      Vector<S, V>& w = y[l].word(0, i);
+      T acc[V];
+      LATKE_UNROLL for (int c = 0; c < V; ++c) acc[c] = first ? T(0) : static_cast<T>(w.v[c]);
+      LATKE_UNROLL for (int j = 0; j < multi_chunk; ++j) {
+        if (j >= n) break;
+        const Complex<T> f = a[j][l];
+        LATKE_UNROLL for (int c = 0; c < V; c += 2) {
+          acc[c] += f.re * u[j].v[c] - f.im * u[j].v[c + 1];
+          acc[c + 1] += f.re * u[j].v[c + 1] + f.im * u[j].v[c];
+        }
+      }
+      Vector<S, V> out;
+      LATKE_UNROLL for (int c = 0; c < V; ++c) out.v[c] = static_cast<S>(acc[c]);
+      w = out;
+    }
+  }
+};
+
 template <typename S>
 struct SetDotNormTerm {
   static constexpr int V = FlatSet<S>::V;
@@ -942,6 +974,59 @@ void caxpy_multi_set(const Cplx* a, const std::vector<ColorSpinorField>* const* 
       launch(y[0].backend(), SetAsKernel<SetMultiAxpyTerm<S>>{t, t.y.n_words}, {count * t.y.n_words}, compute_stream(),
              false);
     }
+  });
+}
+
+void combine_multi(const Cplx* a, const ColorSpinorField* const* x, int n, ColorSpinorField* const* y, int m) {
+  constexpr const char* what = "combine_multi";
+  if (m == 0) return;
+  require(n >= 1, what, ": ", m, " combinations of no vectors");
+  for (int l = 0; l < m; ++l) {
+    require_alike(*y[l], *x[0], what);
+    for (int j = 0; j < n; ++j) require(y[l] != x[j], what, ": output ", l, " is input ", j);
+  }
+  for (int j = 0; j < n; ++j) require_alike(*x[j], *x[0], what);
+  if (!multi_set_forms(*x[0])) {  // half: its norms; output by output
+    for (int l = 0; l < m; ++l) {
+      y[l]->zero();
+      caxpy_multi(a + static_cast<std::size_t>(l) * n, x, n, *y[l]);
+    }
+    return;
+  }
+  // A field as one run of 16-byte words (its parity blocks lie one after the other).
+  const auto words = [&](const ColorSpinorField& f) {
+    const std::size_t bytes = f.n_parity() * f.block_bytes();
+    require(bytes % 16 == 0 && (f.n_parity() == 1 || static_cast<const char*>(f.block_data(1)) ==
+                                                         static_cast<const char*>(f.block_data(0)) + f.block_bytes()),
+            what, ": a field of ", bytes, " bytes that is not one run of 16-byte words");
+    return static_cast<int>(bytes / 16);
+  };
+  const int n_words = words(*x[0]);
+  dispatch_set(*x[0], [&](auto s) {
+    using S = decltype(s);
+    using T = compute_t<S>;
+    const auto flat_of = [&](const ColorSpinorField& f) {
+      FlatSet<S> w;
+      w.data = static_cast<S*>(f.block_data(0));
+      w.n_words = words(f);
+      return w;
+    };
+    for (int l0 = 0; l0 < m; l0 += combine_chunk)
+      for (int j0 = 0; j0 < n; j0 += multi_chunk) {
+        CombineTerm<S> t;
+        t.n = std::min(multi_chunk, n - j0);
+        t.m = std::min(combine_chunk, m - l0);
+        t.first = j0 == 0;
+        for (int j = 0; j < t.n; ++j) t.x[j] = flat_of(*x[j0 + j]);
+        for (int l = 0; l < t.m; ++l) {
+          t.y[l] = flat_of(*y[l0 + l]);
+          for (int j = 0; j < t.n; ++j) {
+            const Cplx c = a[static_cast<std::size_t>(l0 + l) * n + j0 + j];
+            t.a[j][l] = Complex<T>(static_cast<T>(c.re), static_cast<T>(c.im));
+          }
+        }
+        launch(x[0]->backend(), t, {n_words}, compute_stream(), false);
+      }
   });
 }
 

@@ -76,6 +76,14 @@ void cdot_multi_pair(const ColorSpinorField* const* x, int n, const ColorSpinorF
 /// stored more precisely than the x (an accumulator, as for caxpy_promote).
 void caxpy_multi(const Cplx* a, const ColorSpinorField* const* x, int n, ColorSpinorField& y);
 
+/// Outputs per pass of combine_multi.
+inline constexpr int combine_chunk = 8;
+/// @brief y[l] = sum_i a[l n + i] x[i] for i < n and l < m (y overwritten; no y may be an x):
+/// many combinations of the same vectors at once, each pass reading multi_chunk x once for
+/// combine_chunk outputs (GCR's deflated restarts form the kept directions so). Single and
+/// double fields; others are formed output by output with caxpy_multi.
+void combine_multi(const Cplx* a, const ColorSpinorField* const* x, int n, ColorSpinorField* const* y, int m);
+
 /// Fields per call of the set forms below.
 inline constexpr int set_max = 32;
 /// @brief Multi-right-hand-side form: for every field k of sets made by
