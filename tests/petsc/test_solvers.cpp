@@ -965,7 +965,10 @@ TEST(NativeSolvers, HalfBiCGstabFallsBackToSingleNearTheCriticalMass) {
 
 // Native GCR with the Schwarz preconditioner, its cycles in single (the GCR-DD arrangement:
 // Krylov space in single, blocks in half, restarts in double), reaches the tolerance and
-// PETSc's solution, with fewer iterations than without the preconditioner.
+// PETSc's solution, with fewer iterations than without the preconditioner: with its default
+// deflated restarts (32 directions keeping 8, the kept ones formed in single), with plain
+// restarts, and keeping 4 of 8 chosen either way. A kept count not below the restart is
+// refused before x is touched.
 TEST(NativeSolvers, MixedGcrWithSchwarzReachesTheTolerance) {
   Problem pr(PETSC_COMM_WORLD, nullptr, 7, 0.2);
   KSPConvergedReason reason;
@@ -974,61 +977,47 @@ TEST(NativeSolvers, MixedGcrWithSchwarzReachesTheTolerance) {
   Vec b, x;
   pr.make_system(&x, &b);
   const LatkeSolverParams p = native_params(LATKE_SOLVER_GCR, LATKE_PRECISION_SINGLE);
-  LatkeSolverStats plain, dd;
+  LatkeSolverStats plain;
   VecSet(x, 0.0);
   ASSERT_EQ(MatLatkeSolve(pr.A, b, x, &p, nullptr, &plain), 0);
   EXPECT_TRUE(plain.converged);
-  PetscOptionsSetValue(nullptr, "-dd_latke_solver_pc", "schwarz");
-  PetscOptionsSetValue(nullptr, "-dd_pc_latke_schwarz_block", "4,4,4,4");
-  VecSet(x, 0.0);
-  ASSERT_EQ(MatLatkeSolve(pr.A, b, x, &p, "dd_", &dd), 0);
-  PetscOptionsClearValue(nullptr, "-dd_latke_solver_pc");
-  PetscOptionsClearValue(nullptr, "-dd_pc_latke_schwarz_block");
-  EXPECT_TRUE(dd.converged);
-  EXPECT_LE(dd.true_residual, 1e-10);
-  EXPECT_GT(dd.sloppy_applications, 0);
-  EXPECT_LT(dd.iterations, plain.iterations);
-  EXPECT_LT(rel_world(pr.lex(x), ref), 1e-8);
-  VecDestroy(&b), VecDestroy(&x);
-}
-
-// The mixed GCR with the Schwarz preconditioner and deflated restarts (-latke_solver_deflate:
-// cycles in single, blocks in half, the kept directions formed in single) reaches the
-// tolerance with the solution PETSc's GCR finds. A kept count not below the restart is refused,
-// naming the option, before x is touched.
-TEST(NativeSolvers, DeflatedGcrWithSchwarzReachesTheTolerance) {
-  Problem pr(PETSC_COMM_WORLD, nullptr, 7, 0.2);
-  KSPConvergedReason reason;
-  const cvec ref = ksp_solve(pr, KSPGCR, PCNONE, "additive", &reason);
-  ASSERT_GT(reason, 0);
-  Vec b, x;
-  pr.make_system(&x, &b);
-  const LatkeSolverParams p = native_params(LATKE_SOLVER_GCR, LATKE_PRECISION_SINGLE);
-  PetscOptionsSetValue(nullptr, "-dr_latke_solver_pc", "schwarz");
-  PetscOptionsSetValue(nullptr, "-dr_pc_latke_schwarz_block", "4,4,4,4");
-  PetscOptionsSetValue(nullptr, "-dr_latke_solver_restart", "8");
-  PetscOptionsSetValue(nullptr, "-dr_latke_solver_restart_drop", "1e-9");  // restarts by the directions
-  PetscOptionsSetValue(nullptr, "-dr_latke_solver_deflate", "4");
-  LatkeSolverStats st;
-  VecSet(x, 0.0);
-  ASSERT_EQ(MatLatkeSolve(pr.A, b, x, &p, "dr_", &st), 0);
-  EXPECT_TRUE(st.converged);
-  EXPECT_LE(st.true_residual, 1e-10);
-  EXPECT_GT(st.reliable_updates, 1) << "the case must restart";
-  EXPECT_LT(rel_world(pr.lex(x), ref), 1e-8);
-  PetscOptionsSetValue(nullptr, "-dr_latke_solver_deflate", "8");
+  const std::vector<std::pair<const char*, const char*>> base = {{"-dd_latke_solver_pc", "schwarz"},
+                                                                  {"-dd_pc_latke_schwarz_block", "4,4,4,4"}};
+  const auto solve_with = [&](std::vector<std::pair<const char*, const char*>> options, LatkeSolverStats* st) {
+    options.insert(options.begin(), base.begin(), base.end());
+    for (const auto& [o, v] : options) PetscOptionsSetValue(nullptr, o, v);
+    PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
+    const PetscErrorCode rc = MatLatkeSolve(pr.A, b, x, &p, "dd_", st);
+    PetscPopErrorHandler();
+    for (const auto& [o, v] : options) PetscOptionsClearValue(nullptr, o);
+    return rc;
+  };
+  const std::vector<std::pair<const char*, const char*>> eight = {{"-dd_latke_solver_restart", "8"},
+                                                                   {"-dd_latke_solver_restart_drop", "1e-9"}};
+  const std::vector<std::vector<std::pair<const char*, const char*>>> cases = {
+      {},
+      {eight[0], eight[1], {"-dd_latke_solver_deflate", "0"}},
+      {eight[0], eight[1], {"-dd_latke_solver_deflate", "4"}},
+      {eight[0], eight[1], {"-dd_latke_solver_deflate", "4"}, {"-dd_latke_solver_deflate_exact", "1"}}};
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    SCOPED_TRACE(::testing::Message() << "case " << c);
+    LatkeSolverStats dd;
+    VecSet(x, 0.0);
+    ASSERT_EQ(solve_with(cases[c], &dd), 0);
+    EXPECT_TRUE(dd.converged);
+    EXPECT_LE(dd.true_residual, 1e-10);
+    EXPECT_GT(dd.sloppy_applications, 0);
+    EXPECT_GT(dd.reliable_updates, 1) << "the case must restart";
+    EXPECT_LT(dd.iterations, plain.iterations);
+    EXPECT_LT(rel_world(pr.lex(x), ref), 1e-8);
+  }
   VecSet(x, 2.0);
-  PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
-  EXPECT_NE(MatLatkeSolve(pr.A, b, x, &p, "dr_", nullptr), 0);
-  PetscPopErrorHandler();
+  EXPECT_NE(solve_with({eight[0], {"-dd_latke_solver_deflate", "8"}}, nullptr), 0);
   PetscReal lo, hi;
   VecMin(x, nullptr, &lo);
   VecMax(x, nullptr, &hi);
   EXPECT_EQ(lo, 2.0);
   EXPECT_EQ(hi, 2.0);
-  for (const char* o : {"-dr_latke_solver_pc", "-dr_pc_latke_schwarz_block", "-dr_latke_solver_restart",
-                        "-dr_latke_solver_restart_drop", "-dr_latke_solver_deflate"})
-    PetscOptionsClearValue(nullptr, o);
   VecDestroy(&b), VecDestroy(&x);
 }
 
