@@ -575,9 +575,9 @@ int GcrCycle::deflate(int k, std::vector<ColorSpinorField>& spare_z, std::vector
   // precision are dropped.
   const Eigen::HouseholderQR<Mat> qr(t * y);
   const Mat r = qr.matrixQR().topRows(k).triangularView<Eigen::Upper>();
-  const double floor = 1e-6 * std::abs(r(0, 0));
+  const double tiny = 1e-6 * std::abs(r(0, 0));
   int kept = 0;
-  while (kept < k && std::abs(r(kept, kept)) > floor) ++kept;
+  while (kept < k && std::abs(r(kept, kept)) > tiny) ++kept;
   require(kept >= 1, "GCR deflated restart: the harmonic Ritz vectors have no independent image");
   const Mat q = qr.householderQ() * Mat::Identity(n, kept);
   const Mat u =

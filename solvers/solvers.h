@@ -50,9 +50,9 @@ struct SolverParam {
   int stall_iterations = 500;
   /// GCR: directions carried over each restart (deflated restarting, as GCRO-DR: Parks, de
   /// Sturler et al. 2006). At a restart the cycle keeps the combinations of its directions
-  /// that are A's harmonic Ritz vectors of smallest modulus on their span, so that the low
-  /// modes which a plain restart would discard (and which stall a weak preconditioner near
-  /// kappa_c) stay in the space and the residual is kept orthogonal to their images. Each
+  /// that belong to the harmonic Ritz values of smallest modulus (GcrCycle::deflate), so that
+  /// the low modes which a plain restart would discard (and which stall a weak preconditioner
+  /// near kappa_c) stay in the space and the residual is kept orthogonal to their images. Each
   /// cycle then adds restart - deflate new directions. 0: plain restarts.
   int deflate = 0;
   /// Deflated restarts: keep A's harmonic Ritz vectors on the span of the directions (n^2
