@@ -211,20 +211,15 @@ void report_stop(MPI_Comm comm, const SolverParam& p, const SolverStats& st, con
   if (st.stop_reason.empty()) return;
   PetscPrintf(comm, "Latke %s%s: stopped after %d iterations, not converged: %s\n", to_string(p.type), which.c_str(),
               st.iterations, st.stop_reason.c_str());
-  if (st.stalled && p.deflate > 0) {
+  if (st.stalled) {
     const char* pre = prefix ? prefix : "";
+    const std::string kept = p.deflate > 0 ? "kept " + std::to_string(p.deflate) + " directions over its restarts"
+                                           : "discards its directions at each restart";
     PetscPrintf(comm,
-                "  GCR(%d) kept %d directions over its restarts; where that still stalls on the low modes (near "
-                "the critical mass) a longer -%slatke_solver_restart, more -%slatke_solver_deflate or "
+                "  GCR(%d) %s; where that stalls it on the low modes (near the critical mass) more "
+                "-%slatke_solver_deflate (directions kept over restarts), a longer -%slatke_solver_restart or "
                 "-%slatke_solver_pc mg converges\n",
-                p.restart, p.deflate, pre, pre, pre);
-  } else if (st.stalled) {
-    const char* pre = prefix ? prefix : "";
-    PetscPrintf(comm,
-                "  GCR(%d) discards its directions at each restart; where that stalls it on the low modes (near "
-                "the critical mass) -%slatke_solver_deflate (directions kept over restarts), a longer "
-                "-%slatke_solver_restart or -%slatke_solver_pc mg converges\n",
-                p.restart, pre, pre, pre);
+                p.restart, kept.c_str(), pre, pre, pre);
   }
 }
 

@@ -402,12 +402,11 @@ double GcrCycle::add(ColorSpinorField& r, double r2, const char* what) {
   const Cplx minus_alpha(-alpha_[j].re, -alpha_[j].im);
   if (measure) {
     measured_r2_ = blas::caxpby_norm(minus_alpha, w, Cplx(1), r);
-    last_r2_ = measured_r2_;
-    return measured_r2_;
+  } else {
+    blas::caxpby(minus_alpha, w, Cplx(1), r);
   }
-  blas::caxpby(minus_alpha, w, Cplx(1), r);
-  last_r2_ = next;
-  return next;
+  last_r2_ = measure ? measured_r2_ : next;
+  return last_r2_;
 }
 
 void GcrCycle::add_set(const std::vector<GcrCycle*>& cycles, std::vector<std::vector<ColorSpinorField>>& az,
@@ -624,8 +623,7 @@ double GcrCycle::seed(int k, ColorSpinorField& r, double r2) {
           restart_, " (", pre_pending_, " kept)");
   n_ = 0;
   pre_k_ = k;
-  start_r2_ = r2;
-  last_r2_ = r2;
+  start_r2_ = last_r2_ = r2;
   if (k == 0) return r2;
   const LogScope log(LogEvent::gcr_deflate);
   // The kept images are orthonormal: their Gram-Schmidt coefficients among themselves are 0

@@ -800,19 +800,25 @@ bool site_path(const ColorSpinorField& x, const ColorSpinorField& z, const char*
   return true;
 }
 
+/// A single or double field as one run of 16-byte words (its parity blocks lie one after the
+/// other), the first of a flat set.
+template <typename S>
+FlatSet<S> flat_field(const ColorSpinorField& f, const char* what) {
+  const std::size_t field_bytes = f.n_parity() * f.block_bytes();
+  require(field_bytes % 16 == 0, what, ": fields of ", field_bytes, " bytes; expected a multiple of 16");
+  FlatSet<S> w;
+  w.data = static_cast<S*>(f.block_data(0));
+  w.n_words = static_cast<int>(field_bytes / 16);
+  return w;
+}
+
 /// The sets' shape checked (one shape, single or double, make_set's layout, at most set_max
 /// fields) and field 0 as a flat set.
 template <typename S>
 FlatSet<S> flat(const std::vector<ColorSpinorField>& set, const std::vector<ColorSpinorField>& like, const char* what) {
   require_sets(set, like, what);
-  const ColorSpinorField& f0 = set[0];
-  const std::size_t field_bytes = f0.n_parity() * f0.block_bytes();
-  require(field_bytes % 16 == 0, what, ": fields of ", field_bytes, " bytes; expected a multiple of 16");
-  require_alike(f0, like[0], what);
-  FlatSet<S> f;
-  f.data = static_cast<S*>(f0.block_data(0));
-  f.n_words = static_cast<int>(field_bytes / 16);
-  return f;
+  require_alike(set[0], like[0], what);
+  return flat_field<S>(set[0], what);
 }
 
 template <typename F>
@@ -993,33 +999,19 @@ void combine_multi(const Cplx* a, const ColorSpinorField* const* x, int n, Color
     }
     return;
   }
-  // A field as one run of 16-byte words (its parity blocks lie one after the other).
-  const auto words = [&](const ColorSpinorField& f) {
-    const std::size_t bytes = f.n_parity() * f.block_bytes();
-    require(bytes % 16 == 0 && (f.n_parity() == 1 || static_cast<const char*>(f.block_data(1)) ==
-                                                         static_cast<const char*>(f.block_data(0)) + f.block_bytes()),
-            what, ": a field of ", bytes, " bytes that is not one run of 16-byte words");
-    return static_cast<int>(bytes / 16);
-  };
-  const int n_words = words(*x[0]);
   dispatch_set(*x[0], [&](auto s) {
     using S = decltype(s);
     using T = compute_t<S>;
-    const auto flat_of = [&](const ColorSpinorField& f) {
-      FlatSet<S> w;
-      w.data = static_cast<S*>(f.block_data(0));
-      w.n_words = words(f);
-      return w;
-    };
+    const int n_words = flat_field<S>(*x[0], what).n_words;
     for (int l0 = 0; l0 < m; l0 += combine_chunk)
       for (int j0 = 0; j0 < n; j0 += multi_chunk) {
         CombineTerm<S> t;
         t.n = std::min(multi_chunk, n - j0);
         t.m = std::min(combine_chunk, m - l0);
         t.first = j0 == 0;
-        for (int j = 0; j < t.n; ++j) t.x[j] = flat_of(*x[j0 + j]);
+        for (int j = 0; j < t.n; ++j) t.x[j] = flat_field<S>(*x[j0 + j], what);
         for (int l = 0; l < t.m; ++l) {
-          t.y[l] = flat_of(*y[l0 + l]);
+          t.y[l] = flat_field<S>(*y[l0 + l], what);
           for (int j = 0; j < t.n; ++j) {
             const Cplx c = a[static_cast<std::size_t>(l0 + l) * n + j0 + j];
             t.a[j][l] = Complex<T>(static_cast<T>(c.re), static_cast<T>(c.im));
