@@ -75,6 +75,29 @@ class LinearOperator {
     (void)x, (void)b, (void)steps, (void)colour, (void)half_pairs;
     fail("solve_blocks: ", describe(), " does not solve its blocks on chip");
   }
+  /// Whether sap_step (the domain-local form) or sap_boundary (the form with communication)
+  /// works: Wilson-clover's symmetric even-odd operator (WilsonCloverOperator::sap_blocks).
+  virtual bool solves_sap() const { return false; }
+  /// @brief One colour step of Luscher's SAP with the residual kept on both parities, s_p =
+  /// A_pp^-1 R_p and r_q: on the blocks of `colour`, `steps` MR steps on the Schur residual, the
+  /// full block correction dx = omega X (both parities; the other colour's blocks untouched),
+  /// acc_p += omega x_p, and the blocks' residual updated from MR's (WilsonCloverOperator::
+  /// sap_blocks). first: r_q is zero; fresh_acc: acc_p is written, not added to. Only when
+  /// solves_sap() on the domain-local form.
+  virtual void sap_step(ColorSpinorField& s_p, ColorSpinorField& r_q, ColorSpinorField& acc_p, ColorSpinorField& dx,
+                        int steps, int colour, double omega, bool first, bool fresh_acc, bool half_pairs) {
+    (void)s_p, (void)r_q, (void)acc_p, (void)dx, (void)steps, (void)colour, (void)omega, (void)first, (void)fresh_acc,
+        (void)half_pairs;
+    fail("sap_step: ", describe(), " has no SAP step");
+  }
+  /// @brief The rest of the residual update after sap_step on the blocks of `colour`: the hops
+  /// of dx that cross block boundaries (extents `block`). Only when solves_sap() on the form
+  /// with communication.
+  virtual void sap_boundary(ColorSpinorField& s_p, ColorSpinorField& r_q, const ColorSpinorField& dx,
+                            const Coords& block, int colour) {
+    (void)s_p, (void)r_q, (void)dx, (void)block, (void)colour;
+    fail("sap_boundary: ", describe(), " has no SAP step");
+  }
   /// Flops that a non-zero shift adds to one application on this rank (0 when it is fused).
   virtual double shift_flops() const {
     const SpinorParam p = field_param();

@@ -137,7 +137,8 @@ void WilsonCloverOperator::dslash(ColorSpinorField& out, const ColorSpinorField&
 }
 
 void WilsonCloverOperator::dslash_split(ColorSpinorField& out, const ColorSpinorField& in, Epilogue e, double a,
-                                        const ColorSpinorField* x, bool dagger, const int* split_block, int split_dim) {
+                                        const ColorSpinorField* x, bool dagger, const int* split_block, int split_dim,
+                                        int skip_colour) {
   require_field(out, "output");
   require_field(in, "input");
   require(out.n_parity() == 1 && in.n_parity() == 1, "dslash takes parity fields");
@@ -153,8 +154,35 @@ void WilsonCloverOperator::dslash_split(ColorSpinorField& out, const ColorSpinor
   const double site_flops = 1320.0 + (c ? 504.0 : 0.0) + (needs_x ? 48.0 : 0.0);
   const LogScope log(LogEvent::dslash, site_flops * lattice_->volume_cb());
   HaloExchange* halo = split_block && split_dim < 0 ? nullptr : halo_.get();  // hops inside blocks stay on the rank
-  const wilson::DslashRequest rq{{&out, &in, x, halo}, &gauge_, c, &param_, e, a, dagger, split_block, split_dim};
+  wilson::DslashRequest rq{{&out, &in, x, halo}, &gauge_, c, &param_, e, a, dagger, split_block, split_dim};
+  rq.skip_colour = skip_colour;
   dispatch_precision(param_.precision, [&](auto s) { wilson::launch_dslash<decltype(s)>(rq); });
+}
+
+void WilsonCloverOperator::hop_across_blocks(ColorSpinorField& out, const ColorSpinorField& in, const Coords& block,
+                                             double a, bool add, bool clover_inv, int skip_colour) {
+  require(add || !clover_inv, "hop_across_blocks: A^-1 only when adding");
+  require(!domain_local(), "hop_across_blocks: the operator is the domain-local form");
+  for (int mu = 0; mu < 4; ++mu)
+    require(block[mu] >= 2 && lattice_->local()[mu] % block[mu] == 0, "hop_across_blocks: block extent ", block[mu],
+            " in dimension ", mu, " does not divide the local extent ", lattice_->local()[mu]);
+  const int b[4] = {block[0], block[1], block[2], block[3]};
+  const Epilogue e = !add ? Epilogue::plain : clover_inv ? Epilogue::clover_inv_xpay : Epilogue::xpay;
+  dslash_split(out, in, e, a, add ? &out : nullptr, false, b, wilson::split_across_blocks, skip_colour);
+}
+
+void WilsonCloverOperator::sap_boundary(ColorSpinorField& s_p, ColorSpinorField& r_q, const ColorSpinorField& dx,
+                                        const Coords& block, int colour) {
+  require(dx.n_parity() == 2 && s_p.n_parity() == 1 && r_q.n_parity() == 1 &&
+              r_q.block_parity(0) == 1 - s_p.block_parity(0),
+          "sap_boundary: takes s_p and r_q of opposite parities and a full correction");
+  const int p = s_p.block_parity(0);
+  // M_pq = -hop D_hop: R - M dx adds +hop D_hop dx. R_q is zero before (sap_blocks zeroes the
+  // colour's blocks, the other colour's were zeroed by their step): r_q is overwritten. The
+  // colour's own sites have no hop into dx (their neighbours across a boundary are the other
+  // colour's): skipped.
+  hop_across_blocks(s_p, dx.parity(1 - p), block, hop(), true, true, colour);
+  hop_across_blocks(r_q, dx.parity(p), block, hop(), false, false, colour);
 }
 
 void WilsonCloverOperator::apply(ColorSpinorField& out, const ColorSpinorField& in, bool dagger) {

@@ -176,6 +176,45 @@ class WilsonCloverOperator {
   void solve_blocks(ColorSpinorField& x, const ColorSpinorField& b, SchurType type, int steps, int colour,
                     bool half_pairs = false);
 
+  /// One colour step of Luscher's SAP on the full operator M, whose block solves run on the
+  /// symmetric Schur complement (the residual is kept in full: s_p = A_pp^-1 R_p and R_q, both
+  /// parities of a block's residual being what its solve needs).
+  struct SapFields {
+    ColorSpinorField* s_p = nullptr;    ///< A_pp^-1 R_p (parity p): read, and updated on the colour's blocks
+    ColorSpinorField* r_q = nullptr;    ///< R_q (parity q): likewise
+    ColorSpinorField* acc_p = nullptr;  ///< the corrections' sum, parity p: += omega x_p on the colour's blocks
+    ColorSpinorField* dx = nullptr;     ///< full: the correction on the colour's blocks (the others untouched)
+    double omega = 1;
+    bool first = false;      ///< R_q is zero (no Schur residual to form, R_q not read)
+    bool fresh_acc = false;  ///< acc_p not read but written (the colour's first step)
+  };
+  /// @brief On each block B of colour `colour` (0 or 1), with the block's system M_B X = R_B
+  /// (Dirichlet boundaries): `steps` MR steps on Mhat_B x_p = bhat = s_p + hop A_pp^-1 D_pq
+  /// A_qq^-1 R_q (the block's Schur residual), dx = (omega x_p, A_qq^-1 (R_q - omega M_qp x_p)),
+  /// acc_p += omega x_p, and R_B becomes the residual R_B - M_B dx: s_p = (1 - omega) bhat +
+  /// omega r_MR, from MR's own residual r_MR without applying M, and R_q = 0 (not written:
+  /// sap_boundary overwrites r_q). What M dx adds outside B is sap_boundary's (the SAP of
+  /// preconditioners/schwarz). With the blocks 2-coloured, R_q is zero outside B where bhat
+  /// would read it, and the steps are the even-odd SAP's to rounding. One kernel, one team per
+  /// block (or pair of blocks: half_pairs), as solve_blocks.
+  void sap_blocks(const SapFields& f, int steps, int colour, bool half_pairs);
+  /// Whether sap_blocks runs (solves_blocks(); symmetric Schur complement only).
+  bool solves_sap() const { return solves_blocks(); }
+  /// @brief out_p = out_p + a [A_pp^-1] D_hop in_q (add; or out_p = a D_hop in_q) over only the
+  /// hops that cross the boundaries of blocks of extents `block` (aligned at the rank's origin; a
+  /// block extent equal to the global one drops that dimension's hops), with communication
+  /// where the lattice is split.
+  void hop_across_blocks(ColorSpinorField& out, const ColorSpinorField& in, const Coords& block, double a, bool add,
+                         bool clover_inv, int skip_colour = -1);
+
+  /// @brief After sap_blocks on the blocks of `colour` (a proper 2-colouring), what M dx adds across the block
+  /// boundaries (sap_blocks formed it within them): s_p -= A_pp^-1 (M dx)_p and r_q = -(M dx)_q
+  /// (R_q being zero everywhere after a step) over the hops that cross a boundary of blocks of
+  /// extents `block` (hop_across_blocks; the operator with communication, not the domain-local
+  /// form).
+  void sap_boundary(ColorSpinorField& s_p, ColorSpinorField& r_q, const ColorSpinorField& dx, const Coords& block,
+                    int colour);
+
   /// kappa = 1/(2m + 8) of this operator's mass.
   double kappa() const;
   /// Whether this is the domain-local (blocked, Dirichlet, no communication) form.
@@ -193,14 +232,18 @@ class WilsonCloverOperator {
   void make_block_major_fields(const BlockGrid& grid);
   /// Makes pair_table_, pair_links_, pair_clover_ and pair_clover_inv_ for the blocks of grid.
   void make_block_pair_fields(const BlockGrid& grid);
-  /// solve_blocks with half_pairs.
-  void solve_block_pairs(ColorSpinorField& x, const ColorSpinorField& b, SchurType type, int steps, int colour);
+  /// solve_blocks without half_pairs; with sap, sap_blocks' step (x: sap->dx, b: sap->s_p).
+  void solve_blocks_impl(ColorSpinorField& x, const ColorSpinorField& b, SchurType type, int steps, int colour,
+                         const SapFields* sap);
+  /// solve_blocks with half_pairs; likewise.
+  void solve_block_pairs(ColorSpinorField& x, const ColorSpinorField& b, SchurType type, int steps, int colour,
+                         const SapFields* sap);
   /// The hopping coefficient (1/2 or kappa) and the factor on A (1 or 2 kappa).
   double hop() const;
   double site_scale() const;
   /// dslash() restricted to the hops of a split (DslashRequest::split_block, split_dim).
   void dslash_split(ColorSpinorField& out, const ColorSpinorField& in, Epilogue e, double a, const ColorSpinorField* x,
-                    bool dagger, const int* split_block, int split_dim);
+                    bool dagger, const int* split_block, int split_dim, int skip_colour = -1);
 
   WilsonCloverOperator(std::shared_ptr<const Lattice> lattice, const std::vector<Complex<double>>& host_links,
                        const WilsonCloverParam& param, const WilsonCloverOperator* clover_from);

@@ -24,6 +24,10 @@
 // In half precision the same steps also run in FP16 pair arithmetic (BlockMRPairKernel): a team
 // solves two blocks of one colour, site i of each in the two lanes of every Half2, with links
 // and clover from pair copies in IEEE half and the pair's links in shared memory.
+//
+// Both kernels also run one colour step of SAP with the residual kept on both parities
+// (sap_blocks, SapIo): the block's Schur residual formed from its s_p and R_q, the MR steps, the
+// back-substituted X_q and the block's new residual, as passes of the same rolled loop.
 #include "operators/wilson_clover/wilson_clover.h"
 #include "operators/wilson_clover/wilson_clover_launch_impl.h"
 #include "src/core/block_grid.h"
@@ -205,20 +209,38 @@ struct BlockHops {
   }
 };
 
-template <typename Store, Reconstruct R, bool Symmetric>
+/// One SAP step's fields (WilsonCloverOperator::sap_blocks) on the blocks of one colour: the
+/// solve's right-hand side is the block's Schur residual bhat of the full residual (s_p =
+/// A_pp^-1 R_p, R_q), the correction dx = (omega x_p, A_qq^-1 (R_q - omega M_qp x_p)) zeroes the
+/// block's R_q (the kernel leaves R_q as it was: sap_boundary overwrites all of it), and the
+/// block's residual afterwards is known without the operator: s_p = (1 - omega) bhat + omega r_MR.
+template <typename Store>
+struct SapIo {
+  SpinorAccessor<Store, 3, 4> rq;        ///< R_q: read (it is zero after the step)
+  SpinorAccessor<Store, 3, 4> acc;       ///< the sum of the corrections' p parts: += omega x_p
+  SpinorAccessor<Store, 3, 4> dxp, dxq;  ///< this step's correction dx, both parities
+  double omega = 1;
+  double hop = 0;          ///< M_pq = -hop D_hop
+  bool first = false;      ///< R_q = 0 (the application's first step): no Schur residual to form
+  bool fresh_acc = false;  ///< acc_p not read: written as omega x_p (each colour's first step)
+};
+
+template <typename Store, Reconstruct R, bool Symmetric, bool Sap = false>
 struct BlockMRKernel {
+  static_assert(!Sap || Symmetric, "SAP steps take the symmetric Schur complement");
   using T = typename compute_type<Store>::type;
   using Gauge = GaugeAccessor<Store, R>;
   Gauge gauge;
   BlockGrid grid;
   CloverAccessor<Store> site_p;  ///< A_pp^-1 (symmetric) or A_pp (asymmetric)
   CloverAccessor<Store> inv_q;   ///< A_qq^-1
-  SpinorAccessor<Store, 3, 4> b, x;
+  SpinorAccessor<Store, 3, 4> b, x;  ///< Sap: b is s_p, read and written back; x unused
   int p = 0;
   int colour = -1;
   int steps = 1;
   T a = 0;  ///< -hop^2
   BlockHops<T> hop;
+  SapIo<Store> sap;
 
   LATKE_HOST_DEVICE void operator()(const Team& t) const {
     const LocalGeometry& blk = grid.blk;
@@ -241,7 +263,7 @@ struct BlockMRKernel {
     ColorSpinor<T, 3, 4> zero;
     zero.zero();
     if (colour >= 0 && block_colour != colour) {  // a block of the other colour: no correction
-      t.for_each(n, [&](int i) { x.save(zero, map_p[i]); });
+      if constexpr (!Sap) t.for_each(n, [&](int i) { x.save(zero, map_p[i]); });
       return;
     }
     const int first = t.index * n;  // the block's sites in the block-major links and clover
@@ -251,59 +273,146 @@ struct BlockMRKernel {
       xs.save(zero, i);
     });
     t.sync();
-    for (int step = 0; step < steps; ++step) {
-      // Pass 0: tq = A_qq^-1 D_qp r on the q sites. Pass 1: ar = Mhat r on the p sites (the
-      // hops from tq, then the Schur form's epilogue) and the sums <Mhat r, r>, |Mhat r|^2.
-      // One rolled loop: one copy of the hops and the clover product in the kernel.
-      MrSums mine;
-      LATKE_NO_UNROLL for (int pass = 0; pass < 2; ++pass) {
-        const int par = pass ? p : q;
-        const SharedSpinors<T> in = pass ? tq : r;
-        const CloverAccessor<Store> clover = pass ? site_p : inv_q;
-        const int* coords_par = coords + par * n;
-        t.for_each(n, [&](int i) {
-          const ColorSpinor<T, 3, 4> h = hop(blk.L, links, in, i, par, coords_par[i]);
-          ColorSpinor<T, 3, 4> v = zero;
-          if (pass) v = r.load(i);
-          // One clover product: of the hops (pass 0; pass 1 symmetric) or of r (asymmetric).
-          const bool of_h = !pass || Symmetric;
-          ColorSpinor<T, 3, 4> cin;
-          LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) cin.d[sp][cc] =
-              of_h ? h.d[sp][cc] : v.d[sp][cc];
-          const ColorSpinor<T, 3, 4> ch = clover.apply(cin, first + i);
-          if (!pass) {
-            tq.save(ch, i);
-            return;
-          }
-          const ColorSpinor<T, 3, 4> w = Symmetric ? axpy(a, ch, v) : axpy(a, h, ch);
-          ar.save(w, i);
-          T re = 0, im = 0, nn = 0;
-          LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) {
-            const Complex<T> u = w.d[sp][cc], z = v.d[sp][cc];
-            re += u.re * z.re + u.im * z.im;
-            im += u.re * z.im - u.im * z.re;
-            nn += u.re * u.re + u.im * u.im;
-          }
-          mine.re += re, mine.im += im, mine.nn += nn;
-        });
-        if (!pass) t.sync();
-      }
-      const MrSums s = t.reduce(mine);
-      if (!(s.nn > 0)) break;  // the same for the whole team: r is zero
-      const Complex<T> alpha(static_cast<T>(s.re / s.nn), static_cast<T>(s.im / s.nn));
-      t.for_each(n, [&](int i) {  // x += alpha r, r -= alpha ar (each thread its own sites)
-        ColorSpinor<T, 3, 4> xv = xs.load(i), rv = r.load(i);
-        const ColorSpinor<T, 3, 4> av = ar.load(i);
-        LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) {
-          xv.d[sp][cc] += alpha * rv.d[sp][cc];
-          rv.d[sp][cc] -= alpha * av.d[sp][cc];
+    if constexpr (Sap) {
+      // The step as one rolled loop of passes around one copy of the hops and one clover
+      // product (more copies overflowed the instruction cache): the Schur residual (prep_q:
+      // A_qq^-1 R_q; prep_p: r += hop A_pp^-1 D_pq of it), the MR steps (mr_q, mr_p), and X_q
+      // (rec_q, after the p parity's results are written).
+      enum { prep_q, prep_p, mr_q, mr_p, rec_q };
+      const int prep = sap.first ? 0 : 2, total = prep + 2 * steps + 1;
+      const T hop_c = static_cast<T>(sap.hop), omega = static_cast<T>(sap.omega);
+      bool done = false;  // MR stopped: r is zero
+      LATKE_NO_UNROLL for (int k = 0; k < total; ++k) {
+        const int kind = k < prep ? k : k == total - 1 ? rec_q : (k - prep) % 2 ? mr_p : mr_q;
+        if (done && kind != rec_q) continue;
+        if (kind == rec_q) {
+          t.for_each(n, [&](int i) {  // s_p, the sum and the correction on p
+            const int xi = map_p[i];
+            const ColorSpinor<T, 3, 4> xv = xs.load(i), rv = r.load(i);
+            ColorSpinor<T, 3, 4> sv = sap.omega != 1 ? b.load(xi) : zero, av = sap.fresh_acc ? zero : sap.acc.load(xi),
+                                 dv;
+            LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) {
+              sv.d[sp][cc] = (T(1) - omega) * sv.d[sp][cc] + omega * rv.d[sp][cc];
+              dv.d[sp][cc] = omega * xv.d[sp][cc];
+              av.d[sp][cc] += dv.d[sp][cc];
+            }
+            b.save(sv, xi);
+            sap.acc.save(av, xi);
+            sap.dxp.save(dv, xi);
+          });
         }
-        xs.save(xv, i);
-        r.save(rv, i);
-      });
-      t.sync();
+        const bool on_p = kind == prep_p || kind == mr_p;
+        const int par = on_p ? p : q;
+        const SharedSpinors<T> in = on_p ? tq : kind == rec_q ? xs : r;
+        const CloverAccessor<Store> clover = on_p ? site_p : inv_q;
+        const int* coords_par = coords + par * n;
+        MrSums mine;
+        t.for_each(n, [&](int i) {
+          ColorSpinor<T, 3, 4> cin = zero;
+          if (kind != prep_q) cin = hop(blk.L, links, in, i, par, coords_par[i]);
+          const int xq = kind == prep_q || kind == rec_q ? grid.rank_cb(o, i, q) : 0;
+          if (kind == prep_q || kind == rec_q) {  // R_q: the Schur residual's, or X_q's
+            const ColorSpinor<T, 3, 4> rq = sap.first ? zero : sap.rq.load(xq);
+            cin = axpy(hop_c * omega, cin, rq);  // prep_q: cin is zero
+          }
+          const ColorSpinor<T, 3, 4> ch = clover.apply(cin, first + i);
+          if (kind == prep_q || kind == mr_q) {
+            tq.save(ch, i);
+          } else if (kind == prep_p) {
+            const ColorSpinor<T, 3, 4> v = axpy(hop_c, ch, r.load(i));
+            r.save(v, i);
+            if (sap.omega != 1) b.save(v, map_p[i]);  // the block's residual keeps 1 - omega of it
+          } else if (kind == rec_q) {
+            sap.dxq.save(ch, xq);  // A_qq^-1 (R_q + hop D_qp omega x_p), which leaves R_q = 0
+          } else {                 // mr_p: Mhat r and the sums
+            const ColorSpinor<T, 3, 4> v = r.load(i), w = axpy(a, ch, v);
+            ar.save(w, i);
+            T re = 0, im = 0, nn = 0;
+            LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) {
+              const Complex<T> u = w.d[sp][cc], z = v.d[sp][cc];
+              re += u.re * z.re + u.im * z.im;
+              im += u.re * z.im - u.im * z.re;
+              nn += u.re * u.re + u.im * u.im;
+            }
+            mine.re += re, mine.im += im, mine.nn += nn;
+          }
+        });
+        t.sync();
+        if (kind == mr_p) {
+          const MrSums s = t.reduce(mine);
+          if (!(s.nn > 0)) {  // the same for the whole team: r is zero
+            done = true;
+            continue;
+          }
+          const Complex<T> alpha(static_cast<T>(s.re / s.nn), static_cast<T>(s.im / s.nn));
+          t.for_each(n, [&](int i) {  // x += alpha r, r -= alpha ar (each thread its own sites)
+            ColorSpinor<T, 3, 4> xv = xs.load(i), rv = r.load(i);
+            const ColorSpinor<T, 3, 4> av = ar.load(i);
+            LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) {
+              xv.d[sp][cc] += alpha * rv.d[sp][cc];
+              rv.d[sp][cc] -= alpha * av.d[sp][cc];
+            }
+            xs.save(xv, i);
+            r.save(rv, i);
+          });
+          t.sync();
+        }
+      }
+    } else {
+      for (int step = 0; step < steps; ++step) {
+        // Pass 0: tq = A_qq^-1 D_qp r on the q sites. Pass 1: ar = Mhat r on the p sites (the
+        // hops from tq, then the Schur form's epilogue) and the sums <Mhat r, r>, |Mhat r|^2.
+        // One rolled loop: one copy of the hops and the clover product in the kernel.
+        MrSums mine;
+        LATKE_NO_UNROLL for (int pass = 0; pass < 2; ++pass) {
+          const int par = pass ? p : q;
+          const SharedSpinors<T> in = pass ? tq : r;
+          const CloverAccessor<Store> clover = pass ? site_p : inv_q;
+          const int* coords_par = coords + par * n;
+          t.for_each(n, [&](int i) {
+            const ColorSpinor<T, 3, 4> h = hop(blk.L, links, in, i, par, coords_par[i]);
+            ColorSpinor<T, 3, 4> v = zero;
+            if (pass) v = r.load(i);
+            // One clover product: of the hops (pass 0; pass 1 symmetric) or of r (asymmetric).
+            const bool of_h = !pass || Symmetric;
+            ColorSpinor<T, 3, 4> cin;
+            LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) cin.d[sp][cc] =
+                of_h ? h.d[sp][cc] : v.d[sp][cc];
+            const ColorSpinor<T, 3, 4> ch = clover.apply(cin, first + i);
+            if (!pass) {
+              tq.save(ch, i);
+              return;
+            }
+            const ColorSpinor<T, 3, 4> w = Symmetric ? axpy(a, ch, v) : axpy(a, h, ch);
+            ar.save(w, i);
+            T re = 0, im = 0, nn = 0;
+            LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) {
+              const Complex<T> u = w.d[sp][cc], z = v.d[sp][cc];
+              re += u.re * z.re + u.im * z.im;
+              im += u.re * z.im - u.im * z.re;
+              nn += u.re * u.re + u.im * u.im;
+            }
+            mine.re += re, mine.im += im, mine.nn += nn;
+          });
+          if (!pass) t.sync();
+        }
+        const MrSums s = t.reduce(mine);
+        if (!(s.nn > 0)) break;  // the same for the whole team: r is zero
+        const Complex<T> alpha(static_cast<T>(s.re / s.nn), static_cast<T>(s.im / s.nn));
+        t.for_each(n, [&](int i) {  // x += alpha r, r -= alpha ar (each thread its own sites)
+          ColorSpinor<T, 3, 4> xv = xs.load(i), rv = r.load(i);
+          const ColorSpinor<T, 3, 4> av = ar.load(i);
+          LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) {
+            xv.d[sp][cc] += alpha * rv.d[sp][cc];
+            rv.d[sp][cc] -= alpha * av.d[sp][cc];
+          }
+          xs.save(xv, i);
+          r.save(rv, i);
+        });
+        t.sync();
+      }
+      t.for_each(n, [&](int i) { x.save(xs.load(i), map_p[i]); });
     }
-    t.for_each(n, [&](int i) { x.save(xs.load(i), map_p[i]); });
   }
 };
 
@@ -423,8 +532,9 @@ std::size_t pair_solver_bytes(int vcb, int link_reals, Backend b) {
 /// normal 6e-5) and the solution multiplied back; MR is invariant under that scale. The MR sums
 /// are accumulated per lane in FP32 from the Half2 values. The result is good to about 1e-3 of
 /// the block's norm: a preconditioner's, not a residual's.
-template <Reconstruct R, bool Symmetric, int Threads>
+template <Reconstruct R, bool Symmetric, int Threads, bool Sap = false>
 struct BlockMRPairKernel {
+  static_assert(!Sap || Symmetric, "SAP steps take the symmetric Schur complement");
   using T = Half2;
   /// Teams of at most Threads; three of 128 on an SM (4^4: the shared memory of three fits), the
   /// registers capped to fit them (TeamBounds).
@@ -440,6 +550,7 @@ struct BlockMRPairKernel {
   int steps = 1;
   float a = 0;  ///< -hop^2 (ArgType)
   BlockHops<T> hop;
+  SapIo<short> sap;  ///< Sap: as BlockMRKernel's (b is s_p)
 
   LATKE_HOST_DEVICE void operator()(const Team& t) const {
     const LocalGeometry& blk = grid.blk;
@@ -498,31 +609,45 @@ struct BlockMRPairKernel {
     t.sync();
     const bool one = b1 == b0;
     if (colour >= 0 && block_colour != colour) {  // blocks of the other colour: no correction
-      ColorSpinor<float, 3, 4> zero;
-      zero.zero();
-      t.for_each(n, [&](int i) {
-        x.save(zero, grid.rank_cb(o0, i, p));
-        if (!one) x.save(zero, grid.rank_cb(o1, i, p));
-      });
+      if constexpr (!Sap) {
+        ColorSpinor<float, 3, 4> zero;
+        zero.zero();
+        t.for_each(n, [&](int i) {
+          x.save(zero, grid.rank_cb(o0, i, p));
+          if (!one) x.save(zero, grid.rank_cb(o1, i, p));
+        });
+      }
       return;
     }
+    // Sap: the scale is the RMS over s_p's and R_q's sites (R_q alone may carry a block's residual).
+    const bool with_rq = Sap && !sap.first;
     LaneSums<double> mine_norms{};
     t.for_each(n, [&](int i) {
       const double n0 = b.a.norm[grid.rank_cb(o0, i, p)], n1 = b.a.norm[grid.rank_cb(o1, i, p)];
       mine_norms.lane[0] += n0 * n0, mine_norms.lane[1] += n1 * n1;
+      if (with_rq) {
+        const double m0 = sap.rq.a.norm[grid.rank_cb(o0, i, q)], m1 = sap.rq.a.norm[grid.rank_cb(o1, i, q)];
+        mine_norms.lane[0] += m0 * m0, mine_norms.lane[1] += m1 * m1;
+      }
     });
     const LaneSums<double> norms = t.reduce(mine_norms);
-    const float s0 = static_cast<float>(sqrt(norms.lane[0] / n)), s1 = static_cast<float>(sqrt(norms.lane[1] / n));
+    const int terms = with_rq ? 2 * n : n;
+    const float s0 = static_cast<float>(sqrt(norms.lane[0] / terms)),
+                s1 = static_cast<float>(sqrt(norms.lane[1] / terms));
     const float inv0 = s0 > 0 ? 1 / s0 : 0.0f, inv1 = s1 > 0 ? 1 / s1 : 0.0f;
     ColorSpinor<T, 3, 4> zero;
     zero.zero();
-    t.for_each(n, [&](int i) {
-      const ColorSpinor<float, 3, 4> v0 = b.load(grid.rank_cb(o0, i, p)), v1 = b.load(grid.rank_cb(o1, i, p));
+    // Two blocks' spinors at their site i of parity par, scaled into the lanes.
+    auto load_pair = [&](const SpinorAccessor<short, 3, 4>& f, int i, int par) {
+      const ColorSpinor<float, 3, 4> v0 = f.load(grid.rank_cb(o0, i, par)), v1 = f.load(grid.rank_cb(o1, i, par));
       ColorSpinor<T, 3, 4> v;
       LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) v.d[sp][cc] =
           Complex<T>(Half2::pair(v0.d[sp][cc].re * inv0, v1.d[sp][cc].re * inv1),
                      Half2::pair(v0.d[sp][cc].im * inv0, v1.d[sp][cc].im * inv1));
-      r.save(v, i);
+      return v;
+    };
+    t.for_each(n, [&](int i) {
+      r.save(load_pair(b, i, p), i);
       x_save(zero, i);
     });
     t.sync();
@@ -533,72 +658,194 @@ struct BlockMRPairKernel {
     });
     const PairLinks<R> lk{link_words, n};
     t.sync();
-    for (int step = 0; step < steps; ++step) {
-      // The passes of BlockMRKernel, the sums per lane.
-      LaneSums<MrSums> mine{};
-      LATKE_NO_UNROLL for (int pass = 0; pass < 2; ++pass) {
-        const int par = pass ? p : q;
-        const SharedSpinors<T> in = pass ? tq : r;
-        const PairClover clover = pass ? site_p : inv_q;
-        const unsigned short* coords_par = coords + par * n;
-        t.for_each(n, [&](int i) {
-          const ColorSpinor<T, 3, 4> h = hop(blk.L, lk, in, i, par, unpack_coords16(coords_par[i]));
-          ColorSpinor<T, 3, 4> v = zero;
-          if (pass) v = r.load(i);
-          const bool of_h = !pass || Symmetric;
-          ColorSpinor<T, 3, 4> cin;
-          LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) cin.d[sp][cc] =
-              of_h ? h.d[sp][cc] : v.d[sp][cc];
-          const ColorSpinor<T, 3, 4> ch = clover.apply(cin, first + i);
-          if (!pass) {
-            tq.save(ch, i);
-            return;
-          }
-          const ColorSpinor<T, 3, 4> w = Symmetric ? axpy(ah, ch, v) : axpy(ah, h, ch);
-          ar_save(w, i);
-          float re0 = 0, im0 = 0, nn0 = 0, re1 = 0, im1 = 0, nn1 = 0;
-          LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) {
-            const Complex<T> u = w.d[sp][cc], z = v.d[sp][cc];
-            const float ur0 = u.re.lo(), ui0 = u.im.lo(), zr0 = z.re.lo(), zi0 = z.im.lo();
-            const float ur1 = u.re.hi(), ui1 = u.im.hi(), zr1 = z.re.hi(), zi1 = z.im.hi();
-            re0 += ur0 * zr0 + ui0 * zi0, im0 += ur0 * zi0 - ui0 * zr0, nn0 += ur0 * ur0 + ui0 * ui0;
-            re1 += ur1 * zr1 + ui1 * zi1, im1 += ur1 * zi1 - ui1 * zr1, nn1 += ur1 * ur1 + ui1 * ui1;
-          }
-          mine.lane[0].re += re0, mine.lane[0].im += im0, mine.lane[0].nn += nn0;
-          mine.lane[1].re += re1, mine.lane[1].im += im1, mine.lane[1].nn += nn1;
-        });
-        if (!pass) t.sync();
-      }
-      const LaneSums<MrSums> s = t.reduce(mine);
-      if (!(s.lane[0].nn > 0) && !(s.lane[1].nn > 0)) break;  // the same for the whole team
-      float ar0 = 0, ai0 = 0, ar1 = 0, ai1 = 0;               // a lane whose r is zero stays
-      if (s.lane[0].nn > 0)
-        ar0 = static_cast<float>(s.lane[0].re / s.lane[0].nn), ai0 = static_cast<float>(s.lane[0].im / s.lane[0].nn);
-      if (s.lane[1].nn > 0)
-        ar1 = static_cast<float>(s.lane[1].re / s.lane[1].nn), ai1 = static_cast<float>(s.lane[1].im / s.lane[1].nn);
-      const Complex<T> alpha(Half2::pair(ar0, ar1), Half2::pair(ai0, ai1));
-      t.for_each(n, [&](int i) {  // x += alpha r, r -= alpha ar (each thread its own sites)
-        ColorSpinor<T, 3, 4> xv = x_load(i), rv = r.load(i);
-        const ColorSpinor<T, 3, 4> av = ar_load(i);
-        LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) {
-          xv.d[sp][cc] = mac(xv.d[sp][cc], alpha, rv.d[sp][cc]);
-          rv.d[sp][cc] = mac(rv.d[sp][cc], -alpha, av.d[sp][cc]);
+    if constexpr (Sap) {
+      // The step as one rolled loop of passes around one copy of the hops and one clover
+      // product (as BlockMRKernel's MR steps: more copies overflowed the instruction cache):
+      // the Schur residual (prep_q: A_qq^-1 R_q; prep_p: r += hop A_pp^-1 D_pq of it), the MR
+      // steps (mr_q, mr_p), and X_q (rec_q, after the p parity's results are written).
+      enum { prep_q, prep_p, mr_q, mr_p, rec_q };
+      const int prep = sap.first ? 0 : 2, total = prep + 2 * steps + 1;
+      const T hop_h(static_cast<float>(sap.hop)), hop_w(static_cast<float>(sap.hop * sap.omega));
+      const float w = static_cast<float>(sap.omega), keep = 1 - w;  // the blocks' residual: keep bhat + w r_MR
+      const int lanes = one ? 1 : 2;
+      // Lane l of v times f, as a single-precision spinor.
+      auto lane = [&](const ColorSpinor<T, 3, 4>& v, int l, float f) {
+        ColorSpinor<float, 3, 4> u;
+        LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) u.d[sp][cc] =
+            Complex<float>((l ? v.d[sp][cc].re.hi() : v.d[sp][cc].re.lo()) * f,
+                           (l ? v.d[sp][cc].im.hi() : v.d[sp][cc].im.lo()) * f);
+        return u;
+      };
+      bool done = false;  // MR stopped: r is zero in both lanes
+      LATKE_NO_UNROLL for (int k = 0; k < total; ++k) {
+        const int kind = k < prep ? k : k == total - 1 ? rec_q : (k - prep) % 2 ? mr_p : mr_q;
+        if (done && kind != rec_q) continue;
+        if (kind == rec_q) {
+          t.for_each(n, [&](int i) {  // s_p, the sum and the correction on p (BlockMRKernel's)
+            const ColorSpinor<T, 3, 4> xv = x_load(i), rv = r.load(i);
+            const int x0 = grid.rank_cb(o0, i, p), x1 = grid.rank_cb(o1, i, p);
+            LATKE_NO_UNROLL for (int l = 0; l < lanes; ++l) {
+              const int xi = l ? x1 : x0;
+              const float sl = l ? s1 : s0;
+              const ColorSpinor<float, 3, 4> dx = lane(xv, l, w * sl);
+              ColorSpinor<float, 3, 4> sv = lane(rv, l, w * sl), av = dx;
+              if (keep != 0) {
+                const ColorSpinor<float, 3, 4> old = b.load(xi);
+                LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) sv.d[sp][cc] +=
+                    keep * old.d[sp][cc];
+              }
+              if (!sap.fresh_acc) {
+                const ColorSpinor<float, 3, 4> old = sap.acc.load(xi);
+                LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) av.d[sp][cc] +=
+                    old.d[sp][cc];
+              }
+              b.save(sv, xi);
+              sap.acc.save(av, xi);
+              sap.dxp.save(dx, xi);
+            }
+          });
+          t.sync();
+          t.for_each(n, [&](int i) { r.save(x_load(i), i); });  // x_p where the q sites' hops read it
+          t.sync();
         }
-        x_save(xv, i);
-        r.save(rv, i);
-      });
-      t.sync();
-    }
-    t.for_each(n, [&](int i) {
-      const ColorSpinor<T, 3, 4> v = x_load(i);
-      ColorSpinor<float, 3, 4> v0, v1;
-      LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) {
-        v0.d[sp][cc] = Complex<float>(v.d[sp][cc].re.lo() * s0, v.d[sp][cc].im.lo() * s0);
-        v1.d[sp][cc] = Complex<float>(v.d[sp][cc].re.hi() * s1, v.d[sp][cc].im.hi() * s1);
+        const bool on_p = kind == prep_p || kind == mr_p;
+        const int par = on_p ? p : q;
+        const SharedSpinors<T> in = on_p ? tq : r;
+        const PairClover clover = on_p ? site_p : inv_q;
+        const unsigned short* coords_par = coords + par * n;
+        LaneSums<MrSums> mine{};
+        t.for_each(n, [&](int i) {
+          ColorSpinor<T, 3, 4> cin = zero;
+          if (kind != prep_q) cin = hop(blk.L, lk, in, i, par, unpack_coords16(coords_par[i]));
+          if (kind == prep_q || kind == rec_q) {  // R_q: the Schur residual's, or X_q's
+            const ColorSpinor<T, 3, 4> rq = sap.first ? zero : load_pair(sap.rq, i, q);
+            cin = axpy(hop_w, cin, rq);  // prep_q: cin is zero
+          }
+          const ColorSpinor<T, 3, 4> ch = clover.apply(cin, first + i);
+          if (kind == prep_q || kind == mr_q) {
+            tq.save(ch, i);
+          } else if (kind == prep_p) {
+            const ColorSpinor<T, 3, 4> v = axpy(hop_h, ch, r.load(i));
+            r.save(v, i);
+            if (keep != 0) {  // the blocks' residual keeps 1 - omega of it
+              const int x0 = grid.rank_cb(o0, i, p), x1 = grid.rank_cb(o1, i, p);
+              LATKE_NO_UNROLL for (int l = 0; l < lanes; ++l) b.save(lane(v, l, l ? s1 : s0), l ? x1 : x0);
+            }
+          } else if (kind == rec_q) {  // dx_q = A_qq^-1 (R_q + hop D_qp omega x_p), which leaves R_q = 0
+            const int x0 = grid.rank_cb(o0, i, q), x1 = grid.rank_cb(o1, i, q);
+            LATKE_NO_UNROLL for (int l = 0; l < lanes; ++l) sap.dxq.save(lane(ch, l, l ? s1 : s0), l ? x1 : x0);
+          } else {  // mr_p: Mhat r and the sums
+            const ColorSpinor<T, 3, 4> v = r.load(i), wv = axpy(ah, ch, v);
+            ar_save(wv, i);
+            float re0 = 0, im0 = 0, nn0 = 0, re1 = 0, im1 = 0, nn1 = 0;
+            LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) {
+              const Complex<T> u = wv.d[sp][cc], z = v.d[sp][cc];
+              const float ur0 = u.re.lo(), ui0 = u.im.lo(), zr0 = z.re.lo(), zi0 = z.im.lo();
+              const float ur1 = u.re.hi(), ui1 = u.im.hi(), zr1 = z.re.hi(), zi1 = z.im.hi();
+              re0 += ur0 * zr0 + ui0 * zi0, im0 += ur0 * zi0 - ui0 * zr0, nn0 += ur0 * ur0 + ui0 * ui0;
+              re1 += ur1 * zr1 + ui1 * zi1, im1 += ur1 * zi1 - ui1 * zr1, nn1 += ur1 * ur1 + ui1 * ui1;
+            }
+            mine.lane[0].re += re0, mine.lane[0].im += im0, mine.lane[0].nn += nn0;
+            mine.lane[1].re += re1, mine.lane[1].im += im1, mine.lane[1].nn += nn1;
+          }
+        });
+        t.sync();
+        if (kind == mr_p) {
+          const LaneSums<MrSums> s = t.reduce(mine);
+          if (!(s.lane[0].nn > 0) && !(s.lane[1].nn > 0)) {  // the same for the whole team
+            done = true;
+            continue;
+          }
+          float ar0 = 0, ai0 = 0, ar1 = 0, ai1 = 0;  // a lane whose r is zero stays
+          if (s.lane[0].nn > 0)
+            ar0 = static_cast<float>(s.lane[0].re / s.lane[0].nn),
+            ai0 = static_cast<float>(s.lane[0].im / s.lane[0].nn);
+          if (s.lane[1].nn > 0)
+            ar1 = static_cast<float>(s.lane[1].re / s.lane[1].nn),
+            ai1 = static_cast<float>(s.lane[1].im / s.lane[1].nn);
+          const Complex<T> alpha(Half2::pair(ar0, ar1), Half2::pair(ai0, ai1));
+          t.for_each(n, [&](int i) {  // x += alpha r, r -= alpha ar (each thread its own sites)
+            ColorSpinor<T, 3, 4> xv = x_load(i), rv = r.load(i);
+            const ColorSpinor<T, 3, 4> av = ar_load(i);
+            LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) {
+              xv.d[sp][cc] = mac(xv.d[sp][cc], alpha, rv.d[sp][cc]);
+              rv.d[sp][cc] = mac(rv.d[sp][cc], -alpha, av.d[sp][cc]);
+            }
+            x_save(xv, i);
+            r.save(rv, i);
+          });
+          t.sync();
+        }
       }
-      x.save(v0, grid.rank_cb(o0, i, p));
-      if (!one) x.save(v1, grid.rank_cb(o1, i, p));
-    });
+      return;
+    } else {
+      for (int step = 0; step < steps; ++step) {
+        // The passes of BlockMRKernel, the sums per lane.
+        LaneSums<MrSums> mine{};
+        LATKE_NO_UNROLL for (int pass = 0; pass < 2; ++pass) {
+          const int par = pass ? p : q;
+          const SharedSpinors<T> in = pass ? tq : r;
+          const PairClover clover = pass ? site_p : inv_q;
+          const unsigned short* coords_par = coords + par * n;
+          t.for_each(n, [&](int i) {
+            const ColorSpinor<T, 3, 4> h = hop(blk.L, lk, in, i, par, unpack_coords16(coords_par[i]));
+            ColorSpinor<T, 3, 4> v = zero;
+            if (pass) v = r.load(i);
+            const bool of_h = !pass || Symmetric;
+            ColorSpinor<T, 3, 4> cin;
+            LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) cin.d[sp][cc] =
+                of_h ? h.d[sp][cc] : v.d[sp][cc];
+            const ColorSpinor<T, 3, 4> ch = clover.apply(cin, first + i);
+            if (!pass) {
+              tq.save(ch, i);
+              return;
+            }
+            const ColorSpinor<T, 3, 4> w = Symmetric ? axpy(ah, ch, v) : axpy(ah, h, ch);
+            ar_save(w, i);
+            float re0 = 0, im0 = 0, nn0 = 0, re1 = 0, im1 = 0, nn1 = 0;
+            LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) {
+              const Complex<T> u = w.d[sp][cc], z = v.d[sp][cc];
+              const float ur0 = u.re.lo(), ui0 = u.im.lo(), zr0 = z.re.lo(), zi0 = z.im.lo();
+              const float ur1 = u.re.hi(), ui1 = u.im.hi(), zr1 = z.re.hi(), zi1 = z.im.hi();
+              re0 += ur0 * zr0 + ui0 * zi0, im0 += ur0 * zi0 - ui0 * zr0, nn0 += ur0 * ur0 + ui0 * ui0;
+              re1 += ur1 * zr1 + ui1 * zi1, im1 += ur1 * zi1 - ui1 * zr1, nn1 += ur1 * ur1 + ui1 * ui1;
+            }
+            mine.lane[0].re += re0, mine.lane[0].im += im0, mine.lane[0].nn += nn0;
+            mine.lane[1].re += re1, mine.lane[1].im += im1, mine.lane[1].nn += nn1;
+          });
+          if (!pass) t.sync();
+        }
+        const LaneSums<MrSums> s = t.reduce(mine);
+        if (!(s.lane[0].nn > 0) && !(s.lane[1].nn > 0)) break;  // the same for the whole team
+        float ar0 = 0, ai0 = 0, ar1 = 0, ai1 = 0;               // a lane whose r is zero stays
+        if (s.lane[0].nn > 0)
+          ar0 = static_cast<float>(s.lane[0].re / s.lane[0].nn), ai0 = static_cast<float>(s.lane[0].im / s.lane[0].nn);
+        if (s.lane[1].nn > 0)
+          ar1 = static_cast<float>(s.lane[1].re / s.lane[1].nn), ai1 = static_cast<float>(s.lane[1].im / s.lane[1].nn);
+        const Complex<T> alpha(Half2::pair(ar0, ar1), Half2::pair(ai0, ai1));
+        t.for_each(n, [&](int i) {  // x += alpha r, r -= alpha ar (each thread its own sites)
+          ColorSpinor<T, 3, 4> xv = x_load(i), rv = r.load(i);
+          const ColorSpinor<T, 3, 4> av = ar_load(i);
+          LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) {
+            xv.d[sp][cc] = mac(xv.d[sp][cc], alpha, rv.d[sp][cc]);
+            rv.d[sp][cc] = mac(rv.d[sp][cc], -alpha, av.d[sp][cc]);
+          }
+          x_save(xv, i);
+          r.save(rv, i);
+        });
+        t.sync();
+      }
+      t.for_each(n, [&](int i) {
+        const ColorSpinor<T, 3, 4> v = x_load(i);
+        ColorSpinor<float, 3, 4> v0, v1;
+        LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) {
+          v0.d[sp][cc] = Complex<float>(v.d[sp][cc].re.lo() * s0, v.d[sp][cc].im.lo() * s0);
+          v1.d[sp][cc] = Complex<float>(v.d[sp][cc].re.hi() * s1, v.d[sp][cc].im.hi() * s1);
+        }
+        x.save(v0, grid.rank_cb(o0, i, p));
+        if (!one) x.save(v1, grid.rank_cb(o1, i, p));
+      });
+    }
   }
 };
 
@@ -742,15 +989,53 @@ void WilsonCloverOperator::make_block_pair_fields(const BlockGrid& grid) {
   }
 }
 
+namespace {
+/// The kernels' SapIo from sap_blocks' fields.
+template <typename Store>
+SapIo<Store> sap_io(const WilsonCloverOperator::SapFields& f, double hop) {
+  SapIo<Store> io;
+  io.rq = f.r_q->accessor<Store, 3, 4>();
+  io.acc = f.acc_p->accessor<Store, 3, 4>();
+  const int p = f.acc_p->block_parity(0);
+  io.dxp = f.dx->accessor<Store, 3, 4>(p);
+  io.dxq = f.dx->accessor<Store, 3, 4>(1 - p);
+  io.omega = f.omega;
+  io.hop = hop;
+  io.first = f.first;
+  io.fresh_acc = f.fresh_acc;
+  return io;
+}
+}  // namespace
+
+void WilsonCloverOperator::sap_blocks(const SapFields& f, int steps, int colour, bool half_pairs) {
+  require(f.s_p && f.r_q && f.acc_p && f.dx, "SAP step: missing fields");
+  require_field(*f.s_p, "SAP residual");
+  require_field(*f.r_q, "SAP residual");
+  require_field(*f.acc_p, "SAP correction sum");
+  require_field(*f.dx, "SAP correction");
+  const int p = f.s_p->block_parity(0);
+  require(f.s_p->n_parity() == 1 && f.acc_p->n_parity() == 1 && f.r_q->n_parity() == 1 && f.dx->n_parity() == 2 &&
+              f.acc_p->block_parity(0) == p && f.r_q->block_parity(0) == 1 - p,
+          "SAP step: takes s_p and the sum on the solved parity, R_q on the other and a full correction");
+  require(colour == 0 || colour == 1, "SAP step: colour ", colour, ", expected 0 or 1");
+  if (half_pairs) return solve_block_pairs(*f.dx, *f.s_p, SchurType::symmetric, steps, colour, &f);
+  solve_blocks_impl(*f.dx, *f.s_p, SchurType::symmetric, steps, colour, &f);
+}
+
 void WilsonCloverOperator::solve_blocks(ColorSpinorField& x, const ColorSpinorField& b, SchurType type, int steps,
                                         int colour, bool half_pairs) {
-  if (half_pairs) return solve_block_pairs(x, b, type, steps, colour);
-  require(solves_blocks(), "Wilson-clover block solver: ",
-          domain_local() ? "the blocks' spinors do not fit in shared memory" : "not a domain-local operator");
+  if (half_pairs) return solve_block_pairs(x, b, type, steps, colour, nullptr);
   require_field(x, "block solution");
-  require_field(b, "block right-hand side");
   require(x.n_parity() == 1 && b.n_parity() == 1 && x.block_parity(0) == b.block_parity(0),
           "Wilson-clover block solver: takes two fields of the same parity");
+  solve_blocks_impl(x, b, type, steps, colour, nullptr);
+}
+
+void WilsonCloverOperator::solve_blocks_impl(ColorSpinorField& x, const ColorSpinorField& b, SchurType type, int steps,
+                                             int colour, const SapFields* sap) {
+  require(solves_blocks(), "Wilson-clover block solver: ",
+          domain_local() ? "the blocks' spinors do not fit in shared memory" : "not a domain-local operator");
+  require_field(b, "block right-hand side");
   const Lattice& lat = *lattice_;
   const BlockGrid grid = BlockGrid::of(lat, param_.block);
   const int p = b.block_parity(0), q = 1 - p;
@@ -760,9 +1045,10 @@ void WilsonCloverOperator::solve_blocks(ColorSpinorField& x, const ColorSpinorFi
   dispatch_precision(param_.precision, [&](auto s) {
     using Store = decltype(s);
     using T = typename compute_type<Store>::type;
-    auto run = [&](auto r_, auto sym_) {
+    auto go = [&](auto r_, auto sym_, auto sap_) {
       constexpr Reconstruct R = decltype(r_)::value;
-      BlockMRKernel<Store, R, decltype(sym_)::value> k;
+      BlockMRKernel<Store, R, decltype(sym_)::value, decltype(sap_)::value> k;
+      if constexpr (decltype(sap_)::value) k.sap = sap_io<Store>(*sap, hop());
       wilson::DslashRequest rq{{&x, &b, nullptr, nullptr}, &gauge_, nullptr, &param_, Epilogue::plain, 1.0, false};
       const wilson::DslashArg<Store, R> arg = wilson::make_arg<Store, R>(rq);
       k.gauge = block_gauge_->template accessor<Store, R>();
@@ -771,13 +1057,19 @@ void WilsonCloverOperator::solve_blocks(ColorSpinorField& x, const ColorSpinorFi
       k.site_p = (type == SchurType::symmetric ? *block_clover_inv_ : *block_clover_).template accessor<Store>(p);
       k.inv_q = block_clover_inv_->template accessor<Store>(q);
       k.b = b.accessor<Store, 3, 4>();
-      k.x = x.accessor<Store, 3, 4>();
+      if (!sap) k.x = x.accessor<Store, 3, 4>();
       k.p = p;
       k.colour = colour;
       k.steps = steps;
       k.a = static_cast<T>(-hop() * hop());
       const int n = grid.blk.volume_cb;
       launch_teams(param_.backend, k, grid.count(), block_team_size(n), block_solver_bytes<T>(n), sizeof(MrSums));
+    };
+    auto run = [&](auto r_, auto sym_) {
+      if constexpr (decltype(sym_)::value) {
+        if (sap) return go(r_, sym_, std::true_type{});
+      }
+      go(r_, sym_, std::false_type{});
     };
     using R12 = std::integral_constant<Reconstruct, Reconstruct::r12>;
     using R18 = std::integral_constant<Reconstruct, Reconstruct::r18>;
@@ -794,12 +1086,12 @@ void WilsonCloverOperator::solve_blocks(ColorSpinorField& x, const ColorSpinorFi
 }
 
 void WilsonCloverOperator::solve_block_pairs(ColorSpinorField& x, const ColorSpinorField& b, SchurType type, int steps,
-                                             int colour) {
+                                             int colour, const SapFields* sap) {
   const std::string why = why_no_block_pairs();
   require(why.empty(), "Wilson-clover block solver in FP16 pairs: ", why);
   require_field(x, "block solution");
   require_field(b, "block right-hand side");
-  require(x.n_parity() == 1 && b.n_parity() == 1 && x.block_parity(0) == b.block_parity(0),
+  require(sap || (x.n_parity() == 1 && b.n_parity() == 1 && x.block_parity(0) == b.block_parity(0)),
           "Wilson-clover block solver: takes two fields of the same parity");
   const Lattice& lat = *lattice_;
   const BlockGrid grid = BlockGrid::of(lat, param_.block);
@@ -815,11 +1107,12 @@ void WilsonCloverOperator::solve_block_pairs(ColorSpinorField& x, const ColorSpi
   auto clover = [&](const Buffer& buf, int par) {
     return PairClover{{static_cast<Half2x4*>(buf.data()) + par * PairArray<72>::groups * stride, stride}};
   };
-  auto go = [&](auto r_, auto sym_, auto threads_) {
+  auto go = [&](auto r_, auto sym_, auto threads_, auto sap_) {
     constexpr Reconstruct R = decltype(r_)::value;
     constexpr bool Sym = decltype(sym_)::value;
     constexpr int Threads = decltype(threads_)::value;
-    BlockMRPairKernel<R, Sym, Threads> k;
+    BlockMRPairKernel<R, Sym, Threads, decltype(sap_)::value> k;
+    if constexpr (decltype(sap_)::value) k.sap = sap_io<short>(*sap, hop());
     wilson::DslashRequest rq{{&x, &b, nullptr, nullptr}, &gauge_, nullptr, &param_, Epilogue::plain, 1.0, false};
     const wilson::DslashArg<short, R> arg = wilson::make_arg<short, R>(rq);
     k.hop.set(arg);
@@ -828,7 +1121,7 @@ void WilsonCloverOperator::solve_block_pairs(ColorSpinorField& x, const ColorSpi
     k.site_p = clover(Sym ? pair_clover_inv_ : pair_clover_, p);
     k.inv_q = clover(pair_clover_inv_, q);
     k.b = b.accessor<short, 3, 4>();
-    k.x = x.accessor<short, 3, 4>();
+    if (!sap) k.x = x.accessor<short, 3, 4>();
     k.blocks = static_cast<const int*>(pair_table_.data());
     k.p = p;
     k.colour = colour;
@@ -836,11 +1129,17 @@ void WilsonCloverOperator::solve_block_pairs(ColorSpinorField& x, const ColorSpi
     k.a = static_cast<float>(-hop() * hop());
     launch_teams(be, k, pair_count_, size, bytes, sums);
   };
-  auto run = [&](auto r_, auto sym_) {
+  auto pick = [&](auto r_, auto sym_, auto sap_) {
     if (size <= 128)
-      go(r_, sym_, std::integral_constant<int, 128>{});
+      go(r_, sym_, std::integral_constant<int, 128>{}, sap_);
     else
-      go(r_, sym_, std::integral_constant<int, 256>{});
+      go(r_, sym_, std::integral_constant<int, 256>{}, sap_);
+  };
+  auto run = [&](auto r_, auto sym_) {
+    if constexpr (decltype(sym_)::value) {
+      if (sap) return pick(r_, sym_, std::true_type{});
+    }
+    pick(r_, sym_, std::false_type{});
   };
   using R12 = std::integral_constant<Reconstruct, Reconstruct::r12>;
   using R18 = std::integral_constant<Reconstruct, Reconstruct::r18>;

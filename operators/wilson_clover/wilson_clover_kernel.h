@@ -142,6 +142,8 @@ struct DslashArg {
   int mode = all_sites;
   int cut_mask = 0;      ///< bit mu: hops across block boundaries in mu are dropped (domain-local)
   int inner_mask = 0;    ///< bit mu: hops in mu that stay inside a block are dropped (apply_split)
+  int skip_colour = -1;  ///< LocalDslashKernel: blocks of this colour skipped (DslashRequest::skip_colour)
+  int colour_base = 0;   ///< the global block coordinates of the rank's first block, summed
   int block[4] = {1, 1, 1, 1};
   /// The partial modes' sums of the boundary sites: real r of slot s at partial[r * slots + s].
   T* partial = nullptr;
@@ -361,6 +363,18 @@ struct LocalDslashKernel {
     const int full = arg.faces.geom.coords(x_cb, arg.parity, c);
     if constexpr (SkipFaces) {
       LATKE_UNROLL for (int nu = 0; nu < 4; ++nu) if (arg.faces.on_split_face(nu, c)) return;
+    }
+    if (arg.skip_colour >= 0) {
+      int colour = arg.colour_base;
+      LATKE_UNROLL for (int mu = 0; mu < 4; ++mu) colour += c[mu] / arg.block[mu];
+      if ((colour & 1) == arg.skip_colour) {
+        if constexpr (E == Epilogue::plain) {
+          ColorSpinor<typename compute_type<Store>::type, 3, 4> zero;
+          zero.zero();
+          arg.out.save(zero, x_cb);
+        }
+        return;
+      }
     }
     arg.out.save(epilogue<E>(arg, hop_sum(arg, arg.gauge, arg.in, x_cb, full, c), arg.x, x_cb), x_cb);
   }

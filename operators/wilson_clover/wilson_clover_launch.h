@@ -9,6 +9,9 @@
 
 namespace latke::wilson {
 
+/// DslashRequest::split_dim: the hops across block boundaries in every dimension.
+constexpr int split_across_blocks = 4;
+
 /// Everything one hopping-term application needs, precision-independent.
 struct DslashRequest : StencilFields {
   const GaugeField* gauge;
@@ -18,10 +21,15 @@ struct DslashRequest : StencilFields {
   double a;
   bool dagger;
   /// The stencil split by blocks of these extents (WilsonCloverOperator::apply_split): with
-  /// split_dim < 0 only the hops that stay inside a block, else only those that cross a block
-  /// boundary in split_dim. nullptr: the whole stencil.
+  /// split_dim < 0 only the hops that stay inside a block, with split_across_blocks those that
+  /// cross a block boundary in any dimension whose block is not the global extent, else only
+  /// those that cross a block boundary in split_dim. nullptr: the whole stencil.
   const int* split_block = nullptr;
   int split_dim = -1;
+  /// With split_across_blocks: the sites of the blocks of this colour (global block
+  /// coordinates' parity; -1 none) are known to have no hop into the input's support (SAP's
+  /// boundary update): left unchanged by an xpay epilogue, zeroed by the plain one, on one rank.
+  int skip_colour = -1;
   /// A set of this many fields (ColorSpinorField::make_set; out, in and x are field 0 of
   /// theirs), applied in one pass over the links and clover; on a split lattice halo is made
   /// for the whole set (stencil_faces.h: set_face_region).

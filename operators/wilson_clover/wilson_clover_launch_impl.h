@@ -46,6 +46,13 @@ DslashArg<Store, R> make_arg(const DslashRequest& rq) {
     if (rq.split_dim < 0) {  // inside blocks: no hop crosses a rank (blocks tile it)
       arg.faces.comm_mask = 0;
       arg.cut_mask = 15;
+    } else if (rq.split_dim == split_across_blocks) {  // a block as wide as the lattice has no boundary in mu
+      arg.inner_mask = 15;
+      for (int mu = 0; mu < 4; ++mu) {
+        if (rq.split_block[mu] >= lat.global()[mu]) arg.cut_mask |= 1 << mu;
+        arg.colour_base += lat.offset()[mu] / rq.split_block[mu];
+      }
+      arg.skip_colour = rq.skip_colour;
     } else {
       arg.inner_mask = 15;
       arg.cut_mask = 15 & ~(1 << rq.split_dim);

@@ -71,6 +71,20 @@ class WilsonCloverLinear final : public SchurOperator {
     require(solves_blocks(), "solve_blocks: ", describe(), " does not solve its blocks on chip");
     op_->solve_blocks(x, b, schur_, steps, colour, half_pairs);
   }
+  bool solves_sap() const override {
+    return even_odd_ && schur_ == SchurType::symmetric && (!op_->domain_local() || op_->solves_sap());
+  }
+  void sap_step(ColorSpinorField& s_p, ColorSpinorField& r_q, ColorSpinorField& acc_p, ColorSpinorField& dx, int steps,
+                int colour, double omega, bool first, bool fresh_acc, bool half_pairs) override {
+    require(solves_sap() && op_->domain_local(), "sap_step: ", describe(), " has no SAP step");
+    op_->sap_blocks(WilsonCloverOperator::SapFields{&s_p, &r_q, &acc_p, &dx, omega, first, fresh_acc}, steps, colour,
+                    half_pairs);
+  }
+  void sap_boundary(ColorSpinorField& s_p, ColorSpinorField& r_q, const ColorSpinorField& dx, const Coords& block,
+                    int colour) override {
+    require(solves_sap() && !op_->domain_local(), "sap_boundary: ", describe(), " has no SAP boundary update");
+    op_->sap_boundary(s_p, r_q, dx, block, colour);
+  }
   WilsonCloverOperator& op() { return *op_; }
 
  private:

@@ -56,12 +56,12 @@ constexpr bool petsc_has_device = false;
 #endif
 const char* const* event_names() {
   static const char* const names[] = {
-      "LatkeMatMult",    "LatkeDslash",      "LatkeClover",     "LatkeHalo",          "LatkeStage",
-      "LatkeMGSetup",    "LatkeMGApply",     "LatkeMGSmooth0",  "LatkeMGSmooth1",     "LatkeMGSmooth2",
-      "LatkeMGSmooth3",  "LatkeMGTransfer",  "LatkeMGCoarseOp", "LatkeMGCoarseSolve", "LatkeMGNullVectors",
-      "LatkeMGGalerkin", "LatkeMGGather",    "LatkeOpBuild",    "LatkeLinkUpload",    "LatkeSchwarzBlocks",
-      "LatkeGaugeIO",    "LatkeGaugeUpdate", "LatkeContract",   "LatkeGcrOrtho",      "LatkeGcrDeflate",
-      "LatkeSmear",      "LatkeGaugeFix"};
+      "LatkeMatMult",    "LatkeDslash",      "LatkeClover",         "LatkeHalo",          "LatkeStage",
+      "LatkeMGSetup",    "LatkeMGApply",     "LatkeMGSmooth0",      "LatkeMGSmooth1",     "LatkeMGSmooth2",
+      "LatkeMGSmooth3",  "LatkeMGTransfer",  "LatkeMGCoarseOp",     "LatkeMGCoarseSolve", "LatkeMGNullVectors",
+      "LatkeMGGalerkin", "LatkeMGGather",    "LatkeOpBuild",        "LatkeLinkUpload",    "LatkeSchwarzBlocks",
+      "LatkeGaugeIO",    "LatkeGaugeUpdate", "LatkeContract",       "LatkeGcrOrtho",      "LatkeGcrDeflate",
+      "LatkeSmear",      "LatkeGaugeFix",    "LatkeSchwarzBoundary"};
   static_assert(sizeof(names) / sizeof(names[0]) == static_cast<int>(LogEvent::count_), "a name per event");
   return names;
 }

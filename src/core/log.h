@@ -27,22 +27,24 @@ enum class LogEvent {
   mg_smooth1,
   mg_smooth2,
   mg_smooth3,
-  mg_transfer,      ///< LatkeMGTransfer: prolongation and restriction
-  mg_coarse_op,     ///< LatkeMGCoarseOp: coarse-operator applications (with their flops)
-  mg_coarse_solve,  ///< LatkeMGCoarseSolve: the coarsest level's solves
-  mg_null_vectors,  ///< LatkeMGNullVectors: the setup's inverse iterations (inside LatkeMGSetup)
-  mg_galerkin,      ///< LatkeMGGalerkin: assembling the coarse operators (inside LatkeMGSetup)
-  mg_gather,        ///< LatkeMGGather: all-gathering an agglomerated level's right-hand side (inside LatkeMGTransfer)
-  operator_build,   ///< LatkeOpBuild: building a Wilson-clover operator (links, clover terms)
-  link_upload,      ///< LatkeLinkUpload: converting and uploading links (inside LatkeOpBuild)
-  schwarz_blocks,   ///< LatkeSchwarzBlocks: block solves with the blocks on chip (one kernel per application)
-  gauge_io,         ///< LatkeGaugeIO: reading or writing a gauge configuration file (checks included)
-  gauge_update,     ///< LatkeGaugeUpdate: heat-bath and over-relaxation sweeps of the generator
-  contract,         ///< LatkeContract: meson and nucleon correlators from propagator columns
-  gcr_ortho,        ///< LatkeGcrOrtho: GCR's Gram-Schmidt, residual update and solution update (GcrCycle)
-  gcr_deflate,      ///< LatkeGcrDeflate: GCR's deflated restarts (the kept directions and the projection on them)
-  smear,            ///< LatkeSmear: link smearing and quark smearing steps
-  gauge_fix,        ///< LatkeGaugeFix: gauge fixing sweeps, their measurements and the links' transformation
+  mg_transfer,       ///< LatkeMGTransfer: prolongation and restriction
+  mg_coarse_op,      ///< LatkeMGCoarseOp: coarse-operator applications (with their flops)
+  mg_coarse_solve,   ///< LatkeMGCoarseSolve: the coarsest level's solves
+  mg_null_vectors,   ///< LatkeMGNullVectors: the setup's inverse iterations (inside LatkeMGSetup)
+  mg_galerkin,       ///< LatkeMGGalerkin: assembling the coarse operators (inside LatkeMGSetup)
+  mg_gather,         ///< LatkeMGGather: all-gathering an agglomerated level's right-hand side (inside LatkeMGTransfer)
+  operator_build,    ///< LatkeOpBuild: building a Wilson-clover operator (links, clover terms)
+  link_upload,       ///< LatkeLinkUpload: converting and uploading links (inside LatkeOpBuild)
+  schwarz_blocks,    ///< LatkeSchwarzBlocks: block solves with the blocks on chip (one kernel per application)
+  gauge_io,          ///< LatkeGaugeIO: reading or writing a gauge configuration file (checks included)
+  gauge_update,      ///< LatkeGaugeUpdate: heat-bath and over-relaxation sweeps of the generator
+  contract,          ///< LatkeContract: meson and nucleon correlators from propagator columns
+  gcr_ortho,         ///< LatkeGcrOrtho: GCR's Gram-Schmidt, residual update and solution update (GcrCycle)
+  gcr_deflate,       ///< LatkeGcrDeflate: GCR's deflated restarts (the kept directions and the projection on them)
+  smear,             ///< LatkeSmear: link smearing and quark smearing steps
+  gauge_fix,         ///< LatkeGaugeFix: gauge fixing sweeps, their measurements and the links' transformation
+  schwarz_boundary,  ///< LatkeSchwarzBoundary: SAP's residual update across block boundaries (one hop, the colour's
+                     ///< faces exchanged)
   count_
 };
 
