@@ -16,6 +16,7 @@ namespace latke {
 SchwarzParam schwarz_param_from_options(MPI_Comm comm, const char* prefix, SchwarzParam p) {
   std::string precision, type;
   long iterations = p.iterations, cycles = p.cycles;
+  bool boundary_update = p.boundary_update;
   bool on_chip = p.on_chip, half_pairs = p.half_pairs != SchwarzParam::HalfPairs::off, given_block = false,
        given_pairs = false;
   double omega = p.omega;
@@ -37,7 +38,11 @@ SchwarzParam schwarz_param_from_options(MPI_Comm comm, const char* prefix, Schwa
                         "Block MR steps in FP16 arithmetic, two blocks per team (by default on CUDA where the "
                         "blocks are half precision on chip; given, always)");
     given_pairs = o.given("-pc_latke_schwarz_half_pairs");
+    boundary_update = o.flag("-pc_latke_schwarz_boundary_update", p.boundary_update,
+                             "Multiplicative: the residual between colours from the block solves and the hops "
+                             "across block boundaries (where the blocks are on chip); 0: from the operator");
   });
+  p.boundary_update = boundary_update;
   p.on_chip = on_chip;
   if (given_pairs) p.half_pairs = half_pairs ? SchwarzParam::HalfPairs::on : SchwarzParam::HalfPairs::off;
   if (given_block) p.adapt_block = false;

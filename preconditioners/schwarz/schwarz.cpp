@@ -9,6 +9,7 @@
 #include "src/core/error.h"
 #include "src/core/indexing.h"
 #include "src/core/launch.h"
+#include "src/core/log.h"
 #include "src/core/mr_sums.h"
 #include "src/fields/blas.h"
 
@@ -30,6 +31,14 @@ void check_schwarz_block(const Lattice& lat, const Coords& block) {
     require(b % 2 == 0, "Schwarz block ", block[0], ",", block[1], ",", block[2], ",", block[3], ": extent ", b,
             " in dimension ", mu, " is odd; even-odd within blocks needs even extents");
   }
+}
+
+bool schwarz_colours_proper(const Lattice& lat, const Coords& block) {
+  for (int mu = 0; mu < 4; ++mu) {
+    const int n = lat.global()[mu] / block[mu];
+    if (n > 1 && n % 2) return false;
+  }
+  return true;
 }
 
 Coords schwarz_block_for(const Lattice& lat, const SchwarzParam& p) {
@@ -177,6 +186,19 @@ SchwarzPreconditioner::SchwarzPreconditioner(std::shared_ptr<LinearOperator> loc
     fail("Schwarz block solves in FP16 pairs (-pc_latke_schwarz_half_pairs): ",
          param.on_chip ? local_->why_no_block_pairs() : "the blocks are streamed (-pc_latke_schwarz_on_chip is off)");
   if (!on_chip_) sums_ = Buffer(memory_for(local_->field_param().backend), sizeof(MrSums) * n_blocks_);
+  boundary_update_ = param.boundary_update && param.type == SchwarzType::multiplicative && on_chip_ &&
+                     local_->solves_sap() && full_->solves_sap() &&
+                     schwarz_colours_proper(*local_->lattice(), param.block);
+  if (boundary_update_) {
+    SpinorParam q = r_.param();
+    q.subset = q.subset == Subset::even ? Subset::odd : Subset::even;
+    r_q_ = std::make_unique<ColorSpinorField>(r_.lattice_ptr(), q);
+    q.subset = Subset::full;
+    for (auto& d : dx_) {
+      d = std::make_unique<ColorSpinorField>(r_.lattice_ptr(), q);
+      d->zero();
+    }
+  }
 }
 
 SchwarzPreconditioner::SchwarzPreconditioner(const OperatorFor& op, const SchwarzParam& param)
@@ -226,6 +248,7 @@ void SchwarzPreconditioner::apply(ColorSpinorField& out, const ColorSpinorField&
     out.copy_from(x_);
     return;
   }
+  if (boundary_update_) return apply_boundary_sap(out, in);
   const BlockGeometry g = block_geometry(r_, param_.block);
   // r = in - A acc (acc = 0: r = in), restricted to the blocks of `colour` (-1: all).
   auto residual = [&](bool first, int colour) {
@@ -257,13 +280,32 @@ void SchwarzPreconditioner::apply(ColorSpinorField& out, const ColorSpinorField&
   out.copy_from(acc_);
 }
 
+void SchwarzPreconditioner::apply_boundary_sap(ColorSpinorField& out, const ColorSpinorField& in) {
+  // The residual of M x = (A_pp in, 0) at x = 0, as (s_p, R_q) = (in, 0): the symmetric Schur
+  // complement's preconditioned system is the even part of that one.
+  // r_q is not read before the first boundary update writes it, acc_ not before each colour's
+  // first step writes its blocks.
+  r_.copy_from(in);
+  for (int cycle = 0; cycle < param_.cycles; ++cycle)
+    for (int colour = 0; colour < 2; ++colour) {
+      const bool first = cycle == 0 && colour == 0, last = cycle == param_.cycles - 1 && colour == 1;
+      local_->sap_step(r_, *r_q_, acc_, *dx_[colour], param_.iterations, colour, param_.omega, first, cycle == 0,
+                       half_pairs_);
+      local_applications_ += param_.iterations;
+      if (last) break;  // the residual after the last colour is not needed
+      const LogScope log(LogEvent::schwarz_boundary);
+      full_->sap_boundary(r_, *r_q_, *dx_[colour], param_.block, colour);
+    }
+  out.copy_from(acc_);
+}
+
 std::string SchwarzPreconditioner::describe() const {
   std::ostringstream s;
   s << to_string(param_.type) << " Schwarz, blocks " << param_.block[0] << "x" << param_.block[1] << "x"
     << param_.block[2] << "x" << param_.block[3] << " (" << n_blocks_ << " per rank), " << param_.cycles
-    << (param_.cycles == 1 ? " cycle, " : " cycles, ") << param_.iterations << " MR steps " << block_solves() << ", "
-    << to_string(param_.precision) << " precision, omega " << param_.omega
-    << "; block operator: " << local_->describe();
+    << (param_.cycles == 1 ? " cycle, " : " cycles, ") << param_.iterations << " MR steps " << block_solves()
+    << (boundary_update_ ? ", residual updated across block boundaries" : "") << ", " << to_string(param_.precision)
+    << " precision, omega " << param_.omega << "; block operator: " << local_->describe();
   return s.str();
 }
 

@@ -14,9 +14,17 @@
 // on chip the steps keep the compute precision between them).
 //
 // Multiplicative (SAP): blocks are coloured red/black by the parity of their block
-// coordinates; for each colour in turn the residual is recomputed with the operator with
-// communication, restricted to that colour's blocks, and their MR updates added (Luscher's
-// Schwarz alternating procedure). Additive applies to all blocks at once from r = b.
+// coordinates; for each colour in turn the colour's blocks are solved from the current residual
+// and their corrections added (Luscher's Schwarz alternating procedure). Where the operator
+// has SAP steps (Wilson-clover, symmetric even-odd, blocks on chip: LinearOperator::sap_step)
+// the residual is kept on both parities of the full operator M (an even-odd residual r_p is
+// the full one (A_pp r_p, 0)), the block kernel solves each block's full system through its
+// Schur complement and leaves the block's new residual behind, and only the hops of the
+// correction that cross block boundaries are applied afterwards (sap_boundary: one hopping
+// kernel per parity over the boundary hops; on a split lattice the halo carries the faces of
+// one colour's corrections). This is the same preconditioner, to rounding, as recomputing the
+// even-odd residual with the operator between colours, which it does otherwise (and with
+// boundary_update off). Additive applies to all blocks at once from r = b.
 //
 // Cycles (Luscher's n_cy): the application repeats, each cycle from the residual
 // b - A x of the sum x of the earlier cycles' corrections (the operator with communication),
@@ -57,6 +65,10 @@ struct SchwarzParam {
   /// always (an error where they cannot; on the CPU FP16 is emulated, for tests).
   enum class HalfPairs { where_possible, off, on };
   HalfPairs half_pairs = HalfPairs::where_possible;
+  /// Multiplicative: the residual between colours from the block kernel and the hops across
+  /// block boundaries where the operator can and the colours are proper (above); off: from the
+  /// operator with communication.
+  bool boundary_update = true;
 };
 
 /// @brief The multigrid's fine-level smoother by default: one additive cycle on 4^4 blocks
@@ -72,6 +84,11 @@ inline SchwarzParam schwarz_smoother_param() {
 /// @brief The block to use on `lat`: p.block, or where p.adapt_block each extent halved (down
 /// to 2) until it divides the local extent, as the multigrid's default aggregates adapt.
 Coords schwarz_block_for(const Lattice& lat, const SchwarzParam& p);
+
+/// @brief Whether red-black block colours are a proper 2-colouring of `lat` (no two blocks of a
+/// colour share a face, across the periodic boundaries too): every dimension has one block or an
+/// even number of them. SAP's boundary update needs it (elsewhere the residual is recomputed).
+bool schwarz_colours_proper(const Lattice& lat, const Coords& block);
 
 /// @brief Whether the preconditioner needs the operator with communication (the `full` of
 /// the constructor): multiplicative, or more than one cycle.
@@ -107,6 +124,9 @@ class SchwarzPreconditioner final : public Preconditioner {
   bool on_chip() const { return on_chip_; }
   /// Whether they run in FP16 pairs (param().half_pairs where the blocks can).
   bool half_pairs() const { return half_pairs_; }
+  /// Whether SAP's residual is updated across block boundaries only (param().boundary_update
+  /// where the operators can).
+  bool boundary_update() const { return boundary_update_; }
   /// How the blocks are solved, for views: "on chip in FP16 pairs", "on chip" or "streamed".
   const char* block_solves() const { return half_pairs_ ? "on chip in FP16 pairs" : on_chip_ ? "on chip" : "streamed"; }
 
@@ -120,7 +140,12 @@ class SchwarzPreconditioner final : public Preconditioner {
   int n_blocks_ = 0;
   bool on_chip_ = false;
   bool half_pairs_ = false;
+  bool boundary_update_ = false;
+  /// SAP with boundary updates: the residual's s_p = A_pp^-1 R_p is r_, the sum acc_; R_q and
+  /// each colour's correction dx_[c] (full; zero on the other colour's blocks, always).
+  void apply_boundary_sap(ColorSpinorField& out, const ColorSpinorField& in);
   ColorSpinorField x_, r_, ar_, acc_;
+  std::unique_ptr<ColorSpinorField> r_q_, dx_[2];
   Buffer sums_;
   long local_applications_ = 0;
 };

@@ -262,6 +262,95 @@ TEST(Schwarz, HalfPairBlockSolvesEqualSingleLaneOnes) {
       }
 }
 
+// SAP with the residual kept on both parities of the full operator (the block kernel leaves each
+// block's new residual, only the hops across block boundaries applied after it) is the SAP that
+// recomputes the even-odd residual with the operator between colours: to rounding in double, to
+// storage rounding in single and half (one lane and FP16 pairs). Blocks that are the whole
+// lattice in some dimensions (no boundary there), several cycles, over-relaxed. With an odd
+// number of blocks along x (same-colour neighbours across the periodic boundary) the residual is
+// recomputed (the boundary update assumes a proper colouring).
+TEST(Schwarz, BoundaryUpdateEqualsTheOperatorsResidual) {
+  if (world_size() > 1) GTEST_SKIP() << "a one-rank case (SameResultOnAnyProcessGrid covers grids)";
+  struct Case {
+    Coords dims, block;
+  };
+  {
+    auto lat = std::make_shared<const Lattice>(PETSC_COMM_SELF, Coords{12, 4, 8, 4});
+    const cvec links = random_gauge(*lat, 41);
+    WilsonCloverParam w = wilson(Precision::double_, Coords{4, 4, 4, 4});
+    auto local = std::make_shared<WilsonCloverOperator>(lat, links, w);
+    w.block = {0, 0, 0, 0};
+    auto full = std::make_shared<WilsonCloverOperator>(lat, links, w);
+    SchwarzParam sp;
+    sp.block = {4, 4, 4, 4};
+    sp.precision = Precision::double_;
+    const SchwarzPreconditioner k(std::make_shared<WilsonCloverLinear>(local, true, SchurType::symmetric, 1),
+                                  std::make_shared<WilsonCloverLinear>(full, true, SchurType::symmetric, 1), sp);
+    EXPECT_FALSE(k.boundary_update()) << "3 blocks along x: the colours are not proper";
+  }
+  for (const Case& c :
+       {Case{{8, 4, 8, 8}, {4, 4, 4, 4}}, Case{{8, 8, 4, 4}, {4, 4, 4, 2}}, Case{{8, 4, 8, 8}, {2, 4, 4, 2}}}) {
+    auto lat = std::make_shared<const Lattice>(PETSC_COMM_SELF, c.dims);
+    const cvec links = random_gauge(*lat, 41), rhs = random_spinor(*lat, 42);
+    for (double omega : {1.0, 1.3}) {
+      std::map<int, cvec> out;  // [precision][boundary][pairs]
+      for (Precision prec : {Precision::double_, Precision::single, Precision::half}) {
+        WilsonCloverParam w = wilson(prec, c.block);
+        w.reconstruct = prec == Precision::double_ ? Reconstruct::r18 : Reconstruct::r12;
+        auto local = std::make_shared<WilsonCloverOperator>(lat, links, w);
+        w.block = {0, 0, 0, 0};
+        auto full = std::make_shared<WilsonCloverOperator>(lat, links, w);
+        for (bool boundary : {false, true})
+          for (bool pairs : {false, true}) {
+            if (pairs && (prec != Precision::half || !boundary)) continue;
+            SchwarzParam sp;
+            sp.block = c.block;
+            sp.iterations = 4;
+            sp.precision = prec;
+            sp.type = SchwarzType::multiplicative;
+            sp.cycles = 3;
+            sp.omega = omega;
+            sp.boundary_update = boundary;
+            sp.half_pairs = pairs ? SchwarzParam::HalfPairs::on : SchwarzParam::HalfPairs::off;
+            SchwarzPreconditioner k(std::make_shared<WilsonCloverLinear>(local, true, SchurType::symmetric, 1),
+                                    std::make_shared<WilsonCloverLinear>(full, true, SchurType::symmetric, 1), sp);
+            ASSERT_EQ(k.boundary_update(), boundary);
+            SpinorParam dp{4, 3, Precision::double_, Subset::odd, w.backend};
+            ColorSpinorField b(lat, dp), x(lat, dp);
+            b.from_lexicographic(rhs);
+            k.apply(x, b);
+            x.to_lexicographic(out[4 * static_cast<int>(prec) + 2 * boundary + pairs]);
+          }
+      }
+      auto at = [&](Precision prec, bool boundary, bool pairs) {
+        return out.at(4 * static_cast<int>(prec) + 2 * boundary + pairs);
+      };
+      std::ostringstream what;
+      what << c.dims[0] << "x" << c.dims[1] << "x" << c.dims[2] << "x" << c.dims[3] << " blocks " << c.block[0] << "x"
+           << c.block[1] << "x" << c.block[2] << "x" << c.block[3] << ", omega " << omega;
+      const cvec& ref = at(Precision::double_, false, false);
+      const double e_double = rel(at(Precision::double_, true, false), ref);
+      const double e_single = rel(at(Precision::single, true, false), ref),
+                   e_single_op = rel(at(Precision::single, false, false), ref);
+      const double e_half = rel(at(Precision::half, true, false), ref),
+                   e_half_op = rel(at(Precision::half, false, false), ref),
+                   e_pairs = rel(at(Precision::half, true, true), ref);
+      std::printf(
+          "%s: boundary update against the operator's residual, double %.1e; single %.1e (%.1e); half "
+          "%.1e (%.1e), pairs %.1e\n",
+          what.str().c_str(), e_double, e_single, e_single_op, e_half, e_half_op, e_pairs);
+      EXPECT_LT(e_double, 1e-12) << what.str();
+      double norm = 0;
+      for (const auto& z : ref) norm += norm2(z);
+      EXPECT_GT(norm, 1.0) << what.str();  // not trivially zero
+      EXPECT_LT(e_single, 1e-5) << what.str();
+      EXPECT_LT(e_half, 2 * e_half_op + 1e-3) << what.str();
+      EXPECT_LT(e_half, 3e-2) << what.str();
+      EXPECT_LT(e_pairs, 3e-2) << what.str();
+    }
+  }
+}
+
 // A Schwarz preconditioner asked for FP16 pairs needs half precision, blocks on chip and a pair
 // that fits a team; else it says which, with the numbers. By default it takes them on CUDA where
 // the blocks can, and nowhere else (not where only the one-lane solver fits).
