@@ -1044,7 +1044,7 @@ int bench_schwarz() {
   Coords dims{};
   std::string block_list, type_name;
   std::vector<std::string> precision_list;
-  long steps = 8, iters_opt = 0;
+  long steps = 8, iters_opt = 0, cycles = 1;
   double mass = 0.1, csw = 1.0;
   read_options(PETSC_COMM_WORLD, "", "latke-bench schwarz options", [&](OptionGroup& o) {
     dims = o.coords("-latke_lattice", Coords{16, 16, 16, 16}, "Global lattice X,Y,Z,T");
@@ -1054,11 +1054,13 @@ int bench_schwarz() {
                           "Block shapes to time, separated by colons: X,Y,Z,T:X,Y,Z,T...");
     steps = o.integer("-latke_schwarz_iterations", steps, "MR steps per block per application");
     type_name = o.choice("-latke_schwarz_type", "additive", {"additive", "multiplicative"}, "Schwarz type");
+    cycles = o.integer("-latke_schwarz_cycles", cycles, "Schwarz cycles per application");
     mass = o.real("-latke_mass", mass, "Bare quark mass");
     csw = o.real("-latke_csw", csw, "Clover coefficient");
     iters_opt = o.integer("-latke_iterations", 0, "Applications per timing (0: about 1 s of work)");
   });
   require(steps >= 1, "-latke_schwarz_iterations ", steps, ": expected at least 1");
+  require(cycles >= 1, "-latke_schwarz_cycles ", cycles, ": expected at least 1");
   auto lat = std::make_shared<Lattice>(PETSC_COMM_WORLD, dims, run.grid);
   std::vector<Coords> blocks;
   {
@@ -1073,9 +1075,14 @@ int bench_schwarz() {
   const bool root = lat->rank() == 0;
   const double copy_gbs = measure_copy_bandwidth(run.backend, run.backend == Backend::cuda ? (1ul << 30) : (1ul << 27));
   if (root) {
-    std::printf("latke-bench schwarz: Wilson-clover, lattice %s, backend %s%s%s, %s Schwarz, %ld MR steps\n",
-                lat->describe().c_str(), to_string(run.backend), run.backend == Backend::cuda ? " (" : "",
-                run.backend == Backend::cuda ? (device_info().name + ")").c_str() : "", to_string(type), steps);
+    std::printf(
+        "latke-bench schwarz: Wilson-clover, lattice %s, backend %s%s%s, %s Schwarz, %ld cycle(s) of %ld MR steps\n",
+        lat->describe().c_str(), to_string(run.backend), run.backend == Backend::cuda ? " (" : "",
+        run.backend == Backend::cuda ? (device_info().name + ")").c_str() : "", to_string(type), cycles, steps);
+    if (type == SchwarzType::multiplicative)
+      std::printf(
+          "on chip, chip h2: the residual between colours updated across block boundaries; chip op, h2 op: "
+          "recomputed with the MatPC\n");
     std::printf("copy bandwidth (read + write) measured in this run: %.1f GB/s\n", copy_gbs);
     std::printf("%-9s %-7s %-9s %10s %9s %10s %10s %8s\n", "block", "prec", "solves", "time/us", "x matpc", "GFLOPS",
                 "GB/s", "vs copy");
@@ -1110,27 +1117,36 @@ int bench_schwarz() {
     const double chip_bytes = (8.0 * link_bytes(p, r) + 2 * clover_bytes(p) + 2 * spinor_bytes(p)) * vcb;
     const double matpc_bytes = wilson_matpc_site_bytes(p, r) * vcb;
     const double streamed_bytes = steps * (matpc_bytes + 7.0 * spinor_bytes(p) * vcb);
-    const double flops = steps * schwarz_step_site_flops * vcb;
+    const double flops = cycles * steps * schwarz_step_site_flops * vcb;
     if (root)
       std::printf("%-9s %-7s %-9s %10.1f %9.2f %10.1f %10.1f %7.2fx\n", "(global)", to_string(p), "matpc",
                   matpc_ms * 1e3, 1.0, 3792.0 * vcb / (matpc_ms * 1e-3) * 1e-9, matpc_bytes / (matpc_ms * 1e-3) * 1e-9,
                   matpc_bytes / (matpc_ms * 1e-3) * 1e-9 / copy_gbs);
     for (const Coords& blk : blocks) {
       const std::shared_ptr<WilsonCloverLinear> local = domain_local(w, links, blk);
-      // on chip; on chip in FP16 pairs (half only); streamed
-      for (int mode : {0, 1, 2}) {
-        const bool on_chip = mode < 2;
-        if (mode == 1 && p != Precision::half) continue;
+      // on chip; on chip in FP16 pairs (half only); streamed; multiplicative: 3, 4 as 0, 1 with the
+      // residual recomputed by the MatPC between colours
+      for (int mode : {0, 1, 2, 3, 4}) {
+        const bool on_chip = mode != 2, op_residual = mode >= 3;
+        if ((mode == 1 || mode == 4) && p != Precision::half) continue;
+        if (op_residual && type != SchwarzType::multiplicative) continue;
         SchwarzParam sp;
         sp.block = blk;
         sp.iterations = static_cast<int>(steps);
         sp.precision = p;
         sp.type = type;
-        sp.cycles = 1;
+        sp.cycles = static_cast<int>(cycles);
         sp.on_chip = on_chip;
+        sp.boundary_update = !op_residual;
+        const char* label = mode == 0   ? "on chip"
+                            : mode == 1 ? "chip h2"
+                            : mode == 2 ? "streamed"
+                            : mode == 3 ? "chip op"
+                                        : "h2 op";
         char name[32];
         std::snprintf(name, sizeof name, "%d,%d,%d,%d", blk[0], blk[1], blk[2], blk[3]);
-        if (mode == 1 && !local->solves_block_pairs()) {
+        if ((mode == 1 || mode == 4) && !local->solves_block_pairs()) {
+          if (mode == 4) continue;
           if (root)
             std::printf("%-9s %-7s %-9s (a pair's spinors and links do not fit in a team's shared memory)\n", name,
                         to_string(p), "chip h2");
@@ -1142,17 +1158,15 @@ int bench_schwarz() {
                         "on chip");
           continue;
         }
-        sp.half_pairs = mode == 1 ? SchwarzParam::HalfPairs::on : SchwarzParam::HalfPairs::off;
+        if (on_chip && !local->solves_blocks()) continue;
+        sp.half_pairs = mode == 1 || mode == 4 ? SchwarzParam::HalfPairs::on : SchwarzParam::HalfPairs::off;
         SchwarzPreconditioner k(local, schwarz_needs_full_operator(sp) ? A : nullptr, sp);
         const double ms = timed([&] { k.apply(x, b); });
-        const double bytes = on_chip ? chip_bytes : streamed_bytes;
+        const double bytes = cycles * (on_chip ? chip_bytes : streamed_bytes);
         const double gbs = bytes / (ms * 1e-3) * 1e-9;
         if (root)
-          std::printf("%-9s %-7s %-9s %10.1f %9.2f %10.1f %10.1f %7.2fx\n", name, to_string(p),
-                      mode == 0   ? "on chip"
-                      : mode == 1 ? "chip h2"
-                                  : "streamed",
-                      ms * 1e3, ms / matpc_ms, flops / (ms * 1e-3) * 1e-9, gbs, gbs / copy_gbs);
+          std::printf("%-9s %-7s %-9s %10.1f %9.2f %10.1f %10.1f %7.2fx\n", name, to_string(p), label, ms * 1e3,
+                      ms / matpc_ms, flops / (ms * 1e-3) * 1e-9, gbs, gbs / copy_gbs);
         const double check = norm2(x) / norm2(b);
         require(std::isfinite(check) && check > 0, "benchmark schwarz produced ", check, " for |out|^2/|in|^2");
       }

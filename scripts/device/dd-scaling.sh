@@ -11,7 +11,9 @@
 # put the block solver in the multigrid as its fine smoother (additive or SAP). GCR with the
 # Schwarz preconditioner restarts after 32 directions keeping 8 unless a case says otherwise
 # (gcr_r16: the plain GCR(16) it had before; _rN_kM: N directions keeping M, _x with
-# -latke_solver_deflate_exact; gcr_kc: over-relaxed blocks and 6 cycles, for kappa near kappa_c).
+# -latke_solver_deflate_exact; gcr_kc: over-relaxed blocks and 6 cycles, for kappa near kappa_c;
+# _op: SAP's residual between colours recomputed with the MatPC instead of updated across block
+# boundaries).
 set -uo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${LATKE_GPU_BIN:-$here/.gpu/bin}
@@ -63,6 +65,9 @@ gcr_sap8x4_4x5 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc sc
 gcr_sap8x4_8 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_block 8,4,4,4 -pc_latke_schwarz_iterations 8 -pc_latke_schwarz_type multiplicative -pc_latke_schwarz_cycles 1
 gcr_r16 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -latke_solver_restart 16 -latke_solver_deflate 0
 gcr_kc -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_omega 1.2 -pc_latke_schwarz_cycles 6
+gcr_default_op -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_boundary_update 0
+gcr_kc_op -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_omega 1.2 -pc_latke_schwarz_cycles 6 -pc_latke_schwarz_boundary_update 0
+gcr_kc4 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -pc_latke_schwarz_omega 1.2 -pc_latke_schwarz_cycles 6 -pc_latke_schwarz_block 4,4,4,4
 gcr_default_r32_k16 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -latke_solver_restart 32 -latke_solver_deflate 16
 gcr_default_r64_k16 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -latke_solver_restart 64 -latke_solver_deflate 16
 gcr_default_r64_k32 -latke_solver gcr -latke_solver_sloppy single -latke_solver_pc schwarz -latke_solver_restart 64 -latke_solver_deflate 32
