@@ -277,7 +277,9 @@ struct BlockMRKernel {
       // The step as one rolled loop of passes around one copy of the hops and one clover
       // product (more copies overflowed the instruction cache): the Schur residual (prep_q:
       // A_qq^-1 R_q; prep_p: r += hop A_pp^-1 D_pq of it), the MR steps (mr_q, mr_p), and X_q
-      // (rec_q, after the p parity's results are written).
+      // (rec_q, after the p parity's results are written). The plain solves below keep their
+      // own loop: run through this one (its kinds and the asymmetric form's choices) they were
+      // measurably slower.
       enum { prep_q, prep_p, mr_q, mr_p, rec_q };
       const int prep = sap.first ? 0 : 2, total = prep + 2 * steps + 1;
       const T hop_c = static_cast<T>(sap.hop), omega = static_cast<T>(sap.omega);
