@@ -99,12 +99,17 @@ PetscErrorCode view(SchwarzContext& c, PetscViewer viewer) {
                                    "Latke Schwarz: %s, blocks %dx%dx%dx%d, %d cycle(s) of %d MR steps, %s precision, omega %g\n",
                                    to_string(p.type), p.block[0], p.block[1], p.block[2], p.block[3], p.cycles,
                                    p.iterations, to_string(p.precision), p.omega));
-  if (c.k)
+  if (c.k) {
     PetscCall(PetscViewerASCIIPrintf(
         viewer, "  %d blocks per rank, solved %s; block operator: %s; set up in %.3f s; %ld applications\n",
         c.k->block_count(),
         (std::string(c.k->block_solves()) + (c.k->on_chip() ? " (one kernel per colour)" : " over the rank")).c_str(),
         c.k->block_operator().c_str(), c.setup_seconds, c.applies));
+    if (p.type == SchwarzType::multiplicative || p.cycles > 1)
+      PetscCall(PetscViewerASCIIPrintf(
+          viewer, "  residual between %s: %s\n", p.type == SchwarzType::multiplicative ? "colours" : "cycles",
+          c.k->boundary_update() ? "updated across block boundaries" : "recomputed with the operator"));
+  }
   PetscFunctionReturn(0);
 }
 

@@ -1884,6 +1884,7 @@ TEST(Preconditioners, SettersAreTheOptionsDefaults) {
   view = view_of(ksp);
   EXPECT_NE(view.find("multiplicative, blocks 4x4x4x4, 2 cycle(s) of 3 MR steps, single precision"), std::string::npos)
       << view;
+  EXPECT_NE(view.find("residual between colours: updated across block boundaries"), std::string::npos) << view;
   PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
   EXPECT_NE(PCLatkeSchwarzSetIterations(pc, 0), 0);
   EXPECT_NE(PCLatkeSchwarzSetCycles(pc, 0), 0);
