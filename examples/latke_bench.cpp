@@ -1158,7 +1158,6 @@ int bench_schwarz() {
                         "on chip");
           continue;
         }
-        if (on_chip && !local->solves_blocks()) continue;
         sp.half_pairs = mode == 1 || mode == 4 ? SchwarzParam::HalfPairs::on : SchwarzParam::HalfPairs::off;
         SchwarzPreconditioner k(local, schwarz_needs_full_operator(sp) ? A : nullptr, sp);
         const double ms = timed([&] { k.apply(x, b); });
