@@ -228,6 +228,9 @@ class WilsonCloverOperator {
 
  private:
   void require_field(const ColorSpinorField& f, const char* what) const;
+  /// Whether the block solvers' copies hold each block in its temporal gauge (the blocks are
+  /// shorter than the lattice in t; wilson_clover_blocks.cpp, BlockFrame).
+  bool block_frame() const;
   /// Makes block_gauge_, block_clover_ and block_clover_inv_ for the blocks of grid.
   void make_block_major_fields(const BlockGrid& grid);
   /// Makes pair_table_, pair_links_, pair_clover_ and pair_clover_inv_ for the blocks of grid.
@@ -254,7 +257,8 @@ class WilsonCloverOperator {
   CloverField clover_, clover_inv_;
   /// solve_blocks' copies of the links, clover and inverse in block-major site order (site i
   /// of parity p of block B at B n + i, n sites per block and parity), made at its first call,
-  /// so that a team reads its block's fields as contiguous words.
+  /// so that a team reads its block's fields as contiguous words; where block_frame(), in each
+  /// block's temporal gauge, the t slot holding the gauge transform.
   std::unique_ptr<GaugeField> block_gauge_;
   std::unique_ptr<CloverField> block_clover_, block_clover_inv_;
   /// solve_blocks' copies for FP16 pairs: the blocks paired within each colour (pair_table_: two

@@ -115,6 +115,133 @@ struct BlockMajorGather {
   }
 };
 
+/// Each block's temporal gauge. The gauge transform G(x) of a block's site x is the product of
+/// the block's t links from its first time slice up to x (1 on that slice), so that the t links
+/// within the block, G(x) U_t(x) G(x + t)^dagger, are 1. Where the blocks are shorter than the
+/// lattice in t (cut there), the block operator in that gauge is G M_B G^dagger: its MR steps
+/// are the original ones rotated site by site (MR is invariant under a unitary change of basis),
+/// and its t hops need no link. The block kernels rotate what they read into the block's frame
+/// (G v) and what they write back out of it (G^dagger v).
+template <typename Store, Reconstruct R>
+struct BlockFrame {
+  using Real = typename compute_type<Store>::type;
+  GaugeAccessor<Store, R> u;  ///< the rank's links, in rank order
+  BlockGrid grid;
+
+  /// G at block coordinates c of the block at rank origin o.
+  LATKE_HOST_DEVICE ColorMatrix<Real, 3> g(const int (&o)[4], const int (&c)[4]) const {
+    ColorMatrix<Real, 3> m;
+    for (int a = 0; a < 3; ++a)
+      for (int b = 0; b < 3; ++b) m.e[a][b] = Complex<Real>(a == b ? Real(1) : Real(0), Real(0));
+    int x[4] = {o[0] + c[0], o[1] + c[1], o[2] + c[2], o[3]};
+    for (int k = 0; k < c[3]; ++k, ++x[3])
+      m = m * u.load(3, grid.rank.full_index(x) >> 1, (x[0] + x[1] + x[2] + x[3]) & 1);
+    return m;
+  }
+};
+
+/// The blocks' links in their temporal gauge, as the reals of R's storage, site i of parity
+/// `parity` of a block: for mu < 3 G(x) U_mu(x) G(x + mu)^dagger (x + mu wrapped within the
+/// block: a link out of a block cut in mu is not read), for mu = 3 G(x) itself.
+template <typename Store, Reconstruct R>
+struct FrameLinks {
+  static constexpr int n_real = static_cast<int>(R);
+  using Real = typename BlockFrame<Store, R>::Real;
+  BlockFrame<Store, R> f;
+  int mu = 0;
+  LATKE_HOST_DEVICE void load(Real (&v)[n_real], int block, int i, int parity) const {
+    int o[4], c[4];
+    f.grid.origin(block, o);
+    f.grid.blk.coords(i, parity, c);
+    ColorMatrix<Real, 3> m = f.g(o, c);
+    if (mu < 3) {
+      int cn[4] = {c[0], c[1], c[2], c[3]}, x[4];
+      cn[mu] = (c[mu] + 1) % f.grid.blk.L[mu];
+      for (int a = 0; a < 4; ++a) x[a] = o[a] + c[a];
+      m = m * f.u.load(mu, f.grid.rank.full_index(x) >> 1, parity) * adjoint(f.g(o, cn));
+    }
+    for (int a = 0; a < n_real / 6; ++a)
+      for (int b = 0; b < 3; ++b) {
+        v[2 * (3 * a + b)] = m.e[a][b].re;
+        v[2 * (3 * a + b) + 1] = m.e[a][b].im;
+      }
+  }
+};
+
+/// The blocks' clover term (or its inverse) in their temporal gauge: each chiral block H becomes
+/// (1 x G) H (1 x G^dagger), as CloverAccessor's 72 reals.
+template <typename Store, Reconstruct R>
+struct FrameClover {
+  static constexpr int n_real = 72;
+  using Real = typename BlockFrame<Store, R>::Real;
+  BlockFrame<Store, R> f;
+  CloverAccessor<Store> a;  ///< the parity's clover in rank order
+  LATKE_HOST_DEVICE void load(Real (&v)[n_real], int block, int i, int parity) const {
+    int o[4], c[4];
+    f.grid.origin(block, o);
+    f.grid.blk.coords(i, parity, c);
+    const ColorMatrix<Real, 3> g = f.g(o, c);
+    CloverBlock<Real> b[2];
+    Real scale[2];
+    a.load_raw(b, scale, f.grid.rank_cb(o, i, parity));
+    for (int k = 0; k < 2; ++k) {
+      Complex<Real> h[6][6], gh[6][6];
+      for (int r = 0; r < 6; ++r)
+        for (int s = 0; s < 6; ++s)
+          h[r][s] = r == s  ? Complex<Real>(scale[k] * b[k].diag[r], Real(0))
+                    : r > s ? scale[k] * b[k].off[tri_index(r, s)]
+                            : scale[k] * conj(b[k].off[tri_index(s, r)]);
+      for (int r = 0; r < 6; ++r)  // (1 x G) H: G on the row's colour
+        for (int s = 0; s < 6; ++s) {
+          Complex<Real> z(0, 0);
+          for (int e = 0; e < 3; ++e) z += g.e[r % 3][e] * h[3 * (r / 3) + e][s];
+          gh[r][s] = z;
+        }
+      for (int r = 0; r < 6; ++r)  // times (1 x G^dagger): conj(G) on the column's colour
+        for (int s = 0; s <= r; ++s) {
+          Complex<Real> z(0, 0);
+          for (int e = 0; e < 3; ++e) z += gh[r][3 * (s / 3) + e] * conj(g.e[s % 3][e]);
+          if (r == s)
+            v[36 * k + r] = z.re;
+          else {
+            v[36 * k + 6 + 2 * tri_index(r, s)] = z.re;
+            v[36 * k + 7 + 2 * tri_index(r, s)] = z.im;
+          }
+        }
+    }
+  }
+};
+
+/// Writes one parity of a source's values (Source::load(v, block, i, parity)) in block-major
+/// order: site B n + i of dst is site i of block B.
+template <typename Dst, typename Source>
+struct BlockMajorFrom {
+  Dst dst;
+  Source src;
+  BlockGrid grid;
+  int parity;
+  LATKE_HOST_DEVICE void operator()(int k, int) const {
+    const int n = grid.blk.volume_cb, b = k / n, i = k - b * n;
+    typename Source::Real v[Source::n_real];
+    src.load(v, b, i, parity);
+    dst.save(v, k);
+  }
+};
+
+/// A site array in rank order as a source of block sites (PairGather's plain input).
+template <typename Store, int NReal, int NGroup>
+struct RankOrder {
+  static constexpr int n_real = NReal;
+  using Real = typename compute_type<Store>::type;
+  SiteArray<Store, NReal, NGroup> a;
+  BlockGrid grid;
+  LATKE_HOST_DEVICE void load(Real (&v)[n_real], int block, int i, int parity) const {
+    int o[4];
+    grid.origin(block, o);
+    a.load(v, grid.rank_cb(o, i, parity));
+  }
+};
+
 /// Spinors of one block per team: 4 sets of SharedSpinors per site of one parity, per site of
 /// the solved parity its index on the rank, and per site of either parity its packed block
 /// coordinates.
@@ -159,6 +286,9 @@ struct BlockHops {
                       ///< whole lattice in mu and they wrap, with the boundary phase
   int phase_mask = 0;
   Complex<P> phase[4];
+  /// The links are in each block's temporal gauge (block_frame_gauge): the t links within a
+  /// block are 1 and not read, the t slot of the block's copies holding the gauge transform.
+  bool temporal = false;
 
   /// At site i (parity par, packed block coordinates pc) of a block of extents L, from the
   /// block's spinors `in`; links.load(mu, i, parity) gives the block's links.
@@ -181,11 +311,13 @@ struct BlockHops {
           const int nb = edge ? full - (lm - 1) * step : full + step;
           const T s(fwd ? sign : -sign);
           ColorSpinor<T, 3, 2> h = wilson::project<mu>(in.load(nb >> 1), s);
-          const ColorMatrix<T, 3> u = links.load(mu, fwd ? i : nb >> 1, fwd ? par : 1 - par);
-          if constexpr (fwd)
-            h = u * h;
-          else
-            h = adj_mul(u, h);
+          if (mu != 3 || !temporal) {  // in the blocks' temporal gauge the t links are 1
+            const ColorMatrix<T, 3> u = links.load(mu, fwd ? i : nb >> 1, fwd ? par : 1 - par);
+            if constexpr (fwd)
+              h = u * h;
+            else
+              h = adj_mul(u, h);
+          }
           if (edge && ((phase_mask >> mu) & 1)) {
             const Complex<P> z = fwd ? phase[mu] : conj(phase[mu]);
             h = wilson::scale_phase(h, Complex<T>(T(z.re), T(z.im)));
@@ -268,8 +400,15 @@ struct BlockMRKernel {
     }
     const int first = t.index * n;  // the block's sites in the block-major links and clover
     const BlockLinks<Gauge> links{gauge, first};
+    // Into the block's frame and out of it, at its site i of parity par (BlockFrame).
+    auto into = [&](const ColorSpinor<T, 3, 4>& v, int i, int par) {
+      return hop.temporal ? links.load(3, i, par) * v : v;
+    };
+    auto out_of = [&](const ColorSpinor<T, 3, 4>& v, int i, int par) {
+      return hop.temporal ? adj_mul(links.load(3, i, par), v) : v;
+    };
     t.for_each(n, [&](int i) {
-      r.save(b.load(map_p[i]), i);
+      r.save(into(b.load(map_p[i]), i, p), i);
       xs.save(zero, i);
     });
     t.sync();
@@ -290,7 +429,7 @@ struct BlockMRKernel {
         if (kind == rec_q) {
           t.for_each(n, [&](int i) {  // s_p, the sum and the correction on p
             const int xi = map_p[i];
-            const ColorSpinor<T, 3, 4> xv = xs.load(i), rv = r.load(i);
+            const ColorSpinor<T, 3, 4> xv = out_of(xs.load(i), i, p), rv = out_of(r.load(i), i, p);
             ColorSpinor<T, 3, 4> sv = sap.omega != 1 ? b.load(xi) : zero, av = sap.fresh_acc ? zero : sap.acc.load(xi),
                                  dv;
             LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) {
@@ -314,7 +453,7 @@ struct BlockMRKernel {
           if (kind != prep_q) cin = hop(blk.L, links, in, i, par, coords_par[i]);
           const int xq = kind == prep_q || kind == rec_q ? grid.rank_cb(o, i, q) : 0;
           if (kind == prep_q || kind == rec_q) {  // R_q: the Schur residual's, or X_q's
-            const ColorSpinor<T, 3, 4> rq = sap.first ? zero : sap.rq.load(xq);
+            const ColorSpinor<T, 3, 4> rq = sap.first ? zero : into(sap.rq.load(xq), i, q);
             cin = axpy(hop_c * omega, cin, rq);  // prep_q: cin is zero
           }
           const ColorSpinor<T, 3, 4> ch = clover.apply(cin, first + i);
@@ -323,9 +462,9 @@ struct BlockMRKernel {
           } else if (kind == prep_p) {
             const ColorSpinor<T, 3, 4> v = axpy(hop_c, ch, r.load(i));
             r.save(v, i);
-            if (sap.omega != 1) b.save(v, map_p[i]);  // the block's residual keeps 1 - omega of it
+            if (sap.omega != 1) b.save(out_of(v, i, p), map_p[i]);  // the block's residual keeps 1 - omega of it
           } else if (kind == rec_q) {
-            sap.dxq.save(ch, xq);  // A_qq^-1 (R_q + hop D_qp omega x_p), which leaves R_q = 0
+            sap.dxq.save(out_of(ch, i, q), xq);  // A_qq^-1 (R_q + hop D_qp omega x_p), which leaves R_q = 0
           } else {                 // mr_p: Mhat r and the sums
             const ColorSpinor<T, 3, 4> v = r.load(i), w = axpy(a, ch, v);
             ar.save(w, i);
@@ -413,7 +552,7 @@ struct BlockMRKernel {
         });
         t.sync();
       }
-      t.for_each(n, [&](int i) { x.save(xs.load(i), map_p[i]); });
+      t.for_each(n, [&](int i) { x.save(out_of(xs.load(i), i, p), map_p[i]); });
     }
   }
 };
@@ -482,23 +621,22 @@ struct PairClover {
   }
 };
 
-/// Copies one parity of a site array into a pair array: site pair P n + i holds site i of
-/// blocks[2 P] (low lane) and blocks[2 P + 1] (high lane).
-template <int NReal, int NGroup>
+/// Copies one parity of a source of block sites (RankOrder, FrameLinks, FrameClover; half
+/// storage) into a pair array: site pair P n + i holds site i of blocks[2 P] (low lane) and
+/// blocks[2 P + 1] (high lane).
+template <typename Source>
 struct PairGather {
+  static constexpr int NReal = Source::n_real;
   PairArray<NReal> dst;
-  SiteArray<short, NReal, NGroup> src;
+  Source src;
   BlockGrid grid;
   const int* blocks = nullptr;
   int parity = 0;
   LATKE_HOST_DEVICE void operator()(int k, int) const {
     const int n = grid.blk.volume_cb, pair = k / n, i = k - pair * n;
-    int o0[4], o1[4];
-    grid.origin(blocks[2 * pair], o0);
-    grid.origin(blocks[2 * pair + 1], o1);
     float v0[NReal], v1[NReal];
-    src.load(v0, grid.rank_cb(o0, i, parity));
-    src.load(v1, grid.rank_cb(o1, i, parity));
+    src.load(v0, blocks[2 * pair], i, parity);
+    src.load(v1, blocks[2 * pair + 1], i, parity);
     Half2 h[NReal];
     LATKE_UNROLL for (int j = 0; j < NReal; ++j) h[j] = Half2::pair(v0[j], v1[j]);
     dst.save(h, k);
@@ -648,17 +786,24 @@ struct BlockMRPairKernel {
                      Half2::pair(v0.d[sp][cc].im * inv0, v1.d[sp][cc].im * inv1));
       return v;
     };
-    t.for_each(n, [&](int i) {
-      r.save(load_pair(b, i, p), i);
-      x_save(zero, i);
-    });
-    t.sync();
     const long first = static_cast<long>(t.index) * n;  // the pair's sites in the pair copies
     t.for_each(8 * link_groups * n, [&](int k) {
       const int g = k / n, i = k - g * n;
       link_words[k] = links.data[g * links.stride + first + i];
     });
     const PairLinks<R> lk{link_words, n};
+    t.sync();
+    // Into the blocks' frames and out of them, at their site i of parity par (BlockFrame).
+    auto into = [&](const ColorSpinor<T, 3, 4>& v, int i, int par) {
+      return hop.temporal ? lk.load(3, i, par) * v : v;
+    };
+    auto out_of = [&](const ColorSpinor<T, 3, 4>& v, int i, int par) {
+      return hop.temporal ? adj_mul(lk.load(3, i, par), v) : v;
+    };
+    t.for_each(n, [&](int i) {
+      r.save(into(load_pair(b, i, p), i, p), i);
+      x_save(zero, i);
+    });
     t.sync();
     if constexpr (Sap) {
       // The step as one rolled loop of passes around one copy of the hops and one clover
@@ -684,26 +829,31 @@ struct BlockMRPairKernel {
         if (done && kind != rec_q) continue;
         if (kind == rec_q) {
           t.for_each(n, [&](int i) {  // s_p, the sum and the correction on p (BlockMRKernel's)
-            const ColorSpinor<T, 3, 4> xv = x_load(i), rv = r.load(i);
             const int x0 = grid.rank_cb(o0, i, p), x1 = grid.rank_cb(o1, i, p);
+            // One field out of the frame at a time (both at once spilled registers).
+            const ColorSpinor<T, 3, 4> xv = out_of(x_load(i), i, p);
             LATKE_NO_UNROLL for (int l = 0; l < lanes; ++l) {
               const int xi = l ? x1 : x0;
-              const float sl = l ? s1 : s0;
-              const ColorSpinor<float, 3, 4> dx = lane(xv, l, w * sl);
-              ColorSpinor<float, 3, 4> sv = lane(rv, l, w * sl), av = dx;
-              if (keep != 0) {
-                const ColorSpinor<float, 3, 4> old = b.load(xi);
-                LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) sv.d[sp][cc] +=
-                    keep * old.d[sp][cc];
-              }
+              const ColorSpinor<float, 3, 4> dx = lane(xv, l, w * (l ? s1 : s0));
+              ColorSpinor<float, 3, 4> av = dx;
               if (!sap.fresh_acc) {
                 const ColorSpinor<float, 3, 4> old = sap.acc.load(xi);
                 LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) av.d[sp][cc] +=
                     old.d[sp][cc];
               }
-              b.save(sv, xi);
               sap.acc.save(av, xi);
               sap.dxp.save(dx, xi);
+            }
+            const ColorSpinor<T, 3, 4> rv = out_of(r.load(i), i, p);
+            LATKE_NO_UNROLL for (int l = 0; l < lanes; ++l) {
+              const int xi = l ? x1 : x0;
+              ColorSpinor<float, 3, 4> sv = lane(rv, l, w * (l ? s1 : s0));
+              if (keep != 0) {
+                const ColorSpinor<float, 3, 4> old = b.load(xi);
+                LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) sv.d[sp][cc] +=
+                    keep * old.d[sp][cc];
+              }
+              b.save(sv, xi);
             }
           });
           t.sync();
@@ -717,11 +867,19 @@ struct BlockMRPairKernel {
         const unsigned short* coords_par = coords + par * n;
         LaneSums<MrSums> mine{};
         t.for_each(n, [&](int i) {
-          ColorSpinor<T, 3, 4> cin = zero;
-          if (kind != prep_q) cin = hop(blk.L, lk, in, i, par, unpack_coords16(coords_par[i]));
-          if (kind == prep_q || kind == rec_q) {  // R_q: the Schur residual's, or X_q's
-            const ColorSpinor<T, 3, 4> rq = sap.first ? zero : load_pair(sap.rq, i, q);
-            cin = axpy(hop_w, cin, rq);  // prep_q: cin is zero
+          ColorSpinor<T, 3, 4> cin;
+          if (kind == prep_q) {  // R_q: the Schur residual's (prep_q runs where it is not zero)
+            cin = load_pair(sap.rq, i, q);
+            if (hop.temporal) {  // into the frame, and back where rec_q reads it (R_q is not read
+                                 // outside the block before sap_boundary writes it anew)
+              cin = into(cin, i, q);
+              const int x0 = grid.rank_cb(o0, i, q), x1 = grid.rank_cb(o1, i, q);
+              LATKE_NO_UNROLL for (int l = 0; l < lanes; ++l) sap.rq.save(lane(cin, l, l ? s1 : s0), l ? x1 : x0);
+            }
+          } else {
+            cin = hop(blk.L, lk, in, i, par, unpack_coords16(coords_par[i]));
+            if (kind == rec_q)  // X_q's: R_q + hop omega D_qp x_p
+              cin = axpy(hop_w, cin, sap.first ? zero : load_pair(sap.rq, i, q));
           }
           const ColorSpinor<T, 3, 4> ch = clover.apply(cin, first + i);
           if (kind == prep_q || kind == mr_q) {
@@ -731,11 +889,13 @@ struct BlockMRPairKernel {
             r.save(v, i);
             if (keep != 0) {  // the blocks' residual keeps 1 - omega of it
               const int x0 = grid.rank_cb(o0, i, p), x1 = grid.rank_cb(o1, i, p);
-              LATKE_NO_UNROLL for (int l = 0; l < lanes; ++l) b.save(lane(v, l, l ? s1 : s0), l ? x1 : x0);
+              const ColorSpinor<T, 3, 4> vo = out_of(v, i, p);
+              LATKE_NO_UNROLL for (int l = 0; l < lanes; ++l) b.save(lane(vo, l, l ? s1 : s0), l ? x1 : x0);
             }
           } else if (kind == rec_q) {  // dx_q = A_qq^-1 (R_q + hop D_qp omega x_p), which leaves R_q = 0
             const int x0 = grid.rank_cb(o0, i, q), x1 = grid.rank_cb(o1, i, q);
-            LATKE_NO_UNROLL for (int l = 0; l < lanes; ++l) sap.dxq.save(lane(ch, l, l ? s1 : s0), l ? x1 : x0);
+            const ColorSpinor<T, 3, 4> co = out_of(ch, i, q);
+            LATKE_NO_UNROLL for (int l = 0; l < lanes; ++l) sap.dxq.save(lane(co, l, l ? s1 : s0), l ? x1 : x0);
           } else {  // mr_p: Mhat r and the sums
             const ColorSpinor<T, 3, 4> v = r.load(i), wv = axpy(ah, ch, v);
             ar_save(wv, i);
@@ -838,7 +998,7 @@ struct BlockMRPairKernel {
         t.sync();
       }
       t.for_each(n, [&](int i) {
-        const ColorSpinor<T, 3, 4> v = x_load(i);
+        const ColorSpinor<T, 3, 4> v = out_of(x_load(i), i, p);
         ColorSpinor<float, 3, 4> v0, v1;
         LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) {
           v0.d[sp][cc] = Complex<float>(v.d[sp][cc].re.lo() * s0, v.d[sp][cc].im.lo() * s0);
@@ -915,34 +1075,51 @@ std::string WilsonCloverOperator::why_no_block_pairs() const {
   return "";
 }
 
+bool WilsonCloverOperator::block_frame() const { return param_.block[3] < lattice_->global()[3]; }
+
 void WilsonCloverOperator::make_block_major_fields(const BlockGrid& grid) {
   const int sites = grid.count() * grid.blk.volume_cb;  // the rank's sites of one parity
+  const bool frame = block_frame();
   block_gauge_ = std::make_unique<GaugeField>(lattice_, gauge_.param());
-  block_gauge_->copy_from(gauge_);  // the same words and scale, reordered below
+  // Plain: the same words and scale, reordered below. In the blocks' frames the links are
+  // written anew, in half with the scale 1 that bounds any SU(3) entry (the field's default).
+  if (!frame) block_gauge_->copy_from(gauge_);
   const CloverParam cp{clover_.precision(), clover_.backend()};
   block_clover_ = std::make_unique<CloverField>(lattice_, cp);
   block_clover_inv_ = std::make_unique<CloverField>(lattice_, cp);
   const Backend b = param_.backend;
   dispatch_precision(param_.precision, [&](auto s) {
     using Store = decltype(s);
-    auto links = [&](auto r_) {
+    auto copy = [&](auto r_) {
       constexpr Reconstruct R = decltype(r_)::value;
       const auto dst = block_gauge_->template accessor<Store, R>();
       const auto src = gauge_.template accessor<Store, R>();
-      for (int mu = 0; mu < 4; ++mu)
-        for (int par = 0; par < 2; ++par)
-          gather_block_major(b, dst.block(mu, par), src.block(mu, par), grid, par, sites);
+      const BlockFrame<Store, R> f{src, grid};
+      for (int par = 0; par < 2; ++par) {
+        for (int mu = 0; mu < 4; ++mu) {
+          if (!frame) {
+            gather_block_major(b, dst.block(mu, par), src.block(mu, par), grid, par, sites);
+            continue;
+          }
+          using From = BlockMajorFrom<SiteArray<Store, static_cast<int>(R), 0>, FrameLinks<Store, R>>;
+          launch(b, From{dst.block(mu, par), {f, mu}, grid, par}, {sites}, compute_stream(), false);
+        }
+        const auto c = block_clover_->template accessor<Store>(par).a, ci = block_clover_inv_->template accessor<Store>(par).a;
+        const auto sc = clover_.template accessor<Store>(par), sci = clover_inv_.template accessor<Store>(par);
+        if (!frame) {
+          gather_block_major(b, c, sc.a, grid, par, sites);
+          gather_block_major(b, ci, sci.a, grid, par, sites);
+          continue;
+        }
+        using From = BlockMajorFrom<std::decay_t<decltype(c)>, FrameClover<Store, R>>;
+        launch(b, From{c, {f, sc}, grid, par}, {sites}, compute_stream(), false);
+        launch(b, From{ci, {f, sci}, grid, par}, {sites}, compute_stream(), false);
+      }
     };
     if (gauge_.reconstruct() == Reconstruct::r12)
-      links(std::integral_constant<Reconstruct, Reconstruct::r12>{});
+      copy(std::integral_constant<Reconstruct, Reconstruct::r12>{});
     else
-      links(std::integral_constant<Reconstruct, Reconstruct::r18>{});
-    for (int par = 0; par < 2; ++par) {
-      gather_block_major(b, block_clover_->template accessor<Store>(par).a, clover_.template accessor<Store>(par).a,
-                         grid, par, sites);
-      gather_block_major(b, block_clover_inv_->template accessor<Store>(par).a,
-                         clover_inv_.template accessor<Store>(par).a, grid, par, sites);
-    }
+      copy(std::integral_constant<Reconstruct, Reconstruct::r18>{});
   });
 }
 
@@ -963,32 +1140,44 @@ void WilsonCloverOperator::make_block_pair_fields(const BlockGrid& grid) {
   copy_bytes(pair_table_.data(), table.data(), table.size() * sizeof(int));
   const long stride = static_cast<long>(pair_count_) * n;  // site pairs per parity
   const int* blocks = static_cast<const int*>(pair_table_.data());
-  auto links = [&](auto r_) {
+  const bool frame = block_frame();
+  const std::size_t clover_bytes = PairArray<72>::groups * stride * sizeof(Half2x4);
+  pair_clover_ = Buffer(kind, 2 * clover_bytes);
+  pair_clover_inv_ = Buffer(kind, 2 * clover_bytes);
+  auto copy = [&](auto r_) {
     constexpr Reconstruct R = decltype(r_)::value;
     using Links = PairLinks<R>;
     pair_links_ = Buffer(kind, 8 * Links::Array::groups * stride * sizeof(Half2x4));
     Links dst{static_cast<Half2x4*>(pair_links_.data()), stride};
     const auto src = gauge_.template accessor<short, R>();
-    for (int mu = 0; mu < 4; ++mu)
-      for (int par = 0; par < 2; ++par)
-        launch(be, PairGather<Links::n_real, 0>{dst.array(mu, par), src.block(mu, par), grid, blocks, par},
-               {static_cast<int>(stride)}, compute_stream(), false);
+    const BlockFrame<short, R> f{src, grid};
+    auto gather = [&](const auto& d, const auto& source, int par) {
+      launch(be, PairGather<std::decay_t<decltype(source)>>{d, source, grid, blocks, par}, {static_cast<int>(stride)},
+             compute_stream(), false);
+    };
+    for (int par = 0; par < 2; ++par) {
+      for (int mu = 0; mu < 4; ++mu) {
+        if (frame)
+          gather(dst.array(mu, par), FrameLinks<short, R>{f, mu}, par);
+        else
+          gather(dst.array(mu, par), RankOrder<short, Links::n_real, 0>{src.block(mu, par), grid}, par);
+      }
+      for (int inv = 0; inv < 2; ++inv) {
+        const PairArray<72> d{static_cast<Half2x4*>((inv ? pair_clover_inv_ : pair_clover_).data()) +
+                                  par * PairArray<72>::groups * stride,
+                              stride};
+        const auto a = (inv ? clover_inv_ : clover_).template accessor<short>(par);
+        if (frame)
+          gather(d, FrameClover<short, R>{f, a}, par);
+        else
+          gather(d, RankOrder<short, 72, 2>{a.a, grid}, par);
+      }
+    }
   };
   if (gauge_.reconstruct() == Reconstruct::r12)
-    links(std::integral_constant<Reconstruct, Reconstruct::r12>{});
+    copy(std::integral_constant<Reconstruct, Reconstruct::r12>{});
   else
-    links(std::integral_constant<Reconstruct, Reconstruct::r18>{});
-  const std::size_t clover_bytes = PairArray<72>::groups * stride * sizeof(Half2x4);
-  for (int inv = 0; inv < 2; ++inv) {
-    Buffer& dst = inv ? pair_clover_inv_ : pair_clover_;
-    const CloverField& src = inv ? clover_inv_ : clover_;
-    dst = Buffer(kind, 2 * clover_bytes);
-    for (int par = 0; par < 2; ++par) {
-      const PairArray<72> d{static_cast<Half2x4*>(dst.data()) + par * PairArray<72>::groups * stride, stride};
-      launch(be, PairGather<72, 2>{d, src.template accessor<short>(par).a, grid, blocks, par},
-             {static_cast<int>(stride)}, compute_stream(), false);
-    }
-  }
+    copy(std::integral_constant<Reconstruct, Reconstruct::r18>{});
 }
 
 namespace {
@@ -1055,6 +1244,7 @@ void WilsonCloverOperator::solve_blocks_impl(ColorSpinorField& x, const ColorSpi
       const wilson::DslashArg<Store, R> arg = wilson::make_arg<Store, R>(rq);
       k.gauge = block_gauge_->template accessor<Store, R>();
       k.hop.set(arg);
+      k.hop.temporal = block_frame();
       k.grid = grid;
       k.site_p = (type == SchurType::symmetric ? *block_clover_inv_ : *block_clover_).template accessor<Store>(p);
       k.inv_q = block_clover_inv_->template accessor<Store>(q);
@@ -1118,6 +1308,7 @@ void WilsonCloverOperator::solve_block_pairs(ColorSpinorField& x, const ColorSpi
     wilson::DslashRequest rq{{&x, &b, nullptr, nullptr}, &gauge_, nullptr, &param_, Epilogue::plain, 1.0, false};
     const wilson::DslashArg<short, R> arg = wilson::make_arg<short, R>(rq);
     k.hop.set(arg);
+    k.hop.temporal = block_frame();
     k.links = PairLinks<R>{static_cast<Half2x4*>(pair_links_.data()), stride};
     k.grid = grid;
     k.site_p = clover(Sym ? pair_clover_inv_ : pair_clover_, p);

@@ -154,13 +154,14 @@ TEST(Schwarz, OneBlockEqualsMrOnTheLocalOperator) {
 // The block solver on chip (one team per block, its MR steps in shared memory) gives the
 // streamed block solves' result: to rounding in double; in single and half at least as close
 // to the double result as the streamed solves, which round r and x to storage every step.
-// Both Schur forms, both link storages, additive and red-black, a non-cubic block.
+// Both Schur forms, both link storages, additive and red-black, a non-cubic block; blocks
+// shorter than the lattice in t (solved in their temporal gauge) and as long (not).
 TEST(Schwarz, OnChipBlockSolvesEqualStreamedOnes) {
   if (world_size() > 1) GTEST_SKIP() << "a one-rank case (each rank would repeat it)";
   const Coords dims{8, 4, 8, 8};
   auto lat = std::make_shared<const Lattice>(PETSC_COMM_SELF, dims);
   const cvec links = random_gauge(*lat, 21), rhs = random_spinor(*lat, 22);
-  for (const Coords block : {Coords{4, 4, 4, 4}, Coords{2, 4, 4, 2}})
+  for (const Coords block : {Coords{4, 4, 4, 4}, Coords{2, 4, 4, 2}, Coords{4, 4, 4, 8}})
     for (SchurType schur : {SchurType::symmetric, SchurType::asymmetric})
       for (SchwarzType type : {SchwarzType::additive, SchwarzType::multiplicative}) {
         std::map<Precision, cvec> chip, streamed;
@@ -205,17 +206,20 @@ TEST(Schwarz, OnChipBlockSolvesEqualStreamedOnes) {
 // The block solver in FP16 pairs (two blocks of a colour per team, in the lanes of Half2) gives
 // the single-lane on-chip solves' result to half arithmetic's rounding, block by block: on a
 // lattice whose colours have an odd number of blocks each (a block paired with itself), both
-// Schur forms, both link storages, additive and red-black. Each block's right-hand side is scaled
-// into half's range: a right-hand side 1e-7 times as large (below half's smallest normal, 6e-5)
-// gives a solution 1e-7 times as large, to the same rounding.
+// Schur forms, both link storages, additive and red-black, blocks as long as the lattice in t and
+// shorter (solved in their temporal gauge). Each block's right-hand side is scaled into half's
+// range: a right-hand side 1e-7 times as large (below half's smallest normal, 6e-5) gives a
+// solution 1e-7 times as large, to the same rounding.
 TEST(Schwarz, HalfPairBlockSolvesEqualSingleLaneOnes) {
   if (world_size() > 1) GTEST_SKIP() << "a one-rank case (each rank would repeat it)";
-  const Coords dims{12, 4, 8, 4}, block{4, 4, 4, 4};  // 3 x 1 x 2 x 1 blocks: 3 of each colour
-  auto lat = std::make_shared<const Lattice>(PETSC_COMM_SELF, dims);
-  const cvec links = random_gauge(*lat, 31), rhs = random_spinor(*lat, 32);
+  const Coords block{4, 4, 4, 4};
+  // 3 x 1 x 2 x 1 and 3 x 1 x 1 x 2 blocks: 3 of each colour
+  for (const Coords dims : {Coords{12, 4, 8, 4}, Coords{12, 4, 4, 8}})
   for (Reconstruct recon : {Reconstruct::r12, Reconstruct::r18})
     for (SchurType schur : {SchurType::symmetric, SchurType::asymmetric})
       for (SchwarzType type : {SchwarzType::additive, SchwarzType::multiplicative}) {
+        auto lat = std::make_shared<const Lattice>(PETSC_COMM_SELF, dims);
+        const cvec links = random_gauge(*lat, 31), rhs = random_spinor(*lat, 32);
         WilsonCloverParam w = wilson(Precision::half, block);
         w.reconstruct = recon;
         auto local = std::make_shared<WilsonCloverOperator>(lat, links, w);
@@ -248,7 +252,8 @@ TEST(Schwarz, HalfPairBlockSolvesEqualSingleLaneOnes) {
               for (auto& z : o) z = z * 1e7;
           }
         const std::string what = std::string(to_string(schur)) + " " + to_string(type) +
-                                 (recon == Reconstruct::r12 ? ", 12 reals" : ", 18 reals");
+                                 (recon == Reconstruct::r12 ? ", 12 reals" : ", 18 reals") +
+                                 (dims[3] > block[3] ? ", blocks cut in t" : "");
         const double e = rel(out[2], out[0]), e_tiny = rel(out[3], out[0]);
         std::printf("%s: pairs against one lane %.2e, scaled 1e-7 %.2e; one lane scaled %.2e\n", what.c_str(), e,
                     e_tiny, rel(out[1], out[0]));
