@@ -120,6 +120,14 @@ void Multigrid::smooth(int l, ColorSpinorField& x, const ColorSpinorField& r, in
     ColorSpinorField& xs = eo ? *L.wx : x;
     const ColorSpinorField& rs = eo ? *L.hr : r;
     ColorSpinorField &sa = eo ? *L.wa : *L.sa, &sr = eo ? *L.wr : *L.sr;
+    if (L.schwarz->param().type == SchwarzType::multiplicative) {
+      // SAP: the steps are cycles of one application (the same iteration; between cycles the
+      // residual is updated across block boundaries, or recomputed by the preconditioner).
+      L.schwarz->apply_cycles(xs, rs, steps * L.schwarz->param().cycles);
+      L.smooth_steps += steps;
+      if (eo) L.schur->reconstruct(x, xs, r);
+      return;
+    }
     for (int s = 0; s < steps; ++s) {
       if (s == 0) {
         L.schwarz->apply(xs, rs);

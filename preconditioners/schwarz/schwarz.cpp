@@ -239,16 +239,22 @@ void SchwarzPreconditioner::block_mr(int colour) {
 }
 
 void SchwarzPreconditioner::apply(ColorSpinorField& out, const ColorSpinorField& in) {
+  apply_cycles(out, in, param_.cycles);
+}
+
+void SchwarzPreconditioner::apply_cycles(ColorSpinorField& out, const ColorSpinorField& in, int cycles) {
   require(in.nspin() == 4 && in.ncolor() == 3, "Schwarz preconditioner: only Wilson fields are instantiated");
+  require(cycles >= 1, "Schwarz cycles ", cycles, ": expected at least 1");
+  require(cycles == 1 || full_, "Schwarz: more than one cycle needs the operator with communication");
   const blas::Cplx omega(param_.omega);
-  if (param_.type == SchwarzType::additive && param_.cycles == 1) {
+  if (param_.type == SchwarzType::additive && cycles == 1) {
     r_.copy_from(in);
     block_mr(-1);
     if (param_.omega != 1.0) blas::caxpby(blas::Cplx(0), x_, omega, x_);
     out.copy_from(x_);
     return;
   }
-  if (boundary_update_) return apply_boundary_sap(out, in);
+  if (boundary_update_) return apply_boundary_sap(out, in, cycles);
   const BlockGeometry g = block_geometry(r_, param_.block);
   // r = in - A acc (acc = 0: r = in), restricted to the blocks of `colour` (-1: all).
   auto residual = [&](bool first, int colour) {
@@ -269,7 +275,7 @@ void SchwarzPreconditioner::apply(ColorSpinorField& out, const ColorSpinorField&
       param_.type == SchwarzType::additive ? std::vector<int>{-1} : std::vector<int>{0, 1};
   acc_.zero();
   bool first = true;
-  for (int cycle = 0; cycle < param_.cycles; ++cycle) {
+  for (int cycle = 0; cycle < cycles; ++cycle) {
     for (int colour : colours) {
       residual(first, colour);
       block_mr(colour);
@@ -280,15 +286,15 @@ void SchwarzPreconditioner::apply(ColorSpinorField& out, const ColorSpinorField&
   out.copy_from(acc_);
 }
 
-void SchwarzPreconditioner::apply_boundary_sap(ColorSpinorField& out, const ColorSpinorField& in) {
+void SchwarzPreconditioner::apply_boundary_sap(ColorSpinorField& out, const ColorSpinorField& in, int cycles) {
   // The residual of M x = (A_pp in, 0) at x = 0, as (s_p, R_q) = (in, 0): the symmetric Schur
   // complement's preconditioned system is the even part of that one.
   // r_q is not read before the first boundary update writes it, acc_ not before each colour's
   // first step writes its blocks.
   r_.copy_from(in);
-  for (int cycle = 0; cycle < param_.cycles; ++cycle)
+  for (int cycle = 0; cycle < cycles; ++cycle)
     for (int colour = 0; colour < 2; ++colour) {
-      const bool first = cycle == 0 && colour == 0, last = cycle == param_.cycles - 1 && colour == 1;
+      const bool first = cycle == 0 && colour == 0, last = cycle == cycles - 1 && colour == 1;
       local_->sap_step(r_, *r_q_, acc_, *dx_[colour], param_.iterations, colour, param_.omega, first, cycle == 0,
                        half_pairs_);
       local_applications_ += param_.iterations;

@@ -112,6 +112,11 @@ class SchwarzPreconditioner final : public Preconditioner {
   ~SchwarzPreconditioner() override;
   /// @brief out = K in; double (or any precision) fields of the operator's shape.
   void apply(ColorSpinorField& out, const ColorSpinorField& in) override;
+  /// @brief K in with `cycles` cycles instead of param().cycles: for SAP the same as that many
+  /// one-cycle applications, each on the residual the previous ones left (x += K1 (in - A x)
+  /// from x = 0), without the operator between them where the residual is updated across
+  /// block boundaries. Multiplicative, or a preconditioner that has the full operator.
+  void apply_cycles(ColorSpinorField& out, const ColorSpinorField& in, int cycles);
   std::string describe() const override;
   const SchwarzParam& param() const { return param_; }
   /// Blocks on this rank.
@@ -143,7 +148,7 @@ class SchwarzPreconditioner final : public Preconditioner {
   bool boundary_update_ = false;
   /// SAP with boundary updates: the residual's s_p = A_pp^-1 R_p is r_, the sum acc_; R_q and
   /// each colour's correction dx_[c] (full; zero on the other colour's blocks, always).
-  void apply_boundary_sap(ColorSpinorField& out, const ColorSpinorField& in);
+  void apply_boundary_sap(ColorSpinorField& out, const ColorSpinorField& in, int cycles);
   ColorSpinorField x_, r_, ar_, acc_;
   std::unique_ptr<ColorSpinorField> r_q_, dx_[2];
   Buffer sums_;

@@ -356,6 +356,64 @@ TEST(Schwarz, BoundaryUpdateEqualsTheOperatorsResidual) {
   }
 }
 
+// apply_cycles(n) is n one-cycle SAP applications, each on the residual the previous ones left
+// (x += K1 (b - A x) from x = 0), as the multigrid's Schwarz smoother runs its steps: to rounding
+// in double, with the residual updated across block boundaries and recomputed by the operator.
+TEST(Schwarz, CyclesAreApplicationsOnTheResidual) {
+  if (world_size() > 1) GTEST_SKIP() << "a one-rank case (each rank would repeat it)";
+  auto lat = std::make_shared<const Lattice>(PETSC_COMM_SELF, Coords{8, 4, 8, 8});
+  const cvec links = random_gauge(*lat, 51), rhs = random_spinor(*lat, 52);
+  const Coords block{4, 4, 4, 4};
+  WilsonCloverParam w = wilson(Precision::double_, block);
+  auto local = std::make_shared<WilsonCloverLinear>(std::make_shared<WilsonCloverOperator>(lat, links, w), true,
+                                                    SchurType::symmetric, 1);
+  w.block = {0, 0, 0, 0};
+  auto full = std::make_shared<WilsonCloverLinear>(std::make_shared<WilsonCloverOperator>(lat, links, w), true,
+                                                   SchurType::symmetric, 1);
+  for (bool boundary : {true, false}) {
+    SchwarzParam sp;
+    sp.block = block;
+    sp.iterations = 3;
+    sp.precision = Precision::double_;
+    sp.type = SchwarzType::multiplicative;
+    sp.cycles = 1;
+    sp.omega = 1.2;
+    sp.boundary_update = boundary;
+    SchwarzPreconditioner k(local, full, sp);
+    ASSERT_EQ(k.boundary_update(), boundary);
+    SpinorParam dp{4, 3, Precision::double_, Subset::odd, w.backend};
+    ColorSpinorField b(lat, dp), x(lat, dp), r(lat, dp), d(lat, dp), ax(lat, dp);
+    b.from_lexicographic(rhs);
+    k.apply_cycles(d, b, 3);
+    cvec cycles, steps;
+    d.to_lexicographic(cycles);
+    x.zero();
+    for (int s = 0; s < 3; ++s) {
+      full->apply(ax, x);
+      r.copy_from(b);
+      blas::caxpby(blas::Cplx(-1), ax, blas::Cplx(1), r);
+      k.apply(d, r);
+      blas::caxpby(blas::Cplx(1), d, blas::Cplx(1), x);
+    }
+    x.to_lexicographic(steps);
+    const double e = rel(cycles, steps);
+    std::printf("boundary update %d: 3 cycles against 3 applications on the residual %.1e\n", boundary, e);
+    EXPECT_LT(e, 1e-12) << "boundary update " << boundary;
+    double norm = 0;
+    for (const auto& z : steps) norm += norm2(z);
+    EXPECT_GT(norm, 1.0) << "boundary update " << boundary;  // not trivially zero
+  }
+  SchwarzParam sp;
+  sp.block = block;
+  sp.precision = Precision::double_;
+  sp.type = SchwarzType::additive;
+  sp.cycles = 1;
+  SchwarzPreconditioner additive(local, nullptr, sp);
+  SpinorParam dp{4, 3, Precision::double_, Subset::odd, w.backend};
+  ColorSpinorField b(lat, dp), x(lat, dp);
+  EXPECT_THROW(additive.apply_cycles(x, b, 2), std::exception) << "two cycles without the operator";
+}
+
 // A Schwarz preconditioner asked for FP16 pairs needs half precision, blocks on chip and a pair
 // that fits a team; else it says which, with the numbers. By default it takes them on CUDA where
 // the blocks can, and nowhere else (not where only the one-lane solver fits).
