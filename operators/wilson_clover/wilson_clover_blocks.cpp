@@ -19,7 +19,8 @@
 // data it used. The first step brings them from DRAM, the others find them in L1/L2 (a block of
 // 4^4 sites holds 24 KB of half-precision links and 36 KB of clover inverse). DRAM traffic per
 // application is then one read of the links, clover and right-hand side and one write of the
-// solution.
+// solution. Where the blocks are shorter than the lattice in t, the copies hold each block in
+// its temporal gauge (BlockFrame), so that the t hops within a block need no link.
 //
 // In half precision the same steps also run in FP16 pair arithmetic (BlockMRPairKernel): a team
 // solves two blocks of one colour, site i of each in the two lanes of every Half2, with links
@@ -286,7 +287,7 @@ struct BlockHops {
                       ///< whole lattice in mu and they wrap, with the boundary phase
   int phase_mask = 0;
   Complex<P> phase[4];
-  /// The links are in each block's temporal gauge (block_frame_gauge): the t links within a
+  /// The links are in each block's temporal gauge (BlockFrame): the t links within a
   /// block are 1 and not read, the t slot of the block's copies holding the gauge transform.
   bool temporal = false;
 
