@@ -430,17 +430,20 @@ struct BlockMRKernel {
         if (kind == rec_q) {
           t.for_each(n, [&](int i) {  // s_p, the sum and the correction on p
             const int xi = map_p[i];
-            const ColorSpinor<T, 3, 4> xv = out_of(xs.load(i), i, p), rv = out_of(r.load(i), i, p);
-            ColorSpinor<T, 3, 4> sv = sap.omega != 1 ? b.load(xi) : zero, av = sap.fresh_acc ? zero : sap.acc.load(xi),
-                                 dv;
+            // One field out of the frame at a time (both at once cost registers).
+            const ColorSpinor<T, 3, 4> xv = out_of(xs.load(i), i, p);
+            ColorSpinor<T, 3, 4> av = sap.fresh_acc ? zero : sap.acc.load(xi), dv;
             LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) {
-              sv.d[sp][cc] = (T(1) - omega) * sv.d[sp][cc] + omega * rv.d[sp][cc];
               dv.d[sp][cc] = omega * xv.d[sp][cc];
               av.d[sp][cc] += dv.d[sp][cc];
             }
-            b.save(sv, xi);
             sap.acc.save(av, xi);
             sap.dxp.save(dv, xi);
+            const ColorSpinor<T, 3, 4> rv = out_of(r.load(i), i, p);
+            ColorSpinor<T, 3, 4> sv = sap.omega != 1 ? b.load(xi) : zero;
+            LATKE_UNROLL for (int sp = 0; sp < 4; ++sp) LATKE_UNROLL for (int cc = 0; cc < 3; ++cc) sv.d[sp][cc] =
+                (T(1) - omega) * sv.d[sp][cc] + omega * rv.d[sp][cc];
+            b.save(sv, xi);
           });
         }
         const bool on_p = kind == prep_p || kind == mr_p;
@@ -453,9 +456,15 @@ struct BlockMRKernel {
           ColorSpinor<T, 3, 4> cin = zero;
           if (kind != prep_q) cin = hop(blk.L, links, in, i, par, coords_par[i]);
           const int xq = kind == prep_q || kind == rec_q ? grid.rank_cb(o, i, q) : 0;
-          if (kind == prep_q || kind == rec_q) {  // R_q: the Schur residual's, or X_q's
-            const ColorSpinor<T, 3, 4> rq = sap.first ? zero : into(sap.rq.load(xq), i, q);
-            cin = axpy(hop_c * omega, cin, rq);  // prep_q: cin is zero
+          if (kind == prep_q) {  // R_q: the Schur residual's (prep_q runs where it is not zero)
+            cin = sap.rq.load(xq);
+            if (hop.temporal) {  // into the frame, and back where rec_q reads it (R_q is not read
+                                 // outside the block before sap_boundary writes it anew)
+              cin = into(cin, i, q);
+              sap.rq.save(cin, xq);
+            }
+          } else if (kind == rec_q) {  // X_q's: R_q + hop omega D_qp x_p
+            cin = axpy(hop_c * omega, cin, sap.first ? zero : sap.rq.load(xq));
           }
           const ColorSpinor<T, 3, 4> ch = clover.apply(cin, first + i);
           if (kind == prep_q || kind == mr_q) {
