@@ -119,7 +119,6 @@ void Multigrid::smooth(int l, ColorSpinorField& x, const ColorSpinorField& r, in
     if (eo) L.schur->prepare(*L.hr, r);
     ColorSpinorField& xs = eo ? *L.wx : x;
     const ColorSpinorField& rs = eo ? *L.hr : r;
-    ColorSpinorField &sa = eo ? *L.wa : *L.sa, &sr = eo ? *L.wr : *L.sr;
     if (L.schwarz->param().type == SchwarzType::multiplicative) {
       // SAP: the steps are cycles of one application (the same iteration; between cycles the
       // residual is updated across block boundaries, or recomputed by the preconditioner).
@@ -128,6 +127,7 @@ void Multigrid::smooth(int l, ColorSpinorField& x, const ColorSpinorField& r, in
       if (eo) L.schur->reconstruct(x, xs, r);
       return;
     }
+    ColorSpinorField &sa = eo ? *L.wa : *L.sa, &sr = eo ? *L.wr : *L.sr;
     for (int s = 0; s < steps; ++s) {
       if (s == 0) {
         L.schwarz->apply(xs, rs);

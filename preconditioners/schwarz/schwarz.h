@@ -27,9 +27,9 @@
 // boundary_update off). Additive applies to all blocks at once from r = b.
 //
 // Cycles (Luscher's n_cy): the application repeats, each cycle from the residual
-// b - A x of the sum x of the earlier cycles' corrections (the operator with communication),
-// i.e. a Richardson iteration preconditioned by one cycle; every correction is weighted by
-// omega.
+// b - A x of the sum x of the earlier cycles' corrections (for SAP with the boundary update the
+// residual the colour steps leave, else the operator with communication), i.e. a Richardson
+// iteration preconditioned by one cycle; every correction is weighted by omega.
 #pragma once
 
 #include <functional>
