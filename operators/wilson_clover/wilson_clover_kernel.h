@@ -142,7 +142,7 @@ struct DslashArg {
   int mode = all_sites;
   int cut_mask = 0;      ///< bit mu: hops across block boundaries in mu are dropped (domain-local)
   int inner_mask = 0;    ///< bit mu: hops in mu that stay inside a block are dropped (apply_split)
-  int skip_colour = -1;  ///< LocalDslashKernel: blocks of this colour skipped (DslashRequest::skip_colour)
+  int skip_colour = -1;  ///< BlockBoundaryKernel: blocks of this colour skipped (DslashRequest::skip_colour)
   int colour_base = 0;   ///< the global block coordinates of the rank's first block, summed
   int block[4] = {1, 1, 1, 1};
   /// The partial modes' sums of the boundary sites: real r of slot s at partial[r * slots + s].
@@ -364,17 +364,51 @@ struct LocalDslashKernel {
     if constexpr (SkipFaces) {
       LATKE_UNROLL for (int nu = 0; nu < 4; ++nu) if (arg.faces.on_split_face(nu, c)) return;
     }
-    if (arg.skip_colour >= 0) {
+    arg.out.save(epilogue<E>(arg, hop_sum(arg, arg.gauge, arg.in, x_cb, full, c), arg.x, x_cb), x_cb);
+  }
+};
+
+/// SAP's boundary update on one rank (DslashRequest::skip_colour, split_across_blocks): the hops
+/// that cross block boundaries, at the sites of the blocks not of colour arg.skip_colour; the
+/// others are zeroed by the plain epilogue and left alone by the xpay ones. Threads run over the
+/// sites colour by colour, the colour that works first, so that no warp mixes the two: in
+/// checkerboard order each x row holds runs of `run` sites of one block (half its x extent),
+/// alternately of either colour where the rank holds an even number of blocks along x. Where it
+/// does not (run 0), in site order, skipping by colour per thread.
+template <typename Store, Reconstruct R, Epilogue E>
+struct BlockBoundaryKernel {
+  DslashArg<Store, R> arg;
+  int run = 0;
+  LATKE_HOST_DEVICE void operator()(int idx, int) const {
+    const LocalGeometry& g = arg.faces.geom;
+    int x_cb = idx;
+    bool skipped = false;
+    if (run > 0) {
+      const int half = g.volume_cb >> 1;
+      skipped = idx >= half;
+      const int i = skipped ? idx - half : idx;
+      const int hx = g.L[0] >> 1, per_row = hx >> 1;  // checkerboard sites of a row, of one colour
+      const int r = i / per_row, k = i - r * per_row, yz = r / g.L[1];
+      const int row_colour =
+          arg.colour_base + (r - yz * g.L[1]) / arg.block[1] + (yz % g.L[2]) / arg.block[2] + (yz / g.L[2]) / arg.block[3];
+      // block bx along x has colour (row_colour + bx) & 1: the working colour's are the other parity's
+      const int first = (row_colour + arg.skip_colour + (skipped ? 0 : 1)) & 1, m = k / run;
+      x_cb = r * hx + (2 * m + first) * run + (k - m * run);
+    }
+    int c[4];
+    const int full = g.coords(x_cb, arg.parity, c);
+    if (run == 0) {
       int colour = arg.colour_base;
       LATKE_UNROLL for (int mu = 0; mu < 4; ++mu) colour += c[mu] / arg.block[mu];
-      if ((colour & 1) == arg.skip_colour) {
-        if constexpr (E == Epilogue::plain) {
-          ColorSpinor<typename compute_type<Store>::type, 3, 4> zero;
-          zero.zero();
-          arg.out.save(zero, x_cb);
-        }
-        return;
+      skipped = (colour & 1) == arg.skip_colour;
+    }
+    if (skipped) {
+      if constexpr (E == Epilogue::plain) {
+        ColorSpinor<typename compute_type<Store>::type, 3, 4> zero;
+        zero.zero();
+        arg.out.save(zero, x_cb);
       }
+      return;
     }
     arg.out.save(epilogue<E>(arg, hop_sum(arg, arg.gauge, arg.in, x_cb, full, c), arg.x, x_cb), x_cb);
   }

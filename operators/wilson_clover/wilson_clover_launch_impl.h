@@ -221,6 +221,18 @@ void run_dslash(const DslashRequest& rq) {
 
   if (!rq.halo) {  // nothing split over ranks: the kernel without the halo's code (docs/performance.md)
     require(arg.faces.comm_mask == 0, "Wilson-clover dslash: dimensions split over ranks but no halo exchange");
+    if (arg.skip_colour >= 0) {
+      constexpr bool boundary = E == Epilogue::plain || E == Epilogue::xpay || E == Epilogue::clover_inv_xpay;
+      require(boundary, "Wilson-clover dslash: skipping a colour of blocks takes the plain or an xpay epilogue");
+      if constexpr (boundary) {
+        BlockBoundaryKernel<Store, R, E> k{arg};
+        const int bx = arg.block[0], lx = lat.local()[0];
+        if (bx % 2 == 0 && lx % (2 * bx) == 0) k.run = bx / 2;  // an even number of blocks along x
+        // Colour by colour: the skipped colour's threads are needed only to zero its sites.
+        launch(b, k, {k.run > 0 && E != Epilogue::plain ? vcb / 2 : vcb});
+      }
+      return;
+    }
     launch(b, LocalDslashKernel<Store, R, E>{arg}, {vcb});
     return;
   }

@@ -294,7 +294,8 @@ TEST(Schwarz, BoundaryUpdateEqualsTheOperatorsResidual) {
     EXPECT_FALSE(k.boundary_update()) << "3 blocks along x: the colours are not proper";
   }
   for (const Case& c :
-       {Case{{8, 4, 8, 8}, {4, 4, 4, 4}}, Case{{8, 8, 4, 4}, {4, 4, 4, 2}}, Case{{8, 4, 8, 8}, {2, 4, 4, 2}}}) {
+       {Case{{8, 4, 8, 8}, {4, 4, 4, 4}}, Case{{8, 8, 4, 4}, {4, 4, 4, 2}}, Case{{8, 4, 8, 8}, {2, 4, 4, 2}},
+        Case{{4, 8, 8, 4}, {4, 4, 4, 2}}}) {  // the last: one block along x (the boundary kernel in site order)
     auto lat = std::make_shared<const Lattice>(PETSC_COMM_SELF, c.dims);
     const cvec links = random_gauge(*lat, 41), rhs = random_spinor(*lat, 42);
     for (double omega : {1.0, 1.3}) {
