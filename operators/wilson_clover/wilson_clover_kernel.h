@@ -389,8 +389,8 @@ struct BlockBoundaryKernel {
       const int i = skipped ? idx - half : idx;
       const int hx = g.L[0] >> 1, per_row = hx >> 1;  // checkerboard sites of a row, of one colour
       const int r = i / per_row, k = i - r * per_row, yz = r / g.L[1];
-      const int row_colour =
-          arg.colour_base + (r - yz * g.L[1]) / arg.block[1] + (yz % g.L[2]) / arg.block[2] + (yz / g.L[2]) / arg.block[3];
+      const int row_colour = arg.colour_base + (r - yz * g.L[1]) / arg.block[1] + (yz % g.L[2]) / arg.block[2] +
+                             (yz / g.L[2]) / arg.block[3];
       // block bx along x has colour (row_colour + bx) & 1: the working colour's are the other parity's
       const int first = (row_colour + arg.skip_colour + (skipped ? 0 : 1)) & 1, m = k / run;
       x_cb = r * hx + (2 * m + first) * run + (k - m * run);
