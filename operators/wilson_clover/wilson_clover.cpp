@@ -2,10 +2,14 @@
 // full, even-odd and dagger forms (formulas in wilson_clover.h).
 #include "operators/wilson_clover/wilson_clover.h"
 
-#include "src/core/error.h"
-#include "src/core/log.h"
+#include <cstdlib>
+#include <initializer_list>
+#include <string>
+
 #include "operators/wilson_clover/clover_build.h"
 #include "operators/wilson_clover/wilson_clover_launch.h"
+#include "src/core/error.h"
+#include "src/core/log.h"
 
 namespace latke {
 
@@ -46,6 +50,18 @@ CloverParam clover_param(const WilsonCloverParam& p, Precision prec) { return Cl
 std::size_t face_bytes_for(Precision p) {
   return dispatch_precision(p, [](auto s) { return face_site_bytes<decltype(s), 12>(); });
 }
+
+/// Environment variable `name`: one of `allowed`, the first where unset or empty.
+std::string env_choice(const char* name, std::initializer_list<const char*> allowed) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return *allowed.begin();
+  std::string list;
+  for (const char* a : allowed) {
+    if (std::string(v) == a) return v;
+    list += (list.empty() ? "" : " or ") + std::string(a);
+  }
+  fail(name, " '", v, "': expected ", list);
+}
 }  // namespace
 
 WilsonCloverOperator::WilsonCloverOperator(std::shared_ptr<const Lattice> lattice,
@@ -65,7 +81,9 @@ WilsonCloverOperator::WilsonCloverOperator(std::shared_ptr<const Lattice> lattic
       param_(param),
       gauge_(lattice_, GaugeParam{param.precision, param.reconstruct, param.backend}),
       clover_(lattice_, clover_param(param, param.precision)),
-      clover_inv_(lattice_, clover_param(param, param.precision)) {
+      clover_inv_(lattice_, clover_param(param, param.precision)),
+      frame_on_(env_choice("LATKE_SCHWARZ_FRAME", {"1", "0"}) == "1"),
+      boundary_by_colour_(env_choice("LATKE_SCHWARZ_BOUNDARY_ORDER", {"colours", "sites"}) == "colours") {
   require(param.normalisation == Normalisation::mass || 2.0 * param.mass + 8.0 > 0, "kappa normalisation needs ",
           "kappa = 1/(2m + 8) > 0, but the mass is ", param.mass);
   if (param.block[0] > 0 || param.block[1] > 0 || param.block[2] > 0 || param.block[3] > 0) {
@@ -156,6 +174,7 @@ void WilsonCloverOperator::dslash_split(ColorSpinorField& out, const ColorSpinor
   HaloExchange* halo = split_block && split_dim < 0 ? nullptr : halo_.get();  // hops inside blocks stay on the rank
   wilson::DslashRequest rq{{&out, &in, x, halo}, &gauge_, c, &param_, e, a, dagger, split_block, split_dim};
   rq.skip_colour = skip_colour;
+  rq.colour_order = boundary_by_colour_;
   dispatch_precision(param_.precision, [&](auto s) { wilson::launch_dslash<decltype(s)>(rq); });
 }
 

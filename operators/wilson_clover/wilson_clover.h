@@ -255,6 +255,12 @@ class WilsonCloverOperator {
   WilsonCloverParam param_;
   GaugeField gauge_;
   CloverField clover_, clover_inv_;
+  /// LATKE_SCHWARZ_FRAME (1, the default; 0 keeps the blocks' links as they are, to compare):
+  /// whether block_frame() may hold.
+  bool frame_on_ = true;
+  /// LATKE_SCHWARZ_BOUNDARY_ORDER (colours, the default; sites, to compare): the threads of the
+  /// SAP boundary update on one rank (DslashRequest::colour_order).
+  bool boundary_by_colour_ = true;
   /// solve_blocks' copies of the links, clover and inverse in block-major site order (site i
   /// of parity p of block B at B n + i, n sites per block and parity), made at its first call,
   /// so that a team reads its block's fields as contiguous words; where block_frame(), in each

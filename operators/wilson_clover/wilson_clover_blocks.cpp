@@ -1085,7 +1085,7 @@ std::string WilsonCloverOperator::why_no_block_pairs() const {
   return "";
 }
 
-bool WilsonCloverOperator::block_frame() const { return param_.block[3] < lattice_->global()[3]; }
+bool WilsonCloverOperator::block_frame() const { return frame_on_ && param_.block[3] < lattice_->global()[3]; }
 
 void WilsonCloverOperator::make_block_major_fields(const BlockGrid& grid) {
   const int sites = grid.count() * grid.blk.volume_cb;  // the rank's sites of one parity

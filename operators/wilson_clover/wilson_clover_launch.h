@@ -30,6 +30,9 @@ struct DslashRequest : StencilFields {
   /// coordinates' parity; -1 none) are known to have no hop into the input's support (SAP's
   /// boundary update): left unchanged by an xpay epilogue, zeroed by the plain one, on one rank.
   int skip_colour = -1;
+  /// With skip_colour: threads over the sites colour by colour where the blocks allow
+  /// (BlockBoundaryKernel); false: in site order.
+  bool colour_order = true;
   /// A set of this many fields (ColorSpinorField::make_set; out, in and x are field 0 of
   /// theirs), applied in one pass over the links and clover; on a split lattice halo is made
   /// for the whole set (stencil_faces.h: set_face_region).

@@ -227,7 +227,7 @@ void run_dslash(const DslashRequest& rq) {
       if constexpr (boundary) {
         BlockBoundaryKernel<Store, R, E> k{arg};
         const int bx = arg.block[0], lx = lat.local()[0];
-        if (bx % 2 == 0 && lx % (2 * bx) == 0) k.run = bx / 2;  // an even number of blocks along x
+        if (rq.colour_order && bx % 2 == 0 && lx % (2 * bx) == 0) k.run = bx / 2;  // an even number of blocks along x
         // Colour by colour: the skipped colour's threads are needed only to zero its sites.
         launch(b, k, {k.run > 0 && E != Epilogue::plain ? vcb / 2 : vcb});
       }

@@ -10,9 +10,11 @@
 #include <cmath>
 #include <complex>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -413,6 +415,82 @@ TEST(Schwarz, CyclesAreApplicationsOnTheResidual) {
   SpinorParam dp{4, 3, Precision::double_, Subset::odd, w.backend};
   ColorSpinorField b(lat, dp), x(lat, dp);
   EXPECT_THROW(additive.apply_cycles(x, b, 2), std::exception) << "two cycles without the operator";
+}
+
+// The two switches kept to compare: LATKE_SCHWARZ_FRAME=0 (the blocks' links as they are, not in
+// each block's temporal gauge) changes the block solves only by rounding, since MR is invariant
+// under the change of basis; LATKE_SCHWARZ_BOUNDARY_ORDER=sites (the SAP boundary update's threads
+// in site order, not colour by colour) changes nothing, each site's arithmetic being the same.
+// Additive and SAP with the boundary update, in every precision and in FP16 pairs. A value that
+// is neither is refused, naming the variable.
+TEST(Schwarz, TemporalGaugeAndBoundaryOrderChangeOnlyRounding) {
+  if (world_size() > 1) GTEST_SKIP() << "a one-rank case (each rank would repeat it)";
+  struct Env {  // sets a variable for the operators built in its scope
+    const char* name;
+    Env(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
+    ~Env() { unsetenv(name); }
+  };
+  auto lat = std::make_shared<const Lattice>(PETSC_COMM_SELF, Coords{8, 4, 8, 8});  // 2 blocks along x and t
+  const cvec links = random_gauge(*lat, 61), rhs = random_spinor(*lat, 62);
+  const Coords block{4, 4, 4, 4};
+  for (Precision prec : {Precision::double_, Precision::single, Precision::half})
+    for (bool pairs : {false, true})
+      for (SchwarzType type : {SchwarzType::additive, SchwarzType::multiplicative}) {
+        if (pairs && prec != Precision::half) continue;
+        // 0: both switches at their defaults; 1: LATKE_SCHWARZ_FRAME=0; 2: boundary in site order
+        cvec out[3];
+        for (int variant = 0; variant < 3; ++variant) {
+          std::unique_ptr<Env> env;
+          if (variant == 1) env = std::make_unique<Env>("LATKE_SCHWARZ_FRAME", "0");
+          if (variant == 2) env = std::make_unique<Env>("LATKE_SCHWARZ_BOUNDARY_ORDER", "sites");
+          WilsonCloverParam w = wilson(prec, block);
+          w.reconstruct = prec == Precision::double_ ? Reconstruct::r18 : Reconstruct::r12;
+          auto local = std::make_shared<WilsonCloverOperator>(lat, links, w);
+          w.block = {0, 0, 0, 0};
+          auto full = std::make_shared<WilsonCloverOperator>(lat, links, w);
+          SchwarzParam sp;
+          sp.block = block;
+          sp.iterations = 4;
+          sp.precision = prec;
+          sp.type = type;
+          sp.cycles = type == SchwarzType::additive ? 1 : 2;
+          sp.omega = 1.2;
+          sp.half_pairs = pairs ? SchwarzParam::HalfPairs::on : SchwarzParam::HalfPairs::off;
+          SchwarzPreconditioner k(std::make_shared<WilsonCloverLinear>(local, true, SchurType::symmetric, 1),
+                                  std::make_shared<WilsonCloverLinear>(full, true, SchurType::symmetric, 1), sp);
+          ASSERT_TRUE(k.on_chip());
+          ASSERT_EQ(k.boundary_update(), type == SchwarzType::multiplicative);
+          SpinorParam dp{4, 3, Precision::double_, Subset::odd, w.backend};
+          ColorSpinorField b(lat, dp), x(lat, dp);
+          b.from_lexicographic(rhs);
+          k.apply(x, b);
+          x.to_lexicographic(out[variant]);
+        }
+        const std::string what = std::string(to_string(prec)) + (pairs ? " pairs " : " ") + to_string(type);
+        const double e_frame = rel(out[1], out[0]), e_order = rel(out[2], out[0]);
+        std::printf("%s: without the temporal gauge %.1e, boundary in site order %.1e\n", what.c_str(), e_frame,
+                    e_order);
+        const double bound = prec == Precision::double_  ? 1e-13
+                             : prec == Precision::single ? 1e-5
+                             : pairs                     ? 4e-3
+                                                         : 1e-3;
+        EXPECT_LT(e_frame, bound) << what;
+        EXPECT_GT(e_frame, 0.0) << what << ": the frame's rounding differs (it is on)";
+        EXPECT_EQ(e_order, 0.0) << what;
+        double norm = 0;
+        for (const auto& z : out[0]) norm += norm2(z);
+        EXPECT_GT(norm, 1.0) << what;  // not trivially zero
+      }
+  for (const char* name : {"LATKE_SCHWARZ_FRAME", "LATKE_SCHWARZ_BOUNDARY_ORDER"}) {
+    const Env env(name, "2");
+    try {
+      WilsonCloverOperator op(lat, links, wilson(Precision::double_, block));
+      ADD_FAILURE() << name << "=2 accepted";
+    } catch (const std::exception& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find(std::string(name) + " '2': expected "), std::string::npos) << m;
+    }
+  }
 }
 
 // A Schwarz preconditioner asked for FP16 pairs needs half precision, blocks on chip and a pair
