@@ -219,6 +219,10 @@ class WilsonCloverOperator {
   double kappa() const;
   /// Whether this is the domain-local (blocked, Dirichlet, no communication) form.
   bool domain_local() const { return param_.block[0] > 0; }
+  /// Whether the block solvers' copies hold each block in its temporal gauge (the blocks are
+  /// shorter than the lattice in t, and LATKE_SCHWARZ_FRAME is not 0; wilson_clover_blocks.cpp,
+  /// BlockFrame).
+  bool block_frame() const;
 
   /// Bytes of links, clover and inverse held on the backend (with the block solvers' copies).
   std::size_t bytes() const;
@@ -228,9 +232,6 @@ class WilsonCloverOperator {
 
  private:
   void require_field(const ColorSpinorField& f, const char* what) const;
-  /// Whether the block solvers' copies hold each block in its temporal gauge (the blocks are
-  /// shorter than the lattice in t; wilson_clover_blocks.cpp, BlockFrame).
-  bool block_frame() const;
   /// Makes block_gauge_, block_clover_ and block_clover_inv_ for the blocks of grid.
   void make_block_major_fields(const BlockGrid& grid);
   /// Makes pair_table_, pair_links_, pair_clover_ and pair_clover_inv_ for the blocks of grid.

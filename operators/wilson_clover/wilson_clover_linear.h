@@ -38,7 +38,8 @@ class WilsonCloverLinear final : public SchurOperator {
       << ", " << to_string(op_->param().precision) << " precision";
     if (op_->domain_local())
       s << ", domain-local blocks " << op_->param().block[0] << "x" << op_->param().block[1] << "x"
-        << op_->param().block[2] << "x" << op_->param().block[3];
+        << op_->param().block[2] << "x" << op_->param().block[3]
+        << (op_->solves_blocks() && op_->block_frame() ? ", each in its temporal gauge on chip" : "");
     return s.str();
   }
   void apply_set(std::vector<ColorSpinorField>& out, const std::vector<ColorSpinorField>& in) override {
