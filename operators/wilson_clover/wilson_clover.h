@@ -203,7 +203,8 @@ class WilsonCloverOperator {
   /// @brief out_p = out_p + a [A_pp^-1] D_hop in_q (add; or out_p = a D_hop in_q) over only the
   /// hops that cross the boundaries of blocks of extents `block` (aligned at the rank's origin; a
   /// block extent equal to the global one drops that dimension's hops), with communication
-  /// where the lattice is split.
+  /// where the lattice is split. skip_colour >= 0 (the SAP boundary update) takes add with
+  /// clover_inv, or neither.
   void hop_across_blocks(ColorSpinorField& out, const ColorSpinorField& in, const Coords& block, double a, bool add,
                          bool clover_inv, int skip_colour = -1);
 

@@ -370,7 +370,7 @@ struct LocalDslashKernel {
 
 /// SAP's boundary update on one rank (DslashRequest::skip_colour, split_across_blocks): the hops
 /// that cross block boundaries, at the sites of the blocks not of colour arg.skip_colour; the
-/// others are zeroed by the plain epilogue and left alone by the xpay ones. Threads run over the
+/// others are zeroed by the plain epilogue and left alone by the clover_inv_xpay one. Threads run over the
 /// sites colour by colour, the colour that works first, so that no warp mixes the two: in
 /// checkerboard order each x row holds runs of `run` sites of one block (half its x extent),
 /// alternately of either colour where the rank holds an even number of blocks along x. Where it

@@ -28,7 +28,8 @@ struct DslashRequest : StencilFields {
   int split_dim = -1;
   /// With split_across_blocks: the sites of the blocks of this colour (global block
   /// coordinates' parity; -1 none) are known to have no hop into the input's support (SAP's
-  /// boundary update): left unchanged by an xpay epilogue, zeroed by the plain one, on one rank.
+  /// boundary update): left unchanged by the clover_inv_xpay epilogue, zeroed by the plain one,
+  /// on one rank (the only two epilogues taken with it there).
   int skip_colour = -1;
   /// With skip_colour: threads over the sites colour by colour where the blocks allow
   /// (BlockBoundaryKernel); false: in site order.

@@ -222,8 +222,10 @@ void run_dslash(const DslashRequest& rq) {
   if (!rq.halo) {  // nothing split over ranks: the kernel without the halo's code (docs/performance.md)
     require(arg.faces.comm_mask == 0, "Wilson-clover dslash: dimensions split over ranks but no halo exchange");
     if (arg.skip_colour >= 0) {
-      constexpr bool boundary = E == Epilogue::plain || E == Epilogue::xpay || E == Epilogue::clover_inv_xpay;
-      require(boundary, "Wilson-clover dslash: skipping a colour of blocks takes the plain or an xpay epilogue");
+      // sap_boundary's two forms: r_q = a D_hop dx_p, s_p += a A^-1 D_hop dx_q
+      constexpr bool boundary = E == Epilogue::plain || E == Epilogue::clover_inv_xpay;
+      require(boundary, "Wilson-clover dslash: skipping a colour of blocks takes the plain or the clover_inv_xpay ",
+              "epilogue (SAP's boundary update)");
       if constexpr (boundary) {
         BlockBoundaryKernel<Store, R, E> k{arg};
         const int bx = arg.block[0], lx = lat.local()[0];
