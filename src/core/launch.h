@@ -132,11 +132,17 @@ void launch(Backend b, const F& f, LaunchRange r, Stream s = compute_stream(), b
     const dim3 grid((r.n + block - 1) / block, r.n_parity);
     launch_kernel<F><<<grid, block, 0, stream>>>(f, r.n, r.parity_begin);
   };
-  static std::map<long long, int> chosen;  // per functor type: size -> block
+  // Per functor type: size -> block, and whether a tunable call chose it. A size taken untimed
+  // for a call that may not be repeated stays open: the next tunable call of that size times it.
+  struct Choice {
+    int block = 0;
+    bool final = false;
+  };
+  static std::map<long long, Choice> chosen;
   const long long size_key = static_cast<long long>(r.n) * 4 + r.n_parity;
-  auto it = chosen.find(size_key);
-  int block = it == chosen.end() ? 0 : it->second;
-  if (block == 0) {
+  Choice& choice = chosen[size_key];
+  int block = choice.block;
+  if (block == 0 || (tunable && !choice.final)) {
     cudaFuncAttributes attr;
     LATKE_CUDA_CALL(cudaFuncGetAttributes(&attr, launch_kernel<F>));
     const std::string key =
@@ -163,7 +169,7 @@ void launch(Backend b, const F& f, LaunchRange r, Stream s = compute_stream(), b
       cudaEventDestroy(e0);
       cudaEventDestroy(e1);
     }
-    chosen[size_key] = block;
+    choice = {block, tunable};
     if (known == 0) store_block_size(key, block, best / 3);  // best < 0: not timed (not kept in the file)
   }
   run(block);
