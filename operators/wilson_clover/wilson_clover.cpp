@@ -2,12 +2,9 @@
 // full, even-odd and dagger forms (formulas in wilson_clover.h).
 #include "operators/wilson_clover/wilson_clover.h"
 
-#include <cstdlib>
-#include <initializer_list>
-#include <string>
-
 #include "operators/wilson_clover/clover_build.h"
 #include "operators/wilson_clover/wilson_clover_launch.h"
+#include "src/core/environment.h"
 #include "src/core/error.h"
 #include "src/core/log.h"
 
@@ -51,17 +48,6 @@ std::size_t face_bytes_for(Precision p) {
   return dispatch_precision(p, [](auto s) { return face_site_bytes<decltype(s), 12>(); });
 }
 
-/// Environment variable `name`: one of `allowed`, the first where unset or empty.
-std::string env_choice(const char* name, std::initializer_list<const char*> allowed) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return *allowed.begin();
-  std::string list;
-  for (const char* a : allowed) {
-    if (std::string(v) == a) return v;
-    list += (list.empty() ? "" : " or ") + std::string(a);
-  }
-  fail(name, " '", v, "': expected ", list);
-}
 }  // namespace
 
 WilsonCloverOperator::WilsonCloverOperator(std::shared_ptr<const Lattice> lattice,

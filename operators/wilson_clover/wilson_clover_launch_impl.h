@@ -12,6 +12,7 @@
 
 #include "operators/wilson_clover/wilson_clover_kernel.h"
 #include "operators/wilson_clover/wilson_clover_launch.h"
+#include "src/core/environment.h"
 #include "src/core/error.h"
 #include "src/core/halo.h"
 #include "src/core/launch.h"
@@ -188,15 +189,12 @@ void run_dslash_set_halo(const DslashRequest& rq, DslashArg<Store, R> arg) {
 }
 
 /// The interior kernel of the whole and overlap passes, from LATKE_WILSON_INTERIOR: 1 "lean"
-/// (LocalDslashKernel skipping the boundary sites), 0 "halo" (DslashKernel's interior mode), -1 unset (the autotuner
-/// tries both; a pass chosen by hand takes "halo").
+/// (LocalDslashKernel skipping the boundary sites), 0 "halo" (DslashKernel's interior mode), -1 "auto" or unset (the
+/// autotuner tries both; a pass chosen by hand takes "halo").
 inline int interior_kernel_choice() {
   static const int choice = [] {
-    const char* v = std::getenv("LATKE_WILSON_INTERIOR");
-    if (!v) return -1;
-    require(std::string(v) == "lean" || std::string(v) == "halo", "LATKE_WILSON_INTERIOR '", v,
-            "': expected lean or halo");
-    return std::string(v) == "lean" ? 1 : 0;
+    const std::string v = env_choice("LATKE_WILSON_INTERIOR", {"auto", "halo", "lean"});
+    return v == "auto" ? -1 : v == "lean" ? 1 : 0;
   }();
   return choice;
 }

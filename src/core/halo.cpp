@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "src/core/environment.h"
 #include "src/core/error.h"
 #include "src/core/log.h"
 #include "src/core/policy.h"
@@ -56,12 +57,8 @@ HaloProfile halo_profile() { return profile_sums; }
 
 int exterior_pass_choice() {
   static const int choice = [] {
-    const char* v = std::getenv("LATKE_DSLASH_EXTERIOR");
-    if (!v || std::string(v) == "auto") return -1;
-    if (std::string(v) == "whole") return 0;
-    if (std::string(v) == "overlap") return 2;
-    require(std::string(v) == "partial", "LATKE_DSLASH_EXTERIOR '", v, "': expected auto, whole, partial or overlap");
-    return 1;
+    const std::string v = env_choice("LATKE_DSLASH_EXTERIOR", {"auto", "whole", "partial", "overlap"});
+    return v == "auto" ? -1 : v == "whole" ? 0 : v == "partial" ? 1 : 2;
   }();
   return choice;
 }
