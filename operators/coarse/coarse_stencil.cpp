@@ -818,16 +818,20 @@ namespace {
 /// where tuning is on (CUDA, ps.tune and LATKE_TUNE unset or 1) each power of two up to
 /// most_segments is timed by run(split) at this form's first call on a local lattice and
 /// process grid (every rank of lat's communicator at the same call; the slowest rank's time
-/// decides, and the tune cache keeps the choice), otherwise column_split's rule. After the
-/// first call, one lookup.
+/// decides, and the tune cache keeps the choice), otherwise, and for a call that is not
+/// repeatable (its output one of its inputs), column_split's rule. After the first call, one
+/// lookup.
 template <typename SL, typename SV, typename Run>
-int stencil_split(const Lattice& lat, Backend be, int n_parts, int n, const PartsScratch& ps, const Run& run) {
+int stencil_split(const Lattice& lat, Backend be, int n_parts, int n, const PartsScratch& ps, bool repeatable,
+                  const Run& run) {
   if (!ps.tune || be != Backend::cuda || !tuning_enabled()) return column_split(lat.volume_cb(), n_parts, n, ps.most);
   const int most = most_segments(n, ps.most);
   if (most == 1) return 1;
   static std::map<std::array<int, 3>, PolicyChoice> choices;  // by (n, n_parts, most); SL and SV are the instance's
   PolicyChoice& choice = choices[{n, n_parts, most}];
   if (const int i = choice.known(lat); i >= 0) return 1 << i;  // candidate i is 2^i segments
+  // A call whose output is one of its inputs would read its own result on a repeat: not timed.
+  if (!repeatable) return column_split(lat.volume_cb(), n_parts, n, ps.most);
   std::vector<std::string> names;
   for (int s = 1; s <= most; s *= 2) names.push_back(std::to_string(s) + (s == 1 ? " segment" : " segments"));
   const int i = choice.get(
@@ -877,7 +881,9 @@ void run_stencil(const Lattice& lat, Backend be, HaloExchange* halo, BlockView<S
     cmb.c = c;
     launch(be, cmb, {lat.volume_cb() * n}, compute_stream(), false);
   };
-  run(stencil_split<SL, SV>(lat, be, (in_q ? 8 : 0) + (in_p ? 1 : 0), n, ps, run));
+  const auto aliases = [&](const RealArray<SV>* f) { return f && f->data == out.data; };
+  const bool repeatable = !aliases(in_q) && !aliases(in_p) && !aliases(z);
+  run(stencil_split<SL, SV>(lat, be, (in_q ? 8 : 0) + (in_p ? 1 : 0), n, ps, repeatable, run));
 }
 
 /// One output parity of the set stencil (SetStencilKernel): out_k = a sum L_d in_q,k(nbr) +
