@@ -112,21 +112,20 @@ void run_dslash(const DslashRequest& rq) {
     static PolicyChoice policy;
     static const std::vector<std::string> names{"whole", "overlap"};
     // An in-place call is not timed: it takes the choice made on this lattice, else the whole pass.
-    int c = std::max(policy.known(lat), 0);
-    if (!in_place)
-      c = policy.get(
-          lat,
-          [&] {
-            std::ostringstream key;
-            key << "staggered_dslash_exterior " << sizeof(Store) << "B r" << static_cast<int>(RF)
-                << static_cast<int>(RL) << (Improved ? " improved" : " naive") << (Xpay ? " xpay" : "");
-            return key.str();
-          },
-          names,
-          [&](int i) {
-            for (int k = 0; k < 2; ++k) run(i == 1);  // warm-up: kernels tune here
-            return time_per_call(b, 10, [&] { run(i == 1); });
-          });
+    const int c = policy.get(
+        lat,
+        [&] {
+          std::ostringstream key;
+          key << "staggered_dslash_exterior " << sizeof(Store) << "B r" << static_cast<int>(RF) << static_cast<int>(RL)
+              << (Improved ? " improved" : " naive") << (Xpay ? " xpay" : "");
+          return key.str();
+        },
+        names,
+        [&](int i) {
+          for (int k = 0; k < 2; ++k) run(i == 1);  // warm-up: kernels tune here
+          return time_per_call(b, 10, [&] { run(i == 1); });
+        },
+        !in_place);
     choice = c == 1 ? 2 : 0;
   }
   run(choice == 2);

@@ -294,24 +294,23 @@ void run_dslash(const DslashRequest& rq) {
     }();
     // An in-place call is not timed (each candidate would add to out again): it takes the choice
     // a call of this kernel made on this lattice, else the first candidate, the whole pass.
-    int c = std::max(policy.known(lat), 0);
-    if (!in_place)
-      c = policy.get(
-          lat,
-          [&] {
-            std::ostringstream key;
-            key << "wilson_dslash_exterior " << sizeof(Store) << "B r" << static_cast<int>(R) << " e"
-                << static_cast<int>(E)
-                << (interior < 0 ? ""
-                    : interior   ? " lean"
-                                 : " halo");
-            return key.str();
-          },
-          names,
-          [&](int i) {
-            for (int k = 0; k < 2; ++k) run(candidates[i]);  // warm-up (with time_per_call's): kernels tune here
-            return time_per_call(b, 10, [&] { run(candidates[i]); });
-          });
+    const int c = policy.get(
+        lat,
+        [&] {
+          std::ostringstream key;
+          key << "wilson_dslash_exterior " << sizeof(Store) << "B r" << static_cast<int>(R) << " e"
+              << static_cast<int>(E)
+              << (interior < 0 ? ""
+                  : interior   ? " lean"
+                               : " halo");
+          return key.str();
+        },
+        names,
+        [&](int i) {
+          for (int k = 0; k < 2; ++k) run(candidates[i]);  // warm-up (with time_per_call's): kernels tune here
+          return time_per_call(b, 10, [&] { run(candidates[i]); });
+        },
+        !in_place);
     choice = candidates[c];
   }
   run(choice);

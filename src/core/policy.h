@@ -20,12 +20,17 @@ class PolicyChoice {
   /// @param key the kernel's part of the tune-cache key (" local ... grid ..." is appended);
   ///        called only when a choice is made.
   /// @param time seconds per call of candidate i, called only when a choice is made.
+  /// @param repeatable false for a call that must run once (it updates in place, so timing the
+  ///        candidates on its fields would change the result): it takes the choice already
+  ///        made, else candidate 0, and makes none.
   /// After the first call on a lattice one map lookup: key and time are wrapped (std::function,
   /// which may allocate) only where a choice is made.
   template <typename Key, typename Time>
-  int get(const Lattice& lat, const Key& key, const std::vector<std::string>& names, const Time& time) {
+  int get(const Lattice& lat, const Key& key, const std::vector<std::string>& names, const Time& time,
+          bool repeatable = true) {
     const int c = known(lat);
-    return c >= 0 ? c : choose(lat, key, names, time);
+    if (c >= 0) return c;
+    return repeatable ? choose(lat, key, names, time) : 0;
   }
   /// The choice already made for lat's local lattice and process grid, or -1.
   int known(const Lattice& lat) const;
